@@ -1,0 +1,30 @@
+//===- MithrilToLinalg.h - mithril to linalg on tensors ---------*- C++ -*-===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MITHRIL_CONVERSION_MITHRILTOLINALG_MITHRILTOLINALG_H
+#define MITHRIL_CONVERSION_MITHRILTOLINALG_MITHRILTOLINALG_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mithril {
+
+#define GEN_PASS_DECL_CONVERTMITHRILTOLINALG
+#include "mithril/Conversion/Passes.h.inc"
+
+/// Adds the patterns that lower mithril primitives to linalg on tensors.
+void populateMithrilToLinalgPatterns(mlir::RewritePatternSet &patterns);
+
+} // namespace mithril
+
+#endif // MITHRIL_CONVERSION_MITHRILTOLINALG_MITHRILTOLINALG_H

@@ -1,0 +1,37 @@
+//===- Passes.td - conversions out of the mithril dialect ---*- tablegen -*-===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MITHRIL_CONVERSION_PASSES_TD
+#define MITHRIL_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertMithrilToLinalg : Pass<"convert-mithril-to-linalg", "mlir::ModuleOp"> {
+  let summary = "Lower flattened mithril models to func, linalg, tensor and arith";
+  let description = [{
+    Turns every flattened `mithril.model` into a `func.func` of the same name
+    (terminal names and roles stay as the argument attributes `mithril.name`
+    and `mithril.kind`, output names as result attributes) and every
+    primitive into linalg on tensors: named ops where they exist
+    (`linalg.matmul`, `linalg.batch_matmul`, `linalg.transpose`),
+    `linalg.generic` for elementwise ops with broadcasting, reductions,
+    convolutions and pooling, and tensor ops for reshapes, slices and
+    concatenation. Dynamic dimensions are supported; a dynamic dimension is
+    assumed not to broadcast (it has the size of the other operand's).
+    A model that still contains instances is an error: run mithril-flatten
+    first.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::func::FuncDialect",
+    "mlir::linalg::LinalgDialect",
+    "mlir::math::MathDialect",
+    "mlir::tensor::TensorDialect"
+  ];
+}
+
+#endif // MITHRIL_CONVERSION_PASSES_TD

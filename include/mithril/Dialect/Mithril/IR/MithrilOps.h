@@ -1,0 +1,91 @@
+//===- MithrilOps.h - mithril dialect operations ----------------*- C++ -*-===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MITHRIL_DIALECT_MITHRIL_IR_MITHRILOPS_H
+#define MITHRIL_DIALECT_MITHRIL_IR_MITHRILOPS_H
+
+#include "mithril/Dialect/Mithril/IR/MithrilDialect.h"
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <optional>
+#include <string>
+
+namespace mithril {
+
+class OutputOp;
+
+/// A terminal of a model being built: its name, type and (for inputs) role.
+struct TerminalSpec {
+  std::string name;
+  mlir::Type type;
+  InputKind kind = InputKind::Data;
+};
+
+/// Attribute names that carry terminal names and roles on model arguments and
+/// results.
+inline constexpr llvm::StringLiteral kTerminalNameAttr = "mithril.name";
+inline constexpr llvm::StringLiteral kInputKindAttr = "mithril.kind";
+
+/// How the element type of an elementwise binary op's result is formed.
+enum class BinaryResultKind { Arith, Compare, Logical };
+
+/// Result types are compatible when they are ranked tensors of the same rank
+/// and element type whose dimensions agree wherever both are static.
+bool areCompatibleTypes(mlir::TypeRange lhs, mlir::TypeRange rhs);
+
+/// A short description of where a value comes from, for diagnostics: the
+/// terminal it is (`terminal 'input'`), or the named op that produces it.
+std::string describeValue(mlir::Value value);
+
+/// Writes a shape as `4x?x8` (or `scalar`).
+std::string formatShape(llvm::ArrayRef<int64_t> shape);
+
+// Shape rules shared by the ops (MithrilShapes.cpp).
+llvm::LogicalResult inferUnaryElementwise(std::optional<mlir::Location> loc,
+                                          mlir::Value input,
+                                          llvm::SmallVectorImpl<mlir::Type> &types);
+llvm::LogicalResult inferBroadcastBinary(mlir::MLIRContext *ctx,
+                                         std::optional<mlir::Location> loc,
+                                         llvm::StringRef opName, mlir::Value lhs,
+                                         mlir::Value rhs, BinaryResultKind kind,
+                                         llvm::SmallVectorImpl<mlir::Type> &types);
+llvm::LogicalResult inferReduction(mlir::MLIRContext *ctx,
+                                   std::optional<mlir::Location> loc,
+                                   llvm::StringRef opName, mlir::Value input,
+                                   std::optional<llvm::ArrayRef<int64_t>> axes,
+                                   bool keepdim, mlir::Type resultElementType,
+                                   llvm::SmallVectorImpl<mlir::Type> &types);
+
+/// Broadcasts two shapes with numpy rules; fails when a pair of static
+/// dimensions differ and neither is 1.
+llvm::FailureOr<llvm::SmallVector<int64_t>>
+broadcastShapes(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs);
+
+/// Normalizes possibly negative axes against `rank`; fails on out-of-range or
+/// repeated axes.
+llvm::FailureOr<llvm::SmallVector<int64_t>>
+normalizeAxes(llvm::ArrayRef<int64_t> axes, int64_t rank);
+
+/// Is `name` usable as a bare SSA identifier in the textual IR?
+bool isPlainIdentifier(llvm::StringRef name);
+
+} // namespace mithril
+
+#define GET_OP_CLASSES
+#include "mithril/Dialect/Mithril/IR/MithrilOps.h.inc"
+
+#endif // MITHRIL_DIALECT_MITHRIL_IR_MITHRILOPS_H

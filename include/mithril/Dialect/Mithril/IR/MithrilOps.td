@@ -1,0 +1,560 @@
+//===- MithrilOps.td - mithril dialect operations -----------*- tablegen -*-===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MITHRIL_DIALECT_MITHRIL_IR_MITHRILOPS_TD
+#define MITHRIL_DIALECT_MITHRIL_IR_MITHRILOPS_TD
+
+include "mithril/Dialect/Mithril/IR/MithrilDialect.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/Interfaces/CallInterfaces.td"
+include "mlir/Interfaces/FunctionInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+
+class Mithril_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Mithril_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Models, instances and terminals
+//===----------------------------------------------------------------------===//
+
+def Mithril_ModelOp : Mithril_Op<"model", [
+    IsolatedFromAbove, FunctionOpInterface, OpAsmOpInterface, SingleBlock,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames"]>
+  ]> {
+  let summary = "A logical model: named input and output terminals around a graph";
+  let description = [{
+    A model is a symbol whose single block computes its output terminals from
+    its input terminals. Each input has a name and a role: `data` (fed at run
+    time), `param` (a trainable parameter, differentiable by default) or
+    `const` (known at compile time). Each output has a name.
+
+    ```mlir
+    mithril.model @Linear(data %input: tensor<?x8xf32>,
+                          param %weight: tensor<32x8xf32>,
+                          param %bias: tensor<32xf32>) -> (output: tensor<?x32xf32>) {
+      %wt = mithril.transpose %weight : (tensor<32x8xf32>) -> tensor<8x32xf32>
+      %mm = mithril.matmul %input, %wt : (tensor<?x8xf32>, tensor<8x32xf32>) -> tensor<?x32xf32>
+      %y = mithril.add %mm, %bias : (tensor<?x32xf32>, tensor<32xf32>) -> tensor<?x32xf32>
+      mithril.output %y : tensor<?x32xf32>
+    }
+    ```
+
+    The terminal name is the SSA name of the argument; a name that is not a
+    valid identifier is written as a string after it (`data %0 "my input"`).
+    Names and roles are stored as the argument attributes `mithril.name` and
+    `mithril.kind`, and output names as the result attribute `mithril.name`.
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       TypeAttrOf<FunctionType>:$function_type,
+                       OptionalAttr<StrAttr>:$sym_visibility,
+                       OptionalAttr<DictArrayAttr>:$arg_attrs,
+                       OptionalAttr<DictArrayAttr>:$res_attrs);
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [
+    OpBuilder<(ins "::llvm::StringRef":$name,
+                   "::llvm::ArrayRef<::mithril::TerminalSpec>":$inputs,
+                   "::llvm::ArrayRef<::mithril::TerminalSpec>":$outputs)>
+  ];
+  let extraClassDeclaration = [{
+    ::mlir::Region *getCallableRegion() { return &getBody(); }
+    ::llvm::ArrayRef<::mlir::Type> getArgumentTypes() {
+      return getFunctionType().getInputs();
+    }
+    ::llvm::ArrayRef<::mlir::Type> getResultTypes() {
+      return getFunctionType().getResults();
+    }
+    ::mlir::Block &getBodyBlock() { return getBody().front(); }
+
+    /// Terminal names and roles.
+    unsigned getNumInputs() { return getFunctionType().getNumInputs(); }
+    unsigned getNumOutputs() { return getFunctionType().getNumResults(); }
+    ::llvm::StringRef getInputName(unsigned i);
+    ::mithril::InputKind getInputKind(unsigned i);
+    ::llvm::StringRef getOutputName(unsigned i);
+    /// Index of the input or output terminal with this name, if any.
+    std::optional<unsigned> lookupInput(::llvm::StringRef name);
+    std::optional<unsigned> lookupOutput(::llvm::StringRef name);
+    /// The value that feeds the output terminals.
+    ::mithril::OutputOp getOutputOp();
+    /// Change an input's type, keeping the block argument in step.
+    void setInputType(unsigned i, ::mlir::Type type);
+    /// Recompute the function type from the block arguments and the outputs.
+    void syncFunctionType();
+    static ::llvm::StringRef getDefaultDialect() { return "mithril"; }
+  }];
+}
+
+def Mithril_OutputOp : Mithril_Op<"output", [
+    Pure, HasParent<"ModelOp">, Terminator, ReturnLike
+  ]> {
+  let summary = "Feeds the output terminals of the enclosing model";
+  let arguments = (ins Variadic<AnyRankedTensor>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+  let hasVerifier = 1;
+  let builders = [OpBuilder<(ins), [{ }]>];
+}
+
+def Mithril_InstanceOp : Mithril_Op<"instance", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>
+  ]> {
+  let summary = "Instantiates a model, binding its terminals by name";
+  let description = [{
+    Instantiates the model `callee` under the instance name `name`. Each
+    operand binds the callee input terminal named at the same position of
+    `terminals`. Inputs left unbound belong to this instance: flattening
+    lifts them into the enclosing root model, named by instance path
+    (`block1.weight`), with the role they have in the callee. The results are
+    the callee's output terminals, in order.
+
+    ```mlir
+    %h = mithril.instance "layer1" @Linear(input = %x) : (tensor<4x8xf32>) -> tensor<4x32xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, FlatSymbolRefAttr:$callee,
+                       StrArrayAttr:$terminals,
+                       Variadic<AnyRankedTensor>:$bindings);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The operand bound to the callee input called `terminal`, if any.
+    ::mlir::Value getBinding(::llvm::StringRef terminal);
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Base classes for the tensor primitives
+//===----------------------------------------------------------------------===//
+
+defvar compatibleReturnTypes = [{
+  bool $cppClass::isCompatibleReturnTypes(::mlir::TypeRange l, ::mlir::TypeRange r) {
+    return ::mithril::areCompatibleTypes(l, r);
+  }
+}];
+
+// A value-semantic tensor op whose result types follow from its operands.
+class Mithril_TensorOp<string mnemonic, list<Trait> traits = []>
+    : Mithril_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptorWithIsCompatible], traits)> {
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let extraClassDefinition = compatibleReturnTypes;
+}
+
+// Elementwise op of one operand; the result has the operand's type.
+class Mithril_UnaryOp<string mnemonic, string doc, list<Trait> traits = []>
+    : Mithril_TensorOp<mnemonic, traits> {
+  let summary = doc;
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let extraClassDefinition = compatibleReturnTypes # [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *,
+        std::optional<::mlir::Location> loc, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::mithril::inferUnaryElementwise(loc, adaptor.getInput(), types);
+    }
+  }];
+}
+
+// Elementwise float op of one operand.
+class Mithril_UnaryFloatOp<string mnemonic, string doc, list<Trait> traits = []>
+    : Mithril_UnaryOp<mnemonic, doc, traits> {
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$input);
+}
+
+// Elementwise op of two operands with numpy broadcasting.
+class Mithril_BinaryOp<string mnemonic, string doc, string kind = "Arith",
+                       list<Trait> traits = []>
+    : Mithril_TensorOp<mnemonic, traits> {
+  let summary = doc;
+  let description = [{
+    Elementwise with numpy broadcasting: shapes are aligned on the right and a
+    dimension of size 1 stretches to the other operand's.
+  }];
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
+  let results = (outs AnyRankedTensor:$result);
+  let extraClassDefinition = compatibleReturnTypes # [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *ctx,
+        std::optional<::mlir::Location> loc, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::mithril::inferBroadcastBinary(ctx, loc, getOperationName(),
+          adaptor.getLhs(), adaptor.getRhs(),
+          ::mithril::BinaryResultKind::}] # kind # [{, types);
+    }
+  }];
+}
+
+// Elementwise loss of a prediction and a target, with broadcasting.
+class Mithril_LossOp<string mnemonic, string doc, list<Trait> traits = []>
+    : Mithril_TensorOp<mnemonic, traits> {
+  let summary = doc;
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$input, RankedTensorOf<[AnyFloat]>:$target);
+  let results = (outs AnyRankedTensor:$result);
+  let extraClassDefinition = compatibleReturnTypes # [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *ctx,
+        std::optional<::mlir::Location> loc, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::mithril::inferBroadcastBinary(ctx, loc, getOperationName(),
+          adaptor.getInput(), adaptor.getTarget(),
+          ::mithril::BinaryResultKind::Arith, types);
+    }
+  }];
+}
+
+// Reduction over `axes` (all axes when absent), optionally keeping them.
+class Mithril_ReduceOp<string mnemonic, string doc, list<Trait> traits = []>
+    : Mithril_TensorOp<mnemonic, traits> {
+  let summary = doc;
+  let description = [{
+    Reduces `input` over `axes` (every axis when `axes` is absent; negative
+    axes count from the end). With `keepdim` the reduced axes stay as size 1.
+  }];
+  let arguments = (ins AnyRankedTensor:$input,
+                       OptionalAttr<DenseI64ArrayAttr>:$axes,
+                       DefaultValuedAttr<BoolAttr, "false">:$keepdim);
+  let results = (outs AnyRankedTensor:$result);
+  let extraClassDefinition = compatibleReturnTypes # [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *ctx,
+        std::optional<::mlir::Location> loc, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::mithril::inferReduction(ctx, loc, getOperationName(), adaptor.getInput(),
+          adaptor.getAxes(), adaptor.getKeepdim(), /*resultElementType=*/nullptr, types);
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Constants
+//===----------------------------------------------------------------------===//
+
+def Mithril_ConstantOp : Mithril_Op<"constant", [
+    ConstantLike, Pure, InferTypeOpAdaptorWithIsCompatible,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>
+  ]> {
+  let summary = "A constant tensor";
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+  let extraClassDefinition = compatibleReturnTypes;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise arithmetic
+//===----------------------------------------------------------------------===//
+
+def Mithril_AddOp : Mithril_BinaryOp<"add", "Elementwise addition", "Arith", [Commutative]> {
+  let hasFolder = 1;
+}
+def Mithril_SubtractOp : Mithril_BinaryOp<"subtract", "Elementwise subtraction"> {
+  let hasFolder = 1;
+}
+def Mithril_MultiplyOp : Mithril_BinaryOp<"multiply", "Elementwise multiplication", "Arith", [Commutative]> {
+  let hasFolder = 1;
+}
+def Mithril_DivideOp : Mithril_BinaryOp<"divide", "Elementwise true division"> {
+  let hasFolder = 1;
+}
+def Mithril_FloorDivideOp : Mithril_BinaryOp<"floor_divide", "Elementwise division rounded towards minus infinity">;
+def Mithril_PowerOp : Mithril_BinaryOp<"power", "Elementwise power lhs ** rhs"> {
+  let hasFolder = 1;
+}
+def Mithril_MinimumOp : Mithril_BinaryOp<"minimum", "Elementwise minimum", "Arith", [Commutative]>;
+def Mithril_MaximumOp : Mithril_BinaryOp<"maximum", "Elementwise maximum", "Arith", [Commutative]>;
+
+def Mithril_EqualOp : Mithril_BinaryOp<"equal", "Elementwise ==, giving i1", "Compare", [Commutative]>;
+def Mithril_NotEqualOp : Mithril_BinaryOp<"not_equal", "Elementwise !=, giving i1", "Compare", [Commutative]>;
+def Mithril_LessOp : Mithril_BinaryOp<"less", "Elementwise <, giving i1", "Compare">;
+def Mithril_LessEqualOp : Mithril_BinaryOp<"less_equal", "Elementwise <=, giving i1", "Compare">;
+def Mithril_GreaterOp : Mithril_BinaryOp<"greater", "Elementwise >, giving i1", "Compare">;
+def Mithril_GreaterEqualOp : Mithril_BinaryOp<"greater_equal", "Elementwise >=, giving i1", "Compare">;
+def Mithril_LogicalAndOp : Mithril_BinaryOp<"logical_and", "Elementwise and of i1 tensors", "Logical", [Commutative]>;
+def Mithril_LogicalOrOp : Mithril_BinaryOp<"logical_or", "Elementwise or of i1 tensors", "Logical", [Commutative]>;
+def Mithril_LogicalXorOp : Mithril_BinaryOp<"logical_xor", "Elementwise xor of i1 tensors", "Logical", [Commutative]>;
+
+def Mithril_NegateOp : Mithril_UnaryOp<"negate", "Elementwise negation"> {
+  let hasFolder = 1;
+}
+def Mithril_AbsOp : Mithril_UnaryOp<"abs", "Elementwise absolute value">;
+def Mithril_SignOp : Mithril_UnaryOp<"sign", "Elementwise sign: -1, 0 or 1">;
+def Mithril_SquareOp : Mithril_UnaryOp<"square", "Elementwise x * x">;
+def Mithril_LogicalNotOp : Mithril_UnaryOp<"logical_not", "Elementwise not of an i1 tensor">;
+def Mithril_StopGradientOp : Mithril_UnaryOp<"stop_gradient",
+    "Identity whose gradient is zero">;
+def Mithril_ExpOp : Mithril_UnaryFloatOp<"exp", "Elementwise e ** x">;
+def Mithril_LogOp : Mithril_UnaryFloatOp<"log", "Elementwise natural logarithm">;
+def Mithril_SqrtOp : Mithril_UnaryFloatOp<"sqrt", "Elementwise square root">;
+def Mithril_SinOp : Mithril_UnaryFloatOp<"sin", "Elementwise sine">;
+def Mithril_CosOp : Mithril_UnaryFloatOp<"cos", "Elementwise cosine">;
+def Mithril_ReciprocalOp : Mithril_UnaryFloatOp<"reciprocal", "Elementwise 1 / x">;
+
+//===----------------------------------------------------------------------===//
+// Activations
+//===----------------------------------------------------------------------===//
+
+def Mithril_ReluOp : Mithril_UnaryFloatOp<"relu", "max(x, 0)">;
+def Mithril_SigmoidOp : Mithril_UnaryFloatOp<"sigmoid", "1 / (1 + exp(-x))">;
+def Mithril_TanhOp : Mithril_UnaryFloatOp<"tanh", "Hyperbolic tangent">;
+def Mithril_SoftplusOp : Mithril_UnaryFloatOp<"softplus", "log(1 + exp(x)), computed stably">;
+def Mithril_LeakyReluOp : Mithril_UnaryFloatOp<"leaky_relu", "x if x > 0 else slope * x"> {
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$input,
+                       DefaultValuedAttr<F64Attr, "0.01">:$slope);
+}
+def Mithril_GeluOp : Mithril_UnaryFloatOp<"gelu", "Gaussian error linear unit"> {
+  let description = [{
+    `x * Phi(x)` with the exact error function, or the tanh approximation
+    when `approximate` is set.
+  }];
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$input,
+                       DefaultValuedAttr<BoolAttr, "false">:$approximate);
+}
+def Mithril_SoftmaxOp : Mithril_UnaryFloatOp<"softmax", "exp(x) / sum(exp(x)) along an axis"> {
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$input,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let hasVerifier = 1;
+}
+def Mithril_LogSoftmaxOp : Mithril_UnaryFloatOp<"log_softmax", "log(softmax(x)) along an axis, computed stably"> {
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$input,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let hasVerifier = 1;
+}
+
+def Mithril_WhereOp : Mithril_TensorOp<"where"> {
+  let summary = "Elementwise select: cond ? lhs : rhs, with broadcasting";
+  let arguments = (ins RankedTensorOf<[I1]>:$cond, AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+def Mithril_MatmulOp : Mithril_TensorOp<"matmul"> {
+  let summary = "Matrix product with numpy batch broadcasting";
+  let description = [{
+    `numpy.matmul` semantics: 1-D operands are promoted to matrices and the
+    promoted axis is dropped from the result; leading (batch) dimensions
+    broadcast.
+  }];
+  let arguments = (ins RankedTensorOf<[AnyFloat, AnyInteger]>:$lhs,
+                       RankedTensorOf<[AnyFloat, AnyInteger]>:$rhs);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+def Mithril_SumOp : Mithril_ReduceOp<"sum", "Sum over axes">;
+def Mithril_MeanOp : Mithril_ReduceOp<"mean", "Mean over axes">;
+def Mithril_MaxOp : Mithril_ReduceOp<"max", "Maximum over axes">;
+def Mithril_MinOp : Mithril_ReduceOp<"min", "Minimum over axes">;
+def Mithril_ProdOp : Mithril_ReduceOp<"prod", "Product over axes">;
+def Mithril_VarianceOp : Mithril_TensorOp<"variance"> {
+  let summary = "Variance over axes, with a degrees-of-freedom correction";
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$input,
+                       OptionalAttr<DenseI64ArrayAttr>:$axes,
+                       DefaultValuedAttr<BoolAttr, "false">:$keepdim,
+                       DefaultValuedAttr<F64Attr, "0.0">:$correction);
+  let results = (outs AnyRankedTensor:$result);
+}
+class Mithril_ArgReduceOp<string mnemonic, string doc> : Mithril_TensorOp<mnemonic> {
+  let summary = doc;
+  let description = [{
+    Index (i64) of the first extreme element along `axis`, or in the
+    flattened tensor when `axis` is absent.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, OptionalAttr<I64Attr>:$axis,
+                       DefaultValuedAttr<BoolAttr, "false">:$keepdim);
+  let results = (outs RankedTensorOf<[I64]>:$result);
+}
+def Mithril_ArgMaxOp : Mithril_ArgReduceOp<"argmax", "Index of the maximum along an axis">;
+def Mithril_ArgMinOp : Mithril_ArgReduceOp<"argmin", "Index of the minimum along an axis">;
+
+//===----------------------------------------------------------------------===//
+// Shape manipulation
+//===----------------------------------------------------------------------===//
+
+def Mithril_ReshapeOp : Mithril_TensorOp<"reshape"> {
+  let summary = "Reshape to `shape`; one entry may be -1 (inferred)";
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs AnyRankedTensor:$result);
+  let hasFolder = 1;
+}
+def Mithril_TransposeOp : Mithril_TensorOp<"transpose"> {
+  let summary = "Permute axes (reverse them when `permutation` is absent)";
+  let arguments = (ins AnyRankedTensor:$input, OptionalAttr<DenseI64ArrayAttr>:$permutation);
+  let results = (outs AnyRankedTensor:$result);
+  let hasFolder = 1;
+  let extraClassDeclaration = [{
+    /// The permutation, with the default (reversal) made explicit.
+    ::llvm::SmallVector<int64_t> getPermutationOrDefault();
+  }];
+}
+def Mithril_FlattenOp : Mithril_TensorOp<"flatten"> {
+  let summary = "Merge axes start_dim..end_dim into one";
+  let arguments = (ins AnyRankedTensor:$input,
+                       DefaultValuedAttr<I64Attr, "0">:$start_dim,
+                       DefaultValuedAttr<I64Attr, "-1">:$end_dim);
+  let results = (outs AnyRankedTensor:$result);
+}
+def Mithril_SqueezeOp : Mithril_TensorOp<"squeeze"> {
+  let summary = "Drop size-1 axes (the given ones, or all)";
+  let arguments = (ins AnyRankedTensor:$input, OptionalAttr<DenseI64ArrayAttr>:$axes);
+  let results = (outs AnyRankedTensor:$result);
+}
+def Mithril_UnsqueezeOp : Mithril_TensorOp<"unsqueeze"> {
+  let summary = "Insert a size-1 axis at `axis`";
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+}
+def Mithril_ConcatOp : Mithril_TensorOp<"concat"> {
+  let summary = "Join tensors along an existing axis";
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs AnyRankedTensor:$result);
+}
+def Mithril_BroadcastToOp : Mithril_TensorOp<"broadcast_to"> {
+  let summary = "Broadcast to `shape` with numpy rules";
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$shape);
+  let results = (outs AnyRankedTensor:$result);
+}
+def Mithril_SliceOp : Mithril_TensorOp<"slice"> {
+  let summary = "Python-style slice start:stop:step along each given axis";
+  let description = [{
+    For each entry `i`, takes `start[i]:stop[i]:step[i]` along `axes[i]` with
+    Python semantics (negative indices count from the end, bounds clamp).
+    Steps must be positive.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$axes,
+                       DenseI64ArrayAttr:$start, DenseI64ArrayAttr:$stop,
+                       DenseI64ArrayAttr:$step);
+  let results = (outs AnyRankedTensor:$result);
+}
+def Mithril_CastOp : Mithril_TensorOp<"cast"> {
+  let summary = "Convert the element type";
+  let arguments = (ins AnyRankedTensor:$input, TypeAttr:$element_type);
+  let results = (outs AnyRankedTensor:$result);
+  let hasFolder = 1;
+}
+def Mithril_ShapeOp : Mithril_TensorOp<"shape"> {
+  let summary = "The shape of a tensor as a 1-D i64 tensor";
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs RankedTensorOf<[I64]>:$result);
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution, pooling and normalization
+//===----------------------------------------------------------------------===//
+
+class Mithril_ConvOp<string mnemonic, int rank> : Mithril_TensorOp<mnemonic> {
+  let summary = "Convolution over " # rank # " spatial dimensions, channels first";
+  let description = [{
+    `input` is `[N, C_in, spatial...]`, `weight` is
+    `[C_out, C_in / groups, kernel...]` and the optional `bias` is `[C_out]`.
+    `padding` gives the zero padding at each end of every spatial dimension
+    (before and after: `[p0_lo, p0_hi, p1_lo, p1_hi]`).
+  }];
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$input,
+                       RankedTensorOf<[AnyFloat]>:$weight,
+                       Optional<RankedTensorOf<[AnyFloat]>>:$bias,
+                       DenseI64ArrayAttr:$stride,
+                       DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilation,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs AnyRankedTensor:$result);
+}
+def Mithril_Conv1DOp : Mithril_ConvOp<"conv1d", 1>;
+def Mithril_Conv2DOp : Mithril_ConvOp<"conv2d", 2>;
+
+class Mithril_PoolOp<string mnemonic, int rank, string doc> : Mithril_TensorOp<mnemonic> {
+  let summary = doc;
+  let description = [{
+    Pools `[N, C, spatial...]` (or `[C, spatial...]`) with a window of
+    `kernel_size`, `stride`, `padding` (before and after each spatial
+    dimension) and `dilation`. Max pooling pads with minus infinity; average
+    pooling counts the padding as zeros.
+  }];
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$input,
+                       DenseI64ArrayAttr:$kernel_size,
+                       DenseI64ArrayAttr:$stride,
+                       DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilation);
+  let results = (outs AnyRankedTensor:$result);
+}
+def Mithril_MaxPool1DOp : Mithril_PoolOp<"max_pool1d", 1, "Max pooling over one spatial dimension">;
+def Mithril_MaxPool2DOp : Mithril_PoolOp<"max_pool2d", 2, "Max pooling over two spatial dimensions">;
+def Mithril_AvgPool2DOp : Mithril_PoolOp<"avg_pool2d", 2, "Average pooling over two spatial dimensions">;
+
+def Mithril_EmbeddingOp : Mithril_TensorOp<"embedding"> {
+  let summary = "Gather rows of `weight` [V, D] at integer `indices`";
+  let arguments = (ins RankedTensorOf<[AnyInteger]>:$indices, RankedTensorOf<[AnyFloat]>:$weight);
+  let results = (outs AnyRankedTensor:$result);
+}
+def Mithril_LayerNormOp : Mithril_TensorOp<"layer_norm"> {
+  let summary = "Normalize over the last `num_axes` axes: (x - mean) / sqrt(var + eps)";
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$input,
+                       DefaultValuedAttr<I64Attr, "1">:$num_axes,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$eps);
+  let results = (outs AnyRankedTensor:$result);
+}
+def Mithril_BatchNormOp : Mithril_TensorOp<"batch_norm"> {
+  let summary = "Inference batch normalization over axis 1 with running statistics";
+  let description = [{
+    `(x - mean) / sqrt(var + eps) * weight + bias`, where `mean`, `var`,
+    `weight` and `bias` are 1-D over the channel axis (axis 1) of `input`.
+  }];
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$input,
+                       RankedTensorOf<[AnyFloat]>:$mean, RankedTensorOf<[AnyFloat]>:$variance,
+                       RankedTensorOf<[AnyFloat]>:$weight, RankedTensorOf<[AnyFloat]>:$bias,
+                       DefaultValuedAttr<F64Attr, "1e-5">:$eps);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+//===----------------------------------------------------------------------===//
+// Losses (elementwise; reduce them with sum or mean)
+//===----------------------------------------------------------------------===//
+
+def Mithril_SquaredErrorOp : Mithril_LossOp<"squared_error", "(input - target) ** 2">;
+def Mithril_AbsoluteErrorOp : Mithril_LossOp<"absolute_error", "|input - target|">;
+def Mithril_HingeOp : Mithril_LossOp<"hinge", "max(0, 1 - input * target)">;
+def Mithril_QuadHingeOp : Mithril_LossOp<"quad_hinge", "max(0, 1 - input * target) ** 2">;
+def Mithril_KLDivergenceOp : Mithril_LossOp<"kl_divergence",
+    "target * (log(target) - log(input)), zero where target is zero">;
+def Mithril_QuantileOp : Mithril_LossOp<"quantile",
+    "max(q * (target - input), (q - 1) * (target - input))"> {
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$input, RankedTensorOf<[AnyFloat]>:$target,
+                       DefaultValuedAttr<F64Attr, "0.5">:$quantile);
+}
+def Mithril_BinaryCrossEntropyOp : Mithril_LossOp<"binary_cross_entropy",
+    "-(t * log(p) + (1 - t) * log(1 - p)), from probabilities or logits"> {
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$input, RankedTensorOf<[AnyFloat]>:$target,
+                       DefaultValuedAttr<BoolAttr, "false">:$from_logits);
+}
+def Mithril_CrossEntropyOp : Mithril_TensorOp<"cross_entropy"> {
+  let summary = "Cross entropy over the class axis (axis 1)";
+  let description = [{
+    `input` is `[N, C, ...]` holding probabilities, logits (`from_logits`) or
+    log-probabilities (`from_log_probs`). With an integer `target` of shape
+    `[N, ...]` it holds class indices; with a float `target` of the input's
+    shape it holds class probabilities. The result is the per-sample loss,
+    `[N, ...]`.
+  }];
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$input, AnyRankedTensor:$target,
+                       DefaultValuedAttr<BoolAttr, "false">:$from_logits,
+                       DefaultValuedAttr<BoolAttr, "false">:$from_log_probs);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+#endif // MITHRIL_DIALECT_MITHRIL_IR_MITHRILOPS_TD

@@ -1,0 +1,35 @@
+//===- Passes.h - mithril dialect transformations ---------------*- C++ -*-===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MITHRIL_DIALECT_MITHRIL_TRANSFORMS_PASSES_H
+#define MITHRIL_DIALECT_MITHRIL_TRANSFORMS_PASSES_H
+
+#include "mithril/Dialect/Mithril/IR/MithrilOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mithril {
+
+#define GEN_PASS_DECL
+#include "mithril/Dialect/Mithril/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "mithril/Dialect/Mithril/Transforms/Passes.h.inc"
+
+/// Parses `name:4x?x8` into a terminal name and a shape (`?` is dynamic).
+llvm::FailureOr<std::pair<std::string, llvm::SmallVector<int64_t>>>
+parseShapeSpec(llvm::StringRef spec);
+
+/// Infers the shapes of `model` given shapes for some of its inputs; see
+/// mithril-infer-shapes.
+llvm::LogicalResult
+inferModelShapes(ModelOp model,
+                 llvm::ArrayRef<std::pair<std::string, llvm::SmallVector<int64_t>>> given);
+
+} // namespace mithril
+
+#endif // MITHRIL_DIALECT_MITHRIL_TRANSFORMS_PASSES_H

@@ -1,0 +1,77 @@
+//===- Passes.td - mithril dialect transformations ----------*- tablegen -*-===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MITHRIL_DIALECT_MITHRIL_TRANSFORMS_PASSES_TD
+#define MITHRIL_DIALECT_MITHRIL_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def MithrilFlatten : Pass<"mithril-flatten", "mlir::ModuleOp"> {
+  let summary = "Inline the model hierarchy into its root models";
+  let description = [{
+    Replaces every `mithril.instance` in a root model by the body of the
+    model it instantiates, recursively. Inputs an instance leaves unbound are
+    lifted into the root as new input terminals named by instance path
+    (`block1.conv.weight`), keeping their role. Locations of inlined ops are
+    prefixed with the instance path so that diagnostics name them. Roots are
+    the model named by `entry`, or every model that no instance refers to;
+    the other models are erased. A model that instantiates itself, directly
+    or not, is an error.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
+           "The root model (default: every model that is not instantiated)">
+  ];
+  let dependentDialects = ["mithril::MithrilDialect"];
+}
+
+def MithrilInferShapes : Pass<"mithril-infer-shapes", "mlir::ModuleOp"> {
+  let summary = "Propagate input shapes through flattened models";
+  let description = [{
+    Gives input terminals the shapes in `shapes` (`name:4x8`, `?` for a
+    dynamic dimension), then refines every value's type from the shape rules
+    of the ops, forwards from operands to results and backwards where an op
+    fixes an operand dimension (the contraction dimension of a matmul, the
+    channels of a convolution weight), until nothing changes. A given shape
+    that conflicts with a terminal's declared shape, or shapes that conflict
+    inside the model, are errors that name the terminals and their shapes.
+    Run it after `mithril-flatten`.
+  }];
+  let options = [
+    ListOption<"shapes", "shapes", "std::string",
+               "Input shapes as name:DxDxD (for example input:4x8)">,
+    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
+           "Only this model (default: every model)">
+  ];
+  let dependentDialects = ["mithril::MithrilDialect"];
+}
+
+def MithrilDCE : Pass<"mithril-dce", "mlir::ModuleOp"> {
+  let summary = "Drop discarded outputs and everything that reaches no output";
+  let description = [{
+    Removes the output terminals named in `discard`, then every op (instances
+    included) whose results reach no output terminal.
+  }];
+  let options = [
+    ListOption<"discard", "discard", "std::string",
+               "Output terminals to drop before removing dead code">
+  ];
+  let dependentDialects = ["mithril::MithrilDialect"];
+}
+
+def MithrilDecompose : Pass<"mithril-decompose", "mlir::ModuleOp"> {
+  let summary = "Rewrite composite primitives into simpler ones";
+  let description = [{
+    Expresses softmax, log_softmax, variance, mean, layer_norm, batch_norm,
+    gelu, softplus and the losses in terms of elementwise ops and
+    reductions, so that lowering and differentiation see fewer ops and
+    fusion sees long elementwise chains.
+  }];
+  let dependentDialects = ["mithril::MithrilDialect"];
+}
+
+#endif // MITHRIL_DIALECT_MITHRIL_TRANSFORMS_PASSES_TD

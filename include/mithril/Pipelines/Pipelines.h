@@ -1,0 +1,47 @@
+//===- Pipelines.h - the named compilation pipelines ------------*- C++ -*-===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+// Pipelines are C++ builders shared by mithril-opt, mithril-run and Python.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MITHRIL_PIPELINES_PIPELINES_H
+#define MITHRIL_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace mithril {
+
+struct CpuPipelineOptions : public mlir::PassPipelineOptions<CpuPipelineOptions> {
+  Option<std::string> entry{*this, "entry",
+                            llvm::cl::desc("The root model (default: every un-instantiated model)"),
+                            llvm::cl::init("")};
+  ListOption<std::string> shapes{*this, "shapes",
+                                 llvm::cl::desc("Input shapes as name:DxD")};
+  ListOption<std::string> discard{*this, "discard",
+                                  llvm::cl::desc("Output terminals to drop")};
+  Option<std::string> stopAfter{
+      *this, "stop-after",
+      llvm::cl::desc("Stop after a stage: flatten, shapes, linalg, fusion, bufferize, loops "
+                     "or llvm (the default: the whole pipeline)"),
+      llvm::cl::init("llvm")};
+};
+
+/// The stages of the CPU pipeline, in order.
+llvm::ArrayRef<llvm::StringRef> getCpuPipelineStages();
+
+/// Builds the CPU pipeline: flatten, infer shapes, simplify, decompose,
+/// lower to linalg, fuse, bufferize, lower to loops and to the LLVM dialect.
+/// Fails if `stop-after` names no stage.
+llvm::LogicalResult buildCpuPipeline(mlir::OpPassManager &pm,
+                                     const CpuPipelineOptions &options);
+
+/// Registers the named pipelines (mithril-cpu-pipeline).
+void registerPipelines();
+
+} // namespace mithril
+
+#endif // MITHRIL_PIPELINES_PIPELINES_H

@@ -1,0 +1,1276 @@
+//===- MithrilToLinalg.cpp - mithril to linalg on tensors -----------------===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mithril/Conversion/MithrilToLinalg/MithrilToLinalg.h"
+#include "mithril/Dialect/Mithril/IR/MithrilOps.h"
+
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+#include "mlir/IR/AffineMap.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include <cmath>
+
+namespace mithril {
+#define GEN_PASS_DEF_CONVERTMITHRILTOLINALG
+#include "mithril/Conversion/Passes.h.inc"
+} // namespace mithril
+
+using namespace mlir;
+using namespace mithril;
+
+static constexpr int64_t kDyn = ShapedType::kDynamic;
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+static RankedTensorType tensorType(Value v) { return cast<RankedTensorType>(v.getType()); }
+
+/// The size of dimension `d` of `v` as an index value or attribute.
+static OpFoldResult dimOf(OpBuilder &b, Location loc, Value v, int64_t d) {
+  RankedTensorType t = tensorType(v);
+  if (!t.isDynamicDim(d))
+    return b.getIndexAttr(t.getDimSize(d));
+  return tensor::DimOp::create(b, loc, v, d).getResult();
+}
+
+/// A tensor.empty of `type`, taking dynamic sizes from `sizes`.
+static Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type,
+                         ArrayRef<OpFoldResult> sizes) {
+  SmallVector<Value> dynamic;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    if (type.isDynamicDim(i))
+      dynamic.push_back(getValueOrCreateConstantIndexOp(b, loc, sizes[i]));
+  return tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType(), dynamic);
+}
+
+/// Sizes of the broadcast result of `operands` with result type `type`: a
+/// dynamic result dimension takes its size from an operand that has that
+/// dimension dynamic (or static and not 1).
+static SmallVector<OpFoldResult> broadcastSizes(OpBuilder &b, Location loc,
+                                                RankedTensorType type, ValueRange operands) {
+  SmallVector<OpFoldResult> sizes;
+  int64_t rank = type.getRank();
+  for (int64_t i = 0; i < rank; ++i) {
+    if (!type.isDynamicDim(i)) {
+      sizes.push_back(b.getIndexAttr(type.getDimSize(i)));
+      continue;
+    }
+    OpFoldResult size;
+    for (Value v : operands) {
+      RankedTensorType t = tensorType(v);
+      int64_t j = i - (rank - t.getRank());
+      if (j >= 0 && t.getDimSize(j) != 1) {
+        size = dimOf(b, loc, v, j);
+        break;
+      }
+    }
+    sizes.push_back(size ? size : b.getIndexAttr(1));
+  }
+  return sizes;
+}
+
+/// The indexing map that reads `operand` in a loop nest over `result`,
+/// broadcasting missing leading dimensions and static size-1 dimensions.
+static AffineMap broadcastMap(MLIRContext *ctx, RankedTensorType operand,
+                              RankedTensorType result) {
+  int64_t rank = result.getRank(), offset = rank - operand.getRank();
+  SmallVector<AffineExpr> exprs;
+  for (int64_t j = 0; j < operand.getRank(); ++j) {
+    bool stretched = operand.getDimSize(j) == 1 && result.getDimSize(j + offset) != 1;
+    exprs.push_back(stretched ? getAffineConstantExpr(0, ctx)
+                              : getAffineDimExpr(j + offset, ctx));
+  }
+  return AffineMap::get(rank, 0, exprs, ctx);
+}
+
+using ScalarFn = function_ref<Value(OpBuilder &, Location, ValueRange, Type)>;
+
+/// An elementwise linalg.generic computing `fn` over broadcast operands.
+static Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
+                              ValueRange operands, ScalarFn fn) {
+  MLIRContext *ctx = b.getContext();
+  Value init = emptyTensor(b, loc, resultType, broadcastSizes(b, loc, resultType, operands));
+  SmallVector<AffineMap> maps;
+  for (Value v : operands)
+    maps.push_back(broadcastMap(ctx, tensorType(v), resultType));
+  maps.push_back(b.getMultiDimIdentityMap(resultType.getRank()));
+  SmallVector<utils::IteratorType> iterators(resultType.getRank(),
+                                             utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      b, loc, resultType, operands, init, maps, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value r = fn(nb, nloc, args.drop_back(), resultType.getElementType());
+        linalg::YieldOp::create(nb, nloc, r);
+      });
+  return generic.getResult(0);
+}
+
+static Value floatConst(OpBuilder &b, Location loc, Type t, double v) {
+  return arith::ConstantOp::create(b, loc, b.getFloatAttr(t, v));
+}
+
+static bool isFloat(Type t) { return isa<FloatType>(t); }
+
+/// x for integers, x for floats; the scalar "zero" of type t.
+static Value zeroOf(OpBuilder &b, Location loc, Type t) {
+  return arith::ConstantOp::create(b, loc, b.getZeroAttr(t));
+}
+
+//===----------------------------------------------------------------------===//
+// Scalar bodies of the elementwise ops
+//===----------------------------------------------------------------------===//
+
+static Value softplusScalar(OpBuilder &b, Location loc, Value x) {
+  // max(x, 0) + log1p(exp(-|x|)): no overflow for large |x|.
+  Type t = x.getType();
+  Value relu = arith::MaximumFOp::create(b, loc, x, floatConst(b, loc, t, 0.0));
+  Value negAbs = arith::NegFOp::create(b, loc, math::AbsFOp::create(b, loc, x));
+  Value l = math::Log1pOp::create(b, loc, math::ExpOp::create(b, loc, negAbs));
+  return arith::AddFOp::create(b, loc, relu, l);
+}
+
+/// Computes the scalar result of elementwise op `op` on `args`, or null if
+/// `op` is not an elementwise op with a scalar body.
+static Value scalarBody(Operation *op, OpBuilder &b, Location loc, ValueRange args,
+                        Type resultType) {
+  Type t = args.empty() ? resultType : args[0].getType();
+  bool f = isFloat(t);
+  auto c = [&](double v) { return floatConst(b, loc, t, v); };
+  Value x = args.empty() ? Value() : args[0];
+  Value y = args.size() > 1 ? args[1] : Value();
+  return TypeSwitch<Operation *, Value>(op)
+      .Case([&](AddOp) -> Value {
+        return f ? arith::AddFOp::create(b, loc, x, y).getResult()
+                 : arith::AddIOp::create(b, loc, x, y).getResult();
+      })
+      .Case([&](SubtractOp) -> Value {
+        return f ? arith::SubFOp::create(b, loc, x, y).getResult()
+                 : arith::SubIOp::create(b, loc, x, y).getResult();
+      })
+      .Case([&](MultiplyOp) -> Value {
+        return f ? arith::MulFOp::create(b, loc, x, y).getResult()
+                 : arith::MulIOp::create(b, loc, x, y).getResult();
+      })
+      .Case([&](DivideOp) -> Value {
+        return f ? arith::DivFOp::create(b, loc, x, y).getResult()
+                 : arith::DivSIOp::create(b, loc, x, y).getResult();
+      })
+      .Case([&](FloorDivideOp) -> Value {
+        if (!f)
+          return arith::FloorDivSIOp::create(b, loc, x, y);
+        return math::FloorOp::create(b, loc, arith::DivFOp::create(b, loc, x, y));
+      })
+      .Case([&](PowerOp) -> Value {
+        if (!f)
+          return math::IPowIOp::create(b, loc, x, y);
+        return math::PowFOp::create(b, loc, x, y);
+      })
+      .Case([&](MinimumOp) -> Value {
+        return f ? arith::MinimumFOp::create(b, loc, x, y).getResult()
+                 : arith::MinSIOp::create(b, loc, x, y).getResult();
+      })
+      .Case([&](MaximumOp) -> Value {
+        return f ? arith::MaximumFOp::create(b, loc, x, y).getResult()
+                 : arith::MaxSIOp::create(b, loc, x, y).getResult();
+      })
+      .Case<EqualOp, NotEqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp>(
+          [&](Operation *cmp) -> Value {
+            using FP = arith::CmpFPredicate;
+            using IP = arith::CmpIPredicate;
+            std::pair<FP, IP> pred =
+                TypeSwitch<Operation *, std::pair<FP, IP>>(cmp)
+                    .Case([](EqualOp) { return std::make_pair(FP::OEQ, IP::eq); })
+                    .Case([](NotEqualOp) { return std::make_pair(FP::UNE, IP::ne); })
+                    .Case([](LessOp) { return std::make_pair(FP::OLT, IP::slt); })
+                    .Case([](LessEqualOp) { return std::make_pair(FP::OLE, IP::sle); })
+                    .Case([](GreaterOp) { return std::make_pair(FP::OGT, IP::sgt); })
+                    .Default([](Operation *) { return std::make_pair(FP::OGE, IP::sge); });
+            if (f)
+              return arith::CmpFOp::create(b, loc, pred.first, x, y);
+            return arith::CmpIOp::create(b, loc, pred.second, x, y);
+          })
+      .Case([&](LogicalAndOp) -> Value { return arith::AndIOp::create(b, loc, x, y); })
+      .Case([&](LogicalOrOp) -> Value { return arith::OrIOp::create(b, loc, x, y); })
+      .Case([&](LogicalXorOp) -> Value { return arith::XOrIOp::create(b, loc, x, y); })
+      .Case([&](LogicalNotOp) -> Value {
+        Value one = arith::ConstantOp::create(b, loc, b.getIntegerAttr(t, 1));
+        return arith::XOrIOp::create(b, loc, x, one);
+      })
+      .Case([&](NegateOp) -> Value {
+        if (f)
+          return arith::NegFOp::create(b, loc, x);
+        return arith::SubIOp::create(b, loc, zeroOf(b, loc, t), x);
+      })
+      .Case([&](AbsOp) -> Value {
+        if (f)
+          return math::AbsFOp::create(b, loc, x);
+        return math::AbsIOp::create(b, loc, x);
+      })
+      .Case([&](SignOp) -> Value {
+        if (!f) {
+          Value zero = zeroOf(b, loc, t);
+          Value one = arith::ConstantOp::create(b, loc, b.getIntegerAttr(t, 1));
+          Value pos = arith::ExtUIOp::create(
+              b, loc, t, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, x, zero));
+          Value neg = arith::ExtUIOp::create(
+              b, loc, t, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, zero));
+          (void)one;
+          return arith::SubIOp::create(b, loc, pos, neg);
+        }
+        Value zero = c(0.0);
+        Value pos = arith::SelectOp::create(
+            b, loc, arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, zero), c(1.0),
+            zero);
+        return arith::SelectOp::create(
+            b, loc, arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, zero), c(-1.0),
+            pos);
+      })
+      .Case([&](SquareOp) -> Value {
+        return f ? arith::MulFOp::create(b, loc, x, x).getResult()
+                 : arith::MulIOp::create(b, loc, x, x).getResult();
+      })
+      .Case([&](StopGradientOp) -> Value { return x; })
+      .Case([&](ExpOp) -> Value { return math::ExpOp::create(b, loc, x); })
+      .Case([&](LogOp) -> Value { return math::LogOp::create(b, loc, x); })
+      .Case([&](SqrtOp) -> Value { return math::SqrtOp::create(b, loc, x); })
+      .Case([&](SinOp) -> Value { return math::SinOp::create(b, loc, x); })
+      .Case([&](CosOp) -> Value { return math::CosOp::create(b, loc, x); })
+      .Case([&](ReciprocalOp) -> Value { return arith::DivFOp::create(b, loc, c(1.0), x); })
+      .Case([&](TanhOp) -> Value { return math::TanhOp::create(b, loc, x); })
+      .Case([&](ReluOp) -> Value { return arith::MaximumFOp::create(b, loc, x, c(0.0)); })
+      .Case([&](SigmoidOp) -> Value {
+        Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+        return arith::DivFOp::create(b, loc, c(1.0), arith::AddFOp::create(b, loc, c(1.0), e));
+      })
+      .Case([&](SoftplusOp) -> Value { return softplusScalar(b, loc, x); })
+      .Case([&](LeakyReluOp lr) -> Value {
+        Value scaled = arith::MulFOp::create(b, loc, x, c(lr.getSlope().convertToDouble()));
+        Value pos = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, c(0.0));
+        return arith::SelectOp::create(b, loc, pos, x, scaled);
+      })
+      .Case([&](GeluOp g) -> Value {
+        Value half = arith::MulFOp::create(b, loc, x, c(0.5));
+        Value inner;
+        if (g.getApproximate()) {
+          Value x3 = arith::MulFOp::create(b, loc, x, arith::MulFOp::create(b, loc, x, x));
+          Value poly = arith::AddFOp::create(b, loc, x,
+                                             arith::MulFOp::create(b, loc, x3, c(0.044715)));
+          inner = math::TanhOp::create(
+              b, loc, arith::MulFOp::create(b, loc, poly, c(std::sqrt(2.0 / M_PI))));
+        } else {
+          inner = math::ErfOp::create(b, loc, arith::MulFOp::create(b, loc, x, c(M_SQRT1_2)));
+        }
+        return arith::MulFOp::create(b, loc, half, arith::AddFOp::create(b, loc, c(1.0), inner));
+      })
+      .Case([&](WhereOp) -> Value { return arith::SelectOp::create(b, loc, x, y, args[2]); })
+      .Case([&](SquaredErrorOp) -> Value {
+        Value d = arith::SubFOp::create(b, loc, x, y);
+        return arith::MulFOp::create(b, loc, d, d);
+      })
+      .Case([&](AbsoluteErrorOp) -> Value {
+        return math::AbsFOp::create(b, loc, arith::SubFOp::create(b, loc, x, y));
+      })
+      .Case<HingeOp, QuadHingeOp>([&](Operation *h) -> Value {
+        Value m = arith::SubFOp::create(b, loc, c(1.0), arith::MulFOp::create(b, loc, x, y));
+        Value r = arith::MaximumFOp::create(b, loc, m, c(0.0));
+        if (isa<QuadHingeOp>(h))
+          return arith::MulFOp::create(b, loc, r, r);
+        return r;
+      })
+      .Case([&](KLDivergenceOp) -> Value {
+        // target * (log(target) - log(input)), 0 where target == 0.
+        Value diff = arith::SubFOp::create(b, loc, math::LogOp::create(b, loc, y),
+                                           math::LogOp::create(b, loc, x));
+        Value r = arith::MulFOp::create(b, loc, y, diff);
+        Value isZero = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, y, c(0.0));
+        return arith::SelectOp::create(b, loc, isZero, c(0.0), r);
+      })
+      .Case([&](QuantileOp q) -> Value {
+        double qv = q.getQuantile().convertToDouble();
+        Value d = arith::SubFOp::create(b, loc, y, x);
+        return arith::MaximumFOp::create(b, loc, arith::MulFOp::create(b, loc, d, c(qv)),
+                                         arith::MulFOp::create(b, loc, d, c(qv - 1.0)));
+      })
+      .Case([&](BinaryCrossEntropyOp bce) -> Value {
+        if (bce.getFromLogits()) {
+          // max(x, 0) - x * t + log1p(exp(-|x|))
+          Value relu = arith::MaximumFOp::create(b, loc, x, c(0.0));
+          Value negAbs = arith::NegFOp::create(b, loc, math::AbsFOp::create(b, loc, x));
+          Value l = math::Log1pOp::create(b, loc, math::ExpOp::create(b, loc, negAbs));
+          return arith::AddFOp::create(
+              b, loc, arith::SubFOp::create(b, loc, relu, arith::MulFOp::create(b, loc, x, y)),
+              l);
+        }
+        Value lp = math::LogOp::create(b, loc, x);
+        Value l1p = math::LogOp::create(b, loc, arith::SubFOp::create(b, loc, c(1.0), x));
+        Value s = arith::AddFOp::create(
+            b, loc, arith::MulFOp::create(b, loc, y, lp),
+            arith::MulFOp::create(b, loc, arith::SubFOp::create(b, loc, c(1.0), y), l1p));
+        return arith::NegFOp::create(b, loc, s);
+      })
+      .Case([&](CastOp) -> Value {
+        Type to = resultType;
+        if (t == to)
+          return x;
+        if (isFloat(t) && isFloat(to))
+          return t.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth()
+                     ? arith::ExtFOp::create(b, loc, to, x).getResult()
+                     : arith::TruncFOp::create(b, loc, to, x).getResult();
+        if (isFloat(t)) {
+          if (to.isInteger(1))
+            return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, x, c(0.0));
+          return arith::FPToSIOp::create(b, loc, to, x);
+        }
+        if (isFloat(to))
+          return t.isInteger(1) ? arith::UIToFPOp::create(b, loc, to, x).getResult()
+                                : arith::SIToFPOp::create(b, loc, to, x).getResult();
+        if (to.isInteger(1))
+          return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, x, zeroOf(b, loc, t));
+        unsigned from = t.getIntOrFloatBitWidth(), width = to.getIntOrFloatBitWidth();
+        if (from < width)
+          return t.isInteger(1) ? arith::ExtUIOp::create(b, loc, to, x).getResult()
+                                : arith::ExtSIOp::create(b, loc, to, x).getResult();
+        return arith::TruncIOp::create(b, loc, to, x);
+      })
+      .Default([](Operation *) -> Value { return Value(); });
+}
+
+//===----------------------------------------------------------------------===//
+// Patterns
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Every elementwise op: one linalg.generic with a scalar body.
+struct ElementwisePattern : public RewritePattern {
+  ElementwisePattern(MLIRContext *ctx)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+
+  LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
+    if (!isa<MithrilDialect>(op->getDialect()) || op->getNumResults() != 1 ||
+        !isa<AddOp, SubtractOp, MultiplyOp, DivideOp, FloorDivideOp, PowerOp, MinimumOp,
+             MaximumOp, EqualOp, NotEqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp,
+             LogicalAndOp, LogicalOrOp, LogicalXorOp, LogicalNotOp, NegateOp, AbsOp, SignOp,
+             SquareOp, StopGradientOp, ExpOp, LogOp, SqrtOp, SinOp, CosOp, ReciprocalOp,
+             TanhOp, ReluOp, SigmoidOp, SoftplusOp, LeakyReluOp, GeluOp, WhereOp,
+             SquaredErrorOp, AbsoluteErrorOp, HingeOp, QuadHingeOp, KLDivergenceOp,
+             QuantileOp, BinaryCrossEntropyOp, CastOp>(op))
+      return failure();
+    auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+    Value result = buildElementwise(
+        rewriter, op->getLoc(), resultType, op->getOperands(),
+        [&](OpBuilder &b, Location loc, ValueRange args, Type et) {
+          return scalarBody(op, b, loc, args, et);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// broadcast_to: a copy with broadcasting maps.
+struct BroadcastToPattern : OpRewritePattern<BroadcastToOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BroadcastToOp op, PatternRewriter &rewriter) const override {
+    Value r = buildElementwise(rewriter, op.getLoc(), op.getType(), op.getInput(),
+                               [](OpBuilder &, Location, ValueRange args, Type) { return args[0]; });
+    rewriter.replaceOp(op, r);
+    return success();
+  }
+};
+
+struct ConstantPattern : OpRewritePattern<ConstantOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConstantOp op, PatternRewriter &rewriter) const override {
+    auto value = dyn_cast<TypedAttr>(op.getValue());
+    if (!value)
+      return rewriter.notifyMatchFailure(op, "constant is not a typed attribute");
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, value);
+    return success();
+  }
+};
+
+/// The neutral element of a reduction and its combiner.
+struct Reducer {
+  TypedAttr init;
+  std::function<Value(OpBuilder &, Location, Value, Value)> combine;
+};
+
+static FailureOr<Reducer> getReducer(Operation *op, Type et, Builder &b) {
+  bool f = isFloat(et);
+  if (isa<SumOp, MeanOp>(op))
+    return Reducer{b.getZeroAttr(et), [f](OpBuilder &nb, Location l, Value x, Value acc) -> Value {
+                     return f ? arith::AddFOp::create(nb, l, x, acc).getResult()
+                              : arith::AddIOp::create(nb, l, x, acc).getResult();
+                   }};
+  if (isa<ProdOp>(op))
+    return Reducer{f ? TypedAttr(b.getFloatAttr(et, 1.0)) : TypedAttr(b.getIntegerAttr(et, 1)),
+                   [f](OpBuilder &nb, Location l, Value x, Value acc) -> Value {
+                     return f ? arith::MulFOp::create(nb, l, x, acc).getResult()
+                              : arith::MulIOp::create(nb, l, x, acc).getResult();
+                   }};
+  if (isa<MaxOp, MinOp>(op)) {
+    bool isMax = isa<MaxOp>(op);
+    if (f) {
+      auto ft = cast<FloatType>(et);
+      APFloat inf = APFloat::getInf(ft.getFloatSemantics(), /*Negative=*/isMax);
+      return Reducer{b.getFloatAttr(et, inf),
+                     [isMax](OpBuilder &nb, Location l, Value x, Value acc) -> Value {
+                       return isMax ? arith::MaximumFOp::create(nb, l, x, acc).getResult()
+                                    : arith::MinimumFOp::create(nb, l, x, acc).getResult();
+                     }};
+    }
+    unsigned w = et.getIntOrFloatBitWidth();
+    APInt init = isMax ? APInt::getSignedMinValue(w) : APInt::getSignedMaxValue(w);
+    return Reducer{b.getIntegerAttr(et, init),
+                   [isMax](OpBuilder &nb, Location l, Value x, Value acc) -> Value {
+                     return isMax ? arith::MaxSIOp::create(nb, l, x, acc).getResult()
+                                  : arith::MinSIOp::create(nb, l, x, acc).getResult();
+                   }};
+  }
+  return failure();
+}
+
+/// Reduces `input` over `axes` (normalized) with `reducer`; the result has the
+/// reduced axes removed.
+static Value buildReduction(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
+                            const Reducer &reducer) {
+  MLIRContext *ctx = b.getContext();
+  RankedTensorType in = tensorType(input);
+  SmallVector<int64_t> shape;
+  SmallVector<OpFoldResult> sizes;
+  SmallVector<AffineExpr> outExprs;
+  SmallVector<utils::IteratorType> iterators;
+  for (int64_t i = 0; i < in.getRank(); ++i) {
+    if (llvm::is_contained(axes, i)) {
+      iterators.push_back(utils::IteratorType::reduction);
+      continue;
+    }
+    iterators.push_back(utils::IteratorType::parallel);
+    shape.push_back(in.getDimSize(i));
+    sizes.push_back(dimOf(b, loc, input, i));
+    outExprs.push_back(getAffineDimExpr(i, ctx));
+  }
+  auto outType = RankedTensorType::get(shape, in.getElementType());
+  Value init = emptyTensor(b, loc, outType, sizes);
+  Value initValue = arith::ConstantOp::create(b, loc, reducer.init);
+  Value filled = linalg::FillOp::create(b, loc, initValue, init).getResult(0);
+  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(in.getRank()),
+                                 AffineMap::get(in.getRank(), 0, outExprs, ctx)};
+  auto generic = linalg::GenericOp::create(
+      b, loc, outType, input, filled, maps, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        linalg::YieldOp::create(nb, nloc, reducer.combine(nb, nloc, args[0], args[1]));
+      });
+  return generic.getResult(0);
+}
+
+/// Reshapes `input` to `type`, whose dynamic sizes are given by `sizes`, via
+/// collapse to 1-D and expand (both free after bufferization).
+static Value buildReshape(OpBuilder &b, Location loc, Value input, RankedTensorType type,
+                          ArrayRef<OpFoldResult> sizes) {
+  RankedTensorType in = tensorType(input);
+  if (in == type)
+    return input;
+  if (in.getRank() == 0)
+    return tensor::ExpandShapeOp::create(b, loc, type, input,
+                                         ArrayRef<ReassociationIndices>{}, sizes);
+  if (type.getRank() == 0)
+    return tensor::CollapseShapeOp::create(b, loc, type, input,
+                                           ArrayRef<ReassociationIndices>{});
+  Value flat = input;
+  if (in.getRank() != 1) {
+    ReassociationIndices all;
+    for (int64_t i = 0; i < in.getRank(); ++i)
+      all.push_back(i);
+    int64_t n = 1;
+    for (int64_t d : in.getShape())
+      n = (ShapedType::isDynamic(d) || ShapedType::isDynamic(n)) ? kDyn : n * d;
+    flat = tensor::CollapseShapeOp::create(
+        b, loc, RankedTensorType::get({n}, in.getElementType()), input,
+        ArrayRef<ReassociationIndices>{all});
+  }
+  if (type.getRank() == 1) {
+    if (flat.getType() == type)
+      return flat;
+    return tensor::CastOp::create(b, loc, type, flat);
+  }
+  ReassociationIndices all;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    all.push_back(i);
+  return tensor::ExpandShapeOp::create(b, loc, type, flat, ArrayRef<ReassociationIndices>{all},
+                                       sizes);
+}
+
+/// Adds back reduced axes as size-1 dimensions for keepdim.
+static Value keepDims(OpBuilder &b, Location loc, Value reduced, RankedTensorType type) {
+  if (tensorType(reduced) == type)
+    return reduced;
+  SmallVector<OpFoldResult> sizes;
+  RankedTensorType rt = tensorType(reduced);
+  int64_t j = 0;
+  for (int64_t i = 0; i < type.getRank(); ++i) {
+    if (type.getDimSize(i) == 1 && (j >= rt.getRank() || rt.getDimSize(j) != 1 ||
+                                    type.getRank() - i > rt.getRank() - j)) {
+      sizes.push_back(b.getIndexAttr(1));
+      continue;
+    }
+    sizes.push_back(dimOf(b, loc, reduced, j++));
+  }
+  return buildReshape(b, loc, reduced, type, sizes);
+}
+
+static SmallVector<int64_t> reductionAxes(std::optional<ArrayRef<int64_t>> axes, int64_t rank) {
+  if (!axes) {
+    SmallVector<int64_t> all;
+    for (int64_t i = 0; i < rank; ++i)
+      all.push_back(i);
+    return all;
+  }
+  return *normalizeAxes(*axes, rank);
+}
+
+/// The number of elements over `axes` of `input`, as a scalar of type `et`.
+static Value countOver(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
+                       Type et) {
+  Value n = arith::ConstantIndexOp::create(b, loc, 1);
+  for (int64_t a : axes)
+    n = arith::MulIOp::create(b, loc, n,
+                              getValueOrCreateConstantIndexOp(b, loc, dimOf(b, loc, input, a)));
+  Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), n);
+  return arith::SIToFPOp::create(b, loc, et, i64);
+}
+
+/// Divides every element of `t` by the scalar `s`.
+static Value divideByScalar(OpBuilder &b, Location loc, Value t, Value s) {
+  RankedTensorType type = tensorType(t);
+  return buildElementwise(b, loc, type, t, [&](OpBuilder &nb, Location l, ValueRange a, Type) {
+    return arith::DivFOp::create(nb, l, a[0], s).getResult();
+  });
+}
+
+template <typename OpT>
+struct ReducePattern : OpRewritePattern<OpT> {
+  using OpRewritePattern<OpT>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpT op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType in = op.getInput().getType();
+    SmallVector<int64_t> axes = reductionAxes(op.getAxes(), in.getRank());
+    FailureOr<Reducer> reducer = getReducer(op, in.getElementType(), rewriter);
+    if (failed(reducer))
+      return failure();
+    Value r = buildReduction(rewriter, loc, op.getInput(), axes, *reducer);
+    if (isa<MeanOp>(op.getOperation())) {
+      if (!isFloat(in.getElementType()))
+        return rewriter.notifyMatchFailure(op, "mean of integers");
+      r = divideByScalar(rewriter, loc, r,
+                         countOver(rewriter, loc, op.getInput(), axes, in.getElementType()));
+    }
+    rewriter.replaceOp(op, keepDims(rewriter, loc, r, op.getType()));
+    return success();
+  }
+};
+
+/// variance = sum((x - mean)^2) / (N - correction)
+struct VariancePattern : OpRewritePattern<VarianceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(VarianceOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType in = op.getInput().getType();
+    Type et = in.getElementType();
+    SmallVector<int64_t> axes = reductionAxes(op.getAxes(), in.getRank());
+    FailureOr<Reducer> sum = getReducer(op, et, rewriter);
+    Reducer add{rewriter.getZeroAttr(et), [](OpBuilder &nb, Location l, Value x, Value acc) {
+                  return arith::AddFOp::create(nb, l, x, acc).getResult();
+                }};
+    (void)sum;
+    Value count = countOver(rewriter, loc, op.getInput(), axes, et);
+    Value total = buildReduction(rewriter, loc, op.getInput(), axes, add);
+    Value mean = divideByScalar(rewriter, loc, total, count);
+    // Keep the reduced axes so the mean broadcasts against the input.
+    SmallVector<int64_t> keptShape(in.getShape());
+    for (int64_t a : axes)
+      keptShape[a] = 1;
+    Value meanKept = keepDims(rewriter, loc, mean, RankedTensorType::get(keptShape, et));
+    Value sq = buildElementwise(rewriter, loc, in, ValueRange{op.getInput(), meanKept},
+                                [](OpBuilder &nb, Location l, ValueRange a, Type) {
+                                  Value d = arith::SubFOp::create(nb, l, a[0], a[1]);
+                                  return arith::MulFOp::create(nb, l, d, d).getResult();
+                                });
+    Value ss = buildReduction(rewriter, loc, sq, axes, add);
+    Value denom = arith::SubFOp::create(
+        rewriter, loc, count, floatConst(rewriter, loc, et, op.getCorrection().convertToDouble()));
+    Value var = divideByScalar(rewriter, loc, ss, denom);
+    rewriter.replaceOp(op, keepDims(rewriter, loc, var, op.getType()));
+    return success();
+  }
+};
+
+/// argmax / argmin along one axis: a reduction carrying (value, index).
+template <typename OpT>
+struct ArgReducePattern : OpRewritePattern<OpT> {
+  using OpRewritePattern<OpT>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpT op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    bool isMax = isa<ArgMaxOp>(op.getOperation());
+    Value input = op.getInput();
+    RankedTensorType in = tensorType(input);
+    Type et = in.getElementType();
+    int64_t axis;
+    if (auto a = op.getAxis()) {
+      axis = *a < 0 ? *a + in.getRank() : *a;
+    } else {
+      // Over the flattened tensor.
+      int64_t n = 1;
+      for (int64_t d : in.getShape())
+        n = (ShapedType::isDynamic(d) || ShapedType::isDynamic(n)) ? kDyn : n * d;
+      auto flatType = RankedTensorType::get({n}, et);
+      SmallVector<OpFoldResult> sizes;
+      if (ShapedType::isDynamic(n)) {
+        Value total = arith::ConstantIndexOp::create(rewriter, loc, 1);
+        for (int64_t i = 0; i < in.getRank(); ++i)
+          total = arith::MulIOp::create(
+              rewriter, loc, total,
+              getValueOrCreateConstantIndexOp(rewriter, loc, dimOf(rewriter, loc, input, i)));
+        sizes.push_back(total);
+      } else {
+        sizes.push_back(rewriter.getIndexAttr(n));
+      }
+      input = buildReshape(rewriter, loc, input, flatType, sizes);
+      in = flatType;
+      axis = 0;
+    }
+    if (!isFloat(et))
+      return rewriter.notifyMatchFailure(op, "integer argmax");
+    SmallVector<int64_t> shape;
+    SmallVector<OpFoldResult> sizes;
+    SmallVector<AffineExpr> outExprs;
+    SmallVector<utils::IteratorType> iterators;
+    for (int64_t i = 0; i < in.getRank(); ++i) {
+      if (i == axis) {
+        iterators.push_back(utils::IteratorType::reduction);
+        continue;
+      }
+      iterators.push_back(utils::IteratorType::parallel);
+      shape.push_back(in.getDimSize(i));
+      sizes.push_back(dimOf(rewriter, loc, input, i));
+      outExprs.push_back(getAffineDimExpr(i, ctx));
+    }
+    Type i64 = rewriter.getI64Type();
+    auto valType = RankedTensorType::get(shape, et);
+    auto idxType = RankedTensorType::get(shape, i64);
+    auto ft = cast<FloatType>(et);
+    Value initVal = arith::ConstantOp::create(
+        rewriter, loc, rewriter.getFloatAttr(et, APFloat::getInf(ft.getFloatSemantics(), isMax)));
+    Value vals = linalg::FillOp::create(rewriter, loc, initVal,
+                                        emptyTensor(rewriter, loc, valType, sizes))
+                     .getResult(0);
+    Value idxs = linalg::FillOp::create(rewriter, loc,
+                                        arith::ConstantOp::create(rewriter, loc,
+                                                                  rewriter.getI64IntegerAttr(0))
+                                            .getResult(),
+                                        emptyTensor(rewriter, loc, idxType, sizes))
+                     .getResult(0);
+    AffineMap outMap = AffineMap::get(in.getRank(), 0, outExprs, ctx);
+    SmallVector<AffineMap> maps = {rewriter.getMultiDimIdentityMap(in.getRank()), outMap, outMap};
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{valType, idxType}, input, ValueRange{vals, idxs}, maps, iterators,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value idx = arith::IndexCastOp::create(b, l, i64, linalg::IndexOp::create(b, l, axis));
+          // Strict comparison keeps the first extreme element, as numpy does.
+          Value better = arith::CmpFOp::create(
+              b, l, isMax ? arith::CmpFPredicate::OGT : arith::CmpFPredicate::OLT, args[0],
+              args[1]);
+          linalg::YieldOp::create(
+              b, l,
+              ValueRange{arith::SelectOp::create(b, l, better, args[0], args[1]),
+                         arith::SelectOp::create(b, l, better, idx, args[2])});
+        });
+    rewriter.replaceOp(op, keepDims(rewriter, loc, generic.getResult(1), op.getType()));
+    return success();
+  }
+};
+
+/// matmul: linalg.matmul for matrices, linalg.batch_matmul for equal batches,
+/// and a linalg.generic contraction for vectors and broadcast batches.
+struct MatmulPattern : OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatmulOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value lhs = op.getLhs(), rhs = op.getRhs();
+    RankedTensorType lt = tensorType(lhs), rt = tensorType(rhs), out = op.getType();
+    Type et = out.getElementType();
+    // Output sizes.
+    SmallVector<OpFoldResult> sizes;
+    int64_t outRank = out.getRank();
+    bool lhsVec = lt.getRank() == 1, rhsVec = rt.getRank() == 1;
+    int64_t batchRank = outRank - (lhsVec ? 0 : 1) - (rhsVec ? 0 : 1);
+    auto batchDim = [&](int64_t i) -> OpFoldResult {
+      for (Value v : {lhs, rhs}) {
+        RankedTensorType t = tensorType(v);
+        int64_t vb = std::max<int64_t>(t.getRank() - 2, 0);
+        int64_t j = i - (batchRank - vb);
+        if (j >= 0 && t.getDimSize(j) != 1)
+          return dimOf(rewriter, loc, v, j);
+      }
+      return rewriter.getIndexAttr(1);
+    };
+    for (int64_t i = 0; i < batchRank; ++i)
+      sizes.push_back(batchDim(i));
+    if (!lhsVec)
+      sizes.push_back(dimOf(rewriter, loc, lhs, lt.getRank() - 2));
+    if (!rhsVec)
+      sizes.push_back(dimOf(rewriter, loc, rhs, rt.getRank() - 1));
+    Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getZeroAttr(et));
+    Value init =
+        linalg::FillOp::create(rewriter, loc, zero, emptyTensor(rewriter, loc, out, sizes))
+            .getResult(0);
+    if (lt.getRank() == 2 && rt.getRank() == 2) {
+      rewriter.replaceOp(op, linalg::MatmulOp::create(rewriter, loc, TypeRange{out},
+                                                      ValueRange{lhs, rhs}, ValueRange{init})
+                                 .getResult(0));
+      return success();
+    }
+    if (lt.getRank() == 3 && rt.getRank() == 3 && lt.getDimSize(0) == rt.getDimSize(0) &&
+        !lt.isDynamicDim(0)) {
+      rewriter.replaceOp(op, linalg::BatchMatmulOp::create(rewriter, loc, TypeRange{out},
+                                                           ValueRange{lhs, rhs}, ValueRange{init})
+                                 .getResult(0));
+      return success();
+    }
+    // General case: loops (batch..., [m], [n], k).
+    int64_t numLoops = outRank + 1;
+    AffineExpr k = getAffineDimExpr(numLoops - 1, ctx);
+    int64_t mLoop = lhsVec ? -1 : batchRank;
+    int64_t nLoop = rhsVec ? -1 : batchRank + (lhsVec ? 0 : 1);
+    auto batchExprs = [&](RankedTensorType t, int64_t vecDims) {
+      SmallVector<AffineExpr> e;
+      int64_t vb = t.getRank() - vecDims;
+      for (int64_t j = 0; j < vb; ++j) {
+        int64_t loopIdx = j + (batchRank - vb);
+        e.push_back(t.getDimSize(j) == 1 && out.getDimSize(loopIdx) != 1
+                        ? getAffineConstantExpr(0, ctx)
+                        : getAffineDimExpr(loopIdx, ctx));
+      }
+      return e;
+    };
+    SmallVector<AffineExpr> le = batchExprs(lt, lhsVec ? 1 : 2);
+    if (!lhsVec)
+      le.push_back(getAffineDimExpr(mLoop, ctx));
+    le.push_back(k);
+    SmallVector<AffineExpr> re = batchExprs(rt, rhsVec ? 1 : 2);
+    re.push_back(k);
+    if (!rhsVec)
+      re.push_back(getAffineDimExpr(nLoop, ctx));
+    SmallVector<AffineExpr> oe;
+    for (int64_t i = 0; i < outRank; ++i)
+      oe.push_back(getAffineDimExpr(i, ctx));
+    SmallVector<AffineMap> maps = {AffineMap::get(numLoops, 0, le, ctx),
+                                   AffineMap::get(numLoops, 0, re, ctx),
+                                   AffineMap::get(numLoops, 0, oe, ctx)};
+    SmallVector<utils::IteratorType> iterators(outRank, utils::IteratorType::parallel);
+    iterators.push_back(utils::IteratorType::reduction);
+    bool f = isFloat(et);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{out}, ValueRange{lhs, rhs}, init, maps, iterators,
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          Value r = f ? arith::AddFOp::create(b, l, a[2], arith::MulFOp::create(b, l, a[0], a[1]))
+                            .getResult()
+                      : arith::AddIOp::create(b, l, a[2], arith::MulIOp::create(b, l, a[0], a[1]))
+                            .getResult();
+          linalg::YieldOp::create(b, l, r);
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
+struct TransposePattern : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TransposeOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    SmallVector<int64_t> perm = op.getPermutationOrDefault();
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t p : perm)
+      sizes.push_back(dimOf(rewriter, loc, op.getInput(), p));
+    Value init = emptyTensor(rewriter, loc, op.getType(), sizes);
+    rewriter.replaceOp(op, linalg::TransposeOp::create(rewriter, loc, op.getInput(), init, perm)
+                               .getResult()[0]);
+    return success();
+  }
+};
+
+/// reshape, flatten, squeeze and unsqueeze are all reshapes; they differ in
+/// how the dynamic result sizes are computed.
+struct ReshapeLikePattern : public RewritePattern {
+  ReshapeLikePattern(MLIRContext *ctx) : RewritePattern(MatchAnyOpTypeTag(), 1, ctx) {}
+  LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
+    if (!isa<ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp>(op))
+      return failure();
+    Location loc = op->getLoc();
+    Value input = op->getOperand(0);
+    RankedTensorType in = tensorType(input);
+    auto type = cast<RankedTensorType>(op->getResult(0).getType());
+    SmallVector<OpFoldResult> sizes;
+    Value total;
+    auto totalSize = [&]() {
+      if (!total) {
+        total = arith::ConstantIndexOp::create(rewriter, loc, 1);
+        for (int64_t i = 0; i < in.getRank(); ++i)
+          total = arith::MulIOp::create(
+              rewriter, loc, total,
+              getValueOrCreateConstantIndexOp(rewriter, loc, dimOf(rewriter, loc, input, i)));
+      }
+      return total;
+    };
+    if (!type.hasStaticShape()) {
+      if (auto flat = dyn_cast<FlattenOp>(op)) {
+        int64_t start = in.getRank() ? (flat.getStartDim() + in.getRank()) % in.getRank() : 0;
+        int64_t end = in.getRank() ? (flat.getEndDim() + in.getRank()) % in.getRank() : 0;
+        for (int64_t i = 0; i < start; ++i)
+          sizes.push_back(dimOf(rewriter, loc, input, i));
+        Value merged = arith::ConstantIndexOp::create(rewriter, loc, 1);
+        for (int64_t i = start; i <= end; ++i)
+          merged = arith::MulIOp::create(
+              rewriter, loc, merged,
+              getValueOrCreateConstantIndexOp(rewriter, loc, dimOf(rewriter, loc, input, i)));
+        sizes.push_back(merged);
+        for (int64_t i = end + 1; i < in.getRank(); ++i)
+          sizes.push_back(dimOf(rewriter, loc, input, i));
+      } else if (isa<SqueezeOp, UnsqueezeOp>(op)) {
+        // Non-unit dimensions keep their order.
+        int64_t j = 0;
+        for (int64_t i = 0; i < type.getRank(); ++i) {
+          if (type.getDimSize(i) == 1) {
+            sizes.push_back(rewriter.getIndexAttr(1));
+            if (isa<SqueezeOp>(op))
+              continue;
+            if (j < in.getRank() && in.getDimSize(j) == 1 &&
+                type.getRank() - i <= in.getRank() - j)
+              ++j;
+            continue;
+          }
+          while (j < in.getRank() && in.getDimSize(j) == 1 && isa<SqueezeOp>(op))
+            ++j;
+          sizes.push_back(dimOf(rewriter, loc, input, j++));
+        }
+      } else {
+        auto reshape = cast<ReshapeOp>(op);
+        int64_t known = 1;
+        for (int64_t d : reshape.getShape())
+          if (d != -1)
+            known *= d;
+        for (int64_t d : reshape.getShape()) {
+          if (d != -1) {
+            sizes.push_back(rewriter.getIndexAttr(d));
+            continue;
+          }
+          sizes.push_back(arith::DivUIOp::create(
+                              rewriter, loc, totalSize(),
+                              arith::ConstantIndexOp::create(rewriter, loc, known))
+                              .getResult());
+        }
+      }
+    } else {
+      for (int64_t d : type.getShape())
+        sizes.push_back(rewriter.getIndexAttr(d));
+    }
+    rewriter.replaceOp(op, buildReshape(rewriter, loc, input, type, sizes));
+    return success();
+  }
+};
+
+struct ConcatPattern : OpRewritePattern<ConcatOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConcatOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    int64_t rank = type.getRank();
+    int64_t axis = op.getAxis() < 0 ? op.getAxis() + rank : op.getAxis();
+    ValueRange inputs = op.getInputs();
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t i = 0; i < rank; ++i) {
+      if (i != axis) {
+        sizes.push_back(dimOf(rewriter, loc, inputs[0], i));
+        continue;
+      }
+      Value sum = arith::ConstantIndexOp::create(rewriter, loc, 0);
+      for (Value v : inputs)
+        sum = arith::AddIOp::create(
+            rewriter, loc, sum,
+            getValueOrCreateConstantIndexOp(rewriter, loc, dimOf(rewriter, loc, v, i)));
+      sizes.push_back(sum);
+    }
+    Value result = emptyTensor(rewriter, loc, type, sizes);
+    OpFoldResult offset = rewriter.getIndexAttr(0);
+    for (Value v : inputs) {
+      SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
+      SmallVector<OpFoldResult> vsizes;
+      for (int64_t i = 0; i < rank; ++i)
+        vsizes.push_back(dimOf(rewriter, loc, v, i));
+      offsets[axis] = offset;
+      SmallVector<OpFoldResult> strides(rank, rewriter.getIndexAttr(1));
+      result = tensor::InsertSliceOp::create(rewriter, loc, v, result, offsets, vsizes, strides);
+      AffineExpr s0, s1;
+      bindSymbols(rewriter.getContext(), s0, s1);
+      offset = arith::AddIOp::create(rewriter, loc,
+                                     getValueOrCreateConstantIndexOp(rewriter, loc, offset),
+                                     getValueOrCreateConstantIndexOp(rewriter, loc, vsizes[axis]))
+                   .getResult();
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct SlicePattern : OpRewritePattern<SliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SliceOp op, PatternRewriter &rewriter) const override {
+    RankedTensorType in = op.getInput().getType();
+    int64_t rank = in.getRank();
+    SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0)), sizes,
+        strides(rank, rewriter.getIndexAttr(1));
+    for (int64_t i = 0; i < rank; ++i)
+      sizes.push_back(dimOf(rewriter, op.getLoc(), op.getInput(), i));
+    SmallVector<int64_t> axes = *normalizeAxes(op.getAxes(), rank);
+    for (auto [i, axis] : llvm::enumerate(axes)) {
+      if (in.isDynamicDim(axis))
+        return rewriter.notifyMatchFailure(op, "slicing a dynamic dimension");
+      int64_t dim = in.getDimSize(axis);
+      auto clamp = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + dim : v, 0, dim); };
+      int64_t s = clamp(op.getStart()[i]), e = clamp(op.getStop()[i]), st = op.getStep()[i];
+      offsets[axis] = rewriter.getIndexAttr(s);
+      sizes[axis] = rewriter.getIndexAttr(e > s ? (e - s + st - 1) / st : 0);
+      strides[axis] = rewriter.getIndexAttr(st);
+    }
+    rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(op, op.getType(), op.getInput(), offsets,
+                                                        sizes, strides);
+    return success();
+  }
+};
+
+struct ShapePattern : OpRewritePattern<ShapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ShapeOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    SmallVector<Value> dims;
+    for (int64_t i = 0; i < op.getInput().getType().getRank(); ++i)
+      dims.push_back(arith::IndexCastOp::create(
+          rewriter, loc, rewriter.getI64Type(),
+          getValueOrCreateConstantIndexOp(rewriter, loc, dimOf(rewriter, loc, op.getInput(), i))));
+    rewriter.replaceOpWithNewOp<tensor::FromElementsOp>(op, op.getType(), dims);
+    return success();
+  }
+};
+
+/// Zero-pads (or -inf pads) the spatial dimensions of `input`, which start at
+/// `firstSpatial`.
+static Value padSpatial(OpBuilder &b, Location loc, Value input, int64_t firstSpatial,
+                        ArrayRef<int64_t> padding, Value padValue) {
+  if (llvm::all_of(padding, [](int64_t p) { return p == 0; }))
+    return input;
+  RankedTensorType t = tensorType(input);
+  SmallVector<OpFoldResult> lo(t.getRank(), b.getIndexAttr(0)), hi(t.getRank(), b.getIndexAttr(0));
+  SmallVector<int64_t> shape(t.getShape());
+  for (size_t i = 0; i < padding.size() / 2; ++i) {
+    int64_t d = firstSpatial + i;
+    lo[d] = b.getIndexAttr(padding[2 * i]);
+    hi[d] = b.getIndexAttr(padding[2 * i + 1]);
+    if (!ShapedType::isDynamic(shape[d]))
+      shape[d] += padding[2 * i] + padding[2 * i + 1];
+  }
+  auto padded = RankedTensorType::get(shape, t.getElementType());
+  return tensor::PadOp::create(b, loc, padded, input, lo, hi, padValue);
+}
+
+/// Convolution of any spatial rank with groups, as one linalg.generic over
+/// (n, g, f, o..., c, k...).
+template <typename OpT>
+struct ConvPattern : OpRewritePattern<OpT> {
+  using OpRewritePattern<OpT>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpT op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    RankedTensorType out = op.getType(), wt = op.getWeight().getType();
+    int64_t spatial = out.getRank() - 2;
+    int64_t groups = op.getGroups();
+    int64_t cg = wt.getDimSize(1), fTotal = wt.getDimSize(0);
+    if (ShapedType::isDynamic(cg) || ShapedType::isDynamic(fTotal))
+      return rewriter.notifyMatchFailure(op, "dynamic channel counts");
+    int64_t fg = fTotal / groups;
+    Type et = out.getElementType();
+    Value zero = floatConst(rewriter, loc, et, 0.0);
+    Value input = padSpatial(rewriter, loc, op.getInput(), 2, op.getPadding(), zero);
+    SmallVector<OpFoldResult> sizes = {dimOf(rewriter, loc, op.getInput(), 0),
+                                       rewriter.getIndexAttr(fTotal)};
+    for (int64_t i = 0; i < spatial; ++i)
+      sizes.push_back(rewriter.getIndexAttr(out.getDimSize(2 + i)));
+    if (llvm::any_of(out.getShape().drop_front(2), ShapedType::isDynamic))
+      return rewriter.notifyMatchFailure(op, "dynamic spatial dimensions");
+    Value init = linalg::FillOp::create(rewriter, loc, zero, emptyTensor(rewriter, loc, out, sizes))
+                     .getResult(0);
+    // Loops: n, g, f, o_0..o_{s-1}, c, k_0..k_{s-1}
+    int64_t numLoops = 3 + spatial + 1 + spatial;
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    AffineExpr n = d(0), g = d(1), f = d(2), c = d(3 + spatial);
+    SmallVector<AffineExpr> inE = {n, g * cg + c}, wE = {g * fg + f, c}, oE = {n, g * fg + f};
+    for (int64_t i = 0; i < spatial; ++i) {
+      AffineExpr o = d(3 + i), k = d(4 + spatial + i);
+      inE.push_back(o * op.getStride()[i] + k * op.getDilation()[i]);
+      wE.push_back(k);
+      oE.push_back(o);
+    }
+    SmallVector<AffineMap> maps = {AffineMap::get(numLoops, 0, inE, ctx),
+                                   AffineMap::get(numLoops, 0, wE, ctx),
+                                   AffineMap::get(numLoops, 0, oE, ctx)};
+    SmallVector<utils::IteratorType> iterators(3 + spatial, utils::IteratorType::parallel);
+    iterators.append(1 + spatial, utils::IteratorType::reduction);
+    // The group loop needs a static extent; express it through the weight
+    // shape by reading the weight with g * fg + f.
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{out}, ValueRange{input, op.getWeight()}, init, maps, iterators,
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          linalg::YieldOp::create(
+              b, l,
+              arith::AddFOp::create(b, l, a[2], arith::MulFOp::create(b, l, a[0], a[1]))
+                  .getResult());
+        });
+    Value result = generic.getResult(0);
+    if (Value bias = op.getBias()) {
+      // bias [C_out] broadcast over [N, C_out, spatial...]
+      SmallVector<AffineExpr> be = {d(1)};
+      SmallVector<AffineMap> bmaps = {AffineMap::get(out.getRank(), 0, be, ctx),
+                                      rewriter.getMultiDimIdentityMap(out.getRank())};
+      SmallVector<utils::IteratorType> bit(out.getRank(), utils::IteratorType::parallel);
+      result = linalg::GenericOp::create(
+                   rewriter, loc, TypeRange{out}, ValueRange{bias}, ValueRange{result}, bmaps, bit,
+                   [&](OpBuilder &b, Location l, ValueRange a) {
+                     linalg::YieldOp::create(b, l, arith::AddFOp::create(b, l, a[1], a[0]).getResult());
+                   })
+                   .getResult(0);
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// Max and average pooling of any spatial rank, batched or not.
+template <typename OpT>
+struct PoolPattern : OpRewritePattern<OpT> {
+  using OpRewritePattern<OpT>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpT op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    bool isMax = !isa<AvgPool2DOp>(op.getOperation());
+    RankedTensorType out = op.getType();
+    ArrayRef<int64_t> kernel = op.getKernelSize();
+    int64_t spatial = kernel.size();
+    int64_t lead = out.getRank() - spatial;
+    Type et = out.getElementType();
+    auto ft = cast<FloatType>(et);
+    Value padValue =
+        isMax ? arith::ConstantOp::create(
+                    rewriter, loc,
+                    rewriter.getFloatAttr(et, APFloat::getInf(ft.getFloatSemantics(), true)))
+                    .getResult()
+              : floatConst(rewriter, loc, et, 0.0);
+    Value input = padSpatial(rewriter, loc, op.getInput(), lead, op.getPadding(), padValue);
+    if (llvm::any_of(out.getShape().drop_front(lead), ShapedType::isDynamic))
+      return rewriter.notifyMatchFailure(op, "dynamic spatial dimensions");
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t i = 0; i < lead; ++i)
+      sizes.push_back(dimOf(rewriter, loc, op.getInput(), i));
+    for (int64_t i = 0; i < spatial; ++i)
+      sizes.push_back(rewriter.getIndexAttr(out.getDimSize(lead + i)));
+    Value init = linalg::FillOp::create(rewriter, loc, padValue,
+                                        emptyTensor(rewriter, loc, out, sizes))
+                     .getResult(0);
+    Value window = tensor::EmptyOp::create(rewriter, loc, kernel, et);
+    int64_t numLoops = lead + 2 * spatial;
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    SmallVector<AffineExpr> inE, wE, oE;
+    for (int64_t i = 0; i < lead; ++i) {
+      inE.push_back(d(i));
+      oE.push_back(d(i));
+    }
+    for (int64_t i = 0; i < spatial; ++i) {
+      AffineExpr o = d(lead + i), k = d(lead + spatial + i);
+      inE.push_back(o * op.getStride()[i] + k * op.getDilation()[i]);
+      wE.push_back(k);
+      oE.push_back(o);
+    }
+    SmallVector<AffineMap> maps = {AffineMap::get(numLoops, 0, inE, ctx),
+                                   AffineMap::get(numLoops, 0, wE, ctx),
+                                   AffineMap::get(numLoops, 0, oE, ctx)};
+    SmallVector<utils::IteratorType> iterators(lead + spatial, utils::IteratorType::parallel);
+    iterators.append(spatial, utils::IteratorType::reduction);
+    Value result =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{out}, ValueRange{input, window}, init, maps, iterators,
+            [&](OpBuilder &b, Location l, ValueRange a) {
+              Value r = isMax ? arith::MaximumFOp::create(b, l, a[0], a[2]).getResult()
+                              : arith::AddFOp::create(b, l, a[0], a[2]).getResult();
+              linalg::YieldOp::create(b, l, r);
+            })
+            .getResult(0);
+    if (!isMax) {
+      int64_t count = 1;
+      for (int64_t k : kernel)
+        count *= k;
+      // Average pooling counts padding as zeros (torch's count_include_pad=True).
+      result = divideByScalar(rewriter, loc, result, floatConst(rewriter, loc, et, count));
+      // The fill value of the average is zero, not the pad value.
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct EmbeddingPattern : OpRewritePattern<EmbeddingOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(EmbeddingOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType out = op.getType(), idx = op.getIndices().getType();
+    int64_t rank = out.getRank();
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t i = 0; i < idx.getRank(); ++i)
+      sizes.push_back(dimOf(rewriter, loc, op.getIndices(), i));
+    sizes.push_back(dimOf(rewriter, loc, op.getWeight(), 1));
+    Value init = emptyTensor(rewriter, loc, out, sizes);
+    MLIRContext *ctx = rewriter.getContext();
+    SmallVector<AffineExpr> ie;
+    for (int64_t i = 0; i < idx.getRank(); ++i)
+      ie.push_back(getAffineDimExpr(i, ctx));
+    SmallVector<AffineMap> maps = {AffineMap::get(rank, 0, ie, ctx),
+                                   rewriter.getMultiDimIdentityMap(rank)};
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    Value weight = op.getWeight();
+    Value result =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{out}, ValueRange{op.getIndices()}, init, maps, iterators,
+            [&](OpBuilder &b, Location l, ValueRange a) {
+              Value row = arith::IndexCastOp::create(b, l, b.getIndexType(), a[0]);
+              Value col = linalg::IndexOp::create(b, l, rank - 1);
+              linalg::YieldOp::create(
+                  b, l, tensor::ExtractOp::create(b, l, weight, ValueRange{row, col}).getResult());
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// Cross entropy from log-probabilities (mithril-decompose turns logits and
+/// probabilities into log-probabilities first).
+struct CrossEntropyPattern : OpRewritePattern<CrossEntropyOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CrossEntropyOp op, PatternRewriter &rewriter) const override {
+    if (!op.getFromLogProbs())
+      return rewriter.notifyMatchFailure(op, "run mithril-decompose first");
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value logp = op.getInput();
+    RankedTensorType in = tensorType(logp), out = op.getType();
+    Type et = out.getElementType();
+    int64_t classAxis = in.getRank() == 1 ? 0 : 1;
+    if (isa<FloatType>(op.getTarget().getType().getElementType())) {
+      // -sum(target * logp) over the class axis.
+      Value prod = buildElementwise(rewriter, loc, in, ValueRange{op.getTarget(), logp},
+                                    [](OpBuilder &b, Location l, ValueRange a, Type) {
+                                      return arith::MulFOp::create(b, l, a[0], a[1]).getResult();
+                                    });
+      Reducer add{rewriter.getZeroAttr(et), [](OpBuilder &b, Location l, Value x, Value acc) {
+                    return arith::SubFOp::create(b, l, acc, x).getResult();
+                  }};
+      rewriter.replaceOp(op, buildReduction(rewriter, loc, prod, {classAxis}, add));
+      return success();
+    }
+    // Class indices: -logp[n, target[n, ...], ...]
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t i = 0; i < out.getRank(); ++i)
+      sizes.push_back(dimOf(rewriter, loc, op.getTarget(), i));
+    Value init = emptyTensor(rewriter, loc, out, sizes);
+    int64_t rank = out.getRank();
+    SmallVector<AffineMap> maps = {rewriter.getMultiDimIdentityMap(rank),
+                                   rewriter.getMultiDimIdentityMap(rank)};
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    (void)ctx;
+    Value result =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{out}, ValueRange{op.getTarget()}, init, maps, iterators,
+            [&](OpBuilder &b, Location l, ValueRange a) {
+              SmallVector<Value> indices;
+              for (int64_t i = 0; i < rank; ++i)
+                indices.push_back(linalg::IndexOp::create(b, l, i));
+              indices.insert(indices.begin() + classAxis,
+                             arith::IndexCastOp::create(b, l, b.getIndexType(), a[0]));
+              Value v = tensor::ExtractOp::create(b, l, logp, indices);
+              linalg::YieldOp::create(b, l, arith::NegFOp::create(b, l, v).getResult());
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// Converts a flattened model into a func.func.
+static LogicalResult convertModel(ModelOp model) {
+  if (!model.getBodyBlock().getOps<InstanceOp>().empty())
+    return model.emitOpError("still contains instances; run mithril-flatten first");
+  OpBuilder b(model);
+  auto func = func::FuncOp::create(b, model.getLoc(), model.getSymName(), model.getFunctionType());
+  if (auto argAttrs = model.getArgAttrsAttr())
+    func.setArgAttrsAttr(argAttrs);
+  if (auto resAttrs = model.getResAttrsAttr())
+    func.setResAttrsAttr(resAttrs);
+  if (auto vis = model.getSymVisibility())
+    func.setSymVisibility(*vis);
+  // Models are entry points: give them the C interface the runtime calls.
+  func->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+  func.getBody().takeBody(model.getBody());
+  OutputOp out = cast<OutputOp>(func.getBody().front().getTerminator());
+  b.setInsertionPoint(out);
+  func::ReturnOp::create(b, out.getLoc(), out.getValues());
+  out.erase();
+  model.erase();
+  return success();
+}
+
+struct ConvertMithrilToLinalgPass
+    : public mithril::impl::ConvertMithrilToLinalgBase<ConvertMithrilToLinalgPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    for (ModelOp model : llvm::make_early_inc_range(module.getOps<ModelOp>()))
+      if (failed(convertModel(model)))
+        return signalPassFailure();
+
+    MLIRContext *ctx = &getContext();
+    ConversionTarget target(*ctx);
+    target.addLegalDialect<arith::ArithDialect, func::FuncDialect, linalg::LinalgDialect,
+                           math::MathDialect, tensor::TensorDialect>();
+    target.addIllegalDialect<MithrilDialect>();
+    RewritePatternSet patterns(ctx);
+    populateMithrilToLinalgPatterns(patterns);
+    if (failed(applyPartialConversion(module, target, std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace
+
+void mithril::populateMithrilToLinalgPatterns(RewritePatternSet &patterns) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<ElementwisePattern, BroadcastToPattern, ConstantPattern, ReducePattern<SumOp>,
+               ReducePattern<MeanOp>, ReducePattern<MaxOp>, ReducePattern<MinOp>,
+               ReducePattern<ProdOp>, VariancePattern, ArgReducePattern<ArgMaxOp>,
+               ArgReducePattern<ArgMinOp>, MatmulPattern, TransposePattern, ReshapeLikePattern,
+               ConcatPattern, SlicePattern, ShapePattern, ConvPattern<Conv1DOp>,
+               ConvPattern<Conv2DOp>, PoolPattern<MaxPool1DOp>, PoolPattern<MaxPool2DOp>,
+               PoolPattern<AvgPool2DOp>, EmbeddingPattern, CrossEntropyPattern>(ctx);
+}

@@ -1,0 +1,29 @@
+//===- mithril-opt.cpp - the mithril optimizer driver ---------------------===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+// MlirOptMain with every upstream dialect and pass and the project's own.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mithril/InitAllDialects.h"
+#include "mithril/InitAllPasses.h"
+
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+int main(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  mlir::registerAllToLLVMIRTranslations(registry);
+  mithril::registerAllDialects(registry);
+  mlir::registerAllPasses();
+  mithril::registerAllPasses();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "Mithril optimizer driver\n", registry));
+}
