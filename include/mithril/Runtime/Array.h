@@ -1,0 +1,80 @@
+//===- Array.h - dense host arrays ------------------------------*- C++ -*-===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MITHRIL_RUNTIME_ARRAY_H
+#define MITHRIL_RUNTIME_ARRAY_H
+
+#include "mlir/IR/Types.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mithril::runtime {
+
+/// Element types that cross the boundary between the host and compiled code.
+enum class DType { F32, F64, I32, I64, Bool };
+
+/// Size of one element in bytes.
+size_t dtypeSize(DType dtype);
+/// numpy's name for it (`float32`, ...).
+llvm::StringRef dtypeName(DType dtype);
+/// The MLIR element type of `dtype`.
+mlir::Type dtypeToType(DType dtype, mlir::MLIRContext *ctx);
+/// The dtype of an MLIR element type, if it has one.
+std::optional<DType> typeToDType(mlir::Type type);
+
+/// Number of elements of a shape; nullopt if it overflows int64.
+std::optional<int64_t> numElements(llvm::ArrayRef<int64_t> shape);
+std::string formatShape(llvm::ArrayRef<int64_t> shape);
+
+/// A non-owning view of a contiguous row-major array.
+struct TensorView {
+  void *data = nullptr;
+  DType dtype = DType::F32;
+  llvm::SmallVector<int64_t> shape;
+};
+
+/// An owning contiguous row-major array.
+class Array {
+public:
+  Array() = default;
+  Array(DType dtype, llvm::ArrayRef<int64_t> shape);
+
+  DType dtype() const { return dtype_; }
+  llvm::ArrayRef<int64_t> shape() const { return shape_; }
+  int64_t size() const;
+  size_t byteSize() const { return bytes_; }
+  void *data() { return storage_.get(); }
+  const void *data() const { return storage_.get(); }
+  template <typename T> T *as() { return reinterpret_cast<T *>(storage_.get()); }
+  template <typename T> const T *as() const { return reinterpret_cast<const T *>(storage_.get()); }
+  Array clone() const;
+  TensorView view() { return TensorView{data(), dtype_, shape_}; }
+
+  /// Element `i` (flat index) converted to double, for printing and checks.
+  double getAsDouble(int64_t i) const;
+
+private:
+  DType dtype_ = DType::F32;
+  llvm::SmallVector<int64_t> shape_;
+  struct FreeDeleter {
+    void operator()(void *p) const;
+  };
+  // 64-byte aligned storage so that compiled code may use aligned vectors.
+  std::unique_ptr<uint8_t, FreeDeleter> storage_;
+  size_t bytes_ = 0;
+};
+
+} // namespace mithril::runtime
+
+#endif // MITHRIL_RUNTIME_ARRAY_H

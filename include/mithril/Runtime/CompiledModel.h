@@ -1,0 +1,106 @@
+//===- CompiledModel.h - a model compiled for the host CPU ------*- C++ -*-===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+// The library behind mithril-run and the Python package: compile mithril IR
+// through mithril-cpu-pipeline, JIT it with the ExecutionEngine, and call it
+// on caller-owned buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MITHRIL_RUNTIME_COMPILEDMODEL_H
+#define MITHRIL_RUNTIME_COMPILEDMODEL_H
+
+#include "mithril/Dialect/Mithril/IR/MithrilDialect.h"
+#include "mithril/Runtime/Array.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class ExecutionEngine;
+class MLIRContext;
+} // namespace mlir
+
+namespace mithril::runtime {
+
+/// An input or output terminal of a compiled model.
+struct TerminalInfo {
+  std::string name;
+  InputKind kind = InputKind::Data; // inputs only
+  DType dtype = DType::F32;
+  llvm::SmallVector<int64_t> shape;
+};
+
+struct CompileOptions {
+  /// The model to compile (default: the only model no instance refers to).
+  std::string entry;
+  /// Input shapes as `name:DxD`.
+  std::vector<std::string> shapes;
+  /// Output terminals to drop.
+  std::vector<std::string> discard;
+  /// LLVM optimization level of the JIT.
+  unsigned optLevel = 3;
+  /// The file the source came from, for diagnostics and reproducers.
+  std::string sourceName = "<model>";
+};
+
+struct PhaseTiming {
+  std::string phase;
+  double seconds;
+};
+
+/// A fresh context with every dialect, extension and translation the
+/// pipelines need.
+std::unique_ptr<mlir::MLIRContext> createContext();
+
+/// Parses mithril IR; errors carry the diagnostics with their locations.
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+parseSource(mlir::MLIRContext &ctx, llvm::StringRef source, llvm::StringRef name);
+
+/// Lowers `source` and returns it as text (`mlir`: the IR after `stopAfter`,
+/// one of getCpuPipelineStages(); `llvm`: LLVM IR; `asm`: host assembly) or
+/// bytes (`obj`: a host object file).
+llvm::Expected<std::string> emit(llvm::StringRef source, const CompileOptions &options,
+                                 llvm::StringRef format, llvm::StringRef stopAfter = "llvm");
+
+class CompiledModel {
+public:
+  ~CompiledModel();
+
+  static llvm::Expected<std::unique_ptr<CompiledModel>> compile(llvm::StringRef source,
+                                                                const CompileOptions &options);
+
+  const std::string &entry() const { return entry_; }
+  const std::vector<TerminalInfo> &inputs() const { return inputs_; }
+  const std::vector<TerminalInfo> &outputs() const { return outputs_; }
+  const std::vector<PhaseTiming> &timings() const { return timings_; }
+  /// The flattened, shape-inferred mithril IR of the entry model.
+  const std::string &logicalIR() const { return logicalIR_; }
+
+  /// Runs the model. `inputs` and `outputs` follow inputs() and outputs();
+  /// every view must have the terminal's dtype and shape, and outputs are
+  /// written in place.
+  llvm::Error run(llvm::ArrayRef<TensorView> inputs, llvm::ArrayRef<TensorView> outputs) const;
+
+private:
+  CompiledModel() = default;
+
+  std::string entry_;
+  std::vector<TerminalInfo> inputs_, outputs_;
+  std::vector<PhaseTiming> timings_;
+  std::string logicalIR_;
+  std::unique_ptr<mlir::MLIRContext> context_;
+  std::unique_ptr<mlir::ExecutionEngine> engine_;
+  void (*function_)(void **) = nullptr;
+};
+
+} // namespace mithril::runtime
+
+#endif // MITHRIL_RUNTIME_COMPILEDMODEL_H

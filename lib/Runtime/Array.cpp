@@ -1,0 +1,128 @@
+//===- Array.cpp - dense host arrays --------------------------------------===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mithril/Runtime/Array.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <cstdlib>
+#include <cstring>
+
+using namespace mithril::runtime;
+
+size_t mithril::runtime::dtypeSize(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+  case DType::I32:
+    return 4;
+  case DType::F64:
+  case DType::I64:
+    return 8;
+  case DType::Bool:
+    return 1;
+  }
+  return 1;
+}
+
+llvm::StringRef mithril::runtime::dtypeName(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "float32";
+  case DType::F64:
+    return "float64";
+  case DType::I32:
+    return "int32";
+  case DType::I64:
+    return "int64";
+  case DType::Bool:
+    return "bool";
+  }
+  return "?";
+}
+
+mlir::Type mithril::runtime::dtypeToType(DType dtype, mlir::MLIRContext *ctx) {
+  switch (dtype) {
+  case DType::F32:
+    return mlir::Float32Type::get(ctx);
+  case DType::F64:
+    return mlir::Float64Type::get(ctx);
+  case DType::I32:
+    return mlir::IntegerType::get(ctx, 32);
+  case DType::I64:
+    return mlir::IntegerType::get(ctx, 64);
+  case DType::Bool:
+    return mlir::IntegerType::get(ctx, 1);
+  }
+  return {};
+}
+
+std::optional<DType> mithril::runtime::typeToDType(mlir::Type type) {
+  if (type.isF32())
+    return DType::F32;
+  if (type.isF64())
+    return DType::F64;
+  if (type.isInteger(32))
+    return DType::I32;
+  if (type.isInteger(64))
+    return DType::I64;
+  if (type.isInteger(1))
+    return DType::Bool;
+  return std::nullopt;
+}
+
+std::optional<int64_t> mithril::runtime::numElements(llvm::ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      return std::nullopt;
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
+      return std::nullopt;
+    n *= d;
+  }
+  return n;
+}
+
+std::string mithril::runtime::formatShape(llvm::ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+void Array::FreeDeleter::operator()(void *p) const { std::free(p); }
+
+Array::Array(DType dtype, llvm::ArrayRef<int64_t> shape) : dtype_(dtype), shape_(shape) {
+  bytes_ = static_cast<size_t>(*numElements(shape)) * dtypeSize(dtype);
+  size_t rounded = llvm::alignTo(std::max<size_t>(bytes_, 1), 64);
+  storage_.reset(static_cast<uint8_t *>(std::aligned_alloc(64, rounded)));
+  std::memset(storage_.get(), 0, rounded);
+}
+
+int64_t Array::size() const { return *numElements(shape_); }
+
+Array Array::clone() const {
+  Array copy(dtype_, shape_);
+  std::memcpy(copy.data(), data(), bytes_);
+  return copy;
+}
+
+double Array::getAsDouble(int64_t i) const {
+  switch (dtype_) {
+  case DType::F32:
+    return as<float>()[i];
+  case DType::F64:
+    return as<double>()[i];
+  case DType::I32:
+    return as<int32_t>()[i];
+  case DType::I64:
+    return static_cast<double>(as<int64_t>()[i]);
+  case DType::Bool:
+    return as<uint8_t>()[i] ? 1.0 : 0.0;
+  }
+  return 0;
+}

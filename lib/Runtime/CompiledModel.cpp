@@ -1,0 +1,387 @@
+//===- CompiledModel.cpp - a model compiled for the host CPU --------------===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mithril/Runtime/CompiledModel.h"
+
+#include "mithril/Dialect/Mithril/IR/MithrilOps.h"
+#include "mithril/InitAllDialects.h"
+#include "mithril/Pipelines/Pipelines.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include "llvm/ADT/StringSet.h"
+
+#include <chrono>
+#include <mutex>
+
+using namespace mlir;
+using namespace mithril;
+using namespace mithril::runtime;
+using llvm::Expected;
+
+static llvm::Error makeError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+static void initializeLLVM() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+  });
+}
+
+std::unique_ptr<MLIRContext> mithril::runtime::createContext() {
+  DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  mlir::registerAllToLLVMIRTranslations(registry);
+  mithril::registerAllDialects(registry);
+  auto ctx = std::make_unique<MLIRContext>(registry, MLIRContext::Threading::DISABLED);
+  ctx->loadDialect<MithrilDialect>();
+  return ctx;
+}
+
+namespace {
+/// Collects diagnostics as text while in scope.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(MLIRContext &ctx)
+      : handler(&ctx, [this](Diagnostic &diag) {
+          llvm::raw_string_ostream os(text);
+          os << diag.getLocation() << ": "
+             << (diag.getSeverity() == DiagnosticSeverity::Error     ? "error: "
+                 : diag.getSeverity() == DiagnosticSeverity::Warning ? "warning: "
+                                                                     : "note: ")
+             << diag << "\n";
+          for (Diagnostic &note : diag.getNotes())
+            os << note.getLocation() << ": note: " << note << "\n";
+          return success();
+        }) {}
+  std::string text;
+
+private:
+  ScopedDiagnosticHandler handler;
+};
+
+using Clock = std::chrono::steady_clock;
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+} // namespace
+
+Expected<OwningOpRef<ModuleOp>> mithril::runtime::parseSource(MLIRContext &ctx,
+                                                              StringRef source,
+                                                              StringRef name) {
+  DiagnosticCollector diags(ctx);
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(source, name), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &ctx);
+  if (!module)
+    return makeError(diags.text.empty() ? (name + ": cannot parse").str() : diags.text);
+  return std::move(module);
+}
+
+/// The option string of mithril-cpu-pipeline for `options`.
+static std::string pipelineOptions(const CompileOptions &options, StringRef stopAfter) {
+  std::string s;
+  auto add = [&](StringRef key, StringRef value) {
+    if (!s.empty())
+      s += ' ';
+    s += (key + "=" + value).str();
+  };
+  if (!options.entry.empty())
+    add("entry", options.entry);
+  if (!options.shapes.empty())
+    add("shapes", llvm::join(options.shapes, ","));
+  if (!options.discard.empty())
+    add("discard", llvm::join(options.discard, ","));
+  if (stopAfter != "llvm")
+    add("stop-after", stopAfter);
+  return s;
+}
+
+/// Runs mithril-cpu-pipeline up to `stopAfter`; on failure the error holds
+/// the diagnostics and the mithril-opt command that reproduces them.
+static llvm::Error runPipeline(ModuleOp module, const CompileOptions &options,
+                               StringRef stopAfter) {
+  MLIRContext *ctx = module.getContext();
+  DiagnosticCollector diags(*ctx);
+  PassManager pm(ctx);
+  CpuPipelineOptions pipelineOpts;
+  pipelineOpts.entry = options.entry;
+  pipelineOpts.shapes = options.shapes;
+  pipelineOpts.discard = options.discard;
+  pipelineOpts.stopAfter = stopAfter.str();
+  if (failed(buildCpuPipeline(pm, pipelineOpts)))
+    return makeError("unknown pipeline stage '" + stopAfter + "'");
+  if (succeeded(pm.run(module)))
+    return llvm::Error::success();
+  return makeError(diags.text + "reproduce with: mithril-opt --pass-pipeline='builtin.module(" +
+                   "mithril-cpu-pipeline{" + pipelineOptions(options, stopAfter) + "})' " +
+                   options.sourceName);
+}
+
+/// The root model to compile: the named one, or the only un-instantiated one.
+static Expected<ModelOp> findEntry(ModuleOp module, StringRef entry) {
+  SmallVector<ModelOp> roots;
+  llvm::StringSet<llvm::MallocAllocator> instantiated;
+  module.walk([&](InstanceOp inst) { instantiated.insert(inst.getCallee()); });
+  for (ModelOp model : module.getOps<ModelOp>()) {
+    if (!entry.empty() && model.getSymName() == entry)
+      return model;
+    if (!instantiated.contains(model.getSymName()))
+      roots.push_back(model);
+  }
+  std::string names;
+  for (ModelOp m : module.getOps<ModelOp>())
+    names += (names.empty() ? "@" : ", @") + m.getSymName().str();
+  if (!entry.empty())
+    return makeError("no model named '" + entry + "' (models: " + (names.empty() ? "none" : names) + ")");
+  if (roots.size() != 1)
+    return makeError(roots.empty() ? "the input holds no model"
+                                   : "the input holds several root models (" + names +
+                                         "); choose one with --entry");
+  return roots.front();
+}
+
+static Expected<TerminalInfo> describeTerminal(StringRef modelName, StringRef name, Type type,
+                                               InputKind kind, bool isInput) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  std::string what = ((isInput ? "input '" : "output '") + name + "' of @" + modelName).str();
+  if (!tensor)
+    return makeError(what + " is not a ranked tensor");
+  std::optional<DType> dtype = typeToDType(tensor.getElementType());
+  if (!dtype) {
+    std::string t;
+    llvm::raw_string_ostream os(t);
+    os << tensor.getElementType();
+    return makeError(what + " has element type " + t + ", which the runtime cannot exchange");
+  }
+  if (!tensor.hasStaticShape())
+    return makeError(what + " has shape " + mithril::formatShape(tensor.getShape()) +
+                     " after shape inference; give the shapes of the inputs it depends on");
+  return TerminalInfo{name.str(), kind, *dtype, llvm::SmallVector<int64_t>(tensor.getShape())};
+}
+
+static Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(unsigned optLevel) {
+  initializeLLVM();
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder)
+    return builder.takeError();
+  builder->setCodeGenOptLevel(optLevel >= 3 ? llvm::CodeGenOptLevel::Aggressive
+                                            : llvm::CodeGenOptLevel::Default);
+  return builder->createTargetMachine();
+}
+
+CompiledModel::~CompiledModel() = default;
+
+Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source,
+                                                                const CompileOptions &options) {
+  std::unique_ptr<CompiledModel> model(new CompiledModel());
+  model->context_ = createContext();
+  MLIRContext &ctx = *model->context_;
+
+  auto start = Clock::now();
+  auto module = parseSource(ctx, source, options.sourceName);
+  if (!module)
+    return module.takeError();
+  model->timings_.push_back({"parse", secondsSince(start)});
+
+  auto entry = findEntry(**module, options.entry);
+  if (!entry)
+    return entry.takeError();
+  model->entry_ = entry->getSymName().str();
+  CompileOptions opts = options;
+  opts.entry = model->entry_;
+
+  // The logical model, flattened and shape-inferred, gives the terminals.
+  start = Clock::now();
+  if (llvm::Error err = runPipeline(**module, opts, "shapes"))
+    return std::move(err);
+  auto root = cast<ModelOp>(SymbolTable::lookupSymbolIn(**module, model->entry_));
+  {
+    llvm::raw_string_ostream os(model->logicalIR_);
+    root.print(os);
+  }
+  for (unsigned i = 0, e = root.getNumInputs(); i < e; ++i) {
+    auto info = describeTerminal(model->entry_, root.getInputName(i),
+                                 root.getFunctionType().getInput(i), root.getInputKind(i), true);
+    if (!info)
+      return info.takeError();
+    model->inputs_.push_back(*info);
+  }
+  for (unsigned i = 0, e = root.getNumOutputs(); i < e; ++i) {
+    auto info = describeTerminal(model->entry_, root.getOutputName(i),
+                                 root.getFunctionType().getResult(i), InputKind::Data, false);
+    if (!info)
+      return info.takeError();
+    model->outputs_.push_back(*info);
+  }
+  model->timings_.push_back({"flatten + infer shapes", secondsSince(start)});
+
+  start = Clock::now();
+  if (llvm::Error err = runPipeline(**module, opts, "llvm"))
+    return std::move(err);
+  model->timings_.push_back({"lower to LLVM dialect", secondsSince(start)});
+
+  // The calling convention run() relies on: every input, then every output
+  // as a destination buffer, and nothing returned.
+  auto cInterface = (*module)->lookupSymbol<LLVM::LLVMFuncOp>("_mlir_ciface_" + model->entry_);
+  if (!cInterface || cInterface.getNumArguments() != model->inputs_.size() + model->outputs_.size() ||
+      !isa<LLVM::LLVMVoidType>(cInterface.getFunctionType().getReturnType()))
+    return makeError("internal error: the compiled @" + model->entry_ +
+                     " does not take its outputs as destination buffers");
+
+  start = Clock::now();
+  auto tm = hostTargetMachine(options.optLevel);
+  if (!tm)
+    return tm.takeError();
+  ExecutionEngineOptions engineOptions;
+  auto transformer = makeOptimizingTransformer(options.optLevel, 0, tm->get());
+  engineOptions.transformer = transformer;
+  engineOptions.jitCodeGenOptLevel = (*tm)->getOptLevel();
+  engineOptions.enableGDBNotificationListener = false;
+  engineOptions.enablePerfNotificationListener = false;
+  auto engine = ExecutionEngine::create(**module, engineOptions, std::move(*tm));
+  if (!engine)
+    return makeError("JIT compilation of @" + model->entry_ +
+                     " failed: " + llvm::toString(engine.takeError()));
+  model->engine_ = std::move(*engine);
+  auto fn = model->engine_->lookupPacked("_mlir_ciface_" + model->entry_);
+  if (!fn)
+    return makeError("compiled code has no entry point for @" + model->entry_ + ": " +
+                     llvm::toString(fn.takeError()));
+  model->function_ = *fn;
+  model->timings_.push_back({"LLVM -O" + std::to_string(options.optLevel) + " + JIT",
+                             secondsSince(start)});
+  return std::move(model);
+}
+
+/// A memref descriptor laid out as the LLVM lowering expects it:
+/// {allocated, aligned, offset, sizes[rank], strides[rank]}.
+static void buildDescriptor(std::vector<int64_t> &storage, const TensorView &view) {
+  size_t rank = view.shape.size();
+  storage.assign(3 + 2 * rank, 0);
+  storage[0] = reinterpret_cast<int64_t>(view.data);
+  storage[1] = reinterpret_cast<int64_t>(view.data);
+  storage[2] = 0;
+  int64_t stride = 1;
+  for (size_t i = rank; i-- > 0;) {
+    storage[3 + i] = view.shape[i];
+    storage[3 + rank + i] = stride;
+    stride *= view.shape[i];
+  }
+}
+
+static llvm::Error checkView(const TerminalInfo &terminal, const TensorView &view,
+                             StringRef role) {
+  if (view.dtype != terminal.dtype || ArrayRef<int64_t>(view.shape) != ArrayRef<int64_t>(terminal.shape))
+    return makeError(role + " '" + terminal.name + "': expected " + dtypeName(terminal.dtype) +
+                     " " + runtime::formatShape(terminal.shape) + ", got " + dtypeName(view.dtype) + " " +
+                     runtime::formatShape(view.shape));
+  if (!view.data && !terminal.shape.empty() && *numElements(terminal.shape) > 0)
+    return makeError(role + " '" + terminal.name + "' has no data");
+  return llvm::Error::success();
+}
+
+llvm::Error CompiledModel::run(ArrayRef<TensorView> inputs, ArrayRef<TensorView> outputs) const {
+  if (inputs.size() != inputs_.size())
+    return makeError("@" + entry_ + " takes " + std::to_string(inputs_.size()) + " inputs, got " +
+                     std::to_string(inputs.size()));
+  if (outputs.size() != outputs_.size())
+    return makeError("@" + entry_ + " has " + std::to_string(outputs_.size()) +
+                     " outputs, got buffers for " + std::to_string(outputs.size()));
+  std::vector<std::vector<int64_t>> descriptors(inputs.size() + outputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (llvm::Error err = checkView(inputs_[i], inputs[i], "input"))
+      return err;
+    buildDescriptor(descriptors[i], inputs[i]);
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (llvm::Error err = checkView(outputs_[i], outputs[i], "output"))
+      return err;
+    buildDescriptor(descriptors[inputs.size() + i], outputs[i]);
+  }
+  // The C interface takes a pointer to each descriptor; the packed wrapper
+  // takes a pointer to each of those arguments.
+  std::vector<void *> descriptorPtrs(descriptors.size());
+  std::vector<void *> args(descriptors.size());
+  for (size_t i = 0; i < descriptors.size(); ++i) {
+    descriptorPtrs[i] = descriptors[i].data();
+    args[i] = &descriptorPtrs[i];
+  }
+  function_(args.data());
+  return llvm::Error::success();
+}
+
+Expected<std::string> mithril::runtime::emit(StringRef source, const CompileOptions &options,
+                                             StringRef format, StringRef stopAfter) {
+  if (format != "mlir" && format != "llvm" && format != "asm" && format != "obj")
+    return makeError("unknown --emit format '" + format + "' (expected mlir, llvm, asm or obj)");
+  if (format != "mlir" && stopAfter != "llvm")
+    return makeError("--mlir-stage applies to --emit=mlir only");
+  auto ctx = createContext();
+  auto module = parseSource(*ctx, source, options.sourceName);
+  if (!module)
+    return module.takeError();
+  auto entry = findEntry(**module, options.entry);
+  if (!entry)
+    return entry.takeError();
+  CompileOptions opts = options;
+  opts.entry = entry->getSymName().str();
+  if (llvm::Error err = runPipeline(**module, opts, stopAfter))
+    return std::move(err);
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  if (format == "mlir") {
+    (*module)->print(os);
+    return out;
+  }
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(**module, llvmContext);
+  if (!llvmModule)
+    return makeError("translation to LLVM IR failed");
+  auto tm = hostTargetMachine(options.optLevel);
+  if (!tm)
+    return tm.takeError();
+  ExecutionEngine::setupTargetTripleAndDataLayout(llvmModule.get(), tm->get());
+  if (llvm::Error err = makeOptimizingTransformer(options.optLevel, 0, tm->get())(llvmModule.get()))
+    return std::move(err);
+  if (format == "llvm") {
+    llvmModule->print(os, nullptr);
+    return out;
+  }
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream bos(buffer);
+  llvm::legacy::PassManager codegen;
+  if ((*tm)->addPassesToEmitFile(codegen, bos, nullptr,
+                                 format == "asm" ? llvm::CodeGenFileType::AssemblyFile
+                                                 : llvm::CodeGenFileType::ObjectFile))
+    return makeError("the host target cannot emit " + format);
+  codegen.run(*llvmModule);
+  return std::string(buffer.begin(), buffer.end());
+}

@@ -1,0 +1,283 @@
+//===- mithril-run.cpp - compile and run a mithril model ------------------===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+// Compiles a model with mithril-cpu-pipeline, JITs it for the host CPU and
+// runs it on .npy/.npz data. The work is in the MithrilRuntime library.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mithril/Pipelines/Pipelines.h"
+#include "mithril/Runtime/CompiledModel.h"
+#include "mithril/Runtime/NumpyIO.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <random>
+
+using namespace llvm;
+using namespace mithril;
+using namespace mithril::runtime;
+
+static cl::OptionCategory category("mithril-run options");
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.mlir>"), cl::Required,
+                                      cl::cat(category));
+static cl::opt<std::string> entry("entry", cl::desc("The model to run (default: the root model)"),
+                                  cl::value_desc("NAME"), cl::cat(category));
+static cl::list<std::string> inputs("input", cl::desc("Feed an input terminal from a .npy file"),
+                                    cl::value_desc("TERMINAL=FILE.npy"), cl::cat(category));
+static cl::opt<std::string> params("params",
+                                   cl::desc("Parameters (and other inputs) from a .npz file"),
+                                   cl::value_desc("FILE.npz"), cl::cat(category));
+static cl::list<std::string> shapes("shape",
+                                    cl::desc("Give an input terminal's shape (name:DxD) without data"),
+                                    cl::value_desc("NAME:DxD"), cl::cat(category));
+static cl::opt<unsigned> seed("seed", cl::desc("Seed of the random parameters and inputs"),
+                              cl::init(0), cl::cat(category));
+static cl::opt<std::string> outputFile("o", cl::desc("Write the outputs (.npz) or the --emit result"),
+                                       cl::value_desc("FILE"), cl::cat(category));
+static cl::opt<bool> printOutputs("print", cl::desc("Print the outputs"), cl::cat(category));
+static cl::opt<bool> randomInputs("random-inputs",
+                                  cl::desc("Fill data inputs that were not given with random data"),
+                                  cl::cat(category));
+static cl::opt<std::string> emitFormat("emit", cl::desc("Stop and write: mlir, llvm, asm or obj"),
+                                       cl::value_desc("FORMAT"), cl::cat(category));
+static cl::opt<std::string> stopAfter("mlir-stage",
+                                      cl::desc("With --emit=mlir: the pipeline stage to print after (flatten, shapes, linalg, fusion, bufferize, loops, llvm)"),
+                                      cl::init("llvm"), cl::cat(category));
+static cl::opt<std::string> target("target", cl::desc("Where to run: cpu"), cl::init("cpu"),
+                                   cl::cat(category));
+static cl::opt<unsigned> bench("bench", cl::desc("Time N runs after warm-up"), cl::init(0),
+                               cl::cat(category));
+static cl::opt<bool> timing("timing", cl::desc("Print the time of each compile phase"),
+                            cl::cat(category));
+static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level"), cl::init(3),
+                                  cl::Prefix, cl::cat(category));
+
+static int fail(const Twine &message) {
+  WithColor::error(errs(), "mithril-run") << message << "\n";
+  return 1;
+}
+
+static int fail(Error err) { return fail(toString(std::move(err))); }
+
+/// Fills `array` with seeded random values: a standard normal for floats,
+/// small non-negative integers and booleans otherwise.
+static void randomFill(Array &array, std::mt19937_64 &rng) {
+  std::normal_distribution<double> normal;
+  std::uniform_int_distribution<int> ints(0, 9), bits(0, 1);
+  for (int64_t i = 0, n = array.size(); i < n; ++i) {
+    switch (array.dtype()) {
+    case DType::F32: array.as<float>()[i] = normal(rng); break;
+    case DType::F64: array.as<double>()[i] = normal(rng); break;
+    case DType::I32: array.as<int32_t>()[i] = ints(rng); break;
+    case DType::I64: array.as<int64_t>()[i] = ints(rng); break;
+    case DType::Bool: array.as<uint8_t>()[i] = bits(rng); break;
+    }
+  }
+}
+
+/// Prints an array the way numpy does, eliding the middle of long axes.
+static void printArray(raw_ostream &os, const Array &a) {
+  ArrayRef<int64_t> shape = a.shape();
+  std::function<void(size_t, int64_t, int)> rec = [&](size_t dim, int64_t offset, int indent) {
+    if (dim == shape.size()) {
+      double v = a.getAsDouble(offset);
+      if (a.dtype() == DType::F32 || a.dtype() == DType::F64)
+        os << format("%.6g", v);
+      else
+        os << (int64_t)v;
+      return;
+    }
+    int64_t stride = 1;
+    for (size_t d = dim + 1; d < shape.size(); ++d)
+      stride *= shape[d];
+    os << "[";
+    int64_t n = shape[dim];
+    for (int64_t i = 0; i < n; ++i) {
+      if (n > 8 && i == 3) {
+        os << (dim + 1 == shape.size() ? ", ..." : "\n" + std::string(indent + 1, ' ') + "...");
+        i = n - 3;
+      }
+      if (i)
+        os << (dim + 1 == shape.size() ? ", " : ",\n" + std::string(indent + 1, ' '));
+      rec(dim + 1, offset + i * stride, indent + 1);
+    }
+    os << "]";
+  };
+  rec(0, 0, 0);
+  os << "\n";
+}
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "mithril-run: compile a mithril model for the host and run it\n");
+
+  if (target != "cpu")
+    return fail("--target=" + target + " is not available in this build (targets: cpu)");
+
+  auto source = MemoryBuffer::getFile(inputFile, /*IsText=*/true);
+  if (!source)
+    return fail(inputFile + ": cannot read: " + source.getError().message());
+
+  // Gather the given arrays: they fix the shapes the model is compiled for.
+  std::map<std::string, Array> given;
+  std::vector<std::string> order;
+  auto add = [&](const std::string &name, Array array, StringRef from) -> bool {
+    if (given.count(name)) {
+      fail("terminal '" + name + "' is given twice (again in " + from + ")");
+      return false;
+    }
+    order.push_back(name);
+    given.emplace(name, std::move(array));
+    return true;
+  };
+  if (!params.empty()) {
+    auto arrays = readNpz(params);
+    if (!arrays)
+      return fail(arrays.takeError());
+    for (auto &[name, array] : *arrays)
+      if (!add(name, std::move(array), params))
+        return 1;
+  }
+  for (const std::string &spec : inputs) {
+    auto [name, path] = StringRef(spec).split('=');
+    if (name.empty() || path.empty())
+      return fail("--input expects TERMINAL=FILE.npy, got '" + spec + "'");
+    auto array = readNpy(path);
+    if (!array)
+      return fail(array.takeError());
+    if (!add(name.str(), std::move(*array), path))
+      return 1;
+  }
+
+  CompileOptions options;
+  options.entry = entry;
+  options.sourceName = inputFile;
+  options.optLevel = optLevel;
+  for (const std::string &name : order) {
+    ArrayRef<int64_t> shape = given.at(name).shape();
+    std::string dims = shape.empty() ? "scalar" : "";
+    for (size_t i = 0; i < shape.size(); ++i)
+      dims += (i ? "x" : "") + std::to_string(shape[i]);
+    options.shapes.push_back(name + ":" + dims);
+  }
+  for (const std::string &s : shapes)
+    options.shapes.push_back(s);
+
+  if (!emitFormat.empty()) {
+    auto text = emit((*source)->getBuffer(), options, emitFormat, stopAfter);
+    if (!text)
+      return fail(text.takeError());
+    if (outputFile.empty()) {
+      if (emitFormat == "obj")
+        return fail("--emit=obj writes binary data: give -o FILE");
+      outs() << *text;
+      return 0;
+    }
+    std::error_code ec;
+    raw_fd_ostream os(outputFile, ec, emitFormat == "obj" ? sys::fs::OF_None : sys::fs::OF_Text);
+    if (ec)
+      return fail(outputFile + ": cannot write: " + ec.message());
+    os << *text;
+    return 0;
+  }
+
+  auto model = CompiledModel::compile((*source)->getBuffer(), options);
+  if (!model)
+    return fail(model.takeError());
+  if (timing) {
+    double total = 0;
+    for (const PhaseTiming &t : (*model)->timings()) {
+      outs() << format("compile %-26s %9.2f ms\n", (t.phase + ":").c_str(), t.seconds * 1e3);
+      total += t.seconds;
+    }
+    outs() << format("compile %-26s %9.2f ms\n", "total:", total * 1e3);
+  }
+
+  // Bind every input terminal.
+  std::mt19937_64 rng(seed);
+  std::vector<Array> inputArrays;
+  std::vector<std::string> missing;
+  for (const TerminalInfo &t : (*model)->inputs()) {
+    auto it = given.find(t.name);
+    if (it != given.end()) {
+      if (it->second.dtype() != t.dtype)
+        return fail("input '" + t.name + "' of @" + (*model)->entry() + " expects " +
+                    dtypeName(t.dtype) + " but was given " + dtypeName(it->second.dtype()));
+      inputArrays.push_back(std::move(it->second));
+      given.erase(it);
+      continue;
+    }
+    Array array(t.dtype, t.shape);
+    if (t.kind == InputKind::Param || randomInputs)
+      randomFill(array, rng);
+    else
+      missing.push_back("  " + t.name + ": " + dtypeName(t.dtype).str() + " " + formatShape(t.shape));
+    inputArrays.push_back(std::move(array));
+  }
+  if (!given.empty()) {
+    std::string names;
+    for (auto &[name, _] : given)
+      names += (names.empty() ? "'" : ", '") + name + "'";
+    return fail("@" + (*model)->entry() + " has no input terminal " + names);
+  }
+  if (!missing.empty())
+    return fail("@" + (*model)->entry() + " needs data for these input terminals (use " +
+                "--input=TERMINAL=FILE.npy, or --random-inputs):\n" + join(missing, "\n"));
+
+  std::vector<Array> outputArrays;
+  for (const TerminalInfo &t : (*model)->outputs())
+    outputArrays.emplace_back(t.dtype, t.shape);
+  std::vector<TensorView> inViews, outViews;
+  for (Array &a : inputArrays)
+    inViews.push_back(a.view());
+  for (Array &a : outputArrays)
+    outViews.push_back(a.view());
+
+  if (Error err = (*model)->run(inViews, outViews))
+    return fail(std::move(err));
+
+  if (bench > 0) {
+    for (int i = 0; i < 3; ++i)
+      cantFail((*model)->run(inViews, outViews));
+    std::vector<double> times;
+    for (unsigned i = 0; i < bench; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      cantFail((*model)->run(inViews, outViews));
+      times.push_back(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    std::sort(times.begin(), times.end());
+    outs() << format("latency over %u runs: median %.3f ms, min %.3f ms\n", (unsigned)bench,
+                     times[times.size() / 2] * 1e3, times.front() * 1e3);
+  }
+
+  if (printOutputs || outputFile.empty()) {
+    for (size_t i = 0; i < outputArrays.size(); ++i) {
+      const TerminalInfo &t = (*model)->outputs()[i];
+      outs() << t.name << ": " << dtypeName(t.dtype) << " " << formatShape(t.shape) << "\n";
+      printArray(outs(), outputArrays[i]);
+    }
+  }
+  if (!outputFile.empty()) {
+    NamedArrays named;
+    for (size_t i = 0; i < outputArrays.size(); ++i)
+      named.emplace_back((*model)->outputs()[i].name, std::move(outputArrays[i]));
+    if (Error err = writeNpz(outputFile, named))
+      return fail(std::move(err));
+  }
+  return 0;
+}
