@@ -26,11 +26,14 @@ struct DCEPass : public mithril::impl::MithrilDCEBase<DCEPass> {
       if (failed(dropOutputs(model)))
         return signalPassFailure();
       // Walk backwards so that an op's users are gone before it is visited.
-      Block &body = model.getBodyBlock();
-      for (Operation &op : llvm::make_early_inc_range(
-               llvm::reverse(body.without_terminator())))
-        if (op.use_empty())
-          op.erase();
+      // (A std::reverse_iterator would hold on to the erased node.)
+      Operation *op = model.getBodyBlock().getTerminator()->getPrevNode();
+      while (op) {
+        Operation *prev = op->getPrevNode();
+        if (op->use_empty())
+          op->erase();
+        op = prev;
+      }
     }
   }
 

@@ -107,15 +107,16 @@ struct FlattenPass : public mithril::impl::MithrilFlattenBase<FlattenPass> {
   }
 
   LogicalResult flattenInto(ModelOp root, SymbolTable &symbols) {
-    // Instances inlined from a callee are themselves inlined in later rounds;
-    // the acyclicity check bounds the number of rounds.
+    // Always inline the first instance in block order: the instances an
+    // inlined body brings come first, so the hierarchy is walked depth-first
+    // and each instance's lifted parameters stay together. The acyclicity
+    // check guarantees termination.
     while (true) {
-      SmallVector<InstanceOp> instances(root.getBodyBlock().getOps<InstanceOp>());
+      auto instances = root.getBodyBlock().getOps<InstanceOp>();
       if (instances.empty())
         break;
-      for (InstanceOp inst : instances)
-        if (failed(inlineInstance(root, inst, symbols)))
-          return failure();
+      if (failed(inlineInstance(root, *instances.begin(), symbols)))
+        return failure();
     }
     root.syncFunctionType();
     return success();

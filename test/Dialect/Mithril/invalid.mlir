@@ -1,0 +1,175 @@
+// Verifier errors of the mithril dialect, each with the message users see.
+// RUN: mithril-opt %s -split-input-file -verify-diagnostics
+
+mithril.model @bad_broadcast(data %a: tensor<4x8xf32>, data %b: tensor<4x9xf32>) -> (out: tensor<4x8xf32>) {
+  // expected-error @+2 {{'mithril.add' cannot broadcast terminal 'a' (4x8) with terminal 'b' (4x9)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.add %a, %b : (tensor<4x8xf32>, tensor<4x9xf32>) -> tensor<4x8xf32>
+  mithril.output %0 : tensor<4x8xf32>
+}
+
+// -----
+
+mithril.model @mixed_types(data %a: tensor<4xf32>, data %b: tensor<4xf64>) -> (out: tensor<4xf32>) {
+  // expected-error @+2 {{'mithril.multiply' operands have different element types: terminal 'a' is 'f32' but terminal 'b' is 'f64'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.multiply %a, %b : (tensor<4xf32>, tensor<4xf64>) -> tensor<4xf32>
+  mithril.output %0 : tensor<4xf32>
+}
+
+// -----
+
+mithril.model @wrong_result(data %a: tensor<4x8xf32>) -> (out: tensor<4x9xf32>) {
+  // expected-error @+2 {{inferred type(s) 'tensor<4x8xf32>' are incompatible with return type(s) of operation 'tensor<4x9xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.relu %a : (tensor<4x8xf32>) -> tensor<4x9xf32>
+  mithril.output %0 : tensor<4x9xf32>
+}
+
+// -----
+
+mithril.model @matmul_mismatch(data %a: tensor<4x8xf32>, param %w: tensor<7x3xf32>) -> (out: tensor<4x3xf32>) {
+  // expected-error @+2 {{'mithril.matmul' contraction dimensions differ: terminal 'a' (4x8) has 8 columns but terminal 'w' (7x3) has 7 rows}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.matmul %a, %w : (tensor<4x8xf32>, tensor<7x3xf32>) -> tensor<4x3xf32>
+  mithril.output %0 : tensor<4x3xf32>
+}
+
+// -----
+
+mithril.model @bad_axes(data %a: tensor<4x8xf32>) -> (out: tensor<4xf32>) {
+  // expected-error @+2 {{'mithril.sum' has invalid axes [2] for terminal 'a' (4x8)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.sum %a {axes = array<i64: 2>} : (tensor<4x8xf32>) -> tensor<4xf32>
+  mithril.output %0 : tensor<4xf32>
+}
+
+// -----
+
+mithril.model @bad_reshape(data %a: tensor<4x8xf32>) -> (out: tensor<5x6xf32>) {
+  // expected-error @+2 {{'mithril.reshape' cannot reshape terminal 'a' (4x8) (32 elements) into [5, 6] (30 elements)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.reshape %a {shape = array<i64: 5, 6>} : (tensor<4x8xf32>) -> tensor<5x6xf32>
+  mithril.output %0 : tensor<5x6xf32>
+}
+
+// -----
+
+mithril.model @bad_perm(data %a: tensor<4x8xf32>) -> (out: tensor<8x4xf32>) {
+  // expected-error @+2 {{'mithril.transpose' permutation [0, 0] is not a permutation of 2 axes}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.transpose %a {permutation = array<i64: 0, 0>} : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  mithril.output %0 : tensor<8x4xf32>
+}
+
+// -----
+
+mithril.model @conv_channels(data %x: tensor<1x3x8x8xf32>, param %w: tensor<4x2x3x3xf32>) -> (out: tensor<1x4x6x6xf32>) {
+  // expected-error @+2 {{'mithril.conv2d' input terminal 'x' (1x3x8x8) has 3 channels but weight terminal 'w' (4x2x3x3) expects 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.conv2d %x, %w {dilation = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x3x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x6x6xf32>
+  mithril.output %0 : tensor<1x4x6x6xf32>
+}
+
+// -----
+
+mithril.model @conv_padding(data %x: tensor<1x3x8x8xf32>, param %w: tensor<4x3x3x3xf32>) -> (out: tensor<1x4x6x6xf32>) {
+  // expected-error @+2 {{'mithril.conv2d' needs 4 padding values (before and after each spatial dimension)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.conv2d %x, %w {dilation = array<i64: 1, 1>, padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
+  mithril.output %0 : tensor<1x4x6x6xf32>
+}
+
+// -----
+
+mithril.model @softmax_axis(data %x: tensor<2x3xf32>) -> (out: tensor<2x3xf32>) {
+  // expected-error @+1 {{axis 2 is out of range for terminal 'x' (2x3)}}
+  %0 = mithril.softmax %x {axis = 2 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  mithril.output %0 : tensor<2x3xf32>
+}
+
+// -----
+
+mithril.model @logical_floats(data %a: tensor<4xf32>) -> (out: tensor<4xi1>) {
+  // expected-error @+2 {{'mithril.logical_and' expects i1 operands, got 'f32'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.logical_and %a, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
+  mithril.output %0 : tensor<4xi1>
+}
+
+// -----
+
+// expected-error @+1 {{has two input terminals named 'x'}}
+"mithril.model"() <{function_type = (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>, sym_name = "dup", arg_attrs = [{mithril.name = "x"}, {mithril.name = "x"}], res_attrs = [{mithril.name = "y"}]}> ({
+^bb0(%a: tensor<2xf32>, %b: tensor<2xf32>):
+  "mithril.output"(%a) : (tensor<2xf32>) -> ()
+}) : () -> ()
+
+// -----
+
+// expected-error @+1 {{duplicate input terminal 'x'}}
+mithril.model @dup_custom(data %x: tensor<2xf32>, param "x" %y: tensor<2xf32>) -> (out: tensor<2xf32>) {
+  mithril.output %x : tensor<2xf32>
+}
+
+// -----
+
+// expected-error @+1 {{expected a terminal role (data, param or const), got 'weight'}}
+mithril.model @bad_role(weight %x: tensor<2xf32>) -> (out: tensor<2xf32>) {
+  mithril.output %x : tensor<2xf32>
+}
+
+// -----
+
+mithril.model @output_count(data %x: tensor<2xf32>) -> (a: tensor<2xf32>, b: tensor<2xf32>) {
+  // expected-error @+1 {{feeds 1 values to 2 output terminals of @output_count}}
+  mithril.output %x : tensor<2xf32>
+}
+
+// -----
+
+mithril.model @output_type(data %x: tensor<2xf32>) -> (a: tensor<3xf32>) {
+  // expected-error @+1 {{value for output terminal 'a' has type 'tensor<2xf32>', but the terminal is declared as 'tensor<3xf32>'}}
+  mithril.output %x : tensor<2xf32>
+}
+
+// -----
+
+mithril.model @Leaf(data %input: tensor<4xf32>) -> (output: tensor<4xf32>) {
+  mithril.output %input : tensor<4xf32>
+}
+mithril.model @unknown_terminal(data %x: tensor<4xf32>) -> (y: tensor<4xf32>) {
+  // expected-error @+1 {{instance 'leaf' binds unknown terminal 'inptu' of @Leaf (its inputs are 'input')}}
+  %0 = mithril.instance "leaf" @Leaf(inptu = %x) : (tensor<4xf32>) -> tensor<4xf32>
+  mithril.output %0 : tensor<4xf32>
+}
+
+// -----
+
+mithril.model @Leaf(data %input: tensor<4xf32>) -> (output: tensor<4xf32>) {
+  mithril.output %input : tensor<4xf32>
+}
+mithril.model @binding_type(data %x: tensor<5xf32>) -> (y: tensor<4xf32>) {
+  // expected-error @+1 {{instance 'leaf' binds 'tensor<5xf32>' to terminal 'input' of @Leaf, which expects 'tensor<4xf32>'}}
+  %0 = mithril.instance "leaf" @Leaf(input = %x) : (tensor<5xf32>) -> tensor<4xf32>
+  mithril.output %0 : tensor<4xf32>
+}
+
+// -----
+
+mithril.model @no_callee(data %x: tensor<4xf32>) -> (y: tensor<4xf32>) {
+  // expected-error @+1 {{instance 'ghost' refers to @Missing, which is not a mithril.model}}
+  %0 = mithril.instance "ghost" @Missing(input = %x) : (tensor<4xf32>) -> tensor<4xf32>
+  mithril.output %0 : tensor<4xf32>
+}
+
+// -----
+
+mithril.model @Leaf(data %input: tensor<4xf32>) -> (output: tensor<4xf32>) {
+  mithril.output %input : tensor<4xf32>
+}
+mithril.model @twice(data %x: tensor<4xf32>) -> (y: tensor<4xf32>) {
+  // expected-error @+1 {{instance 'leaf' binds terminal 'input' twice}}
+  %0 = mithril.instance "leaf" @Leaf(input = %x, input = %x) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  mithril.output %0 : tensor<4xf32>
+}

@@ -1,0 +1,37 @@
+# -*- Python -*-
+# lit configuration of the mithril test suites.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "MITHRIL"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.mithril_obj_root, "test")
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.mithril_tools_dir, append_path=True)
+
+python = config.python_executable or "python3"
+config.substitutions.append(("%python", python))
+config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Integration", "Inputs")))
+config.substitutions.append(("%checknpz", python + " " + os.path.join(config.test_source_root, "Integration", "Inputs", "check_npz.py")))
+
+llvm_config.add_tool_substitutions(["mithril-opt", "mithril-run"], [config.mithril_tools_dir])
+
+# Optional features: a CUDA toolkit's ptxas, and a CUDA GPU.
+if config.ptxas_executable and os.path.exists(config.ptxas_executable):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", config.ptxas_executable))
+if os.path.exists("/dev/nvidia0"):
+    config.available_features.add("cuda-gpu")
+try:
+    import numpy  # noqa: F401
+    config.available_features.add("numpy")
+except ImportError:
+    pass
