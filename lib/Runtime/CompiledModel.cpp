@@ -187,6 +187,41 @@ static Expected<TerminalInfo> describeTerminal(StringRef modelName, StringRef na
   return TerminalInfo{name.str(), kind, *dtype, llvm::SmallVector<int64_t>(tensor.getShape())};
 }
 
+/// The path an op was given (a NameLoc), if any.
+static std::string locationName(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (auto name = dyn_cast<NameLoc>(inner))
+        return name.getName().str();
+  return "";
+}
+
+static std::string shapeOf(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t)
+    return "?";
+  std::string s = "[";
+  for (int64_t i = 0; i < t.getRank(); ++i)
+    s += (i ? ", " : "") + (t.isDynamicDim(i) ? std::string("?") : std::to_string(t.getDimSize(i)));
+  return s + "]";
+}
+
+static std::vector<SummaryRow> summarize(ModelOp model) {
+  std::vector<SummaryRow> rows;
+  for (Operation &op : model.getBodyBlock().without_terminator()) {
+    SummaryRow row;
+    row.op = op.getName().stripDialect().str();
+    row.name = locationName(op.getLoc());
+    for (Value v : op.getOperands())
+      row.operands += (row.operands.empty() ? "" : ", ") + shapeOf(v.getType());
+    row.result = op.getNumResults() ? shapeOf(op.getResult(0).getType()) : "";
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 static Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(unsigned optLevel) {
   initializeLLVM();
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
@@ -227,6 +262,7 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
     llvm::raw_string_ostream os(model->logicalIR_);
     root.print(os);
   }
+  model->summary_ = summarize(root);
   for (unsigned i = 0, e = root.getNumInputs(); i < e; ++i) {
     auto info = describeTerminal(model->entry_, root.getInputName(i),
                                  root.getFunctionType().getInput(i), root.getInputKind(i), true);

@@ -51,6 +51,14 @@ struct CompileOptions {
   std::string sourceName = "<model>";
 };
 
+/// One row of a model summary: a primitive of the flattened model.
+struct SummaryRow {
+  std::string op;       // mithril op name, without the dialect prefix
+  std::string name;     // its path in the hierarchy (from its location), if any
+  std::string operands; // operand shapes
+  std::string result;   // result shape
+};
+
 struct PhaseTiming {
   std::string phase;
   double seconds;
@@ -83,6 +91,8 @@ public:
   const std::vector<PhaseTiming> &timings() const { return timings_; }
   /// The flattened, shape-inferred mithril IR of the entry model.
   const std::string &logicalIR() const { return logicalIR_; }
+  /// The primitives of the flattened model, in order.
+  const std::vector<SummaryRow> &summary() const { return summary_; }
 
   /// Runs the model. `inputs` and `outputs` follow inputs() and outputs();
   /// every view must have the terminal's dtype and shape, and outputs are
@@ -96,6 +106,7 @@ private:
   std::vector<TerminalInfo> inputs_, outputs_;
   std::vector<PhaseTiming> timings_;
   std::string logicalIR_;
+  std::vector<SummaryRow> summary_;
   std::unique_ptr<mlir::MLIRContext> context_;
   std::unique_ptr<mlir::ExecutionEngine> engine_;
   void (*function_)(void **) = nullptr;

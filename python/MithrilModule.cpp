@@ -1,0 +1,417 @@
+//===- MithrilModule.cpp - the _mithril Python extension ------------------===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+// Python builds mithril IR through ModelBuilder and compiles it through the
+// same registered pipeline as mithril-run; nothing about ops or shapes is
+// decided here. Errors become mithril.MithrilError with the diagnostics.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mithril/Builder/ModelBuilder.h"
+#include "mithril/Runtime/CompiledModel.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <map>
+
+namespace py = pybind11;
+using namespace mlir;
+using namespace mithril;
+using namespace mithril::runtime;
+
+namespace {
+
+/// The Python exception type, set at module import.
+py::object errorType;
+
+[[noreturn]] void raise(const std::string &message) {
+  PyErr_SetString(errorType.ptr(), message.c_str());
+  throw py::error_already_set();
+}
+
+/// Collects diagnostics while in scope, to put them in an exception.
+class Diagnostics {
+public:
+  explicit Diagnostics(MLIRContext &ctx)
+      : handler(&ctx, [this](Diagnostic &diag) {
+          llvm::raw_string_ostream os(text);
+          if (!text.empty())
+            os << "\n";
+          Location loc = diag.getLocation();
+          if (auto name = dyn_cast<NameLoc>(loc))
+            os << name.getName().str() << ": ";
+          os << diag;
+          return success();
+        }) {}
+  std::string take(const std::string &fallback) {
+    std::string t = text.empty() ? fallback : text;
+    text.clear();
+    return t;
+  }
+
+private:
+  std::string text;
+  ScopedDiagnosticHandler handler;
+};
+
+std::optional<DType> parseDType(const std::string &name) {
+  if (name == "float32" || name == "f32")
+    return DType::F32;
+  if (name == "float64" || name == "f64")
+    return DType::F64;
+  if (name == "int32" || name == "i32")
+    return DType::I32;
+  if (name == "int64" || name == "i64")
+    return DType::I64;
+  if (name == "bool" || name == "i1")
+    return DType::Bool;
+  return std::nullopt;
+}
+
+DType dtypeOf(const py::array &array) {
+  py::dtype dt = array.dtype();
+  if (dt.is(py::dtype::of<float>()))
+    return DType::F32;
+  if (dt.is(py::dtype::of<double>()))
+    return DType::F64;
+  if (dt.is(py::dtype::of<int32_t>()))
+    return DType::I32;
+  if (dt.is(py::dtype::of<int64_t>()))
+    return DType::I64;
+  if (dt.is(py::dtype::of<bool>()))
+    return DType::Bool;
+  raise("unsupported array dtype " + std::string(py::str(dt)) +
+        " (supported: float32, float64, int32, int64, bool)");
+}
+
+/// A module under construction, holding its own context.
+class PyModule {
+public:
+  PyModule() : context(createContext()), diagnostics(*context) {
+    module = ModuleOp::create(UnknownLoc::get(context.get()));
+  }
+
+  MLIRContext &ctx() { return *context; }
+  ModuleOp get() { return *module; }
+  Diagnostics &diags() { return diagnostics; }
+
+  /// The module as text; with debug info, the op and terminal paths that
+  /// diagnostics name survive the trip through text.
+  std::string text(bool debugInfo) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    OpPrintingFlags flags;
+    if (debugInfo)
+      flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+    module->print(os, flags);
+    return s;
+  }
+
+private:
+  std::unique_ptr<MLIRContext> context;
+  Diagnostics diagnostics;
+  OwningOpRef<ModuleOp> module;
+};
+
+/// One model being built; values are handed to Python as integer ids.
+class PyModelBuilder {
+public:
+  PyModelBuilder(std::shared_ptr<PyModule> module, const std::string &name)
+      : module(module), builder(module->get(), name) {}
+
+  size_t addInput(const std::string &name, const std::string &kind,
+                  const std::vector<int64_t> &shape, const std::string &dtype) {
+    std::optional<InputKind> k = symbolizeInputKind(kind);
+    if (!k)
+      raise("unknown terminal role '" + kind + "' (expected data, param or const)");
+    auto type = tensorType(shape, dtype);
+    auto v = builder.addInput(name, *k, type);
+    if (failed(v))
+      raise(module->diags().take("cannot add input '" + name + "'"));
+    return keep(*v);
+  }
+
+  std::vector<size_t> addOp(const std::string &op, const std::vector<size_t> &operands,
+                            const py::dict &attrs, const std::string &name) {
+    SmallVector<Value> values = lookup(operands);
+    SmallVector<NamedAttribute> attributes;
+    Builder b(&module->ctx());
+    for (auto item : attrs) {
+      std::string key = py::str(item.first);
+      attributes.push_back(b.getNamedAttr(key, toAttribute(key, item.second)));
+    }
+    auto results = builder.addOp(op, values, attributes, name);
+    if (failed(results))
+      raise(module->diags().take("cannot add '" + op + "'"));
+    std::vector<size_t> ids;
+    for (Value r : *results)
+      ids.push_back(keep(r));
+    return ids;
+  }
+
+  size_t addConstant(const py::array &array, const std::string &name) {
+    py::array c = py::array::ensure(array, py::array::c_style);
+    DType dtype = dtypeOf(c);
+    std::vector<int64_t> shape(c.shape(), c.shape() + c.ndim());
+    auto type = RankedTensorType::get(shape, dtypeToType(dtype, &module->ctx()));
+    size_t bytes = c.nbytes();
+    DenseElementsAttr attr;
+    if (dtype == DType::Bool) {
+      std::vector<bool> bits(static_cast<const bool *>(c.data()),
+                             static_cast<const bool *>(c.data()) + c.size());
+      SmallVector<bool> values(bits.begin(), bits.end());
+      attr = DenseElementsAttr::get(type, ArrayRef<bool>(values));
+    } else {
+      attr = DenseElementsAttr::getFromRawBuffer(
+          type, ArrayRef<char>(static_cast<const char *>(c.data()), bytes));
+    }
+    return keep(builder.addConstant(attr, name));
+  }
+
+  std::vector<size_t> addInstance(const std::string &instanceName, const std::string &callee,
+                                  const std::vector<std::pair<std::string, size_t>> &bindings) {
+    auto model = module->get().lookupSymbol<ModelOp>(callee);
+    if (!model)
+      raise("no model named '" + callee + "' has been built");
+    SmallVector<std::pair<std::string, Value>> bound;
+    for (const auto &[terminal, id] : bindings)
+      bound.emplace_back(terminal, lookup({id})[0]);
+    auto results = builder.addInstance(instanceName, model, bound);
+    if (failed(results))
+      raise(module->diags().take("cannot instantiate '" + callee + "'"));
+    std::vector<size_t> ids;
+    for (Value r : *results)
+      ids.push_back(keep(r));
+    return ids;
+  }
+
+  void addOutput(const std::string &name, size_t value) {
+    if (failed(builder.addOutput(name, lookup({value})[0])))
+      raise(module->diags().take("cannot add output '" + name + "'"));
+  }
+
+  void finish() {
+    if (failed(builder.finish()))
+      raise(module->diags().take("the model does not verify"));
+  }
+
+  /// Shape (None for a dynamic dimension) and dtype name of a value.
+  py::tuple typeOf(size_t value) {
+    auto t = cast<RankedTensorType>(lookup({value})[0].getType());
+    py::list shape;
+    for (int64_t d : t.getShape())
+      shape.append(ShapedType::isDynamic(d) ? py::object(py::none()) : py::object(py::int_(d)));
+    std::optional<DType> dtype = typeToDType(t.getElementType());
+    return py::make_tuple(py::tuple(shape), dtype ? std::string(dtypeName(*dtype)) : "?");
+  }
+
+private:
+  RankedTensorType tensorType(const std::vector<int64_t> &shape, const std::string &dtype) {
+    std::optional<DType> d = parseDType(dtype);
+    if (!d)
+      raise("unknown dtype '" + dtype + "'");
+    SmallVector<int64_t> dims;
+    for (int64_t s : shape)
+      dims.push_back(s < 0 ? ShapedType::kDynamic : s);
+    return RankedTensorType::get(dims, dtypeToType(*d, &module->ctx()));
+  }
+
+  Attribute toAttribute(const std::string &key, py::handle value) {
+    Builder b(&module->ctx());
+    if (py::isinstance<py::bool_>(value))
+      return b.getBoolAttr(value.cast<bool>());
+    if (py::isinstance<py::int_>(value))
+      return b.getI64IntegerAttr(value.cast<int64_t>());
+    if (py::isinstance<py::float_>(value))
+      return b.getF64FloatAttr(value.cast<double>());
+    if (py::isinstance<py::str>(value)) {
+      std::string s = value.cast<std::string>();
+      if (key == "element_type") {
+        std::optional<DType> d = parseDType(s);
+        if (!d)
+          raise("unknown dtype '" + s + "'");
+        return TypeAttr::get(dtypeToType(*d, &module->ctx()));
+      }
+      return b.getStringAttr(s);
+    }
+    if (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value)) {
+      SmallVector<int64_t> ints;
+      for (py::handle item : value) {
+        if (!py::isinstance<py::int_>(item) || py::isinstance<py::bool_>(item))
+          raise("attribute '" + key + "' must be a list of integers");
+        ints.push_back(item.cast<int64_t>());
+      }
+      return b.getDenseI64ArrayAttr(ints);
+    }
+    raise("attribute '" + key + "' has an unsupported Python type " +
+          std::string(py::str(value.get_type())));
+  }
+
+  size_t keep(Value v) {
+    values.push_back(v);
+    return values.size() - 1;
+  }
+  SmallVector<Value> lookup(const std::vector<size_t> &ids) {
+    SmallVector<Value> out;
+    for (size_t id : ids) {
+      if (id >= values.size())
+        raise("invalid value id " + std::to_string(id));
+      out.push_back(values[id]);
+    }
+    return out;
+  }
+
+  std::shared_ptr<PyModule> module;
+  ModelBuilder builder;
+  std::vector<Value> values;
+};
+
+py::dict terminalInfo(const TerminalInfo &t) {
+  py::dict d;
+  d["name"] = t.name;
+  d["kind"] = std::string(stringifyInputKind(t.kind));
+  d["dtype"] = std::string(dtypeName(t.dtype));
+  d["shape"] = py::tuple(py::cast(std::vector<int64_t>(t.shape.begin(), t.shape.end())));
+  return d;
+}
+
+CompileOptions makeOptions(const std::string &entry, const std::vector<std::string> &shapes,
+                           const std::vector<std::string> &discard, const std::string &sourceName) {
+  CompileOptions options;
+  options.entry = entry;
+  options.shapes = shapes;
+  options.discard = discard;
+  options.sourceName = sourceName;
+  return options;
+}
+
+/// Checks an array against a terminal; returns a view of its data. The array
+/// must already be C-contiguous with the terminal's dtype (Python converts).
+TensorView viewOf(const py::array &array, const TerminalInfo &t, const char *role) {
+  if (!(array.flags() & py::array::c_style))
+    raise(std::string(role) + " '" + t.name + "' must be C-contiguous");
+  DType dtype = dtypeOf(array);
+  std::vector<int64_t> shape(array.shape(), array.shape() + array.ndim());
+  if (dtype != t.dtype || llvm::ArrayRef<int64_t>(shape) != llvm::ArrayRef<int64_t>(t.shape))
+    raise(std::string(role) + " '" + t.name + "': expected " + dtypeName(t.dtype).str() + " " +
+          runtime::formatShape(t.shape) + ", got " + dtypeName(dtype).str() + " " + runtime::formatShape(shape));
+  return TensorView{const_cast<void *>(array.data()), dtype,
+                    llvm::SmallVector<int64_t>(shape.begin(), shape.end())};
+}
+
+} // namespace
+
+PYBIND11_MODULE(_mithril, m) {
+  m.doc() = "Mithril-MLIR compiler core";
+  errorType = py::reinterpret_borrow<py::object>(
+      py::module_::import("mithril.errors").attr("MithrilError"));
+
+  py::class_<PyModule, std::shared_ptr<PyModule>>(m, "Module")
+      .def(py::init<>())
+      .def("text", &PyModule::text, py::arg("debug_info") = true,
+           "The module as mithril IR text");
+
+  py::class_<PyModelBuilder>(m, "ModelBuilder")
+      .def(py::init<std::shared_ptr<PyModule>, const std::string &>(), py::arg("module"),
+           py::arg("name"))
+      .def("add_input", &PyModelBuilder::addInput, py::arg("name"), py::arg("kind"),
+           py::arg("shape"), py::arg("dtype"))
+      .def("add_op", &PyModelBuilder::addOp, py::arg("op"), py::arg("operands"),
+           py::arg("attrs") = py::dict(), py::arg("name") = "")
+      .def("add_constant", &PyModelBuilder::addConstant, py::arg("value"), py::arg("name") = "")
+      .def("add_instance", &PyModelBuilder::addInstance, py::arg("name"), py::arg("callee"),
+           py::arg("bindings"))
+      .def("add_output", &PyModelBuilder::addOutput, py::arg("name"), py::arg("value"))
+      .def("finish", &PyModelBuilder::finish)
+      .def("type_of", &PyModelBuilder::typeOf, py::arg("value"));
+
+  py::class_<CompiledModel>(m, "CompiledModel")
+      .def_property_readonly("entry", &CompiledModel::entry)
+      .def_property_readonly("inputs",
+                             [](const CompiledModel &c) {
+                               py::list l;
+                               for (const TerminalInfo &t : c.inputs())
+                                 l.append(terminalInfo(t));
+                               return l;
+                             })
+      .def_property_readonly("outputs",
+                             [](const CompiledModel &c) {
+                               py::list l;
+                               for (const TerminalInfo &t : c.outputs())
+                                 l.append(terminalInfo(t));
+                               return l;
+                             })
+      .def_property_readonly("logical_ir", &CompiledModel::logicalIR)
+      .def_property_readonly("timings",
+                             [](const CompiledModel &c) {
+                               py::list l;
+                               for (const PhaseTiming &t : c.timings())
+                                 l.append(py::make_tuple(t.phase, t.seconds));
+                               return l;
+                             })
+      .def_property_readonly("summary",
+                             [](const CompiledModel &c) {
+                               py::list l;
+                               for (const SummaryRow &r : c.summary())
+                                 l.append(py::make_tuple(r.op, r.name, r.operands, r.result));
+                               return l;
+                             })
+      .def(
+          "run",
+          [](const CompiledModel &c, const std::vector<py::array> &inputs,
+             const std::vector<py::array> &outputs) {
+            if (inputs.size() != c.inputs().size() || outputs.size() != c.outputs().size())
+              raise("run() takes " + std::to_string(c.inputs().size()) + " inputs and " +
+                    std::to_string(c.outputs().size()) + " outputs");
+            std::vector<TensorView> in, out;
+            for (size_t i = 0; i < inputs.size(); ++i)
+              in.push_back(viewOf(inputs[i], c.inputs()[i], "input"));
+            for (size_t i = 0; i < outputs.size(); ++i) {
+              if (!outputs[i].writeable())
+                raise("output buffer '" + c.outputs()[i].name + "' is read-only");
+              out.push_back(viewOf(outputs[i], c.outputs()[i], "output"));
+            }
+            llvm::Error err = llvm::Error::success();
+            {
+              py::gil_scoped_release release;
+              err = c.run(in, out);
+            }
+            if (err)
+              raise(llvm::toString(std::move(err)));
+          },
+          py::arg("inputs"), py::arg("outputs"),
+          "Runs the model on C-contiguous arrays; outputs are written in place");
+
+  m.def(
+      "compile",
+      [](const std::string &source, const std::string &entry, const std::vector<std::string> &shapes,
+         const std::vector<std::string> &discard, const std::string &sourceName) {
+        auto model = CompiledModel::compile(source, makeOptions(entry, shapes, discard, sourceName));
+        if (!model)
+          raise(llvm::toString(model.takeError()));
+        return std::move(*model);
+      },
+      py::arg("source"), py::arg("entry") = "", py::arg("shapes") = std::vector<std::string>{},
+      py::arg("discard") = std::vector<std::string>{}, py::arg("source_name") = "<python>");
+
+  m.def(
+      "emit",
+      [](const std::string &source, const std::string &format, const std::string &stage,
+         const std::string &entry, const std::vector<std::string> &shapes) {
+        auto text = mithril::runtime::emit(source, makeOptions(entry, shapes, {}, "<python>"),
+                                           format, stage);
+        if (!text)
+          raise(llvm::toString(text.takeError()));
+        return py::bytes(*text);
+      },
+      py::arg("source"), py::arg("format") = "mlir", py::arg("stage") = "llvm",
+      py::arg("entry") = "", py::arg("shapes") = std::vector<std::string>{});
+}

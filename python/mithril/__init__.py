@@ -1,0 +1,25 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""Mithril's model API on an MLIR compiler.
+
+    import mithril as ml
+    from mithril.models import Linear, Relu, Model
+
+    model = Model()
+    model |= Linear(dimension=32)
+    model += Relu()
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={"input": [4, 8]})
+    outputs = pm.evaluate(pm.randomize_params(), {"input": ...})
+"""
+
+from .errors import KeyNotFoundError, MithrilError, ShapeError
+from .framework import IOKey, Connection, Model, BaseModel
+from .backend import MlirBackend, float32, float64
+from .compile import compile
+from .physical import PhysicalModel
+
+__all__ = [
+    "BaseModel", "Connection", "IOKey", "KeyNotFoundError", "MithrilError", "MlirBackend",
+    "Model", "PhysicalModel", "ShapeError", "compile", "float32", "float64",
+]
+__version__ = "0.1.0"

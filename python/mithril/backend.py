@@ -1,0 +1,62 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""Backends: where and in which precision a physical model runs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+float32 = np.float32
+float64 = np.float64
+
+_DTYPE_NAMES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
+
+
+class MlirBackend:
+    """Compiles through mithril-cpu-pipeline and runs native code.
+
+    `dtype` is the floating-point type of every float terminal; `device` is
+    "cpu" (the CUDA path emits PTX through mithril-run --target=cuda)."""
+
+    def __init__(self, dtype=float32, device: str = "cpu", seed: int = 0) -> None:
+        dt = np.dtype(dtype)
+        if dt not in _DTYPE_NAMES:
+            raise ValueError(f"MlirBackend dtype must be float32 or float64, got {dt}")
+        if device not in ("cpu", "cuda"):
+            raise ValueError(f"unknown device '{device}' (expected 'cpu' or 'cuda')")
+        if device == "cuda":
+            raise NotImplementedError(
+                "device='cuda' cannot execute in this build; use mithril-run --target=cuda "
+                "--emit=ptx to produce GPU code")
+        self.dtype = dt
+        self.device = device
+        self._rng = np.random.default_rng(seed)
+
+    @property
+    def float_name(self) -> str:
+        return _DTYPE_NAMES[self.dtype]
+
+    # Mithril's array helpers; they return numpy arrays of the backend dtype.
+    def array(self, data, dtype=None) -> np.ndarray:
+        return np.ascontiguousarray(np.asarray(data, dtype=dtype or self.dtype))
+
+    def ones(self, *shape, dtype=None) -> np.ndarray:
+        return np.ones(_shape(shape), dtype=dtype or self.dtype)
+
+    def zeros(self, *shape, dtype=None) -> np.ndarray:
+        return np.zeros(_shape(shape), dtype=dtype or self.dtype)
+
+    def randn(self, *shape, dtype=None) -> np.ndarray:
+        return self._rng.standard_normal(_shape(shape)).astype(dtype or self.dtype)
+
+    def rand(self, *shape, dtype=None) -> np.ndarray:
+        return self._rng.random(_shape(shape)).astype(dtype or self.dtype)
+
+    def __repr__(self) -> str:
+        return f"MlirBackend(dtype={self.float_name}, device='{self.device}')"
+
+
+def _shape(shape) -> tuple:
+    if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
+        return tuple(shape[0])
+    return tuple(shape)

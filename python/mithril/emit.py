@@ -1,0 +1,155 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""Turns logical models into mithril IR through the C++ ModelBuilder.
+
+Every composite becomes a `mithril.model` definition and every use of it a
+`mithril.instance`, so the hierarchy survives into the IR; primitives become
+ops located at their path. Result types are never computed here: the
+builder asks the dialect's shape rules, and its errors (with terminal names)
+surface as MithrilError.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _mithril
+from .errors import MithrilError, ShapeError
+from .framework import BaseModel, Model, Net, Primitive, TerminalSpec
+
+
+def _shape_ints(shape) -> list[int]:
+    return [-1 if d is None else int(d) for d in shape]
+
+
+class Emitter:
+    def __init__(self, float_dtype: str) -> None:
+        self.float_dtype = float_dtype
+        self.module = _mithril.Module()
+        self._names: set[str] = set()
+
+    def _definition_name(self, model: BaseModel) -> str:
+        base = model.name or model.class_name
+        name, i = base, 1
+        while name in self._names:
+            name, i = f"{base}_{i}", i + 1
+        self._names.add(name)
+        return name
+
+    def _dtype(self, spec: TerminalSpec) -> str:
+        return spec.dtype or self.float_dtype
+
+    def _constant(self, builder, value, spec: TerminalSpec | None, path: str) -> int:
+        dtype = spec.dtype if spec is not None and spec.dtype else None
+        array = np.asarray(value)
+        if dtype is None:
+            if array.dtype == np.bool_:
+                dtype = "bool"
+            else:
+                dtype = self.float_dtype
+        return builder.add_constant(np.ascontiguousarray(array, dtype=np.dtype(dtype)), path)
+
+    def emit_top(self, model: BaseModel, shapes: dict, kinds: dict,
+                 constants: dict) -> tuple[str, list[str]]:
+        """Emits `model` as the entry. `shapes` fixes input shapes, `kinds`
+        overrides input roles, `constants` replaces inputs by values."""
+        if isinstance(model, Primitive):
+            wrapper = Model(name=model.name or model.class_name)
+            model.parent = None
+            wrapper |= model.connect(**{k: k for k in model.input_keys + model.output_keys})
+            for key in model.output_keys:
+                wrapper.nets[key].expose = True
+            model = wrapper
+        return self.emit_definition(model, {}, shapes, kinds, constants, top=True)
+
+    def emit_definition(self, model: Model, bound_types: dict, shapes: dict, kinds: dict,
+                        constants: dict, top: bool = False, path: str = "") -> tuple[str, list[str]]:
+        name = self._definition_name(model)
+        builder = _mithril.ModelBuilder(self.module, name)
+        values: dict[int, int] = {}  # id(net) -> value id
+
+        for net in model._input_nets():
+            spec = model._spec_of(net)
+            if top and net.name in constants:
+                values[id(net)] = self._constant(builder, constants[net.name], spec, net.name)
+                continue
+            kind = kinds.get(net.name, spec.kind) if top else spec.kind
+            if net.name in bound_types:
+                shape, dtype = bound_types[net.name]
+            else:
+                shape = shapes.get(net.name) if top else None
+                if shape is None:
+                    shape = spec.shape
+                if shape is None:
+                    where = "" if top else f" of {model.class_name}"
+                    raise ShapeError(f"input '{net.name}'{where} needs a shape: pass "
+                                     f"shapes={{'{net.name}': [...]}} to compile")
+                dtype = self._dtype(spec)
+            values[id(net)] = builder.add_input(net.name, kind, _shape_ints(shape), dtype)
+
+        for net in model.nets.values():
+            if net.value is not None and net.producer is None:
+                spec = None
+                if net.consumers:
+                    index, terminal = net.consumers[0]
+                    spec = model.submodels[index][0].input_specs.get(terminal)
+                values[id(net)] = self._constant(builder, net.value, spec, path + net.name)
+
+        counters: dict[str, int] = {}
+        for index in self._topological_order(model):
+            sub, bindings = model.submodels[index]
+            base = sub.name or sub.class_name.lower()
+            k = counters.get(base, 0)
+            counters[base] = k + 1
+            local = base if sub.name else f"{base}_{k}"
+            operands = {t: values[id(n)] for t, n in bindings.items()
+                        if t in sub.input_specs and id(n) in values}
+            if isinstance(sub, Primitive):
+                results = sub.emit(builder, operands, path + local)
+            else:
+                child_types = {t: builder.type_of(v) for t, v in operands.items()}
+                # Paths inside a definition are local: flattening prefixes
+                # them with the instance path.
+                callee, outputs = self.emit_definition(sub, child_types, {}, {}, {})
+                ids = builder.add_instance(local, callee, sorted(operands.items()))
+                results = dict(zip(outputs, ids))
+            for terminal, net in bindings.items():
+                if terminal in results:
+                    values[id(net)] = results[terminal]
+
+        outputs = []
+        for net in model._output_nets():
+            builder.add_output(net.name, values[id(net)])
+            outputs.append(net.name)
+        if not outputs:
+            raise MithrilError(f"{model.class_name} has no outputs")
+        builder.finish()
+        return name, outputs
+
+    @staticmethod
+    def _topological_order(model: Model) -> list[int]:
+        """Submodels in an order where every producer comes before its
+        consumers; cyclic connections are an error."""
+        n = len(model.submodels)
+        deps: list[set[int]] = [set() for _ in range(n)]
+        for index, (sub, bindings) in enumerate(model.submodels):
+            for terminal, net in bindings.items():
+                if terminal in sub.input_specs and net.producer is not None:
+                    deps[index].add(net.producer[0])
+        order, state = [], [0] * n
+
+        def visit(i: int, stack: list[int]) -> None:
+            if state[i] == 2:
+                return
+            if state[i] == 1:
+                cycle = " -> ".join(model.submodels[j][0].class_name for j in stack + [i])
+                raise MithrilError(f"cyclic connections: {cycle}")
+            state[i] = 1
+            for d in sorted(deps[i]):
+                visit(d, stack + [i])
+            state[i] = 2
+            order.append(i)
+
+        for i in range(n):
+            visit(i, [])
+        return order

@@ -1,0 +1,19 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""Exceptions raised by the mithril package."""
+
+
+class MithrilError(RuntimeError):
+    """A model, shape or compilation error. The message carries the compiler's
+    diagnostics with the names of the terminals involved."""
+
+
+class ShapeError(MithrilError, ValueError):
+    """Shapes given for a model conflict with each other or with the model."""
+
+
+class KeyNotFoundError(MithrilError, KeyError):
+    """A terminal name that the model does not have."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable.
+        return str(self.args[0]) if self.args else ""

@@ -1,0 +1,416 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""Logical models: primitives and composites joined at named terminals.
+
+A composite `Model` holds submodels and the *connections* (nets) between
+their terminals. `|=` adds a model, binding the terminals named in
+`connect(...)`; `+=` also feeds the new model's canonical input from the
+current canonical output. Nothing here knows about shapes or op semantics:
+models are turned into mithril IR (see `emit.py`) and the compiler's shape
+rules decide.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .errors import KeyNotFoundError, MithrilError
+
+_uid = itertools.count()
+
+
+@dataclass
+class TerminalSpec:
+    """An input terminal of a model: its role and what is known of it.
+
+    `kind` is "data", "param" (trainable, differentiable) or "const";
+    `shape` is None (rank unknown) or a tuple of ints and None (unknown
+    sizes); `dtype` is None for the backend's float type, or "int64"/"bool"."""
+
+    kind: str = "data"
+    shape: tuple | None = None
+    dtype: str | None = None
+
+
+class IOKey:
+    """Names, exposes, shapes or fixes the value of a terminal connection."""
+
+    def __init__(self, name: str | None = None, value: Any = None, shape=None, type=None,
+                 expose: bool | None = None, differentiable: bool | None = None,
+                 connections=None) -> None:
+        self.name = name
+        self.value = value
+        self.shape = tuple(shape) if shape is not None else None
+        self.type = type
+        self.expose = expose
+        self.differentiable = differentiable
+        self.connections = list(connections or [])
+
+    def __repr__(self) -> str:
+        return f"IOKey({self.name!r})"
+
+
+class _NotGiven:
+    def __repr__(self) -> str:
+        return "NOT_GIVEN"
+
+
+NOT_GIVEN = _NotGiven()
+
+
+@dataclass(eq=False)
+class Net:
+    """A connection inside a composite model: at most one producer, any
+    number of consumers."""
+
+    name: str
+    auto: bool = False
+    producer: tuple | None = None  # (submodel index, output terminal)
+    consumers: list = field(default_factory=list)  # [(submodel index, input terminal)]
+    expose: bool | None = None
+    value: Any = None
+    shape: tuple | None = None
+    differentiable: bool | None = None
+
+
+class Connection:
+    """A handle on a terminal: `model.input`, `linear.output`."""
+
+    def __init__(self, model: "BaseModel", key: str) -> None:
+        self.model = model
+        self.key = key
+
+    def __repr__(self) -> str:
+        return f"Connection({self.model.class_name}.{self.key})"
+
+
+@dataclass
+class ExtendInfo:
+    model: "BaseModel"
+    connections: dict
+
+
+class BaseModel:
+    """What primitives and composites share: terminals and composition."""
+
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name
+        self.parent: Model | None = None
+        self._uid = next(_uid)
+
+    # Terminals -----------------------------------------------------------
+    @property
+    def class_name(self) -> str:
+        return type(self).__name__
+
+    @property
+    def input_specs(self) -> dict[str, TerminalSpec]:
+        raise NotImplementedError
+
+    @property
+    def input_keys(self) -> list[str]:
+        return list(self.input_specs)
+
+    @property
+    def output_keys(self) -> list[str]:
+        raise NotImplementedError
+
+    @property
+    def canonical_input(self) -> str | None:
+        raise NotImplementedError
+
+    @property
+    def canonical_output(self) -> str | None:
+        raise NotImplementedError
+
+    def __getattr__(self, key: str) -> Connection:
+        # Terminals are reachable as attributes (`linear.output`).
+        if key.startswith("_") or key in ("name", "parent"):
+            raise AttributeError(key)
+        try:
+            keys = self.input_keys + self.output_keys
+        except Exception:  # during construction
+            raise AttributeError(key) from None
+        if key in keys:
+            return Connection(self, key)
+        raise AttributeError(f"{self.class_name} has no terminal or attribute '{key}'")
+
+    # Composition ---------------------------------------------------------
+    def connect(self, **connections) -> ExtendInfo:
+        """Names the connections of this model's terminals, for `|=` and `+=`."""
+        return ExtendInfo(self, connections)
+
+    __call__ = connect
+
+
+class Primitive(BaseModel):
+    """A model that is one mithril op. Subclasses give the op, the input
+    terminals in operand order, and attributes."""
+
+    op: str = ""
+    inputs: tuple[str, ...] = ("input",)
+    outputs: tuple[str, ...] = ("output",)
+
+    def __init__(self, name: str | None = None, **attrs) -> None:
+        super().__init__(name)
+        self.attrs = {k: v for k, v in attrs.items() if v is not None}
+        self._specs = {k: TerminalSpec() for k in self.inputs}
+
+    @property
+    def input_specs(self) -> dict[str, TerminalSpec]:
+        return self._specs
+
+    @property
+    def output_keys(self) -> list[str]:
+        return list(self.outputs)
+
+    @property
+    def canonical_input(self) -> str | None:
+        return self.inputs[0] if self.inputs else None
+
+    @property
+    def canonical_output(self) -> str | None:
+        return self.outputs[0]
+
+    def emit(self, builder, operands: dict[str, int], path: str) -> dict[str, int]:
+        """Adds this primitive to `builder`; returns the output value ids."""
+        values = [operands[k] for k in self.inputs if k in operands]
+        results = builder.add_op(self.op, values, self.attrs, path)
+        return dict(zip(self.outputs, results))
+
+    def __repr__(self) -> str:
+        return f"{self.class_name}()"
+
+
+class Model(BaseModel):
+    """A composite model."""
+
+    def __init__(self, name: str | None = None) -> None:
+        super().__init__(name)
+        self.submodels: list[tuple[BaseModel, dict[str, Net]]] = []
+        self.nets: dict[str, Net] = {}
+        self._cin: Net | None = None
+        self._cout: Net | None = None
+        self._auto = itertools.count()
+
+    # Terminals of the composite -----------------------------------------
+    def _input_nets(self) -> list[Net]:
+        return [n for n in self.nets.values()
+                if n.producer is None and n.value is None and (n.consumers or n.expose)]
+
+    def _output_nets(self) -> list[Net]:
+        produced = [n for n in self.nets.values() if n.producer is not None]
+        exposed = [n for n in produced
+                   if n.expose or (n.expose is None and not n.auto and not n.consumers)]
+        if not exposed and self._cout is not None and self._cout.producer is not None:
+            exposed = [self._cout]
+        return exposed
+
+    @property
+    def input_specs(self) -> dict[str, TerminalSpec]:
+        specs = {}
+        for net in self._input_nets():
+            specs[net.name] = self._spec_of(net)
+        return specs
+
+    def _spec_of(self, net: Net) -> TerminalSpec:
+        kind, shape, dtype = "data", net.shape, None
+        for index, terminal in net.consumers:
+            sub_spec = self.submodels[index][0].input_specs.get(terminal)
+            if sub_spec is None:
+                continue
+            if sub_spec.kind == "param":
+                kind = "param"
+            if shape is None and sub_spec.shape is not None:
+                shape = sub_spec.shape
+            if dtype is None and sub_spec.dtype is not None:
+                dtype = sub_spec.dtype
+        if net.differentiable:
+            kind = "param"
+        elif net.differentiable is False and kind == "param":
+            kind = "data"
+        return TerminalSpec(kind, shape, dtype)
+
+    @property
+    def output_keys(self) -> list[str]:
+        return [n.name for n in self._output_nets()]
+
+    @property
+    def canonical_input(self) -> str | None:
+        return self._cin.name if self._cin is not None else None
+
+    @property
+    def canonical_output(self) -> str | None:
+        return self._cout.name if self._cout is not None else None
+
+    @property
+    def cin(self) -> Connection:
+        return Connection(self, self.canonical_input)
+
+    @property
+    def cout(self) -> Connection:
+        return Connection(self, self.canonical_output)
+
+    # Composition ---------------------------------------------------------
+    def __ior__(self, info: ExtendInfo | BaseModel) -> "Model":
+        if isinstance(info, BaseModel):
+            info = info.connect()
+        self._extend(info.model, dict(info.connections))
+        return self
+
+    __or__ = __ior__
+
+    def __iadd__(self, info: ExtendInfo | BaseModel) -> "Model":
+        if isinstance(info, BaseModel):
+            info = info.connect()
+        model, connections = info.model, dict(info.connections)
+        if self.submodels:
+            cin = model.canonical_input
+            if cin is None:
+                raise KeyNotFoundError(
+                    f"{model.class_name} has no canonical input to connect; use |= instead")
+            if cin not in connections:
+                if self._cout is None:
+                    raise KeyNotFoundError("this model has no canonical output to connect from")
+                connections[cin] = self._cout
+        self._extend(model, connections)
+        return self
+
+    __add__ = __iadd__
+
+    def _new_net(self, name: str | None, auto: bool = False) -> Net:
+        if name is None:
+            name = f"${next(self._auto)}"
+            auto = True
+        net = Net(name=name, auto=auto)
+        self.nets[name] = net
+        return net
+
+    def _unique(self, base: str) -> str:
+        if base not in self.nets:
+            return base
+        for i in itertools.count(1):
+            if f"{base}_{i}" not in self.nets:
+                return f"{base}_{i}"
+        raise AssertionError("unreachable")
+
+    def _resolve(self, value, model: BaseModel, terminal: str, is_output: bool) -> Net | None:
+        """The net a terminal connection refers to; None leaves it unbound."""
+        if value is NOT_GIVEN or value is None:
+            return None
+        if isinstance(value, Net):
+            return value
+        if isinstance(value, str):
+            if value == "":
+                return None
+            return self.nets.get(value) or self._new_net(value)
+        if isinstance(value, Connection):
+            return self._net_of_connection(value)
+        if isinstance(value, IOKey):
+            net = self.nets.get(value.name) if value.name is not None else None
+            for other in value.connections:
+                other_net = (self._net_of_connection(other) if isinstance(other, Connection)
+                             else self.nets.get(other))
+                if other_net is None:
+                    raise KeyNotFoundError(f"connection '{other}' does not exist in this model")
+                if net is None:
+                    net = other_net
+                elif other_net is not net:
+                    self._merge(net, other_net)
+            if net is None:
+                net = self._new_net(value.name)
+            elif value.name is not None and net.name != value.name:
+                self._rename(net, value.name)
+            if value.expose is not None:
+                net.expose = value.expose
+            elif not value.connections and value.name is not None:
+                net.expose = True
+            if value.shape is not None:
+                net.shape = value.shape
+            if value.value is not None:
+                net.value = value.value
+            if value.differentiable is not None:
+                net.differentiable = value.differentiable
+            return net
+        # A constant value.
+        if is_output:
+            raise MithrilError(f"output terminal '{terminal}' of {model.class_name} "
+                               "cannot be bound to a value")
+        net = self._new_net(None)
+        net.value = value
+        return net
+
+    def _net_of_connection(self, conn: Connection) -> Net:
+        if conn.model is self:
+            net = self.nets.get(conn.key)
+            if net is None:
+                raise KeyNotFoundError(f"this model has no terminal '{conn.key}'")
+            return net
+        for sub, bindings in self.submodels:
+            if sub is conn.model:
+                return bindings[conn.key]
+        raise KeyNotFoundError(f"{conn!r} does not belong to this model")
+
+    def _rename(self, net: Net, name: str) -> None:
+        if name in self.nets and self.nets[name] is not net:
+            raise MithrilError(f"a connection named '{name}' already exists")
+        del self.nets[net.name]
+        net.name, net.auto = name, False
+        self.nets[name] = net
+
+    def _merge(self, keep: Net, other: Net) -> None:
+        """Joins two nets into one (IOKey connections)."""
+        if keep.producer is not None and other.producer is not None:
+            raise MithrilError(f"connections '{keep.name}' and '{other.name}' both have a producer")
+        keep.producer = keep.producer or other.producer
+        keep.consumers += other.consumers
+        for _, bindings in self.submodels:
+            for t, n in bindings.items():
+                if n is other:
+                    bindings[t] = keep
+        del self.nets[other.name]
+
+    def _extend(self, model: BaseModel, connections: dict) -> None:
+        if model is self:
+            raise MithrilError("a model cannot contain itself")
+        if model.parent is not None:
+            raise MithrilError(
+                f"{model.class_name} is already part of a model; create a new instance")
+        inputs, outputs = model.input_keys, model.output_keys
+        for key in connections:
+            if key not in inputs and key not in outputs:
+                raise KeyNotFoundError(
+                    f"'{key}' is not a terminal of {model.class_name} "
+                    f"(its inputs are {inputs}, its outputs {outputs})")
+        index = len(self.submodels)
+        bindings: dict[str, Net] = {}
+        for terminal in inputs:
+            net = self._resolve(connections.get(terminal, NOT_GIVEN), model, terminal, False)
+            if net is None:
+                spec = model.input_specs[terminal]
+                if isinstance(model, Model) and spec.kind != "data":
+                    continue  # owned by the instance; flattening names it by path
+                net = self._new_net(self._unique(terminal))
+            net.consumers.append((index, terminal))
+            bindings[terminal] = net
+        for terminal in outputs:
+            net = self._resolve(connections.get(terminal, NOT_GIVEN), model, terminal, True)
+            if net is None:
+                net = self._new_net(None)
+            if net.producer is not None:
+                raise MithrilError(f"connection '{net.name}' already has a producer")
+            net.producer = (index, terminal)
+            bindings[terminal] = net
+        self.submodels.append((model, bindings))
+        model.parent = self
+        if index == 0 and model.canonical_input in bindings:
+            self._cin = bindings[model.canonical_input]
+        if model.canonical_output in bindings:
+            self._cout = bindings[model.canonical_output]
+
+    def __repr__(self) -> str:
+        return f"{self.class_name}({len(self.submodels)} submodels)"

@@ -1,0 +1,14 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""The model library: primitives, layers and losses with Mithril's names."""
+
+from ..framework import IOKey, Model
+from .primitives import *  # noqa: F401,F403
+from .primitives import __dict__ as _p
+from .layers import (MLP, AvgPool2D, BatchNorm2D, Convolution1D, Convolution2D, LayerNorm,
+                     Linear, MaxPool1D, MaxPool2D, RNNCell)
+
+__all__ = ["IOKey", "Model", "MLP", "AvgPool2D", "BatchNorm2D", "Convolution1D",
+           "Convolution2D", "LayerNorm", "Linear", "MaxPool1D", "MaxPool2D", "RNNCell"] + [
+    k for k, v in _p.items() if isinstance(v, type) and not k.startswith("_")
+    and k not in ("Primitive", "TerminalSpec")]

@@ -1,0 +1,199 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""Composite models of the library: layers built from primitives."""
+
+from __future__ import annotations
+
+from ..framework import IOKey, Model, Primitive, TerminalSpec
+from .primitives import (Add, MatrixMultiply, Multiply, Relu, Sigmoid, Subtract, Tanh,
+                         Transpose)
+
+
+def _pair(v, n: int) -> list[int]:
+    if isinstance(v, (list, tuple)):
+        assert len(v) == n
+        return [int(x) for x in v]
+    return [int(v)] * n
+
+
+def _param(name: str, shape) -> IOKey:
+    return IOKey(name, shape=shape, differentiable=True)
+
+
+class Linear(Model):
+    """output = input @ weight.T + bias, with weight stored [dimension, in]."""
+
+    def __init__(self, dimension: int | None = None, use_bias: bool = True, name=None) -> None:
+        super().__init__(name)
+        self.dimension = dimension
+        self |= Transpose().connect(input=_param("weight", (dimension, None)), output="_wt")
+        mm = MatrixMultiply()
+        if use_bias:
+            self |= mm.connect(left="input", right="_wt", output="_mm")
+            self |= Add().connect(left="_mm", right=_param("bias", (dimension,)),
+                                  output=IOKey("output", expose=True))
+        else:
+            self |= mm.connect(left="input", right="_wt", output=IOKey("output", expose=True))
+        self._cin = self.nets["input"]
+        self._cout = self.nets["output"]
+        self.nets["_wt"].auto = True
+        if use_bias:
+            self.nets["_mm"].auto = True
+
+
+class _ConvOp(Primitive):
+    inputs = ("input", "weight", "bias")
+
+    def __init__(self, op: str, spatial: int, out_channels, kernel_size, stride, padding,
+                 dilation, groups, use_bias) -> None:
+        k = _pair(kernel_size, spatial)
+        pads = []
+        for p in (_pair(padding, spatial) if not isinstance(padding, (list, tuple)) or
+                  all(isinstance(x, int) for x in padding) else padding):
+            pads += list(p) if isinstance(p, (list, tuple)) else [p, p]
+        self.op = op
+        if not use_bias:
+            self.inputs = ("input", "weight")
+        super().__init__(None, stride=_pair(stride, spatial), padding=pads,
+                         dilation=_pair(dilation, spatial), groups=int(groups))
+        self._specs["weight"] = TerminalSpec("param", (out_channels, None, *k))
+        if use_bias:
+            self._specs["bias"] = TerminalSpec("param", (out_channels,))
+
+
+class Convolution2D(Model):
+    """2-D convolution over [N, C, H, W] with weight [out_channels, C / groups, k, k]."""
+    _op, _spatial = "conv2d", 2
+
+    def __init__(self, kernel_size, out_channels: int | None = None, stride=1, padding=0,
+                 dilation=1, groups: int = 1, use_bias: bool = True, name=None) -> None:
+        super().__init__(name)
+        conv = _ConvOp(self._op, self._spatial, out_channels, kernel_size, stride, padding,
+                       dilation, groups, use_bias)
+        kw = dict(input="input", weight=_param("weight", conv.input_specs["weight"].shape),
+                  output=IOKey("output", expose=True))
+        if use_bias:
+            kw["bias"] = _param("bias", (out_channels,))
+        self |= conv.connect(**kw)
+
+
+class Convolution1D(Convolution2D):
+    """1-D convolution over [N, C, L] with weight [out_channels, C / groups, k]."""
+    _op, _spatial = "conv1d", 1
+
+
+class _PoolOp(Primitive):
+    def __init__(self, op, spatial, kernel_size, stride, padding, dilation) -> None:
+        self.op = op
+        k = _pair(kernel_size, spatial)
+        s = k if stride is None else _pair(stride, spatial)
+        pads = []
+        for p in _pair(padding, spatial):
+            pads += [p, p]
+        super().__init__(None, kernel_size=k, stride=s, padding=pads,
+                         dilation=_pair(dilation, spatial))
+
+
+def _pool(cls_name: str, op: str, spatial: int):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, name=None) -> None:
+        _PoolOp.__init__(self, op, spatial, kernel_size, stride, padding, dilation)
+        self.name = name
+    return type(cls_name, (_PoolOp,), {"__init__": __init__, "inputs": ("input",)})
+
+
+MaxPool1D = _pool("MaxPool1D", "max_pool1d", 1)
+MaxPool2D = _pool("MaxPool2D", "max_pool2d", 2)
+AvgPool2D = _pool("AvgPool2D", "avg_pool2d", 2)
+
+
+class _LayerNormOp(Primitive):
+    op = "layer_norm"
+
+
+class LayerNorm(Model):
+    """Normalizes over the last axis, then scales and shifts."""
+
+    def __init__(self, use_scale: bool = True, use_bias: bool = True, eps: float = 1e-5,
+                 name=None) -> None:
+        super().__init__(name)
+        norm = _LayerNormOp(None, eps=float(eps))
+        last = "output" if not (use_scale or use_bias) else "_norm"
+        self |= norm.connect(input="input", output=IOKey(last) if last == "output" else last)
+        if use_scale:
+            nxt = "output" if not use_bias else "_scaled"
+            self |= Multiply().connect(left=last, right=_param("weight", (None,)),
+                                       output=IOKey(nxt) if nxt == "output" else nxt)
+            last = nxt
+        if use_bias:
+            self |= Add().connect(left=last, right=_param("bias", (None,)),
+                                  output=IOKey("output"))
+        for n in ("_norm", "_scaled"):
+            if n in self.nets:
+                self.nets[n].auto = True
+        self._cin, self._cout = self.nets["input"], self.nets["output"]
+
+
+class _BatchNormOp(Primitive):
+    op = "batch_norm"
+    inputs = ("input", "running_mean", "running_var", "weight", "bias")
+
+    def __init__(self, eps: float, num_features) -> None:
+        super().__init__(None, eps=float(eps))
+        self._specs["running_mean"] = TerminalSpec("const", (num_features,))
+        self._specs["running_var"] = TerminalSpec("const", (num_features,))
+        self._specs["weight"] = TerminalSpec("param", (num_features,))
+        self._specs["bias"] = TerminalSpec("param", (num_features,))
+
+
+class BatchNorm2D(Model):
+    """Inference-form batch normalization over the channels of [N, C, H, W]."""
+
+    def __init__(self, num_features: int | None = None, eps: float = 1e-5, name=None) -> None:
+        super().__init__(name)
+        self |= _BatchNormOp(eps, num_features).connect(
+            input="input", running_mean=IOKey("running_mean", differentiable=False),
+            running_var=IOKey("running_var", differentiable=False),
+            weight=_param("weight", (num_features,)), bias=_param("bias", (num_features,)),
+            output=IOKey("output"))
+
+
+_ACTIVATIONS = {"relu": Relu, "sigmoid": Sigmoid, "tanh": Tanh}
+
+
+class MLP(Model):
+    """Linear layers of `dimensions`, each followed by its activation."""
+
+    def __init__(self, activations, dimensions, name=None) -> None:
+        super().__init__(name)
+        if len(activations) != len(dimensions):
+            raise ValueError("MLP needs one activation per dimension")
+        for i, (act, dim) in enumerate(zip(activations, dimensions)):
+            layer = Linear(dim, name=f"layer{i}")
+            if i == 0:
+                self |= layer.connect(input="input")
+            else:
+                self += layer
+            if act is not None:
+                act_model = _ACTIVATIONS[act]() if isinstance(act, str) else act
+                self += act_model
+        self.nets[self.canonical_output].expose = True
+        if self._cout.auto:
+            self._rename(self._cout, "output")
+
+
+class RNNCell(Model):
+    """h' = tanh(input @ w_ih.T + hidden @ w_hh.T + bias)."""
+
+    def __init__(self, hidden_size: int | None = None, name=None) -> None:
+        super().__init__(name)
+        self |= Transpose().connect(input=_param("w_ih", (hidden_size, None)), output="_wih_t")
+        self |= Transpose().connect(input=_param("w_hh", (hidden_size, hidden_size)),
+                                    output="_whh_t")
+        self |= MatrixMultiply().connect(left="input", right="_wih_t", output="_a")
+        self |= MatrixMultiply().connect(left="hidden", right="_whh_t", output="_b")
+        self |= Add().connect(left="_a", right="_b", output="_ab")
+        self |= Add().connect(left="_ab", right=_param("bias", (hidden_size,)), output="_pre")
+        self |= Tanh().connect(input="_pre", output=IOKey("output"))
+        for n in ("_wih_t", "_whh_t", "_a", "_b", "_ab", "_pre"):
+            self.nets[n].auto = True
+        self._cin, self._cout = self.nets["input"], self.nets["output"]

@@ -1,0 +1,294 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""Primitive models: each is one mithril op, with Mithril's terminal names."""
+
+from __future__ import annotations
+
+from ..framework import Primitive, TerminalSpec
+
+
+def _axes(axis):
+    if axis is None:
+        return None
+    if isinstance(axis, int):
+        return [axis]
+    return list(axis)
+
+
+class _Unary(Primitive):
+    inputs = ("input",)
+
+
+class _Binary(Primitive):
+    inputs = ("left", "right")
+
+
+def _unary(cls_name: str, op: str, doc: str):
+    cls = type(cls_name, (_Unary,), {"op": op, "__doc__": doc})
+    return cls
+
+
+def _binary(cls_name: str, op: str, doc: str):
+    return type(cls_name, (_Binary,), {"op": op, "__doc__": doc})
+
+
+Add = _binary("Add", "add", "left + right, with broadcasting")
+Subtract = _binary("Subtract", "subtract", "left - right, with broadcasting")
+Multiply = _binary("Multiply", "multiply", "left * right, with broadcasting")
+Divide = _binary("Divide", "divide", "left / right, with broadcasting")
+FloorDivide = _binary("FloorDivide", "floor_divide", "floor(left / right)")
+Minimum = _binary("Minimum", "minimum", "elementwise minimum")
+Maximum = _binary("Maximum", "maximum", "elementwise maximum")
+Equal = _binary("Equal", "equal", "left == right")
+NotEqual = _binary("NotEqual", "not_equal", "left != right")
+Less = _binary("Less", "less", "left < right")
+LessEqual = _binary("LessEqual", "less_equal", "left <= right")
+Greater = _binary("Greater", "greater", "left > right")
+GreaterEqual = _binary("GreaterEqual", "greater_equal", "left >= right")
+LogicalAnd = _binary("LogicalAnd", "logical_and", "left and right")
+LogicalOr = _binary("LogicalOr", "logical_or", "left or right")
+LogicalXOr = _binary("LogicalXOr", "logical_xor", "left xor right")
+MatrixMultiply = _binary("MatrixMultiply", "matmul", "numpy.matmul")
+
+Relu = _unary("Relu", "relu", "max(input, 0)")
+Sigmoid = _unary("Sigmoid", "sigmoid", "1 / (1 + exp(-input))")
+Tanh = _unary("Tanh", "tanh", "tanh(input)")
+Softplus = _unary("Softplus", "softplus", "log(1 + exp(input))")
+Exponential = _unary("Exponential", "exp", "exp(input)")
+Log = _unary("Log", "log", "log(input)")
+Sqrt = _unary("Sqrt", "sqrt", "sqrt(input)")
+Sine = _unary("Sine", "sin", "sin(input)")
+Cosine = _unary("Cosine", "cos", "cos(input)")
+Absolute = _unary("Absolute", "abs", "|input|")
+Negate = _unary("Negate", "negate", "-input")
+Minus = Negate
+Square = _unary("Square", "square", "input * input")
+Sign = _unary("Sign", "sign", "sign(input)")
+Reciprocal = _unary("Reciprocal", "reciprocal", "1 / input")
+StopGradient = _unary("StopGradient", "stop_gradient", "input, with no gradient")
+LogicalNot = _unary("LogicalNot", "logical_not", "not input")
+
+
+class Buffer(_Unary):
+    """The identity."""
+    op = ""
+
+    def emit(self, builder, operands, path):
+        return {"output": operands["input"]}
+
+
+class Power(Primitive):
+    """base ** exponent"""
+    op = "power"
+    inputs = ("base", "exponent")
+
+
+class LeakyRelu(_Unary):
+    op = "leaky_relu"
+
+    def __init__(self, slope: float = 0.01, name=None) -> None:
+        super().__init__(name, slope=float(slope))
+
+
+class Gelu(_Unary):
+    op = "gelu"
+
+    def __init__(self, approximate: bool = False, name=None) -> None:
+        super().__init__(name, approximate=bool(approximate))
+
+
+class Softmax(_Unary):
+    op = "softmax"
+
+    def __init__(self, axis: int = -1, name=None) -> None:
+        super().__init__(name, axis=int(axis))
+
+
+class LogSoftmax(_Unary):
+    op = "log_softmax"
+
+    def __init__(self, axis: int = -1, name=None) -> None:
+        super().__init__(name, axis=int(axis))
+
+
+class _Reduce(_Unary):
+    def __init__(self, axis=None, keepdim: bool = False, name=None) -> None:
+        super().__init__(name, axes=_axes(axis), keepdim=bool(keepdim))
+
+
+class Sum(_Reduce):
+    op = "sum"
+
+
+class Mean(_Reduce):
+    op = "mean"
+
+
+class Max(_Reduce):
+    op = "max"
+
+
+class Min(_Reduce):
+    op = "min"
+
+
+class Prod(_Reduce):
+    op = "prod"
+
+
+class Variance(_Reduce):
+    op = "variance"
+
+    def __init__(self, axis=None, keepdim: bool = False, correction: float = 0.0,
+                 name=None) -> None:
+        Primitive.__init__(self, name, axes=_axes(axis), keepdim=bool(keepdim),
+                           correction=float(correction))
+
+
+class ArgMax(_Unary):
+    op = "argmax"
+
+    def __init__(self, axis: int | None = None, keepdim: bool = False, name=None) -> None:
+        super().__init__(name, axis=axis, keepdim=bool(keepdim))
+
+
+class ArgMin(ArgMax):
+    op = "argmin"
+
+
+class Transpose(_Unary):
+    op = "transpose"
+
+    def __init__(self, axes=None, name=None) -> None:
+        super().__init__(name, permutation=list(axes) if axes is not None else None)
+
+
+class Reshape(_Unary):
+    op = "reshape"
+
+    def __init__(self, shape, name=None) -> None:
+        super().__init__(name, shape=[-1 if d is None else int(d) for d in shape])
+
+
+class Flatten(_Unary):
+    op = "flatten"
+
+    def __init__(self, start_dim: int = 0, end_dim: int = -1, name=None) -> None:
+        super().__init__(name, start_dim=int(start_dim), end_dim=int(end_dim))
+
+
+class Squeeze(_Unary):
+    op = "squeeze"
+
+    def __init__(self, axis=None, name=None) -> None:
+        super().__init__(name, axes=_axes(axis))
+
+
+class Unsqueeze(_Unary):
+    op = "unsqueeze"
+
+    def __init__(self, axis: int = 0, name=None) -> None:
+        super().__init__(name, axis=int(axis))
+
+
+class BroadcastTo(_Unary):
+    op = "broadcast_to"
+
+    def __init__(self, shape, name=None) -> None:
+        super().__init__(name, shape=[int(d) for d in shape])
+
+
+class Cast(_Unary):
+    op = "cast"
+
+    def __init__(self, dtype: str = "float32", name=None) -> None:
+        super().__init__(name, element_type=str(dtype))
+
+
+class Shape(_Unary):
+    op = "shape"
+
+
+class Slice(_Unary):
+    """input[start:stop:step] along `axis` (Python slice semantics)."""
+    op = "slice"
+
+    def __init__(self, start=None, stop=None, step=None, axis: int = 0, name=None) -> None:
+        big = 2**62
+        super().__init__(name, axes=[int(axis)], start=[0 if start is None else int(start)],
+                         stop=[big if stop is None else int(stop)],
+                         step=[1 if step is None else int(step)])
+
+
+class Concat(Primitive):
+    """Joins input1..inputN along `axis`."""
+    op = "concat"
+
+    def __init__(self, n: int = 2, axis: int = 0, name=None) -> None:
+        self.inputs = tuple(f"input{i + 1}" for i in range(n))
+        super().__init__(name, axis=int(axis))
+
+
+class Where(Primitive):
+    op = "where"
+    inputs = ("cond", "input1", "input2")
+
+    def __init__(self, name=None) -> None:
+        super().__init__(name)
+        self._specs["cond"] = TerminalSpec(dtype="bool")
+
+
+class Embedding(Primitive):
+    """Rows of `weight` [num_embeddings, dim] at integer `input` indices."""
+    op = "embedding"
+    inputs = ("input", "weight")
+
+    def __init__(self, num_embeddings: int | None = None, dim: int | None = None,
+                 name=None) -> None:
+        super().__init__(name)
+        self._specs["input"] = TerminalSpec(dtype="int64")
+        self._specs["weight"] = TerminalSpec("param", (num_embeddings, dim))
+
+
+# Losses -------------------------------------------------------------------
+
+class _Loss(Primitive):
+    inputs = ("input", "target")
+
+
+SquaredError = type("SquaredError", (_Loss,), {"op": "squared_error"})
+AbsoluteError = type("AbsoluteError", (_Loss,), {"op": "absolute_error"})
+HingeLoss = type("HingeLoss", (_Loss,), {"op": "hinge"})
+QuadHingeLoss = type("QuadHingeLoss", (_Loss,), {"op": "quad_hinge"})
+KLDivergence = type("KLDivergence", (_Loss,), {"op": "kl_divergence"})
+
+
+class QuantileLoss(_Loss):
+    op = "quantile"
+
+    def __init__(self, quantile: float = 0.5, name=None) -> None:
+        super().__init__(name, quantile=float(quantile))
+
+
+class BinaryCrossEntropy(_Loss):
+    op = "binary_cross_entropy"
+
+    def __init__(self, input_type: str = "logits", name=None) -> None:
+        if input_type not in ("logits", "probs"):
+            raise ValueError(f"input_type must be 'logits' or 'probs', got {input_type!r}")
+        super().__init__(name, from_logits=input_type == "logits")
+
+
+class CrossEntropy(_Loss):
+    """Per-sample cross entropy; `target` holds class indices (categorical)
+    or probabilities."""
+    op = "cross_entropy"
+
+    def __init__(self, input_type: str = "logits", categorical: bool = True, name=None) -> None:
+        if input_type not in ("logits", "probs", "log_probs"):
+            raise ValueError(f"input_type must be 'logits', 'probs' or 'log_probs', "
+                             f"got {input_type!r}")
+        super().__init__(name, from_logits=input_type == "logits",
+                         from_log_probs=input_type == "log_probs")
+        if categorical:
+            self._specs["target"] = TerminalSpec(dtype="int64")

@@ -1,0 +1,150 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""Physical models: compiled native code behind Mithril's evaluate API."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from . import _mithril
+from .errors import KeyNotFoundError, MithrilError
+
+_NP_DTYPES = {"float32": np.float32, "float64": np.float64, "int32": np.int32,
+              "int64": np.int64, "bool": np.bool_}
+
+
+def _shape_spec(name: str, shape) -> str:
+    dims = "x".join("?" if d is None else str(int(d)) for d in shape)
+    return f"{name}:{dims if dims else 'scalar'}"
+
+
+class PhysicalModel:
+    def __init__(self, source: str, entry: str, backend, shapes: dict, discard: list,
+                 inference: bool) -> None:
+        self.source = source
+        self.entry = entry
+        self.backend = backend
+        self.inference = inference
+        self._shape_specs = [_shape_spec(k, v) for k, v in shapes.items()]
+        self._discard = discard
+        self._forward = _mithril.compile(source, entry, self._shape_specs, discard,
+                                         f"<model {entry}>")
+        self._inputs = self._forward.inputs
+        self._outputs = self._forward.outputs
+
+    # Terminals -----------------------------------------------------------
+    @property
+    def input_keys(self) -> list[str]:
+        return [t["name"] for t in self._inputs]
+
+    @property
+    def output_keys(self) -> list[str]:
+        return [t["name"] for t in self._outputs]
+
+    @property
+    def trainable_keys(self) -> list[str]:
+        return [t["name"] for t in self._inputs if t["kind"] == "param"]
+
+    @property
+    def data_keys(self) -> list[str]:
+        return [t["name"] for t in self._inputs if t["kind"] != "param"]
+
+    @property
+    def shapes(self) -> dict[str, tuple]:
+        return {t["name"]: tuple(t["shape"]) for t in self._inputs + self._outputs}
+
+    # Parameters ----------------------------------------------------------
+    def randomize_params(self, seed: int | None = None) -> dict[str, np.ndarray]:
+        """Trainable parameters, uniform in +-1/sqrt(fan_in) as torch initializes
+        Linear and convolution layers."""
+        rng = np.random.default_rng(seed)
+        params = {}
+        for t in self._inputs:
+            if t["kind"] != "param":
+                continue
+            shape = tuple(t["shape"])
+            fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else max(shape[0] if shape else 1, 1)
+            bound = 1.0 / np.sqrt(max(fan_in, 1))
+            params[t["name"]] = rng.uniform(-bound, bound, shape).astype(_NP_DTYPES[t["dtype"]])
+        return params
+
+    # Evaluation ----------------------------------------------------------
+    def _arrays(self, terminals: list, given: Mapping, what: str) -> list[np.ndarray]:
+        arrays = []
+        for t in terminals:
+            if t["name"] not in given:
+                raise KeyNotFoundError(f"missing {what} '{t['name']}' "
+                                       f"({t['dtype']} {list(t['shape'])})")
+            value = given[t["name"]]
+            array = np.ascontiguousarray(np.asarray(value), dtype=_NP_DTYPES[t["dtype"]])
+            if array.shape != tuple(t["shape"]):
+                raise MithrilError(f"{what} '{t['name']}': expected shape {list(t['shape'])}, "
+                                   f"got {list(array.shape)}")
+            arrays.append(array)
+        return arrays
+
+    def evaluate(self, params: Mapping | None = None, data: Mapping | None = None,
+                 output_gradients: Mapping | None = None):
+        """Runs the model. Returns the outputs, or (outputs, gradients) when
+        `output_gradients` seeds the outputs' gradients."""
+        given = dict(params or {})
+        for key, value in (data or {}).items():
+            if key in given:
+                raise KeyNotFoundError(f"'{key}' is given both as a parameter and as data")
+            given[key] = value
+        known = set(self.input_keys)
+        unknown = [k for k in given if k not in known]
+        if unknown:
+            raise KeyNotFoundError(f"unknown input(s) {unknown}; the model's inputs are "
+                                   f"{self.input_keys}")
+        if output_gradients is not None:
+            return self._evaluate_with_gradients(given, output_gradients)
+        inputs = self._arrays(self._inputs, given, "input")
+        outputs = [np.empty(tuple(t["shape"]), dtype=_NP_DTYPES[t["dtype"]])
+                   for t in self._outputs]
+        self._forward.run(inputs, outputs)
+        return {t["name"]: o for t, o in zip(self._outputs, outputs)}
+
+    def _evaluate_with_gradients(self, given, output_gradients):
+        raise MithrilError("gradients are not available yet in this build")
+
+    def evaluate_gradients(self, params, data=None, output_gradients=None):
+        _, grads = self.evaluate(params, data, output_gradients or {})
+        return grads
+
+    # Introspection -------------------------------------------------------
+    def summary(self) -> str:
+        """Prints (and returns) a table of the flattened model."""
+        rows = self._forward.summary
+        header = ("op", "name", "operands", "result")
+        table = [header] + [tuple(r) for r in rows]
+        widths = [max(len(str(r[i])) for r in table) for i in range(4)]
+        lines = [f"Model @{self.entry}: {len(rows)} ops"]
+        sep = "-+-".join("-" * w for w in widths)
+        for i, r in enumerate(table):
+            lines.append(" | ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+            if i == 0:
+                lines.append(sep)
+        lines.append("")
+        lines.append("Inputs:")
+        total = 0
+        for t in self._inputs:
+            count = int(np.prod(t["shape"])) if t["shape"] else 1
+            if t["kind"] == "param":
+                total += count
+            lines.append(f"  {t['kind']:<5} {t['name']}: {t['dtype']} {list(t['shape'])}"
+                         + (f"  ({count} parameters)" if t["kind"] == "param" else ""))
+        lines.append("Outputs:")
+        for t in self._outputs:
+            lines.append(f"  {t['name']}: {t['dtype']} {list(t['shape'])}")
+        lines.append(f"Trainable parameters: {total}")
+        text = "\n".join(lines)
+        print(text)
+        return text
+
+    @property
+    def ir(self) -> str:
+        """The flattened, shape-inferred logical model."""
+        return self._forward.logical_ir
