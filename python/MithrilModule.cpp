@@ -284,8 +284,13 @@ py::dict terminalInfo(const TerminalInfo &t) {
 }
 
 CompileOptions makeOptions(const std::string &entry, const std::vector<std::string> &shapes,
-                           const std::vector<std::string> &discard, const std::string &sourceName) {
+                           const std::vector<std::string> &discard, const std::string &sourceName,
+                           bool gradients = false, const std::vector<std::string> &wrt = {},
+                           const std::vector<std::string> &seeds = {}) {
   CompileOptions options;
+  options.gradients = gradients;
+  options.wrt = wrt;
+  options.seeds = seeds;
   options.entry = entry;
   options.shapes = shapes;
   options.discard = discard;
@@ -393,14 +398,27 @@ PYBIND11_MODULE(_mithril, m) {
   m.def(
       "compile",
       [](const std::string &source, const std::string &entry, const std::vector<std::string> &shapes,
-         const std::vector<std::string> &discard, const std::string &sourceName) {
-        auto model = CompiledModel::compile(source, makeOptions(entry, shapes, discard, sourceName));
-        if (!model)
-          raise(llvm::toString(model.takeError()));
-        return std::move(*model);
+         const std::vector<std::string> &discard, const std::string &sourceName, bool gradients,
+         const std::vector<std::string> &wrt, const std::vector<std::string> &seeds) {
+        std::unique_ptr<CompiledModel> result;
+        {
+          // Compilation does not touch Python objects.
+          py::gil_scoped_release release;
+          auto model = CompiledModel::compile(
+              source, makeOptions(entry, shapes, discard, sourceName, gradients, wrt, seeds));
+          if (!model) {
+            std::string message = llvm::toString(model.takeError());
+            py::gil_scoped_acquire acquire;
+            raise(message);
+          }
+          result = std::move(*model);
+        }
+        return result;
       },
       py::arg("source"), py::arg("entry") = "", py::arg("shapes") = std::vector<std::string>{},
-      py::arg("discard") = std::vector<std::string>{}, py::arg("source_name") = "<python>");
+      py::arg("discard") = std::vector<std::string>{}, py::arg("source_name") = "<python>",
+      py::arg("gradients") = false, py::arg("wrt") = std::vector<std::string>{},
+      py::arg("seeds") = std::vector<std::string>{});
 
   m.def(
       "emit",

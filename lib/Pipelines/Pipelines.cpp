@@ -21,78 +21,97 @@
 using namespace mlir;
 using namespace mithril;
 
-static constexpr llvm::StringRef kStages[] = {"flatten", "shapes",    "linalg", "fusion",
-                                              "bufferize", "loops", "llvm"};
+static constexpr llvm::StringRef kStages[] = {"flatten", "shapes",    "autodiff", "linalg",
+                                              "fusion",  "bufferize", "loops",    "llvm"};
 
 ArrayRef<StringRef> mithril::getCpuPipelineStages() { return kStages; }
 
 LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
-  StringRef stop = options.stopAfter;
-  if (!llvm::is_contained(kStages, stop))
+  StringRef stop = options.stopAfter, start = options.startAfter;
+  const StringRef *stopIt = llvm::find(kStages, stop);
+  const StringRef *startIt = start.empty() ? std::begin(kStages) - 1 : llvm::find(kStages, start);
+  if (stopIt == std::end(kStages) || startIt == std::end(kStages) || startIt > stopIt)
     return failure();
-  auto done = [&](StringRef stage) { return stop == stage; };
+  // Each stage adds its passes when it lies in (start-after, stop-after].
+  auto wanted = [&](StringRef stage) {
+    const StringRef *it = llvm::find(kStages, stage);
+    return it > startIt && it <= stopIt;
+  };
 
-  MithrilFlattenOptions flatten;
-  flatten.entry = options.entry;
-  pm.addPass(createMithrilFlatten(flatten));
-  if (done("flatten"))
-    return success();
+  if (wanted("flatten")) {
+    MithrilFlattenOptions flatten;
+    flatten.entry = options.entry;
+    pm.addPass(createMithrilFlatten(flatten));
+  }
 
-  MithrilInferShapesOptions shapes;
-  shapes.entry = options.entry;
-  shapes.shapes.assign(options.shapes.begin(), options.shapes.end());
-  pm.addPass(createMithrilInferShapes(shapes));
-  MithrilDCEOptions dce;
-  dce.discard.assign(options.discard.begin(), options.discard.end());
-  pm.addPass(createMithrilDCE(dce));
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
-  if (done("shapes"))
-    return success();
+  if (wanted("shapes")) {
+    MithrilInferShapesOptions shapes;
+    shapes.entry = options.entry;
+    shapes.shapes.assign(options.shapes.begin(), options.shapes.end());
+    pm.addPass(createMithrilInferShapes(shapes));
+    MithrilDCEOptions dce;
+    dce.discard.assign(options.discard.begin(), options.discard.end());
+    pm.addPass(createMithrilDCE(dce));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
 
-  pm.addPass(createMithrilDecompose());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createConvertMithrilToLinalg());
-  pm.addPass(createCanonicalizerPass());
-  if (done("linalg"))
-    return success();
+  if (wanted("autodiff") && options.gradients) {
+    MithrilAutodiffOptions autodiff;
+    autodiff.entry = options.entry;
+    autodiff.wrt.assign(options.wrt.begin(), options.wrt.end());
+    autodiff.seeds.assign(options.seeds.begin(), options.seeds.end());
+    pm.addPass(createMithrilAutodiff(autodiff));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
 
-  pm.addPass(createLinalgElementwiseOpFusionPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
-  if (done("fusion"))
-    return success();
+  if (wanted("linalg")) {
+    pm.addPass(createMithrilDecompose());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createConvertMithrilToLinalg());
+    pm.addPass(createCanonicalizerPass());
+  }
 
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  // Outputs become caller-owned destination buffers: the runtime hands in
-  // numpy arrays and nothing is returned by pointer.
-  bufferization::BufferResultsToOutParamsPassOptions outParams;
-  outParams.hoistStaticAllocs = true;
-  outParams.modifyPublicFunctions = true;
-  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
-  pm.addPass(createCanonicalizerPass());
-  bufferization::BufferDeallocationPipelineOptions dealloc;
-  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
-  if (done("bufferize"))
-    return success();
+  if (wanted("fusion")) {
+    pm.addPass(createLinalgElementwiseOpFusionPass());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
 
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(createCanonicalizerPass());
-  if (done("loops"))
-    return success();
+  if (wanted("bufferize")) {
+    pm.addNestedPass<func::FuncOp>(createMithrilUniqueResults());
+    bufferization::OneShotBufferizePassOptions bufferize;
+    bufferize.bufferizeFunctionBoundaries = true;
+    bufferize.functionBoundaryTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
+    pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+    // Outputs become caller-owned destination buffers: the runtime hands in
+    // numpy arrays and nothing is returned by pointer.
+    bufferization::BufferResultsToOutParamsPassOptions outParams;
+    outParams.hoistStaticAllocs = true;
+    outParams.modifyPublicFunctions = true;
+    pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+    pm.addPass(createCanonicalizerPass());
+    bufferization::BufferDeallocationPipelineOptions dealloc;
+    bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  }
 
-  pm.addPass(createConvertBufferizationToMemRefPass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  pm.addPass(createConvertToLLVMPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
+  if (wanted("loops")) {
+    pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+    pm.addPass(createLowerAffinePass());
+    pm.addPass(createSCFToControlFlowPass());
+    pm.addPass(createCanonicalizerPass());
+  }
+
+  if (wanted("llvm")) {
+    pm.addPass(createConvertBufferizationToMemRefPass());
+    pm.addPass(memref::createExpandStridedMetadataPass());
+    pm.addPass(createLowerAffinePass());
+    pm.addPass(createConvertMathToLibmPass());
+    pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+    pm.addPass(createConvertToLLVMPass());
+    pm.addPass(createReconcileUnrealizedCastsPass());
+  }
   return success();
 }
 

@@ -61,6 +61,8 @@ std::unique_ptr<MLIRContext> mithril::runtime::createContext() {
   mlir::registerAllToLLVMIRTranslations(registry);
   mithril::registerAllDialects(registry);
   auto ctx = std::make_unique<MLIRContext>(registry, MLIRContext::Threading::DISABLED);
+  // Users see diagnostics, not dumps of the op they are about.
+  ctx->printOpOnDiagnostic(false);
   ctx->loadDialect<MithrilDialect>();
   return ctx;
 }
@@ -106,7 +108,8 @@ Expected<OwningOpRef<ModuleOp>> mithril::runtime::parseSource(MLIRContext &ctx,
 }
 
 /// The option string of mithril-cpu-pipeline for `options`.
-static std::string pipelineOptions(const CompileOptions &options, StringRef stopAfter) {
+static std::string pipelineOptions(const CompileOptions &options, StringRef stopAfter,
+                                   StringRef startAfter) {
   std::string s;
   auto add = [&](StringRef key, StringRef value) {
     if (!s.empty())
@@ -119,15 +122,24 @@ static std::string pipelineOptions(const CompileOptions &options, StringRef stop
     add("shapes", llvm::join(options.shapes, ","));
   if (!options.discard.empty())
     add("discard", llvm::join(options.discard, ","));
+  if (options.gradients) {
+    add("gradients", "true");
+    if (!options.wrt.empty())
+      add("wrt", llvm::join(options.wrt, ","));
+    if (!options.seeds.empty())
+      add("seeds", llvm::join(options.seeds, ","));
+  }
   if (stopAfter != "llvm")
     add("stop-after", stopAfter);
+  if (!startAfter.empty())
+    add("start-after", startAfter);
   return s;
 }
 
 /// Runs mithril-cpu-pipeline up to `stopAfter`; on failure the error holds
 /// the diagnostics and the mithril-opt command that reproduces them.
 static llvm::Error runPipeline(ModuleOp module, const CompileOptions &options,
-                               StringRef stopAfter) {
+                               StringRef stopAfter, StringRef startAfter = "") {
   MLIRContext *ctx = module.getContext();
   DiagnosticCollector diags(*ctx);
   PassManager pm(ctx);
@@ -135,13 +147,21 @@ static llvm::Error runPipeline(ModuleOp module, const CompileOptions &options,
   pipelineOpts.entry = options.entry;
   pipelineOpts.shapes = options.shapes;
   pipelineOpts.discard = options.discard;
+  pipelineOpts.gradients = options.gradients;
+  pipelineOpts.wrt = options.wrt;
+  pipelineOpts.seeds = options.seeds;
   pipelineOpts.stopAfter = stopAfter.str();
-  if (failed(buildCpuPipeline(pm, pipelineOpts)))
-    return makeError("unknown pipeline stage '" + stopAfter + "'");
+  pipelineOpts.startAfter = startAfter.str();
+  if (failed(buildCpuPipeline(pm, pipelineOpts))) {
+    std::string stages;
+    for (StringRef stage : getCpuPipelineStages())
+      stages += (stages.empty() ? "" : ", ") + stage.str();
+    return makeError("unknown pipeline stage '" + stopAfter + "' (stages: " + stages + ")");
+  }
   if (succeeded(pm.run(module)))
     return llvm::Error::success();
   return makeError(diags.text + "reproduce with: mithril-opt --pass-pipeline='builtin.module(" +
-                   "mithril-cpu-pipeline{" + pipelineOptions(options, stopAfter) + "})' " +
+                   "mithril-cpu-pipeline{" + pipelineOptions(options, stopAfter, startAfter) + "})' " +
                    options.sourceName);
 }
 
@@ -253,9 +273,10 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
   CompileOptions opts = options;
   opts.entry = model->entry_;
 
-  // The logical model, flattened and shape-inferred, gives the terminals.
+  // The logical model, flattened, shape-inferred and differentiated, gives
+  // the terminals.
   start = Clock::now();
-  if (llvm::Error err = runPipeline(**module, opts, "shapes"))
+  if (llvm::Error err = runPipeline(**module, opts, "autodiff"))
     return std::move(err);
   auto root = cast<ModelOp>(SymbolTable::lookupSymbolIn(**module, model->entry_));
   {
@@ -277,10 +298,12 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
       return info.takeError();
     model->outputs_.push_back(*info);
   }
-  model->timings_.push_back({"flatten + infer shapes", secondsSince(start)});
+  model->timings_.push_back({options.gradients ? "flatten + shapes + autodiff"
+                                                : "flatten + infer shapes",
+                             secondsSince(start)});
 
   start = Clock::now();
-  if (llvm::Error err = runPipeline(**module, opts, "llvm"))
+  if (llvm::Error err = runPipeline(**module, opts, "llvm", "autodiff"))
     return std::move(err);
   model->timings_.push_back({"lower to LLVM dialect", secondsSince(start)});
 

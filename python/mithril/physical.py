@@ -33,6 +33,7 @@ class PhysicalModel:
                                          f"<model {entry}>")
         self._inputs = self._forward.inputs
         self._outputs = self._forward.outputs
+        self._gradient_models: dict[tuple, object] = {}
 
     # Terminals -----------------------------------------------------------
     @property
@@ -107,8 +108,42 @@ class PhysicalModel:
         self._forward.run(inputs, outputs)
         return {t["name"]: o for t, o in zip(self._outputs, outputs)}
 
+    def _gradient_model(self, seeds: tuple):
+        """The model that also returns gradients, compiled once per set of
+        seeded outputs."""
+        model = self._gradient_models.get(seeds)
+        if model is None:
+            if not self.trainable_keys:
+                raise MithrilError("the model has no trainable inputs to differentiate")
+            model = _mithril.compile(self.source, self.entry, self._shape_specs, self._discard,
+                                     f"<model {self.entry}>", True, self.trainable_keys,
+                                     list(seeds))
+            self._gradient_models[seeds] = model
+        return model
+
     def _evaluate_with_gradients(self, given, output_gradients):
-        raise MithrilError("gradients are not available yet in this build")
+        if self.inference:
+            raise MithrilError("the model was compiled with inference=True: no gradients")
+        unknown = [k for k in output_gradients if k not in self.output_keys]
+        if unknown:
+            raise KeyNotFoundError(f"output_gradients names unknown output(s) {unknown}; "
+                                   f"the outputs are {self.output_keys}")
+        seeds = tuple(k for k in self.output_keys if k in output_gradients)
+        model = self._gradient_model(seeds)
+        feeds = dict(given)
+        for key in seeds:
+            feeds[f"grad:{key}"] = output_gradients[key]
+        inputs = self._arrays(model.inputs, feeds, "input")
+        outputs = [np.empty(tuple(t["shape"]), dtype=_NP_DTYPES[t["dtype"]])
+                   for t in model.outputs]
+        model.run(inputs, outputs)
+        values, grads = {}, {}
+        for t, o in zip(model.outputs, outputs):
+            if t["name"].startswith("grad:"):
+                grads[t["name"][5:]] = o
+            else:
+                values[t["name"]] = o
+        return values, grads
 
     def evaluate_gradients(self, params, data=None, output_gradients=None):
         _, grads = self.evaluate(params, data, output_gradients or {})

@@ -34,4 +34,16 @@ def ConvertMithrilToLinalg : Pass<"convert-mithril-to-linalg", "mlir::ModuleOp">
   ];
 }
 
+def MithrilUniqueResults : Pass<"mithril-unique-results", "mlir::func::FuncOp"> {
+  let summary = "Give every returned tensor its own buffer";
+  let description = [{
+    A value that feeds two output terminals must fill two caller buffers.
+    Run right before bufferization: it copies each repeated operand of
+    `func.return` into a fresh tensor (upstream's
+    `buffer-results-to-out-params` does not handle a repeated result, and
+    canonicalization would fold the copy away if run earlier).
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];
+}
+
 #endif // MITHRIL_CONVERSION_PASSES_TD

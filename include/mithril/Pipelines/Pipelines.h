@@ -23,19 +23,32 @@ struct CpuPipelineOptions : public mlir::PassPipelineOptions<CpuPipelineOptions>
                                  llvm::cl::desc("Input shapes as name:DxD")};
   ListOption<std::string> discard{*this, "discard",
                                   llvm::cl::desc("Output terminals to drop")};
+  Option<bool> gradients{*this, "gradients",
+                         llvm::cl::desc("Differentiate the entry model (mithril-autodiff)"),
+                         llvm::cl::init(false)};
+  ListOption<std::string> wrt{*this, "wrt",
+                              llvm::cl::desc("With gradients: the inputs to differentiate")};
+  ListOption<std::string> seeds{*this, "seeds",
+                                llvm::cl::desc("With gradients: the outputs to seed")};
   Option<std::string> stopAfter{
       *this, "stop-after",
-      llvm::cl::desc("Stop after a stage: flatten, shapes, linalg, fusion, bufferize, loops "
-                     "or llvm (the default: the whole pipeline)"),
+      llvm::cl::desc("Stop after a stage: flatten, shapes, autodiff, linalg, fusion, "
+                     "bufferize, loops or llvm (the default: the whole pipeline)"),
       llvm::cl::init("llvm")};
+  Option<std::string> startAfter{
+      *this, "start-after",
+      llvm::cl::desc("Skip the stages up to and including this one (the input has been "
+                     "through them already)"),
+      llvm::cl::init("")};
 };
 
 /// The stages of the CPU pipeline, in order.
 llvm::ArrayRef<llvm::StringRef> getCpuPipelineStages();
 
-/// Builds the CPU pipeline: flatten, infer shapes, simplify, decompose,
-/// lower to linalg, fuse, bufferize, lower to loops and to the LLVM dialect.
-/// Fails if `stop-after` names no stage.
+/// Builds the CPU pipeline: flatten, infer shapes, simplify, differentiate,
+/// decompose, lower to linalg, fuse, bufferize, lower to loops and to the
+/// LLVM dialect, from after `start-after` up to `stop-after`. Fails if either
+/// names no stage.
 llvm::LogicalResult buildCpuPipeline(mlir::OpPassManager &pm,
                                      const CpuPipelineOptions &options);
 

@@ -45,6 +45,11 @@ struct CompileOptions {
   std::vector<std::string> shapes;
   /// Output terminals to drop.
   std::vector<std::string> discard;
+  /// Also compute gradients (mithril-autodiff): of the inputs in `wrt`
+  /// (default: the parameters), seeded at the outputs in `seeds` (default:
+  /// every float output), as extra terminals `grad:<name>`.
+  bool gradients = false;
+  std::vector<std::string> wrt, seeds;
   /// LLVM optimization level of the JIT.
   unsigned optLevel = 3;
   /// The file the source came from, for diagnostics and reproducers.

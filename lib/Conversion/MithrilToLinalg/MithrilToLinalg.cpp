@@ -17,6 +17,7 @@
 
 namespace mithril {
 #define GEN_PASS_DEF_CONVERTMITHRILTOLINALG
+#define GEN_PASS_DEF_MITHRILUNIQUERESULTS
 #include "mithril/Conversion/Passes.h.inc"
 } // namespace mithril
 
@@ -242,6 +243,7 @@ static Value scalarBody(Operation *op, OpBuilder &b, Location loc, ValueRange ar
       .Case([&](SinOp) -> Value { return math::SinOp::create(b, loc, x); })
       .Case([&](CosOp) -> Value { return math::CosOp::create(b, loc, x); })
       .Case([&](ReciprocalOp) -> Value { return arith::DivFOp::create(b, loc, c(1.0), x); })
+      .Case([&](ErfOp) -> Value { return math::ErfOp::create(b, loc, x); })
       .Case([&](TanhOp) -> Value { return math::TanhOp::create(b, loc, x); })
       .Case([&](ReluOp) -> Value { return arith::MaximumFOp::create(b, loc, x, c(0.0)); })
       .Case([&](SigmoidOp) -> Value {
@@ -357,7 +359,7 @@ struct ElementwisePattern : public RewritePattern {
         !isa<AddOp, SubtractOp, MultiplyOp, DivideOp, FloorDivideOp, PowerOp, MinimumOp,
              MaximumOp, EqualOp, NotEqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp,
              LogicalAndOp, LogicalOrOp, LogicalXorOp, LogicalNotOp, NegateOp, AbsOp, SignOp,
-             SquareOp, StopGradientOp, ExpOp, LogOp, SqrtOp, SinOp, CosOp, ReciprocalOp,
+             SquareOp, StopGradientOp, ExpOp, LogOp, SqrtOp, SinOp, CosOp, ReciprocalOp, ErfOp,
              TanhOp, ReluOp, SigmoidOp, SoftplusOp, LeakyReluOp, GeluOp, WhereOp,
              SquaredErrorOp, AbsoluteErrorOp, HingeOp, QuadHingeOp, KLDivergenceOp,
              QuantileOp, BinaryCrossEntropyOp, CastOp>(op))
@@ -1167,6 +1169,53 @@ struct EmbeddingPattern : OpRewritePattern<EmbeddingOp> {
   }
 };
 
+/// one_hot: compare the index with the position along the new axis.
+struct OneHotPattern : OpRewritePattern<OneHotOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(OneHotOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    RankedTensorType out = op.getType();
+    int64_t rank = out.getRank();
+    int64_t axis = op.getAxis() < 0 ? op.getAxis() + rank : op.getAxis();
+    SmallVector<OpFoldResult> sizes;
+    SmallVector<AffineExpr> idxExprs;
+    for (int64_t i = 0, j = 0; i < rank; ++i) {
+      if (i == axis) {
+        sizes.push_back(rewriter.getIndexAttr(op.getNumClasses()));
+        continue;
+      }
+      sizes.push_back(dimOf(rewriter, loc, op.getIndices(), j++));
+      idxExprs.push_back(getAffineDimExpr(i, ctx));
+    }
+    Value init = emptyTensor(rewriter, loc, out, sizes);
+    SmallVector<AffineMap> maps = {AffineMap::get(rank, 0, idxExprs, ctx),
+                                   rewriter.getMultiDimIdentityMap(rank)};
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    Type et = out.getElementType();
+    Value result =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{out}, ValueRange{op.getIndices()}, init, maps, iterators,
+            [&](OpBuilder &b, Location l, ValueRange a) {
+              Value pos = arith::IndexCastOp::create(b, l, a[0].getType(),
+                                                     linalg::IndexOp::create(b, l, axis));
+              Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, pos, a[0]);
+              Value one, zero;
+              if (isFloat(et)) {
+                one = floatConst(b, l, et, 1.0);
+                zero = floatConst(b, l, et, 0.0);
+              } else {
+                one = arith::ConstantOp::create(b, l, b.getIntegerAttr(et, 1));
+                zero = zeroOf(b, l, et);
+              }
+              linalg::YieldOp::create(b, l, arith::SelectOp::create(b, l, hit, one, zero).getResult());
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 /// Cross entropy from log-probabilities (mithril-decompose turns logits and
 /// probabilities into log-probabilities first).
 struct CrossEntropyPattern : OpRewritePattern<CrossEntropyOp> {
@@ -1243,6 +1292,25 @@ static LogicalResult convertModel(ModelOp model) {
   return success();
 }
 
+/// Gives every returned value its own tensor (see mithril-unique-results).
+static void copyRepeatedResults(func::FuncOp func) {
+  func.walk([](func::ReturnOp ret) {
+    llvm::SmallPtrSet<Value, 8> seen;
+    OpBuilder b(ret);
+    for (OpOperand &operand : ret->getOpOperands()) {
+      Value v = operand.get();
+      if (seen.insert(v).second)
+        continue;
+      auto type = cast<RankedTensorType>(v.getType());
+      SmallVector<OpFoldResult> sizes;
+      for (int64_t i = 0; i < type.getRank(); ++i)
+        sizes.push_back(dimOf(b, ret.getLoc(), v, i));
+      Value init = emptyTensor(b, ret.getLoc(), type, sizes);
+      operand.set(linalg::CopyOp::create(b, ret.getLoc(), v, init).getResult(0));
+    }
+  });
+}
+
 struct ConvertMithrilToLinalgPass
     : public mithril::impl::ConvertMithrilToLinalgBase<ConvertMithrilToLinalgPass> {
   void runOnOperation() override {
@@ -1262,6 +1330,9 @@ struct ConvertMithrilToLinalgPass
       signalPassFailure();
   }
 };
+struct UniqueResultsPass : public mithril::impl::MithrilUniqueResultsBase<UniqueResultsPass> {
+  void runOnOperation() override { copyRepeatedResults(getOperation()); }
+};
 } // namespace
 
 void mithril::populateMithrilToLinalgPatterns(RewritePatternSet &patterns) {
@@ -1272,5 +1343,5 @@ void mithril::populateMithrilToLinalgPatterns(RewritePatternSet &patterns) {
                ArgReducePattern<ArgMinOp>, MatmulPattern, TransposePattern, ReshapeLikePattern,
                ConcatPattern, SlicePattern, ShapePattern, ConvPattern<Conv1DOp>,
                ConvPattern<Conv2DOp>, PoolPattern<MaxPool1DOp>, PoolPattern<MaxPool2DOp>,
-               PoolPattern<AvgPool2DOp>, EmbeddingPattern, CrossEntropyPattern>(ctx);
+               PoolPattern<AvgPool2DOp>, EmbeddingPattern, CrossEntropyPattern, OneHotPattern>(ctx);
 }

@@ -20,6 +20,7 @@
 namespace mithril {
 
 #define GEN_PASS_DECL_CONVERTMITHRILTOLINALG
+#define GEN_PASS_DECL_MITHRILUNIQUERESULTS
 #include "mithril/Conversion/Passes.h.inc"
 
 /// Adds the patterns that lower mithril primitives to linalg on tensors.

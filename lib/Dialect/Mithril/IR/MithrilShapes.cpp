@@ -260,6 +260,22 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location
   return success();
 }
 
+LogicalResult OneHotOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  RankedTensorType t = getRanked(adaptor.getIndices());
+  int64_t classes = adaptor.getNumClasses();
+  if (classes <= 0)
+    return fail(loc, "'mithril.one_hot' num_classes must be positive, got ", classes);
+  FailureOr<int64_t> axis = normalizeAxis(loc, getOperationName(), (int64_t)adaptor.getAxis(),
+                                          t.getRank() + 1);
+  if (failed(axis))
+    return failure();
+  SmallVector<int64_t> shape(t.getShape());
+  shape.insert(shape.begin() + *axis, classes);
+  types.push_back(RankedTensorType::get(shape, adaptor.getElementType()));
+  return success();
+}
+
 LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &types) {
   RankedTensorType lt = getRanked(adaptor.getLhs()), rt = getRanked(adaptor.getRhs());

@@ -34,8 +34,12 @@ struct DecomposeSoftmax : OpRewritePattern<SoftmaxOp> {
   LogicalResult matchAndRewrite(SoftmaxOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     int64_t axes[] = {op.getAxis()};
-    Value max = MaxOp::create(rewriter, loc, op.getInput(), rewriter.getDenseI64ArrayAttr(axes),
-                              rewriter.getBoolAttr(true));
+    // The shift only guards against overflow: softmax does not depend on it,
+    // so it carries no gradient.
+    Value max = StopGradientOp::create(
+        rewriter, loc,
+        MaxOp::create(rewriter, loc, op.getInput(), rewriter.getDenseI64ArrayAttr(axes),
+                      rewriter.getBoolAttr(true)));
     Value shifted = SubtractOp::create(rewriter, loc, op.getInput(), max);
     Value e = ExpOp::create(rewriter, loc, shifted);
     Value sum = SumOp::create(rewriter, loc, e, rewriter.getDenseI64ArrayAttr(axes),
@@ -51,8 +55,12 @@ struct DecomposeLogSoftmax : OpRewritePattern<LogSoftmaxOp> {
   LogicalResult matchAndRewrite(LogSoftmaxOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     int64_t axes[] = {op.getAxis()};
-    Value max = MaxOp::create(rewriter, loc, op.getInput(), rewriter.getDenseI64ArrayAttr(axes),
-                              rewriter.getBoolAttr(true));
+    // The shift only guards against overflow: softmax does not depend on it,
+    // so it carries no gradient.
+    Value max = StopGradientOp::create(
+        rewriter, loc,
+        MaxOp::create(rewriter, loc, op.getInput(), rewriter.getDenseI64ArrayAttr(axes),
+                      rewriter.getBoolAttr(true)));
     Value shifted = SubtractOp::create(rewriter, loc, op.getInput(), max);
     Value e = ExpOp::create(rewriter, loc, shifted);
     Value sum = SumOp::create(rewriter, loc, e, rewriter.getDenseI64ArrayAttr(axes),
@@ -133,10 +141,14 @@ struct DecomposeCrossEntropy : OpRewritePattern<CrossEntropyOp> {
 struct DecomposePass : public mithril::impl::MithrilDecomposeBase<DecomposePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<DecomposeCrossEntropy, DecomposeSoftmax, DecomposeLogSoftmax, DecomposeLayerNorm, DecomposeBatchNorm>(
-        &getContext());
+    populateMithrilDecomposePatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
 };
 } // namespace
+
+void mithril::populateMithrilDecomposePatterns(RewritePatternSet &patterns) {
+  patterns.add<DecomposeCrossEntropy, DecomposeSoftmax, DecomposeLogSoftmax, DecomposeLayerNorm,
+               DecomposeBatchNorm>(patterns.getContext());
+}

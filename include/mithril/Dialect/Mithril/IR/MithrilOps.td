@@ -298,6 +298,7 @@ def Mithril_SqrtOp : Mithril_UnaryFloatOp<"sqrt", "Elementwise square root">;
 def Mithril_SinOp : Mithril_UnaryFloatOp<"sin", "Elementwise sine">;
 def Mithril_CosOp : Mithril_UnaryFloatOp<"cos", "Elementwise cosine">;
 def Mithril_ReciprocalOp : Mithril_UnaryFloatOp<"reciprocal", "Elementwise 1 / x">;
+def Mithril_ErfOp : Mithril_UnaryFloatOp<"erf", "Elementwise error function">;
 
 //===----------------------------------------------------------------------===//
 // Activations
@@ -333,6 +334,18 @@ def Mithril_LogSoftmaxOp : Mithril_UnaryFloatOp<"log_softmax", "log(softmax(x)) 
 def Mithril_WhereOp : Mithril_TensorOp<"where"> {
   let summary = "Elementwise select: cond ? lhs : rhs, with broadcasting";
   let arguments = (ins RankedTensorOf<[I1]>:$cond, AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def Mithril_OneHotOp : Mithril_TensorOp<"one_hot"> {
+  let summary = "One-hot encoding of integer indices along a new axis";
+  let description = [{
+    For indices of shape `[d0, ..., dn]` the result has a new axis of size
+    `num_classes` at `axis`; it holds 1 where the position equals the index
+    and 0 elsewhere, in `element_type`.
+  }];
+  let arguments = (ins RankedTensorOf<[AnyInteger]>:$indices, I64Attr:$num_classes,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis, TypeAttr:$element_type);
   let results = (outs AnyRankedTensor:$result);
 }
 

@@ -10,6 +10,7 @@
 
 #include "mithril/Dialect/Mithril/IR/MithrilOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mithril {
@@ -19,6 +20,9 @@ namespace mithril {
 
 #define GEN_PASS_REGISTRATION
 #include "mithril/Dialect/Mithril/Transforms/Passes.h.inc"
+
+/// Adds the patterns of mithril-decompose.
+void populateMithrilDecomposePatterns(mlir::RewritePatternSet &patterns);
 
 /// Parses `name:4x?x8` into a terminal name and a shape (`?` is dynamic).
 llvm::FailureOr<std::pair<std::string, llvm::SmallVector<int64_t>>>

@@ -74,4 +74,27 @@ def MithrilDecompose : Pass<"mithril-decompose", "mlir::ModuleOp"> {
   let dependentDialects = ["mithril::MithrilDialect"];
 }
 
+def MithrilAutodiff : Pass<"mithril-autodiff", "mlir::ModuleOp"> {
+  let summary = "Reverse-mode differentiation of a flattened model";
+  let description = [{
+    Extends the model `entry` (every model when empty) so that it also
+    returns gradients. For each output terminal named in `seeds` (default:
+    every floating-point output) a data input `grad:<output>` carries the
+    seed gradient; for each input named in `wrt` (default: every `param`
+    input) an output `grad:<input>` returns its gradient. Composite
+    primitives are decomposed first; broadcasting is undone by summation.
+    Forward values the backward pass needs are reused, not recomputed.
+    Integer and boolean values carry no gradient.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
+           "The model to differentiate (default: every model)">,
+    ListOption<"wrt", "wrt", "std::string",
+               "Inputs to differentiate with respect to (default: the param inputs)">,
+    ListOption<"seeds", "seeds", "std::string",
+               "Outputs that receive a seed gradient (default: every float output)">
+  ];
+  let dependentDialects = ["mithril::MithrilDialect"];
+}
+
 #endif // MITHRIL_DIALECT_MITHRIL_TRANSFORMS_PASSES_TD
