@@ -323,6 +323,12 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
   auto transformer = makeOptimizingTransformer(options.optLevel, 0, tm->get());
   engineOptions.transformer = transformer;
   engineOptions.jitCodeGenOptLevel = (*tm)->getOptLevel();
+  // Strided copies lower to memrefCopy, which MLIR's C runner utilities
+  // provide.
+  SmallVector<StringRef, 1> sharedLibs;
+  if (llvm::sys::fs::exists(MITHRIL_C_RUNNER_UTILS))
+    sharedLibs.push_back(MITHRIL_C_RUNNER_UTILS);
+  engineOptions.sharedLibPaths = sharedLibs;
   engineOptions.enableGDBNotificationListener = false;
   engineOptions.enablePerfNotificationListener = false;
   auto engine = ExecutionEngine::create(**module, engineOptions, std::move(*tm));

@@ -47,7 +47,7 @@ class Emitter:
                 dtype = "bool"
             else:
                 dtype = self.float_dtype
-        return builder.add_constant(np.ascontiguousarray(array, dtype=np.dtype(dtype)), path)
+        return builder.add_constant(np.require(array, dtype=np.dtype(dtype), requirements="C"), path)
 
     def emit_top(self, model: BaseModel, shapes: dict, kinds: dict,
                  constants: dict) -> tuple[str, list[str]]:

@@ -79,7 +79,8 @@ class PhysicalModel:
                 raise KeyNotFoundError(f"missing {what} '{t['name']}' "
                                        f"({t['dtype']} {list(t['shape'])})")
             value = given[t["name"]]
-            array = np.ascontiguousarray(np.asarray(value), dtype=_NP_DTYPES[t["dtype"]])
+            # np.require keeps 0-d arrays 0-d (ascontiguousarray would not).
+            array = np.require(value, dtype=_NP_DTYPES[t["dtype"]], requirements="C")
             if array.shape != tuple(t["shape"]):
                 raise MithrilError(f"{what} '{t['name']}': expected shape {list(t['shape'])}, "
                                    f"got {list(array.shape)}")
