@@ -992,8 +992,47 @@ static Value padSpatial(OpBuilder &b, Location loc, Value input, int64_t firstSp
   return tensor::PadOp::create(b, loc, padded, input, lo, hi, padValue);
 }
 
+/// Splits axis `axis` of `v` into (outer, inner) with `outer` static.
+static Value splitAxis(OpBuilder &b, Location loc, Value v, int64_t axis, int64_t outer) {
+  RankedTensorType t = tensorType(v);
+  SmallVector<int64_t> shape;
+  SmallVector<OpFoldResult> sizes;
+  SmallVector<ReassociationIndices> reassoc;
+  for (int64_t i = 0; i < t.getRank(); ++i) {
+    int64_t next = shape.size();
+    if (i == axis) {
+      int64_t inner = t.getDimSize(i) / outer;
+      shape.append({outer, inner});
+      sizes.append({b.getIndexAttr(outer), b.getIndexAttr(inner)});
+      reassoc.push_back({next, next + 1});
+    } else {
+      shape.push_back(t.getDimSize(i));
+      sizes.push_back(dimOf(b, loc, v, i));
+      reassoc.push_back({next});
+    }
+  }
+  return tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get(shape, t.getElementType()),
+                                       v, reassoc, sizes);
+}
+
+/// Merges axes `axis` and `axis + 1` of `v`.
+static Value mergeAxes(OpBuilder &b, Location loc, Value v, int64_t axis, RankedTensorType type) {
+  RankedTensorType t = tensorType(v);
+  SmallVector<ReassociationIndices> reassoc;
+  for (int64_t i = 0; i < t.getRank(); ++i) {
+    if (i == axis + 1)
+      continue;
+    if (i == axis)
+      reassoc.push_back({i, i + 1});
+    else
+      reassoc.push_back({i});
+  }
+  return tensor::CollapseShapeOp::create(b, loc, type, v, reassoc);
+}
+
 /// Convolution of any spatial rank with groups, as one linalg.generic over
-/// (n, g, f, o..., c, k...).
+/// (n, g, f, o..., c, k...). The channel axes are split into (group, channel
+/// in group) first so that every loop indexes some operand directly.
 template <typename OpT>
 struct ConvPattern : OpRewritePattern<OpT> {
   using OpRewritePattern<OpT>::OpRewritePattern;
@@ -1006,23 +1045,30 @@ struct ConvPattern : OpRewritePattern<OpT> {
     int64_t cg = wt.getDimSize(1), fTotal = wt.getDimSize(0);
     if (ShapedType::isDynamic(cg) || ShapedType::isDynamic(fTotal))
       return rewriter.notifyMatchFailure(op, "dynamic channel counts");
+    if (llvm::any_of(out.getShape().drop_front(2), ShapedType::isDynamic))
+      return rewriter.notifyMatchFailure(op, "dynamic spatial dimensions");
     int64_t fg = fTotal / groups;
     Type et = out.getElementType();
     Value zero = floatConst(rewriter, loc, et, 0.0);
     Value input = padSpatial(rewriter, loc, op.getInput(), 2, op.getPadding(), zero);
+    Value groupedInput = splitAxis(rewriter, loc, input, 1, groups);   // [N, G, Cg, S...]
+    Value groupedWeight = splitAxis(rewriter, loc, op.getWeight(), 0, groups); // [G, Fg, Cg, K...]
+    SmallVector<int64_t> gShape = {out.getDimSize(0), groups, fg};
     SmallVector<OpFoldResult> sizes = {dimOf(rewriter, loc, op.getInput(), 0),
-                                       rewriter.getIndexAttr(fTotal)};
-    for (int64_t i = 0; i < spatial; ++i)
+                                       rewriter.getIndexAttr(groups), rewriter.getIndexAttr(fg)};
+    for (int64_t i = 0; i < spatial; ++i) {
+      gShape.push_back(out.getDimSize(2 + i));
       sizes.push_back(rewriter.getIndexAttr(out.getDimSize(2 + i)));
-    if (llvm::any_of(out.getShape().drop_front(2), ShapedType::isDynamic))
-      return rewriter.notifyMatchFailure(op, "dynamic spatial dimensions");
-    Value init = linalg::FillOp::create(rewriter, loc, zero, emptyTensor(rewriter, loc, out, sizes))
-                     .getResult(0);
+    }
+    auto groupedOut = RankedTensorType::get(gShape, et);
+    Value init =
+        linalg::FillOp::create(rewriter, loc, zero, emptyTensor(rewriter, loc, groupedOut, sizes))
+            .getResult(0);
     // Loops: n, g, f, o_0..o_{s-1}, c, k_0..k_{s-1}
     int64_t numLoops = 3 + spatial + 1 + spatial;
     auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
     AffineExpr n = d(0), g = d(1), f = d(2), c = d(3 + spatial);
-    SmallVector<AffineExpr> inE = {n, g * cg + c}, wE = {g * fg + f, c}, oE = {n, g * fg + f};
+    SmallVector<AffineExpr> inE = {n, g, c}, wE = {g, f, c}, oE = {n, g, f};
     for (int64_t i = 0; i < spatial; ++i) {
       AffineExpr o = d(3 + i), k = d(4 + spatial + i);
       inE.push_back(o * op.getStride()[i] + k * op.getDilation()[i]);
@@ -1034,17 +1080,15 @@ struct ConvPattern : OpRewritePattern<OpT> {
                                    AffineMap::get(numLoops, 0, oE, ctx)};
     SmallVector<utils::IteratorType> iterators(3 + spatial, utils::IteratorType::parallel);
     iterators.append(1 + spatial, utils::IteratorType::reduction);
-    // The group loop needs a static extent; express it through the weight
-    // shape by reading the weight with g * fg + f.
     auto generic = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{out}, ValueRange{input, op.getWeight()}, init, maps, iterators,
-        [&](OpBuilder &b, Location l, ValueRange a) {
+        rewriter, loc, TypeRange{groupedOut}, ValueRange{groupedInput, groupedWeight}, init, maps,
+        iterators, [&](OpBuilder &b, Location l, ValueRange a) {
           linalg::YieldOp::create(
               b, l,
               arith::AddFOp::create(b, l, a[2], arith::MulFOp::create(b, l, a[0], a[1]))
                   .getResult());
         });
-    Value result = generic.getResult(0);
+    Value result = mergeAxes(rewriter, loc, generic.getResult(0), 1, out);
     if (Value bias = op.getBias()) {
       // bias [C_out] broadcast over [N, C_out, spatial...]
       SmallVector<AffineExpr> be = {d(1)};

@@ -1,0 +1,129 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""The layers of the model library against torch.nn.functional."""
+
+import numpy as np
+import pytest
+import torch
+
+import mithril as ml
+from mithril import models as M
+
+F = torch.nn.functional
+
+
+def compile_eval(model, backend, inputs, params, seeds=None, trainable=None):
+    shapes = {k: list(np.shape(v)) for k, v in {**inputs, **params}.items()}
+    pm = ml.compile(model, backend, shapes=shapes, trainable_keys=trainable)
+    if seeds is None:
+        return pm, pm.evaluate(params, inputs)
+    return pm, pm.evaluate(params, inputs, output_gradients=seeds)
+
+
+def test_linear_weight_layout_and_gradients(backend64, rng):
+    x = rng.standard_normal((5, 3))
+    w, b = rng.standard_normal((4, 3)), rng.standard_normal(4)  # [out, in] as Mithril
+    seed = rng.standard_normal((5, 4))
+    pm, (out, grads) = compile_eval(M.Linear(4), backend64, {"input": x},
+                                    {"weight": w, "bias": b}, {"output": seed})
+    assert pm.shapes["weight"] == (4, 3)
+    tw, tb = torch.tensor(w, requires_grad=True), torch.tensor(b, requires_grad=True)
+    y = F.linear(torch.tensor(x), tw, tb)
+    y.backward(torch.tensor(seed))
+    np.testing.assert_allclose(out["output"], y.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(grads["weight"], tw.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(grads["bias"], tb.grad.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("stride,padding,dilation,groups", [
+    (1, 0, 1, 1), (2, 1, 1, 1), (1, 2, 2, 1), (1, 1, 1, 2)])
+def test_conv2d_forward(stride, padding, dilation, groups, backend64, rng):
+    x = rng.standard_normal((2, 4, 9, 8))
+    w, b = rng.standard_normal((6, 4 // groups, 3, 3)), rng.standard_normal(6)
+    conv = M.Convolution2D(kernel_size=3, out_channels=6, stride=stride, padding=padding,
+                           dilation=dilation, groups=groups)
+    _, out = compile_eval(conv, backend64, {"input": x}, {"weight": w, "bias": b})
+    ref = F.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), stride, padding,
+                   dilation, groups)
+    np.testing.assert_allclose(out["output"], ref.numpy(), rtol=1e-11, atol=1e-12)
+
+
+def test_conv1d_forward(backend64, rng):
+    x, w = rng.standard_normal((2, 3, 10)), rng.standard_normal((5, 3, 3))
+    conv = M.Convolution1D(kernel_size=3, out_channels=5, stride=2, padding=1, use_bias=False)
+    _, out = compile_eval(conv, backend64, {"input": x}, {"weight": w})
+    ref = F.conv1d(torch.tensor(x), torch.tensor(w), None, 2, 1)
+    np.testing.assert_allclose(out["output"], ref.numpy(), rtol=1e-11, atol=1e-12)
+
+
+@pytest.mark.parametrize("factory,fn", [
+    (lambda: M.MaxPool2D(kernel_size=2), lambda t: F.max_pool2d(t, 2)),
+    (lambda: M.MaxPool2D(kernel_size=3, stride=2, padding=1),
+     lambda t: F.max_pool2d(t, 3, 2, 1)),
+    (lambda: M.AvgPool2D(kernel_size=2), lambda t: F.avg_pool2d(t, 2)),
+])
+def test_pool2d_forward(factory, fn, backend64, rng):
+    x = rng.standard_normal((2, 3, 8, 8))
+    _, out = compile_eval(factory(), backend64, {"input": x}, {})
+    np.testing.assert_allclose(out["output"], fn(torch.tensor(x)).numpy(), rtol=1e-12)
+
+
+def test_maxpool1d_forward(backend64, rng):
+    x = rng.standard_normal((2, 3, 9))
+    _, out = compile_eval(M.MaxPool1D(kernel_size=3), backend64, {"input": x}, {})
+    np.testing.assert_allclose(out["output"], F.max_pool1d(torch.tensor(x), 3).numpy())
+
+
+def test_layer_norm_with_gradients(backend64, rng):
+    x = rng.standard_normal((4, 6))
+    w, b = rng.standard_normal(6), rng.standard_normal(6)
+    seed = rng.standard_normal((4, 6))
+    _, (out, grads) = compile_eval(M.LayerNorm(), backend64, {"input": x},
+                                   {"weight": w, "bias": b}, {"output": seed})
+    tw, tb = torch.tensor(w, requires_grad=True), torch.tensor(b, requires_grad=True)
+    y = F.layer_norm(torch.tensor(x), (6,), tw, tb, 1e-5)
+    y.backward(torch.tensor(seed))
+    np.testing.assert_allclose(out["output"], y.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(grads["weight"], tw.grad.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(grads["bias"], tb.grad.numpy(), rtol=1e-10)
+
+
+def test_batch_norm_inference(backend64, rng):
+    x = rng.standard_normal((2, 3, 4, 4))
+    mean, var = rng.standard_normal(3), rng.uniform(0.5, 2, 3)
+    w, b = rng.standard_normal(3), rng.standard_normal(3)
+    model = M.BatchNorm2D(3)
+    pm = ml.compile(model, backend64, shapes={"input": [2, 3, 4, 4]})
+    out = pm.evaluate({"weight": w, "bias": b},
+                      {"input": x, "running_mean": mean, "running_var": var})
+    ref = F.batch_norm(torch.tensor(x), torch.tensor(mean), torch.tensor(var), torch.tensor(w),
+                       torch.tensor(b), False, 0.0, 1e-5)
+    np.testing.assert_allclose(out["output"], ref.numpy(), rtol=1e-10)
+
+
+def test_embedding_forward(backend64, rng):
+    ids = rng.integers(0, 10, (3, 5))
+    table = rng.standard_normal((10, 4))
+    pm = ml.compile(M.Embedding(10, 4), backend64, shapes={"input": [3, 5]})
+    out = pm.evaluate({"weight": table}, {"input": ids})
+    np.testing.assert_allclose(out["output"], table[ids])
+
+
+def test_mlp_and_rnn_cell(backend64, rng):
+    mlp = M.MLP(activations=["relu", "tanh", None], dimensions=[8, 6, 2])
+    pm = ml.compile(mlp, backend64, shapes={"input": [4, 5]})
+    params = pm.randomize_params(seed=0)
+    x = rng.standard_normal((4, 5))
+    out = pm.evaluate(params, {"input": x})["output"]
+    h = np.maximum(x @ params["layer0.weight"].T + params["layer0.bias"], 0)
+    h = np.tanh(h @ params["layer1.weight"].T + params["layer1.bias"])
+    np.testing.assert_allclose(out, h @ params["layer2.weight"].T + params["layer2.bias"],
+                               rtol=1e-12)
+
+    cell = M.RNNCell(hidden_size=3)
+    pm = ml.compile(cell, backend64, shapes={"input": [2, 4], "hidden": [2, 3]})
+    p = pm.randomize_params(seed=1)
+    x, hid = rng.standard_normal((2, 4)), rng.standard_normal((2, 3))
+    out = pm.evaluate(p, {"input": x, "hidden": hid})["output"]
+    ref = np.tanh(x @ p["w_ih"].T + hid @ p["w_hh"].T + p["bias"])
+    np.testing.assert_allclose(out, ref, rtol=1e-12)
