@@ -127,3 +127,83 @@ def test_mlp_and_rnn_cell(backend64, rng):
     out = pm.evaluate(p, {"input": x, "hidden": hid})["output"]
     ref = np.tanh(x @ p["w_ih"].T + hid @ p["w_hh"].T + p["bias"])
     np.testing.assert_allclose(out, ref, rtol=1e-12)
+
+
+@pytest.mark.parametrize("stride,padding,dilation,groups", [
+    (1, 0, 1, 1), (2, 1, 1, 1), (1, 2, 2, 1), (2, 1, 1, 2)])
+def test_conv2d_gradients(stride, padding, dilation, groups, backend64, rng):
+    x = rng.standard_normal((2, 4, 9, 8))
+    w, b = rng.standard_normal((6, 4 // groups, 3, 3)), rng.standard_normal(6)
+    conv = M.Convolution2D(kernel_size=3, out_channels=6, stride=stride, padding=padding,
+                           dilation=dilation, groups=groups)
+    tx, tw, tb = (torch.tensor(v, requires_grad=True) for v in (x, w, b))
+    y = F.conv2d(tx, tw, tb, stride, padding, dilation, groups)
+    seed = rng.standard_normal(tuple(y.shape))
+    y.backward(torch.tensor(seed))
+    pm = ml.compile(conv, backend64, shapes={"input": list(x.shape)}, trainable_keys=["input"])
+    out, grads = pm.evaluate({"input": x, "weight": w, "bias": b},
+                             output_gradients={"output": seed})
+    np.testing.assert_allclose(out["output"], y.detach().numpy(), rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(grads["input"], tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(grads["weight"], tw.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(grads["bias"], tb.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("factory,fn", [
+    (lambda: M.MaxPool2D(kernel_size=2), lambda t: F.max_pool2d(t, 2)),
+    (lambda: M.MaxPool2D(kernel_size=3, stride=2, padding=1), lambda t: F.max_pool2d(t, 3, 2, 1)),
+    (lambda: M.AvgPool2D(kernel_size=2), lambda t: F.avg_pool2d(t, 2)),
+    (lambda: M.AvgPool2D(kernel_size=3, stride=1, padding=1), lambda t: F.avg_pool2d(t, 3, 1, 1)),
+    (lambda: M.MaxPool1D(kernel_size=3), None),
+])
+def test_pool_gradients(factory, fn, backend64, rng):
+    model = factory()
+    one_d = fn is None
+    x = rng.standard_normal((2, 3, 9) if one_d else (2, 3, 8, 8))
+    if one_d:
+        fn = lambda t: F.max_pool1d(t, 3)
+    tx = torch.tensor(x, requires_grad=True)
+    y = fn(tx)
+    seed = rng.standard_normal(tuple(y.shape))
+    y.backward(torch.tensor(seed))
+    pm = ml.compile(model, backend64, shapes={"input": list(x.shape)}, trainable_keys=["input"])
+    out, grads = pm.evaluate({"input": x}, output_gradients={"output": seed})
+    np.testing.assert_allclose(out["output"], y.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(grads["input"], tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_embedding_gradients(backend64, rng):
+    ids = rng.integers(0, 6, (3, 5))
+    table = rng.standard_normal((6, 4))
+    seed = rng.standard_normal((3, 5, 4))
+    pm = ml.compile(M.Embedding(6, 4), backend64, shapes={"input": [3, 5]})
+    out, grads = pm.evaluate({"weight": table}, {"input": ids}, output_gradients={"output": seed})
+    tt = torch.tensor(table, requires_grad=True)
+    F.embedding(torch.tensor(ids), tt).backward(torch.tensor(seed))
+    np.testing.assert_allclose(grads["weight"], tt.grad.numpy(), rtol=1e-12)
+
+
+def test_cnn_training_gradients(backend32, rng):
+    """A small CNN end to end in float32: conv, relu, pool, flatten, linear."""
+    model = M.Model()
+    model |= M.Convolution2D(kernel_size=3, out_channels=4, padding=1).connect(input="input")
+    model += M.Relu()
+    model += M.MaxPool2D(kernel_size=2)
+    model += M.Flatten(start_dim=1)
+    model += M.Linear(3).connect(output="output")
+    pm = ml.compile(model, backend32, shapes={"input": [2, 1, 6, 6]})
+    params = pm.randomize_params(seed=0)
+    x = rng.standard_normal((2, 1, 6, 6)).astype(np.float32)
+    seed = rng.standard_normal((2, 3)).astype(np.float32)
+    out, grads = pm.evaluate(params, {"input": x}, output_gradients={"output": seed})
+    names = sorted(params)
+    conv_w = [k for k in names if k.endswith("weight") and params[k].ndim == 4][0]
+    lin_w = [k for k in names if k.endswith("weight") and params[k].ndim == 2][0]
+    conv_b, lin_b = conv_w[:-6] + "bias", lin_w[:-6] + "bias"
+    t = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
+    h = F.max_pool2d(torch.relu(F.conv2d(torch.tensor(x), t[conv_w], t[conv_b], padding=1)), 2)
+    y = F.linear(h.flatten(1), t[lin_w], t[lin_b])
+    y.backward(torch.tensor(seed))
+    np.testing.assert_allclose(out["output"], y.detach().numpy(), rtol=1e-4, atol=1e-5)
+    for k in names:
+        np.testing.assert_allclose(grads[k], t[k].grad.numpy(), rtol=1e-4, atol=1e-5)

@@ -1107,6 +1107,297 @@ struct ConvPattern : OpRewritePattern<OpT> {
   }
 };
 
+/// For a gather-form window gradient: given input position `i` and window
+/// offset `k` along one spatial dimension, the output position `o` whose
+/// window covers `i` through `k` (when `valid`).
+static std::pair<Value, Value> windowSource(OpBuilder &b, Location loc, Value i, Value k,
+                                            int64_t stride, int64_t padLo, int64_t dilation,
+                                            int64_t outSize) {
+  auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
+  Value t = arith::SubIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, i, idx(padLo)),
+      arith::MulIOp::create(b, loc, k, idx(dilation)));
+  Value nonNeg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, t, idx(0));
+  Value tc = arith::SelectOp::create(b, loc, nonNeg, t, idx(0));
+  Value o = arith::DivUIOp::create(b, loc, tc, idx(stride));
+  Value exact = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                      arith::RemUIOp::create(b, loc, tc, idx(stride)), idx(0));
+  Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, o, idx(outSize));
+  Value valid = arith::AndIOp::create(b, loc, nonNeg, arith::AndIOp::create(b, loc, exact, inRange));
+  Value oc = arith::SelectOp::create(b, loc, valid, o, idx(0));
+  return {oc, valid};
+}
+
+/// Gradient of a convolution's input, in gather form over (n, g, c, i..., f,
+/// k...): each input position sums the output gradients whose windows cover
+/// it.
+struct ConvGradInputPattern : OpRewritePattern<ConvGradInputOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConvGradInputOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    RankedTensorType out = op.getType(), gt = op.getGrad().getType(), wt = op.getWeight().getType();
+    if (!out.hasStaticShape() || !gt.hasStaticShape() || !wt.hasStaticShape())
+      return rewriter.notifyMatchFailure(op, "dynamic shapes");
+    int64_t spatial = out.getRank() - 2, groups = op.getGroups();
+    int64_t cg = wt.getDimSize(1), fg = wt.getDimSize(0) / groups;
+    Type et = out.getElementType();
+    Value grad = splitAxis(rewriter, loc, op.getGrad(), 1, groups);     // [N, G, Fg, O...]
+    Value weight = splitAxis(rewriter, loc, op.getWeight(), 0, groups); // [G, Fg, Cg, K...]
+    SmallVector<int64_t> shape = {out.getDimSize(0), groups, cg};
+    llvm::append_range(shape, out.getShape().drop_front(2));
+    auto groupedOut = RankedTensorType::get(shape, et);
+    Value zero = floatConst(rewriter, loc, et, 0.0);
+    Value init = linalg::FillOp::create(rewriter, loc, zero,
+                                        tensor::EmptyOp::create(rewriter, loc, shape, et).getResult())
+                     .getResult(0);
+    // Loops: n, g, c, i_0.., f, k_0..
+    int64_t numLoops = 3 + spatial + 1 + spatial;
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    SmallVector<AffineExpr> wE = {d(1), d(3 + spatial), d(2)}, oE = {d(0), d(1), d(2)};
+    for (int64_t j = 0; j < spatial; ++j) {
+      wE.push_back(d(4 + spatial + j));
+      oE.push_back(d(3 + j));
+    }
+    SmallVector<AffineMap> maps = {AffineMap::get(numLoops, 0, wE, ctx),
+                                   AffineMap::get(numLoops, 0, oE, ctx)};
+    SmallVector<utils::IteratorType> iterators(3 + spatial, utils::IteratorType::parallel);
+    iterators.append(1 + spatial, utils::IteratorType::reduction);
+    Value result =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{groupedOut}, ValueRange{weight}, init, maps, iterators,
+            [&](OpBuilder &b, Location l, ValueRange a) {
+              SmallVector<Value> gIdx = {linalg::IndexOp::create(b, l, 0),
+                                         linalg::IndexOp::create(b, l, 1),
+                                         linalg::IndexOp::create(b, l, 3 + spatial)};
+              Value valid = arith::ConstantIntOp::create(b, l, 1, 1);
+              for (int64_t j = 0; j < spatial; ++j) {
+                auto [o, ok] = windowSource(b, l, linalg::IndexOp::create(b, l, 3 + j),
+                                            linalg::IndexOp::create(b, l, 4 + spatial + j),
+                                            op.getStride()[j], op.getPadding()[2 * j],
+                                            op.getDilation()[j], gt.getDimSize(2 + j));
+                gIdx.push_back(o);
+                valid = arith::AndIOp::create(b, l, valid, ok);
+              }
+              Value gv = tensor::ExtractOp::create(b, l, grad, gIdx);
+              Value prod = arith::MulFOp::create(b, l, gv, a[0]);
+              Value contrib = arith::SelectOp::create(b, l, valid, prod, floatConst(b, l, et, 0.0));
+              linalg::YieldOp::create(b, l, arith::AddFOp::create(b, l, a[1], contrib).getResult());
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, mergeAxes(rewriter, loc, result, 1, out));
+    return success();
+  }
+};
+
+/// Gradient of a convolution's weight over (g, f, c, k..., n, o...).
+struct ConvGradWeightPattern : OpRewritePattern<ConvGradWeightOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConvGradWeightOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    RankedTensorType out = op.getType(), gt = op.getGrad().getType();
+    if (!out.hasStaticShape() || !gt.hasStaticShape())
+      return rewriter.notifyMatchFailure(op, "dynamic shapes");
+    int64_t spatial = out.getRank() - 2, groups = op.getGroups();
+    int64_t cg = out.getDimSize(1), fg = out.getDimSize(0) / groups;
+    Type et = out.getElementType();
+    Value zero = floatConst(rewriter, loc, et, 0.0);
+    Value input = padSpatial(rewriter, loc, op.getInput(), 2, op.getPadding(), zero);
+    input = splitAxis(rewriter, loc, input, 1, groups);                // [N, G, Cg, S...]
+    Value grad = splitAxis(rewriter, loc, op.getGrad(), 1, groups);    // [N, G, Fg, O...]
+    SmallVector<int64_t> shape = {groups, fg, cg};
+    llvm::append_range(shape, out.getShape().drop_front(2));
+    auto groupedOut = RankedTensorType::get(shape, et);
+    Value init = linalg::FillOp::create(rewriter, loc, zero,
+                                        tensor::EmptyOp::create(rewriter, loc, shape, et).getResult())
+                     .getResult(0);
+    // Loops: g, f, c, k_0.., n, o_0..
+    int64_t numLoops = 3 + spatial + 1 + spatial;
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    AffineExpr n = d(3 + spatial);
+    SmallVector<AffineExpr> inE = {n, d(0), d(2)}, gE = {n, d(0), d(1)}, oE = {d(0), d(1), d(2)};
+    for (int64_t j = 0; j < spatial; ++j) {
+      AffineExpr k = d(3 + j), o = d(4 + spatial + j);
+      inE.push_back(o * op.getStride()[j] + k * op.getDilation()[j]);
+      gE.push_back(o);
+      oE.push_back(k);
+    }
+    SmallVector<AffineMap> maps = {AffineMap::get(numLoops, 0, inE, ctx),
+                                   AffineMap::get(numLoops, 0, gE, ctx),
+                                   AffineMap::get(numLoops, 0, oE, ctx)};
+    SmallVector<utils::IteratorType> iterators(3 + spatial, utils::IteratorType::parallel);
+    iterators.append(1 + spatial, utils::IteratorType::reduction);
+    Value result =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{groupedOut}, ValueRange{input, grad}, init, maps, iterators,
+            [&](OpBuilder &b, Location l, ValueRange a) {
+              linalg::YieldOp::create(
+                  b, l,
+                  arith::AddFOp::create(b, l, a[2], arith::MulFOp::create(b, l, a[0], a[1]))
+                      .getResult());
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, mergeAxes(rewriter, loc, result, 0, out));
+    return success();
+  }
+};
+
+/// Gradients of max and average pooling in gather form over (lead..., i...,
+/// k...).
+template <typename OpT>
+struct PoolGradPattern : OpRewritePattern<OpT> {
+  using OpRewritePattern<OpT>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpT op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    constexpr bool isMax = std::is_same_v<OpT, MaxPoolGradOp>;
+    RankedTensorType out = op.getType(), gt = op.getGrad().getType();
+    if (!out.hasStaticShape() || !gt.hasStaticShape())
+      return rewriter.notifyMatchFailure(op, "dynamic shapes");
+    ArrayRef<int64_t> kernel = op.getKernelSize();
+    int64_t spatial = kernel.size(), lead = out.getRank() - spatial;
+    Type et = out.getElementType();
+    Value zero = floatConst(rewriter, loc, et, 0.0);
+    Value init = linalg::FillOp::create(
+                     rewriter, loc, zero,
+                     tensor::EmptyOp::create(rewriter, loc, out.getShape(), et).getResult())
+                     .getResult(0);
+    Value window = tensor::EmptyOp::create(rewriter, loc, kernel, et);
+    int64_t numLoops = lead + 2 * spatial;
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    SmallVector<AffineExpr> wE, oE;
+    for (int64_t i = 0; i < lead + spatial; ++i)
+      oE.push_back(d(i));
+    for (int64_t j = 0; j < spatial; ++j)
+      wE.push_back(d(lead + spatial + j));
+    SmallVector<Value> ins = {window};
+    SmallVector<AffineMap> maps = {AffineMap::get(numLoops, 0, wE, ctx)};
+    Value pooled, grad = op.getGrad();
+    if constexpr (isMax) {
+      ins.push_back(op.getInput());
+      maps.push_back(AffineMap::get(numLoops, 0, oE, ctx));
+      pooled = op.getOutput();
+    }
+    maps.push_back(AffineMap::get(numLoops, 0, oE, ctx));
+    SmallVector<utils::IteratorType> iterators(lead + spatial, utils::IteratorType::parallel);
+    iterators.append(spatial, utils::IteratorType::reduction);
+    int64_t count = 1;
+    for (int64_t k : kernel)
+      count *= k;
+    Value result =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{out}, ins, init, maps, iterators,
+            [&](OpBuilder &b, Location l, ValueRange a) {
+              SmallVector<Value> gIdx;
+              for (int64_t i = 0; i < lead; ++i)
+                gIdx.push_back(linalg::IndexOp::create(b, l, i));
+              Value valid = arith::ConstantIntOp::create(b, l, 1, 1);
+              for (int64_t j = 0; j < spatial; ++j) {
+                auto [o, ok] = windowSource(b, l, linalg::IndexOp::create(b, l, lead + j),
+                                            linalg::IndexOp::create(b, l, lead + spatial + j),
+                                            op.getStride()[j], op.getPadding()[2 * j],
+                                            op.getDilation()[j], gt.getDimSize(lead + j));
+                gIdx.push_back(o);
+                valid = arith::AndIOp::create(b, l, valid, ok);
+              }
+              Value gv = tensor::ExtractOp::create(b, l, grad, gIdx);
+              Value contrib;
+              if constexpr (isMax) {
+                Value y = tensor::ExtractOp::create(b, l, pooled, gIdx);
+                Value hit = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, a[1], y);
+                valid = arith::AndIOp::create(b, l, valid, hit);
+                contrib = gv;
+              } else {
+                contrib = arith::DivFOp::create(b, l, gv, floatConst(b, l, et, count));
+              }
+              contrib = arith::SelectOp::create(b, l, valid, contrib, floatConst(b, l, et, 0.0));
+              linalg::YieldOp::create(b, l, arith::AddFOp::create(b, l, a.back(), contrib).getResult());
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// Embedding gradient over (v, d, idx...): row v sums the gradients of the
+/// lookups of v.
+struct EmbeddingGradPattern : OpRewritePattern<EmbeddingGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(EmbeddingGradOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    RankedTensorType out = op.getType(), it = op.getIndices().getType();
+    if (!out.hasStaticShape() || !it.hasStaticShape())
+      return rewriter.notifyMatchFailure(op, "dynamic shapes");
+    Type et = out.getElementType();
+    Value zero = floatConst(rewriter, loc, et, 0.0);
+    Value init = linalg::FillOp::create(
+                     rewriter, loc, zero,
+                     tensor::EmptyOp::create(rewriter, loc, out.getShape(), et).getResult())
+                     .getResult(0);
+    int64_t r = it.getRank(), numLoops = 2 + r;
+    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    SmallVector<AffineExpr> iE, gE;
+    for (int64_t i = 0; i < r; ++i) {
+      iE.push_back(d(2 + i));
+      gE.push_back(d(2 + i));
+    }
+    gE.push_back(d(1));
+    SmallVector<AffineMap> maps = {AffineMap::get(numLoops, 0, iE, ctx),
+                                   AffineMap::get(numLoops, 0, gE, ctx),
+                                   AffineMap::get(numLoops, 0, {d(0), d(1)}, ctx)};
+    SmallVector<utils::IteratorType> iterators(2, utils::IteratorType::parallel);
+    iterators.append(r, utils::IteratorType::reduction);
+    Value result =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{out}, ValueRange{op.getIndices(), op.getGrad()}, init, maps,
+            iterators,
+            [&](OpBuilder &b, Location l, ValueRange a) {
+              Value row = arith::IndexCastOp::create(b, l, a[0].getType(),
+                                                     linalg::IndexOp::create(b, l, 0));
+              Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, row, a[0]);
+              Value contrib = arith::SelectOp::create(b, l, hit, a[1], floatConst(b, l, et, 0.0));
+              linalg::YieldOp::create(b, l, arith::AddFOp::create(b, l, a[2], contrib).getResult());
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// Slice gradient: the gradient inserted into zeros at the slice's place.
+struct SliceGradPattern : OpRewritePattern<SliceGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SliceGradOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType out = op.getType(), gt = op.getGrad().getType();
+    if (!out.hasStaticShape() || !gt.hasStaticShape())
+      return rewriter.notifyMatchFailure(op, "dynamic shapes");
+    Type et = out.getElementType();
+    Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getZeroAttr(et));
+    Value zeros = linalg::FillOp::create(
+                      rewriter, loc, zero,
+                      tensor::EmptyOp::create(rewriter, loc, out.getShape(), et).getResult())
+                      .getResult(0);
+    int64_t rank = out.getRank();
+    SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0)), sizes,
+        strides(rank, rewriter.getIndexAttr(1));
+    for (int64_t d : gt.getShape())
+      sizes.push_back(rewriter.getIndexAttr(d));
+    for (auto [i, axis] : llvm::enumerate(*normalizeAxes(op.getAxes(), rank))) {
+      int64_t dim = out.getDimSize(axis);
+      int64_t start = op.getStart()[i];
+      start = std::clamp<int64_t>(start < 0 ? start + dim : start, 0, dim);
+      offsets[axis] = rewriter.getIndexAttr(start);
+      strides[axis] = rewriter.getIndexAttr(op.getStep()[i]);
+    }
+    rewriter.replaceOpWithNewOp<tensor::InsertSliceOp>(op, op.getGrad(), zeros, offsets, sizes,
+                                                       strides);
+    return success();
+  }
+};
+
 /// Max and average pooling of any spatial rank, batched or not.
 template <typename OpT>
 struct PoolPattern : OpRewritePattern<OpT> {
@@ -1387,5 +1678,7 @@ void mithril::populateMithrilToLinalgPatterns(RewritePatternSet &patterns) {
                ArgReducePattern<ArgMinOp>, MatmulPattern, TransposePattern, ReshapeLikePattern,
                ConcatPattern, SlicePattern, ShapePattern, ConvPattern<Conv1DOp>,
                ConvPattern<Conv2DOp>, PoolPattern<MaxPool1DOp>, PoolPattern<MaxPool2DOp>,
-               PoolPattern<AvgPool2DOp>, EmbeddingPattern, CrossEntropyPattern, OneHotPattern>(ctx);
+               PoolPattern<AvgPool2DOp>, EmbeddingPattern, CrossEntropyPattern, OneHotPattern,
+               ConvGradInputPattern, ConvGradWeightPattern, PoolGradPattern<MaxPoolGradOp>,
+               PoolGradPattern<AvgPoolGradOp>, EmbeddingGradPattern, SliceGradPattern>(ctx);
 }

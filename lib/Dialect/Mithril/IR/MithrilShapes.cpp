@@ -786,6 +786,65 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *, std::optional<Loca
   return success();
 }
 
+LogicalResult ConvGradInputOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  RankedTensorType g = getRanked(adaptor.getGrad()), w = getRanked(adaptor.getWeight());
+  int64_t spatial = g.getRank() - 2;
+  if (spatial < 1 || w.getRank() != g.getRank() ||
+      (int64_t)adaptor.getInputSpatial().size() != spatial)
+    return fail(loc, "'mithril.conv_grad_input' operands do not match the convolution rank");
+  SmallVector<int64_t> shape = {g.getDimSize(0), w.getDimSize(1) * (int64_t)adaptor.getGroups()};
+  llvm::append_range(shape, adaptor.getInputSpatial());
+  types.push_back(RankedTensorType::get(shape, g.getElementType()));
+  return success();
+}
+
+LogicalResult ConvGradWeightOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                 Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  RankedTensorType in = getRanked(adaptor.getInput()), g = getRanked(adaptor.getGrad());
+  int64_t groups = adaptor.getGroups();
+  if (in.getRank() != g.getRank() || groups <= 0 ||
+      (int64_t)adaptor.getKernelSize().size() != in.getRank() - 2)
+    return fail(loc, "'mithril.conv_grad_weight' operands do not match the convolution rank");
+  SmallVector<int64_t> shape = {g.getDimSize(1), in.getDimSize(1) / groups};
+  llvm::append_range(shape, adaptor.getKernelSize());
+  types.push_back(RankedTensorType::get(shape, in.getElementType()));
+  return success();
+}
+
+LogicalResult MaxPoolGradOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                              Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  types.push_back(adaptor.getInput().getType());
+  return success();
+}
+
+LogicalResult AvgPoolGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                              Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  RankedTensorType g = getRanked(adaptor.getGrad());
+  int64_t spatial = adaptor.getKernelSize().size();
+  if ((int64_t)adaptor.getInputSpatial().size() != spatial || g.getRank() < spatial)
+    return fail(loc, "'mithril.avg_pool_grad' attributes do not match the pooling rank");
+  SmallVector<int64_t> shape(g.getShape().drop_back(spatial));
+  llvm::append_range(shape, adaptor.getInputSpatial());
+  types.push_back(RankedTensorType::get(shape, g.getElementType()));
+  return success();
+}
+
+LogicalResult EmbeddingGradOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  RankedTensorType g = getRanked(adaptor.getGrad());
+  types.push_back(RankedTensorType::get(
+      {(int64_t)adaptor.getNumEmbeddings(), g.getDimSize(g.getRank() - 1)}, g.getElementType()));
+  return success();
+}
+
+LogicalResult SliceGradOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                            Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  RankedTensorType g = getRanked(adaptor.getGrad());
+  types.push_back(RankedTensorType::get(adaptor.getInputShape(), g.getElementType()));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Verifiers for attributes that inference does not see
 //===----------------------------------------------------------------------===//

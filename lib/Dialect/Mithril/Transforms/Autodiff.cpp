@@ -518,6 +518,57 @@ struct AutodiffPass : public mithril::impl::MithrilAutodiffBase<AutodiffPass> {
           }
           return success();
         })
+        // Convolution, pooling, embedding and slicing: dedicated gradient
+        // primitives.
+        .Case<Conv1DOp, Conv2DOp>([&](Operation *) {
+          auto attr = [&](StringRef n) { return cast<DenseI64ArrayAttr>(op->getAttr(n)); };
+          auto groups = cast<IntegerAttr>(op->getAttr("groups"));
+          RankedTensorType in = typeOf(x(0)), w = typeOf(x(1));
+          if (active.contains(x(0)))
+            acc(x(0), ConvGradInputOp::create(
+                          g.b, g.loc, grad, x(1), g.b.getDenseI64ArrayAttr(in.getShape().drop_front(2)),
+                          attr("stride"), attr("padding"), attr("dilation"), groups));
+          if (active.contains(x(1)))
+            acc(x(1), ConvGradWeightOp::create(
+                          g.b, g.loc, x(0), grad, g.b.getDenseI64ArrayAttr(w.getShape().drop_front(2)),
+                          attr("stride"), attr("padding"), attr("dilation"), groups));
+          if (op->getNumOperands() == 3 && active.contains(x(2))) {
+            SmallVector<int64_t> axes = {0};
+            for (int64_t i = 2; i < typeOf(grad).getRank(); ++i)
+              axes.push_back(i);
+            acc(x(2), g.sum(grad, axes, /*keepdim=*/false));
+          }
+          return success();
+        })
+        .Case<MaxPool1DOp, MaxPool2DOp>([&](Operation *) {
+          auto attr = [&](StringRef n) { return cast<DenseI64ArrayAttr>(op->getAttr(n)); };
+          acc(x(0), MaxPoolGradOp::create(g.b, g.loc, x(0), y, grad, attr("kernel_size"),
+                                          attr("stride"), attr("padding"), attr("dilation")));
+          return success();
+        })
+        .Case([&](AvgPool2DOp p) {
+          RankedTensorType in = typeOf(x(0));
+          int64_t spatial = p.getKernelSize().size();
+          acc(x(0), AvgPoolGradOp::create(
+                        g.b, g.loc, grad,
+                        g.b.getDenseI64ArrayAttr(in.getShape().take_back(spatial)),
+                        p.getKernelSizeAttr(), p.getStrideAttr(), p.getPaddingAttr(),
+                        p.getDilationAttr()));
+          return success();
+        })
+        .Case([&](EmbeddingOp e) {
+          acc(e.getWeight(),
+              EmbeddingGradOp::create(g.b, g.loc, e.getIndices(), grad,
+                                      g.b.getI64IntegerAttr(typeOf(e.getWeight()).getDimSize(0))));
+          return success();
+        })
+        .Case([&](SliceOp sl) {
+          acc(x(0), SliceGradOp::create(g.b, g.loc, grad,
+                                        g.b.getDenseI64ArrayAttr(typeOf(x(0)).getShape()),
+                                        sl.getAxesAttr(), sl.getStartAttr(), sl.getStopAttr(),
+                                        sl.getStepAttr()));
+          return success();
+        })
         // Losses.
         .Case([&](SquaredErrorOp) {
           Value d = g.mul(g.mul(grad, g.sub(x(0), x(1))), g.cstLike(grad, 2.0));

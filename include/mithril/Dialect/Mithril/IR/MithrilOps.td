@@ -536,6 +536,60 @@ def Mithril_BatchNormOp : Mithril_TensorOp<"batch_norm"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Gradient primitives (mithril-autodiff creates them)
+//===----------------------------------------------------------------------===//
+
+def Mithril_ConvGradInputOp : Mithril_TensorOp<"conv_grad_input"> {
+  let summary = "Gradient of a convolution with respect to its input";
+  let description = [{
+    Given the gradient `grad` [N, C_out, O...] of a convolution's result and
+    its `weight` [C_out, C_in / groups, K...], the gradient of its input,
+    whose spatial sizes are `input_spatial`.
+  }];
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$grad, RankedTensorOf<[AnyFloat]>:$weight,
+                       DenseI64ArrayAttr:$input_spatial, DenseI64ArrayAttr:$stride,
+                       DenseI64ArrayAttr:$padding, DenseI64ArrayAttr:$dilation,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs AnyRankedTensor:$result);
+}
+def Mithril_ConvGradWeightOp : Mithril_TensorOp<"conv_grad_weight"> {
+  let summary = "Gradient of a convolution with respect to its weight";
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$input, RankedTensorOf<[AnyFloat]>:$grad,
+                       DenseI64ArrayAttr:$kernel_size, DenseI64ArrayAttr:$stride,
+                       DenseI64ArrayAttr:$padding, DenseI64ArrayAttr:$dilation,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
+  let results = (outs AnyRankedTensor:$result);
+}
+def Mithril_MaxPoolGradOp : Mithril_TensorOp<"max_pool_grad"> {
+  let summary = "Gradient of max pooling: to the elements equal to their window's maximum";
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$input, RankedTensorOf<[AnyFloat]>:$output,
+                       RankedTensorOf<[AnyFloat]>:$grad, DenseI64ArrayAttr:$kernel_size,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilation);
+  let results = (outs AnyRankedTensor:$result);
+}
+def Mithril_AvgPoolGradOp : Mithril_TensorOp<"avg_pool_grad"> {
+  let summary = "Gradient of average pooling";
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$grad, DenseI64ArrayAttr:$input_spatial,
+                       DenseI64ArrayAttr:$kernel_size, DenseI64ArrayAttr:$stride,
+                       DenseI64ArrayAttr:$padding, DenseI64ArrayAttr:$dilation);
+  let results = (outs AnyRankedTensor:$result);
+}
+def Mithril_EmbeddingGradOp : Mithril_TensorOp<"embedding_grad"> {
+  let summary = "Gradient of an embedding table: rows accumulate their lookups' gradients";
+  let arguments = (ins RankedTensorOf<[AnyInteger]>:$indices, RankedTensorOf<[AnyFloat]>:$grad,
+                       I64Attr:$num_embeddings);
+  let results = (outs AnyRankedTensor:$result);
+}
+def Mithril_SliceGradOp : Mithril_TensorOp<"slice_grad"> {
+  let summary = "Gradient of a slice: the slice's gradient placed into zeros";
+  let arguments = (ins AnyRankedTensor:$grad, DenseI64ArrayAttr:$input_shape,
+                       DenseI64ArrayAttr:$axes, DenseI64ArrayAttr:$start,
+                       DenseI64ArrayAttr:$stop, DenseI64ArrayAttr:$step);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+//===----------------------------------------------------------------------===//
 // Losses (elementwise; reduce them with sum or mean)
 //===----------------------------------------------------------------------===//
 
