@@ -68,19 +68,43 @@ std::unique_ptr<MLIRContext> mithril::runtime::createContext() {
 }
 
 namespace {
+/// Writes a location the way compilers do: `file:line:col`, or the path of
+/// the op or terminal it names.
+void printLocation(llvm::raw_ostream &os, Location loc) {
+  if (auto file = dyn_cast<FileLineColLoc>(loc)) {
+    os << file.getFilename().getValue() << ":" << file.getLine() << ":" << file.getColumn();
+    return;
+  }
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    os << name.getName().getValue();
+    return;
+  }
+  if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    for (Location inner : fused.getLocations())
+      if (isa<NameLoc, FileLineColLoc>(inner))
+        return printLocation(os, inner);
+  }
+  if (auto callSite = dyn_cast<CallSiteLoc>(loc))
+    return printLocation(os, callSite.getCallee());
+  os << loc;
+}
+
 /// Collects diagnostics as text while in scope.
 class DiagnosticCollector {
 public:
   explicit DiagnosticCollector(MLIRContext &ctx)
       : handler(&ctx, [this](Diagnostic &diag) {
           llvm::raw_string_ostream os(text);
-          os << diag.getLocation() << ": "
+          printLocation(os, diag.getLocation());
+          os << ": "
              << (diag.getSeverity() == DiagnosticSeverity::Error     ? "error: "
                  : diag.getSeverity() == DiagnosticSeverity::Warning ? "warning: "
                                                                      : "note: ")
              << diag << "\n";
-          for (Diagnostic &note : diag.getNotes())
-            os << note.getLocation() << ": note: " << note << "\n";
+          for (Diagnostic &note : diag.getNotes()) {
+            printLocation(os, note.getLocation());
+            os << ": note: " << note << "\n";
+          }
           return success();
         }) {}
   std::string text;

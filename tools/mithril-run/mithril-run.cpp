@@ -21,6 +21,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <map>
 #include <random>
@@ -65,21 +66,38 @@ static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level"), cl::
                                   cl::Prefix, cl::cat(category));
 
 static int fail(const Twine &message) {
-  WithColor::error(errs(), "mithril-run") << message << "\n";
+  std::string text = message.str();
+  // Compiler diagnostics carry their own "file:line:col: error:" prefix.
+  if (StringRef(text).contains(": error: "))
+    errs() << text << "\n";
+  else
+    WithColor::error(errs(), "mithril-run") << text << "\n";
   return 1;
 }
 
 static int fail(Error err) { return fail(toString(std::move(err))); }
 
-/// Fills `array` with seeded random values: a standard normal for floats,
-/// small non-negative integers and booleans otherwise.
-static void randomFill(Array &array, std::mt19937_64 &rng) {
+/// Fills `array` with seeded random values: for parameters uniform in
+/// +-1/sqrt(fan_in) (as torch initializes layers, and as the Python package's
+/// randomize_params does), for data a standard normal; small non-negative
+/// integers and booleans otherwise.
+static void randomFill(Array &array, std::mt19937_64 &rng, bool isParam) {
   std::normal_distribution<double> normal;
+  ArrayRef<int64_t> shape = array.shape();
+  int64_t fanIn = 1;
+  if (shape.size() > 1)
+    for (int64_t d : shape.drop_front())
+      fanIn *= d;
+  else if (shape.size() == 1)
+    fanIn = std::max<int64_t>(shape[0], 1);
+  double bound = 1.0 / std::sqrt(double(std::max<int64_t>(fanIn, 1)));
+  std::uniform_real_distribution<double> uniform(-bound, bound);
+  auto sample = [&]() { return isParam ? uniform(rng) : normal(rng); };
   std::uniform_int_distribution<int> ints(0, 9), bits(0, 1);
   for (int64_t i = 0, n = array.size(); i < n; ++i) {
     switch (array.dtype()) {
-    case DType::F32: array.as<float>()[i] = normal(rng); break;
-    case DType::F64: array.as<double>()[i] = normal(rng); break;
+    case DType::F32: array.as<float>()[i] = sample(); break;
+    case DType::F64: array.as<double>()[i] = sample(); break;
     case DType::I32: array.as<int32_t>()[i] = ints(rng); break;
     case DType::I64: array.as<int64_t>()[i] = ints(rng); break;
     case DType::Bool: array.as<uint8_t>()[i] = bits(rng); break;
@@ -223,7 +241,7 @@ int main(int argc, char **argv) {
     }
     Array array(t.dtype, t.shape);
     if (t.kind == InputKind::Param || randomInputs)
-      randomFill(array, rng);
+      randomFill(array, rng, t.kind == InputKind::Param);
     else
       missing.push_back("  " + t.name + ": " + dtypeName(t.dtype).str() + " " + formatShape(t.shape));
     inputArrays.push_back(std::move(array));

@@ -2,7 +2,8 @@
 
 // CHECK-LABEL: @softmax
 // CHECK: %[[MAX:.+]] = max %x {axes = array<i64: 1>, keepdim = true}
-// CHECK: %[[SH:.+]] = subtract %x, %[[MAX]]
+// CHECK: %[[STOP:.+]] = stop_gradient %[[MAX]]
+// CHECK: %[[SH:.+]] = subtract %x, %[[STOP]]
 // CHECK: %[[E:.+]] = exp %[[SH]]
 // CHECK: %[[S:.+]] = sum %[[E]] {axes = array<i64: 1>, keepdim = true}
 // CHECK: divide %[[E]], %[[S]]

@@ -115,6 +115,30 @@ static FailureOr<bool> refineOperands(Operation *op) {
         return failure();
     if (op->getNumOperands() == 3 && failed(apply(op->getOperand(2), 0, dimOf(weight, 0))))
       return failure();
+  } else if (isa<AddOp, SubtractOp, MultiplyOp, DivideOp, MaximumOp, MinimumOp, PowerOp>(op)) {
+    // Broadcasting: an operand's unknown dimension must equal the result's
+    // when the other operand cannot supply it (its dimension is 1 or
+    // missing). When both could, a parameter takes the full size: weights and
+    // biases are not stored broadcast.
+    Value out = op->getResult(0);
+    auto rt = cast<RankedTensorType>(out.getType());
+    for (unsigned i = 0; i < 2; ++i) {
+      Value self = op->getOperand(i), other = op->getOperand(1 - i);
+      auto st = cast<RankedTensorType>(self.getType()), ot = cast<RankedTensorType>(other.getType());
+      auto arg = dyn_cast<BlockArgument>(self);
+      auto model = arg ? dyn_cast<ModelOp>(arg.getOwner()->getParentOp()) : ModelOp();
+      bool isParam = model && model.getInputKind(arg.getArgNumber()) == InputKind::Param;
+      for (int64_t d = 0; d < st.getRank(); ++d) {
+        if (!st.isDynamicDim(d))
+          continue;
+        int64_t rd = d + rt.getRank() - st.getRank();
+        int64_t od = rd - (rt.getRank() - ot.getRank());
+        bool otherCannot = od < 0 || ot.getDimSize(od) == 1;
+        if (otherCannot || isParam)
+          if (failed(apply(self, d, rt.getDimSize(rd))))
+            return failure();
+      }
+    }
   } else if (op->hasTrait<OpTrait::SameOperandsAndResultShape>() ||
              isa<ReluOp, SigmoidOp, TanhOp, ExpOp, LogOp, SqrtOp, NegateOp, AbsOp,
                  SoftmaxOp, LogSoftmaxOp>(op)) {
