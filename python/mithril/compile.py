@@ -50,6 +50,8 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
                 f"'{key}' is not an output of the model (outputs: {model.output_keys})")
 
     kinds = {k: "data" for k in data_keys} | {k: "param" for k in trainable_keys}
+    # Constants are values, not terminals: their shapes come with them.
+    shapes = {k: v for k, v in shapes.items() if k not in constants}
     emitter = Emitter(backend.float_name)
     entry, _ = emitter.emit_top(model, shapes, kinds, constants)
     source = emitter.module.text()

@@ -301,3 +301,17 @@ def test_cross_entropy_probability_targets(backend64, rng):
     ref.backward(torch.tensor(seed))
     np.testing.assert_allclose(out["output"], ref.detach().numpy(), rtol=1e-12)
     np.testing.assert_allclose(grads["input"], tx.grad.numpy(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("axis", [-1, -2, 0])
+def test_negative_axes(axis, backend64, rng):
+    """I64 attributes come back unsigned from ODS getters; negative axes must
+    still count from the end (this once indexed out of bounds)."""
+    a, b = rng.standard_normal((3, 2)), rng.standard_normal((3, 2))
+    out = run(M.Concat(n=2, axis=axis), {"input1": a, "input2": b}, backend64)
+    np.testing.assert_allclose(out["output"], np.concatenate([a, b], axis=axis))
+    x = rng.standard_normal((2, 3, 4))
+    out = run(M.Flatten(start_dim=-2), {"input": x}, backend64)
+    np.testing.assert_allclose(out["output"], x.reshape(2, 12))
+    out = run(M.ArgMax(axis=-1), {"input": x}, backend64)
+    np.testing.assert_array_equal(out["output"], np.argmax(x, axis=-1))

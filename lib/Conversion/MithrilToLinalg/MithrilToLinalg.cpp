@@ -626,7 +626,7 @@ struct ArgReducePattern : OpRewritePattern<OpT> {
     Type et = in.getElementType();
     int64_t axis;
     if (auto a = op.getAxis()) {
-      axis = *a < 0 ? *a + in.getRank() : *a;
+      axis = normalizeAxis(*a, in.getRank());
     } else {
       // Over the flattened tensor.
       int64_t n = 1;
@@ -834,8 +834,8 @@ struct ReshapeLikePattern : public RewritePattern {
     };
     if (!type.hasStaticShape()) {
       if (auto flat = dyn_cast<FlattenOp>(op)) {
-        int64_t start = in.getRank() ? (flat.getStartDim() + in.getRank()) % in.getRank() : 0;
-        int64_t end = in.getRank() ? (flat.getEndDim() + in.getRank()) % in.getRank() : 0;
+        int64_t start = in.getRank() ? normalizeAxis(flat.getStartDim(), in.getRank()) : 0;
+        int64_t end = in.getRank() ? normalizeAxis(flat.getEndDim(), in.getRank()) : 0;
         for (int64_t i = 0; i < start; ++i)
           sizes.push_back(dimOf(rewriter, loc, input, i));
         Value merged = arith::ConstantIndexOp::create(rewriter, loc, 1);
@@ -895,7 +895,7 @@ struct ConcatPattern : OpRewritePattern<ConcatOp> {
     Location loc = op.getLoc();
     RankedTensorType type = op.getType();
     int64_t rank = type.getRank();
-    int64_t axis = op.getAxis() < 0 ? op.getAxis() + rank : op.getAxis();
+    int64_t axis = normalizeAxis(op.getAxis(), rank);
     ValueRange inputs = op.getInputs();
     SmallVector<OpFoldResult> sizes;
     for (int64_t i = 0; i < rank; ++i) {
@@ -1512,7 +1512,7 @@ struct OneHotPattern : OpRewritePattern<OneHotOp> {
     MLIRContext *ctx = rewriter.getContext();
     RankedTensorType out = op.getType();
     int64_t rank = out.getRank();
-    int64_t axis = op.getAxis() < 0 ? op.getAxis() + rank : op.getAxis();
+    int64_t axis = normalizeAxis(op.getAxis(), rank);
     SmallVector<OpFoldResult> sizes;
     SmallVector<AffineExpr> idxExprs;
     for (int64_t i = 0, j = 0; i < rank; ++i) {

@@ -134,7 +134,7 @@ FailureOr<SmallVector<int64_t>> mithril::normalizeAxes(ArrayRef<int64_t> axes,
   return out;
 }
 
-static FailureOr<int64_t> normalizeAxis(std::optional<Location> loc, StringRef opName,
+static FailureOr<int64_t> checkedAxis(std::optional<Location> loc, StringRef opName,
                                         int64_t axis, int64_t rank) {
   int64_t a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= rank) {
@@ -266,7 +266,7 @@ LogicalResult OneHotOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   int64_t classes = adaptor.getNumClasses();
   if (classes <= 0)
     return fail(loc, "'mithril.one_hot' num_classes must be positive, got ", classes);
-  FailureOr<int64_t> axis = normalizeAxis(loc, getOperationName(), (int64_t)adaptor.getAxis(),
+  FailureOr<int64_t> axis = checkedAxis(loc, getOperationName(), (int64_t)adaptor.getAxis(),
                                           t.getRank() + 1);
   if (failed(axis))
     return failure();
@@ -429,9 +429,9 @@ LogicalResult FlattenOp::inferReturnTypes(MLIRContext *, std::optional<Location>
     types.push_back(RankedTensorType::get({1}, t.getElementType()));
     return success();
   }
-  FailureOr<int64_t> start = normalizeAxis(loc, getOperationName(),
+  FailureOr<int64_t> start = checkedAxis(loc, getOperationName(),
                                            (int64_t)adaptor.getStartDim(), rank);
-  FailureOr<int64_t> end = normalizeAxis(loc, getOperationName(),
+  FailureOr<int64_t> end = checkedAxis(loc, getOperationName(),
                                          (int64_t)adaptor.getEndDim(), rank);
   if (failed(start) || failed(end))
     return failure();
@@ -475,7 +475,7 @@ LogicalResult SqueezeOp::inferReturnTypes(MLIRContext *, std::optional<Location>
 LogicalResult UnsqueezeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                             Adaptor adaptor, SmallVectorImpl<Type> &types) {
   RankedTensorType t = getRanked(adaptor.getInput());
-  FailureOr<int64_t> axis = normalizeAxis(loc, getOperationName(),
+  FailureOr<int64_t> axis = checkedAxis(loc, getOperationName(),
                                           (int64_t)adaptor.getAxis(), t.getRank() + 1);
   if (failed(axis))
     return failure();
@@ -494,7 +494,7 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   if (first.getRank() == 0)
     return fail(loc, "'mithril.concat' cannot join scalars");
   FailureOr<int64_t> axis =
-      normalizeAxis(loc, getOperationName(), (int64_t)adaptor.getAxis(), first.getRank());
+      checkedAxis(loc, getOperationName(), (int64_t)adaptor.getAxis(), first.getRank());
   if (failed(axis))
     return failure();
   SmallVector<int64_t> shape(first.getShape());

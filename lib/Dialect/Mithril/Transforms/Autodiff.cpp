@@ -505,7 +505,7 @@ struct AutodiffPass : public mithril::impl::MithrilAutodiffBase<AutodiffPass> {
         })
         .Case([&](ConcatOp c) {
           int64_t rank = typeOf(y).getRank();
-          int64_t axis = c.getAxis() < 0 ? c.getAxis() + rank : c.getAxis();
+          int64_t axis = normalizeAxis(c.getAxis(), rank);
           int64_t offset = 0;
           for (Value in : c.getInputs()) {
             int64_t size = typeOf(in).getDimSize(axis);

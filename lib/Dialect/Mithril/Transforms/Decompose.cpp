@@ -33,7 +33,7 @@ struct DecomposeSoftmax : OpRewritePattern<SoftmaxOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(SoftmaxOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    int64_t axes[] = {op.getAxis()};
+    int64_t axes[] = {static_cast<int64_t>(op.getAxis())};
     // The shift only guards against overflow: softmax does not depend on it,
     // so it carries no gradient.
     Value max = StopGradientOp::create(
@@ -54,7 +54,7 @@ struct DecomposeLogSoftmax : OpRewritePattern<LogSoftmaxOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(LogSoftmaxOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    int64_t axes[] = {op.getAxis()};
+    int64_t axes[] = {static_cast<int64_t>(op.getAxis())};
     // The shift only guards against overflow: softmax does not depend on it,
     // so it carries no gradient.
     Value max = StopGradientOp::create(
@@ -78,7 +78,7 @@ struct DecomposeLayerNorm : OpRewritePattern<LayerNormOp> {
     Location loc = op.getLoc();
     int64_t rank = op.getInput().getType().getRank();
     SmallVector<int64_t> axes;
-    for (int64_t i = rank - op.getNumAxes(); i < rank; ++i)
+    for (int64_t i = rank - static_cast<int64_t>(op.getNumAxes()); i < rank; ++i)
       axes.push_back(i);
     auto axesAttr = rewriter.getDenseI64ArrayAttr(axes);
     Value mean = MeanOp::create(rewriter, loc, op.getInput(), axesAttr, rewriter.getBoolAttr(true));

@@ -80,6 +80,13 @@ broadcastShapes(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs);
 llvm::FailureOr<llvm::SmallVector<int64_t>>
 normalizeAxes(llvm::ArrayRef<int64_t> axes, int64_t rank);
 
+/// A possibly negative axis counted from the front. I64Attr getters return
+/// uint64_t: always pass them through this before comparing with zero.
+inline int64_t normalizeAxis(uint64_t axis, int64_t rank) {
+  int64_t a = static_cast<int64_t>(axis);
+  return a < 0 ? a + rank : a;
+}
+
 /// Is `name` usable as a bare SSA identifier in the textual IR?
 bool isPlainIdentifier(llvm::StringRef name);
 

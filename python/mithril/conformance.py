@@ -1,0 +1,154 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""Runs Mithril's directed test cases against this compiler.
+
+    python3 -m mithril.conformance FILE.json... [--rtol 1e-10] [--min-pass-rate 0.9]
+
+Each case names a model (or a composite of models), its inputs, the seed
+gradients of its outputs, and the outputs and gradients Mithril's own
+backends compute in float64. A case passes when the compiled model
+reproduces them; a failure prints its reason. The last line is
+`N passed, M failed`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+
+import numpy as np
+
+from . import MlirBackend, compile as ml_compile, float64
+from .errors import MithrilError
+from .utils import dict_to_model
+
+
+class CaseFailure(Exception):
+    pass
+
+
+def _close(got, want, rtol: float, what: str) -> None:
+    if isinstance(want, dict):
+        # Backends that disagree (at a kink, say) each record their value;
+        # matching any of them is conforming.
+        errors = []
+        for backend in ("numpy", "torch", "jax"):
+            if backend in want:
+                try:
+                    return _close(got, want[backend], rtol, what)
+                except CaseFailure as e:
+                    errors.append(f"{backend}: {e}")
+        raise CaseFailure("; ".join(errors) or f"{what}: no reference values")
+    want = np.asarray(want, dtype=np.float64)
+    got = np.asarray(got, dtype=np.float64)
+    if got.shape != want.shape:
+        if got.size == want.size:
+            got = got.reshape(want.shape)
+        else:
+            raise CaseFailure(f"{what}: shape {list(got.shape)}, expected {list(want.shape)}")
+    if not np.allclose(got, want, rtol=rtol, atol=rtol * 1e-2, equal_nan=True):
+        err = np.max(np.abs(got - want))
+        raise CaseFailure(f"{what}: max abs error {err:.3g} exceeds rtol {rtol}")
+
+
+def run_case(case: dict, rtol: float) -> None:
+    if "output_specs" in case:
+        raise CaseFailure("training models (output_specs, losses, regularizations) are not "
+                          "supported yet")
+    model = dict_to_model(case["model"])
+    inputs = {k: np.asarray(v, dtype=np.float64) for k, v in case.get("inputs", {}).items()}
+    statics = case.get("static_keys", case.get("static_inputs", {}))
+    constants = {k: np.asarray(v) for k, v in statics.items()}
+    shapes = {k: list(np.shape(v)) for k, v in {**inputs, **constants}.items()}
+    discard = case.get("discard_keys", [])
+    expected_error = case.get("error_info")
+    try:
+        pm = ml_compile(model, MlirBackend(dtype=float64), shapes=shapes, constant_keys=constants,
+                        trainable_keys=[k for k in inputs if k in model.input_keys],
+                        discard_keys=[k for k in discard if k in model.output_keys])
+        results = case["results"]
+        if "output_grad" in case:
+            seeds = {"output": np.asarray(case["output_grad"], dtype=np.float64)}
+            want_eval = {"output": results["eval"]}
+        else:
+            seeds = {k: np.asarray(v, dtype=np.float64)
+                     for k, v in case.get("output_grads", {}).items()}
+            want_eval = results.get("eval", {})
+        want_grad = results.get("grad", {})
+        if want_grad:
+            outputs, grads = pm.evaluate(inputs, {}, output_gradients=seeds)
+        else:
+            outputs, grads = pm.evaluate(inputs, {}), {}
+    except (MithrilError, KeyError, ValueError, TypeError) as e:
+        if expected_error:
+            return
+        raise CaseFailure(f"{type(e).__name__}: {str(e).splitlines()[0]}") from None
+    if expected_error:
+        raise CaseFailure(f"expected an error ({expected_error}), got none")
+    for key, value in want_eval.items():
+        if key not in outputs:
+            raise CaseFailure(f"missing output '{key}' (outputs: {sorted(outputs)})")
+        _close(outputs[key], value, rtol, f"output '{key}'")
+    for key, value in want_grad.items():
+        if key not in grads:
+            raise CaseFailure(f"missing gradient of '{key}' (gradients: {sorted(grads)})")
+        _close(grads[key], value, rtol, f"gradient of '{key}'")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m mithril.conformance",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("files", nargs="+")
+    parser.add_argument("--rtol", type=float, default=1e-10)
+    parser.add_argument("--min-pass-rate", type=float, default=None,
+                        help="exit non-zero if fewer than this share of the cases pass")
+    parser.add_argument("-k", dest="select", default=None, help="only cases containing this")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print passing cases too")
+    args = parser.parse_args(argv)
+
+    passed = failed = 0
+    reasons: dict[str, int] = {}
+    for path in args.files:
+        try:
+            with open(path) as f:
+                cases = json.load(f)
+        except (OSError, json.JSONDecodeError) as e:
+            print(f"{path}: cannot read: {e}")
+            failed += 1
+            continue
+        if not isinstance(cases, dict):
+            print(f"{path}: expected a JSON object of cases")
+            failed += 1
+            continue
+        for name, case in cases.items():
+            if args.select and args.select not in name:
+                continue
+            try:
+                run_case(case, args.rtol)
+                passed += 1
+                if args.verbose:
+                    print(f"PASS {path}::{name}")
+            except CaseFailure as e:
+                failed += 1
+                reason = str(e)
+                reasons[reason.split(":")[0]] = reasons.get(reason.split(":")[0], 0) + 1
+                print(f"FAIL {path.split('/')[-1]}::{name}: {reason}")
+            except Exception as e:  # a bug of ours: report, keep going
+                failed += 1
+                print(f"FAIL {path.split('/')[-1]}::{name}: internal error "
+                      f"{type(e).__name__}: {e}")
+                if args.verbose:
+                    traceback.print_exc()
+    total = passed + failed
+    rate = passed / total if total else 0.0
+    print(f"pass rate {rate:.1%} of {total} cases")
+    print(f"{passed} passed, {failed} failed")
+    if args.min_pass_rate is not None and rate < args.min_pass_rate:
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,7 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""Helpers: Mithril's model-dict format."""
+
+from .dict_to_model import dict_to_model
+
+__all__ = ["dict_to_model"]
