@@ -120,13 +120,15 @@ def test_mlp_and_rnn_cell(backend64, rng):
     np.testing.assert_allclose(out, h @ params["layer2.weight"].T + params["layer2.bias"],
                                rtol=1e-12)
 
-    cell = M.RNNCell(hidden_size=3)
-    pm = ml.compile(cell, backend64, shapes={"input": [2, 4], "hidden": [2, 3]})
+    cell = M.RNNCell()
+    pm = ml.compile(cell, backend64, shapes={"input": [2, 4], "prev_hidden": [2, 3],
+                                              "w_ih": [3, 4], "w_ho": [5, 3]})
     p = pm.randomize_params(seed=1)
     x, hid = rng.standard_normal((2, 4)), rng.standard_normal((2, 3))
-    out = pm.evaluate(p, {"input": x, "hidden": hid})["output"]
-    ref = np.tanh(x @ p["w_ih"].T + hid @ p["w_hh"].T + p["bias"])
-    np.testing.assert_allclose(out, ref, rtol=1e-12)
+    out = pm.evaluate(p, {"input": x, "prev_hidden": hid})
+    h = np.tanh(x @ p["w_ih"].T + hid @ p["w_hh"].T + p["bias_h"])
+    np.testing.assert_allclose(out["hidden"], h, rtol=1e-12)
+    np.testing.assert_allclose(out["output"], h @ p["w_ho"].T + p["bias_o"], rtol=1e-12)
 
 
 @pytest.mark.parametrize("stride,padding,dilation,groups", [

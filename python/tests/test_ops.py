@@ -44,7 +44,7 @@ BINARY = [
     (M.Add, torch.add),
     (M.Subtract, torch.sub),
     (M.Multiply, torch.mul),
-    (M.Divide, torch.div),
+    (lambda: _Renamed(M.Divide(), "left", "right"), torch.div),
     (M.Maximum, torch.maximum),
     (M.Minimum, torch.minimum),
 ]
@@ -53,6 +53,13 @@ BINARY = [
 # both sides, and a scalar.
 BROADCAST_SHAPES = [((3, 4), (3, 4)), ((3, 4), (4,)), ((3, 1), (1, 4)), ((2, 3, 4), ()),
                     ((4,), (2, 3, 4))]
+
+
+def _Renamed(model, left, right):
+    """Exposes a numerator/denominator model under left/right."""
+    wrapper = ml.Model()
+    wrapper |= model.connect(numerator=left, denominator=right, output=ml.IOKey("output"))
+    return wrapper
 
 
 def run(model, inputs, backend, seeds=None, trainable=None):

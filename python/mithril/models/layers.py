@@ -182,18 +182,23 @@ class MLP(Model):
 
 
 class RNNCell(Model):
-    """h' = tanh(input @ w_ih.T + hidden @ w_hh.T + bias)."""
+    """Mithril's RNN cell:
+    hidden = tanh(input @ w_ih.T + prev_hidden @ w_hh.T + bias_h)
+    output = hidden @ w_ho.T + bias_o"""
 
-    def __init__(self, hidden_size: int | None = None, name=None) -> None:
+    def __init__(self, name=None) -> None:
         super().__init__(name)
-        self |= Transpose().connect(input=_param("w_ih", (hidden_size, None)), output="_wih_t")
-        self |= Transpose().connect(input=_param("w_hh", (hidden_size, hidden_size)),
-                                    output="_whh_t")
+        self |= Transpose().connect(input=_param("w_ih", (None, None)), output="_wih_t")
+        self |= Transpose().connect(input=_param("w_hh", (None, None)), output="_whh_t")
+        self |= Transpose().connect(input=_param("w_ho", (None, None)), output="_who_t")
         self |= MatrixMultiply().connect(left="input", right="_wih_t", output="_a")
-        self |= MatrixMultiply().connect(left="hidden", right="_whh_t", output="_b")
+        self |= MatrixMultiply().connect(left="prev_hidden", right="_whh_t", output="_b")
         self |= Add().connect(left="_a", right="_b", output="_ab")
-        self |= Add().connect(left="_ab", right=_param("bias", (hidden_size,)), output="_pre")
-        self |= Tanh().connect(input="_pre", output=IOKey("output"))
-        for n in ("_wih_t", "_whh_t", "_a", "_b", "_ab", "_pre"):
+        self |= Add().connect(left="_ab", right=_param("bias_h", (None,)), output="_pre")
+        self |= Tanh().connect(input="_pre", output=IOKey("hidden"))
+        self |= MatrixMultiply().connect(left="hidden", right="_who_t", output="_o")
+        self |= Add().connect(left="_o", right=_param("bias_o", (None,)), output=IOKey("output"))
+        for n in ("_wih_t", "_whh_t", "_who_t", "_a", "_b", "_ab", "_pre", "_o"):
             self.nets[n].auto = True
+        self.nets["hidden"].expose = True
         self._cin, self._cout = self.nets["input"], self.nets["output"]

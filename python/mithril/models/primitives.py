@@ -35,8 +35,15 @@ def _binary(cls_name: str, op: str, doc: str):
 Add = _binary("Add", "add", "left + right, with broadcasting")
 Subtract = _binary("Subtract", "subtract", "left - right, with broadcasting")
 Multiply = _binary("Multiply", "multiply", "left * right, with broadcasting")
-Divide = _binary("Divide", "divide", "left / right, with broadcasting")
-FloorDivide = _binary("FloorDivide", "floor_divide", "floor(left / right)")
+class Divide(Primitive):
+    """numerator / denominator, with broadcasting"""
+    op = "divide"
+    inputs = ("numerator", "denominator")
+
+
+class FloorDivide(Divide):
+    """floor(numerator / denominator)"""
+    op = "floor_divide"
 Minimum = _binary("Minimum", "minimum", "elementwise minimum")
 Maximum = _binary("Maximum", "maximum", "elementwise maximum")
 Equal = _binary("Equal", "equal", "left == right")
@@ -273,7 +280,10 @@ class QuantileLoss(_Loss):
 class BinaryCrossEntropy(_Loss):
     op = "binary_cross_entropy"
 
-    def __init__(self, input_type: str = "logits", name=None) -> None:
+    def __init__(self, input_type: str = "logits", robust: bool = False, pos_weight=None,
+                 name=None) -> None:
+        if pos_weight not in (None, 1, 1.0, False):
+            raise ValueError("BinaryCrossEntropy pos_weight is not supported")
         if input_type not in ("logits", "probs"):
             raise ValueError(f"input_type must be 'logits' or 'probs', got {input_type!r}")
         super().__init__(name, from_logits=input_type == "logits")
@@ -284,7 +294,10 @@ class CrossEntropy(_Loss):
     or probabilities."""
     op = "cross_entropy"
 
-    def __init__(self, input_type: str = "logits", categorical: bool = True, name=None) -> None:
+    def __init__(self, input_type: str = "logits", categorical: bool = True,
+                 robust: bool = False, weights=None, name=None) -> None:
+        if weights not in (None, False, 1.0):
+            raise ValueError("CrossEntropy class weights are not supported")
         if input_type not in ("logits", "probs", "log_probs"):
             raise ValueError(f"input_type must be 'logits', 'probs' or 'log_probs', "
                              f"got {input_type!r}")

@@ -102,6 +102,13 @@ static FailureOr<bool> refineOperands(Operation *op) {
     if (failed(apply(mm.getLhs(), lk, dimOf(mm.getRhs(), rk))) ||
         failed(apply(mm.getRhs(), rk, dimOf(mm.getLhs(), lk))))
       return failure();
+    // The result's rows come from the lhs and its columns from the rhs.
+    auto out = mm.getType();
+    int64_t outRank = out.getRank();
+    if (lt.getRank() >= 2 && rt.getRank() >= 2 &&
+        (failed(apply(mm.getLhs(), lt.getRank() - 2, out.getDimSize(outRank - 2))) ||
+         failed(apply(mm.getRhs(), rt.getRank() - 1, out.getDimSize(outRank - 1)))))
+      return failure();
   } else if (auto tr = dyn_cast<TransposeOp>(op)) {
     for (auto [i, p] : llvm::enumerate(tr.getPermutationOrDefault()))
       if (failed(apply(tr.getInput(), p, dimOf(tr.getResult(), i))))
@@ -118,25 +125,21 @@ static FailureOr<bool> refineOperands(Operation *op) {
   } else if (isa<AddOp, SubtractOp, MultiplyOp, DivideOp, MaximumOp, MinimumOp, PowerOp>(op)) {
     // Broadcasting: an operand's unknown dimension must equal the result's
     // when the other operand cannot supply it (its dimension is 1 or
-    // missing). When both could, a parameter takes the full size: weights and
-    // biases are not stored broadcast.
+    // missing). When both could, the unknown dimension is taken to be the
+    // full size: unknown sizes come from parameters whose shapes are not
+    // given, and those are not stored broadcast. Were it really 1, the
+    // forward rules would report the conflict instead of computing wrongly.
     Value out = op->getResult(0);
     auto rt = cast<RankedTensorType>(out.getType());
     for (unsigned i = 0; i < 2; ++i) {
-      Value self = op->getOperand(i), other = op->getOperand(1 - i);
-      auto st = cast<RankedTensorType>(self.getType()), ot = cast<RankedTensorType>(other.getType());
-      auto arg = dyn_cast<BlockArgument>(self);
-      auto model = arg ? dyn_cast<ModelOp>(arg.getOwner()->getParentOp()) : ModelOp();
-      bool isParam = model && model.getInputKind(arg.getArgNumber()) == InputKind::Param;
+      Value self = op->getOperand(i);
+      auto st = cast<RankedTensorType>(self.getType());
       for (int64_t d = 0; d < st.getRank(); ++d) {
         if (!st.isDynamicDim(d))
           continue;
         int64_t rd = d + rt.getRank() - st.getRank();
-        int64_t od = rd - (rt.getRank() - ot.getRank());
-        bool otherCannot = od < 0 || ot.getDimSize(od) == 1;
-        if (otherCannot || isParam)
-          if (failed(apply(self, d, rt.getDimSize(rd))))
-            return failure();
+        if (failed(apply(self, d, rt.getDimSize(rd))))
+          return failure();
       }
     }
   } else if (op->hasTrait<OpTrait::SameOperandsAndResultShape>() ||
