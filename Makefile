@@ -6,7 +6,7 @@ PYTHON  ?= /usr/bin/python3
 JOBS    ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build demo check check-lit check-unit check-python \
+.PHONY: all deps configure build demo check check-lit check-unit check-python docs \
         check-conformance check-install bench clean help
 
 all: build
@@ -53,6 +53,9 @@ check-install: build
 bench: build
 	@MITHRIL_WITH_BENCH=1 bash scripts/install-deps.sh
 	@bash bench/run.sh $(BUILD)
+
+docs: build
+	ninja -C $(BUILD) mithril-docs
 
 clean:
 	rm -rf $(BUILD)

@@ -93,7 +93,8 @@ class Power(Primitive):
 class LeakyRelu(_Unary):
     op = "leaky_relu"
 
-    def __init__(self, slope: float = 0.01, name=None) -> None:
+    # Mithril's default slope.
+    def __init__(self, slope: float = 0.2, name=None) -> None:
         super().__init__(name, slope=float(slope))
 
 

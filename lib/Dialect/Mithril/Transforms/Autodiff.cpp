@@ -583,8 +583,12 @@ struct AutodiffPass : public mithril::impl::MithrilAutodiffBase<AutodiffPass> {
           return success();
         })
         .Case<HingeOp, QuadHingeOp>([&](Operation *) {
+          // At the kink (margin 0) the subgradient is the average of the two
+          // sides, as Mithril's backends compute it.
           Value margin = g.sub(g.cstLike(grad, 1.0), g.mul(x(0), x(1)));
-          Value on = g.mask(g.gt(margin, g.cstLike(margin, 0.0)), grad);
+          Value on = g.add(g.mask(g.gt(margin, g.cstLike(margin, 0.0)), grad),
+                           g.mul(g.mask(g.eq(margin, g.cstLike(margin, 0.0)), grad),
+                                 g.cstLike(grad, 0.5)));
           Value factor = isa<HingeOp>(op)
                              ? on
                              : g.mul(g.mul(on, margin), g.cstLike(grad, 2.0));
@@ -604,8 +608,10 @@ struct AutodiffPass : public mithril::impl::MithrilAutodiffBase<AutodiffPass> {
           double qv = q.getQuantile().convertToDouble();
           Value d = g.sub(x(1), x(0));
           // d/dinput max(q d, (q-1) d) = -q where d > 0, 1 - q elsewhere.
+          // At d == 0 the subgradient is the average of the two sides.
           Value w = g.where(g.gt(d, g.cstLike(d, 0.0)), g.cstLike(grad, -qv),
-                            g.cstLike(grad, 1.0 - qv));
+                            g.where(g.eq(d, g.cstLike(d, 0.0)), g.cstLike(grad, 0.5 - qv),
+                                    g.cstLike(grad, 1.0 - qv)));
           ub(x(0), g.mul(grad, w));
           ub(x(1), g.neg(g.mul(grad, w)));
           return success();

@@ -1,0 +1,119 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""Mithril's model API: the composition example runs as written and gives
+torch's numbers; misuse raises clear exceptions."""
+
+import numpy as np
+import pytest
+import torch
+
+import mithril as ml
+from mithril.models import Add, IOKey, LeakyRelu, Linear, Model, Relu
+
+
+def build_example():
+    trunk = Model()
+    trunk |= Linear(dimension=32)
+    trunk += Relu()
+    trunk += Linear(dimension=16).connect(output="output")
+
+    head = Model()
+    head |= Linear(dimension=32)
+    head += LeakyRelu()
+    head += Linear(dimension=16).connect(output="output")
+
+    model = Model()
+    model |= trunk.connect(output="features")
+    model += head.connect(output="refined")          # head reads trunk's output
+    model |= Add().connect(left="features", right="refined", output="output")
+    return model
+
+
+def test_composition_example_against_torch():
+    backend = ml.MlirBackend(dtype=ml.float64)
+    pm = ml.compile(build_example(), backend, shapes={"input": [4, 8]})
+    params = pm.randomize_params()
+    outputs, grads = pm.evaluate(params, {"input": backend.ones(4, 8)},
+                                 output_gradients={"output": backend.ones(4, 16)})
+    t = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
+    lin = lambda h, k: torch.nn.functional.linear(h, t[k + ".weight"], t[k + ".bias"])
+    x = torch.ones(4, 8, dtype=torch.float64)
+    f = lin(torch.relu(lin(x, "model_0.linear_0")), "model_0.linear_1")
+    h = torch.nn.functional.leaky_relu(lin(f, "model_1.linear_0"), 0.2)
+    y = f + lin(h, "model_1.linear_1")
+    y.backward(torch.ones(4, 16, dtype=torch.float64))
+    np.testing.assert_allclose(outputs["output"], y.detach().numpy(), rtol=1e-12)
+    assert sorted(grads) == sorted(params)
+    for k in params:
+        np.testing.assert_allclose(grads[k], t[k].grad.numpy(), rtol=1e-10, atol=1e-14)
+    assert pm.input_keys[0] == "input" and pm.output_keys == ["output"]
+    assert pm.shapes["model_0.linear_0.weight"] == (32, 8)
+    assert "Trainable parameters: 1888" in pm.summary()
+
+
+def test_float32_backend_and_file_path(tmp_path):
+    path = tmp_path / "model.mlir"
+    pm = ml.compile(build_example(), ml.MlirBackend(dtype=ml.float32), shapes={"input": [2, 8]},
+                    file_path=str(path))
+    text = path.read_text()
+    assert "mithril.model @Model(" in text and 'instance "model_0" @Model_1' in text
+    out = pm.evaluate(pm.randomize_params(seed=1), {"input": np.ones((2, 8), np.float32)})
+    assert out["output"].dtype == np.float32 and out["output"].shape == (2, 16)
+
+
+def test_named_keys_and_iokey():
+    model = Model()
+    model |= Linear(4).connect(input="x", weight="w1", output="h")
+    model |= Relu().connect(input="h", output=IOKey("y"))
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={"x": [3, 5]})
+    assert pm.output_keys == ["y"]
+    assert "w1" in pm.input_keys
+    params = pm.randomize_params(seed=2)
+    x = np.random.default_rng(0).standard_normal((3, 5))
+    bias = [k for k in params if k.endswith("bias")][0]
+    ref = np.maximum(x @ params["w1"].T + params[bias], 0)
+    np.testing.assert_allclose(pm.evaluate(params, {"x": x})["y"], ref, rtol=1e-12)
+
+
+def test_errors_name_terminals():
+    model = Model()
+    model |= Add().connect(left="a", right="b", output=IOKey("c"))
+    backend = ml.MlirBackend(dtype=ml.float64)
+    with pytest.raises(ml.MithrilError, match=r"cannot broadcast terminal 'a' \(4x8\) with "
+                                              r"terminal 'b' \(4x9\)"):
+        ml.compile(model, backend, shapes={"a": [4, 8], "b": [4, 9]})
+    with pytest.raises(ml.ShapeError, match="input 'b' needs a shape"):
+        ml.compile(model, backend, shapes={"a": [4, 8]})
+    with pytest.raises(KeyError, match="'d' is not an input"):
+        ml.compile(model, backend, shapes={"a": [2], "b": [2]}, data_keys=["d"])
+    pm = ml.compile(model, backend, shapes={"a": [2], "b": [2]})
+    with pytest.raises(KeyError, match="missing input 'b'"):
+        pm.evaluate({}, {"a": np.ones(2)})
+    with pytest.raises(KeyError, match=r"unknown input\(s\) \['z'\]"):
+        pm.evaluate({}, {"a": np.ones(2), "b": np.ones(2), "z": np.ones(2)})
+    with pytest.raises(ml.MithrilError, match=r"input 'a': expected shape \[2\], got \[3\]"):
+        pm.evaluate({}, {"a": np.ones(3), "b": np.ones(2)})
+    other = Model()
+    with pytest.raises(KeyError, match="not a terminal of Add"):
+        other |= Add().connect(lft="x")
+    relu = Relu()
+    m1, m2 = Model(), Model()
+    m1 |= relu
+    with pytest.raises(ml.MithrilError, match="already part of a model"):
+        m2 |= relu
+
+
+def test_cyclic_connections_are_an_error():
+    model = Model()
+    model |= Relu().connect(input="b", output="a")
+    model |= Relu().connect(input="a", output="b")
+    with pytest.raises(ml.MithrilError, match="cyclic"):
+        ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={})
+
+
+def test_nan_and_inf_follow_ieee():
+    model = Model()
+    model |= Relu().connect(input="x", output=IOKey("y"))
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={"x": [3]})
+    out = pm.evaluate({}, {"x": np.array([np.nan, np.inf, -np.inf])})["y"]
+    assert np.isnan(out[0]) and out[1] == np.inf and out[2] == 0.0
