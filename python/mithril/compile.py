@@ -31,6 +31,8 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
     """
     if not isinstance(backend, MlirBackend):
         raise TypeError(f"backend must be an ml.MlirBackend, got {type(backend).__name__}")
+    if hasattr(model, "finalize"):
+        model.finalize()  # TrainModel: build final_cost from the losses
     shapes = {k: list(v) for k, v in (shapes or {}).items()}
     constants = dict(constant_keys or {})
     data_keys = set(data_keys or ())

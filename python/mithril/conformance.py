@@ -56,10 +56,10 @@ def _close(got, want, rtol: float, what: str) -> None:
 def run_case(case: dict, rtol: float) -> None:
     if "static_input_shapes" in case or "is_list" in case.get("inputs", {}):
         raise CaseFailure("static-key analysis and list inputs are not supported yet")
-    if "output_specs" in case:
-        raise CaseFailure("training models (output_specs, losses, regularizations) are not "
-                          "supported yet")
     model = dict_to_model(case["model"])
+    train = "output_specs" in case
+    if train:
+        model = _train_model(model, case)
     inputs = {k: np.asarray(v, dtype=np.float64) for k, v in case.get("inputs", {}).items()}
     statics = case.get("static_keys", case.get("static_inputs", {}))
     constants = {k: np.asarray(v) for k, v in statics.items()}
@@ -71,7 +71,10 @@ def run_case(case: dict, rtol: float) -> None:
                         trainable_keys=[k for k in inputs if k in model.input_keys],
                         discard_keys=[k for k in discard if k in model.output_keys])
         results = case["results"]
-        if "output_grad" in case or not isinstance(results.get("eval", {}), dict):
+        if train:
+            seeds = {"final_cost": np.array(1.0)}
+            want_eval = results.get("eval", {})
+        elif "output_grad" in case or not isinstance(results.get("eval", {}), dict):
             seeds = ({"output": np.asarray(case["output_grad"], dtype=np.float64)}
                      if "output_grad" in case else {})
             want_eval = {"output": results["eval"]}
@@ -98,6 +101,34 @@ def run_case(case: dict, rtol: float) -> None:
         if key not in grads:
             raise CaseFailure(f"missing gradient of '{key}' (gradients: {sorted(grads)})")
         _close(grads[key], value, rtol, f"gradient of '{key}'")
+
+
+def _train_model(model, case):
+    """A TrainModel from a case's output_specs, regularizations and combiner."""
+    from . import models as M
+
+    train = M.TrainModel(model)
+    for output, spec in case["output_specs"].items():
+        if not spec:
+            continue
+        loss = spec["loss"]
+        fn, params = (loss, {}) if isinstance(loss, str) else (loss["fn"], loss.get("params", {}))
+        loss_model = dict_to_model({"name": fn, "args": params})
+        steps = [getattr(M, s)() if isinstance(s, str) else dict_to_model(s)
+                 for s in spec.get("reduce_steps", [])]
+        connections = {loss_model.canonical_input: output}
+        if "target_key" in spec:
+            connections["target"] = spec["target_key"]
+        train.add_loss(loss_model, reduce_steps=steps, **connections)
+    for reg in case.get("regularizations", []):
+        kind = {"l1": M.L1, "l2": M.L2}.get(reg["model"])
+        if kind is None:
+            raise CaseFailure(f"regularization '{reg['model']}' is not supported yet")
+        coef = reg["coef"]["tensor"] if isinstance(reg["coef"], dict) else reg["coef"]
+        train.add_regularization(kind(), coef=coef, input=reg["input"])
+    if case.get("final_loss_combiner"):
+        train.set_loss_combiner(case["final_loss_combiner"])
+    return train
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -105,7 +105,7 @@ class Emitter:
             operands = {t: values[id(n)] for t, n in bindings.items()
                         if t in sub.input_specs and id(n) in values}
             if isinstance(sub, Primitive):
-                results = sub.emit(builder, operands, path + local)
+                results = sub.emit(builder, operands, path + local, self.float_dtype)
             else:
                 child_types = {t: builder.type_of(v) for t, v in operands.items()}
                 # Paths inside a definition are local: flattening prefixes

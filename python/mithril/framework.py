@@ -176,10 +176,13 @@ class Primitive(BaseModel):
     def canonical_output(self) -> str | None:
         return self.outputs[0]
 
-    def emit(self, builder, operands: dict[str, int], path: str) -> dict[str, int]:
-        """Adds this primitive to `builder`; returns the output value ids."""
+    def emit(self, builder, operands: dict[str, int], path: str,
+             float_dtype: str = "float32") -> dict[str, int]:
+        """Adds this primitive to `builder`; returns the output value ids.
+        `float_dtype` is the backend's float type."""
         values = [operands[k] for k in self.inputs if k in operands]
-        results = builder.add_op(self.op, values, self.attrs, path)
+        attrs = {k: (float_dtype if v == "float_like" else v) for k, v in self.attrs.items()}
+        results = builder.add_op(self.op, values, attrs, path)
         return dict(zip(self.outputs, results))
 
     def __repr__(self) -> str:

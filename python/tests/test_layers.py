@@ -115,10 +115,9 @@ def test_mlp_and_rnn_cell(backend64, rng):
     params = pm.randomize_params(seed=0)
     x = rng.standard_normal((4, 5))
     out = pm.evaluate(params, {"input": x})["output"]
-    h = np.maximum(x @ params["layer0.weight"].T + params["layer0.bias"], 0)
-    h = np.tanh(h @ params["layer1.weight"].T + params["layer1.bias"])
-    np.testing.assert_allclose(out, h @ params["layer2.weight"].T + params["layer2.bias"],
-                               rtol=1e-12)
+    h = np.maximum(x @ params["weight0"].T + params["bias0"], 0)
+    h = np.tanh(h @ params["weight1"].T + params["bias1"])
+    np.testing.assert_allclose(out, h @ params["weight2"].T + params["bias2"], rtol=1e-12)
 
     cell = M.RNNCell()
     pm = ml.compile(cell, backend64, shapes={"input": [2, 4], "prev_hidden": [2, 3],

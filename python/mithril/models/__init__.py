@@ -5,10 +5,12 @@
 from ..framework import IOKey, Model
 from .primitives import *  # noqa: F401,F403
 from .primitives import __dict__ as _p
-from .layers import (MLP, AvgPool2D, BatchNorm2D, Convolution1D, Convolution2D, LayerNorm,
+from .train import L1, L2, TrainModel
+from .layers import (MLP, AvgPool2D, BatchNorm2D, Convolution1D, Convolution2D, Layer, LayerNorm,
+                     LinearSVM, LogisticRegression,
                      Linear, MaxPool1D, MaxPool2D, RNNCell)
 
-__all__ = ["IOKey", "Model", "MLP", "AvgPool2D", "BatchNorm2D", "Convolution1D",
+__all__ = ["IOKey", "Model", "L1", "L2", "TrainModel", "Layer", "LinearSVM", "LogisticRegression", "MLP", "AvgPool2D", "BatchNorm2D", "Convolution1D",
            "Convolution2D", "LayerNorm", "Linear", "MaxPool1D", "MaxPool2D", "RNNCell"] + [
     k for k, v in _p.items() if isinstance(v, type) and not k.startswith("_")
     and k not in ("Primitive", "TerminalSpec")]

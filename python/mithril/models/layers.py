@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from ..framework import IOKey, Model, Primitive, TerminalSpec
+from ..framework import BaseModel, IOKey, Model, Primitive, TerminalSpec
 from .primitives import (Add, MatrixMultiply, Multiply, Relu, Sigmoid, Subtract, Tanh,
                          Transpose)
 
@@ -157,7 +157,23 @@ class BatchNorm2D(Model):
             output=IOKey("output"))
 
 
-_ACTIVATIONS = {"relu": Relu, "sigmoid": Sigmoid, "tanh": Tanh}
+def _activation(spec):
+    """An activation model from a model, a class, a library name (any case) or
+    a model dictionary."""
+    if isinstance(spec, BaseModel):
+        return spec
+    if isinstance(spec, type):
+        return spec()
+    if isinstance(spec, dict):
+        from ..utils import dict_to_model
+        return dict_to_model(spec)
+    from .. import models
+    for name in dir(models):
+        if name.lower() == str(spec).lower():
+            cls = getattr(models, name)
+            if isinstance(cls, type) and issubclass(cls, BaseModel):
+                return cls()
+    raise ValueError(f"unknown activation '{spec}'")
 
 
 class MLP(Model):
@@ -168,14 +184,15 @@ class MLP(Model):
         if len(activations) != len(dimensions):
             raise ValueError("MLP needs one activation per dimension")
         for i, (act, dim) in enumerate(zip(activations, dimensions)):
+            # Mithril names the parameters weight0, bias0, weight1, ...
             layer = Linear(dim, name=f"layer{i}")
+            params = dict(weight=f"weight{i}", bias=f"bias{i}")
             if i == 0:
-                self |= layer.connect(input="input")
+                self |= layer.connect(input="input", **params)
             else:
-                self += layer
+                self += layer.connect(**params)
             if act is not None:
-                act_model = _ACTIVATIONS[act]() if isinstance(act, str) else act
-                self += act_model
+                self += _activation(act)
         self.nets[self.canonical_output].expose = True
         if self._cout.auto:
             self._rename(self._cout, "output")
@@ -201,4 +218,42 @@ class RNNCell(Model):
         for n in ("_wih_t", "_whh_t", "_who_t", "_a", "_b", "_ab", "_pre", "_o"):
             self.nets[n].auto = True
         self.nets["hidden"].expose = True
+        self._cin, self._cout = self.nets["input"], self.nets["output"]
+
+
+class Layer(Model):
+    """Linear followed by an activation (a model, or its name)."""
+
+    def __init__(self, activation, dimension: int | None = None, name=None) -> None:
+        super().__init__(name)
+        act = _activation(activation)
+        lin = Linear(dimension)
+        self |= lin.connect(input="input", weight="weight", bias="bias", output="_lin")
+        self |= act.connect(input="_lin", output=IOKey("output"))
+        self.nets["_lin"].auto = True
+        self._cin, self._cout = self.nets["input"], self.nets["output"]
+
+
+class LogisticRegression(Model):
+    """output = input @ weight.T + bias (logits); probs_output = sigmoid(output)."""
+
+    def __init__(self, name=None) -> None:
+        super().__init__(name)
+        self |= Linear(1).connect(input="input", weight="weight", bias="bias",
+                                  output=IOKey("output"))
+        self |= Sigmoid().connect(input="output", output=IOKey("probs_output", expose=True))
+        self.nets["output"].expose = True
+        self._cin, self._cout = self.nets["input"], self.nets["output"]
+
+
+class LinearSVM(Model):
+    """output = input @ weight.T + bias; decision_output = sign(output)."""
+
+    def __init__(self, name=None) -> None:
+        super().__init__(name)
+        from .primitives import Sign
+        self |= Linear(1).connect(input="input", weight="weight", bias="bias",
+                                  output=IOKey("output"))
+        self |= Sign().connect(input="output", output=IOKey("decision_output", expose=True))
+        self.nets["output"].expose = True
         self._cin, self._cout = self.nets["input"], self.nets["output"]

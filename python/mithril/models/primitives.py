@@ -80,7 +80,7 @@ class Buffer(_Unary):
     """The identity."""
     op = ""
 
-    def emit(self, builder, operands, path):
+    def emit(self, builder, operands, path, float_dtype="float32"):
         return {"output": operands["input"]}
 
 

@@ -1,0 +1,164 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""TrainModel: a model plus its losses, regularizations and their combination
+into one scalar `final_cost`, whose gradient seed is 1."""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import KeyNotFoundError, MithrilError
+from ..framework import BaseModel, IOKey, Model
+from .primitives import (Absolute, Add, Cast, Divide, Mean, Multiply, Prod, Shape, Square,
+                         Sum)
+
+
+class TrainModel(Model):
+    """Wraps `model`: its inputs and outputs stay, and `final_cost` is added."""
+
+    def __init__(self, model: BaseModel, name=None) -> None:
+        super().__init__(name)
+        self.model = model
+        connections = {k: IOKey(k, expose=True) for k in model.output_keys}
+        connections.update({k: k for k in model.input_keys})
+        self |= model.connect(**connections)
+        self._losses: list[tuple[str, str]] = []   # (reduced loss net, unreduced loss net)
+        self._regularizations: list[str] = []
+        self._combiner = "Sum"
+        self._finalized = False
+        self._count = 0
+
+    def _key(self, prefix: str) -> str:
+        self._count += 1
+        return f"__{prefix}{self._count}"
+
+    def add_loss(self, loss_model: BaseModel, reduce_steps=None, key_name: str | None = None,
+                 coef: float | None = None, **connections) -> None:
+        """Adds `loss_model`, its terminals bound by `connections` (for example
+        input="output", target="target"), reduced by `reduce_steps` (default: mean)."""
+        if self._finalized:
+            raise MithrilError("the TrainModel is already compiled")
+        if not connections and loss_model.canonical_input is not None:
+            connections = {loss_model.canonical_input: self.model.canonical_output}
+        unreduced = self._key("loss")
+        self |= loss_model.connect(**connections, output=unreduced)
+        current = unreduced
+        steps = [Mean()] if reduce_steps is None else list(reduce_steps)
+        for step in steps:
+            nxt = self._key("reduced")
+            self |= step.connect(input=current, output=nxt)
+            current = nxt
+        if coef is not None:
+            scaled = self._key("scaled")
+            self |= Multiply().connect(left=current, right=float(coef), output=scaled)
+            current = scaled
+        if key_name is not None:
+            self |= _Identity().connect(input=current, output=IOKey(key_name, expose=True))
+        self._losses.append((current, unreduced if any(isinstance(s, Mean) for s in steps)
+                             else None))
+
+    def add_regularization(self, model: BaseModel, coef: float, reg_key=None,
+                           key_name: str | None = None, **connections) -> None:
+        """Adds `coef * model(input)` for the parameter `input` (a name, or a
+        regular expression matched against every input key)."""
+        if self._finalized:
+            raise MithrilError("the TrainModel is already compiled")
+        target = connections.pop("input", reg_key)
+        keys = self._match(target)
+        for key in keys:
+            out = self._key("reg")
+            self |= type(model)().connect(input=key, output=out)
+            scaled = self._key("reg_scaled")
+            self |= Multiply().connect(left=out, right=float(coef), output=scaled)
+            self._regularizations.append(scaled)
+
+    def _match(self, pattern) -> list[str]:
+        if hasattr(pattern, "key"):
+            pattern = pattern.key
+        names = self.model.input_keys
+        if isinstance(pattern, str) and pattern in names:
+            return [pattern]
+        if isinstance(pattern, re.Pattern) or isinstance(pattern, str):
+            regex = re.compile(pattern) if isinstance(pattern, str) else pattern
+            matches = [n for n in names if regex.fullmatch(n)]
+            if matches:
+                return matches
+        raise KeyNotFoundError(f"regularization input '{pattern}' matches no input of the model")
+
+    def set_loss_combiner(self, combiner) -> None:
+        name = combiner if isinstance(combiner, str) else type(combiner).__name__
+        if name not in ("Sum", "Mean"):
+            raise MithrilError(f"unsupported loss combiner {name} (expected Sum or Mean)")
+        self._combiner = name
+
+    def finalize(self) -> None:
+        """Builds `final_cost`; ml.compile calls it."""
+        if self._finalized:
+            return
+        if not self._losses:
+            raise MithrilError("a TrainModel needs at least one loss (add_loss)")
+        self._finalized = True
+        total = self._losses[0][0]
+        for loss, _ in self._losses[1:]:
+            nxt = self._key("sum")
+            self |= Add().connect(left=total, right=loss, output=nxt)
+            total = nxt
+        if self._combiner == "Mean" and len(self._losses) > 1:
+            nxt = self._key("mean")
+            self |= Divide().connect(numerator=total, denominator=float(len(self._losses)),
+                                     output=nxt)
+            total = nxt
+        if self._regularizations:
+            reg = self._regularizations[0]
+            for r in self._regularizations[1:]:
+                nxt = self._key("regsum")
+                self |= Add().connect(left=reg, right=r, output=nxt)
+                reg = nxt
+            # Regularization is per sample: scaled like a mean-reduced loss.
+            unreduced = self._losses[0][1]
+            if unreduced is not None:
+                shape, count, fcount = self._key("shape"), self._key("count"), self._key("n")
+                self |= Shape().connect(input=unreduced, output=shape)
+                self |= Prod().connect(input=shape, output=count)
+                self |= Cast(dtype="float_like").connect(input=count, output=fcount)
+                nxt = self._key("regmean")
+                self |= Divide().connect(numerator=reg, denominator=fcount, output=nxt)
+                reg = nxt
+            nxt = self._key("total")
+            self |= Add().connect(left=total, right=reg, output=nxt)
+            total = nxt
+        self |= _Identity().connect(input=total, output=IOKey("final_cost", expose=True))
+        for net in self.nets.values():
+            if net.name.startswith("__"):
+                net.auto = True
+
+
+class _Identity(Model):
+    """Names a value: its output is its input."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from .primitives import Buffer
+        self |= Buffer().connect(input="input", output=IOKey("output", expose=True))
+
+
+class L1(Model):
+    """sum(|input|)"""
+
+    def __init__(self, name=None) -> None:
+        super().__init__(name)
+        self |= Absolute().connect(input="input", output="__abs")
+        self |= Sum().connect(input="__abs", output=IOKey("output", expose=True))
+        self.nets["__abs"].auto = True
+
+
+class L2(Model):
+    """0.5 * sum(input ** 2)"""
+
+    def __init__(self, name=None) -> None:
+        super().__init__(name)
+        self |= Square().connect(input="input", output="__sq")
+        self |= Sum().connect(input="__sq", output="__sum")
+        self |= Multiply().connect(left="__sum", right=0.5, output=IOKey("output", expose=True))
+        self.nets["__sq"].auto = True
+        self.nets["__sum"].auto = True
