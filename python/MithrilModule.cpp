@@ -286,8 +286,13 @@ py::dict terminalInfo(const TerminalInfo &t) {
 CompileOptions makeOptions(const std::string &entry, const std::vector<std::string> &shapes,
                            const std::vector<std::string> &discard, const std::string &sourceName,
                            bool gradients = false, const std::vector<std::string> &wrt = {},
-                           const std::vector<std::string> &seeds = {}) {
+                           const std::vector<std::string> &seeds = {},
+                           const std::string &optimizer = "", double momentum = 0.0,
+                           double weightDecay = 0.0) {
   CompileOptions options;
+  options.optimizer = optimizer;
+  options.momentum = momentum;
+  options.weightDecay = weightDecay;
   options.gradients = gradients;
   options.wrt = wrt;
   options.seeds = seeds;
@@ -399,13 +404,15 @@ PYBIND11_MODULE(_mithril, m) {
       "compile",
       [](const std::string &source, const std::string &entry, const std::vector<std::string> &shapes,
          const std::vector<std::string> &discard, const std::string &sourceName, bool gradients,
-         const std::vector<std::string> &wrt, const std::vector<std::string> &seeds) {
+         const std::vector<std::string> &wrt, const std::vector<std::string> &seeds,
+         const std::string &optimizer, double momentum, double weightDecay) {
         std::unique_ptr<CompiledModel> result;
         {
           // Compilation does not touch Python objects.
           py::gil_scoped_release release;
           auto model = CompiledModel::compile(
-              source, makeOptions(entry, shapes, discard, sourceName, gradients, wrt, seeds));
+              source, makeOptions(entry, shapes, discard, sourceName, gradients, wrt, seeds,
+                                  optimizer, momentum, weightDecay));
           if (!model) {
             std::string message = llvm::toString(model.takeError());
             py::gil_scoped_acquire acquire;
@@ -418,7 +425,8 @@ PYBIND11_MODULE(_mithril, m) {
       py::arg("source"), py::arg("entry") = "", py::arg("shapes") = std::vector<std::string>{},
       py::arg("discard") = std::vector<std::string>{}, py::arg("source_name") = "<python>",
       py::arg("gradients") = false, py::arg("wrt") = std::vector<std::string>{},
-      py::arg("seeds") = std::vector<std::string>{});
+      py::arg("seeds") = std::vector<std::string>{}, py::arg("optimizer") = "",
+      py::arg("momentum") = 0.0, py::arg("weight_decay") = 0.0);
 
   m.def(
       "emit",

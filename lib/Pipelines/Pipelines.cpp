@@ -62,6 +62,14 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     autodiff.wrt.assign(options.wrt.begin(), options.wrt.end());
     autodiff.seeds.assign(options.seeds.begin(), options.seeds.end());
     pm.addPass(createMithrilAutodiff(autodiff));
+    if (!options.optimizer.empty()) {
+      MithrilOptimizerOptions optimizer;
+      optimizer.entry = options.entry;
+      optimizer.algorithm = options.optimizer;
+      optimizer.momentum = options.momentum;
+      optimizer.weightDecay = options.weightDecay;
+      pm.addPass(createMithrilOptimizer(optimizer));
+    }
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }

@@ -152,6 +152,11 @@ static std::string pipelineOptions(const CompileOptions &options, StringRef stop
       add("wrt", llvm::join(options.wrt, ","));
     if (!options.seeds.empty())
       add("seeds", llvm::join(options.seeds, ","));
+    if (!options.optimizer.empty()) {
+      add("optimizer", options.optimizer);
+      add("momentum", std::to_string(options.momentum));
+      add("weight-decay", std::to_string(options.weightDecay));
+    }
   }
   if (stopAfter != "llvm")
     add("stop-after", stopAfter);
@@ -174,6 +179,9 @@ static llvm::Error runPipeline(ModuleOp module, const CompileOptions &options,
   pipelineOpts.gradients = options.gradients;
   pipelineOpts.wrt = options.wrt;
   pipelineOpts.seeds = options.seeds;
+  pipelineOpts.optimizer = options.optimizer;
+  pipelineOpts.momentum = options.momentum;
+  pipelineOpts.weightDecay = options.weightDecay;
   pipelineOpts.stopAfter = stopAfter.str();
   pipelineOpts.startAfter = startAfter.str();
   if (failed(buildCpuPipeline(pm, pipelineOpts))) {

@@ -17,9 +17,11 @@ from .framework import IOKey, Connection, Model, BaseModel
 from .backend import MlirBackend, float32, float64
 from .compile import compile
 from .physical import PhysicalModel
+from .optimizers import SGD, Adam, Optimizer
 
 __all__ = [
     "BaseModel", "Connection", "IOKey", "KeyNotFoundError", "MithrilError", "MlirBackend",
-    "Model", "PhysicalModel", "ShapeError", "compile", "float32", "float64",
+    "Model", "Optimizer", "PhysicalModel", "SGD", "Adam", "ShapeError", "compile", "float32",
+    "float64",
 ]
 __version__ = "0.1.0"

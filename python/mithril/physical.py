@@ -150,6 +150,61 @@ class PhysicalModel:
         _, grads = self.evaluate(params, data, output_gradients or {})
         return grads
 
+    # Training ------------------------------------------------------------
+    def train_step(self, params: dict, data: Mapping | None, optimizer,
+                   loss: str = "final_cost") -> dict[str, np.ndarray]:
+        """One optimization step on `loss` (a scalar output): forward,
+        backward and `optimizer`'s update in one compiled call. `params` and
+        the optimizer's state are updated in place; returns the outputs."""
+        if self.inference:
+            raise MithrilError("the model was compiled with inference=True: it cannot train")
+        if loss not in self.output_keys:
+            raise KeyNotFoundError(f"no output '{loss}' to minimize (outputs: {self.output_keys})")
+        key = ("train", loss) + optimizer.key()
+        model = self._gradient_models.get(key)
+        if model is None:
+            model = _mithril.compile(self.source, self.entry, self._shape_specs, self._discard,
+                                     f"<model {self.entry}>", True, self.trainable_keys, [loss],
+                                     optimizer.algorithm, optimizer.momentum,
+                                     optimizer.weight_decay)
+            self._gradient_models[key] = model
+        optimizer.steps += 1
+        dtype = _NP_DTYPES[self._outputs[0]["dtype"]] if self._outputs else np.float32
+        for t in model.inputs:
+            name = t["name"]
+            if name.startswith("state:") and name not in optimizer.state:
+                optimizer.state[name] = np.zeros(tuple(t["shape"]), _NP_DTYPES[t["dtype"]])
+        feeds = dict(params)
+        feeds.update(data or {})
+        feeds.update(optimizer.state)
+        feeds[f"grad:{loss}"] = np.ones((), dtype)
+        feeds["optimizer.lr"] = np.array(optimizer.lr, dtype)
+        feeds["optimizer.step"] = np.array(optimizer.steps, dtype)
+        inputs = self._arrays(model.inputs, feeds, "input")
+        # Updated parameters and state go to spare buffers, which then swap
+        # with the current ones: no allocation after the first step.
+        outputs = []
+        for t in model.outputs:
+            buf = optimizer._spare.get(t["name"])
+            if buf is None or buf.shape != tuple(t["shape"]):
+                buf = np.empty(tuple(t["shape"]), dtype=_NP_DTYPES[t["dtype"]])
+            outputs.append(buf)
+        model.run(inputs, outputs)
+        results = {}
+        for t, out in zip(model.outputs, outputs):
+            name = t["name"]
+            if name.startswith("new:state:"):
+                target = name[4:]
+                optimizer._spare[name] = optimizer.state[target]
+                optimizer.state[target] = out
+            elif name.startswith("new:"):
+                target = name[4:]
+                optimizer._spare[name] = params.get(target)
+                params[target] = out
+            else:
+                results[name] = out
+        return results
+
     # Introspection -------------------------------------------------------
     def summary(self) -> str:
         """Prints (and returns) a table of the flattened model."""

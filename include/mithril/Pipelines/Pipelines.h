@@ -30,6 +30,13 @@ struct CpuPipelineOptions : public mlir::PassPipelineOptions<CpuPipelineOptions>
                               llvm::cl::desc("With gradients: the inputs to differentiate")};
   ListOption<std::string> seeds{*this, "seeds",
                                 llvm::cl::desc("With gradients: the outputs to seed")};
+  Option<std::string> optimizer{
+      *this, "optimizer",
+      llvm::cl::desc("With gradients: append this optimizer's update (sgd or adam)"),
+      llvm::cl::init("")};
+  Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"), llvm::cl::init(0.0)};
+  Option<double> weightDecay{*this, "weight-decay", llvm::cl::desc("L2 weight decay"),
+                             llvm::cl::init(0.0)};
   Option<std::string> stopAfter{
       *this, "stop-after",
       llvm::cl::desc("Stop after a stage: flatten, shapes, autodiff, linalg, fusion, "

@@ -50,6 +50,10 @@ struct CompileOptions {
   /// every float output), as extra terminals `grad:<name>`.
   bool gradients = false;
   std::vector<std::string> wrt, seeds;
+  /// With gradients: append an optimizer step ("sgd" or "adam"); see
+  /// mithril-optimizer for the extra terminals.
+  std::string optimizer;
+  double momentum = 0.0, weightDecay = 0.0;
   /// LLVM optimization level of the JIT.
   unsigned optLevel = 3;
   /// The file the source came from, for diagnostics and reproducers.

@@ -97,4 +97,32 @@ def MithrilAutodiff : Pass<"mithril-autodiff", "mlir::ModuleOp"> {
   let dependentDialects = ["mithril::MithrilDialect"];
 }
 
+def MithrilOptimizer : Pass<"mithril-optimizer", "mlir::ModuleOp"> {
+  let summary = "Append an optimizer's parameter update after mithril-autodiff";
+  let description = [{
+    For every gradient output `grad:<p>` of the model `entry` (every model
+    when empty), computes the updated parameter as the output `new:<p>` and
+    drops the gradient output. The learning rate is the scalar data input
+    `optimizer.lr`, so schedules need no recompilation.
+
+    * `sgd`: `v = momentum * v + g + weight_decay * p; p -= lr * v` (without
+      momentum, no state). The velocity is the input `state:<p>.velocity`
+      and the output `new:state:<p>.velocity`.
+    * `adam`: `m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+      p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)`, with the
+      step `t` the scalar input `optimizer.step` (from 1) and the moments as
+      `state:<p>.m` and `state:<p>.v`.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"\"", "The model">,
+    Option<"algorithm", "algorithm", "std::string", /*default=*/"\"sgd\"", "sgd or adam">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.0", "SGD momentum">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0", "L2 weight decay">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "Adam's first-moment decay">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "Adam's second-moment decay">,
+    Option<"epsilon", "epsilon", "double", /*default=*/"1e-8", "Adam's epsilon">
+  ];
+  let dependentDialects = ["mithril::MithrilDialect"];
+}
+
 #endif // MITHRIL_DIALECT_MITHRIL_TRANSFORMS_PASSES_TD

@@ -1,0 +1,144 @@
+//===- Optimizer.cpp - parameter updates after differentiation ------------===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+// A training step is one compiled function: forward, backward and the
+// optimizer's update, so the update fuses with the gradient computation.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mithril/Dialect/Mithril/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/BitVector.h"
+
+namespace mithril {
+#define GEN_PASS_DEF_MITHRILOPTIMIZER
+#include "mithril/Dialect/Mithril/Transforms/Passes.h.inc"
+} // namespace mithril
+
+using namespace mlir;
+using namespace mithril;
+
+namespace {
+struct OptimizerPass : public mithril::impl::MithrilOptimizerBase<OptimizerPass> {
+  using MithrilOptimizerBase::MithrilOptimizerBase;
+
+  void runOnOperation() override {
+    if (algorithm != "sgd" && algorithm != "adam") {
+      getOperation().emitError("mithril-optimizer: unknown algorithm '")
+          << algorithm << "' (expected sgd or adam)";
+      return signalPassFailure();
+    }
+    for (ModelOp model : getOperation().getOps<ModelOp>()) {
+      if (!entry.empty() && model.getSymName() != entry)
+        continue;
+      if (failed(addUpdates(model)))
+        return signalPassFailure();
+    }
+  }
+
+  /// Adds an input terminal and returns its value.
+  Value addInput(ModelOp model, OpBuilder &b, StringRef name, Type type) {
+    unsigned index = model.getNumInputs();
+    auto attrs = b.getDictionaryAttr(
+        {b.getNamedAttr(kTerminalNameAttr, b.getStringAttr(name)),
+         b.getNamedAttr(kInputKindAttr, InputKindAttr::get(b.getContext(), InputKind::Data))});
+    if (failed(model.insertArgument(index, type, attrs, NameLoc::get(b.getStringAttr(name)))))
+      return {};
+    return model.getBodyBlock().getArgument(index);
+  }
+
+  LogicalResult addUpdates(ModelOp model) {
+    OutputOp output = model.getOutputOp();
+    OpBuilder b(output);
+    Location loc = model.getLoc();
+    SmallVector<std::pair<unsigned, std::string>> grads;
+    for (unsigned i = 0, e = model.getNumOutputs(); i < e; ++i) {
+      StringRef name = model.getOutputName(i);
+      if (name.starts_with("grad:"))
+        grads.emplace_back(i, name.drop_front(5).str());
+    }
+    if (grads.empty())
+      return model.emitOpError("mithril-optimizer: the model has no gradient outputs; run "
+                               "mithril-autodiff first");
+    Type et = cast<RankedTensorType>(output.getValues()[grads[0].first].getType()).getElementType();
+    auto scalarType = RankedTensorType::get({}, et);
+    auto cst = [&](double v) -> Value {
+      return ConstantOp::create(b, loc, DenseElementsAttr::get(scalarType, b.getFloatAttr(et, v)));
+    };
+    Value lr = addInput(model, b, "optimizer.lr", scalarType);
+    Value step;
+    if (algorithm == "adam")
+      step = addInput(model, b, "optimizer.step", scalarType);
+    if (!lr || (algorithm == "adam" && !step))
+      return failure();
+
+    SmallVector<Value> values(output.getValues());
+    SmallVector<Attribute> names(model.getResAttrsAttr().getValue());
+    auto addOutput = [&](StringRef name, Value v) {
+      values.push_back(v);
+      names.push_back(b.getDictionaryAttr(
+          {b.getNamedAttr(kTerminalNameAttr, b.getStringAttr(name))}));
+    };
+    llvm::BitVector drop(values.size());
+    for (auto [index, param] : grads) {
+      std::optional<unsigned> in = model.lookupInput(param);
+      if (!in)
+        return model.emitOpError("mithril-optimizer: gradient of unknown input '") << param << "'";
+      Value p = model.getBodyBlock().getArgument(*in);
+      Value g = values[index];
+      drop.set(index);
+      Type type = p.getType();
+      if (weightDecay != 0.0)
+        g = AddOp::create(b, loc, g, MultiplyOp::create(b, loc, p, cst(weightDecay)));
+      Value update;
+      if (algorithm == "sgd") {
+        update = g;
+        if (momentum != 0.0) {
+          std::string name = "state:" + param + ".velocity";
+          Value v = addInput(model, b, name, type);
+          if (!v)
+            return failure();
+          update = AddOp::create(b, loc, MultiplyOp::create(b, loc, v, cst(momentum)), g);
+          addOutput("new:" + name, update);
+        }
+      } else {
+        std::string mName = "state:" + param + ".m", vName = "state:" + param + ".v";
+        Value m = addInput(model, b, mName, type), v = addInput(model, b, vName, type);
+        if (!m || !v)
+          return failure();
+        Value m2 = AddOp::create(b, loc, MultiplyOp::create(b, loc, m, cst(beta1)),
+                                 MultiplyOp::create(b, loc, g, cst(1.0 - beta1)));
+        Value v2 = AddOp::create(b, loc, MultiplyOp::create(b, loc, v, cst(beta2)),
+                                 MultiplyOp::create(b, loc, SquareOp::create(b, loc, g),
+                                                    cst(1.0 - beta2)));
+        addOutput("new:" + mName, m2);
+        addOutput("new:" + vName, v2);
+        // Bias corrections 1 - beta^t, computed from the step input.
+        Value c1 = SubtractOp::create(b, loc, cst(1.0), PowerOp::create(b, loc, cst(beta1), step));
+        Value c2 = SubtractOp::create(b, loc, cst(1.0), PowerOp::create(b, loc, cst(beta2), step));
+        Value mHat = DivideOp::create(b, loc, m2, c1);
+        Value vHat = DivideOp::create(b, loc, v2, c2);
+        update = DivideOp::create(b, loc, mHat,
+                                  AddOp::create(b, loc, SqrtOp::create(b, loc, vHat), cst(epsilon)));
+      }
+      addOutput("new:" + param,
+                SubtractOp::create(b, loc, p, MultiplyOp::create(b, loc, update, lr)));
+    }
+    // The gradient outputs give way to the updated parameters.
+    SmallVector<Value> kept;
+    SmallVector<Attribute> keptNames;
+    for (unsigned i = 0; i < values.size(); ++i)
+      if (i >= drop.size() || !drop.test(i)) {
+        kept.push_back(values[i]);
+        keptNames.push_back(names[i]);
+      }
+    output.getValuesMutable().assign(kept);
+    model.setResAttrsAttr(b.getArrayAttr(keptNames));
+    model.syncFunctionType();
+    return success();
+  }
+};
+} // namespace

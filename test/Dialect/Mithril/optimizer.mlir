@@ -1,0 +1,23 @@
+// RUN: mithril-opt %s -mithril-autodiff -mithril-optimizer="algorithm=sgd momentum=0.9" | FileCheck %s --check-prefix=SGD
+// RUN: mithril-opt %s -mithril-autodiff -mithril-optimizer="algorithm=adam" | FileCheck %s --check-prefix=ADAM
+// RUN: not mithril-opt %s -mithril-optimizer="algorithm=sgd" 2>&1 | FileCheck %s --check-prefix=NOGRAD
+
+mithril.model @Fit(data %x: tensor<4x2xf32>, param %w: tensor<2xf32>) -> (loss: tensor<f32>) {
+  %0 = mithril.multiply %x, %w : (tensor<4x2xf32>, tensor<2xf32>) -> tensor<4x2xf32>
+  %1 = mithril.mean %0 : (tensor<4x2xf32>) -> tensor<f32>
+  mithril.output %1 : tensor<f32>
+}
+
+// The gradient output becomes the updated parameter; the learning rate and
+// the optimizer's state are terminals.
+// SGD-LABEL: mithril.model @Fit(
+// SGD-SAME: data "grad:loss" %{{[a-z0-9]+}}: tensor<f32>, data %optimizer.lr: tensor<f32>, data "state:w.velocity" %{{[a-z0-9]+}}: tensor<2xf32>)
+// SGD-SAME: -> (loss: tensor<f32>, "new:state:w.velocity": tensor<2xf32>, "new:w": tensor<2xf32>)
+// SGD-NOT: grad:w
+
+// ADAM-LABEL: mithril.model @Fit(
+// ADAM-SAME: data %optimizer.lr: tensor<f32>, data %optimizer.step: tensor<f32>, data "state:w.m" %{{[a-z0-9]+}}: tensor<2xf32>, data "state:w.v" %{{[a-z0-9]+}}: tensor<2xf32>)
+// ADAM-SAME: -> (loss: tensor<f32>, "new:state:w.m": tensor<2xf32>, "new:state:w.v": tensor<2xf32>, "new:w": tensor<2xf32>)
+// ADAM: sqrt
+
+// NOGRAD: the model has no gradient outputs; run mithril-autodiff first
