@@ -21,4 +21,7 @@ step "CNN conv32-pool-conv64-pool-linear10, batch 16, on the CPU (mithril-run)"
 step "Mithril's Python API: terminals, compile, evaluate with gradients, summary"
 PYTHONPATH="$BUILD/python_packages" /usr/bin/python3 python_example.py
 
+step "Training: an MLP on scikit-learn's digits with a compiled Adam step"
+PYTHONPATH="$BUILD/python_packages" /usr/bin/python3 train_digits.py "$BUILD/digits"
+
 printf '\nTo use the Python package yourself: export PYTHONPATH=%s\n' "$BUILD/python_packages"

@@ -14,6 +14,8 @@ packages=(
   zlib1g-dev libgtest-dev
   # Python package and its tests; torch is the numeric oracle.
   python3 python3-dev python3-numpy python3-pybind11 pybind11-dev python3-pytest python3-torch
+  # The digits data set of the training example.
+  python3-sklearn
 )
 if [ "${MITHRIL_WITH_BENCH:-0}" = 1 ]; then
   # Benchmark peers: OpenBLAS behind numpy and torch, and a plot.

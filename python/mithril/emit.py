@@ -102,6 +102,8 @@ class Emitter:
             k = counters.get(base, 0)
             counters[base] = k + 1
             local = base if sub.name else f"{base}_{k}"
+            if getattr(sub, "transparent", False):
+                local = ""  # its parameters keep the names they have on their own
             operands = {t: values[id(n)] for t, n in bindings.items()
                         if t in sub.input_specs and id(n) in values}
             if isinstance(sub, Primitive):

@@ -19,6 +19,8 @@ class TrainModel(Model):
     def __init__(self, model: BaseModel, name=None) -> None:
         super().__init__(name)
         self.model = model
+        # The wrapped model's parameters keep their own names.
+        model.transparent = True
         connections = {k: IOKey(k, expose=True) for k in model.output_keys}
         connections.update({k: k for k in model.input_keys})
         self |= model.connect(**connections)

@@ -23,6 +23,8 @@ using namespace mithril;
 /// Prefixes a location with an instance path, so that diagnostics about an
 /// inlined op name the instance it came from.
 static Location prefixLocation(Location loc, StringRef prefix) {
+  if (prefix.empty())
+    return loc;
   if (auto name = dyn_cast<NameLoc>(loc))
     return NameLoc::get(StringAttr::get(loc.getContext(), prefix + "." + name.getName().str()),
                         name.getChildLoc());
@@ -131,7 +133,8 @@ struct FlattenPass : public mithril::impl::MithrilFlattenBase<FlattenPass> {
       Value bound = inst.getBinding(terminal);
       if (!bound) {
         // An unbound input belongs to this instance: lift it into the root.
-        std::string path = (prefix + "." + terminal).str();
+        // An instance named "" is transparent: it adds no path component.
+        std::string path = prefix.empty() ? terminal.str() : (prefix + "." + terminal).str();
         if (root.lookupInput(path))
           return inst.emitOpError("instance '")
                  << prefix << "' would lift terminal '" << terminal << "' as '" << path
@@ -155,7 +158,8 @@ struct FlattenPass : public mithril::impl::MithrilFlattenBase<FlattenPass> {
       Operation *clone = builder.clone(op, mapping);
       clone->setLoc(prefixLocation(op.getLoc(), prefix));
       if (auto nested = dyn_cast<InstanceOp>(clone))
-        nested.setName((prefix + "." + nested.getName()).str());
+        if (!prefix.empty())
+          nested.setName((prefix + "." + nested.getName()).str());
     }
     OutputOp out = callee.getOutputOp();
     for (auto [result, value] : llvm::zip(inst.getResults(), out.getValues())) {

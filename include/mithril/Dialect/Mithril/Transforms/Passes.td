@@ -16,7 +16,8 @@ def MithrilFlatten : Pass<"mithril-flatten", "mlir::ModuleOp"> {
     Replaces every `mithril.instance` in a root model by the body of the
     model it instantiates, recursively. Inputs an instance leaves unbound are
     lifted into the root as new input terminals named by instance path
-    (`block1.conv.weight`), keeping their role. Locations of inlined ops are
+    (`block1.conv.weight`), keeping their role; an instance named "" adds no
+    path component. Locations of inlined ops are
     prefixed with the instance path so that diagnostics name them. Roots are
     the model named by `entry`, or every model that no instance refers to;
     the other models are erased. A model that instantiates itself, directly
