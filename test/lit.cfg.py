@@ -35,3 +35,6 @@ try:
     config.available_features.add("numpy")
 except ImportError:
     pass
+
+# The Python package, for tests that write models through Mithril's API.
+config.environment["PYTHONPATH"] = os.path.join(config.mithril_obj_root, "python_packages")

@@ -21,6 +21,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <chrono>
 #include <map>
@@ -62,6 +63,28 @@ static cl::opt<unsigned> bench("bench", cl::desc("Time N runs after warm-up"), c
                                cl::cat(category));
 static cl::opt<bool> timing("timing", cl::desc("Print the time of each compile phase"),
                             cl::cat(category));
+static cl::OptionCategory trainCategory("mithril-run training options");
+static cl::opt<bool> train("train",
+                           cl::desc("Train the model's parameters to minimize --loss on --data"),
+                           cl::cat(trainCategory));
+static cl::opt<std::string> trainData("data",
+                                      cl::desc("Training data: one array per data terminal, "
+                                               "samples along the first axis"),
+                                      cl::value_desc("FILE.npz"), cl::cat(trainCategory));
+static cl::opt<std::string> lossName("loss", cl::desc("The scalar output to minimize"),
+                                     cl::init("final_cost"), cl::cat(trainCategory));
+static cl::opt<unsigned> epochs("epochs", cl::desc("Passes over the data"), cl::init(10),
+                                cl::cat(trainCategory));
+static cl::opt<unsigned> batchSize("batch-size", cl::desc("Samples per step"), cl::init(32),
+                                   cl::cat(trainCategory));
+static cl::opt<double> learningRate("lr", cl::desc("Learning rate"), cl::init(0.01),
+                                    cl::cat(trainCategory));
+static cl::opt<std::string> optimizerName("optimizer", cl::desc("sgd or adam"),
+                                          cl::init("adam"), cl::cat(trainCategory));
+static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(0.0),
+                                cl::cat(trainCategory));
+static cl::opt<double> weightDecay("weight-decay", cl::desc("L2 weight decay"), cl::init(0.0),
+                                   cl::cat(trainCategory));
 static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level"), cl::init(3),
                                   cl::Prefix, cl::cat(category));
 
@@ -137,9 +160,202 @@ static void printArray(raw_ostream &os, const Array &a) {
   os << "\n";
 }
 
+/// Copies samples `rows` (along axis 0) of `src` into `dst`.
+static void gatherRows(const Array &src, ArrayRef<int64_t> rows, Array &dst) {
+  size_t rowBytes = src.byteSize() / std::max<int64_t>(src.shape()[0], 1);
+  for (size_t i = 0; i < rows.size(); ++i)
+    std::memcpy(static_cast<uint8_t *>(dst.data()) + i * rowBytes,
+                static_cast<const uint8_t *>(src.data()) + rows[i] * rowBytes, rowBytes);
+}
+
+static std::string shapeSpec(StringRef name, ArrayRef<int64_t> shape) {
+  std::string dims = shape.empty() ? "scalar" : "";
+  for (size_t i = 0; i < shape.size(); ++i)
+    dims += (i ? "x" : "") + std::to_string(shape[i]);
+  return (name + ":" + dims).str();
+}
+
+/// --train: minibatch training with a compiled step (forward, backward and
+/// the optimizer's update in one function).
+static int runTraining(StringRef source, std::map<std::string, Array> &given) {
+  if (trainData.empty())
+    return fail("--train needs --data=FILE.npz");
+  auto data = readNpz(trainData);
+  if (!data)
+    return fail(data.takeError());
+  if (data->empty())
+    return fail(trainData + ": holds no arrays");
+  int64_t samples = -1;
+  for (auto &[name, array] : *data) {
+    if (array.shape().empty())
+      return fail(trainData + ": array '" + name + "' is a scalar; samples go along axis 0");
+    if (samples >= 0 && array.shape()[0] != samples)
+      return fail(trainData + ": array '" + name + "' has " + Twine(array.shape()[0]) +
+                  " samples, others have " + Twine(samples));
+    samples = array.shape()[0];
+  }
+  if (batchSize == 0 || samples < (int64_t)batchSize)
+    return fail("--batch-size=" + Twine(batchSize.getValue()) + " does not fit the " +
+                Twine(samples) + " samples in " + trainData);
+
+  CompileOptions options;
+  options.entry = entry;
+  options.sourceName = inputFile;
+  options.optLevel = optLevel;
+  options.gradients = true;
+  options.seeds = {lossName};
+  options.optimizer = optimizerName;
+  options.momentum = momentum;
+  options.weightDecay = weightDecay;
+  for (auto &[name, array] : *data) {
+    SmallVector<int64_t> shape(array.shape());
+    shape[0] = batchSize;
+    options.shapes.push_back(shapeSpec(name, shape));
+  }
+  for (auto &[name, array] : given)
+    options.shapes.push_back(shapeSpec(name, array.shape()));
+  for (const std::string &s : shapes)
+    options.shapes.push_back(s);
+  auto model = CompiledModel::compile(source, options);
+  if (!model)
+    return fail(model.takeError());
+
+  // Bind every input: parameters (given or random), optimizer state (zero),
+  // batches of data, the seed, the learning rate and the step.
+  std::mt19937_64 rng(seed);
+  std::map<std::string, Array> values;
+  std::map<std::string, const Array *> dataByName;
+  for (auto &[name, array] : *data)
+    dataByName[name] = &array;
+  std::vector<std::string> missing;
+  for (const TerminalInfo &t : (*model)->inputs()) {
+    Array array(t.dtype, t.shape);
+    auto it = given.find(t.name);
+    if (it != given.end()) {
+      if (it->second.dtype() != t.dtype || it->second.shape() != ArrayRef<int64_t>(t.shape))
+        return fail("input '" + t.name + "' expects " + dtypeName(t.dtype) + " " +
+                    formatShape(t.shape) + " but was given " + dtypeName(it->second.dtype()) +
+                    " " + formatShape(it->second.shape()));
+      array = it->second.clone();
+    } else if (t.kind == InputKind::Param) {
+      randomFill(array, rng, /*isParam=*/true);
+    } else if (!dataByName.count(t.name) && !StringRef(t.name).starts_with("state:") &&
+               !StringRef(t.name).starts_with("grad:") &&
+               !StringRef(t.name).starts_with("optimizer.")) {
+      missing.push_back("  " + t.name + ": " + dtypeName(t.dtype).str() + " " +
+                        formatShape(t.shape));
+    } else if (dataByName.count(t.name) && dataByName[t.name]->dtype() != t.dtype) {
+      return fail(trainData + ": array '" + t.name + "' is " +
+                  dtypeName(dataByName[t.name]->dtype()) + " but the terminal expects " +
+                  dtypeName(t.dtype));
+    }
+    values.emplace(t.name, std::move(array));
+  }
+  if (!missing.empty())
+    return fail("@" + (*model)->entry() + " needs these inputs, which " + trainData +
+                " does not hold:\n" + join(missing, "\n"));
+  for (auto &[name, array] : *data)
+    if (!values.count(name))
+      return fail(trainData + ": array '" + name + "' is not an input of @" + (*model)->entry());
+  auto setScalar = [&](StringRef name, double v) {
+    auto it = values.find(name.str());
+    if (it == values.end())
+      return;
+    if (it->second.dtype() == DType::F32)
+      it->second.as<float>()[0] = v;
+    else
+      it->second.as<double>()[0] = v;
+  };
+  setScalar("grad:" + lossName, 1.0);
+  setScalar("optimizer.lr", learningRate);
+
+  std::vector<Array> outputs;
+  int lossIndex = -1;
+  for (const TerminalInfo &t : (*model)->outputs()) {
+    if (t.name == lossName)
+      lossIndex = outputs.size();
+    outputs.emplace_back(t.dtype, t.shape);
+  }
+  if (lossIndex < 0)
+    return fail("@" + (*model)->entry() + " has no output '" + lossName + "' to minimize");
+  // Accuracy, when a class-index target meets a [batch, classes] output.
+  int scoreIndex = -1;
+  auto target = values.find("target");
+  if (target != values.end() && (target->second.dtype() == DType::I64 ||
+                                 target->second.dtype() == DType::I32))
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (outputs[i].shape().size() == 2 && outputs[i].shape()[0] == (int64_t)batchSize &&
+          !StringRef((*model)->outputs()[i].name).starts_with("new:"))
+        scoreIndex = i;
+
+  std::vector<int64_t> order(samples);
+  for (int64_t i = 0; i < samples; ++i)
+    order[i] = i;
+  int64_t stepsPerEpoch = samples / batchSize, step = 0;
+  outs() << "training @" << (*model)->entry() << " on " << samples << " samples, "
+         << stepsPerEpoch << " steps of " << batchSize << " per epoch, " << optimizerName
+         << " lr " << format("%g", learningRate.getValue()) << "\n";
+  for (unsigned epoch = 1; epoch <= epochs; ++epoch) {
+    std::shuffle(order.begin(), order.end(), rng);
+    double lossSum = 0;
+    int64_t correct = 0;
+    auto start = std::chrono::steady_clock::now();
+    for (int64_t s = 0; s < stepsPerEpoch; ++s) {
+      ArrayRef<int64_t> rows(order.data() + s * batchSize, batchSize);
+      for (auto &[name, array] : *data)
+        gatherRows(array, rows, values.at(name));
+      setScalar("optimizer.step", ++step);
+      std::vector<TensorView> in, out;
+      for (const TerminalInfo &t : (*model)->inputs())
+        in.push_back(values.at(t.name).view());
+      for (Array &a : outputs)
+        out.push_back(a.view());
+      if (Error err = (*model)->run(in, out))
+        return fail(std::move(err));
+      lossSum += outputs[lossIndex].getAsDouble(0);
+      if (scoreIndex >= 0) {
+        const Array &scores = outputs[scoreIndex];
+        int64_t classes = scores.shape()[1];
+        for (int64_t r = 0; r < (int64_t)batchSize; ++r) {
+          int64_t best = 0;
+          for (int64_t c = 1; c < classes; ++c)
+            if (scores.getAsDouble(r * classes + c) > scores.getAsDouble(r * classes + best))
+              best = c;
+          correct += best == (int64_t)target->second.getAsDouble(r);
+        }
+      }
+      // The updated parameters and state become the next step's inputs.
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        StringRef name = (*model)->outputs()[i].name;
+        if (name.consume_front("new:"))
+          std::swap(values.at(name.str()), outputs[i]);
+      }
+    }
+    double ms = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e3;
+    std::string bar(30 * epoch / epochs, '#');
+    bar.resize(30, ' ');
+    outs() << format("epoch %3u/%u [%s] loss %.5f", epoch, (unsigned)epochs, bar.c_str(),
+                     lossSum / stepsPerEpoch);
+    if (scoreIndex >= 0)
+      outs() << format("  accuracy %.2f%%", 100.0 * correct / (stepsPerEpoch * batchSize));
+    outs() << format("  (%.0f ms)\n", ms);
+  }
+
+  if (!outputFile.empty()) {
+    NamedArrays trained;
+    for (const TerminalInfo &t : (*model)->inputs())
+      if (t.kind == InputKind::Param)
+        trained.emplace_back(t.name, std::move(values.at(t.name)));
+    if (Error err = writeNpz(outputFile, trained))
+      return fail(std::move(err));
+    outs() << "wrote the trained parameters to " << outputFile << "\n";
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions(category);
+  cl::HideUnrelatedOptions({&category, &trainCategory});
   cl::ParseCommandLineOptions(argc, argv,
                               "mithril-run: compile a mithril model for the host and run it\n");
 
@@ -194,6 +410,9 @@ int main(int argc, char **argv) {
   }
   for (const std::string &s : shapes)
     options.shapes.push_back(s);
+
+  if (train)
+    return runTraining((*source)->getBuffer(), given);
 
   if (!emitFormat.empty()) {
     auto text = emit((*source)->getBuffer(), options, emitFormat, stopAfter);
