@@ -16,7 +16,11 @@
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Dialect/GPU/Pipelines/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace mithril;
@@ -123,7 +127,65 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
   return success();
 }
 
+std::string mithril::defaultPtxFeatures(StringRef chip) {
+  unsigned sm = 0;
+  if (chip.consume_front("sm_"))
+    chip.take_while(llvm::isDigit).getAsInteger(10, sm);
+  if (sm >= 90)
+    return "+ptx80";
+  if (sm >= 80)
+    return "+ptx70";
+  return "+ptx60";
+}
+
+LogicalResult mithril::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOptions &options) {
+  StringRef stop = options.stopAfter;
+  bool cpuStage = llvm::is_contained(kStages, stop) &&
+                  llvm::find(kStages, stop) <= llvm::find(kStages, StringRef("bufferize"));
+  if (!cpuStage && stop != "kernels" && stop != "binary")
+    return failure();
+  if (options.format != "isa" && options.format != "bin" && options.format != "fatbin")
+    return failure();
+  CpuPipelineOptions front;
+  front.entry = options.entry;
+  front.shapes = options.shapes;
+  front.discard = options.discard;
+  front.gradients = options.gradients;
+  front.stopAfter = cpuStage ? stop.str() : "bufferize";
+  if (failed(buildCpuPipeline(pm, front)))
+    return failure();
+  if (cpuStage)
+    return success();
+
+  // Every parallel loop nest becomes a kernel: tiles of 16x16 map to blocks
+  // and threads (guards instead of min/max bounds keep block sizes static).
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  pm.addNestedPass<func::FuncOp>(
+      createParallelLoopTilingPass({16, 16}, /*noMinMaxBounds=*/true));
+  pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addNestedPass<func::FuncOp>(createMithrilGpuHostMemory());
+  pm.addPass(createCanonicalizerPass());
+  if (stop == "kernels")
+    return success();
+
+  gpu::GPUToNVVMPipelineOptions nvvm;
+  nvvm.cubinChip = options.chip;
+  nvvm.cubinFeatures =
+      options.features.empty() ? defaultPtxFeatures(options.chip) : options.features.getValue();
+  nvvm.cubinFormat = options.format;
+  gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
+  return success();
+}
+
 void mithril::registerPipelines() {
+  PassPipelineRegistration<GpuPipelineOptions>(
+      "mithril-gpu-pipeline",
+      "Compile mithril models to NVIDIA GPU kernels (PTX) and host code",
+      [](OpPassManager &pm, const GpuPipelineOptions &options) {
+        (void)buildGpuPipeline(pm, options);
+      });
   PassPipelineRegistration<CpuPipelineOptions>(
       "mithril-cpu-pipeline",
       "Compile mithril models to the LLVM dialect for the host CPU",

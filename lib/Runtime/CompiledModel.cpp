@@ -11,6 +11,7 @@
 #include "mithril/InitAllDialects.h"
 #include "mithril/Pipelines/Pipelines.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -435,8 +436,64 @@ llvm::Error CompiledModel::run(ArrayRef<TensorView> inputs, ArrayRef<TensorView>
   return llvm::Error::success();
 }
 
+/// Lowers with mithril-gpu-pipeline and prints the kernels (PTX) or the IR.
+static Expected<std::string> emitGpu(ModuleOp module, const CompileOptions &options,
+                                     StringRef format, StringRef stopAfter) {
+  MLIRContext *ctx = module.getContext();
+  DiagnosticCollector diags(*ctx);
+  PassManager pm(ctx);
+  GpuPipelineOptions gpu;
+  gpu.entry = options.entry;
+  gpu.shapes = options.shapes;
+  gpu.discard = options.discard;
+  gpu.gradients = options.gradients;
+  gpu.chip = options.gpuChip;
+  gpu.stopAfter = format == "ptx" ? "binary" : stopAfter.str();
+  if (format != "ptx" && format != "mlir")
+    return makeError("--target=cuda emits ptx or mlir, not " + format);
+  if (failed(buildGpuPipeline(pm, gpu)))
+    return makeError("unknown GPU pipeline stage '" + stopAfter +
+                     "' (the CPU stages up to bufferize, kernels or binary)");
+  if (failed(pm.run(module)))
+    return makeError(diags.text + "reproduce with: mithril-opt --pass-pipeline='builtin.module(" +
+                     "mithril-gpu-pipeline{entry=" + options.entry + " shapes=" +
+                     llvm::join(options.shapes, ",") + " chip=" + options.gpuChip + "})' " +
+                     options.sourceName);
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  if (format == "mlir") {
+    module.print(os);
+    return out;
+  }
+  module.walk([&](gpu::BinaryOp binary) {
+    for (Attribute attr : binary.getObjects()) {
+      auto object = cast<gpu::ObjectAttr>(attr);
+      os << "// kernel module @" << binary.getSymName() << " for "
+         << options.gpuChip << "\n"
+         << object.getObject().getValue() << "\n";
+    }
+  });
+  if (out.empty())
+    return makeError("@" + options.entry + " produced no GPU kernels");
+  return out;
+}
+
 Expected<std::string> mithril::runtime::emit(StringRef source, const CompileOptions &options,
                                              StringRef format, StringRef stopAfter) {
+  if (options.target != "cpu" && options.target != "cuda")
+    return makeError("unknown target '" + options.target + "' (expected cpu or cuda)");
+  if (options.target == "cuda") {
+    auto ctx = createContext();
+    auto module = parseSource(*ctx, source, options.sourceName);
+    if (!module)
+      return module.takeError();
+    auto entry = findEntry(**module, options.entry);
+    if (!entry)
+      return entry.takeError();
+    CompileOptions opts = options;
+    opts.entry = entry->getSymName().str();
+    return emitGpu(**module, opts, format, stopAfter);
+  }
   if (format != "mlir" && format != "llvm" && format != "asm" && format != "obj")
     return makeError("unknown --emit format '" + format + "' (expected mlir, llvm, asm or obj)");
   if (format != "mlir" && stopAfter != "llvm")

@@ -52,13 +52,19 @@ static cl::opt<bool> printOutputs("print", cl::desc("Print the outputs"), cl::ca
 static cl::opt<bool> randomInputs("random-inputs",
                                   cl::desc("Fill data inputs that were not given with random data"),
                                   cl::cat(category));
-static cl::opt<std::string> emitFormat("emit", cl::desc("Stop and write: mlir, llvm, asm or obj"),
+static cl::opt<std::string> emitFormat("emit",
+                                       cl::desc("Stop and write: mlir, llvm, asm, obj, or ptx "
+                                                "(with --target=cuda)"),
                                        cl::value_desc("FORMAT"), cl::cat(category));
 static cl::opt<std::string> stopAfter("mlir-stage",
                                       cl::desc("With --emit=mlir: the pipeline stage to print after (flatten, shapes, linalg, fusion, bufferize, loops, llvm)"),
                                       cl::init("llvm"), cl::cat(category));
-static cl::opt<std::string> target("target", cl::desc("Where to run: cpu"), cl::init("cpu"),
-                                   cl::cat(category));
+static cl::opt<std::string> target("target",
+                                   cl::desc("Where to run: cpu, or cuda (NVIDIA GPUs; "
+                                            "--emit=ptx writes the kernels without a GPU)"),
+                                   cl::init("cpu"), cl::cat(category));
+static cl::opt<std::string> gpuChip("gpu-chip", cl::desc("With --target=cuda: sm_80, sm_90, ..."),
+                                    cl::init("sm_90"), cl::cat(category));
 static cl::opt<unsigned> bench("bench", cl::desc("Time N runs after warm-up"), cl::init(0),
                                cl::cat(category));
 static cl::opt<bool> timing("timing", cl::desc("Print the time of each compile phase"),
@@ -359,8 +365,8 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "mithril-run: compile a mithril model for the host and run it\n");
 
-  if (target != "cpu")
-    return fail("--target=" + target + " is not available in this build (targets: cpu)");
+  if (target != "cpu" && target != "cuda")
+    return fail("--target=" + target + " is not available (targets: cpu, cuda)");
 
   auto source = MemoryBuffer::getFile(inputFile, /*IsText=*/true);
   if (!source)
@@ -410,7 +416,15 @@ int main(int argc, char **argv) {
   }
   for (const std::string &s : shapes)
     options.shapes.push_back(s);
+  options.target = target;
+  options.gpuChip = gpuChip;
 
+  if (target == "cuda" && emitFormat.empty())
+    return fail("no CUDA device: this build runs GPU code only through the CUDA runtime "
+                "library, and none is available here; --emit=ptx writes the kernels");
+
+  if (train && target != "cpu")
+    return fail("--train runs on --target=cpu");
   if (train)
     return runTraining((*source)->getBuffer(), given);
 

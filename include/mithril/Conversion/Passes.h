@@ -8,6 +8,7 @@
 #ifndef MITHRIL_CONVERSION_PASSES_H
 #define MITHRIL_CONVERSION_PASSES_H
 
+#include "mithril/Conversion/MithrilToGPU/MithrilToGPU.h"
 #include "mithril/Conversion/MithrilToLinalg/MithrilToLinalg.h"
 
 namespace mithril {

@@ -46,4 +46,16 @@ def MithrilUniqueResults : Pass<"mithril-unique-results", "mlir::func::FuncOp"> 
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];
 }
 
+def MithrilGpuHostMemory : Pass<"mithril-gpu-host-memory", "mlir::func::FuncOp"> {
+  let summary = "Allocate and copy buffers on the GPU in host code that launches kernels";
+  let description = [{
+    After kernel outlining, a host function only launches kernels; its
+    buffers live on the device. This turns its `memref.alloc`,
+    `memref.dealloc` and `memref.copy` into `gpu.alloc`, `gpu.dealloc` and
+    `gpu.memcpy` (plain device memory, not managed memory). The caller passes
+    device pointers for the function's arguments.
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect"];
+}
+
 #endif // MITHRIL_CONVERSION_PASSES_TD

@@ -49,6 +49,40 @@ struct CpuPipelineOptions : public mlir::PassPipelineOptions<CpuPipelineOptions>
       llvm::cl::init("")};
 };
 
+struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions> {
+  Option<std::string> entry{*this, "entry", llvm::cl::desc("The root model"),
+                            llvm::cl::init("")};
+  ListOption<std::string> shapes{*this, "shapes",
+                                 llvm::cl::desc("Input shapes as name:DxD")};
+  ListOption<std::string> discard{*this, "discard",
+                                  llvm::cl::desc("Output terminals to drop")};
+  Option<bool> gradients{*this, "gradients", llvm::cl::desc("Differentiate the entry model"),
+                         llvm::cl::init(false)};
+  Option<std::string> chip{*this, "chip", llvm::cl::desc("The GPU architecture (sm_80, sm_90)"),
+                           llvm::cl::init("sm_90")};
+  Option<std::string> features{*this, "features",
+                               llvm::cl::desc("PTX features; the default follows the chip"),
+                               llvm::cl::init("")};
+  Option<std::string> format{*this, "format",
+                             llvm::cl::desc("Kernel format: isa (PTX text), bin (cubin, needs "
+                                            "ptxas) or fatbin"),
+                             llvm::cl::init("isa")};
+  Option<std::string> stopAfter{
+      *this, "stop-after",
+      llvm::cl::desc("Stop after a stage: the CPU pipeline's up to bufferize, then kernels "
+                     "(outlined gpu.launch_func) or binary (the default)"),
+      llvm::cl::init("binary")};
+};
+
+/// Builds the NVIDIA GPU pipeline: the CPU pipeline's front end through
+/// bufferization, then parallel loops tiled onto blocks and threads, kernel
+/// outlining, device buffers in host code, NVVM and gpu-module-to-binary.
+llvm::LogicalResult buildGpuPipeline(mlir::OpPassManager &pm,
+                                     const GpuPipelineOptions &options);
+
+/// The PTX feature level a chip needs (sm_90 needs +ptx80; sm_80 +ptx70).
+std::string defaultPtxFeatures(llvm::StringRef chip);
+
 /// The stages of the CPU pipeline, in order.
 llvm::ArrayRef<llvm::StringRef> getCpuPipelineStages();
 
@@ -59,7 +93,7 @@ llvm::ArrayRef<llvm::StringRef> getCpuPipelineStages();
 llvm::LogicalResult buildCpuPipeline(mlir::OpPassManager &pm,
                                      const CpuPipelineOptions &options);
 
-/// Registers the named pipelines (mithril-cpu-pipeline).
+/// Registers the named pipelines (mithril-cpu-pipeline, mithril-gpu-pipeline).
 void registerPipelines();
 
 } // namespace mithril

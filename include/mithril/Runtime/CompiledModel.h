@@ -54,6 +54,10 @@ struct CompileOptions {
   /// mithril-optimizer for the extra terminals.
   std::string optimizer;
   double momentum = 0.0, weightDecay = 0.0;
+  /// Where the code runs: "cpu", or "cuda" (NVIDIA GPUs, through
+  /// mithril-gpu-pipeline) with the architecture `gpuChip`.
+  std::string target = "cpu";
+  std::string gpuChip = "sm_90";
   /// LLVM optimization level of the JIT.
   unsigned optLevel = 3;
   /// The file the source came from, for diagnostics and reproducers.
@@ -82,8 +86,9 @@ llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 parseSource(mlir::MLIRContext &ctx, llvm::StringRef source, llvm::StringRef name);
 
 /// Lowers `source` and returns it as text (`mlir`: the IR after `stopAfter`,
-/// one of getCpuPipelineStages(); `llvm`: LLVM IR; `asm`: host assembly) or
-/// bytes (`obj`: a host object file).
+/// one of getCpuPipelineStages(); `llvm`: LLVM IR; `asm`: host assembly;
+/// `ptx`: the GPU kernels, for target cuda) or bytes (`obj`: a host object
+/// file).
 llvm::Expected<std::string> emit(llvm::StringRef source, const CompileOptions &options,
                                  llvm::StringRef format, llvm::StringRef stopAfter = "llvm");
 

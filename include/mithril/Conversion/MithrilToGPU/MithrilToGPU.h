@@ -1,0 +1,19 @@
+//===- MithrilToGPU.h - GPU lowering support --------------------*- C++ -*-===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MITHRIL_CONVERSION_MITHRILTOGPU_MITHRILTOGPU_H
+#define MITHRIL_CONVERSION_MITHRILTOGPU_MITHRILTOGPU_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mithril {
+#define GEN_PASS_DECL_MITHRILGPUHOSTMEMORY
+#include "mithril/Conversion/Passes.h.inc"
+} // namespace mithril
+
+#endif // MITHRIL_CONVERSION_MITHRILTOGPU_MITHRILTOGPU_H

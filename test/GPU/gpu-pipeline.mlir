@@ -1,0 +1,30 @@
+// The stages of mithril-gpu-pipeline, without a GPU: loops become outlined
+// kernels launched from host code that allocates device memory.
+// RUN: mithril-opt %s --pass-pipeline='builtin.module(mithril-gpu-pipeline{shapes=x:8x16 stop-after=kernels})' | FileCheck %s --check-prefix=KERNELS
+// RUN: mithril-opt %s --pass-pipeline='builtin.module(mithril-gpu-pipeline{shapes=x:8x16})' | FileCheck %s --check-prefix=BINARY
+// RUN: mithril-run %s --target=cuda --emit=ptx --shape=x:8x16 | FileCheck %s --check-prefix=PTX
+// RUN: not mithril-run %s --target=cuda --shape=x:8x16 --random-inputs 2>&1 | FileCheck %s --check-prefix=NODEVICE
+
+mithril.model @Net(data %x: tensor<?x16xf32>, param %w: tensor<16x16xf32>) -> (y: tensor<?x16xf32>) {
+  %wt = mithril.transpose %w : (tensor<16x16xf32>) -> tensor<16x16xf32>
+  %mm = mithril.matmul %x, %wt : (tensor<?x16xf32>, tensor<16x16xf32>) -> tensor<?x16xf32>
+  %r = mithril.relu %mm : (tensor<?x16xf32>) -> tensor<?x16xf32>
+  mithril.output %r : tensor<?x16xf32>
+}
+
+// KERNELS-LABEL: func.func @Net(
+// KERNELS: gpu.alloc
+// KERNELS: gpu.launch_func @Net_kernel::@Net_kernel blocks in
+// KERNELS: gpu.dealloc
+// KERNELS: gpu.module @Net_kernel
+// KERNELS: gpu.func @Net_kernel(
+// KERNELS-SAME: kernel
+
+// BINARY: gpu.binary @Net_kernel [#gpu.object<#nvvm.target<chip = "sm_90", features = "+ptx80">
+
+// PTX: // kernel module @Net_kernel for sm_90
+// PTX: .version 8.0
+// PTX: .target sm_90
+// PTX: .entry Net_kernel(
+
+// NODEVICE: error: no CUDA device
