@@ -28,6 +28,9 @@ llvm_config.add_tool_substitutions(["mithril-opt", "mithril-run"], [config.mithr
 if config.ptxas_executable and os.path.exists(config.ptxas_executable):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", config.ptxas_executable))
+if config.cuda_runtime and os.path.exists(config.cuda_runtime):
+    config.available_features.add("cuda-runtime")
+    config.substitutions.append(("%cuda_runtime", config.cuda_runtime))
 if os.path.exists("/dev/nvidia0"):
     config.available_features.add("cuda-gpu")
 try:

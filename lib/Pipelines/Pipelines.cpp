@@ -169,6 +169,8 @@ LogicalResult mithril::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOpti
   pm.addPass(createCanonicalizerPass());
   if (stop == "kernels")
     return success();
+  // gpu-to-llvm lowers only asynchronous allocations and copies.
+  pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
 
   gpu::GPUToNVVMPipelineOptions nvvm;
   nvvm.cubinChip = options.chip;

@@ -448,9 +448,10 @@ static Expected<std::string> emitGpu(ModuleOp module, const CompileOptions &opti
   gpu.discard = options.discard;
   gpu.gradients = options.gradients;
   gpu.chip = options.gpuChip;
-  gpu.stopAfter = format == "ptx" ? "binary" : stopAfter.str();
-  if (format != "ptx" && format != "mlir")
-    return makeError("--target=cuda emits ptx or mlir, not " + format);
+  // The whole GPU pipeline ends at "binary", the CPU one at "llvm".
+  gpu.stopAfter = (format == "ptx" || stopAfter == "llvm") ? "binary" : stopAfter.str();
+  if (format != "ptx" && format != "mlir" && format != "llvm")
+    return makeError("--target=cuda emits ptx, mlir or llvm, not " + format);
   if (failed(buildGpuPipeline(pm, gpu)))
     return makeError("unknown GPU pipeline stage '" + stopAfter +
                      "' (the CPU stages up to bufferize, kernels or binary)");
@@ -463,6 +464,16 @@ static Expected<std::string> emitGpu(ModuleOp module, const CompileOptions &opti
   llvm::raw_string_ostream os(out);
   if (format == "mlir") {
     module.print(os);
+    return out;
+  }
+  if (format == "llvm") {
+    // The host code: kernel launches become calls into the CUDA runtime
+    // library (mgpuModuleLoad, mgpuLaunchKernel, ...).
+    llvm::LLVMContext llvmContext;
+    std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(module, llvmContext);
+    if (!llvmModule)
+      return makeError(diags.text + "translation of the host code to LLVM IR failed");
+    llvmModule->print(os, nullptr);
     return out;
   }
   module.walk([&](gpu::BinaryOp binary) {
