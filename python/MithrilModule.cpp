@@ -431,13 +431,17 @@ PYBIND11_MODULE(_mithril, m) {
   m.def(
       "emit",
       [](const std::string &source, const std::string &format, const std::string &stage,
-         const std::string &entry, const std::vector<std::string> &shapes) {
-        auto text = mithril::runtime::emit(source, makeOptions(entry, shapes, {}, "<python>"),
-                                           format, stage);
+         const std::string &entry, const std::vector<std::string> &shapes,
+         const std::string &target, const std::string &chip) {
+        CompileOptions options = makeOptions(entry, shapes, {}, "<python>");
+        options.target = target;
+        options.gpuChip = chip;
+        auto text = mithril::runtime::emit(source, options, format, stage);
         if (!text)
           raise(llvm::toString(text.takeError()));
         return py::bytes(*text);
       },
       py::arg("source"), py::arg("format") = "mlir", py::arg("stage") = "llvm",
-      py::arg("entry") = "", py::arg("shapes") = std::vector<std::string>{});
+      py::arg("entry") = "", py::arg("shapes") = std::vector<std::string>{},
+      py::arg("target") = "cpu", py::arg("chip") = "sm_90");
 }

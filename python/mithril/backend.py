@@ -15,8 +15,9 @@ _DTYPE_NAMES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"
 class MlirBackend:
     """Compiles through mithril-cpu-pipeline and runs native code.
 
-    `dtype` is the floating-point type of every float terminal; `device` is
-    "cpu" (the CUDA path emits PTX through mithril-run --target=cuda)."""
+    `dtype` is the floating-point type of every float terminal. `device` is
+    "cpu", or "cuda": the model's kernels are compiled to PTX (see
+    PhysicalModel.ptx); running them needs a CUDA device and runtime."""
 
     def __init__(self, dtype=float32, device: str = "cpu", seed: int = 0) -> None:
         dt = np.dtype(dtype)
@@ -24,10 +25,6 @@ class MlirBackend:
             raise ValueError(f"MlirBackend dtype must be float32 or float64, got {dt}")
         if device not in ("cpu", "cuda"):
             raise ValueError(f"unknown device '{device}' (expected 'cpu' or 'cuda')")
-        if device == "cuda":
-            raise NotImplementedError(
-                "device='cuda' cannot execute in this build; use mithril-run --target=cuda "
-                "--emit=ptx to produce GPU code")
         self.dtype = dt
         self.device = device
         self._rng = np.random.default_rng(seed)

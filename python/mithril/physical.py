@@ -29,6 +29,11 @@ class PhysicalModel:
         self.inference = inference
         self._shape_specs = [_shape_spec(k, v) for k, v in shapes.items()]
         self._discard = discard
+        self._ptx = None
+        if backend.device == "cuda":
+            # The kernels for NVIDIA GPUs; they run only where a device is.
+            self._ptx = _mithril.emit(source, "ptx", "llvm", entry, self._shape_specs, "cuda",
+                                      "sm_90").decode()
         self._forward = _mithril.compile(source, entry, self._shape_specs, discard,
                                          f"<model {entry}>")
         self._inputs = self._forward.inputs
@@ -87,10 +92,18 @@ class PhysicalModel:
             arrays.append(array)
         return arrays
 
+    @property
+    def ptx(self) -> str | None:
+        """The model's GPU kernels as PTX, for device='cuda'."""
+        return self._ptx
+
     def evaluate(self, params: Mapping | None = None, data: Mapping | None = None,
                  output_gradients: Mapping | None = None):
         """Runs the model. Returns the outputs, or (outputs, gradients) when
         `output_gradients` seeds the outputs' gradients."""
+        if self.backend.device == "cuda":
+            raise MithrilError("no CUDA device: device='cuda' compiles the kernels (see .ptx) "
+                               "but running them needs a CUDA GPU, and none is available here")
         given = dict(params or {})
         for key, value in (data or {}).items():
             if key in given:

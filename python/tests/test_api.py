@@ -117,3 +117,12 @@ def test_nan_and_inf_follow_ieee():
     pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={"x": [3]})
     out = pm.evaluate({}, {"x": np.array([np.nan, np.inf, -np.inf])})["y"]
     assert np.isnan(out[0]) and out[1] == np.inf and out[2] == 0.0
+
+
+def test_cuda_device_compiles_kernels():
+    model = Model()
+    model |= Linear(4).connect(input="x", output=IOKey("y"))
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float32, device="cuda"), shapes={"x": [8, 3]})
+    assert ".target sm_90" in pm.ptx and ".entry" in pm.ptx
+    with pytest.raises(ml.MithrilError, match="no CUDA device"):
+        pm.evaluate(pm.randomize_params(), {"x": np.ones((8, 3), np.float32)})
