@@ -19,6 +19,7 @@
 #include "mlir/Dialect/GPU/Pipelines/Passes.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
+#include "mlir/Dialect/Vector/Transforms/Passes.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
 
@@ -89,6 +90,11 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     pm.addPass(createLinalgElementwiseOpFusionPass());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
+    if (options.schedule) {
+      pm.addPass(createMithrilCpuSchedule());
+      pm.addPass(createCanonicalizerPass());
+      pm.addPass(createCSEPass());
+    }
   }
 
   if (wanted("bufferize")) {
@@ -110,6 +116,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
 
   if (wanted("loops")) {
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+    pm.addPass(createConvertVectorToSCFPass());
     pm.addPass(createLowerAffinePass());
     pm.addPass(createSCFToControlFlowPass());
     pm.addPass(createCanonicalizerPass());
@@ -120,6 +127,13 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     pm.addPass(memref::createExpandStridedMetadataPass());
     pm.addPass(createLowerAffinePass());
     pm.addPass(createConvertMathToLibmPass());
+    // Multi-dimensional reductions the vectorizer produced become 1-D ones.
+    pm.addNestedPass<func::FuncOp>(vector::createLowerVectorMultiReductionPass());
+    // Register-tile contractions become outer products: broadcasts and FMAs.
+    ConvertVectorToLLVMPassOptions vectorToLLVM;
+    vectorToLLVM.vectorContractLowering = vector::VectorContractLowering::OuterProduct;
+    vectorToLLVM.reassociateFPReductions = true;
+    pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
     pm.addPass(createFinalizeMemRefToLLVMConversionPass());
     pm.addPass(createConvertToLLVMPass());
     pm.addPass(createReconcileUnrealizedCastsPass());
@@ -151,6 +165,8 @@ LogicalResult mithril::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOpti
   front.shapes = options.shapes;
   front.discard = options.discard;
   front.gradients = options.gradients;
+  // The host schedule vectorizes for CPU registers; GPU loops map to threads.
+  front.schedule = false;
   front.stopAfter = cpuStage ? stop.str() : "bufferize";
   if (failed(buildCpuPipeline(pm, front)))
     return failure();
@@ -182,6 +198,7 @@ LogicalResult mithril::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOpti
 }
 
 void mithril::registerPipelines() {
+  registerMithrilPipelinesPasses();
   PassPipelineRegistration<GpuPipelineOptions>(
       "mithril-gpu-pipeline",
       "Compile mithril models to NVIDIA GPU kernels (PTX) and host code",

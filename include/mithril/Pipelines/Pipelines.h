@@ -10,10 +10,18 @@
 #ifndef MITHRIL_PIPELINES_PIPELINES_H
 #define MITHRIL_PIPELINES_PIPELINES_H
 
+#include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Pass/PassOptions.h"
 
 namespace mithril {
+
+#define GEN_PASS_DECL
+#include "mithril/Pipelines/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "mithril/Pipelines/Passes.h.inc"
 
 struct CpuPipelineOptions : public mlir::PassPipelineOptions<CpuPipelineOptions> {
   Option<std::string> entry{*this, "entry",
@@ -37,6 +45,9 @@ struct CpuPipelineOptions : public mlir::PassPipelineOptions<CpuPipelineOptions>
   Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"), llvm::cl::init(0.0)};
   Option<double> weightDecay{*this, "weight-decay", llvm::cl::desc("L2 weight decay"),
                              llvm::cl::init(0.0)};
+  Option<bool> schedule{*this, "schedule",
+                        llvm::cl::desc("Tile and vectorize for the host (mithril-cpu-schedule)"),
+                        llvm::cl::init(true)};
   Option<std::string> stopAfter{
       *this, "stop-after",
       llvm::cl::desc("Stop after a stage: flatten, shapes, autodiff, linalg, fusion, "

@@ -1366,7 +1366,9 @@ struct EmbeddingGradPattern : OpRewritePattern<EmbeddingGradOp> {
   }
 };
 
-/// Slice gradient: the gradient inserted into zeros at the slice's place.
+/// Slice gradient in gather form: each input position takes the gradient of
+/// the slice element it became, or zero. (A strided tensor.insert_slice
+/// would do, but vector-transfer folding mishandles its strides.)
 struct SliceGradPattern : OpRewritePattern<SliceGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(SliceGradOp op, PatternRewriter &rewriter) const override {
@@ -1374,26 +1376,48 @@ struct SliceGradPattern : OpRewritePattern<SliceGradOp> {
     RankedTensorType out = op.getType(), gt = op.getGrad().getType();
     if (!out.hasStaticShape() || !gt.hasStaticShape())
       return rewriter.notifyMatchFailure(op, "dynamic shapes");
-    Type et = out.getElementType();
-    Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getZeroAttr(et));
-    Value zeros = linalg::FillOp::create(
-                      rewriter, loc, zero,
-                      tensor::EmptyOp::create(rewriter, loc, out.getShape(), et).getResult())
-                      .getResult(0);
     int64_t rank = out.getRank();
-    SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0)), sizes,
-        strides(rank, rewriter.getIndexAttr(1));
-    for (int64_t d : gt.getShape())
-      sizes.push_back(rewriter.getIndexAttr(d));
+    Type et = out.getElementType();
+    SmallVector<int64_t> start(rank, 0), step(rank, 1);
     for (auto [i, axis] : llvm::enumerate(*normalizeAxes(op.getAxes(), rank))) {
       int64_t dim = out.getDimSize(axis);
-      int64_t start = op.getStart()[i];
-      start = std::clamp<int64_t>(start < 0 ? start + dim : start, 0, dim);
-      offsets[axis] = rewriter.getIndexAttr(start);
-      strides[axis] = rewriter.getIndexAttr(op.getStep()[i]);
+      int64_t s = op.getStart()[i];
+      start[axis] = std::clamp<int64_t>(s < 0 ? s + dim : s, 0, dim);
+      step[axis] = op.getStep()[i];
     }
-    rewriter.replaceOpWithNewOp<tensor::InsertSliceOp>(op, op.getGrad(), zeros, offsets, sizes,
-                                                       strides);
+    Value init = tensor::EmptyOp::create(rewriter, loc, out.getShape(), et);
+    SmallVector<AffineMap> maps = {rewriter.getMultiDimIdentityMap(rank)};
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    Value grad = op.getGrad();
+    Value result =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{out}, ValueRange{}, init, maps, iterators,
+            [&](OpBuilder &b, Location l, ValueRange) {
+              auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, l, v).getResult(); };
+              Value valid = arith::ConstantIntOp::create(b, l, 1, 1);
+              SmallVector<Value> src;
+              for (int64_t d = 0; d < rank; ++d) {
+                Value i = linalg::IndexOp::create(b, l, d);
+                Value t = arith::SubIOp::create(b, l, i, idx(start[d]));
+                Value nonNeg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, t, idx(0));
+                Value tc = arith::SelectOp::create(b, l, nonNeg, t, idx(0));
+                Value q = arith::DivUIOp::create(b, l, tc, idx(step[d]));
+                Value exact = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                                    arith::RemUIOp::create(b, l, tc, idx(step[d])),
+                                                    idx(0));
+                Value inRange = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, q,
+                                                      idx(gt.getDimSize(d)));
+                Value ok = arith::AndIOp::create(b, l, nonNeg,
+                                                 arith::AndIOp::create(b, l, exact, inRange));
+                valid = arith::AndIOp::create(b, l, valid, ok);
+                src.push_back(arith::SelectOp::create(b, l, ok, q, idx(0)));
+              }
+              Value v = tensor::ExtractOp::create(b, l, grad, src);
+              Value zero = arith::ConstantOp::create(b, l, b.getZeroAttr(et));
+              linalg::YieldOp::create(b, l, arith::SelectOp::create(b, l, valid, v, zero).getResult());
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, result);
     return success();
   }
 };

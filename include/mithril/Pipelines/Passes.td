@@ -1,0 +1,32 @@
+//===- Passes.td - code generation passes of the pipelines --*- tablegen -*-===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MITHRIL_PIPELINES_PASSES_TD
+#define MITHRIL_PIPELINES_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def MithrilCpuSchedule : Pass<"mithril-cpu-schedule", "mlir::ModuleOp"> {
+  let summary = "Tile and vectorize linalg on tensors for the host CPU";
+  let description = [{
+    Tiles every linalg op for the host: matmuls to a register block (8 rows
+    by 32 columns by 1, sixteen 512-bit accumulators in f32), other ops to
+    8 x 32 tiles of their last two loops; then applies a transform-dialect
+    script that vectorizes the tiles and hoists the matmul accumulators out
+    of the reduction loop while still on tensors. Run it after fusion and
+    before bufferization.
+  }];
+  let dependentDialects = [
+    "mlir::transform::TransformDialect",
+    "mlir::vector::VectorDialect",
+    "mlir::scf::SCFDialect",
+    "mlir::tensor::TensorDialect",
+    "mlir::arith::ArithDialect"
+  ];
+}
+
+#endif // MITHRIL_PIPELINES_PASSES_TD
