@@ -7,7 +7,7 @@ JOBS    ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
 .PHONY: all deps configure build demo check check-lit check-unit check-python docs \
-        check-conformance check-install bench clean help
+        check-conformance check-install bench sanitize fuzz clean help
 
 all: build
 
@@ -56,6 +56,37 @@ bench: build
 
 docs: build
 	ninja -C $(BUILD) mithril-docs
+
+# Sanitizers: the project built with clang, ASan and UBSan (with LeakSanitizer),
+# then the lit and GoogleTest suites under them.
+SAN_BUILD ?= build-asan
+SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+sanitize: deps
+	cmake -G Ninja -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+	  -DCMAKE_CXX_FLAGS="$(SAN_FLAGS)" -DCMAKE_C_FLAGS="$(SAN_FLAGS)" \
+	  -DCMAKE_EXE_LINKER_FLAGS="$(SAN_FLAGS)" -DCMAKE_SHARED_LINKER_FLAGS="$(SAN_FLAGS)" \
+	  -DMITHRIL_ENABLE_PYTHON=OFF -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit
+	ninja -C $(SAN_BUILD) mithril-opt mithril-run MithrilUnitTests
+	ASAN_OPTIONS=detect_leaks=1 ninja -C $(SAN_BUILD) check-mithril-lit check-mithril-unit
+
+# Fuzzing: libFuzzer targets for the .npy/.npz readers and for IR through the
+# pipeline's front half, each run for FUZZ_RUNS inputs from the seed corpora.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_RUNS ?= 100000
+FUZZ_FLAGS = -fsanitize=address,undefined,fuzzer-no-link -fno-omit-frame-pointer
+fuzz: deps
+	cmake -G Ninja -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+	  -DCMAKE_CXX_FLAGS="$(FUZZ_FLAGS)" -DCMAKE_C_FLAGS="$(FUZZ_FLAGS)" \
+	  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
+	  -DMITHRIL_ENABLE_PYTHON=OFF -DMITHRIL_ENABLE_FUZZERS=ON \
+	  -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit
+	ninja -C $(FUZZ_BUILD) npy_fuzzer ir_fuzzer
+	mkdir -p $(FUZZ_BUILD)/corpus/npy $(FUZZ_BUILD)/corpus/ir
+	$(FUZZ_BUILD)/bin/npy_fuzzer -runs=$(FUZZ_RUNS) -max_len=4096 $(FUZZ_BUILD)/corpus/npy fuzz/corpus/npy
+	$(FUZZ_BUILD)/bin/ir_fuzzer -runs=$(FUZZ_RUNS) -max_len=2048 -dict=fuzz/mlir.dict \
+	  $(FUZZ_BUILD)/corpus/ir fuzz/corpus/ir
 
 clean:
 	rm -rf $(BUILD)

@@ -13,7 +13,7 @@ from sklearn.datasets import load_digits
 import mithril as ml
 from mithril.models import CrossEntropy, Linear, Mean, Model, Relu, TrainModel
 
-from plot_png import save_line_plot
+from mithril.utils.png import save_line_plot
 
 out_dir = sys.argv[1] if len(sys.argv) > 1 else "digits_out"
 os.makedirs(out_dir, exist_ok=True)

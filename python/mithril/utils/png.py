@@ -1,4 +1,4 @@
-# A tiny line-plot writer for the examples: draws curves scaled to [0, max]
+# A tiny plot writer for the examples and benchmarks: draws curves scaled to [0, max]
 # on a white canvas with axes and writes an RGB PNG with zlib. No plotting
 # library needed.
 import struct
@@ -51,4 +51,30 @@ def save_line_plot(path, series, title="", width=640, height=400):
                    bottom - round((bottom - top) * v / top_value)) for i, v in enumerate(values)]
         for (x0, y0), (x1, y1) in zip(points, points[1:]):
             line(x0, y0, x1, y1, color)
+    _png(path, width, height, pixels)
+
+
+def save_bar_plot(path, labels, values, reference=1.0, width=720, height=360):
+    """One bar per label (scaled to the largest value), with a line at
+    `reference`; labels are not drawn (the caller prints the table)."""
+    pixels = bytearray([255] * (width * height * 3))
+    left, right, top, bottom = 40, width - 20, 20, height - 30
+    top_value = max(max(values, default=1.0), reference, 1e-12) * 1.1
+    n = max(len(values), 1)
+    slot = (right - left) / n
+
+    def fill(x0, y0, x1, y1, color):
+        for y in range(max(y0, 0), min(y1, height)):
+            for x in range(max(x0, 0), min(x1, width)):
+                i = (y * width + x) * 3
+                pixels[i:i + 3] = bytes(color)
+
+    for i, v in enumerate(values):
+        x0 = int(left + i * slot + slot * 0.15)
+        x1 = int(left + (i + 1) * slot - slot * 0.15)
+        y0 = int(bottom - (bottom - top) * v / top_value)
+        fill(x0, y0, x1, bottom, (40, 120, 200) if v >= reference else (200, 80, 60))
+    ref_y = int(bottom - (bottom - top) * reference / top_value)
+    fill(left, ref_y, right, ref_y + 2, (0, 0, 0))
+    fill(left, bottom, right, bottom + 1, (0, 0, 0))
     _png(path, width, height, pixels)

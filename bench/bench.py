@@ -1,0 +1,255 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""Measures models compiled by this compiler against numpy (OpenBLAS) and
+torch on this machine, side by side, and writes bench/results.md and
+bench/results.png.
+
+Every case first checks that our result equals the peer's; then the
+candidates run alternately, and medians over the repeats are reported with
+their ratios (peer time / our time: above 1 means we are faster). Thread
+counts are pinned and stated.
+
+    PYTHONPATH=build/python_packages python3 bench/bench.py [--quick]
+"""
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import mithril as ml
+from mithril.models import (CrossEntropy, Convolution2D, Flatten, Linear, MatrixMultiply,
+                            MaxPool2D, Mean, Model, Relu, TrainModel)
+from mithril.utils.png import save_bar_plot
+
+try:
+    import torch
+except ImportError:  # torch is optional for the benchmark
+    torch = None
+try:
+    from threadpoolctl import threadpool_info, threadpool_limits
+except ImportError:
+    threadpool_info = threadpool_limits = None
+
+
+def median_times(funcs, repeats):
+    """Runs the callables alternately; returns their median seconds."""
+    times = [[] for _ in funcs]
+    for f in funcs:  # warm up
+        f()
+    for _ in range(repeats):
+        for i, f in enumerate(funcs):
+            t0 = time.perf_counter()
+            f()
+            times[i].append(time.perf_counter() - t0)
+    return [statistics.median(t) for t in times]
+
+
+def mlp():
+    model = Model()
+    model |= Linear(512).connect(input="input")
+    model += Relu()
+    model += Linear(512)
+    model += Relu()
+    model += Linear(10).connect(output="logits")
+    return model
+
+
+def cnn():
+    model = Model()
+    model |= Convolution2D(kernel_size=3, out_channels=32, padding=1).connect(input="input")
+    model += Relu()
+    model += MaxPool2D(kernel_size=2)
+    model += Convolution2D(kernel_size=3, out_channels=64, padding=1)
+    model += Relu()
+    model += MaxPool2D(kernel_size=2)
+    model += Flatten(start_dim=1)
+    model += Linear(10).connect(output="logits")
+    return model
+
+
+def torch_mlp(params, names):
+    layers = []
+    for i, (w, b) in enumerate(names):
+        lin = torch.nn.Linear(params[w].shape[1], params[w].shape[0])
+        with torch.no_grad():
+            lin.weight.copy_(torch.tensor(params[w]))
+            lin.bias.copy_(torch.tensor(params[b]))
+        layers += [lin] + ([torch.nn.ReLU()] if i < len(names) - 1 else [])
+    return torch.nn.Sequential(*layers)
+
+
+def run(quick: bool, threads_list):
+    rng = np.random.default_rng(0)
+    backend = ml.MlirBackend(dtype=ml.float32)
+    repeats = 5 if quick else 30
+    rows = []
+
+    def add(case, ours, peers, flops=None, note=""):
+        rows.append((case, ours, peers, flops, note))
+
+    for threads in threads_list:
+        if torch is not None:
+            torch.set_num_threads(threads)
+        limit = threadpool_limits(threads) if threadpool_limits else None
+        # Matrix products.
+        for n in ([256, 512] if quick else [256, 512, 1024, 2048]):
+            a = rng.standard_normal((n, n)).astype(np.float32)
+            b = rng.standard_normal((n, n)).astype(np.float32)
+            model = Model()
+            model |= MatrixMultiply().connect(left="a", right="b", output=ml.IOKey("c"))
+            pm = ml.compile(model, backend, shapes={"a": [n, n], "b": [n, n]})
+            ours = lambda: pm.evaluate({}, {"a": a, "b": b})
+            np.testing.assert_allclose(ours()["c"], a @ b, rtol=1e-3, atol=1e-2)
+            funcs = [ours, lambda: a @ b]
+            if torch is not None:
+                ta, tb = torch.tensor(a), torch.tensor(b)
+                funcs.append(lambda: ta @ tb)
+            t = median_times(funcs, max(3, repeats // (n // 256)))
+            add(f"sgemm {n} ({threads}t)", t[0], t[1:], 2 * n ** 3)
+        # MLP inference.
+        for batch in ([1, 16, 64] if quick else [1, 16, 64, 256]):
+            start = time.perf_counter()
+            pm = ml.compile(mlp(), backend, shapes={"input": [batch, 784]}, inference=True)
+            compile_s = time.perf_counter() - start
+            params = pm.randomize_params(seed=0)
+            names = [(f"linear_{i}.weight", f"linear_{i}.bias") for i in range(3)]
+            x = rng.standard_normal((batch, 784)).astype(np.float32)
+            ours = lambda: pm.evaluate(params, {"input": x})
+            funcs = [ours]
+            if torch is not None:
+                net = torch_mlp(params, names)
+                tx = torch.tensor(x)
+                with torch.no_grad():
+                    ref = net(tx).numpy()
+                np.testing.assert_allclose(ours()["logits"], ref, rtol=1e-3, atol=1e-4)
+                funcs.append(lambda: net(tx))
+
+            def numpy_mlp():
+                h = np.maximum(x @ params[names[0][0]].T + params[names[0][1]], 0)
+                h = np.maximum(h @ params[names[1][0]].T + params[names[1][1]], 0)
+                return h @ params[names[2][0]].T + params[names[2][1]]
+            np.testing.assert_allclose(ours()["logits"], numpy_mlp(), rtol=1e-3, atol=1e-4)
+            funcs.insert(1, numpy_mlp)
+            with (torch.no_grad() if torch is not None else _null()):
+                t = median_times(funcs, repeats)
+            add(f"MLP inference b{batch} ({threads}t)", t[0], t[1:],
+                note=f"compile {compile_s * 1e3:.0f} ms")
+        # MLP training step.
+        for batch in ([64] if quick else [64, 256]):
+            train = TrainModel(mlp())
+            train.add_loss(CrossEntropy(), reduce_steps=[Mean()], input="logits", target="target")
+            pm = ml.compile(train, backend, shapes={"input": [batch, 784], "target": [batch]})
+            params = pm.randomize_params(seed=0)
+            x = rng.standard_normal((batch, 784)).astype(np.float32)
+            y = rng.integers(0, 10, batch)
+            opt = ml.SGD(lr=0.01)
+            ours = lambda: pm.train_step(params, {"input": x, "target": y}, opt)
+            funcs = [ours]
+            if torch is not None:
+                net = torch_mlp(params, [(f"linear_{i}.weight", f"linear_{i}.bias")
+                                         for i in range(3)])
+                topt = torch.optim.SGD(net.parameters(), lr=0.01)
+                tx, ty = torch.tensor(x), torch.tensor(y)
+
+                def torch_step():
+                    topt.zero_grad()
+                    loss = torch.nn.functional.cross_entropy(net(tx), ty)
+                    loss.backward()
+                    topt.step()
+                funcs.append(torch_step)
+            t = median_times(funcs, repeats)
+            add(f"MLP train step b{batch} ({threads}t)", t[0], [None] + t[1:])
+        # CNN forward.
+        pm = ml.compile(cnn(), backend, shapes={"input": [16, 1, 28, 28]}, inference=True)
+        params = pm.randomize_params(seed=0)
+        x = rng.standard_normal((16, 1, 28, 28)).astype(np.float32)
+        ours = lambda: pm.evaluate(params, {"input": x})
+        funcs = [ours]
+        if torch is not None:
+            F = torch.nn.functional
+            tp = {k: torch.tensor(v) for k, v in params.items()}
+            names = sorted(k for k in params if k.endswith("weight"))
+            conv1, conv2 = [k for k in names if tp[k].dim() == 4]
+            lin = [k for k in names if tp[k].dim() == 2][0]
+
+            def torch_cnn():
+                h = F.max_pool2d(F.relu(F.conv2d(torch.tensor(x), tp[conv1], tp[conv1[:-6] + "bias"],
+                                                 padding=1)), 2)
+                h = F.max_pool2d(F.relu(F.conv2d(h, tp[conv2], tp[conv2[:-6] + "bias"],
+                                                 padding=1)), 2)
+                return F.linear(h.flatten(1), tp[lin], tp[lin[:-6] + "bias"])
+            with torch.no_grad():
+                np.testing.assert_allclose(ours()["logits"], torch_cnn().numpy(), rtol=1e-3,
+                                           atol=1e-3)
+                funcs.append(torch_cnn)
+                t = median_times(funcs, max(3, repeats // 5))
+        else:
+            t = median_times(funcs, max(3, repeats // 5))
+        add(f"CNN forward b16 ({threads}t)", t[0], [None] + t[1:])
+        if limit is not None:
+            limit.unregister() if hasattr(limit, "unregister") else None
+    return rows
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def write(rows, path_md, path_png, threads_list):
+    blas = "unknown"
+    if threadpool_info:
+        info = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+        if info:
+            blas = f"{info[0].get('internal_api')} {info[0].get('version')} " \
+                   f"({info[0].get('architecture')})"
+    lines = ["# Benchmarks", "",
+             f"Measured by `make bench` on {platform.node()} ({os.cpu_count()} cores), "
+             f"{time.strftime('%Y-%m-%d %H:%M')}. numpy's BLAS: {blas}; torch "
+             f"{torch.__version__ if torch else 'absent'}. Our code runs on one thread (no "
+             f"multi-threading yet); the peers are pinned to the thread count in each case's name. "
+             "Times are medians of alternating runs; a ratio is the peer's time over ours "
+             "(above 1: we are faster).", "",
+             "| case | ours | numpy | torch | vs numpy | vs torch | GFLOP/s | note |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    ratios, labels = [], []
+    for case, ours, peers, flops, note in rows:
+        peers = list(peers) + [None] * (2 - len(peers))
+        fmt = lambda t: f"{t * 1e3:.3f} ms" if t is not None else "-"
+        r = [f"{p / ours:.2f}x" if p is not None else "-" for p in peers]
+        gf = f"{flops / ours / 1e9:.1f}" if flops else "-"
+        lines.append(f"| {case} | {fmt(ours)} | {fmt(peers[0])} | {fmt(peers[1])} | {r[0]} | "
+                     f"{r[1]} | {gf} | {note} |")
+        best = [p for p in peers if p is not None]
+        if best:
+            ratios.append(min(best) / ours)
+            labels.append(case)
+    lines += ["", "`results.png`: one bar per case, the best peer's time over ours; the "
+              "line marks parity (blue bars: we are faster)."]
+    with open(path_md, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    save_bar_plot(path_png, labels, ratios)
+    print("\n".join(lines))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="fewer cases and repeats")
+    parser.add_argument("--threads", default="1,2")
+    args = parser.parse_args()
+    threads = [int(t) for t in args.threads.split(",")]
+    here = os.path.dirname(os.path.abspath(__file__))
+    rows = run(args.quick, threads)
+    write(rows, os.path.join(here, "results.md"), os.path.join(here, "results.png"), threads)
+
+
+if __name__ == "__main__":
+    main()
