@@ -22,7 +22,7 @@ config.substitutions.append(("%python", python))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Integration", "Inputs")))
 config.substitutions.append(("%checknpz", python + " " + os.path.join(config.test_source_root, "Integration", "Inputs", "check_npz.py")))
 
-llvm_config.add_tool_substitutions(["mithril-opt", "mithril-run"], [config.mithril_tools_dir])
+llvm_config.add_tool_substitutions(["mithril-opt", "mithril-run", "mithril-lsp-server"], [config.mithril_tools_dir])
 
 # Optional features: a CUDA toolkit's ptxas, and a CUDA GPU.
 if config.ptxas_executable and os.path.exists(config.ptxas_executable):
