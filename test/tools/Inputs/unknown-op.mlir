@@ -1,0 +1,4 @@
+mithril.model @M(data %x: tensor<4xf32>) -> (y: tensor<4xf32>) {
+  %0 = mithril.frobnicate %x : (tensor<4xf32>) -> tensor<4xf32>
+  mithril.output %0 : tensor<4xf32>
+}
