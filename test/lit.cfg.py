@@ -24,6 +24,8 @@ config.substitutions.append(("%checknpz", python + " " + os.path.join(config.tes
 
 llvm_config.add_tool_substitutions(["mithril-opt", "mithril-run", "mithril-lsp-server"], [config.mithril_tools_dir])
 
+config.substitutions.append(("%llvm_lib_dir", os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")))
+
 # Optional features: a CUDA toolkit's ptxas, and a CUDA GPU.
 if config.ptxas_executable and os.path.exists(config.ptxas_executable):
     config.available_features.add("ptxas")

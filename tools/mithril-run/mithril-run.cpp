@@ -53,8 +53,8 @@ static cl::opt<bool> randomInputs("random-inputs",
                                   cl::desc("Fill data inputs that were not given with random data"),
                                   cl::cat(category));
 static cl::opt<std::string> emitFormat("emit",
-                                       cl::desc("Stop and write: mlir, llvm, asm, obj, or ptx "
-                                                "(with --target=cuda)"),
+                                       cl::desc("Stop and write: mlir, llvm, asm, obj, h (a C "
+                                                "header for obj), or ptx (with --target=cuda)"),
                                        cl::value_desc("FORMAT"), cl::cat(category));
 static cl::opt<std::string> stopAfter("mlir-stage",
                                       cl::desc("With --emit=mlir: the pipeline stage to print after (flatten, shapes, linalg, fusion, bufferize, loops, llvm)"),
