@@ -560,37 +560,12 @@ static Expected<std::string> emitHeader(ModuleOp module, const CompileOptions &o
 
 Expected<std::string> mithril::runtime::emit(StringRef source, const CompileOptions &options,
                                              StringRef format, StringRef stopAfter) {
-  if (format == "h") {
-    auto ctx = createContext();
-    auto module = parseSource(*ctx, source, options.sourceName);
-    if (!module)
-      return module.takeError();
-    auto entry = findEntry(**module, options.entry);
-    if (!entry)
-      return entry.takeError();
-    CompileOptions opts = options;
-    opts.entry = entry->getSymName().str();
-    return emitHeader(**module, opts);
-  }
   if (options.target != "cpu" && options.target != "cuda")
     return makeError("unknown target '" + options.target + "' (expected cpu or cuda)");
-  if (options.target == "cuda") {
-    auto ctx = createContext();
-    auto module = parseSource(*ctx, source, options.sourceName);
-    if (!module)
-      return module.takeError();
-    auto entry = findEntry(**module, options.entry);
-    if (!entry)
-      return entry.takeError();
-    CompileOptions opts = options;
-    opts.entry = entry->getSymName().str();
-    return emitGpu(**module, opts, format, stopAfter);
-  }
-  if (format != "mlir" && format != "llvm" && format != "asm" && format != "obj")
+  if (format != "mlir" && format != "llvm" && format != "asm" && format != "obj" &&
+      format != "h" && !(format == "ptx" && options.target == "cuda"))
     return makeError("unknown --emit format '" + format +
                      "' (expected mlir, llvm, asm, obj, h, or ptx with --target=cuda)");
-  if (format != "mlir" && stopAfter != "llvm")
-    return makeError("--mlir-stage applies to --emit=mlir only");
   auto ctx = createContext();
   auto module = parseSource(*ctx, source, options.sourceName);
   if (!module)
@@ -600,6 +575,12 @@ Expected<std::string> mithril::runtime::emit(StringRef source, const CompileOpti
     return entry.takeError();
   CompileOptions opts = options;
   opts.entry = entry->getSymName().str();
+  if (format == "h")
+    return emitHeader(**module, opts);
+  if (options.target == "cuda")
+    return emitGpu(**module, opts, format, stopAfter);
+  if (format != "mlir" && stopAfter != "llvm")
+    return makeError("--mlir-stage applies to --emit=mlir only");
   if (llvm::Error err = runPipeline(**module, opts, stopAfter))
     return std::move(err);
   std::string out;

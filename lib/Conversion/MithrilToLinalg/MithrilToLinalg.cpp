@@ -50,6 +50,13 @@ static Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type,
   return tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType(), dynamic);
 }
 
+/// A static-shaped tensor of `type` filled with zeros.
+static Value zeroFilled(OpBuilder &b, Location loc, RankedTensorType type) {
+  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(type.getElementType()));
+  Value empty = tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+  return linalg::FillOp::create(b, loc, zero, empty).getResult(0);
+}
+
 /// Sizes of the broadcast result of `operands` with result type `type`: a
 /// dynamic result dimension takes its size from an operand that has that
 /// dimension dynamic (or static and not 1).
@@ -1148,9 +1155,7 @@ struct ConvGradInputPattern : OpRewritePattern<ConvGradInputOp> {
     llvm::append_range(shape, out.getShape().drop_front(2));
     auto groupedOut = RankedTensorType::get(shape, et);
     Value zero = floatConst(rewriter, loc, et, 0.0);
-    Value init = linalg::FillOp::create(rewriter, loc, zero,
-                                        tensor::EmptyOp::create(rewriter, loc, shape, et).getResult())
-                     .getResult(0);
+    Value init = zeroFilled(rewriter, loc, RankedTensorType::get(shape, et));
     // Loops: n, g, c, i_0.., f, k_0..
     int64_t numLoops = 3 + spatial + 1 + spatial;
     auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
@@ -1209,9 +1214,7 @@ struct ConvGradWeightPattern : OpRewritePattern<ConvGradWeightOp> {
     SmallVector<int64_t> shape = {groups, fg, cg};
     llvm::append_range(shape, out.getShape().drop_front(2));
     auto groupedOut = RankedTensorType::get(shape, et);
-    Value init = linalg::FillOp::create(rewriter, loc, zero,
-                                        tensor::EmptyOp::create(rewriter, loc, shape, et).getResult())
-                     .getResult(0);
+    Value init = zeroFilled(rewriter, loc, RankedTensorType::get(shape, et));
     // Loops: g, f, c, k_0.., n, o_0..
     int64_t numLoops = 3 + spatial + 1 + spatial;
     auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
@@ -1259,10 +1262,7 @@ struct PoolGradPattern : OpRewritePattern<OpT> {
     int64_t spatial = kernel.size(), lead = out.getRank() - spatial;
     Type et = out.getElementType();
     Value zero = floatConst(rewriter, loc, et, 0.0);
-    Value init = linalg::FillOp::create(
-                     rewriter, loc, zero,
-                     tensor::EmptyOp::create(rewriter, loc, out.getShape(), et).getResult())
-                     .getResult(0);
+    Value init = zeroFilled(rewriter, loc, out);
     Value window = tensor::EmptyOp::create(rewriter, loc, kernel, et);
     int64_t numLoops = lead + 2 * spatial;
     auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
@@ -1332,10 +1332,7 @@ struct EmbeddingGradPattern : OpRewritePattern<EmbeddingGradOp> {
       return rewriter.notifyMatchFailure(op, "dynamic shapes");
     Type et = out.getElementType();
     Value zero = floatConst(rewriter, loc, et, 0.0);
-    Value init = linalg::FillOp::create(
-                     rewriter, loc, zero,
-                     tensor::EmptyOp::create(rewriter, loc, out.getShape(), et).getResult())
-                     .getResult(0);
+    Value init = zeroFilled(rewriter, loc, out);
     int64_t r = it.getRank(), numLoops = 2 + r;
     auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
     SmallVector<AffineExpr> iE, gE;
