@@ -66,7 +66,8 @@ sanitize: deps
 	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
 	  -DCMAKE_CXX_FLAGS="$(SAN_FLAGS)" -DCMAKE_C_FLAGS="$(SAN_FLAGS)" \
 	  -DCMAKE_EXE_LINKER_FLAGS="$(SAN_FLAGS)" -DCMAKE_SHARED_LINKER_FLAGS="$(SAN_FLAGS)" \
-	  -DMITHRIL_ENABLE_PYTHON=OFF -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit
+	  -DMITHRIL_ENABLE_PYTHON=OFF -DMITHRIL_ENABLE_CUDA_RUNTIME=OFF \
+	  -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit
 	ninja -C $(SAN_BUILD) mithril-opt mithril-run MithrilUnitTests
 	ASAN_OPTIONS=detect_leaks=1 ninja -C $(SAN_BUILD) check-mithril-lit check-mithril-unit
 
@@ -80,7 +81,7 @@ fuzz: deps
 	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
 	  -DCMAKE_CXX_FLAGS="$(FUZZ_FLAGS)" -DCMAKE_C_FLAGS="$(FUZZ_FLAGS)" \
 	  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
-	  -DMITHRIL_ENABLE_PYTHON=OFF -DMITHRIL_ENABLE_FUZZERS=ON \
+	  -DMITHRIL_ENABLE_PYTHON=OFF -DMITHRIL_ENABLE_FUZZERS=ON -DMITHRIL_ENABLE_CUDA_RUNTIME=OFF \
 	  -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit
 	ninja -C $(FUZZ_BUILD) npy_fuzzer ir_fuzzer
 	mkdir -p $(FUZZ_BUILD)/corpus/npy $(FUZZ_BUILD)/corpus/ir
