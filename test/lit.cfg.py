@@ -41,5 +41,9 @@ try:
 except ImportError:
     pass
 
-# The Python package, for tests that write models through Mithril's API.
-config.environment["PYTHONPATH"] = os.path.join(config.mithril_obj_root, "python_packages")
+# The Python package, for tests that write models through Mithril's API; a
+# build configured without bindings (e.g. the sanitizer build) skips them.
+python_packages = os.path.join(config.mithril_obj_root, "python_packages")
+config.environment["PYTHONPATH"] = python_packages
+if os.path.isdir(os.path.join(python_packages, "mithril")):
+    config.available_features.add("python-bindings")
