@@ -69,7 +69,7 @@ sanitize: deps
 	  -DMITHRIL_ENABLE_PYTHON=OFF -DMITHRIL_ENABLE_CUDA_RUNTIME=OFF \
 	  -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit
 	ninja -C $(SAN_BUILD) mithril-opt mithril-run MithrilUnitTests
-	ASAN_OPTIONS=detect_leaks=1 ninja -C $(SAN_BUILD) check-mithril-lit check-mithril-unit
+	ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 ninja -C $(SAN_BUILD) check-mithril-lit check-mithril-unit
 
 # Fuzzing: libFuzzer targets for the .npy/.npz readers and for IR through the
 # pipeline's front half, each run for FUZZ_RUNS inputs from the seed corpora.

@@ -87,6 +87,14 @@ std::optional<int64_t> mithril::runtime::numElements(llvm::ArrayRef<int64_t> sha
   return n;
 }
 
+std::optional<int64_t> mithril::runtime::numBytes(DType dtype, llvm::ArrayRef<int64_t> shape) {
+  std::optional<int64_t> n = numElements(shape);
+  int64_t size = static_cast<int64_t>(dtypeSize(dtype));
+  if (!n || *n > std::numeric_limits<int64_t>::max() / size)
+    return std::nullopt;
+  return *n * size;
+}
+
 std::string mithril::runtime::formatShape(llvm::ArrayRef<int64_t> shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)
@@ -101,6 +109,26 @@ Array::Array(DType dtype, llvm::ArrayRef<int64_t> shape) : dtype_(dtype), shape_
   size_t rounded = llvm::alignTo(std::max<size_t>(bytes_, 1), 64);
   storage_.reset(static_cast<uint8_t *>(std::aligned_alloc(64, rounded)));
   std::memset(storage_.get(), 0, rounded);
+}
+
+llvm::Expected<Array> Array::allocate(DType dtype, llvm::ArrayRef<int64_t> shape) {
+  std::optional<int64_t> bytes = numBytes(dtype, shape);
+  // Keep the 64-byte rounding below from overflowing size_t as well.
+  if (!bytes || static_cast<uint64_t>(*bytes) > std::numeric_limits<size_t>::max() - 64)
+    return llvm::createStringError("a " + dtypeName(dtype) + " array of shape " +
+                                   formatShape(shape) + " is too large to allocate");
+  Array array;
+  array.dtype_ = dtype;
+  array.shape_.assign(shape.begin(), shape.end());
+  array.bytes_ = static_cast<size_t>(*bytes);
+  size_t rounded = llvm::alignTo(std::max<size_t>(array.bytes_, 1), 64);
+  array.storage_.reset(static_cast<uint8_t *>(std::aligned_alloc(64, rounded)));
+  if (!array.storage_)
+    return llvm::createStringError("out of memory allocating " + llvm::Twine(*bytes) +
+                                   " bytes for a " + dtypeName(dtype) + " array of shape " +
+                                   formatShape(shape));
+  std::memset(array.storage_.get(), 0, rounded);
+  return std::move(array);
 }
 
 int64_t Array::size() const { return *numElements(shape_); }

@@ -203,9 +203,16 @@ static Expected<ModelOp> findEntry(ModuleOp module, StringRef entry) {
   SmallVector<ModelOp> roots;
   llvm::StringSet<llvm::MallocAllocator> instantiated;
   module.walk([&](InstanceOp inst) { instantiated.insert(inst.getCallee()); });
+  // A model with no output terminal computes nothing a caller could read.
+  auto checkOutputs = [](ModelOp model) -> Expected<ModelOp> {
+    if (model.getNumOutputs() == 0)
+      return makeError("model @" + model.getSymName() +
+                       " has no output terminals: there is nothing to compute");
+    return model;
+  };
   for (ModelOp model : module.getOps<ModelOp>()) {
     if (!entry.empty() && model.getSymName() == entry)
-      return model;
+      return checkOutputs(model);
     if (!instantiated.contains(model.getSymName()))
       roots.push_back(model);
   }
@@ -214,11 +221,15 @@ static Expected<ModelOp> findEntry(ModuleOp module, StringRef entry) {
     names += (names.empty() ? "@" : ", @") + m.getSymName().str();
   if (!entry.empty())
     return makeError("no model named '" + entry + "' (models: " + (names.empty() ? "none" : names) + ")");
+  if (roots.empty() && !names.empty())
+    return makeError("every model (" + names +
+                     ") is instantiated by another, so there is no root model: the instances "
+                     "form a cycle, or choose the entry with --entry");
   if (roots.size() != 1)
     return makeError(roots.empty() ? "the input holds no model"
                                    : "the input holds several root models (" + names +
                                          "); choose one with --entry");
-  return roots.front();
+  return checkOutputs(roots.front());
 }
 
 static Expected<TerminalInfo> describeTerminal(StringRef modelName, StringRef name, Type type,
@@ -237,6 +248,9 @@ static Expected<TerminalInfo> describeTerminal(StringRef modelName, StringRef na
   if (!tensor.hasStaticShape())
     return makeError(what + " has shape " + mithril::formatShape(tensor.getShape()) +
                      " after shape inference; give the shapes of the inputs it depends on");
+  if (!numBytes(*dtype, tensor.getShape()))
+    return makeError(what + " has shape " + mithril::formatShape(tensor.getShape()) +
+                     ", whose size in bytes overflows 64 bits");
   return TerminalInfo{name.str(), kind, *dtype, llvm::SmallVector<int64_t>(tensor.getShape())};
 }
 

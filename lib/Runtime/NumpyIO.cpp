@@ -144,8 +144,10 @@ Expected<Array> mithril::runtime::parseNpy(ArrayRef<uint8_t> bytes, StringRef so
     return error(source, "truncated data: shape " + formatShape(shape) + " of " +
                              dtypeName(*dtype) + " needs " + Twine(*n * elementSize) +
                              " bytes, the file has " + Twine(available));
-  Array array(*dtype, shape);
-  std::memcpy(array.data(), bytes.data() + dataStart, array.byteSize());
+  Expected<Array> array = Array::allocate(*dtype, shape);
+  if (!array)
+    return error(source, llvm::toString(array.takeError()));
+  std::memcpy(array->data(), bytes.data() + dataStart, array->byteSize());
   return array;
 }
 
@@ -300,8 +302,7 @@ Expected<NamedArrays> mithril::runtime::readNpz(StringRef path) {
   return parseNpz(bytes, path);
 }
 
-/// Writes `bytes` to `path` through a temporary file and a rename.
-static Error writeAtomically(StringRef path, ArrayRef<uint8_t> bytes) {
+Error mithril::runtime::writeFileAtomically(StringRef path, ArrayRef<uint8_t> bytes) {
   SmallString<256> dir(path);
   sys::path::remove_filename(dir);
   if (dir.empty())
@@ -331,7 +332,7 @@ static Error writeAtomically(StringRef path, ArrayRef<uint8_t> bytes) {
 }
 
 Error mithril::runtime::writeNpy(StringRef path, const Array &array) {
-  return writeAtomically(path, serializeNpy(array));
+  return writeFileAtomically(path, serializeNpy(array));
 }
 
 static void putLE16(std::vector<uint8_t> &out, uint16_t v) {
@@ -392,5 +393,5 @@ Error mithril::runtime::writeNpz(StringRef path, const NamedArrays &arrays) {
   putLE32(out, central.size());
   putLE32(out, centralOffset);
   putLE16(out, 0);
-  return writeAtomically(path, out);
+  return writeFileAtomically(path, out);
 }

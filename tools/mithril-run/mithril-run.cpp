@@ -235,7 +235,10 @@ static int runTraining(StringRef source, std::map<std::string, Array> &given) {
     dataByName[name] = &array;
   std::vector<std::string> missing;
   for (const TerminalInfo &t : (*model)->inputs()) {
-    Array array(t.dtype, t.shape);
+    Expected<Array> allocated = Array::allocate(t.dtype, t.shape);
+    if (!allocated)
+      return fail("input '" + t.name + "': " + toString(allocated.takeError()));
+    Array array = std::move(*allocated);
     auto it = given.find(t.name);
     if (it != given.end()) {
       if (it->second.dtype() != t.dtype || it->second.shape() != ArrayRef<int64_t>(t.shape))
@@ -432,17 +435,15 @@ int main(int argc, char **argv) {
     auto text = emit((*source)->getBuffer(), options, emitFormat, stopAfter);
     if (!text)
       return fail(text.takeError());
-    if (outputFile.empty()) {
-      if (emitFormat == "obj")
+    if (outputFile.empty() || outputFile == "-") {
+      if (emitFormat == "obj" && outputFile.empty())
         return fail("--emit=obj writes binary data: give -o FILE");
       outs() << *text;
       return 0;
     }
-    std::error_code ec;
-    raw_fd_ostream os(outputFile, ec, emitFormat == "obj" ? sys::fs::OF_None : sys::fs::OF_Text);
-    if (ec)
-      return fail(outputFile + ": cannot write: " + ec.message());
-    os << *text;
+    ArrayRef<uint8_t> bytes(reinterpret_cast<const uint8_t *>(text->data()), text->size());
+    if (Error err = writeFileAtomically(outputFile, bytes))
+      return fail(std::move(err));
     return 0;
   }
 
@@ -472,7 +473,10 @@ int main(int argc, char **argv) {
       given.erase(it);
       continue;
     }
-    Array array(t.dtype, t.shape);
+    Expected<Array> allocated = Array::allocate(t.dtype, t.shape);
+    if (!allocated)
+      return fail("input '" + t.name + "': " + toString(allocated.takeError()));
+    Array array = std::move(*allocated);
     if (t.kind == InputKind::Param || randomInputs)
       randomFill(array, rng, t.kind == InputKind::Param);
     else
@@ -490,8 +494,12 @@ int main(int argc, char **argv) {
                 "--input=TERMINAL=FILE.npy, or --random-inputs):\n" + join(missing, "\n"));
 
   std::vector<Array> outputArrays;
-  for (const TerminalInfo &t : (*model)->outputs())
-    outputArrays.emplace_back(t.dtype, t.shape);
+  for (const TerminalInfo &t : (*model)->outputs()) {
+    Expected<Array> allocated = Array::allocate(t.dtype, t.shape);
+    if (!allocated)
+      return fail("output '" + t.name + "': " + toString(allocated.takeError()));
+    outputArrays.push_back(std::move(*allocated));
+  }
   std::vector<TensorView> inViews, outViews;
   for (Array &a : inputArrays)
     inViews.push_back(a.view());

@@ -12,6 +12,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
 
 #include <cstdint>
 #include <memory>
@@ -35,6 +36,8 @@ std::optional<DType> typeToDType(mlir::Type type);
 
 /// Number of elements of a shape; nullopt if it overflows int64.
 std::optional<int64_t> numElements(llvm::ArrayRef<int64_t> shape);
+/// Number of bytes of a shape of `dtype`; nullopt if it overflows int64.
+std::optional<int64_t> numBytes(DType dtype, llvm::ArrayRef<int64_t> shape);
 std::string formatShape(llvm::ArrayRef<int64_t> shape);
 
 /// A non-owning view of a contiguous row-major array.
@@ -48,7 +51,12 @@ struct TensorView {
 class Array {
 public:
   Array() = default;
+  /// A zero-filled array. `shape` must be non-negative and its byte size must
+  /// fit in memory; use allocate() where the shape comes from user input.
   Array(DType dtype, llvm::ArrayRef<int64_t> shape);
+  /// A zero-filled array, or an error if the shape overflows or the memory
+  /// cannot be had.
+  static llvm::Expected<Array> allocate(DType dtype, llvm::ArrayRef<int64_t> shape);
 
   DType dtype() const { return dtype_; }
   llvm::ArrayRef<int64_t> shape() const { return shape_; }

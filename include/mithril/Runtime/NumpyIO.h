@@ -31,6 +31,9 @@ llvm::Expected<NamedArrays> parseNpz(llvm::ArrayRef<uint8_t> bytes, llvm::String
 /// Writes atomically: to a temporary file beside `path`, then renamed, so an
 /// interrupted write never leaves a partial file under the final name.
 llvm::Error writeNpy(llvm::StringRef path, const Array &array);
+/// Writes `bytes` to `path` through a temporary file and a rename, so that a
+/// failed write never leaves a partial file behind under the final name.
+llvm::Error writeFileAtomically(llvm::StringRef path, llvm::ArrayRef<uint8_t> bytes);
 llvm::Error writeNpz(llvm::StringRef path, const NamedArrays &arrays);
 
 } // namespace mithril::runtime
