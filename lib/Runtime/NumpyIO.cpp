@@ -202,6 +202,13 @@ Expected<Array> mithril::runtime::readNpy(StringRef path) {
 static Expected<std::vector<uint8_t>> inflateMember(ArrayRef<uint8_t> compressed,
                                                     size_t expected, StringRef source) {
 #if MITHRIL_HAVE_ZLIB
+  // Deflate expands at most 1032:1; a header that claims more is corrupt (or
+  // a zip bomb), and trusting it would allocate whatever it asks for.
+  constexpr uint64_t kMaxDeflateRatio = 1032;
+  if (expected > kMaxDeflateRatio * compressed.size() + 64)
+    return error(source, "corrupt zip header: " + Twine(compressed.size()) +
+                             " compressed bytes cannot inflate to the " + Twine(expected) +
+                             " it declares");
   std::vector<uint8_t> out(expected);
   z_stream stream{};
   if (inflateInit2(&stream, -MAX_WBITS) != Z_OK)
