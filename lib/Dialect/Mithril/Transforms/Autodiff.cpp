@@ -165,6 +165,20 @@ struct AutodiffPass : public mithril::impl::MithrilAutodiffBase<AutodiffPass> {
     if (!model.getBodyBlock().getOps<InstanceOp>().empty())
       return model.emitOpError("must be flattened before mithril-autodiff");
     Block &body = model.getBodyBlock();
+    // The gradient rules rebuild shapes (reshape, broadcast, sum back to an
+    // operand's shape) from static types; a dynamic one would make them guess.
+    for (BlockArgument arg : body.getArguments()) {
+      auto type = dyn_cast<RankedTensorType>(arg.getType());
+      if (type && !type.hasStaticShape())
+        return model.emitOpError("mithril-autodiff needs static shapes, but input terminal '")
+               << model.getInputName(arg.getArgNumber()) << "' has type " << type
+               << "; give the input shapes first (mithril-infer-shapes{shapes=...})";
+    }
+    for (Operation &op : body.without_terminator())
+      for (Type type : op.getResultTypes())
+        if (auto tensor = dyn_cast<RankedTensorType>(type); tensor && !tensor.hasStaticShape())
+          return op.emitOpError("mithril-autodiff needs static shapes, but this result has type ")
+                 << tensor << "; give the input shapes first (mithril-infer-shapes{shapes=...})";
     OutputOp output = model.getOutputOp();
 
     // The inputs to differentiate and the outputs to seed.
