@@ -28,7 +28,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }();
   // Diagnostics are expected; keep them off stderr.
   ScopedDiagnosticHandler quiet(ctx.get(), [](Diagnostic &) { return success(); });
-  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
+  // MLIR's lexer reads one byte past the text to find its terminating NUL, as
+  // files read through MemoryBuffer have; libFuzzer's data has none.
+  std::string text(reinterpret_cast<const char *>(data), size);
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, ctx.get());
   if (!module || failed(verify(*module)))
     return 0;
