@@ -41,9 +41,11 @@ try:
 except ImportError:
     pass
 
-# The Python package, for tests that write models through Mithril's API; a
-# build configured without bindings (e.g. the sanitizer build) skips them.
+# The Python package, for tests that write models through Mithril's API. A
+# build without bindings, or a run with --param python_bindings=0 (the
+# sanitizer build: its extension needs a preloaded runtime), skips them.
 python_packages = os.path.join(config.mithril_obj_root, "python_packages")
 config.environment["PYTHONPATH"] = python_packages
-if os.path.isdir(os.path.join(python_packages, "mithril")):
+if lit_config.params.get("python_bindings", "1") != "0" and os.path.isdir(
+        os.path.join(python_packages, "mithril")):
     config.available_features.add("python-bindings")
