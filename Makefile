@@ -98,6 +98,8 @@ fuzz: deps
 	$(FUZZ_BUILD)/bin/npy_fuzzer -runs=$(FUZZ_RUNS) -max_len=4096 $(FUZZ_BUILD)/corpus/npy fuzz/corpus/npy
 	$(FUZZ_BUILD)/bin/ir_fuzzer -runs=$(FUZZ_RUNS) -max_len=2048 -dict=fuzz/mlir.dict \
 	  $(FUZZ_BUILD)/corpus/ir fuzz/corpus/ir
+	ninja -C $(BUILD) mithril-python-sources _mithril
+	PYTHONPATH=$(BUILD)/python_packages /usr/bin/python3 fuzz/model_dict_fuzz.py --runs=$(FUZZ_RUNS)
 
 clean:
 	rm -rf $(BUILD)

@@ -126,3 +126,25 @@ def test_cuda_device_compiles_kernels():
     assert ".target sm_90" in pm.ptx and ".entry" in pm.ptx
     with pytest.raises(ml.MithrilError, match="no CUDA device"):
         pm.evaluate(pm.randomize_params(), {"x": np.ones((8, 3), np.float32)})
+
+
+def test_model_dict_errors_name_the_place():
+    # Found by fuzz/model_dict_fuzz.py: a kernel size of the wrong length hit
+    # an assert in the layer's constructor.
+    from mithril.utils import ModelDictError, dict_to_model
+    with pytest.raises(ml.MithrilError, match=r"expected 2 values, got 3"):
+        dict_to_model({"name": "Convolution2D",
+                       "args": {"kernel_size": [1, 2, 3], "out_channels": 4}})
+    with pytest.raises(ModelDictError, match=r"model.submodels: expected a dict"):
+        dict_to_model({"name": "Model", "submodels": [1, 2]})
+    with pytest.raises(ModelDictError, match=r"model.submodels.m.args: expected a dict"):
+        dict_to_model({"name": "Model", "submodels": {"m": {"name": "Relu", "args": 3}}})
+    with pytest.raises(ModelDictError, match=r"model.connections.m.input.key.connect: "
+                                             r"no submodel 'nope'"):
+        dict_to_model({"name": "Model", "submodels": {"m": "Relu"},
+                       "connections": {"m": {"input": {"key": {"connect": [["nope", "x"]]}}}}})
+    with pytest.raises(ml.MithrilError, match=r"unknown model 'NoSuchModel'"):
+        dict_to_model({"name": "NoSuchModel"})
+    # Found by the same fuzzer: Concat(n=2**63) built terminals until memory ran out.
+    with pytest.raises(ml.MithrilError, match=r"Concat: n must be an int from 1 to 4096"):
+        dict_to_model({"name": "Concat", "args": {"n": 2**63}})

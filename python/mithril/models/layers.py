@@ -4,14 +4,17 @@
 
 from __future__ import annotations
 
+from ..errors import MithrilError
 from ..framework import BaseModel, IOKey, Model, Primitive, TerminalSpec
 from .primitives import (Add, MatrixMultiply, Multiply, Relu, Sigmoid, Subtract, Tanh,
                          Transpose)
 
 
 def _pair(v, n: int) -> list[int]:
+    """An int or a sequence of `n` ints (kernel size, stride, ...), as a list."""
     if isinstance(v, (list, tuple)):
-        assert len(v) == n
+        if len(v) != n:
+            raise MithrilError(f"expected {n} values, got {len(v)}: {list(v)}")
         return [int(x) for x in v]
     return [int(v)] * n
 

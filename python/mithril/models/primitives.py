@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from ..errors import MithrilError
 from ..framework import Primitive, TerminalSpec
 
 
@@ -232,7 +233,12 @@ class Concat(Primitive):
     """Joins input1..inputN along `axis`."""
     op = "concat"
 
+    max_inputs = 4096
+
     def __init__(self, n: int = 2, axis: int = 0, name=None) -> None:
+        # n comes from users' dictionaries too: bound it before making terminals.
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= self.max_inputs:
+            raise MithrilError(f"Concat: n must be an int from 1 to {self.max_inputs}, got {n!r}")
         self.inputs = tuple(f"input{i + 1}" for i in range(n))
         super().__init__(name, axis=int(axis))
 

@@ -2,6 +2,6 @@
 # Exceptions. See LICENSE for license information.
 """Helpers: Mithril's model-dict format."""
 
-from .dict_to_model import dict_to_model
+from .dict_to_model import ModelDictError, dict_to_model
 
-__all__ = ["dict_to_model"]
+__all__ = ["ModelDictError", "dict_to_model"]
