@@ -1,0 +1,37 @@
+// RUN: mithril-opt %s -split-input-file --convert-mithril-to-linalg | FileCheck %s
+
+// A model becomes a func with its terminal names kept as argument attributes;
+// matmul is a zero-filled linalg.matmul, broadcasting elementwise ops are
+// linalg.generic ops whose indexing maps do the broadcast.
+// CHECK-DAG: #[[ID:.+]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[ROW:.+]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @Dense(
+// CHECK-SAME: %[[X:.+]]: tensor<8x16xf32> {mithril.kind = #mithril.input_kind<data>, mithril.name = "x"}
+// CHECK-SAME: %[[W:.+]]: tensor<16x32xf32> {mithril.kind = #mithril.input_kind<param>, mithril.name = "w"}
+// CHECK-SAME: %[[B:.+]]: tensor<32xf32> {mithril.kind = #mithril.input_kind<param>, mithril.name = "b"}
+// CHECK-SAME: -> (tensor<8x32xf32> {mithril.name = "y"}) attributes {llvm.emit_c_interface}
+// CHECK: %[[ZERO:.+]] = linalg.fill
+// CHECK: %[[MM:.+]] = linalg.matmul ins(%[[X]], %[[W]] : {{.*}}) outs(%[[ZERO]] :
+// CHECK: %[[ADD:.+]] = linalg.generic {indexing_maps = [#[[ID]], #[[ROW]], #[[ID]]], iterator_types = ["parallel", "parallel"]} ins(%[[MM]], %[[B]] :
+// CHECK: arith.addf
+// CHECK: %[[RELU:.+]] = linalg.generic {{.*}} ins(%[[ADD]] :
+// CHECK: arith.maximumf
+// CHECK: return %[[RELU]]
+mithril.model @Dense(data %x: tensor<8x16xf32>, param %w: tensor<16x32xf32>, param %b: tensor<32xf32>) -> (y: tensor<8x32xf32>) {
+  %mm = mithril.matmul %x, %w : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+  %a = mithril.add %mm, %b : (tensor<8x32xf32>, tensor<32xf32>) -> tensor<8x32xf32>
+  %y = mithril.relu %a : (tensor<8x32xf32>) -> tensor<8x32xf32>
+  mithril.output %y : tensor<8x32xf32>
+}
+
+// -----
+
+// Reductions are linalg.generic ops with reduction iterators into a filled init.
+// CHECK-LABEL: func.func @RowSum(
+// CHECK: linalg.fill
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: arith.addf
+mithril.model @RowSum(data %x: tensor<4x6xf64>) -> (y: tensor<4xf64>) {
+  %y = mithril.sum %x {axes = array<i64: 1>, keepdim = false} : (tensor<4x6xf64>) -> tensor<4xf64>
+  mithril.output %y : tensor<4xf64>
+}
