@@ -534,15 +534,6 @@ static Value keepDims(OpBuilder &b, Location loc, Value reduced, RankedTensorTyp
   return buildReshape(b, loc, reduced, type, sizes);
 }
 
-static SmallVector<int64_t> reductionAxes(std::optional<ArrayRef<int64_t>> axes, int64_t rank) {
-  if (!axes) {
-    SmallVector<int64_t> all;
-    for (int64_t i = 0; i < rank; ++i)
-      all.push_back(i);
-    return all;
-  }
-  return *normalizeAxes(*axes, rank);
-}
 
 /// The number of elements over `axes` of `input`, as a scalar of type `et`.
 static Value countOver(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,

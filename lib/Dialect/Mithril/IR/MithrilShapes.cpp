@@ -14,6 +14,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/SmallSet.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -132,6 +133,14 @@ FailureOr<SmallVector<int64_t>> mithril::normalizeAxes(ArrayRef<int64_t> axes,
     out.push_back(a);
   }
   return out;
+}
+
+SmallVector<int64_t> mithril::reductionAxes(std::optional<ArrayRef<int64_t>> axes,
+                                           int64_t rank) {
+  if (!axes)
+    return llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  // The op's verifier has checked the axes, so normalizing cannot fail.
+  return *normalizeAxes(*axes, rank);
 }
 
 static FailureOr<int64_t> checkedAxis(std::optional<Location> loc, StringRef opName,

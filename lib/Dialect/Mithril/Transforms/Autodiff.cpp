@@ -128,16 +128,6 @@ public:
   Location loc;
 };
 
-SmallVector<int64_t> normalizedAxes(std::optional<ArrayRef<int64_t>> axes, int64_t rank) {
-  if (!axes) {
-    SmallVector<int64_t> all;
-    for (int64_t i = 0; i < rank; ++i)
-      all.push_back(i);
-    return all;
-  }
-  return *normalizeAxes(*axes, rank);
-}
-
 struct AutodiffPass : public mithril::impl::MithrilAutodiffBase<AutodiffPass> {
   using MithrilAutodiffBase::MithrilAutodiffBase;
 
@@ -445,13 +435,13 @@ struct AutodiffPass : public mithril::impl::MithrilAutodiffBase<AutodiffPass> {
         // Reductions.
         .Case([&](SumOp s) {
           auto in = typeOf(x(0));
-          auto axes = normalizedAxes(s.getAxes(), in.getRank());
+          auto axes = reductionAxes(s.getAxes(), in.getRank());
           acc(x(0), g.broadcastTo(g.keepAxes(grad, in, axes, s.getKeepdim()), in.getShape()));
           return success();
         })
         .Case([&](MeanOp m) {
           auto in = typeOf(x(0));
-          auto axes = normalizedAxes(m.getAxes(), in.getRank());
+          auto axes = reductionAxes(m.getAxes(), in.getRank());
           int64_t count = 1;
           for (int64_t a : axes)
             count *= in.getDimSize(a);
@@ -472,7 +462,7 @@ struct AutodiffPass : public mithril::impl::MithrilAutodiffBase<AutodiffPass> {
             a = n.getAxes();
             keepdim = n.getKeepdim();
           }
-          auto axes = normalizedAxes(a, in.getRank());
+          auto axes = reductionAxes(a, in.getRank());
           Value yk = g.keepAxes(y, in, axes, keepdim);
           Value hit = g.mask(g.eq(x(0), yk), grad);
           Value count = g.sum(hit, axes, /*keepdim=*/true);
@@ -482,7 +472,7 @@ struct AutodiffPass : public mithril::impl::MithrilAutodiffBase<AutodiffPass> {
         })
         .Case([&](ProdOp p) {
           auto in = typeOf(x(0));
-          auto axes = normalizedAxes(p.getAxes(), in.getRank());
+          auto axes = reductionAxes(p.getAxes(), in.getRank());
           Value yk = g.keepAxes(y, in, axes, p.getKeepdim());
           Value gk = g.keepAxes(grad, in, axes, p.getKeepdim());
           acc(x(0), g.div(g.mul(gk, yk), x(0)));
@@ -490,7 +480,7 @@ struct AutodiffPass : public mithril::impl::MithrilAutodiffBase<AutodiffPass> {
         })
         .Case([&](VarianceOp v) {
           auto in = typeOf(x(0));
-          auto axes = normalizedAxes(v.getAxes(), in.getRank());
+          auto axes = reductionAxes(v.getAxes(), in.getRank());
           int64_t count = 1;
           for (int64_t a : axes)
             count *= in.getDimSize(a);

@@ -80,6 +80,11 @@ broadcastShapes(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs);
 llvm::FailureOr<llvm::SmallVector<int64_t>>
 normalizeAxes(llvm::ArrayRef<int64_t> axes, int64_t rank);
 
+/// The axes a verified reduction reduces over, normalized: all of them when
+/// the op has no `axes` attribute.
+llvm::SmallVector<int64_t> reductionAxes(std::optional<llvm::ArrayRef<int64_t>> axes,
+                                         int64_t rank);
+
 /// A possibly negative axis counted from the front. I64Attr getters return
 /// uint64_t: always pass them through this before comparing with zero.
 inline int64_t normalizeAxis(uint64_t axis, int64_t rank) {
