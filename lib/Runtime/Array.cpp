@@ -8,6 +8,7 @@
 #include "mithril/Runtime/Array.h"
 
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <cstdlib>
@@ -104,11 +105,13 @@ std::string mithril::runtime::formatShape(llvm::ArrayRef<int64_t> shape) {
 
 void Array::FreeDeleter::operator()(void *p) const { std::free(p); }
 
-Array::Array(DType dtype, llvm::ArrayRef<int64_t> shape) : dtype_(dtype), shape_(shape) {
-  bytes_ = static_cast<size_t>(*numElements(shape)) * dtypeSize(dtype);
-  size_t rounded = llvm::alignTo(std::max<size_t>(bytes_, 1), 64);
-  storage_.reset(static_cast<uint8_t *>(std::aligned_alloc(64, rounded)));
-  std::memset(storage_.get(), 0, rounded);
+Array::Array(DType dtype, llvm::ArrayRef<int64_t> shape) {
+  // Internal callers pass shapes that already exist in memory; user-given
+  // shapes go through allocate() and get an error instead.
+  llvm::Expected<Array> array = allocate(dtype, shape);
+  if (!array)
+    llvm::report_fatal_error(array.takeError());
+  *this = std::move(*array);
 }
 
 llvm::Expected<Array> Array::allocate(DType dtype, llvm::ArrayRef<int64_t> shape) {

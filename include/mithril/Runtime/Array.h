@@ -51,8 +51,8 @@ struct TensorView {
 class Array {
 public:
   Array() = default;
-  /// A zero-filled array. `shape` must be non-negative and its byte size must
-  /// fit in memory; use allocate() where the shape comes from user input.
+  /// A zero-filled array, for shapes known to fit in memory (a fatal error
+  /// otherwise); use allocate() where the shape comes from user input.
   Array(DType dtype, llvm::ArrayRef<int64_t> shape);
   /// A zero-filled array, or an error if the shape overflows or the memory
   /// cannot be had.
