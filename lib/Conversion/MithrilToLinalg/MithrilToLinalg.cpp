@@ -203,6 +203,8 @@ static Value scalarBody(Operation *op, OpBuilder &b, Location loc, ValueRange ar
               return arith::CmpFOp::create(b, loc, pred.first, x, y);
             return arith::CmpIOp::create(b, loc, pred.second, x, y);
           })
+      .Case([&](ShiftLeftOp) -> Value { return arith::ShLIOp::create(b, loc, x, y); })
+      .Case([&](ShiftRightOp) -> Value { return arith::ShRSIOp::create(b, loc, x, y); })
       .Case([&](LogicalAndOp) -> Value { return arith::AndIOp::create(b, loc, x, y); })
       .Case([&](LogicalOrOp) -> Value { return arith::OrIOp::create(b, loc, x, y); })
       .Case([&](LogicalXorOp) -> Value { return arith::XOrIOp::create(b, loc, x, y); })
@@ -365,7 +367,7 @@ struct ElementwisePattern : public RewritePattern {
     if (!isa<MithrilDialect>(op->getDialect()) || op->getNumResults() != 1 ||
         !isa<AddOp, SubtractOp, MultiplyOp, DivideOp, FloorDivideOp, PowerOp, MinimumOp,
              MaximumOp, EqualOp, NotEqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp,
-             LogicalAndOp, LogicalOrOp, LogicalXorOp, LogicalNotOp, NegateOp, AbsOp, SignOp,
+             LogicalAndOp, LogicalOrOp, LogicalXorOp, ShiftLeftOp, ShiftRightOp, LogicalNotOp, NegateOp, AbsOp, SignOp,
              SquareOp, StopGradientOp, ExpOp, LogOp, SqrtOp, SinOp, CosOp, ReciprocalOp, ErfOp,
              TanhOp, ReluOp, SigmoidOp, SoftplusOp, LeakyReluOp, GeluOp, WhereOp,
              SquaredErrorOp, AbsoluteErrorOp, HingeOp, QuadHingeOp, KLDivergenceOp,
@@ -1563,6 +1565,42 @@ struct OneHotPattern : OpRewritePattern<OneHotOp> {
   }
 };
 
+/// eye_like: 1 where the row index equals the column index.
+struct EyeLikePattern : OpRewritePattern<EyeLikeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(EyeLikeOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType out = op.getType();
+    SmallVector<OpFoldResult> sizes = {dimOf(rewriter, loc, op.getInput(), 0),
+                                       dimOf(rewriter, loc, op.getInput(), 1)};
+    Value init = emptyTensor(rewriter, loc, out, sizes);
+    SmallVector<AffineMap> maps = {rewriter.getMultiDimIdentityMap(2)};
+    SmallVector<utils::IteratorType> iterators(2, utils::IteratorType::parallel);
+    Type et = out.getElementType();
+    Value result =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{out}, ValueRange{}, init, maps, iterators,
+            [&](OpBuilder &b, Location l, ValueRange) {
+              Value diagonal = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                                     linalg::IndexOp::create(b, l, 0),
+                                                     linalg::IndexOp::create(b, l, 1));
+              Value one, zero;
+              if (isFloat(et)) {
+                one = floatConst(b, l, et, 1.0);
+                zero = floatConst(b, l, et, 0.0);
+              } else {
+                one = arith::ConstantOp::create(b, l, b.getIntegerAttr(et, 1));
+                zero = zeroOf(b, l, et);
+              }
+              linalg::YieldOp::create(b, l,
+                                      arith::SelectOp::create(b, l, diagonal, one, zero).getResult());
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 /// Cross entropy from log-probabilities (mithril-decompose turns logits and
 /// probabilities into log-probabilities first).
 struct CrossEntropyPattern : OpRewritePattern<CrossEntropyOp> {
@@ -1690,7 +1728,7 @@ void mithril::populateMithrilToLinalgPatterns(RewritePatternSet &patterns) {
                ArgReducePattern<ArgMinOp>, MatmulPattern, TransposePattern, ReshapeLikePattern,
                ConcatPattern, SlicePattern, ShapePattern, ConvPattern<Conv1DOp>,
                ConvPattern<Conv2DOp>, PoolPattern<MaxPool1DOp>, PoolPattern<MaxPool2DOp>,
-               PoolPattern<AvgPool2DOp>, EmbeddingPattern, CrossEntropyPattern, OneHotPattern,
+               PoolPattern<AvgPool2DOp>, EmbeddingPattern, CrossEntropyPattern, OneHotPattern, EyeLikePattern,
                ConvGradInputPattern, ConvGradWeightPattern, PoolGradPattern<MaxPoolGradOp>,
                PoolGradPattern<AvgPoolGradOp>, EmbeddingGradPattern, SliceGradPattern>(ctx);
 }

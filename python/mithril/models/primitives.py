@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import MithrilError
 from ..framework import Primitive, TerminalSpec
 
@@ -63,8 +65,36 @@ Sigmoid = _unary("Sigmoid", "sigmoid", "1 / (1 + exp(-input))")
 Tanh = _unary("Tanh", "tanh", "tanh(input)")
 Softplus = _unary("Softplus", "softplus", "log(1 + exp(input))")
 Exponential = _unary("Exponential", "exp", "exp(input)")
-Log = _unary("Log", "log", "log(input)")
-Sqrt = _unary("Sqrt", "sqrt", "sqrt(input)")
+
+
+class _Robust(_Unary):
+    """A function with Mithril's `robust` form: finite, with finite gradients,
+    near 0 (see the dialect's robust_* ops)."""
+    plain = robust_op = ""
+
+    def __init__(self, robust: bool = False, threshold: float | None = None, name=None) -> None:
+        self.op = self.robust_op if robust else self.plain
+        if threshold is not None and not robust:
+            raise MithrilError(f"{type(self).__name__}: threshold needs robust=True")
+        super().__init__(name, threshold=None if threshold is None else float(threshold))
+
+
+class Log(_Robust):
+    """log(input); with robust=True, log(|input|) made linear below `threshold`."""
+    plain, robust_op = "log", "robust_log"
+
+
+class Sqrt(_Robust):
+    """sqrt(input); with robust=True, sqrt(|input|) made linear below `threshold`."""
+    plain, robust_op = "sqrt", "robust_sqrt"
+
+
+class StableReciprocal(_Unary):
+    """1 / input, made linear where |input| < threshold so that it stays finite."""
+    op = "stable_reciprocal"
+
+    def __init__(self, threshold: float | None = None, name=None) -> None:
+        super().__init__(name, threshold=None if threshold is None else float(threshold))
 Sine = _unary("Sine", "sin", "sin(input)")
 Cosine = _unary("Cosine", "cos", "cos(input)")
 Absolute = _unary("Absolute", "abs", "|input|")
@@ -86,9 +116,78 @@ class Buffer(_Unary):
 
 
 class Power(Primitive):
-    """base ** exponent"""
+    """base ** exponent; with robust=True, |base| ** exponent made linear near 0
+    where its gradient would be infinite."""
     op = "power"
     inputs = ("base", "exponent")
+
+    def __init__(self, robust: bool = False, threshold: float | None = None, name=None) -> None:
+        if robust:
+            self.op = "robust_power"
+        elif threshold is not None:
+            raise MithrilError("Power: threshold needs robust=True")
+        super().__init__(name, threshold=None if threshold is None else float(threshold))
+
+
+class _IntegerBinary(Primitive):
+    inputs = ("input", "shift")
+
+    def __init__(self, name=None) -> None:
+        super().__init__(name)
+        self._specs = {k: TerminalSpec(dtype="int64") for k in self.inputs}
+
+
+class ShiftLeft(_IntegerBinary):
+    """input << shift, on integers"""
+    op = "shift_left"
+
+
+class ShiftRight(_IntegerBinary):
+    """input >> shift, on integers (arithmetic: the sign is kept)"""
+    op = "shift_right"
+
+
+class PolynomialFeatures(_Unary):
+    """The monomials of degree 1..degree of the columns of [N, d] input, in
+    Mithril's (and scikit-learn's) order, without the bias column."""
+    op = "polynomial_features"
+
+    def __init__(self, degree: int = 2, name=None) -> None:
+        if isinstance(degree, bool) or not isinstance(degree, int) or degree < 1:
+            raise MithrilError(f"PolynomialFeatures: degree must be a positive int, got {degree!r}")
+        super().__init__(name, degree=degree)
+
+
+class EyeLike(_Unary):
+    """The identity matrix shaped like the (matrix) input; no gradient."""
+    op = "eye_like"
+
+
+class PermuteTensor(Primitive):
+    """input[indices]: the rows of `input` in the order `indices` gives."""
+    op = "embedding"
+    inputs = ("input", "indices")
+
+    def __init__(self, name=None) -> None:
+        super().__init__(name)
+        self._specs["indices"] = TerminalSpec(dtype="int64")
+
+    def emit(self, builder, operands, path, float_dtype="float32"):
+        # embedding(indices, table) gathers the rows of a [rows, width] table
+        # (and scatters gradients back): view the input as one, then reshape.
+        table = operands["input"]
+        shape, _ = builder.type_of(table)
+        rest = list(shape[1:])
+        if not shape or any(d is None for d in rest):
+            raise MithrilError(f"{path}: PermuteTensor needs an input of rank >= 1 whose "
+                               f"trailing dimensions are known, got shape {list(shape)}")
+        width = int(np.prod(rest, dtype=np.int64))
+        if len(shape) != 2:
+            table = builder.add_op("reshape", [table], {"shape": [-1, width]}, path)[0]
+        rows = builder.add_op("embedding", [operands["indices"], table], {}, path)[0]
+        if len(shape) != 2:
+            rows = builder.add_op("reshape", [rows], {"shape": [-1] + rest}, path)[0]
+        return {"output": rows}
 
 
 class LeakyRelu(_Unary):
@@ -294,6 +393,22 @@ class BinaryCrossEntropy(_Loss):
         if input_type not in ("logits", "probs"):
             raise ValueError(f"input_type must be 'logits' or 'probs', got {input_type!r}")
         super().__init__(name, from_logits=input_type == "logits")
+        self.robust = bool(robust) and input_type == "probs"
+
+    def emit(self, builder, operands, path, float_dtype="float32"):
+        if not self.robust:
+            return super().emit(builder, operands, path, float_dtype)
+        # -(t log p + (1 - t) log(1 - p)) with robust logarithms, finite at 0 and 1.
+        p, t = operands["input"], operands["target"]
+        one = builder.add_constant(np.ones((), dtype=float_dtype), path)
+
+        def op(name, *args):
+            return builder.add_op(name, list(args), {}, path)[0]
+
+        log_p = op("robust_log", p)
+        log_q = op("robust_log", op("subtract", one, p))
+        s = op("add", op("multiply", t, log_p), op("multiply", op("subtract", one, t), log_q))
+        return {"output": op("negate", s)}
 
 
 class CrossEntropy(_Loss):
@@ -310,5 +425,15 @@ class CrossEntropy(_Loss):
                              f"got {input_type!r}")
         super().__init__(name, from_logits=input_type == "logits",
                          from_log_probs=input_type == "log_probs")
+        self.robust = bool(robust) and input_type == "probs"
         if categorical:
             self._specs["target"] = TerminalSpec(dtype="int64")
+
+    def emit(self, builder, operands, path, float_dtype="float32"):
+        if not self.robust:
+            return super().emit(builder, operands, path, float_dtype)
+        # Robust: the loss reads log-probabilities from a robust logarithm.
+        log_p = builder.add_op("robust_log", [operands["input"]], {}, path)[0]
+        attrs = dict(self.attrs, from_logits=False, from_log_probs=True)
+        results = builder.add_op(self.op, [log_p, operands["target"]], attrs, path)
+        return {"output": results[0]}

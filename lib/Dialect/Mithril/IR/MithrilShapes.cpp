@@ -870,3 +870,64 @@ static LogicalResult verifyAxisAttr(OpT op) {
 
 LogicalResult SoftmaxOp::verify() { return verifyAxisAttr(*this); }
 LogicalResult LogSoftmaxOp::verify() { return verifyAxisAttr(*this); }
+
+template <typename OpT>
+static LogicalResult verifyThresholdAttr(OpT op) {
+  std::optional<APFloat> t = op.getThreshold();
+  if (t && !(t->convertToDouble() > 0.0 && std::isfinite(t->convertToDouble())))
+    return op.emitOpError("threshold must be a positive finite number, got ")
+           << t->convertToDouble();
+  return success();
+}
+
+LogicalResult RobustSqrtOp::verify() { return verifyThresholdAttr(*this); }
+LogicalResult RobustLogOp::verify() { return verifyThresholdAttr(*this); }
+LogicalResult StableReciprocalOp::verify() { return verifyThresholdAttr(*this); }
+LogicalResult RobustPowerOp::verify() { return verifyThresholdAttr(*this); }
+
+LogicalResult EyeLikeOp::verify() {
+  if (getInput().getType().getRank() != 2)
+    return emitOpError("expects a matrix, got ") << describeWithShape(getInput());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Feature maps
+//===----------------------------------------------------------------------===//
+
+std::optional<int64_t> mithril::polynomialFeatureCount(int64_t features, int64_t degree) {
+  // C(features + degree, degree) - 1, computed incrementally; every partial
+  // product C(features + i, i) is an integer.
+  if (features < 0 || degree < 1)
+    return std::nullopt;
+  constexpr int64_t kLimit = int64_t(1) << 31;
+  int64_t count = 1;
+  for (int64_t i = 1; i <= degree; ++i) {
+    if (count > kLimit / (features + i))
+      return std::nullopt;
+    count = count * (features + i) / i;
+  }
+  return count - 1;
+}
+
+LogicalResult PolynomialFeaturesOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                     Adaptor adaptor,
+                                                     SmallVectorImpl<Type> &types) {
+  RankedTensorType t = getRanked(adaptor.getInput());
+  if (!t || t.getRank() != 2)
+    return fail(loc, "'mithril.polynomial_features' expects a [samples, features] matrix, got ",
+                describeWithShape(adaptor.getInput()));
+  auto degree = static_cast<int64_t>(adaptor.getDegree());
+  if (degree < 1)
+    return fail(loc, "'mithril.polynomial_features' degree must be at least 1, got ", degree);
+  int64_t width = ShapedType::kDynamic;
+  if (!t.isDynamicDim(1)) {
+    std::optional<int64_t> count = polynomialFeatureCount(t.getDimSize(1), degree);
+    if (!count)
+      return fail(loc, "'mithril.polynomial_features' of ", t.getDimSize(1),
+                  " features at degree ", degree, " has too many monomials");
+    width = *count;
+  }
+  types.push_back(RankedTensorType::get({t.getDimSize(0), width}, t.getElementType()));
+  return success();
+}

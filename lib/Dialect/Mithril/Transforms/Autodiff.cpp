@@ -367,7 +367,7 @@ struct AutodiffPass : public mithril::impl::MithrilAutodiffBase<AutodiffPass> {
           acc(x(0), g.mul(grad, g.mul(e, g.cstLike(grad, 2.0 / std::sqrt(M_PI)))));
           return success();
         })
-        .Case<SignOp, StopGradientOp>([&](Operation *) { return success(); })
+        .Case<SignOp, StopGradientOp, EyeLikeOp>([&](Operation *) { return success(); })
         .Case([&](CastOp c) {
           if (isDifferentiable(x(0)))
             acc(x(0), g.cast(grad, typeOf(x(0)).getElementType()));

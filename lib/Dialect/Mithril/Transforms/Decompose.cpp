@@ -138,6 +138,163 @@ struct DecomposeCrossEntropy : OpRewritePattern<CrossEntropyOp> {
   }
 };
 
+/// The default threshold of the robust functions: the smallest positive
+/// normal number of the type, or for stable_reciprocal Mithril's
+/// STABLE_RECIPROCAL_THRESHOLD (10 * sqrt of it in f64).
+static double defaultThreshold(Type elementType, bool reciprocal) {
+  unsigned width = elementType.getIntOrFloatBitWidth();
+  if (width >= 64)
+    return reciprocal ? 1.4916681462400413e-153 : 2.2250738585072014e-308;
+  if (width >= 32)
+    return reciprocal ? 1.0842021951e-19 : 1.1754944e-38;
+  return reciprocal ? 0.007812809993849843 : 6.104e-05;
+}
+
+template <typename OpT>
+static double thresholdOf(OpT op, Type elementType, bool reciprocal = false) {
+  if (std::optional<APFloat> t = op.getThreshold())
+    return t->convertToDouble();
+  return defaultThreshold(elementType, reciprocal);
+}
+
+namespace {
+/// Builds the elementwise expansions below with numpy broadcasting.
+struct Expander {
+  PatternRewriter &rewriter;
+  Location loc;
+  Type et;
+
+  Value cst(double v) { return scalar(rewriter, loc, et, v); }
+  Value abs(Value x) { return AbsOp::create(rewriter, loc, x); }
+  Value add(Value x, Value y) { return AddOp::create(rewriter, loc, x, y); }
+  Value sub(Value x, Value y) { return SubtractOp::create(rewriter, loc, x, y); }
+  Value mul(Value x, Value y) { return MultiplyOp::create(rewriter, loc, x, y); }
+  Value div(Value x, Value y) { return DivideOp::create(rewriter, loc, x, y); }
+  Value less(Value x, Value y) { return LessOp::create(rewriter, loc, x, y); }
+  Value where(Value c, Value x, Value y) { return WhereOp::create(rewriter, loc, c, x, y); }
+};
+} // namespace
+
+// Each robust function is a select between its plain form and a linear piece.
+// The plain form reads `where(cond, 1, x)` rather than `x`, so that the branch
+// not taken never evaluates log(0) or 1/0: autodiff multiplies its gradient by
+// zero, and 0 * inf would be NaN.
+
+/// robust_sqrt(x) = |x| < t ? |x| / sqrt(t) : sqrt(|x|)
+struct DecomposeRobustSqrt : OpRewritePattern<RobustSqrtOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(RobustSqrtOp op, PatternRewriter &rewriter) const override {
+    Expander e{rewriter, op.getLoc(), elementTypeOf(op.getInput())};
+    double t = thresholdOf(op, e.et);
+    Value a = e.abs(op.getInput());
+    Value cond = e.less(a, e.cst(t));
+    Value small = e.mul(a, e.cst(1.0 / std::sqrt(t)));
+    Value big = SqrtOp::create(rewriter, e.loc, e.where(cond, e.cst(1.0), a));
+    rewriter.replaceOp(op, e.where(cond, small, big));
+    return success();
+  }
+};
+
+/// robust_log(x) = |x| < t ? log(t) + |x| / t - 1 : log(|x|)
+struct DecomposeRobustLog : OpRewritePattern<RobustLogOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(RobustLogOp op, PatternRewriter &rewriter) const override {
+    Expander e{rewriter, op.getLoc(), elementTypeOf(op.getInput())};
+    double t = thresholdOf(op, e.et);
+    Value a = e.abs(op.getInput());
+    Value cond = e.less(a, e.cst(t));
+    Value small = e.sub(e.add(e.cst(std::log(t)), e.div(a, e.cst(t))), e.cst(1.0));
+    Value big = LogOp::create(rewriter, e.loc, e.where(cond, e.cst(1.0), a));
+    rewriter.replaceOp(op, e.where(cond, small, big));
+    return success();
+  }
+};
+
+/// stable_reciprocal(x) = |x| < t ? 2 s / t - x / t^2 : 1 / x, where
+/// s = sign(x) + 1 - sign(|x|) is the sign of x with 1 at 0.
+struct DecomposeStableReciprocal : OpRewritePattern<StableReciprocalOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(StableReciprocalOp op, PatternRewriter &rewriter) const override {
+    Expander e{rewriter, op.getLoc(), elementTypeOf(op.getInput())};
+    double t = thresholdOf(op, e.et, /*reciprocal=*/true);
+    Value x = op.getInput();
+    Value a = e.abs(x);
+    Value cond = e.less(a, e.cst(t));
+    Value s = e.add(SignOp::create(rewriter, e.loc, x),
+                    e.sub(e.cst(1.0), SignOp::create(rewriter, e.loc, a)));
+    Value small = e.add(e.mul(e.mul(s, e.cst(2.0)), e.cst(1.0 / t)),
+                        e.div(NegateOp::create(rewriter, e.loc, x), e.cst(t * t)));
+    Value big = ReciprocalOp::create(rewriter, e.loc, e.where(cond, e.cst(1.0), x));
+    rewriter.replaceOp(op, e.where(cond, small, big));
+    return success();
+  }
+};
+
+/// robust_power(b, p) = cond ? |b| / t : |b| ** p, with
+/// cond = |b| < t and p < 1 - log(t) / log(|b|).
+struct DecomposeRobustPower : OpRewritePattern<RobustPowerOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(RobustPowerOp op, PatternRewriter &rewriter) const override {
+    Expander e{rewriter, op.getLoc(), elementTypeOf(op.getLhs())};
+    double t = thresholdOf(op, e.et);
+    Value a = e.abs(op.getLhs());
+    Value p = op.getRhs();
+    Value limit = e.sub(e.cst(1.0), e.div(e.cst(std::log(t)), LogOp::create(rewriter, e.loc, a)));
+    Value cond = LogicalAndOp::create(rewriter, e.loc, e.less(p, limit), e.less(a, e.cst(t)));
+    Value small = e.mul(e.cst(1.0 / t), a);
+    Value one = e.cst(1.0);
+    Value big = PowerOp::create(rewriter, e.loc, e.where(cond, one, a), e.where(cond, one, p));
+    rewriter.replaceOp(op, e.where(cond, small, big));
+    return success();
+  }
+};
+
+/// polynomial_features: one product of column slices per monomial, joined
+/// along the feature axis.
+struct DecomposePolynomialFeatures : OpRewritePattern<PolynomialFeaturesOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(PolynomialFeaturesOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = op.getInput();
+    auto type = cast<RankedTensorType>(input.getType());
+    int64_t features = type.getDimSize(1);
+    auto degree = static_cast<int64_t>(op.getDegree());
+    if (ShapedType::isDynamic(features) || !polynomialFeatureCount(features, degree))
+      return rewriter.notifyMatchFailure(op, "needs a static feature count");
+    SmallVector<Value> columns;
+    for (int64_t j = 0; j < features; ++j)
+      columns.push_back(SliceOp::create(rewriter, loc, input, rewriter.getDenseI64ArrayAttr({1}),
+                                        rewriter.getDenseI64ArrayAttr({j}),
+                                        rewriter.getDenseI64ArrayAttr({j + 1}),
+                                        rewriter.getDenseI64ArrayAttr({1})));
+    // Combinations with replacement of {0: the constant 1, 1..d: the columns},
+    // in lexicographic order; the first (all constants) is the bias, skipped.
+    SmallVector<Value> monomials;
+    SmallVector<int64_t> combo(degree, 0);
+    while (true) {
+      int64_t i = degree - 1;
+      while (i >= 0 && combo[i] == features)
+        --i;
+      if (i < 0)
+        break;
+      int64_t next = combo[i] + 1;
+      for (int64_t k = i; k < degree; ++k)
+        combo[k] = next;
+      Value product;
+      for (int64_t c : combo) {
+        if (c == 0)
+          continue;
+        Value col = columns[c - 1];
+        product = product ? MultiplyOp::create(rewriter, loc, product, col).getResult() : col;
+      }
+      monomials.push_back(product);
+    }
+    rewriter.replaceOpWithNewOp<ConcatOp>(op, monomials, /*axis=*/1);
+    return success();
+  }
+};
+
 struct DecomposePass : public mithril::impl::MithrilDecomposeBase<DecomposePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
@@ -150,5 +307,7 @@ struct DecomposePass : public mithril::impl::MithrilDecomposeBase<DecomposePass>
 
 void mithril::populateMithrilDecomposePatterns(RewritePatternSet &patterns) {
   patterns.add<DecomposeCrossEntropy, DecomposeSoftmax, DecomposeLogSoftmax, DecomposeLayerNorm,
-               DecomposeBatchNorm>(patterns.getContext());
+               DecomposeBatchNorm, DecomposeRobustSqrt, DecomposeRobustLog,
+               DecomposeStableReciprocal, DecomposeRobustPower, DecomposePolynomialFeatures>(
+      patterns.getContext());
 }

@@ -85,6 +85,10 @@ normalizeAxes(llvm::ArrayRef<int64_t> axes, int64_t rank);
 llvm::SmallVector<int64_t> reductionAxes(std::optional<llvm::ArrayRef<int64_t>> axes,
                                          int64_t rank);
 
+/// The number of columns of polynomial_features: C(features + degree, degree)
+/// - 1; none when the arguments are out of range or the count exceeds 2^31.
+std::optional<int64_t> polynomialFeatureCount(int64_t features, int64_t degree);
+
 /// A possibly negative axis counted from the front. I64Attr getters return
 /// uint64_t: always pass them through this before comparing with zero.
 inline int64_t normalizeAxis(uint64_t axis, int64_t rank) {

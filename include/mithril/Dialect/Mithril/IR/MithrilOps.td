@@ -300,6 +300,98 @@ def Mithril_CosOp : Mithril_UnaryFloatOp<"cos", "Elementwise cosine">;
 def Mithril_ReciprocalOp : Mithril_UnaryFloatOp<"reciprocal", "Elementwise 1 / x">;
 def Mithril_ErfOp : Mithril_UnaryFloatOp<"erf", "Elementwise error function">;
 
+def Mithril_ShiftLeftOp : Mithril_BinaryOp<"shift_left", "Elementwise integer lhs << rhs"> {
+  let arguments = (ins RankedTensorOf<[AnySignlessInteger]>:$lhs,
+                       RankedTensorOf<[AnySignlessInteger]>:$rhs);
+}
+def Mithril_ShiftRightOp : Mithril_BinaryOp<"shift_right",
+    "Elementwise integer lhs >> rhs, keeping the sign (arithmetic shift)"> {
+  let arguments = (ins RankedTensorOf<[AnySignlessInteger]>:$lhs,
+                       RankedTensorOf<[AnySignlessInteger]>:$rhs);
+}
+
+//===----------------------------------------------------------------------===//
+// Numerically robust functions
+//===----------------------------------------------------------------------===//
+
+// A robust function of one operand; `threshold` defaults to a per-type
+// constant (see the op descriptions).
+class Mithril_RobustUnaryOp<string mnemonic, string doc>
+    : Mithril_UnaryFloatOp<mnemonic, doc> {
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$input, OptionalAttr<F64Attr>:$threshold);
+  let hasVerifier = 1;
+}
+
+def Mithril_RobustSqrtOp : Mithril_RobustUnaryOp<"robust_sqrt",
+    "sqrt(|x|), linear below a threshold so that its gradient stays finite"> {
+  let description = [{
+    `sqrt(|x|)` where `|x| >= t`, and `|x| / sqrt(t)` below, with `t` the
+    `threshold` attribute or the smallest positive normal number of the
+    element type. Mithril's `Sqrt(robust=True)`. mithril-decompose expands it
+    into elementwise ops (before autodiff, so its gradient follows).
+  }];
+}
+
+def Mithril_RobustLogOp : Mithril_RobustUnaryOp<"robust_log",
+    "log(|x|), linear below a threshold so that it stays finite at 0"> {
+  let description = [{
+    `log(|x|)` where `|x| >= t`, and its tangent at `t`, `log(t) + |x| / t - 1`,
+    below; `t` is the `threshold` attribute or the smallest positive normal
+    number of the element type. Mithril's `Log(robust=True)`.
+  }];
+}
+
+def Mithril_StableReciprocalOp : Mithril_RobustUnaryOp<"stable_reciprocal",
+    "1 / x, linear near 0 so that it stays finite"> {
+  let description = [{
+    `1 / x` where `|x| >= t`; below, `2 s / t - x / t^2` with `s` the sign of
+    `x` (1 at 0), a line that meets `1 / x` at `t`. `t` is the `threshold`
+    attribute or a per-type default (the square root of the smallest positive
+    normal number, times ten, for f64; Mithril's STABLE_RECIPROCAL_THRESHOLD).
+  }];
+}
+
+def Mithril_RobustPowerOp : Mithril_BinaryOp<"robust_power",
+    "|lhs| ** rhs, linear near 0 where the power's gradient would be infinite"> {
+  let description = [{
+    `|b| ** e`, except where `|b| < t` and `e < 1 - log(t) / log(|b|)`: there
+    the result is `|b| / t`, which keeps the gradient finite at 0 for
+    exponents below 1. `t` is the `threshold` attribute or the smallest
+    positive normal number of the element type. Operands broadcast as numpy's
+    do. Mithril's `Power(robust=True)`.
+  }];
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$lhs, RankedTensorOf<[AnyFloat]>:$rhs,
+                       OptionalAttr<F64Attr>:$threshold);
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Feature maps
+//===----------------------------------------------------------------------===//
+
+def Mithril_PolynomialFeaturesOp : Mithril_TensorOp<"polynomial_features"> {
+  let summary = "Every monomial of the input columns up to a degree";
+  let description = [{
+    For an input `[N, d]`, the monomials of degree 1 to `degree` of the `d`
+    columns, in the order of scikit-learn's and Mithril's PolynomialFeatures
+    without the bias column: combinations with replacement of
+    `[1, x0, ..., x(d-1)]` taken `degree` at a time, the all-ones one left
+    out. The result is `[N, C(d + degree, degree) - 1]`; `d` must be static to
+    know it. mithril-decompose expands it into slices, products and a concat.
+  }];
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$input, I64Attr:$degree);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def Mithril_EyeLikeOp : Mithril_UnaryOp<"eye_like",
+    "The identity matrix shaped like a matrix operand"> {
+  let description = [{
+    Ones on the main diagonal and zeros elsewhere, with the type of its 2-D
+    operand, whose values are not read; its gradient is zero.
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Activations
 //===----------------------------------------------------------------------===//
