@@ -61,7 +61,16 @@ def run_case(case: dict, rtol: float) -> None:
     if train:
         model = _train_model(model, case)
     inputs = {k: np.asarray(v, dtype=np.float64) for k, v in case.get("inputs", {}).items()}
-    statics = case.get("static_keys", case.get("static_inputs", {}))
+    statics = dict(case.get("static_keys", case.get("static_inputs", {})))
+    for key in case.get("injected_static_keys", []):
+        # Values Mithril injects into its own internal connections; the ones
+        # we know are inputs of ours.
+        # Keys read "Outer_0_..._Class_1_output": the class is third from the end.
+        parts = key.split("_")
+        ours = _INJECTED.get(parts[-3]) if len(parts) >= 3 else None
+        if ours is None or key not in statics:
+            raise CaseFailure(f"injected static key '{key}' is not supported")
+        statics[ours] = statics.pop(key)
     constants = {k: np.asarray(v) for k, v in statics.items()}
     shapes = {k: list(np.shape(v)) for k, v in {**inputs, **constants}.items()}
     discard = case.get("discard_keys", [])
@@ -103,6 +112,10 @@ def run_case(case: dict, rtol: float) -> None:
         _close(grads[key], value, rtol, f"gradient of '{key}'")
 
 
+# Mithril's internal connection (its model's class) -> our input terminal.
+_INJECTED = {"TsnePJoint": "p_joint"}
+
+
 def _train_model(model, case):
     """A TrainModel from a case's output_specs, regularizations and combiner."""
     from . import models as M
@@ -121,11 +134,17 @@ def _train_model(model, case):
             connections["target"] = spec["target_key"]
         train.add_loss(loss_model, reduce_steps=steps, **connections)
     for reg in case.get("regularizations", []):
-        kind = {"l1": M.L1, "l2": M.L2}.get(reg["model"])
+        kind = {"l1": M.L1, "l2": M.L2,
+                "quadraticformregularizer": M.QuadraticFormRegularizer}.get(reg["model"])
         if kind is None:
             raise CaseFailure(f"regularization '{reg['model']}' is not supported yet")
         coef = reg["coef"]["tensor"] if isinstance(reg["coef"], dict) else reg["coef"]
-        train.add_regularization(kind(), coef=coef, input=reg["input"])
+        # Other keys bind the regularizer's other terminals (a kernel, say);
+        # "regex" only says that `input` is a pattern, which add_regularization
+        # tries anyway.
+        extra = {k: v for k, v in reg.items()
+                 if k in kind().input_keys and k != "input"}
+        train.add_regularization(kind(), coef=coef, input=reg["input"], **extra)
     if case.get("final_loss_combiner"):
         train.set_loss_combiner(case["final_loss_combiner"])
     return train

@@ -8,9 +8,15 @@ from .primitives import __dict__ as _p
 from .train import L1, L2, TrainModel
 from .layers import (MLP, AvgPool2D, BatchNorm2D, Convolution1D, Convolution2D, Layer, LayerNorm,
                      LinearSVM, LogisticRegression,
-                     Linear, MaxPool1D, MaxPool2D, RNNCell)
+                     Linear, MaxPool1D, MaxPool2D, PolynomialRegression, RNNCell)
+from .kernels import KernelizedSVM, PolynomialKernel, QuadraticFormRegularizer, RBFKernel
+from .manifold import (MDS, TSNE, DistanceMatrix, EncoderDistanceMatrix, MDSCore, NormModifier,
+                       TSNECore)
 
 __all__ = ["IOKey", "Model", "L1", "L2", "TrainModel", "Layer", "LinearSVM", "LogisticRegression", "MLP", "AvgPool2D", "BatchNorm2D", "Convolution1D",
-           "Convolution2D", "LayerNorm", "Linear", "MaxPool1D", "MaxPool2D", "RNNCell"] + [
+           "Convolution2D", "LayerNorm", "Linear", "MaxPool1D", "MaxPool2D", "RNNCell",
+           "PolynomialRegression", "KernelizedSVM", "PolynomialKernel",
+           "QuadraticFormRegularizer", "RBFKernel", "MDS", "TSNE", "DistanceMatrix",
+           "EncoderDistanceMatrix", "MDSCore", "NormModifier", "TSNECore"] + [
     k for k, v in _p.items() if isinstance(v, type) and not k.startswith("_")
     and k not in ("Primitive", "TerminalSpec")]

@@ -260,3 +260,16 @@ class LinearSVM(Model):
         self |= Sign().connect(input="output", output=IOKey("decision_output", expose=True))
         self.nets["output"].expose = True
         self._cin, self._cout = self.nets["input"], self.nets["output"]
+
+
+class PolynomialRegression(Model):
+    """Linear regression on the polynomial features of `input` up to `degree`."""
+
+    def __init__(self, degree: int, dimension: int | None = None, name=None) -> None:
+        super().__init__(name)
+        from .primitives import PolynomialFeatures
+        self |= PolynomialFeatures(degree).connect(input="input", output="_features")
+        self |= Linear(dimension).connect(input="_features", weight="weight", bias="bias",
+                                          output=IOKey("output"))
+        self.nets["_features"].auto = True
+        self._cin, self._cout = self.nets["input"], self.nets["output"]

@@ -62,16 +62,22 @@ class TrainModel(Model):
     def add_regularization(self, model: BaseModel, coef: float, reg_key=None,
                            key_name: str | None = None, **connections) -> None:
         """Adds `coef * model(input)` for the parameter `input` (a name, or a
-        regular expression matched against every input key)."""
+        regular expression matched against every input key); the model's
+        other terminals bind the connections named in `connections`."""
         if self._finalized:
             raise MithrilError("the TrainModel is already compiled")
         target = connections.pop("input", reg_key)
         keys = self._match(target)
         for key in keys:
             out = self._key("reg")
-            self |= type(model)().connect(input=key, output=out)
+            # Other terminals of the regularizer (a QuadraticFormRegularizer's
+            # kernel, say) bind connections of this model by name.
+            self |= type(model)().connect(input=key, output=out, **connections)
+            # A term is a scalar (a quadratic form gives [1, 1]).
+            total = self._key("reg_total")
+            self |= Sum().connect(input=out, output=total)
             scaled = self._key("reg_scaled")
-            self |= Multiply().connect(left=out, right=float(coef), output=scaled)
+            self |= Multiply().connect(left=total, right=float(coef), output=scaled)
             self._regularizations.append(scaled)
 
     def _match(self, pattern) -> list[str]:

@@ -310,8 +310,12 @@ struct AutodiffPass : public mithril::impl::MithrilAutodiffBase<AutodiffPass> {
           // d/da a^b = b a^(b-1); d/db a^b = a^b log(a)
           Value bm1 = g.sub(x(1), g.cstLike(x(1), 1.0));
           ub(x(0), g.mul(grad, g.mul(x(1), PowerOp::create(g.b, g.loc, x(0), bm1))));
-          if (active.contains(x(1)))
-            ub(x(1), g.mul(grad, g.mul(y, g.log(x(0)))));
+          // a^b log(a), taken as 0 where a^b is 0 (a = 0 < b, or underflow)
+          // rather than 0 * -inf.
+          if (active.contains(x(1))) {
+            Value isZero = g.eq(y, g.cstLike(y, 0.0));
+            ub(x(1), g.mul(grad, g.where(isZero, g.cstLike(y, 0.0), g.mul(y, g.log(x(0))))));
+          }
           return success();
         })
         .Case<MinimumOp, MaximumOp>([&](Operation *) {
@@ -367,7 +371,9 @@ struct AutodiffPass : public mithril::impl::MithrilAutodiffBase<AutodiffPass> {
           acc(x(0), g.mul(grad, g.mul(e, g.cstLike(grad, 2.0 / std::sqrt(M_PI)))));
           return success();
         })
-        .Case<SignOp, StopGradientOp, EyeLikeOp>([&](Operation *) { return success(); })
+        // Piecewise constant: zero gradient.
+        .Case<SignOp, StopGradientOp, EyeLikeOp, FloorDivideOp>(
+            [&](Operation *) { return success(); })
         .Case([&](CastOp c) {
           if (isDifferentiable(x(0)))
             acc(x(0), g.cast(grad, typeOf(x(0)).getElementType()));
@@ -601,8 +607,11 @@ struct AutodiffPass : public mithril::impl::MithrilAutodiffBase<AutodiffPass> {
           return success();
         })
         .Case([&](KLDivergenceOp) {
-          Value nonzero = g.mask(GreaterOp::create(g.b, g.loc, x(1), g.cstLike(x(1), 0.0)), grad);
-          ub(x(0), g.neg(g.mul(grad, g.div(g.mul(x(1), nonzero), x(0)))));
+          // -target / input, 0 where the target is 0 (whatever the input).
+          Value positive = g.gt(x(1), g.cstLike(x(1), 0.0));
+          Value safeInput = g.where(positive, x(0), g.cstLike(x(0), 1.0));
+          ub(x(0), g.neg(g.mul(grad, g.where(positive, g.div(x(1), safeInput),
+                                             g.cstLike(grad, 0.0)))));
           Value dt = g.add(g.sub(g.log(x(1)), g.log(x(0))), g.cstLike(grad, 1.0));
           ub(x(1), g.mul(grad, g.where(g.gt(x(1), g.cstLike(x(1), 0.0)), dt,
                                        g.cstLike(grad, 0.0))));
