@@ -1581,9 +1581,10 @@ struct EyeLikePattern : OpRewritePattern<EyeLikeOp> {
         linalg::GenericOp::create(
             rewriter, loc, TypeRange{out}, ValueRange{}, init, maps, iterators,
             [&](OpBuilder &b, Location l, ValueRange) {
-              Value diagonal = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                                                     linalg::IndexOp::create(b, l, 0),
-                                                     linalg::IndexOp::create(b, l, 1));
+              Value row = linalg::IndexOp::create(b, l, 0);
+              Value column = linalg::IndexOp::create(b, l, 1);
+              Value diagonal =
+                  arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, row, column);
               Value one, zero;
               if (isFloat(et)) {
                 one = floatConst(b, l, et, 1.0);

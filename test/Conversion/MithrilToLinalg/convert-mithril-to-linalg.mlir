@@ -35,3 +35,21 @@ mithril.model @RowSum(data %x: tensor<4x6xf64>) -> (y: tensor<4xf64>) {
   %y = mithril.sum %x {axes = array<i64: 1>, keepdim = false} : (tensor<4x6xf64>) -> tensor<4xf64>
   mithril.output %y : tensor<4xf64>
 }
+
+// -----
+
+// eye_like writes 1 where the two loop indices agree; shifts are arith shifts.
+// CHECK-LABEL: func.func @EyeAndShifts(
+// CHECK: linalg.generic {{.*}} outs(%{{.+}} : tensor<3x4xf32>)
+// CHECK: %[[I:.+]] = linalg.index 0
+// CHECK: %[[J:.+]] = linalg.index 1
+// CHECK: arith.cmpi eq, %[[I]], %[[J]]
+// CHECK: arith.select
+// CHECK: arith.shli
+// CHECK: arith.shrsi
+mithril.model @EyeAndShifts(data %x: tensor<3x4xf32>, data %i: tensor<5xi64>) -> (y: tensor<3x4xf32>, l: tensor<5xi64>, r: tensor<5xi64>) {
+  %0 = mithril.eye_like %x : (tensor<3x4xf32>) -> tensor<3x4xf32>
+  %1 = mithril.shift_left %i, %i : (tensor<5xi64>, tensor<5xi64>) -> tensor<5xi64>
+  %2 = mithril.shift_right %i, %i : (tensor<5xi64>, tensor<5xi64>) -> tensor<5xi64>
+  mithril.output %0, %1, %2 : tensor<3x4xf32>, tensor<5xi64>, tensor<5xi64>
+}

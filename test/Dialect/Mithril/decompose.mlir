@@ -35,3 +35,46 @@ mithril.model @layer_norm(data %x: tensor<2x5xf32>) -> (y: tensor<2x5xf32>) {
   %0 = mithril.layer_norm %x : (tensor<2x5xf32>) -> tensor<2x5xf32>
   mithril.output %0 : tensor<2x5xf32>
 }
+
+// A robust function is a select between a linear piece and the plain
+// function of a safe operand.
+// CHECK-LABEL: @robust_sqrt
+// CHECK-DAG: %[[T:.+]] = constant dense<2.2250738585072014E-308> : tensor<f64>
+// CHECK-DAG: %[[ONE:.+]] = constant dense<1.000000e+00> : tensor<f64>
+// CHECK: %[[A:.+]] = abs %x
+// CHECK: %[[C:.+]] = less %[[A]], %[[T]]
+// CHECK: %[[SMALL:.+]] = multiply %[[A]], %{{.+}}
+// CHECK: %[[SAFE:.+]] = where %[[C]], %[[ONE]], %[[A]]
+// CHECK: %[[BIG:.+]] = sqrt %[[SAFE]]
+// CHECK: where %[[C]], %[[SMALL]], %[[BIG]]
+// CHECK-NOT: robust_sqrt
+mithril.model @robust_sqrt(data %x: tensor<3xf64>) -> (y: tensor<3xf64>) {
+  %0 = mithril.robust_sqrt %x : (tensor<3xf64>) -> tensor<3xf64>
+  mithril.output %0 : tensor<3xf64>
+}
+
+// CHECK-LABEL: @robust_power
+// CHECK: %[[A:.+]] = abs %b
+// CHECK: %[[LOGA:.+]] = log %[[A]]
+// CHECK: %[[C:.+]] = logical_and
+// CHECK-DAG: %[[SA:.+]] = where %[[C]], %{{.+}}, %[[A]]
+// CHECK-DAG: %[[SE:.+]] = where %[[C]], %{{.+}}, %e
+// CHECK: %[[P:.+]] = power %[[SA]], %[[SE]]
+// CHECK: where %[[C]], %{{.+}}, %[[P]]
+mithril.model @robust_power(data %b: tensor<3xf32>, data %e: tensor<f32>) -> (y: tensor<3xf32>) {
+  %0 = mithril.robust_power %b, %e : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+  mithril.output %0 : tensor<3xf32>
+}
+
+// Monomials in combinations-with-replacement order: x0, x1, x0^2, x0 x1, x1^2.
+// CHECK-LABEL: @polynomial_features
+// CHECK: %[[X0:.+]] = slice %x {axes = array<i64: 1>, start = array<i64: 0>, step = array<i64: 1>, stop = array<i64: 1>}
+// CHECK: %[[X1:.+]] = slice %x {axes = array<i64: 1>, start = array<i64: 1>, step = array<i64: 1>, stop = array<i64: 2>}
+// CHECK: %[[X00:.+]] = multiply %[[X0]], %[[X0]]
+// CHECK: %[[X01:.+]] = multiply %[[X0]], %[[X1]]
+// CHECK: %[[X11:.+]] = multiply %[[X1]], %[[X1]]
+// CHECK: concat %[[X0]], %[[X1]], %[[X00]], %[[X01]], %[[X11]] {axis = 1 : i64} : {{.*}} -> tensor<4x5xf32>
+mithril.model @polynomial_features(data %x: tensor<4x2xf32>) -> (y: tensor<4x5xf32>) {
+  %0 = mithril.polynomial_features %x {degree = 2 : i64} : (tensor<4x2xf32>) -> tensor<4x5xf32>
+  mithril.output %0 : tensor<4x5xf32>
+}

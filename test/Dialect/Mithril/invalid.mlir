@@ -173,3 +173,45 @@ mithril.model @twice(data %x: tensor<4xf32>) -> (y: tensor<4xf32>) {
   %0 = mithril.instance "leaf" @Leaf(input = %x, input = %x) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   mithril.output %0 : tensor<4xf32>
 }
+
+// -----
+
+mithril.model @bad_threshold(data %x: tensor<4xf32>) -> (y: tensor<4xf32>) {
+  // expected-error @+1 {{'mithril.robust_sqrt' op threshold must be a positive finite number, got -1}}
+  %0 = mithril.robust_sqrt %x {threshold = -1.0 : f64} : (tensor<4xf32>) -> tensor<4xf32>
+  mithril.output %0 : tensor<4xf32>
+}
+
+// -----
+
+mithril.model @features_of_a_vector(data %x: tensor<4xf32>) -> (y: tensor<4xf32>) {
+  // expected-error @+2 {{'mithril.polynomial_features' expects a [samples, features] matrix, got terminal 'x' (4)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.polynomial_features %x {degree = 2 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  mithril.output %0 : tensor<4xf32>
+}
+
+// -----
+
+mithril.model @too_many_monomials(data %x: tensor<2x1000xf32>) -> (y: tensor<2x?xf32>) {
+  // expected-error @+2 {{'mithril.polynomial_features' of 1000 features at degree 9 has too many monomials}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.polynomial_features %x {degree = 9 : i64} : (tensor<2x1000xf32>) -> tensor<2x?xf32>
+  mithril.output %0 : tensor<2x?xf32>
+}
+
+// -----
+
+mithril.model @eye_of_a_vector(data %x: tensor<4xf32>) -> (y: tensor<4xf32>) {
+  // expected-error @+1 {{'mithril.eye_like' op expects a matrix, got terminal 'x' (4)}}
+  %0 = mithril.eye_like %x : (tensor<4xf32>) -> tensor<4xf32>
+  mithril.output %0 : tensor<4xf32>
+}
+
+// -----
+
+mithril.model @shift_floats(data %x: tensor<4xf32>) -> (y: tensor<4xf32>) {
+  // expected-error @+1 {{'mithril.shift_left' op operand #0 must be ranked tensor of signless integer values}}
+  %0 = mithril.shift_left %x, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  mithril.output %0 : tensor<4xf32>
+}

@@ -193,3 +193,24 @@ mithril.model @losses(data %p: tensor<4x3xf32>, data %t: tensor<4x3xf32>, data %
 // CHECK-NEXT: %{{[0-9]+}} = transpose %t : (tensor<4x3xf32>) -> tensor<3x4xf32>
 // CHECK-NEXT: %{{[0-9]+}} = matmul %p, %{{[0-9]+}} : (tensor<4x3xf32>, tensor<3x4xf32>) -> tensor<4x4xf32>
 // CHECK-NEXT: output %{{[0-9]+}} : tensor<4xf32>
+
+mithril.model @robust(data %x: tensor<4x3xf64>, data %e: tensor<3xf64>, data %i: tensor<4xi64>) -> (y: tensor<4x9xf64>) {
+  %0 = mithril.robust_sqrt %x : (tensor<4x3xf64>) -> tensor<4x3xf64>
+  %1 = mithril.robust_log %x {threshold = 1.000000e-03 : f64} : (tensor<4x3xf64>) -> tensor<4x3xf64>
+  %2 = mithril.stable_reciprocal %x : (tensor<4x3xf64>) -> tensor<4x3xf64>
+  %3 = mithril.robust_power %x, %e : (tensor<4x3xf64>, tensor<3xf64>) -> tensor<4x3xf64>
+  %4 = mithril.polynomial_features %x {degree = 2 : i64} : (tensor<4x3xf64>) -> tensor<4x9xf64>
+  %5 = mithril.eye_like %4 : (tensor<4x9xf64>) -> tensor<4x9xf64>
+  %6 = mithril.shift_left %i, %i : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %7 = mithril.shift_right %i, %i : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  mithril.output %5 : tensor<4x9xf64>
+}
+// CHECK-LABEL: mithril.model @robust
+// CHECK-NEXT: %{{[0-9]+}} = robust_sqrt %x : (tensor<4x3xf64>) -> tensor<4x3xf64>
+// CHECK-NEXT: %{{[0-9]+}} = robust_log %x {threshold = 1.000000e-03 : f64} : (tensor<4x3xf64>) -> tensor<4x3xf64>
+// CHECK-NEXT: %{{[0-9]+}} = stable_reciprocal %x : (tensor<4x3xf64>) -> tensor<4x3xf64>
+// CHECK-NEXT: %{{[0-9]+}} = robust_power %x, %e : (tensor<4x3xf64>, tensor<3xf64>) -> tensor<4x3xf64>
+// CHECK-NEXT: %[[PF:[0-9]+]] = polynomial_features %x {degree = 2 : i64} : (tensor<4x3xf64>) -> tensor<4x9xf64>
+// CHECK-NEXT: %{{[0-9]+}} = eye_like %[[PF]] : (tensor<4x9xf64>) -> tensor<4x9xf64>
+// CHECK-NEXT: %{{[0-9]+}} = shift_left %i, %i : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+// CHECK-NEXT: %{{[0-9]+}} = shift_right %i, %i : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
