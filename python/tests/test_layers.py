@@ -208,3 +208,35 @@ def test_cnn_training_gradients(backend32, rng):
     np.testing.assert_allclose(out["output"], y.detach().numpy(), rtol=1e-4, atol=1e-5)
     for k in names:
         np.testing.assert_allclose(grads[k], t[k].grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("padding,pads", [
+    ("same", (1, 1)), ("valid", (0, 0)), ((0, 1), (0, 1)), (2, (2, 2))])
+def test_conv1d_padding_forms_match_torch(padding, pads):
+    import torch.nn.functional as F
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 3, 7))
+    model = M.Convolution1D(kernel_size=3, out_channels=4, padding=padding)
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={"input": [2, 3, 7]})
+    params = pm.randomize_params(seed=2)
+    out = pm.evaluate(params, {"input": x})["output"]
+    want = F.conv1d(F.pad(torch.tensor(x), pads), torch.tensor(params["weight"]),
+                    torch.tensor(params["bias"]))
+    np.testing.assert_allclose(out, want.numpy(), rtol=1e-12)
+
+
+def test_maxpool2d_per_side_padding_matches_torch():
+    import torch.nn.functional as F
+    x = np.arange(25.0).reshape(1, 1, 5, 5)
+    model = M.MaxPool2D(kernel_size=2, padding=((1, 0), (0, 1)))
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={"input": [1, 1, 5, 5]})
+    out = pm.evaluate({}, {"input": x})["output"]
+    padded = F.pad(torch.tensor(x), (0, 1, 1, 0), value=-np.inf)
+    np.testing.assert_array_equal(out, F.max_pool2d(padded, 2).numpy())
+
+
+def test_padding_errors_name_the_problem():
+    with pytest.raises(ml.MithrilError, match="odd kernel"):
+        M.Convolution2D(kernel_size=2, out_channels=1, padding="same")
+    with pytest.raises(ml.MithrilError, match="expected 2 padding values"):
+        M.MaxPool2D(kernel_size=2, padding=(1, 1, 1))

@@ -19,6 +19,40 @@ def _pair(v, n: int) -> list[int]:
     return [int(v)] * n
 
 
+def _padding(padding, kernel: list[int], spatial: int) -> list[int]:
+    """Mithril's padding forms as [before, after] per spatial axis, flattened:
+    an int; "same" (half the odd kernel each side) or "valid"; one int per axis
+    (both sides); [before, after] pairs per axis; for 1-D, one (before, after)
+    pair."""
+    if hasattr(padding, "name") and not isinstance(padding, str):  # an enum
+        padding = padding.name
+    if isinstance(padding, str):
+        mode = padding.lower()
+        if mode == "valid":
+            return [0] * (2 * spatial)
+        if mode != "same":
+            raise MithrilError(f"padding must be 'same', 'valid' or numbers, got {padding!r}")
+        if any(k % 2 == 0 for k in kernel):
+            raise MithrilError(f"'same' padding needs an odd kernel size, got {kernel}")
+        return [k // 2 for k in kernel for _ in range(2)]
+    if not isinstance(padding, (list, tuple)):
+        return [int(padding)] * (2 * spatial)
+    items = list(padding)
+    if spatial == 1 and len(items) == 2 and all(not isinstance(p, (list, tuple)) for p in items):
+        return [int(items[0]), int(items[1])]
+    if len(items) != spatial:
+        raise MithrilError(f"expected {spatial} padding values, got {len(items)}: {items}")
+    pads = []
+    for p in items:
+        if isinstance(p, (list, tuple)):
+            if len(p) != 2:
+                raise MithrilError(f"a padding pair is (before, after), got {list(p)}")
+            pads += [int(p[0]), int(p[1])]
+        else:
+            pads += [int(p), int(p)]
+    return pads
+
+
 def _param(name: str, shape) -> IOKey:
     return IOKey(name, shape=shape, differentiable=True)
 
@@ -50,10 +84,7 @@ class _ConvOp(Primitive):
     def __init__(self, op: str, spatial: int, out_channels, kernel_size, stride, padding,
                  dilation, groups, use_bias) -> None:
         k = _pair(kernel_size, spatial)
-        pads = []
-        for p in (_pair(padding, spatial) if not isinstance(padding, (list, tuple)) or
-                  all(isinstance(x, int) for x in padding) else padding):
-            pads += list(p) if isinstance(p, (list, tuple)) else [p, p]
+        pads = _padding(padding, k, spatial)
         self.op = op
         if not use_bias:
             self.inputs = ("input", "weight")
@@ -90,9 +121,7 @@ class _PoolOp(Primitive):
         self.op = op
         k = _pair(kernel_size, spatial)
         s = k if stride is None else _pair(stride, spatial)
-        pads = []
-        for p in _pair(padding, spatial):
-            pads += [p, p]
+        pads = _padding(padding, k, spatial)
         super().__init__(None, kernel_size=k, stride=s, padding=pads,
                          dilation=_pair(dilation, spatial))
 
