@@ -405,14 +405,15 @@ PYBIND11_MODULE(_mithril, m) {
       [](const std::string &source, const std::string &entry, const std::vector<std::string> &shapes,
          const std::vector<std::string> &discard, const std::string &sourceName, bool gradients,
          const std::vector<std::string> &wrt, const std::vector<std::string> &seeds,
-         const std::string &optimizer, double momentum, double weightDecay) {
+         const std::string &optimizer, double momentum, double weightDecay, unsigned threads) {
         std::unique_ptr<CompiledModel> result;
         {
           // Compilation does not touch Python objects.
           py::gil_scoped_release release;
-          auto model = CompiledModel::compile(
-              source, makeOptions(entry, shapes, discard, sourceName, gradients, wrt, seeds,
-                                  optimizer, momentum, weightDecay));
+          CompileOptions options = makeOptions(entry, shapes, discard, sourceName, gradients,
+                                               wrt, seeds, optimizer, momentum, weightDecay);
+          options.threads = threads;
+          auto model = CompiledModel::compile(source, options);
           if (!model) {
             std::string message = llvm::toString(model.takeError());
             py::gil_scoped_acquire acquire;
@@ -426,14 +427,15 @@ PYBIND11_MODULE(_mithril, m) {
       py::arg("discard") = std::vector<std::string>{}, py::arg("source_name") = "<python>",
       py::arg("gradients") = false, py::arg("wrt") = std::vector<std::string>{},
       py::arg("seeds") = std::vector<std::string>{}, py::arg("optimizer") = "",
-      py::arg("momentum") = 0.0, py::arg("weight_decay") = 0.0);
+      py::arg("momentum") = 0.0, py::arg("weight_decay") = 0.0, py::arg("threads") = 0u);
 
   m.def(
       "emit",
       [](const std::string &source, const std::string &format, const std::string &stage,
          const std::string &entry, const std::vector<std::string> &shapes,
-         const std::string &target, const std::string &chip) {
+         const std::string &target, const std::string &chip, unsigned threads) {
         CompileOptions options = makeOptions(entry, shapes, {}, "<python>");
+        options.threads = threads;
         options.target = target;
         options.gpuChip = chip;
         auto text = mithril::runtime::emit(source, options, format, stage);
@@ -443,5 +445,5 @@ PYBIND11_MODULE(_mithril, m) {
       },
       py::arg("source"), py::arg("format") = "mlir", py::arg("stage") = "llvm",
       py::arg("entry") = "", py::arg("shapes") = std::vector<std::string>{},
-      py::arg("target") = "cpu", py::arg("chip") = "sm_90");
+      py::arg("target") = "cpu", py::arg("chip") = "sm_90", py::arg("threads") = 0u);
 }

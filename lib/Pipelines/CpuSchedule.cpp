@@ -34,15 +34,13 @@ using namespace mlir;
 static constexpr llvm::StringLiteral kVectorize = R"mlir(
 module attributes {transform.with_named_sequence} {
   transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
-    %funcs = transform.structured.match ops{["func.func"]} in %root
-        : (!transform.any_op) -> !transform.any_op
-    transform.apply_patterns to %funcs {
+    transform.apply_patterns to %root {
       transform.apply_patterns.canonicalization
       transform.apply_patterns.vector.reduction_to_contract
       transform.apply_patterns.vector.transfer_permutation_patterns
       transform.apply_patterns.tensor.fold_tensor_subset_ops_into_vector_transfers
     } : !transform.any_op
-    %loops = transform.structured.match ops{["scf.for"]} in %funcs
+    %loops = transform.structured.match ops{["scf.for"]} in %root
         : (!transform.any_op) -> !transform.any_op
     transform.loop.hoist_loop_invariant_subsets %loops : !transform.any_op
     transform.yield
@@ -68,14 +66,134 @@ static SmallVector<int64_t> hostTileSizes(linalg::LinalgOp op) {
   return sizes;
 }
 
+/// The loop to split across threads and its chunk size, if the op is worth
+/// it: the outermost parallel loop that gives each thread at least one
+/// register tile, with chunks rounded to whole register tiles. Matmuls
+/// prefer their column loop, so that each thread reads half the weights.
+static std::optional<std::pair<unsigned, int64_t>>
+parallelSplit(linalg::LinalgOp op, unsigned threads, int64_t minWork) {
+  if (threads < 2)
+    return std::nullopt;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  int64_t work = 1;
+  for (int64_t r : ranges) {
+    if (ShapedType::isDynamic(r))
+      return std::nullopt;
+    work = r > 0 && work > std::numeric_limits<int64_t>::max() / r ? work : work * r;
+  }
+  if (work < minWork)
+    return std::nullopt;
+  SmallVector<int64_t> tiles = hostTileSizes(op);
+  SmallVector<unsigned> order;
+  if (isa<linalg::MatmulOp>(op.getOperation()))
+    order = {1, 0};
+  else
+    for (unsigned i = 0; i < ranges.size(); ++i)
+      order.push_back(i);
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  for (unsigned loop : order) {
+    if (iterators[loop] != utils::IteratorType::parallel)
+      continue;
+    int64_t tile = std::max<int64_t>(tiles[loop], 1);
+    if (ranges[loop] < int64_t(threads) * tile)
+      continue;
+    int64_t chunk = llvm::divideCeil(ranges[loop], threads);
+    chunk = llvm::divideCeil(chunk, tile) * tile;
+    return std::make_pair(loop, chunk);
+  }
+  return std::nullopt;
+}
+
 static bool touchesBooleans(Operation *op) {
   auto isBool = [](Type t) { return getElementTypeOrSelf(t).isInteger(1); };
   return llvm::any_of(op->getOperandTypes(), isBool) ||
          llvm::any_of(op->getResultTypes(), isBool);
 }
 
+/// The last op of the elementwise chain that consumes `op`: single uses into
+/// all-parallel linalg ops with an identity output map and the same result
+/// type (a matmul's bias and activation, say).
+static SmallVector<linalg::LinalgOp> elementwiseChain(linalg::LinalgOp op) {
+  SmallVector<linalg::LinalgOp> chain = {op};
+  while (chain.back()->getNumResults() == 1 && chain.back()->hasOneUse()) {
+    auto user = dyn_cast<linalg::LinalgOp>(*chain.back()->getUsers().begin());
+    if (!user || !user.hasPureTensorSemantics() || user->getNumResults() != 1 ||
+        user.getNumParallelLoops() != user.getNumLoops() ||
+        !user.getIndexingMapMatchingResult(user->getResult(0)).isIdentity() ||
+        user->getResult(0).getType() != chain.back()->getResult(0).getType())
+      break;
+    chain.push_back(user);
+  }
+  return chain;
+}
+
 namespace {
 struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedulePass> {
+  using MithrilCpuScheduleBase::MithrilCpuScheduleBase;
+
+  /// Splits each op with enough work, together with the elementwise chain
+  /// that consumes it and the fill that initializes it, into `threads`
+  /// chunks of one scf.forall: one parallel region per chain, and the chain
+  /// stays fusible inside each chunk.
+  LogicalResult splitAcrossThreads(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
+    llvm::DenseSet<Operation *> done;
+    for (linalg::LinalgOp op : ops) {
+      if (done.contains(op.getOperation()))
+        continue;
+      auto split = parallelSplit(op, threads, minParallelWork);
+      if (!split)
+        continue;
+      SmallVector<linalg::LinalgOp> chain = elementwiseChain(op);
+      // The split loop in the chain's last op: the result dimension it maps to.
+      std::optional<unsigned> dim = split->first;
+      if (chain.size() > 1 && op->getNumResults() == 1)
+        dim = op.getIndexingMapMatchingResult(op->getResult(0))
+                  .getResultPosition(getAffineDimExpr(split->first, &getContext()));
+      if (!dim || op->getNumResults() != 1)
+        chain.resize(1), dim = split->first;
+      linalg::LinalgOp root = chain.back();
+      llvm::DenseSet<Operation *> fusible;
+      for (linalg::LinalgOp member : ArrayRef(chain).drop_back())
+        fusible.insert(member);
+      for (OpOperand &init : op.getDpsInitsMutable())
+        if (auto fill = init.get().getDefiningOp<linalg::FillOp>())
+          fusible.insert(fill);
+
+      SmallVector<int64_t> sizes(root.getNumLoops(), 0);
+      sizes[*dim] = split->second;
+      scf::SCFTileAndFuseOptions options;
+      options.tilingOptions.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
+      options.tilingOptions.setTileSizes(getAsIndexOpFoldResult(&getContext(), sizes));
+      options.setFusionControlFn(
+          [&](tensor::ExtractSliceOp, OpResult producer,
+              bool) -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
+            if (fusible.contains(producer.getOwner()))
+              return scf::SCFTileAndFuseOptions::ControlFnResult{};
+            return std::nullopt;
+          });
+      rewriter.setInsertionPoint(root);
+      FailureOr<scf::SCFTileAndFuseResult> tiled = scf::tileConsumerAndFuseProducersUsingSCF(
+          rewriter, cast<TilingInterface>(root.getOperation()), options);
+      if (failed(tiled))
+        return op.emitError("mithril-cpu-schedule: cannot split this op across threads");
+      for (OpResult result : root->getResults())
+        rewriter.replaceAllUsesWith(result, tiled->replacements.lookup(result));
+      // The originals are dead now: erase them, consumers first.
+      for (linalg::LinalgOp member : llvm::reverse(chain))
+        done.insert(member);
+      for (Operation *member : llvm::reverse(chain)) {
+        if (member->use_empty())
+          rewriter.eraseOp(member);
+      }
+      for (Operation *fused : fusible)
+        if (!done.contains(fused) && fused->use_empty()) {
+          done.insert(fused);
+          rewriter.eraseOp(fused);
+        }
+    }
+    return success();
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<linalg::LinalgOp> ops;
@@ -84,6 +202,15 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
         ops.push_back(op);
     });
     IRRewriter rewriter(&getContext());
+    // Split large ops across threads: an scf.forall of `threads` chunks
+    // around smaller ops, which the register tiling below then tiles.
+    if (failed(splitAcrossThreads(rewriter, ops)))
+      return signalPassFailure();
+    ops.clear();
+    module.walk([&](linalg::LinalgOp op) {
+      if (op.hasPureTensorSemantics() && op.getNumLoops() > 0)
+        ops.push_back(op);
+    });
     for (linalg::LinalgOp op : ops) {
       SmallVector<int64_t> sizes = hostTileSizes(op);
       // Loops shorter than their tile gain nothing from tiling.

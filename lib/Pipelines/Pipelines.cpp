@@ -10,6 +10,7 @@
 #include "mithril/Dialect/Mithril/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Async/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -91,7 +92,9 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
     if (options.schedule) {
-      pm.addPass(createMithrilCpuSchedule());
+      MithrilCpuScheduleOptions schedule;
+      schedule.threads = options.threads;
+      pm.addPass(createMithrilCpuSchedule(schedule));
       pm.addPass(createCanonicalizerPass());
       pm.addPass(createCSEPass());
     }
@@ -115,6 +118,18 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
   }
 
   if (wanted("loops")) {
+    if (options.threads > 1) {
+      // The chunks of split ops become tasks of the async runtime's pool.
+      pm.addPass(createForallToParallelLoopPass());
+      AsyncParallelForPassOptions parallelFor;
+      parallelFor.asyncDispatch = false;
+      parallelFor.numWorkerThreads = static_cast<int32_t>(options.threads);
+      parallelFor.minTaskSize = 1;
+      pm.addPass(createAsyncParallelForPass(parallelFor));
+      pm.addPass(createAsyncToAsyncRuntimePass());
+      pm.addPass(createAsyncRuntimeRefCountingPass());
+      pm.addPass(createAsyncRuntimeRefCountingOptPass());
+    }
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
     pm.addPass(createConvertVectorToSCFPass());
     pm.addPass(createLowerAffinePass());
@@ -134,6 +149,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     vectorToLLVM.vectorContractLowering = vector::VectorContractLowering::OuterProduct;
     vectorToLLVM.reassociateFPReductions = true;
     pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
+    pm.addPass(createConvertAsyncToLLVMPass());
     pm.addPass(createFinalizeMemRefToLLVMConversionPass());
     pm.addPass(createConvertToLLVMPass());
     pm.addPass(createReconcileUnrealizedCastsPass());

@@ -37,6 +37,8 @@
 #include <chrono>
 #include <mutex>
 
+#include <thread>
+
 using namespace mlir;
 using namespace mithril;
 using namespace mithril::runtime;
@@ -133,6 +135,12 @@ Expected<OwningOpRef<ModuleOp>> mithril::runtime::parseSource(MLIRContext &ctx,
 }
 
 /// The option string of mithril-cpu-pipeline for `options`.
+unsigned mithril::runtime::resolvedThreads(const CompileOptions &options) {
+  if (options.threads != 0)
+    return options.threads;
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 static std::string pipelineOptions(const CompileOptions &options, StringRef stopAfter,
                                    StringRef startAfter) {
   std::string s;
@@ -159,6 +167,10 @@ static std::string pipelineOptions(const CompileOptions &options, StringRef stop
       add("weight-decay", std::to_string(options.weightDecay));
     }
   }
+  // Threads shape the code from the fusion stage (the schedule) on.
+  bool scheduled = llvm::is_contained({"fusion", "bufferize", "loops", "llvm"}, stopAfter);
+  if (unsigned threads = resolvedThreads(options); threads != 1 && scheduled)
+    add("threads", std::to_string(threads));
   if (stopAfter != "llvm")
     add("stop-after", stopAfter);
   if (!startAfter.empty())
@@ -183,6 +195,7 @@ static llvm::Error runPipeline(ModuleOp module, const CompileOptions &options,
   pipelineOpts.optimizer = options.optimizer;
   pipelineOpts.momentum = options.momentum;
   pipelineOpts.weightDecay = options.weightDecay;
+  pipelineOpts.threads = resolvedThreads(options);
   pipelineOpts.stopAfter = stopAfter.str();
   pipelineOpts.startAfter = startAfter.str();
   if (failed(buildCpuPipeline(pm, pipelineOpts))) {
@@ -372,9 +385,16 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
   engineOptions.jitCodeGenOptLevel = (*tm)->getOptLevel();
   // Strided copies lower to memrefCopy, which MLIR's C runner utilities
   // provide.
-  SmallVector<StringRef, 1> sharedLibs;
+  SmallVector<StringRef, 2> sharedLibs;
   if (llvm::sys::fs::exists(MITHRIL_C_RUNNER_UTILS))
     sharedLibs.push_back(MITHRIL_C_RUNNER_UTILS);
+  // Split ops hand their chunks to the async runtime's thread pool.
+  if (resolvedThreads(options) > 1) {
+    if (!llvm::sys::fs::exists(MITHRIL_ASYNC_RUNTIME))
+      return makeError(std::string("running on several threads needs the MLIR async runtime ") +
+                       MITHRIL_ASYNC_RUNTIME + ", which is missing; compile with threads=1");
+    sharedLibs.push_back(MITHRIL_ASYNC_RUNTIME);
+  }
   engineOptions.sharedLibPaths = sharedLibs;
   engineOptions.enableGDBNotificationListener = false;
   engineOptions.enablePerfNotificationListener = false;

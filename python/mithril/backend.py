@@ -17,9 +17,16 @@ class MlirBackend:
 
     `dtype` is the floating-point type of every float terminal. `device` is
     "cpu", or "cuda": the model's kernels are compiled to PTX (see
-    PhysicalModel.ptx); running them needs a CUDA device and runtime."""
+    PhysicalModel.ptx); running them needs a CUDA device and runtime.
+    `num_threads` is the number of CPU threads large ops are split across
+    (None: one per hardware thread; 1: single-threaded code)."""
 
-    def __init__(self, dtype=float32, device: str = "cpu", seed: int = 0) -> None:
+    def __init__(self, dtype=float32, device: str = "cpu", seed: int = 0,
+                 num_threads: int | None = None) -> None:
+        if num_threads is not None and (isinstance(num_threads, bool) or
+                                        not isinstance(num_threads, int) or num_threads < 1):
+            raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
+        self.num_threads = num_threads
         dt = np.dtype(dtype)
         if dt not in _DTYPE_NAMES:
             raise ValueError(f"MlirBackend dtype must be float32 or float64, got {dt}")

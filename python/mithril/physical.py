@@ -34,8 +34,9 @@ class PhysicalModel:
             # The kernels for NVIDIA GPUs; they run only where a device is.
             self._ptx = _mithril.emit(source, "ptx", "llvm", entry, self._shape_specs, "cuda",
                                       "sm_90").decode()
+        self._threads = backend.num_threads or 0
         self._forward = _mithril.compile(source, entry, self._shape_specs, discard,
-                                         f"<model {entry}>")
+                                         f"<model {entry}>", threads=self._threads)
         self._inputs = self._forward.inputs
         self._outputs = self._forward.outputs
         self._gradient_models: dict[tuple, object] = {}
@@ -131,7 +132,7 @@ class PhysicalModel:
                 raise MithrilError("the model has no trainable inputs to differentiate")
             model = _mithril.compile(self.source, self.entry, self._shape_specs, self._discard,
                                      f"<model {self.entry}>", True, self.trainable_keys,
-                                     list(seeds))
+                                     list(seeds), threads=self._threads)
             self._gradient_models[seeds] = model
         return model
 
@@ -179,7 +180,7 @@ class PhysicalModel:
             model = _mithril.compile(self.source, self.entry, self._shape_specs, self._discard,
                                      f"<model {self.entry}>", True, self.trainable_keys, [loss],
                                      optimizer.algorithm, optimizer.momentum,
-                                     optimizer.weight_decay)
+                                     optimizer.weight_decay, threads=self._threads)
             self._gradient_models[key] = model
         optimizer.steps += 1
         dtype = _NP_DTYPES[self._outputs[0]["dtype"]] if self._outputs else np.float32

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import mithril as ml
+from mithril import models as M
 from mithril.models import Add, IOKey, LeakyRelu, Linear, Model, Relu
 
 
@@ -148,3 +149,25 @@ def test_model_dict_errors_name_the_place():
     # Found by the same fuzzer: Concat(n=2**63) built terminals until memory ran out.
     with pytest.raises(ml.MithrilError, match=r"Concat: n must be an int from 1 to 4096"):
         dict_to_model({"name": "Concat", "args": {"n": 2**63}})
+
+
+def test_num_threads_gives_the_same_numbers():
+    # Large enough that the 2-thread build splits its matmuls across threads.
+    model = M.MLP(activations=[M.Relu(), M.Relu()], dimensions=[512, 64])
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((256, 300))
+    results = []
+    for threads in (1, 2):
+        backend = ml.MlirBackend(dtype=ml.float64, num_threads=threads)
+        pm = ml.compile(model if threads == 1 else
+                        M.MLP(activations=[M.Relu(), M.Relu()], dimensions=[512, 64]),
+                        backend, shapes={"input": [256, 300]})
+        params = pm.randomize_params(seed=1)
+        out, grads = pm.evaluate(params, {"input": x},
+                                 output_gradients={"output": np.ones((256, 64))})
+        results.append((out["output"], grads))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-12)
+    for key in results[0][1]:
+        np.testing.assert_allclose(results[0][1][key], results[1][1][key], rtol=1e-12)
+    with pytest.raises(ValueError, match="num_threads"):
+        ml.MlirBackend(num_threads=0)

@@ -91,6 +91,9 @@ static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(0
                                 cl::cat(trainCategory));
 static cl::opt<double> weightDecay("weight-decay", cl::desc("L2 weight decay"), cl::init(0.0),
                                    cl::cat(trainCategory));
+static cl::opt<unsigned> threads(
+    "num-threads", cl::desc("Threads for large ops (default 0: one per hardware thread)"),
+    cl::init(0), cl::cat(category));
 static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level"), cl::init(3),
                                   cl::Prefix, cl::cat(category));
 
@@ -208,6 +211,7 @@ static int runTraining(StringRef source, std::map<std::string, Array> &given) {
   options.entry = entry;
   options.sourceName = inputFile;
   options.optLevel = optLevel;
+  options.threads = threads;
   options.gradients = true;
   options.seeds = {lossName};
   options.optimizer = optimizerName;
@@ -410,6 +414,7 @@ int main(int argc, char **argv) {
   options.entry = entry;
   options.sourceName = inputFile;
   options.optLevel = optLevel;
+  options.threads = threads;
   for (const std::string &name : order) {
     ArrayRef<int64_t> shape = given.at(name).shape();
     std::string dims = shape.empty() ? "scalar" : "";

@@ -19,7 +19,18 @@ def MithrilCpuSchedule : Pass<"mithril-cpu-schedule", "mlir::ModuleOp"> {
     script that vectorizes the tiles and hoists the matmul accumulators out
     of the reduction loop while still on tensors. Run it after fusion and
     before bufferization.
+
+    With `threads` above 1, an op with enough work to pay for a thread
+    handoff is first split into `threads` chunks along one parallel loop by
+    an `scf.forall` (the pipeline runs the chunks on the MLIR async
+    runtime's thread pool).
   }];
+  let options = [
+    Option<"threads", "threads", "unsigned", /*default=*/"1",
+           "Split large ops into this many parallel chunks">,
+    Option<"minParallelWork", "min-parallel-work", "int64_t", /*default=*/"1 << 21",
+           "The loop iterations an op needs before it is split across threads">
+  ];
   let dependentDialects = [
     "mlir::transform::TransformDialect",
     "mlir::vector::VectorDialect",

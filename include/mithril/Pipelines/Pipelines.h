@@ -48,6 +48,11 @@ struct CpuPipelineOptions : public mlir::PassPipelineOptions<CpuPipelineOptions>
   Option<bool> schedule{*this, "schedule",
                         llvm::cl::desc("Tile and vectorize for the host (mithril-cpu-schedule)"),
                         llvm::cl::init(true)};
+  Option<unsigned> threads{
+      *this, "threads",
+      llvm::cl::desc("Threads for large ops: above 1, they are split into chunks that run on "
+                     "the MLIR async runtime (libmlir_async_runtime), which the code then needs"),
+      llvm::cl::init(1)};
   Option<std::string> stopAfter{
       *this, "stop-after",
       llvm::cl::desc("Stop after a stage: flatten, shapes, autodiff, linalg, fusion, "

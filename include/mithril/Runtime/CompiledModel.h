@@ -58,11 +58,18 @@ struct CompileOptions {
   /// mithril-gpu-pipeline) with the architecture `gpuChip`.
   std::string target = "cpu";
   std::string gpuChip = "sm_90";
+  /// Threads for large ops on the CPU (0: one per hardware thread). Above 1
+  /// the code runs them on the MLIR async runtime's thread pool.
+  unsigned threads = 0;
   /// LLVM optimization level of the JIT.
   unsigned optLevel = 3;
   /// The file the source came from, for diagnostics and reproducers.
   std::string sourceName = "<model>";
 };
+
+/// The thread count `options` asks for, with 0 resolved to the host's
+/// hardware threads.
+unsigned resolvedThreads(const CompileOptions &options);
 
 /// One row of a model summary: a primitive of the flattened model.
 struct SummaryRow {

@@ -1,0 +1,48 @@
+// Large ops are split across threads with their elementwise epilogue and
+// their fill: one scf.forall per chain, which becomes tasks of the MLIR async
+// runtime. Small ops stay on one thread.
+// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=fusion threads=2" | FileCheck %s --check-prefix=FUSION
+// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=loops threads=2" | FileCheck %s --check-prefix=LOOPS
+// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=fusion threads=1" | FileCheck %s --check-prefix=SERIAL
+// RUN: mithril-opt %s --mithril-cpu-pipeline="threads=2" | FileCheck %s --check-prefix=LLVM
+
+mithril.model @Big(data %x: tensor<256x512xf32>, param %w: tensor<512x512xf32>, param %b: tensor<512xf32>) -> (y: tensor<256x512xf32>) {
+  %mm = mithril.matmul %x, %w : (tensor<256x512xf32>, tensor<512x512xf32>) -> tensor<256x512xf32>
+  %a = mithril.add %mm, %b : (tensor<256x512xf32>, tensor<512xf32>) -> tensor<256x512xf32>
+  %y = mithril.relu %a : (tensor<256x512xf32>) -> tensor<256x512xf32>
+  mithril.output %y : tensor<256x512xf32>
+}
+
+mithril.model @Small(data %x: tensor<8x16xf32>, param %w: tensor<16x32xf32>) -> (y: tensor<8x32xf32>) {
+  %mm = mithril.matmul %x, %w : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+  mithril.output %mm : tensor<8x32xf32>
+}
+
+// The matmul's columns are split in two halves of 256; the fill, the matmul
+// and the bias + relu all run inside the one forall, each chunk writing its
+// half of the result.
+// FUSION-LABEL: func.func @Big(
+// FUSION: scf.forall (%[[J:.+]]) = (0) to (512) step (256) shared_outs(%[[OUT:.+]] = %{{.+}}) -> (tensor<256x512xf32>)
+// FUSION: vector.transfer_write %{{.+}} : vector<8x32xf32>, tensor<256x256xf32>
+// FUSION: arith.mulf {{.*}} : vector<8x32x1xf32>
+// FUSION: arith.maximumf {{.*}} : vector<8x32xf32>
+// FUSION: scf.forall.in_parallel
+// FUSION-NEXT: tensor.parallel_insert_slice %{{.+}} into %[[OUT]][0, %[[J]]] [256, 256] [1, 1]
+// FUSION-NOT: scf.forall
+// FUSION-LABEL: func.func @Small(
+// FUSION-NOT: scf.forall
+
+// SERIAL-NOT: scf.forall
+
+// The chunks become async tasks: a group, one task added per chunk, and an
+// await of the group before the function returns.
+// LOOPS-LABEL: func.func @Big(
+// LOOPS: async.runtime.create_group
+// LOOPS: async.runtime.add_to_group
+// LOOPS: async.runtime.await
+// LOOPS-LABEL: func.func @Small(
+// LOOPS-NOT: async.runtime
+// LOOPS: return
+
+// LLVM: llvm.call @mlirAsyncRuntimeCreateGroup
+// LLVM: llvm.call @mlirAsyncRuntimeAwaitAllInGroup
