@@ -37,6 +37,9 @@
 #include <chrono>
 #include <mutex>
 
+#include "llvm/Support/DynamicLibrary.h"
+
+#include <mutex>
 #include <thread>
 
 using namespace mlir;
@@ -314,6 +317,36 @@ static Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(unsigned
 
 CompiledModel::~CompiledModel() = default;
 
+/// The MLIR async runtime's entry points, from the library loaded once for
+/// the process. Handing the library to ExecutionEngine (sharedLibPaths) would
+/// let the first engine destroyed reset the runtime's global state under the
+/// engines still alive.
+static Expected<const llvm::StringMap<void *> *> asyncRuntimeSymbols() {
+  static std::once_flag once;
+  static llvm::StringMap<void *> symbols;
+  static std::string error;
+  std::call_once(once, [] {
+    std::string message;
+    auto library = llvm::sys::DynamicLibrary::getPermanentLibrary(MITHRIL_ASYNC_RUNTIME, &message);
+    if (!library.isValid()) {
+      error = "running on several threads needs the MLIR async runtime (" + message +
+              "); compile with one thread";
+      return;
+    }
+    using InitFn = void (*)(llvm::StringMap<void *> &);
+    auto init = reinterpret_cast<InitFn>(
+        library.getAddressOfSymbol("__mlir_execution_engine_init"));
+    if (!init) {
+      error = std::string(MITHRIL_ASYNC_RUNTIME) + " exports no __mlir_execution_engine_init";
+      return;
+    }
+    init(symbols);
+  });
+  if (!error.empty())
+    return makeError(error);
+  return &symbols;
+}
+
 Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source,
                                                                 const CompileOptions &options) {
   std::unique_ptr<CompiledModel> model(new CompiledModel());
@@ -389,11 +422,12 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
   if (llvm::sys::fs::exists(MITHRIL_C_RUNNER_UTILS))
     sharedLibs.push_back(MITHRIL_C_RUNNER_UTILS);
   // Split ops hand their chunks to the async runtime's thread pool.
+  const llvm::StringMap<void *> *asyncSymbols = nullptr;
   if (resolvedThreads(options) > 1) {
-    if (!llvm::sys::fs::exists(MITHRIL_ASYNC_RUNTIME))
-      return makeError(std::string("running on several threads needs the MLIR async runtime ") +
-                       MITHRIL_ASYNC_RUNTIME + ", which is missing; compile with threads=1");
-    sharedLibs.push_back(MITHRIL_ASYNC_RUNTIME);
+    auto symbols = asyncRuntimeSymbols();
+    if (!symbols)
+      return symbols.takeError();
+    asyncSymbols = *symbols;
   }
   engineOptions.sharedLibPaths = sharedLibs;
   engineOptions.enableGDBNotificationListener = false;
@@ -403,6 +437,14 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
     return makeError("JIT compilation of @" + model->entry_ +
                      " failed: " + llvm::toString(engine.takeError()));
   model->engine_ = std::move(*engine);
+  if (asyncSymbols)
+    model->engine_->registerSymbols([&](llvm::orc::MangleAndInterner interner) {
+      llvm::orc::SymbolMap map;
+      for (const auto &symbol : *asyncSymbols)
+        map[interner(symbol.getKey())] = {llvm::orc::ExecutorAddr::fromPtr(symbol.getValue()),
+                                          llvm::JITSymbolFlags::Exported};
+      return map;
+    });
   auto fn = model->engine_->lookupPacked("_mlir_ciface_" + model->entry_);
   if (!fn)
     return makeError("compiled code has no entry point for @" + model->entry_ + ": " +
