@@ -171,3 +171,22 @@ def test_num_threads_gives_the_same_numbers():
         np.testing.assert_allclose(results[0][1][key], results[1][1][key], rtol=1e-12)
     with pytest.raises(ValueError, match="num_threads"):
         ml.MlirBackend(num_threads=0)
+
+
+def test_threaded_models_outlive_each_other():
+    # Regression: freeing one threaded model reset the async runtime under
+    # the others (a crash in mlirAsyncRuntimeCreateGroup).
+    from mithril.models import MatrixMultiply
+    import gc
+    a = np.random.default_rng(0).standard_normal((256, 256)).astype(np.float32)
+    backend = ml.MlirBackend(num_threads=2)
+    models = []
+    for _ in range(3):
+        m = Model()
+        m |= MatrixMultiply().connect(left="a", right="b", output=IOKey("c"))
+        models.append(ml.compile(m, backend, shapes={"a": [256, 256], "b": [256, 256]}))
+    del models[0]
+    gc.collect()
+    for pm in models:
+        np.testing.assert_allclose(pm.evaluate({}, {"a": a, "b": a})["c"], a @ a, rtol=1e-4,
+                                   atol=1e-3)
