@@ -99,7 +99,8 @@ std::optional<int64_t> mithril::runtime::numBytes(DType dtype, llvm::ArrayRef<in
 std::string mithril::runtime::formatShape(llvm::ArrayRef<int64_t> shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
+    s += (i ? ", " : "") + (mlir::ShapedType::isDynamic(shape[i]) ? std::string("?")
+                                                                   : std::to_string(shape[i]));
   return s + "]";
 }
 

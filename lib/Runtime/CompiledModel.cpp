@@ -9,6 +9,7 @@
 
 #include "mithril/Dialect/Mithril/IR/MithrilOps.h"
 #include "mithril/InitAllDialects.h"
+#include "mithril/Dialect/Mithril/Transforms/Passes.h"
 #include "mithril/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -249,7 +250,8 @@ static Expected<ModelOp> findEntry(ModuleOp module, StringRef entry) {
 }
 
 static Expected<TerminalInfo> describeTerminal(StringRef modelName, StringRef name, Type type,
-                                               InputKind kind, bool isInput) {
+                                               InputKind kind, bool isInput,
+                                               bool allowDynamic = false) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   std::string what = ((isInput ? "input '" : "output '") + name + "' of @" + modelName).str();
   if (!tensor)
@@ -261,10 +263,10 @@ static Expected<TerminalInfo> describeTerminal(StringRef modelName, StringRef na
     os << tensor.getElementType();
     return makeError(what + " has element type " + t + ", which the runtime cannot exchange");
   }
-  if (!tensor.hasStaticShape())
+  if (!tensor.hasStaticShape() && !allowDynamic)
     return makeError(what + " has shape " + mithril::formatShape(tensor.getShape()) +
                      " after shape inference; give the shapes of the inputs it depends on");
-  if (!numBytes(*dtype, tensor.getShape()))
+  if (tensor.hasStaticShape() && !numBytes(*dtype, tensor.getShape()))
     return makeError(what + " has shape " + mithril::formatShape(tensor.getShape()) +
                      ", whose size in bytes overflows 64 bits");
   return TerminalInfo{name.str(), kind, *dtype, llvm::SmallVector<int64_t>(tensor.getShape())};
@@ -379,14 +381,16 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
   model->summary_ = summarize(root);
   for (unsigned i = 0, e = root.getNumInputs(); i < e; ++i) {
     auto info = describeTerminal(model->entry_, root.getInputName(i),
-                                 root.getFunctionType().getInput(i), root.getInputKind(i), true);
+                                 root.getFunctionType().getInput(i), root.getInputKind(i), true,
+                                 options.dynamicShapes);
     if (!info)
       return info.takeError();
     model->inputs_.push_back(*info);
   }
   for (unsigned i = 0, e = root.getNumOutputs(); i < e; ++i) {
     auto info = describeTerminal(model->entry_, root.getOutputName(i),
-                                 root.getFunctionType().getResult(i), InputKind::Data, false);
+                                 root.getFunctionType().getResult(i), InputKind::Data, false,
+                                 options.dynamicShapes);
     if (!info)
       return info.takeError();
     model->outputs_.push_back(*info);
@@ -473,11 +477,19 @@ static void buildDescriptor(std::vector<int64_t> &storage, const TensorView &vie
 
 static llvm::Error checkView(const TerminalInfo &terminal, const TensorView &view,
                              StringRef role) {
-  if (view.dtype != terminal.dtype || ArrayRef<int64_t>(view.shape) != ArrayRef<int64_t>(terminal.shape))
+  auto fits = [&] {
+    if (view.shape.size() != terminal.shape.size())
+      return false;
+    for (auto [given, declared] : llvm::zip(view.shape, terminal.shape))
+      if (!ShapedType::isDynamic(declared) && given != declared)
+        return false;
+    return true;
+  };
+  if (view.dtype != terminal.dtype || !fits())
     return makeError(role + " '" + terminal.name + "': expected " + dtypeName(terminal.dtype) +
                      " " + runtime::formatShape(terminal.shape) + ", got " + dtypeName(view.dtype) + " " +
                      runtime::formatShape(view.shape));
-  if (!view.data && !terminal.shape.empty() && *numElements(terminal.shape) > 0)
+  if (!view.data && !view.shape.empty() && numElements(view.shape).value_or(1) > 0)
     return makeError(role + " '" + terminal.name + "' has no data");
   return llvm::Error::success();
 }
@@ -500,6 +512,26 @@ llvm::Error CompiledModel::run(ArrayRef<TensorView> inputs, ArrayRef<TensorView>
       return err;
     buildDescriptor(descriptors[inputs.size() + i], outputs[i]);
   }
+  // With dynamic dimensions the shape rules check that the inputs agree with
+  // each other and say how large each output must be: the code writes
+  // exactly that much.
+  auto isDynamic = [](const TerminalInfo &t) {
+    return llvm::any_of(t.shape, ShapedType::isDynamic);
+  };
+  if (llvm::any_of(inputs_, isDynamic) || llvm::any_of(outputs_, isDynamic)) {
+    SmallVector<ArrayRef<int64_t>> shapes;
+    for (const TensorView &view : inputs)
+      shapes.push_back(view.shape);
+    auto expected = outputShapes(shapes);
+    if (!expected)
+      return expected.takeError();
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (ArrayRef<int64_t>(outputs[i].shape) != ArrayRef<int64_t>((*expected)[i]))
+        return makeError("output '" + outputs_[i].name + "': expected " +
+                         dtypeName(outputs_[i].dtype) + " " +
+                         runtime::formatShape((*expected)[i]) + " for these inputs, got " +
+                         runtime::formatShape(outputs[i].shape));
+  }
   // The C interface takes a pointer to each descriptor; the packed wrapper
   // takes a pointer to each of those arguments.
   std::vector<void *> descriptorPtrs(descriptors.size());
@@ -510,6 +542,65 @@ llvm::Error CompiledModel::run(ArrayRef<TensorView> inputs, ArrayRef<TensorView>
   }
   function_(args.data());
   return llvm::Error::success();
+}
+
+Expected<std::vector<SmallVector<int64_t>>>
+CompiledModel::outputShapes(ArrayRef<ArrayRef<int64_t>> inputShapes) const {
+  if (inputShapes.size() != inputs_.size())
+    return makeError("@" + entry_ + " takes " + std::to_string(inputs_.size()) +
+                     " inputs, got shapes for " + std::to_string(inputShapes.size()));
+  std::vector<SmallVector<int64_t>> shapes;
+  bool dynamic = false;
+  for (const TerminalInfo &t : outputs_) {
+    shapes.push_back(t.shape);
+    dynamic |= llvm::any_of(t.shape, ShapedType::isDynamic);
+  }
+  if (!dynamic)
+    return shapes;
+
+  // The key: every input shape, each preceded by its rank.
+  std::vector<int64_t> key;
+  for (ArrayRef<int64_t> shape : inputShapes) {
+    key.push_back(static_cast<int64_t>(shape.size()));
+    key.insert(key.end(), shape.begin(), shape.end());
+  }
+  std::lock_guard<std::mutex> lock(shapesMutex_);
+  if (auto it = shapesCache_.find(key); it != shapesCache_.end())
+    return it->second;
+
+  // The shape rules of the logical model, on these input shapes.
+  MLIRContext &ctx = *context_;
+  DiagnosticCollector diags(ctx);
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(logicalIR_, &ctx);
+  if (!module)
+    return makeError(diags.text + "internal error: the logical IR of @" + entry_ +
+                     " does not parse");
+  PassManager pm(&ctx);
+  MithrilInferShapesOptions infer;
+  infer.entry = entry_;
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    std::string dims = inputShapes[i].empty() ? "scalar" : "";
+    for (size_t d = 0; d < inputShapes[i].size(); ++d)
+      dims += (d ? "x" : "") + std::to_string(inputShapes[i][d]);
+    infer.shapes.push_back(inputs_[i].name + ":" + dims);
+  }
+  pm.addPass(createMithrilInferShapes(infer));
+  if (failed(pm.run(*module)))
+    return makeError(diags.text + "the input shapes do not fit @" + entry_);
+  auto root = module->lookupSymbol<ModelOp>(entry_);
+  if (!root)
+    return makeError("internal error: @" + entry_ + " is missing from its logical IR");
+  shapes.clear();
+  for (unsigned i = 0, e = root.getNumOutputs(); i < e; ++i) {
+    auto type = cast<RankedTensorType>(root.getFunctionType().getResult(i));
+    if (!type.hasStaticShape())
+      return makeError("output '" + root.getOutputName(i).str() + "' of @" + entry_ +
+                       " still has shape " + mithril::formatShape(type.getShape()) +
+                       " for these input shapes");
+    shapes.emplace_back(type.getShape());
+  }
+  shapesCache_.emplace(std::move(key), shapes);
+  return shapes;
 }
 
 /// Lowers with mithril-gpu-pipeline and prints the kernels (PTX) or the IR.

@@ -91,6 +91,11 @@ static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(0
                                 cl::cat(trainCategory));
 static cl::opt<double> weightDecay("weight-decay", cl::desc("L2 weight decay"), cl::init(0.0),
                                    cl::cat(trainCategory));
+static cl::opt<bool> dynamicShapes(
+    "dynamic",
+    cl::desc("Compile once with the dimensions --shape does not fix left dynamic, rather than "
+             "for the shapes of the inputs given; the inputs' sizes are checked at run time"),
+    cl::init(false), cl::cat(category));
 static cl::opt<unsigned> threads(
     "num-threads", cl::desc("Threads for large ops (default 0: one per hardware thread)"),
     cl::init(0), cl::cat(category));
@@ -239,6 +244,9 @@ static int runTraining(StringRef source, std::map<std::string, Array> &given) {
     dataByName[name] = &array;
   std::vector<std::string> missing;
   for (const TerminalInfo &t : (*model)->inputs()) {
+    if (llvm::any_of(t.shape, mlir::ShapedType::isDynamic))
+      return fail("input '" + t.name + "' of @" + (*model)->entry() + " has shape " +
+                  formatShape(t.shape) + ": give its data (--input) or its shape (--shape)");
     Expected<Array> allocated = Array::allocate(t.dtype, t.shape);
     if (!allocated)
       return fail("input '" + t.name + "': " + toString(allocated.takeError()));
@@ -415,7 +423,9 @@ int main(int argc, char **argv) {
   options.sourceName = inputFile;
   options.optLevel = optLevel;
   options.threads = threads;
-  for (const std::string &name : order) {
+  options.dynamicShapes = dynamicShapes;
+  // Without --dynamic the code is compiled for the shapes of the data given.
+  for (const std::string &name : dynamicShapes ? std::vector<std::string>() : order) {
     ArrayRef<int64_t> shape = given.at(name).shape();
     std::string dims = shape.empty() ? "scalar" : "";
     for (size_t i = 0; i < shape.size(); ++i)
@@ -478,6 +488,9 @@ int main(int argc, char **argv) {
       given.erase(it);
       continue;
     }
+    if (llvm::any_of(t.shape, mlir::ShapedType::isDynamic))
+      return fail("input '" + t.name + "' of @" + (*model)->entry() + " has shape " +
+                  formatShape(t.shape) + ": give its data (--input) or its shape (--shape)");
     Expected<Array> allocated = Array::allocate(t.dtype, t.shape);
     if (!allocated)
       return fail("input '" + t.name + "': " + toString(allocated.takeError()));
@@ -498,9 +511,15 @@ int main(int argc, char **argv) {
     return fail("@" + (*model)->entry() + " needs data for these input terminals (use " +
                 "--input=TERMINAL=FILE.npy, or --random-inputs):\n" + join(missing, "\n"));
 
+  std::vector<ArrayRef<int64_t>> inputShapes;
+  for (const Array &a : inputArrays)
+    inputShapes.push_back(a.shape());
+  auto outputShapes = (*model)->outputShapes(inputShapes);
+  if (!outputShapes)
+    return fail(outputShapes.takeError());
   std::vector<Array> outputArrays;
-  for (const TerminalInfo &t : (*model)->outputs()) {
-    Expected<Array> allocated = Array::allocate(t.dtype, t.shape);
+  for (auto [t, shape] : llvm::zip((*model)->outputs(), *outputShapes)) {
+    Expected<Array> allocated = Array::allocate(t.dtype, shape);
     if (!allocated)
       return fail("output '" + t.name + "': " + toString(allocated.takeError()));
     outputArrays.push_back(std::move(*allocated));
@@ -532,7 +551,8 @@ int main(int argc, char **argv) {
   if (printOutputs || outputFile.empty()) {
     for (size_t i = 0; i < outputArrays.size(); ++i) {
       const TerminalInfo &t = (*model)->outputs()[i];
-      outs() << t.name << ": " << dtypeName(t.dtype) << " " << formatShape(t.shape) << "\n";
+      outs() << t.name << ": " << dtypeName(t.dtype) << " "
+             << formatShape(outputArrays[i].shape()) << "\n";
       printArray(outs(), outputArrays[i]);
     }
   }

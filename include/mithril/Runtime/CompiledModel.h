@@ -19,7 +19,9 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/Support/Error.h"
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -58,6 +60,10 @@ struct CompileOptions {
   /// mithril-gpu-pipeline) with the architecture `gpuChip`.
   std::string target = "cpu";
   std::string gpuChip = "sm_90";
+  /// Keep the input dimensions that `shapes` does not fix dynamic: the code
+  /// then runs with any sizes of them (inference only: autodiff needs static
+  /// shapes), and outputShapes() gives each run's output shapes.
+  bool dynamicShapes = false;
   /// Threads for large ops on the CPU (0: one per hardware thread). Above 1
   /// the code runs them on the MLIR async runtime's thread pool.
   unsigned threads = 0;
@@ -116,9 +122,16 @@ public:
   const std::vector<SummaryRow> &summary() const { return summary_; }
 
   /// Runs the model. `inputs` and `outputs` follow inputs() and outputs();
-  /// every view must have the terminal's dtype and shape, and outputs are
-  /// written in place.
+  /// every view must have the terminal's dtype and shape (any size where
+  /// the terminal's is dynamic, and the same size for every use of one
+  /// dimension: see outputShapes), and outputs are written in place.
   llvm::Error run(llvm::ArrayRef<TensorView> inputs, llvm::ArrayRef<TensorView> outputs) const;
+
+  /// The output shapes for inputs of these shapes: the model's shape rules
+  /// applied to them (cached per distinct set of input shapes). Errors name
+  /// the terminals whose shapes conflict.
+  llvm::Expected<std::vector<llvm::SmallVector<int64_t>>>
+  outputShapes(llvm::ArrayRef<llvm::ArrayRef<int64_t>> inputShapes) const;
 
 private:
   CompiledModel() = default;
@@ -129,6 +142,9 @@ private:
   std::string logicalIR_;
   std::vector<SummaryRow> summary_;
   std::unique_ptr<mlir::MLIRContext> context_;
+  /// outputShapes() parses logicalIR_ into context_: one caller at a time.
+  mutable std::mutex shapesMutex_;
+  mutable std::map<std::vector<int64_t>, std::vector<llvm::SmallVector<int64_t>>> shapesCache_;
   std::unique_ptr<mlir::ExecutionEngine> engine_;
   void (*function_)(void **) = nullptr;
 };

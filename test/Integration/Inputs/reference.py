@@ -1,13 +1,13 @@
 # Reference computations for the integration tests: numpy implementations of
 # the example models, checked against mithril-run's outputs.
-#   reference.py gen MODEL DIR        write inputs and parameters into DIR
+#   reference.py gen MODEL DIR [BATCH] write inputs and parameters into DIR
 #   reference.py check MODEL DIR OUT  compare OUT (.npz from mithril-run)
 import sys
 
 import numpy as np
 
 
-def gen(model, d):
+def gen(model, d, batch=None):
     rng = np.random.default_rng(7)
     if model == "mlp":
         x = rng.standard_normal((8, 784)).astype(np.float32)
@@ -28,7 +28,7 @@ def gen(model, d):
              "fc.bias": rng.standard_normal(10) * 0.1}
         p = {k: v.astype(np.float32) for k, v in p.items()}
     elif model == "residual":
-        x = rng.standard_normal((3, 16))
+        x = rng.standard_normal((batch or 3, 16))
         p = {"fc1.weight": rng.standard_normal((32, 16)) * 0.3,
              "fc1.bias": rng.standard_normal(32) * 0.1,
              "fc2.weight": rng.standard_normal((16, 32)) * 0.3,
@@ -73,6 +73,6 @@ def check(model, d, out):
 
 if __name__ == "__main__":
     if sys.argv[1] == "gen":
-        gen(sys.argv[2], sys.argv[3])
+        gen(sys.argv[2], sys.argv[3], int(sys.argv[4]) if len(sys.argv) > 4 else None)
     else:
         check(sys.argv[2], sys.argv[3], sys.argv[4])
