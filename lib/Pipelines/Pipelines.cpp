@@ -149,7 +149,8 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     vectorToLLVM.vectorContractLowering = vector::VectorContractLowering::OuterProduct;
     vectorToLLVM.reassociateFPReductions = true;
     pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
-    pm.addPass(createConvertAsyncToLLVMPass());
+    if (options.threads > 1)
+      pm.addPass(createConvertAsyncToLLVMPass());
     pm.addPass(createFinalizeMemRefToLLVMConversionPass());
     pm.addPass(createConvertToLLVMPass());
     pm.addPass(createReconcileUnrealizedCastsPass());
