@@ -131,6 +131,54 @@ namespace {
 struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedulePass> {
   using MithrilCpuScheduleBase::MithrilCpuScheduleBase;
 
+  static SmallVector<linalg::LinalgOp> collectTensorOps(ModuleOp module) {
+    SmallVector<linalg::LinalgOp> ops;
+    module.walk([&](linalg::LinalgOp op) {
+      if (op.hasPureTensorSemantics() && op.getNumLoops() > 0)
+        ops.push_back(op);
+    });
+    return ops;
+  }
+
+  /// Tiles matmuls larger than a cache block into blocks of cacheTile
+  /// (rows, columns, reduction): the register tiles then reuse a block of
+  /// the right operand from L2 instead of streaming it from memory.
+  LogicalResult tileForCache(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
+    SmallVector<int64_t> block(cacheTile.begin(), cacheTile.end());
+    if (block.empty())
+      block = {128, 256, 256};
+    if (block.size() != 3 || llvm::any_of(block, [](int64_t b) { return b <= 0; }))
+      return getOperation().emitError(
+          "mithril-cpu-schedule: cache-tile needs 3 positive sizes (rows, columns, reduction)");
+    for (linalg::LinalgOp op : ops) {
+      if (!isa<linalg::MatmulOp>(op.getOperation()))
+        continue;
+      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      SmallVector<int64_t> sizes = block;
+      bool worthIt = false;
+      for (auto [size, range] : llvm::zip(sizes, ranges)) {
+        if (ShapedType::isDynamic(range) || range <= size)
+          size = 0;
+        else
+          worthIt = true;
+      }
+      if (!worthIt)
+        continue;
+      scf::SCFTilingOptions options;
+      options.setTileSizes(getAsIndexOpFoldResult(&getContext(), sizes));
+      // Reduction blocks outermost-but-one: each (rows, k) block of the left
+      // operand and (k, columns) block of the right one is reused.
+      options.setInterchange({1, 2, 0});
+      rewriter.setInsertionPoint(op);
+      FailureOr<scf::SCFTilingResult> tiled =
+          scf::tileUsingSCF(rewriter, cast<TilingInterface>(op.getOperation()), options);
+      if (failed(tiled))
+        return op.emitError("mithril-cpu-schedule: cannot tile this matmul for the cache");
+      rewriter.replaceOp(op, tiled->replacements);
+    }
+    return success();
+  }
+
   /// Splits each op with enough work, together with the elementwise chain
   /// that consumes it and the fill that initializes it, into `threads`
   /// chunks of one scf.forall: one parallel region per chain, and the chain
@@ -206,11 +254,11 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     // around smaller ops, which the register tiling below then tiles.
     if (failed(splitAcrossThreads(rewriter, ops)))
       return signalPassFailure();
-    ops.clear();
-    module.walk([&](linalg::LinalgOp op) {
-      if (op.hasPureTensorSemantics() && op.getNumLoops() > 0)
-        ops.push_back(op);
-    });
+    // Large matmuls: blocks that stay in the L2 cache while the register
+    // tiles sweep them.
+    if (failed(tileForCache(rewriter, collectTensorOps(module))))
+      return signalPassFailure();
+    ops = collectTensorOps(module);
     for (linalg::LinalgOp op : ops) {
       SmallVector<int64_t> sizes = hostTileSizes(op);
       // Loops shorter than their tile gain nothing from tiling.

@@ -20,6 +20,11 @@ def MithrilCpuSchedule : Pass<"mithril-cpu-schedule", "mlir::ModuleOp"> {
     of the reduction loop while still on tensors. Run it after fusion and
     before bufferization.
 
+    Matmuls larger than a cache block (`cache-tile`, rows x columns x
+    reduction, 128 x 256 x 256 by default) are first tiled into such blocks,
+    columns outermost and rows innermost, so that the register tiles reuse
+    each block of the right operand from L2.
+
     With `threads` above 1, an op with enough work to pay for a thread
     handoff is first split into `threads` chunks along one parallel loop by
     an `scf.forall` (the pipeline runs the chunks on the MLIR async
@@ -28,8 +33,10 @@ def MithrilCpuSchedule : Pass<"mithril-cpu-schedule", "mlir::ModuleOp"> {
   let options = [
     Option<"threads", "threads", "unsigned", /*default=*/"1",
            "Split large ops into this many parallel chunks">,
-    Option<"minParallelWork", "min-parallel-work", "int64_t", /*default=*/"1 << 21",
-           "The loop iterations an op needs before it is split across threads">
+    Option<"minParallelWork", "min-parallel-work", "int64_t", /*default=*/"1 << 26",
+           "The loop iterations an op needs before it is split across threads">,
+    ListOption<"cacheTile", "cache-tile", "int64_t",
+               "Cache block of large matmuls: rows, columns, reduction (default 128,256,256)">
   ];
   let dependentDialects = [
     "mlir::transform::TransformDialect",

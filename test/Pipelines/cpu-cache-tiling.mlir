@@ -1,0 +1,23 @@
+// A matmul larger than a cache block is tiled into 128 x 256 x 256 blocks,
+// columns outermost and rows innermost, so that each 256 x 256 block of the
+// right operand is reused from L2 by every row block; the 8 x 32 register
+// tiles then sweep a block with their accumulator hoisted out of the
+// reduction. Smaller matmuls get the register tiles only.
+// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=fusion" | FileCheck %s
+// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=linalg" | not mithril-opt --mithril-cpu-schedule="cache-tile=1,2,3,4" 2>&1 | FileCheck %s --check-prefix=BAD
+
+mithril.model @Gemm(data %a: tensor<512x512xf32>, data %b: tensor<512x512xf32>) -> (c: tensor<512x512xf32>) {
+  %c = mithril.matmul %a, %b : (tensor<512x512xf32>, tensor<512x512xf32>) -> tensor<512x512xf32>
+  mithril.output %c : tensor<512x512xf32>
+}
+
+// CHECK-LABEL: func.func @Gemm(
+// CHECK: scf.for %[[N:.+]] = %c0 to %c512 step %c256
+// CHECK-NEXT: scf.for %[[K:.+]] = %c0 to %c512 step %c256
+// CHECK-NEXT: scf.for %[[M:.+]] = %c0 to %c512 step %c128
+// CHECK: scf.for {{.*}} to %c128 step %c8 {{.*}} -> (tensor<128x256xf32>)
+// CHECK-NEXT: scf.for {{.*}} to %c256 step %c32
+// CHECK-NEXT: vector.transfer_read {{.*}} : tensor<128x256xf32>, vector<8x32xf32>
+// CHECK-NEXT: scf.for {{.*}} to %c256 step %c1 {{.*}} -> (vector<8x32xf32>)
+
+// BAD: cache-tile needs 3 positive sizes (rows, columns, reduction)
