@@ -10,6 +10,7 @@
 
 #include "mithril/Pipelines/Pipelines.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -52,7 +53,49 @@ module attributes {transform.with_named_sequence} {
 /// columns (sixteen 512-bit f32 accumulators) stepping the reduction one at
 /// a time; every other op tiles its last two loops to 8 x 32 and the others
 /// to 1, so that no vector grows beyond a few registers.
+/// Marks the partial-sum op of a matrix-vector product (see
+/// rewriteMatrixVectorProducts): its tiles are rows x kGemvColumns x
+/// kGemvLanes lanes of partial sums, one reduction step at a time.
+static constexpr llvm::StringLiteral kGemvMarker = "mithril.gemv";
+static constexpr int64_t kGemvLanes = 16;
+static constexpr int64_t kGemvMaxRows = 16;
+static constexpr int64_t kGemvRowTile = 4;
+
+/// The loop order of a matrix-vector tile nest: columns (weight rows)
+/// outermost, so that each block of the weight is read once while the few
+/// rows of the left operand stay in cache.
+static SmallVector<int64_t> gemvInterchange(linalg::LinalgOp op) {
+  AffineMap out = op.getIndexingMapMatchingResult(op->getResult(0));
+  SmallVector<int64_t> order = {out.getDimPosition(1), out.getDimPosition(0)};
+  for (int64_t i = 0, e = op.getNumLoops(); i < e; ++i)
+    if (!llvm::is_contained(order, i))
+      order.push_back(i);
+  return order;
+}
+
 static SmallVector<int64_t> hostTileSizes(linalg::LinalgOp op) {
+  if (op->hasAttr(kGemvMarker)) {
+    // Loops: rows and columns of the result, the reduction steps, and the
+    // lanes of partial sums; accumulators: rows x columns x lanes, at most
+    // 8 zmm registers.
+    // Tiles divide the loops exactly: a partial tile would not vectorize.
+    AffineMap out = op.getIndexingMapMatchingResult(op->getResult(0));
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    int64_t rowRange = ranges[out.getDimPosition(0)], colRange = ranges[out.getDimPosition(1)];
+    int64_t rows = kGemvRowTile;
+    while (rowRange % rows != 0)
+      --rows;
+    int64_t cols = llvm::PowerOf2Ceil(8 / rows + 1) / 2; // largest power of 2 <= 8 / rows
+    while (colRange % cols != 0)
+      cols /= 2;
+    SmallVector<int64_t> sizes(op.getNumLoops(), 0);
+    for (auto [i, it] : llvm::enumerate(op.getIteratorTypesArray()))
+      if (it == utils::IteratorType::reduction)
+        sizes[i] = 1;
+    sizes[out.getDimPosition(0)] = rows;
+    sizes[out.getDimPosition(1)] = cols;
+    return sizes;
+  }
   if (isa<linalg::MatmulOp>(op.getOperation()))
     return {8, 32, 1};
   if (isa<linalg::BatchMatmulOp>(op.getOperation()))
@@ -130,6 +173,61 @@ static SmallVector<linalg::LinalgOp> elementwiseChain(linalg::LinalgOp op) {
 namespace {
 struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedulePass> {
   using MithrilCpuScheduleBase::MithrilCpuScheduleBase;
+
+  /// A matmul with at most kGemvMaxRows rows whose right operand is a
+  /// transposed matrix (a Linear layer's weight, stored [out, in]) becomes a
+  /// matrix-vector product on the weight's own layout: the reduction is split
+  /// into steps of kGemvLanes lanes of partial sums, so that each step reads
+  /// contiguous rows of the weight and does full-width FMAs, and the lanes
+  /// are summed once at the end. The transpose is no longer materialized.
+  LogicalResult rewriteMatrixVectorProducts(IRRewriter &rewriter,
+                                            ArrayRef<linalg::LinalgOp> ops) {
+    MLIRContext *ctx = &getContext();
+    for (linalg::LinalgOp op : ops) {
+      auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation());
+      if (!matmul || !matmul.hasPureTensorSemantics())
+        continue;
+      auto transpose = matmul.getDpsInputOperand(1)->get().getDefiningOp<linalg::TransposeOp>();
+      if (!transpose || transpose.getPermutation() != ArrayRef<int64_t>{1, 0})
+        continue;
+      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      Type et = getElementTypeOrSelf(op->getResult(0).getType());
+      if (llvm::any_of(ranges, ShapedType::isDynamic) || ranges[0] > kGemvMaxRows ||
+          ranges[2] % kGemvLanes != 0 || ranges[2] < 2 * kGemvLanes || !isa<FloatType>(et))
+        continue;
+      Location loc = op.getLoc();
+      AffineExpr m, n, k;
+      bindDims(ctx, m, n, k);
+      SmallVector<AffineMap> maps = {AffineMap::get(3, 0, {m, k}, ctx),
+                                     AffineMap::get(3, 0, {n, k}, ctx),
+                                     AffineMap::get(3, 0, {m, n}, ctx)};
+      SmallVector<utils::IteratorType> iterators = {utils::IteratorType::parallel,
+                                                    utils::IteratorType::parallel,
+                                                    utils::IteratorType::reduction};
+      rewriter.setInsertionPoint(op);
+      auto product = linalg::GenericOp::create(
+          rewriter, loc, op->getResultTypes(),
+          ValueRange{matmul.getDpsInputOperand(0)->get(), transpose.getInput()},
+          ValueRange{matmul.getDpsInitOperand(0)->get()}, maps, iterators,
+          [](OpBuilder &b, Location l, ValueRange args) {
+            Value p = arith::MulFOp::create(b, l, args[0], args[1]);
+            linalg::YieldOp::create(b, l, ValueRange{arith::AddFOp::create(b, l, args[2], p)});
+          });
+      rewriter.replaceOp(op, product->getResults());
+      if (transpose->use_empty())
+        rewriter.eraseOp(transpose);
+      rewriter.setInsertionPoint(product);
+      FailureOr<linalg::SplitReductionResult> split = linalg::splitReduction(
+          rewriter, cast<linalg::LinalgOp>(product.getOperation()), [](linalg::LinalgOp) {
+            return linalg::SplitReductionOptions{kGemvLanes, /*index=*/2,
+                                                 /*innerParallel=*/true};
+          });
+      if (failed(split))
+        return product.emitError("mithril-cpu-schedule: cannot split this reduction");
+      split->splitLinalgOp->setAttr(kGemvMarker, rewriter.getUnitAttr());
+    }
+    return success();
+  }
 
   static SmallVector<linalg::LinalgOp> collectTensorOps(ModuleOp module) {
     SmallVector<linalg::LinalgOp> ops;
@@ -250,6 +348,9 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
         ops.push_back(op);
     });
     IRRewriter rewriter(&getContext());
+    if (failed(rewriteMatrixVectorProducts(rewriter, ops)))
+      return signalPassFailure();
+    ops = collectTensorOps(module);
     // Split large ops across threads: an scf.forall of `threads` chunks
     // around smaller ops, which the register tiling below then tiles.
     if (failed(splitAcrossThreads(rewriter, ops)))
@@ -261,15 +362,26 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     ops = collectTensorOps(module);
     for (linalg::LinalgOp op : ops) {
       SmallVector<int64_t> sizes = hostTileSizes(op);
-      // Loops shorter than their tile gain nothing from tiling.
+      // Loops shorter than their tile gain nothing from tiling; other static
+      // loops get the largest tile that divides them, since a partial tile
+      // would have a dynamic shape and stay scalar.
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-      for (auto [size, range] : llvm::zip(sizes, ranges))
-        if (!ShapedType::isDynamic(range) && range <= size)
+      for (auto [size, range] : llvm::zip(sizes, ranges)) {
+        if (ShapedType::isDynamic(range) || size == 0)
+          continue;
+        if (range <= size) {
           size = 0;
+          continue;
+        }
+        while (range % size != 0)
+          --size;
+      }
       if (llvm::all_of(sizes, [](int64_t s) { return s == 0; }))
         continue;
       scf::SCFTilingOptions options;
       options.setTileSizes(getAsIndexOpFoldResult(&getContext(), sizes));
+      if (op->hasAttr(kGemvMarker))
+        options.setInterchange(gemvInterchange(op));
       rewriter.setInsertionPoint(op);
       FailureOr<scf::SCFTilingResult> tiled =
           scf::tileUsingSCF(rewriter, cast<TilingInterface>(op.getOperation()), options);

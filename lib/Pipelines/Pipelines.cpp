@@ -131,7 +131,10 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
       pm.addPass(createAsyncRuntimeRefCountingOptPass());
     }
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
-    pm.addPass(createConvertVectorToSCFPass());
+    // Unrolled into 1-D transfers: the default goes through a stack buffer
+    // per transfer, allocated inside the loops, which overflows the stack on
+    // long loop nests.
+    pm.addPass(createConvertVectorToSCFPass(VectorTransferToSCFOptions().enableFullUnroll()));
     pm.addPass(createLowerAffinePass());
     pm.addPass(createSCFToControlFlowPass());
     pm.addPass(createCanonicalizerPass());

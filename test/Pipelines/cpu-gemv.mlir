@@ -1,0 +1,36 @@
+// A Linear layer on a few rows (here one) reads its weight [out, in] in its
+// own layout: no transpose is materialized; the reduction is split into 49
+// steps of 16 lanes of partial sums held in registers (8 output columns x 16
+// lanes), and the lanes are summed once at the end.
+// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=fusion" | FileCheck %s
+// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=loops" | FileCheck %s --check-prefix=LOOPS
+
+mithril.model @Linear1(data %x: tensor<1x784xf32>, param %w: tensor<512x784xf32>) -> (y: tensor<1x512xf32>) {
+  %wt = mithril.transpose %w : (tensor<512x784xf32>) -> tensor<784x512xf32>
+  %y = mithril.matmul %x, %wt : (tensor<1x784xf32>, tensor<784x512xf32>) -> tensor<1x512xf32>
+  mithril.output %y : tensor<1x512xf32>
+}
+
+// Rows that do not divide the register tile get the largest tile that does
+// (5 of 65), so every tile keeps a static shape and is vectorized.
+mithril.model @Rows65(data %x: tensor<65x64xf32>, param %w: tensor<64x64xf32>) -> (y: tensor<65x64xf32>) {
+  %y = mithril.matmul %x, %w : (tensor<65x64xf32>, tensor<64x64xf32>) -> tensor<65x64xf32>
+  mithril.output %y : tensor<65x64xf32>
+}
+
+// CHECK-LABEL: func.func @Linear1(
+// CHECK-NOT: linalg.transpose
+// CHECK-DAG: %[[W:.+]] = tensor.expand_shape %arg1 {{.*}} into tensor<512x49x16xf32>
+// CHECK-DAG: %[[X:.+]] = tensor.expand_shape %arg0 {{.*}} into tensor<1x49x16xf32>
+// CHECK: scf.for %[[N:.+]] = %c0 to %c512 step %c8
+// CHECK: scf.for %[[K:.+]] = %c0 to %c49 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (vector<1x8x16xf32>)
+// CHECK: vector.transfer_read %[[W]][%[[N]], %[[K]], %c0]{{.*}} : tensor<512x49x16xf32>, vector<8x1x16xf32>
+// CHECK: arith.addf {{.*}} : vector<1x8x16xf32>
+// CHECK: vector.multi_reduction <add>, %{{.+}}, %{{.+}} [2] : vector<1x8x16xf32> to vector<1x8xf32>
+
+// CHECK-LABEL: func.func @Rows65(
+// CHECK: scf.for %{{.+}} = %c0 to %c65 step %c5
+// CHECK: vector<5x32xf32>
+
+// The transfers are unrolled to 1-D: no stack buffers inside the loops.
+// LOOPS-NOT: memref.alloca
