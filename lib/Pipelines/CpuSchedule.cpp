@@ -255,10 +255,14 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
       SmallVector<int64_t> sizes = block;
       bool worthIt = false;
       for (auto [size, range] : llvm::zip(sizes, ranges)) {
-        if (ShapedType::isDynamic(range) || range <= size)
+        if (ShapedType::isDynamic(range) || range <= size) {
           size = 0;
-        else
-          worthIt = true;
+          continue;
+        }
+        // A block that divides the loop: partial blocks would be dynamic.
+        while (range % size != 0)
+          --size;
+        worthIt = true;
       }
       if (!worthIt)
         continue;
