@@ -11,6 +11,13 @@ mithril.model @Gemm(data %a: tensor<512x512xf32>, data %b: tensor<512x512xf32>) 
   mithril.output %c : tensor<512x512xf32>
 }
 
+// A block divides its loop (784 columns: blocks of 196), so that no block
+// has a dynamic shape.
+mithril.model @Wide(data %a: tensor<512x64xf32>, data %b: tensor<64x784xf32>) -> (c: tensor<512x784xf32>) {
+  %c = mithril.matmul %a, %b : (tensor<512x64xf32>, tensor<64x784xf32>) -> tensor<512x784xf32>
+  mithril.output %c : tensor<512x784xf32>
+}
+
 // CHECK-LABEL: func.func @Gemm(
 // CHECK: scf.for %[[N:.+]] = %c0 to %c512 step %c256
 // CHECK-NEXT: scf.for %[[K:.+]] = %c0 to %c512 step %c256
@@ -19,5 +26,9 @@ mithril.model @Gemm(data %a: tensor<512x512xf32>, data %b: tensor<512x512xf32>) 
 // CHECK-NEXT: scf.for {{.*}} to %c256 step %c32
 // CHECK-NEXT: vector.transfer_read {{.*}} : tensor<128x256xf32>, vector<8x32xf32>
 // CHECK-NEXT: scf.for {{.*}} to %c256 step %c1 {{.*}} -> (vector<8x32xf32>)
+
+// CHECK-LABEL: func.func @Wide(
+// CHECK: scf.for %{{.+}} = %c0 to %c784 step %c196
+// CHECK-NEXT: scf.for %{{.+}} = %c0 to %c512 step %c128
 
 // BAD: cache-tile needs 3 positive sizes (rows, columns, reduction)
