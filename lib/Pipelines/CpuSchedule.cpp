@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mithril/Pipelines/Pipelines.h"
+#include "mithril/Conversion/MithrilToLinalg/MithrilToLinalg.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -95,6 +96,19 @@ static SmallVector<int64_t> hostTileSizes(linalg::LinalgOp op) {
     sizes[out.getDimPosition(0)] = rows;
     sizes[out.getDimPosition(1)] = cols;
     return sizes;
+  }
+  if (auto spatial = op->getAttrOfType<IntegerAttr>(mithril::kConvSpatialAttr)) {
+    // A convolution as a matmul of output channels by output columns: a
+    // block of 8 channels x 32 columns accumulates in registers over the
+    // input channels and kernel positions, one at a time, broadcasting a
+    // weight per channel against a contiguous row of the input.
+    int64_t s = spatial.getInt();
+    SmallVector<int64_t> sizes(op.getNumLoops(), 1);
+    if (sizes.size() == static_cast<size_t>(4 + 2 * s) && s >= 1) {
+      sizes[2] = 8;
+      sizes[2 + s] = 32;
+      return sizes;
+    }
   }
   if (isa<linalg::MatmulOp>(op.getOperation()))
     return {8, 32, 1};
@@ -394,6 +408,25 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
         return signalPassFailure();
       }
       rewriter.replaceOp(op, tiled->replacements);
+    }
+    // A convolution tile reads its input at output + kernel position, which
+    // is no permutation of the loops and does not vectorize; with the unit
+    // kernel, channel and row loops dropped, it reads along the output
+    // columns only, as a matmul tile does.
+    SmallVector<linalg::GenericOp> convTiles;
+    module.walk([&](linalg::GenericOp op) {
+      if (op->hasAttr(mithril::kConvSpatialAttr) && op.hasPureTensorSemantics() &&
+          op->getParentOfType<scf::ForOp>())
+        convTiles.push_back(op);
+    });
+    linalg::ControlDropUnitDims dropUnit;
+    dropUnit.rankReductionStrategy =
+        linalg::ControlDropUnitDims::RankReductionStrategy::ExtractInsertSlice;
+    for (linalg::GenericOp op : convTiles) {
+      rewriter.setInsertionPoint(op);
+      FailureOr<linalg::DropUnitDimsResult> dropped = linalg::dropUnitDims(rewriter, op, dropUnit);
+      if (succeeded(dropped))
+        rewriter.replaceOp(op, dropped->replacements);
     }
     // Vectorize the tiles. Booleans stay scalar: a vector of i1 is stored as
     // packed bits, while a tensor of i1 is one byte per element in memory.

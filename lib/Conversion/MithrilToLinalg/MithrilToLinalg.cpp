@@ -1088,6 +1088,9 @@ struct ConvPattern : OpRewritePattern<OpT> {
               arith::AddFOp::create(b, l, a[2], arith::MulFOp::create(b, l, a[0], a[1]))
                   .getResult());
         });
+    // Tells mithril-cpu-schedule the loop layout (it tiles convolutions like
+    // matmuls: output channels by output columns).
+    generic->setAttr(kConvSpatialAttr, rewriter.getI64IntegerAttr(spatial));
     Value result = mergeAxes(rewriter, loc, generic.getResult(0), 1, out);
     if (Value bias = op.getBias()) {
       // bias [C_out] broadcast over [N, C_out, spatial...]

@@ -23,6 +23,11 @@ namespace mithril {
 #define GEN_PASS_DECL_MITHRILUNIQUERESULTS
 #include "mithril/Conversion/Passes.h.inc"
 
+/// Marks the linalg.generic of a convolution with its number of spatial
+/// dimensions s; its loops are then n, group, output channel, s output
+/// positions, input channel and s kernel positions.
+inline constexpr llvm::StringLiteral kConvSpatialAttr = "mithril.conv_spatial";
+
 /// Adds the patterns that lower mithril primitives to linalg on tensors.
 void populateMithrilToLinalgPatterns(mlir::RewritePatternSet &patterns);
 
