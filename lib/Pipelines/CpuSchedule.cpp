@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mithril {
 #define GEN_PASS_DEF_MITHRILCPUSCHEDULE
@@ -42,6 +43,12 @@ module attributes {transform.with_named_sequence} {
       transform.apply_patterns.vector.transfer_permutation_patterns
       transform.apply_patterns.tensor.fold_tensor_subset_ops_into_vector_transfers
     } : !transform.any_op
+    %loops = transform.structured.match ops{["scf.for"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.loop.hoist_loop_invariant_subsets %loops : !transform.any_op
+    transform.yield
+  }
+  transform.named_sequence @__hoist(%root: !transform.any_op {transform.readonly}) {
     %loops = transform.structured.match ops{["scf.for"]} in %root
         : (!transform.any_op) -> !transform.any_op
     transform.loop.hoist_loop_invariant_subsets %loops : !transform.any_op
@@ -185,6 +192,41 @@ static SmallVector<linalg::LinalgOp> elementwiseChain(linalg::LinalgOp op) {
 }
 
 namespace {
+/// Drops a unit dimension of a vector.transfer_write that lands on a tensor
+/// dimension of size 1: the write then has the shape and the permutation of
+/// the read of the same subset (a convolution tile's accumulator), which lets
+/// the pair be hoisted out of the reduction loops.
+struct DropUnitDimOfTransferWrite : OpRewritePattern<vector::TransferWriteOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(vector::TransferWriteOp write,
+                                PatternRewriter &rewriter) const override {
+    auto tensor = dyn_cast<RankedTensorType>(write.getBase().getType());
+    VectorType vector = write.getVectorType();
+    AffineMap map = write.getPermutationMap();
+    if (!tensor || write.getMask() || vector.getRank() < 2 || vector.isScalable())
+      return failure();
+
+    for (int64_t i = 0; i < vector.getRank(); ++i) {
+      auto dim = dyn_cast<AffineDimExpr>(map.getResult(i));
+      if (vector.getDimSize(i) != 1 || !dim || tensor.getDimSize(dim.getPosition()) != 1 ||
+          !write.isDimInBounds(i))
+        continue;
+      SmallVector<int64_t> shape(vector.getShape());
+      shape.erase(shape.begin() + i);
+      SmallVector<bool> inBounds = write.getInBoundsValues();
+      inBounds.erase(inBounds.begin() + i);
+      Value narrow = vector::ShapeCastOp::create(
+          rewriter, write.getLoc(), VectorType::get(shape, vector.getElementType()),
+          write.getVector());
+      rewriter.replaceOpWithNewOp<vector::TransferWriteOp>(
+          write, narrow, write.getBase(), write.getIndices(),
+          AffineMapAttr::get(map.dropResult(i)), rewriter.getBoolArrayAttr(inBounds));
+      return success();
+    }
+    return failure();
+  }
+};
+
 struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedulePass> {
   using MithrilCpuScheduleBase::MithrilCpuScheduleBase;
 
@@ -396,18 +438,35 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
       }
       if (llvm::all_of(sizes, [](int64_t s) { return s == 0; }))
         continue;
-      scf::SCFTilingOptions options;
-      options.setTileSizes(getAsIndexOpFoldResult(&getContext(), sizes));
-      if (op->hasAttr(kGemvMarker))
-        options.setInterchange(gemvInterchange(op));
-      rewriter.setInsertionPoint(op);
-      FailureOr<scf::SCFTilingResult> tiled =
-          scf::tileUsingSCF(rewriter, cast<TilingInterface>(op.getOperation()), options);
-      if (failed(tiled)) {
-        op.emitError("mithril-cpu-schedule: cannot tile this op");
-        return signalPassFailure();
+      // A convolution is tiled in two levels: its parallel loops, then the
+      // reductions of the tile, whose loops then carry just the tile's
+      // accumulator (and hoisting keeps it in registers).
+      SmallVector<SmallVector<int64_t>> levels = {sizes};
+      if (op->hasAttr(mithril::kConvSpatialAttr)) {
+        SmallVector<int64_t> parallel = sizes, reduction(sizes.size(), 0);
+        for (auto [i, it] : llvm::enumerate(op.getIteratorTypesArray()))
+          if (it == utils::IteratorType::reduction)
+            std::swap(parallel[i], reduction[i]);
+        levels = {parallel, reduction};
       }
-      rewriter.replaceOp(op, tiled->replacements);
+      Operation *current = op;
+      for (ArrayRef<int64_t> level : levels) {
+        if (llvm::all_of(level, [](int64_t s) { return s == 0; }))
+          continue;
+        scf::SCFTilingOptions options;
+        options.setTileSizes(getAsIndexOpFoldResult(&getContext(), level));
+        if (current->hasAttr(kGemvMarker))
+          options.setInterchange(gemvInterchange(cast<linalg::LinalgOp>(current)));
+        rewriter.setInsertionPoint(current);
+        FailureOr<scf::SCFTilingResult> tiled =
+            scf::tileUsingSCF(rewriter, cast<TilingInterface>(current), options);
+        if (failed(tiled)) {
+          current->emitError("mithril-cpu-schedule: cannot tile this op");
+          return signalPassFailure();
+        }
+        rewriter.replaceOp(current, tiled->replacements);
+        current = tiled->tiledOps.front();
+      }
     }
     // A convolution tile reads its input at output + kernel position, which
     // is no permutation of the loops and does not vectorize; with the unit
@@ -448,9 +507,27 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     }
     Operation *entry =
         SymbolTable::lookupSymbolIn(*script, StringRef("__transform_main"));
-    if (!entry ||
-        failed(transform::applyTransformNamedSequence(module, entry, *script,
-                                                      transform::TransformOptions())))
+    auto runScript = [&](Operation *sequence) {
+      return sequence && succeeded(transform::applyTransformNamedSequence(
+                             module, sequence, *script, transform::TransformOptions()));
+    };
+    if (!runScript(entry))
+      return signalPassFailure();
+    // Writes that folded into a larger tensor with unit dimensions (a
+    // convolution's accumulator) get the read's shape; the script then hoists
+    // the pair.
+    RewritePatternSet patterns(&getContext());
+    patterns.add<DropUnitDimOfTransferWrite>(&getContext());
+    // With the canonicalizations that fold slices into the transfers.
+    for (Dialect *dialect : getContext().getLoadedDialects())
+      dialect->getCanonicalizationPatterns(patterns);
+    for (RegisteredOperationName op : getContext().getRegisteredOperations())
+      op.getCanonicalizationPatterns(patterns, &getContext());
+    bool changed = false;
+    if (failed(applyPatternsGreedily(module, std::move(patterns), GreedyRewriteConfig(),
+                                     &changed)))
+      return signalPassFailure();
+    if (changed && !runScript(SymbolTable::lookupSymbolIn(*script, StringRef("__hoist"))))
       signalPassFailure();
   }
 };
