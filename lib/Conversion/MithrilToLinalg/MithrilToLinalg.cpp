@@ -1521,6 +1521,14 @@ struct EmbeddingPattern : OpRewritePattern<EmbeddingOp> {
   }
 };
 
+/// 1 where `cond` holds and 0 elsewhere, in `et` (float or integer).
+static Value oneWhere(OpBuilder &b, Location loc, Value cond, Type et) {
+  Value one = isFloat(et) ? floatConst(b, loc, et, 1.0)
+                          : arith::ConstantOp::create(b, loc, b.getIntegerAttr(et, 1)).getResult();
+  Value zero = isFloat(et) ? floatConst(b, loc, et, 0.0) : zeroOf(b, loc, et);
+  return arith::SelectOp::create(b, loc, cond, one, zero);
+}
+
 /// one_hot: compare the index with the position along the new axis.
 struct OneHotPattern : OpRewritePattern<OneHotOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -1552,15 +1560,7 @@ struct OneHotPattern : OpRewritePattern<OneHotOp> {
               Value pos = arith::IndexCastOp::create(b, l, a[0].getType(),
                                                      linalg::IndexOp::create(b, l, axis));
               Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, pos, a[0]);
-              Value one, zero;
-              if (isFloat(et)) {
-                one = floatConst(b, l, et, 1.0);
-                zero = floatConst(b, l, et, 0.0);
-              } else {
-                one = arith::ConstantOp::create(b, l, b.getIntegerAttr(et, 1));
-                zero = zeroOf(b, l, et);
-              }
-              linalg::YieldOp::create(b, l, arith::SelectOp::create(b, l, hit, one, zero).getResult());
+              linalg::YieldOp::create(b, l, oneWhere(b, l, hit, et));
             })
             .getResult(0);
     rewriter.replaceOp(op, result);
@@ -1588,16 +1588,7 @@ struct EyeLikePattern : OpRewritePattern<EyeLikeOp> {
               Value column = linalg::IndexOp::create(b, l, 1);
               Value diagonal =
                   arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, row, column);
-              Value one, zero;
-              if (isFloat(et)) {
-                one = floatConst(b, l, et, 1.0);
-                zero = floatConst(b, l, et, 0.0);
-              } else {
-                one = arith::ConstantOp::create(b, l, b.getIntegerAttr(et, 1));
-                zero = zeroOf(b, l, et);
-              }
-              linalg::YieldOp::create(b, l,
-                                      arith::SelectOp::create(b, l, diagonal, one, zero).getResult());
+              linalg::YieldOp::create(b, l, oneWhere(b, l, diagonal, et));
             })
             .getResult(0);
     rewriter.replaceOp(op, result);

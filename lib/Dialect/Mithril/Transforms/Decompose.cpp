@@ -172,6 +172,14 @@ struct Expander {
   Value div(Value x, Value y) { return DivideOp::create(rewriter, loc, x, y); }
   Value less(Value x, Value y) { return LessOp::create(rewriter, loc, x, y); }
   Value where(Value c, Value x, Value y) { return WhereOp::create(rewriter, loc, c, x, y); }
+
+  /// cond ? linear : plain(x), where plain reads 1 instead of x where cond
+  /// holds: see the note below.
+  template <typename PlainOp>
+  Value robustSelect(Value cond, Value linear, Value x) {
+    Value safe = where(cond, cst(1.0), x);
+    return where(cond, linear, PlainOp::create(rewriter, loc, safe));
+  }
 };
 } // namespace
 
@@ -188,9 +196,8 @@ struct DecomposeRobustSqrt : OpRewritePattern<RobustSqrtOp> {
     double t = thresholdOf(op, e.et);
     Value a = e.abs(op.getInput());
     Value cond = e.less(a, e.cst(t));
-    Value small = e.mul(a, e.cst(1.0 / std::sqrt(t)));
-    Value big = SqrtOp::create(rewriter, e.loc, e.where(cond, e.cst(1.0), a));
-    rewriter.replaceOp(op, e.where(cond, small, big));
+    Value linear = e.mul(a, e.cst(1.0 / std::sqrt(t)));
+    rewriter.replaceOp(op, e.robustSelect<SqrtOp>(cond, linear, a));
     return success();
   }
 };
@@ -203,9 +210,8 @@ struct DecomposeRobustLog : OpRewritePattern<RobustLogOp> {
     double t = thresholdOf(op, e.et);
     Value a = e.abs(op.getInput());
     Value cond = e.less(a, e.cst(t));
-    Value small = e.sub(e.add(e.cst(std::log(t)), e.div(a, e.cst(t))), e.cst(1.0));
-    Value big = LogOp::create(rewriter, e.loc, e.where(cond, e.cst(1.0), a));
-    rewriter.replaceOp(op, e.where(cond, small, big));
+    Value linear = e.sub(e.add(e.cst(std::log(t)), e.div(a, e.cst(t))), e.cst(1.0));
+    rewriter.replaceOp(op, e.robustSelect<LogOp>(cond, linear, a));
     return success();
   }
 };
@@ -222,10 +228,9 @@ struct DecomposeStableReciprocal : OpRewritePattern<StableReciprocalOp> {
     Value cond = e.less(a, e.cst(t));
     Value s = e.add(SignOp::create(rewriter, e.loc, x),
                     e.sub(e.cst(1.0), SignOp::create(rewriter, e.loc, a)));
-    Value small = e.add(e.mul(e.mul(s, e.cst(2.0)), e.cst(1.0 / t)),
-                        e.div(NegateOp::create(rewriter, e.loc, x), e.cst(t * t)));
-    Value big = ReciprocalOp::create(rewriter, e.loc, e.where(cond, e.cst(1.0), x));
-    rewriter.replaceOp(op, e.where(cond, small, big));
+    Value linear = e.add(e.mul(e.mul(s, e.cst(2.0)), e.cst(1.0 / t)),
+                         e.div(NegateOp::create(rewriter, e.loc, x), e.cst(t * t)));
+    rewriter.replaceOp(op, e.robustSelect<ReciprocalOp>(cond, linear, x));
     return success();
   }
 };
@@ -241,10 +246,12 @@ struct DecomposeRobustPower : OpRewritePattern<RobustPowerOp> {
     Value p = op.getRhs();
     Value limit = e.sub(e.cst(1.0), e.div(e.cst(std::log(t)), LogOp::create(rewriter, e.loc, a)));
     Value cond = LogicalAndOp::create(rewriter, e.loc, e.less(p, limit), e.less(a, e.cst(t)));
-    Value small = e.mul(e.cst(1.0 / t), a);
+    Value linear = e.mul(e.cst(1.0 / t), a);
+    // Both operands of the plain power are made safe: its exponent gradient
+    // reads log(|b|).
     Value one = e.cst(1.0);
-    Value big = PowerOp::create(rewriter, e.loc, e.where(cond, one, a), e.where(cond, one, p));
-    rewriter.replaceOp(op, e.where(cond, small, big));
+    Value plain = PowerOp::create(rewriter, e.loc, e.where(cond, one, a), e.where(cond, one, p));
+    rewriter.replaceOp(op, e.where(cond, linear, plain));
     return success();
   }
 };
