@@ -279,7 +279,10 @@ py::dict terminalInfo(const TerminalInfo &t) {
   d["name"] = t.name;
   d["kind"] = std::string(stringifyInputKind(t.kind));
   d["dtype"] = std::string(dtypeName(t.dtype));
-  d["shape"] = py::tuple(py::cast(std::vector<int64_t>(t.shape.begin(), t.shape.end())));
+  py::list shape;
+  for (int64_t dim : t.shape)
+    shape.append(ShapedType::isDynamic(dim) ? py::object(py::none()) : py::object(py::int_(dim)));
+  d["shape"] = py::tuple(shape);
   return d;
 }
 
@@ -310,7 +313,10 @@ TensorView viewOf(const py::array &array, const TerminalInfo &t, const char *rol
     raise(std::string(role) + " '" + t.name + "' must be C-contiguous");
   DType dtype = dtypeOf(array);
   std::vector<int64_t> shape(array.shape(), array.shape() + array.ndim());
-  if (dtype != t.dtype || llvm::ArrayRef<int64_t>(shape) != llvm::ArrayRef<int64_t>(t.shape))
+  bool fits = shape.size() == t.shape.size();
+  for (size_t i = 0; fits && i < shape.size(); ++i)
+    fits = ShapedType::isDynamic(t.shape[i]) || shape[i] == t.shape[i];
+  if (dtype != t.dtype || !fits)
     raise(std::string(role) + " '" + t.name + "': expected " + dtypeName(t.dtype).str() + " " +
           runtime::formatShape(t.shape) + ", got " + dtypeName(dtype).str() + " " + runtime::formatShape(shape));
   return TensorView{const_cast<void *>(array.data()), dtype,
@@ -398,14 +404,29 @@ PYBIND11_MODULE(_mithril, m) {
               raise(llvm::toString(std::move(err)));
           },
           py::arg("inputs"), py::arg("outputs"),
-          "Runs the model on C-contiguous arrays; outputs are written in place");
+          "Runs the model on C-contiguous arrays; outputs are written in place")
+      .def(
+          "output_shapes",
+          [](const CompiledModel &c, const std::vector<std::vector<int64_t>> &shapes) {
+            std::vector<llvm::ArrayRef<int64_t>> refs(shapes.begin(), shapes.end());
+            auto result = c.outputShapes(refs);
+            if (!result)
+              raise(llvm::toString(result.takeError()));
+            py::list l;
+            for (const auto &shape : *result)
+              l.append(py::tuple(py::cast(std::vector<int64_t>(shape.begin(), shape.end()))));
+            return l;
+          },
+          py::arg("input_shapes"),
+          "The output shapes for inputs of these shapes (the model's shape rules)");
 
   m.def(
       "compile",
       [](const std::string &source, const std::string &entry, const std::vector<std::string> &shapes,
          const std::vector<std::string> &discard, const std::string &sourceName, bool gradients,
          const std::vector<std::string> &wrt, const std::vector<std::string> &seeds,
-         const std::string &optimizer, double momentum, double weightDecay, unsigned threads) {
+         const std::string &optimizer, double momentum, double weightDecay, unsigned threads,
+         bool dynamicShapes) {
         std::unique_ptr<CompiledModel> result;
         {
           // Compilation does not touch Python objects.
@@ -413,6 +434,7 @@ PYBIND11_MODULE(_mithril, m) {
           CompileOptions options = makeOptions(entry, shapes, discard, sourceName, gradients,
                                                wrt, seeds, optimizer, momentum, weightDecay);
           options.threads = threads;
+          options.dynamicShapes = dynamicShapes;
           auto model = CompiledModel::compile(source, options);
           if (!model) {
             std::string message = llvm::toString(model.takeError());
@@ -427,7 +449,8 @@ PYBIND11_MODULE(_mithril, m) {
       py::arg("discard") = std::vector<std::string>{}, py::arg("source_name") = "<python>",
       py::arg("gradients") = false, py::arg("wrt") = std::vector<std::string>{},
       py::arg("seeds") = std::vector<std::string>{}, py::arg("optimizer") = "",
-      py::arg("momentum") = 0.0, py::arg("weight_decay") = 0.0, py::arg("threads") = 0u);
+      py::arg("momentum") = 0.0, py::arg("weight_decay") = 0.0, py::arg("threads") = 0u,
+      py::arg("dynamic_shapes") = false);
 
   m.def(
       "emit",

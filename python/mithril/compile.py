@@ -20,7 +20,9 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
             safe_names: bool = True) -> PhysicalModel:
     """Compiles `model` for `backend`.
 
-    shapes          input (or parameter) shapes; None marks an unknown size
+    shapes          input (or parameter) shapes; None marks a size left dynamic: the
+                    compiled code runs any size of it (gradients and training steps
+                    are compiled for each set of sizes they meet)
     constant_keys   inputs fixed at compile time: they become constants
     data_keys       inputs that are data, not trainable parameters
     trainable_keys  inputs that are trainable parameters (gradients are returned)

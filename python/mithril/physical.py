@@ -20,6 +20,12 @@ def _shape_spec(name: str, shape) -> str:
     return f"{name}:{dims if dims else 'scalar'}"
 
 
+def _fits(shape: tuple, declared) -> bool:
+    """Does an array shape match a terminal's, where None is any size?"""
+    return len(shape) == len(declared) and all(
+        d is None or d == s for s, d in zip(shape, declared))
+
+
 class PhysicalModel:
     def __init__(self, source: str, entry: str, backend, shapes: dict, discard: list,
                  inference: bool) -> None:
@@ -35,8 +41,13 @@ class PhysicalModel:
             self._ptx = _mithril.emit(source, "ptx", "llvm", entry, self._shape_specs, "cuda",
                                       "sm_90").decode()
         self._threads = backend.num_threads or 0
+        # A size given as None stays dynamic: the forward code runs any size
+        # of it; gradient and training code, which autodiff compiles for
+        # static shapes, is compiled per set of sizes it meets.
+        self._dynamic = any(d is None for v in shapes.values() for d in v)
         self._forward = _mithril.compile(source, entry, self._shape_specs, discard,
-                                         f"<model {entry}>", threads=self._threads)
+                                         f"<model {entry}>", threads=self._threads,
+                                         dynamic_shapes=self._dynamic)
         self._inputs = self._forward.inputs
         self._outputs = self._forward.outputs
         self._gradient_models: dict[tuple, object] = {}
@@ -72,6 +83,9 @@ class PhysicalModel:
             if t["kind"] != "param":
                 continue
             shape = tuple(t["shape"])
+            if None in shape:
+                raise MithrilError(f"parameter '{t['name']}' has shape {list(shape)}: give its "
+                                   "size in shapes=... to randomize it")
             fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else max(shape[0] if shape else 1, 1)
             bound = 1.0 / np.sqrt(max(fan_in, 1))
             params[t["name"]] = rng.uniform(-bound, bound, shape).astype(_NP_DTYPES[t["dtype"]])
@@ -87,7 +101,7 @@ class PhysicalModel:
             value = given[t["name"]]
             # np.require keeps 0-d arrays 0-d (ascontiguousarray would not).
             array = np.require(value, dtype=_NP_DTYPES[t["dtype"]], requirements="C")
-            if array.shape != tuple(t["shape"]):
+            if not _fits(array.shape, t["shape"]):
                 raise MithrilError(f"{what} '{t['name']}': expected shape {list(t['shape'])}, "
                                    f"got {list(array.shape)}")
             arrays.append(array)
@@ -118,22 +132,37 @@ class PhysicalModel:
         if output_gradients is not None:
             return self._evaluate_with_gradients(given, output_gradients)
         inputs = self._arrays(self._inputs, given, "input")
-        outputs = [np.empty(tuple(t["shape"]), dtype=_NP_DTYPES[t["dtype"]])
-                   for t in self._outputs]
+        shapes = ([tuple(t["shape"]) for t in self._outputs] if not self._dynamic else
+                  self._forward.output_shapes([list(a.shape) for a in inputs]))
+        outputs = [np.empty(shape, dtype=_NP_DTYPES[t["dtype"]])
+                   for t, shape in zip(self._outputs, shapes)]
         self._forward.run(inputs, outputs)
         return {t["name"]: o for t, o in zip(self._outputs, outputs)}
 
-    def _gradient_model(self, seeds: tuple):
+    def _static_specs(self, given: Mapping) -> list[str]:
+        """Shape specs for autodiff: the sizes left dynamic taken from the
+        arrays given."""
+        if not self._dynamic:
+            return self._shape_specs
+        specs = []
+        for t in self._inputs:
+            if None in t["shape"] and t["name"] in given:
+                specs.append(_shape_spec(t["name"], np.shape(given[t["name"]])))
+        return self._shape_specs + specs
+
+    def _gradient_model(self, seeds: tuple, given: Mapping):
         """The model that also returns gradients, compiled once per set of
-        seeded outputs."""
-        model = self._gradient_models.get(seeds)
+        seeded outputs (and of sizes, for dynamic shapes)."""
+        specs = self._static_specs(given)
+        key = (seeds, tuple(specs))
+        model = self._gradient_models.get(key)
         if model is None:
             if not self.trainable_keys:
                 raise MithrilError("the model has no trainable inputs to differentiate")
-            model = _mithril.compile(self.source, self.entry, self._shape_specs, self._discard,
+            model = _mithril.compile(self.source, self.entry, specs, self._discard,
                                      f"<model {self.entry}>", True, self.trainable_keys,
                                      list(seeds), threads=self._threads)
-            self._gradient_models[seeds] = model
+            self._gradient_models[key] = model
         return model
 
     def _evaluate_with_gradients(self, given, output_gradients):
@@ -144,7 +173,7 @@ class PhysicalModel:
             raise KeyNotFoundError(f"output_gradients names unknown output(s) {unknown}; "
                                    f"the outputs are {self.output_keys}")
         seeds = tuple(k for k in self.output_keys if k in output_gradients)
-        model = self._gradient_model(seeds)
+        model = self._gradient_model(seeds, given)
         feeds = dict(given)
         for key in seeds:
             feeds[f"grad:{key}"] = output_gradients[key]
@@ -174,10 +203,11 @@ class PhysicalModel:
             raise MithrilError("the model was compiled with inference=True: it cannot train")
         if loss not in self.output_keys:
             raise KeyNotFoundError(f"no output '{loss}' to minimize (outputs: {self.output_keys})")
-        key = ("train", loss) + optimizer.key()
+        specs = self._static_specs({**params, **(data or {})})
+        key = ("train", loss) + optimizer.key() + tuple(specs)
         model = self._gradient_models.get(key)
         if model is None:
-            model = _mithril.compile(self.source, self.entry, self._shape_specs, self._discard,
+            model = _mithril.compile(self.source, self.entry, specs, self._discard,
                                      f"<model {self.entry}>", True, self.trainable_keys, [loss],
                                      optimizer.algorithm, optimizer.momentum,
                                      optimizer.weight_decay, threads=self._threads)

@@ -190,3 +190,26 @@ def test_threaded_models_outlive_each_other():
     for pm in models:
         np.testing.assert_allclose(pm.evaluate({}, {"a": a, "b": a})["c"], a @ a, rtol=1e-4,
                                    atol=1e-3)
+
+
+def test_dynamic_batch_compiles_once_and_runs_any_size():
+    model = M.MLP(activations=[M.Relu(), M.Sigmoid()], dimensions=[16, 3])
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={"input": [None, 5]})
+    assert pm.shapes["input"] == (None, 5) and pm.shapes["output"] == (None, 3)
+    params = pm.randomize_params(seed=2)
+    w0, b0, w1, b1 = (params[k] for k in ("weight0", "bias0", "weight1", "bias1"))
+    rng = np.random.default_rng(3)
+    for batch in (1, 6, 33):
+        x = rng.standard_normal((batch, 5))
+        want = 1 / (1 + np.exp(-(np.maximum(x @ w0.T + b0, 0) @ w1.T + b1)))
+        np.testing.assert_allclose(pm.evaluate(params, {"input": x})["output"], want,
+                                   rtol=1e-12)
+        # Gradients are compiled for the sizes they meet, against torch.
+        seed = rng.standard_normal((batch, 3))
+        _, grads = pm.evaluate(params, {"input": x}, output_gradients={"output": seed})
+        tw = torch.tensor(w1, requires_grad=True)
+        h = torch.relu(torch.tensor(x) @ torch.tensor(w0).T + torch.tensor(b0))
+        (torch.sigmoid(h @ tw.T + torch.tensor(b1)) * torch.tensor(seed)).sum().backward()
+        np.testing.assert_allclose(grads["weight1"], tw.grad.numpy(), rtol=1e-12)
+    with pytest.raises(ml.MithrilError, match=r"input 'input': expected shape \[None, 5\]"):
+        pm.evaluate(params, {"input": np.ones((2, 4))})
