@@ -192,6 +192,39 @@ def run(quick: bool, threads_list):
         else:
             t = median_times(funcs, max(3, repeats // 5))
         add(f"CNN forward b16 ({threads}t)", t[0], [None] + t[1:])
+        # CNN training step (cross entropy, backward, SGD), checked against
+        # torch on one step from the same parameters.
+        train = TrainModel(cnn())
+        train.add_loss(CrossEntropy(), reduce_steps=[Mean()], input="logits", target="target")
+        pm = ml.compile(train, backend, shapes={"input": [16, 1, 28, 28], "target": [16]})
+        params = pm.randomize_params(seed=0)
+        y = rng.integers(0, 10, 16)
+        opt = ml.SGD(lr=0.01)
+        funcs = [lambda: pm.train_step(params, {"input": x, "target": y}, opt)]
+        if torch is not None:
+            tp = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
+            topt = torch.optim.SGD(list(tp.values()), lr=0.01)
+            tx, ty = torch.tensor(x), torch.tensor(y)
+
+            def torch_logits():
+                h = F.max_pool2d(F.relu(F.conv2d(tx, tp[conv1], tp[conv1[:-6] + "bias"],
+                                                 padding=1)), 2)
+                h = F.max_pool2d(F.relu(F.conv2d(h, tp[conv2], tp[conv2[:-6] + "bias"],
+                                                 padding=1)), 2)
+                return F.linear(h.flatten(1), tp[lin], tp[lin[:-6] + "bias"])
+
+            def torch_cnn_step():
+                topt.zero_grad()
+                loss = F.cross_entropy(torch_logits(), ty)
+                loss.backward()
+                topt.step()
+                return loss
+            ours_loss = float(funcs[0]()["final_cost"])
+            torch_loss = float(torch_cnn_step())
+            np.testing.assert_allclose(ours_loss, torch_loss, rtol=1e-3)
+            funcs.append(torch_cnn_step)
+        t = median_times(funcs, max(3, repeats // 5))
+        add(f"CNN train step b16 ({threads}t)", t[0], [None] + t[1:])
         if limit is not None:
             limit.unregister() if hasattr(limit, "unregister") else None
     return rows
