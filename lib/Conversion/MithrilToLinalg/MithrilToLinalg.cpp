@@ -1568,6 +1568,44 @@ struct OneHotPattern : OpRewritePattern<OneHotOp> {
   }
 };
 
+/// reverse: each element gathers input[..., n - 1 - i, ...]. A gather
+/// rather than an indexing map with a negated dimension, which tiling would
+/// turn into wrong slice sizes.
+struct ReversePattern : OpRewritePattern<ReverseOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReverseOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType t = op.getType();
+    int64_t rank = t.getRank();
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t i = 0; i < rank; ++i)
+      sizes.push_back(dimOf(rewriter, loc, op.getInput(), i));
+    SmallVector<int64_t> axes = *normalizeAxes(op.getAxes(), rank);
+    SmallVector<AffineMap> maps = {rewriter.getMultiDimIdentityMap(rank)};
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    Value input = op.getInput();
+    Value result =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{t}, ValueRange{}, emptyTensor(rewriter, loc, t, sizes), maps,
+            iterators,
+            [&](OpBuilder &b, Location l, ValueRange) {
+              SmallVector<Value> indices;
+              for (int64_t i = 0; i < rank; ++i) {
+                Value index = linalg::IndexOp::create(b, l, i);
+                if (llvm::is_contained(axes, i))
+                  index = arith::SubIOp::create(
+                      b, l, arith::ConstantIndexOp::create(b, l, t.getDimSize(i) - 1), index);
+                indices.push_back(index);
+              }
+              linalg::YieldOp::create(b, l,
+                                      tensor::ExtractOp::create(b, l, input, indices).getResult());
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 /// eye_like: 1 where the row index equals the column index.
 struct EyeLikePattern : OpRewritePattern<EyeLikeOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -1723,7 +1761,7 @@ void mithril::populateMithrilToLinalgPatterns(RewritePatternSet &patterns) {
                ArgReducePattern<ArgMinOp>, MatmulPattern, TransposePattern, ReshapeLikePattern,
                ConcatPattern, SlicePattern, ShapePattern, ConvPattern<Conv1DOp>,
                ConvPattern<Conv2DOp>, PoolPattern<MaxPool1DOp>, PoolPattern<MaxPool2DOp>,
-               PoolPattern<AvgPool2DOp>, EmbeddingPattern, CrossEntropyPattern, OneHotPattern, EyeLikePattern,
+               PoolPattern<AvgPool2DOp>, EmbeddingPattern, CrossEntropyPattern, OneHotPattern, EyeLikePattern, ReversePattern,
                ConvGradInputPattern, ConvGradWeightPattern, PoolGradPattern<MaxPoolGradOp>,
                PoolGradPattern<AvgPoolGradOp>, EmbeddingGradPattern, SliceGradPattern>(ctx);
 }

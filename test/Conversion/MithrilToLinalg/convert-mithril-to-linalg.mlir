@@ -53,3 +53,16 @@ mithril.model @EyeAndShifts(data %x: tensor<3x4xf32>, data %i: tensor<5xi64>) ->
   %2 = mithril.shift_right %i, %i : (tensor<5xi64>, tensor<5xi64>) -> tensor<5xi64>
   mithril.output %0, %1, %2 : tensor<3x4xf32>, tensor<5xi64>, tensor<5xi64>
 }
+
+// -----
+
+// reverse gathers input[..., 2 - j] along the reversed axis.
+// CHECK-LABEL: func.func @Reverse(
+// CHECK: linalg.generic {{.*}} outs(%{{.+}} : tensor<4x3xf32>)
+// CHECK: %[[J:.+]] = linalg.index 1
+// CHECK: %[[R:.+]] = arith.subi %c2, %[[J]]
+// CHECK: tensor.extract %arg0[%{{.+}}, %[[R]]]
+mithril.model @Reverse(data %x: tensor<4x3xf32>) -> (y: tensor<4x3xf32>) {
+  %0 = mithril.reverse %x {axes = array<i64: 1>} : (tensor<4x3xf32>) -> tensor<4x3xf32>
+  mithril.output %0 : tensor<4x3xf32>
+}

@@ -16,3 +16,30 @@ mithril.model @Linear(data %input: tensor<4x2xf32>, param %weight: tensor<3x2xf3
   %y = mithril.add %mm, %bias : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
   mithril.output %y : tensor<4x3xf32>
 }
+
+// A convolution with unit stride and dilation differentiates into two more
+// convolutions, which get the forward schedule: the input gradient convolves
+// the output gradient (padded by kernel - 1 - padding) with the kernel
+// flipped and its channels swapped; the weight gradient convolves the input
+// by the output gradient, batch and channels swapped in both.
+// CHECK-LABEL: mithril.model @Conv(
+// CHECK-DAG: %[[WT:.+]] = transpose %w {permutation = array<i64: 1, 0, 2, 3>} : (tensor<8x3x3x3xf32>) -> tensor<3x8x3x3xf32>
+// CHECK-DAG: %[[FLIP:.+]] = reverse %[[WT]] {axes = array<i64: 2, 3>}
+// CHECK-DAG: %[[GX:.+]] = conv2d %{{.+}}, %[[FLIP]] {dilation = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x8x6x6xf32>, tensor<3x8x3x3xf32>) -> tensor<2x3x6x6xf32>
+// CHECK-DAG: %[[XT:.+]] = transpose %x {permutation = array<i64: 1, 0, 2, 3>} : (tensor<2x3x6x6xf32>) -> tensor<3x2x6x6xf32>
+// CHECK-DAG: %[[PW:.+]] = conv2d %[[XT]], %{{.+}} {{.*}} : (tensor<3x2x6x6xf32>, tensor<8x2x6x6xf32>) -> tensor<3x8x3x3xf32>
+// CHECK-DAG: %[[GW:.+]] = transpose %[[PW]] {permutation = array<i64: 1, 0, 2, 3>} : (tensor<3x8x3x3xf32>) -> tensor<8x3x3x3xf32>
+// CHECK-NOT: conv_grad
+mithril.model @Conv(param %x: tensor<2x3x6x6xf32>, param %w: tensor<8x3x3x3xf32>) -> (y: tensor<2x8x6x6xf32>) {
+  %y = mithril.conv2d %x, %w {dilation = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x3x6x6xf32>, tensor<8x3x3x3xf32>) -> tensor<2x8x6x6xf32>
+  mithril.output %y : tensor<2x8x6x6xf32>
+}
+
+// Strided convolutions keep the general gradient ops.
+// CHECK-LABEL: mithril.model @Strided(
+// CHECK: conv_grad_input
+// CHECK: conv_grad_weight
+mithril.model @Strided(param %x: tensor<2x3x6x6xf32>, param %w: tensor<8x3x3x3xf32>) -> (y: tensor<2x8x2x2xf32>) {
+  %y = mithril.conv2d %x, %w {dilation = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>} : (tensor<2x3x6x6xf32>, tensor<8x3x3x3xf32>) -> tensor<2x8x2x2xf32>
+  mithril.output %y : tensor<2x8x2x2xf32>
+}

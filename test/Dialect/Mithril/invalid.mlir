@@ -215,3 +215,11 @@ mithril.model @shift_floats(data %x: tensor<4xf32>) -> (y: tensor<4xf32>) {
   %0 = mithril.shift_left %x, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   mithril.output %0 : tensor<4xf32>
 }
+
+// -----
+
+mithril.model @reverse_dynamic(data %x: tensor<?x3xf32>) -> (y: tensor<?x3xf32>) {
+  // expected-error @+1 {{'mithril.reverse' op reverses axis 0 of terminal 'x' (?x3), whose size is dynamic}}
+  %0 = mithril.reverse %x {axes = array<i64: 0>} : (tensor<?x3xf32>) -> tensor<?x3xf32>
+  mithril.output %0 : tensor<?x3xf32>
+}

@@ -203,6 +203,7 @@ mithril.model @robust(data %x: tensor<4x3xf64>, data %e: tensor<3xf64>, data %i:
   %5 = mithril.eye_like %4 : (tensor<4x9xf64>) -> tensor<4x9xf64>
   %6 = mithril.shift_left %i, %i : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
   %7 = mithril.shift_right %i, %i : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %8 = mithril.reverse %x {axes = array<i64: 1>} : (tensor<4x3xf64>) -> tensor<4x3xf64>
   mithril.output %5 : tensor<4x9xf64>
 }
 // CHECK-LABEL: mithril.model @robust
@@ -214,3 +215,4 @@ mithril.model @robust(data %x: tensor<4x3xf64>, data %e: tensor<3xf64>, data %i:
 // CHECK-NEXT: %{{[0-9]+}} = eye_like %[[PF]] : (tensor<4x9xf64>) -> tensor<4x9xf64>
 // CHECK-NEXT: %{{[0-9]+}} = shift_left %i, %i : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
 // CHECK-NEXT: %{{[0-9]+}} = shift_right %i, %i : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+// CHECK-NEXT: %{{[0-9]+}} = reverse %x {axes = array<i64: 1>} : (tensor<4x3xf64>) -> tensor<4x3xf64>

@@ -885,6 +885,18 @@ LogicalResult RobustLogOp::verify() { return verifyThresholdAttr(*this); }
 LogicalResult StableReciprocalOp::verify() { return verifyThresholdAttr(*this); }
 LogicalResult RobustPowerOp::verify() { return verifyThresholdAttr(*this); }
 
+LogicalResult ReverseOp::verify() {
+  RankedTensorType t = getInput().getType();
+  FailureOr<SmallVector<int64_t>> axes = normalizeAxes(getAxes(), t.getRank());
+  if (failed(axes))
+    return emitOpError("has invalid axes for ") << describeWithShape(getInput());
+  for (int64_t axis : *axes)
+    if (t.isDynamicDim(axis))
+      return emitOpError("reverses axis ") << axis << " of " << describeWithShape(getInput())
+                                           << ", whose size is dynamic";
+  return success();
+}
+
 LogicalResult EyeLikeOp::verify() {
   if (getInput().getType().getRank() != 2)
     return emitOpError("expects a matrix, got ") << describeWithShape(getInput());

@@ -534,20 +534,34 @@ struct AutodiffPass : public mithril::impl::MithrilAutodiffBase<AutodiffPass> {
           auto attr = [&](StringRef n) { return cast<DenseI64ArrayAttr>(op->getAttr(n)); };
           auto groups = cast<IntegerAttr>(op->getAttr("groups"));
           RankedTensorType in = typeOf(x(0)), w = typeOf(x(1));
-          if (active.contains(x(0)))
-            acc(x(0), ConvGradInputOp::create(
-                          g.b, g.loc, grad, x(1), g.b.getDenseI64ArrayAttr(in.getShape().drop_front(2)),
-                          attr("stride"), attr("padding"), attr("dilation"), groups));
-          if (active.contains(x(1)))
-            acc(x(1), ConvGradWeightOp::create(
-                          g.b, g.loc, x(0), grad, g.b.getDenseI64ArrayAttr(w.getShape().drop_front(2)),
-                          attr("stride"), attr("padding"), attr("dilation"), groups));
+          if (active.contains(x(0))) {
+            if (Value viaConv = inputGradientAsConvolution(op, grad, g))
+              acc(x(0), viaConv);
+            else
+              acc(x(0), ConvGradInputOp::create(
+                            g.b, g.loc, grad, x(1),
+                            g.b.getDenseI64ArrayAttr(in.getShape().drop_front(2)),
+                            attr("stride"), attr("padding"), attr("dilation"), groups));
+          }
+          if (active.contains(x(1))) {
+            if (Value viaConv = weightGradientAsConvolution(op, grad, g))
+              acc(x(1), viaConv);
+            else
+              acc(x(1), ConvGradWeightOp::create(
+                            g.b, g.loc, x(0), grad,
+                            g.b.getDenseI64ArrayAttr(w.getShape().drop_front(2)), attr("stride"),
+                            attr("padding"), attr("dilation"), groups));
+          }
           if (op->getNumOperands() == 3 && active.contains(x(2))) {
             SmallVector<int64_t> axes = {0};
             for (int64_t i = 2; i < typeOf(grad).getRank(); ++i)
               axes.push_back(i);
             acc(x(2), g.sum(grad, axes, /*keepdim=*/false));
           }
+          return success();
+        })
+        .Case([&](ReverseOp r) {
+          acc(x(0), ReverseOp::create(g.b, g.loc, grad, r.getAxesAttr()));
           return success();
         })
         .Case<MaxPool1DOp, MaxPool2DOp>([&](Operation *) {
@@ -651,6 +665,76 @@ struct AutodiffPass : public mithril::impl::MithrilAutodiffBase<AutodiffPass> {
           return op->emitOpError("has no gradient rule yet; mithril-autodiff cannot "
                                  "differentiate through it");
         });
+  }
+
+  /// Whether a convolution has unit stride and dilation, one group and
+  /// static shapes: its gradients are then convolutions too.
+  static bool isPlainConvolution(Operation *op) {
+    auto ints = [&](StringRef n) { return cast<DenseI64ArrayAttr>(op->getAttr(n)).asArrayRef(); };
+    auto isOne = [](int64_t v) { return v == 1; };
+    return cast<IntegerAttr>(op->getAttr("groups")).getInt() == 1 &&
+           llvm::all_of(ints("stride"), isOne) && llvm::all_of(ints("dilation"), isOne) &&
+           llvm::all_of(op->getOperandTypes(),
+                        [](Type t) { return cast<RankedTensorType>(t).hasStaticShape(); });
+  }
+
+  static Value convolve(Operation *like, GradBuilder &g, Value input, Value weight,
+                        ArrayRef<int64_t> padding) {
+    SmallVector<int64_t> ones(padding.size() / 2, 1);
+    auto unit = g.b.getDenseI64ArrayAttr(ones), pads = g.b.getDenseI64ArrayAttr(padding);
+    auto groups = g.b.getI64IntegerAttr(1);
+    if (isa<Conv1DOp>(like))
+      return Conv1DOp::create(g.b, g.loc, input, weight, Value(), unit, pads, unit, groups);
+    return Conv2DOp::create(g.b, g.loc, input, weight, Value(), unit, pads, unit, groups);
+  }
+
+  /// Swaps the first two axes (batch and channels, or the kernel's output
+  /// and input channels).
+  static Value swapLeadingAxes(GradBuilder &g, Value v) {
+    SmallVector<int64_t> perm = {1, 0};
+    for (int64_t i = 2, e = cast<RankedTensorType>(v.getType()).getRank(); i < e; ++i)
+      perm.push_back(i);
+    return TransposeOp::create(g.b, g.loc, v, g.b.getDenseI64ArrayAttr(perm));
+  }
+
+  /// The weight gradient of a plain convolution (see isPlainConvolution) is
+  /// a convolution of the input, channels and batch swapped, by the output
+  /// gradient, likewise swapped, with the forward padding:
+  /// dW[f, c, k] = sum_{n, o} x[n, c, o + k] g[n, f, o]. Null when it does
+  /// not qualify.
+  Value weightGradientAsConvolution(Operation *op, Value grad, GradBuilder &g) {
+    if (!isPlainConvolution(op))
+      return Value();
+    ArrayRef<int64_t> padding = cast<DenseI64ArrayAttr>(op->getAttr("padding")).asArrayRef();
+    Value perChannel = convolve(op, g, swapLeadingAxes(g, op->getOperand(0)),
+                                swapLeadingAxes(g, grad), padding);
+    return swapLeadingAxes(g, perChannel);
+  }
+
+  /// The input gradient of a convolution with unit stride and dilation and
+  /// one group is itself a convolution: of the output gradient, padded by
+  /// kernel - 1 - padding, with the kernel flipped and its channels swapped.
+  /// It then gets the forward convolution's schedule, where the general
+  /// conv_grad_input (a gather per element) does not vectorize. Null when
+  /// the convolution does not qualify.
+  Value inputGradientAsConvolution(Operation *op, Value grad, GradBuilder &g) {
+    if (!isPlainConvolution(op))
+      return Value();
+    auto weight = cast<RankedTensorType>(op->getOperand(1).getType());
+    ArrayRef<int64_t> forward = cast<DenseI64ArrayAttr>(op->getAttr("padding")).asArrayRef();
+    int64_t spatial = weight.getRank() - 2;
+    SmallVector<int64_t> padding, axes;
+    for (int64_t i = 0; i < 2 * spatial; ++i) {
+      int64_t pad = weight.getDimSize(2 + i / 2) - 1 - forward[i];
+      if (pad < 0)
+        return Value();
+      padding.push_back(pad);
+    }
+    for (int64_t i = 2; i < weight.getRank(); ++i)
+      axes.push_back(i);
+    Value flipped = ReverseOp::create(g.b, g.loc, swapLeadingAxes(g, op->getOperand(1)),
+                                      g.b.getDenseI64ArrayAttr(axes));
+    return convolve(op, g, grad, flipped, padding);
   }
 
   LogicalResult backwardMatmul(Value a, Value bv, Value grad, GradBuilder &g, Accumulate acc) {

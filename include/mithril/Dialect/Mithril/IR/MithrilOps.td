@@ -383,6 +383,16 @@ def Mithril_PolynomialFeaturesOp : Mithril_TensorOp<"polynomial_features"> {
   let results = (outs AnyRankedTensor:$result);
 }
 
+def Mithril_ReverseOp : Mithril_UnaryOp<"reverse",
+    "Reverses the order of the elements along axes"> {
+  let description = [{
+    `input[..., n - 1 - i, ...]` along each of `axes`, whose sizes must be
+    static (a convolution's gradient flips its kernel this way).
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$axes);
+  let hasVerifier = 1;
+}
+
 def Mithril_EyeLikeOp : Mithril_UnaryOp<"eye_like",
     "The identity matrix shaped like a matrix operand"> {
   let description = [{
