@@ -145,12 +145,18 @@ parallelSplit(linalg::LinalgOp op, unsigned threads, int64_t minWork) {
       return std::nullopt;
     work = r > 0 && work > std::numeric_limits<int64_t>::max() / r ? work : work * r;
   }
-  if (work < minWork)
+  // A matrix-vector product streams its weight from memory: two threads
+  // read it twice as fast, so it is worth splitting at a sixteenth of the
+  // work, by weight rows.
+  bool gemv = op->hasAttr(kGemvMarker);
+  if (work < (gemv ? minWork / 16 : minWork))
     return std::nullopt;
   SmallVector<int64_t> tiles = hostTileSizes(op);
   SmallVector<unsigned> order;
   if (isa<linalg::MatmulOp>(op.getOperation()))
     order = {1, 0};
+  else if (gemv)
+    order = {op.getIndexingMapMatchingResult(op->getResult(0)).getDimPosition(1)};
   else
     for (unsigned i = 0; i < ranges.size(); ++i)
       order.push_back(i);
@@ -163,6 +169,9 @@ parallelSplit(linalg::LinalgOp op, unsigned threads, int64_t minWork) {
       continue;
     int64_t chunk = llvm::divideCeil(ranges[loop], threads);
     chunk = llvm::divideCeil(chunk, tile) * tile;
+    // Equal chunks: a smaller last one would have a dynamic shape.
+    if (ranges[loop] % chunk != 0)
+      continue;
     return std::make_pair(loop, chunk);
   }
   return std::nullopt;

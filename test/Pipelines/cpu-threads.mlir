@@ -18,6 +18,14 @@ mithril.model @Small(data %x: tensor<8x16xf32>, param %w: tensor<16x32xf32>) -> 
   mithril.output %mm : tensor<8x32xf32>
 }
 
+// A matrix-vector product streams its weight, so it is split at less work,
+// by weight rows: each thread reads half of the weight.
+mithril.model @Gemv(data %x: tensor<16x784xf32>, param %w: tensor<512x784xf32>) -> (y: tensor<16x512xf32>) {
+  %wt = mithril.transpose %w : (tensor<512x784xf32>) -> tensor<784x512xf32>
+  %y = mithril.matmul %x, %wt : (tensor<16x784xf32>, tensor<784x512xf32>) -> tensor<16x512xf32>
+  mithril.output %y : tensor<16x512xf32>
+}
+
 // The matmul's columns are split in two halves of 256; the fill, the matmul
 // and the bias + relu all run inside the one forall, each chunk writing its
 // half of the result.
@@ -31,6 +39,9 @@ mithril.model @Small(data %x: tensor<8x16xf32>, param %w: tensor<16x32xf32>) -> 
 // FUSION-NOT: scf.forall
 // FUSION-LABEL: func.func @Small(
 // FUSION-NOT: scf.forall
+
+// FUSION-LABEL: func.func @Gemv(
+// FUSION: scf.forall (%{{.+}}) = (0) to (512) step (256) {{.*}} -> (tensor<16x512x16xf32>)
 
 // SERIAL-NOT: scf.forall
 
