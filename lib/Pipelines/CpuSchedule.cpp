@@ -411,11 +411,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<linalg::LinalgOp> ops;
-    module.walk([&](linalg::LinalgOp op) {
-      if (op.hasPureTensorSemantics() && op.getNumLoops() > 0)
-        ops.push_back(op);
-    });
+    SmallVector<linalg::LinalgOp> ops = collectTensorOps(module);
     IRRewriter rewriter(&getContext());
     if (failed(rewriteMatrixVectorProducts(rewriter, ops)))
       return signalPassFailure();

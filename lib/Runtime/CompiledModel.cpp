@@ -139,6 +139,13 @@ Expected<OwningOpRef<ModuleOp>> mithril::runtime::parseSource(MLIRContext &ctx,
 }
 
 /// The option string of mithril-cpu-pipeline for `options`.
+std::string mithril::runtime::shapeSpec(StringRef name, ArrayRef<int64_t> shape) {
+  std::string dims = shape.empty() ? "scalar" : "";
+  for (size_t i = 0; i < shape.size(); ++i)
+    dims += (i ? "x" : "") + std::to_string(shape[i]);
+  return (name + ":" + dims).str();
+}
+
 unsigned mithril::runtime::resolvedThreads(const CompileOptions &options) {
   if (options.threads != 0)
     return options.threads;
@@ -395,6 +402,11 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
       return info.takeError();
     model->outputs_.push_back(*info);
   }
+  auto isDynamic = [](const TerminalInfo &t) {
+    return llvm::any_of(t.shape, ShapedType::isDynamic);
+  };
+  model->dynamic_ =
+      llvm::any_of(model->inputs_, isDynamic) || llvm::any_of(model->outputs_, isDynamic);
   model->timings_.push_back({options.gradients ? "flatten + shapes + autodiff"
                                                 : "flatten + infer shapes",
                              secondsSince(start)});
@@ -515,10 +527,7 @@ llvm::Error CompiledModel::run(ArrayRef<TensorView> inputs, ArrayRef<TensorView>
   // With dynamic dimensions the shape rules check that the inputs agree with
   // each other and say how large each output must be: the code writes
   // exactly that much.
-  auto isDynamic = [](const TerminalInfo &t) {
-    return llvm::any_of(t.shape, ShapedType::isDynamic);
-  };
-  if (llvm::any_of(inputs_, isDynamic) || llvm::any_of(outputs_, isDynamic)) {
+  if (dynamic_) {
     SmallVector<ArrayRef<int64_t>> shapes;
     for (const TensorView &view : inputs)
       shapes.push_back(view.shape);
@@ -550,12 +559,9 @@ CompiledModel::outputShapes(ArrayRef<ArrayRef<int64_t>> inputShapes) const {
     return makeError("@" + entry_ + " takes " + std::to_string(inputs_.size()) +
                      " inputs, got shapes for " + std::to_string(inputShapes.size()));
   std::vector<SmallVector<int64_t>> shapes;
-  bool dynamic = false;
-  for (const TerminalInfo &t : outputs_) {
+  for (const TerminalInfo &t : outputs_)
     shapes.push_back(t.shape);
-    dynamic |= llvm::any_of(t.shape, ShapedType::isDynamic);
-  }
-  if (!dynamic)
+  if (!dynamic_)
     return shapes;
 
   // The key: every input shape, each preceded by its rank.
@@ -578,12 +584,8 @@ CompiledModel::outputShapes(ArrayRef<ArrayRef<int64_t>> inputShapes) const {
   PassManager pm(&ctx);
   MithrilInferShapesOptions infer;
   infer.entry = entry_;
-  for (size_t i = 0; i < inputs_.size(); ++i) {
-    std::string dims = inputShapes[i].empty() ? "scalar" : "";
-    for (size_t d = 0; d < inputShapes[i].size(); ++d)
-      dims += (d ? "x" : "") + std::to_string(inputShapes[i][d]);
-    infer.shapes.push_back(inputs_[i].name + ":" + dims);
-  }
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    infer.shapes.push_back(shapeSpec(inputs_[i].name, inputShapes[i]));
   pm.addPass(createMithrilInferShapes(infer));
   if (failed(pm.run(*module)))
     return makeError(diags.text + "the input shapes do not fit @" + entry_);

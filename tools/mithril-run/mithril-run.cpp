@@ -182,12 +182,6 @@ static void gatherRows(const Array &src, ArrayRef<int64_t> rows, Array &dst) {
                 static_cast<const uint8_t *>(src.data()) + rows[i] * rowBytes, rowBytes);
 }
 
-static std::string shapeSpec(StringRef name, ArrayRef<int64_t> shape) {
-  std::string dims = shape.empty() ? "scalar" : "";
-  for (size_t i = 0; i < shape.size(); ++i)
-    dims += (i ? "x" : "") + std::to_string(shape[i]);
-  return (name + ":" + dims).str();
-}
 
 /// --train: minibatch training with a compiled step (forward, backward and
 /// the optimizer's update in one function).
@@ -244,9 +238,6 @@ static int runTraining(StringRef source, std::map<std::string, Array> &given) {
     dataByName[name] = &array;
   std::vector<std::string> missing;
   for (const TerminalInfo &t : (*model)->inputs()) {
-    if (llvm::any_of(t.shape, mlir::ShapedType::isDynamic))
-      return fail("input '" + t.name + "' of @" + (*model)->entry() + " has shape " +
-                  formatShape(t.shape) + ": give its data (--input) or its shape (--shape)");
     Expected<Array> allocated = Array::allocate(t.dtype, t.shape);
     if (!allocated)
       return fail("input '" + t.name + "': " + toString(allocated.takeError()));
@@ -425,13 +416,8 @@ int main(int argc, char **argv) {
   options.threads = threads;
   options.dynamicShapes = dynamicShapes;
   // Without --dynamic the code is compiled for the shapes of the data given.
-  for (const std::string &name : dynamicShapes ? std::vector<std::string>() : order) {
-    ArrayRef<int64_t> shape = given.at(name).shape();
-    std::string dims = shape.empty() ? "scalar" : "";
-    for (size_t i = 0; i < shape.size(); ++i)
-      dims += (i ? "x" : "") + std::to_string(shape[i]);
-    options.shapes.push_back(name + ":" + dims);
-  }
+  for (const std::string &name : dynamicShapes ? std::vector<std::string>() : order)
+    options.shapes.push_back(shapeSpec(name, given.at(name).shape()));
   for (const std::string &s : shapes)
     options.shapes.push_back(s);
   options.target = target;

@@ -73,6 +73,10 @@ struct CompileOptions {
   std::string sourceName = "<model>";
 };
 
+/// A shape in the `name:DxD` form of CompileOptions::shapes (`name:scalar`
+/// for rank 0).
+std::string shapeSpec(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
+
 /// The thread count `options` asks for, with 0 resolved to the host's
 /// hardware threads.
 unsigned resolvedThreads(const CompileOptions &options);
@@ -143,6 +147,8 @@ private:
   std::vector<SummaryRow> summary_;
   std::unique_ptr<mlir::MLIRContext> context_;
   /// outputShapes() parses logicalIR_ into context_: one caller at a time.
+  /// Whether a terminal has a dynamic dimension (dynamicShapes).
+  bool dynamic_ = false;
   mutable std::mutex shapesMutex_;
   mutable std::map<std::vector<int64_t>, std::vector<llvm::SmallVector<int64_t>>> shapesCache_;
   std::unique_ptr<mlir::ExecutionEngine> engine_;
