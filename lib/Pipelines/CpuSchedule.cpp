@@ -177,6 +177,29 @@ parallelSplit(linalg::LinalgOp op, unsigned threads, int64_t minWork) {
   return std::nullopt;
 }
 
+/// Fits tile sizes to static loop ranges: a loop no longer than its tile is
+/// not tiled (0), and other tiles shrink to the largest size that divides
+/// the loop, since a partial tile would have a dynamic shape and stay scalar.
+/// Dynamic loops keep their tile when `tileDynamic`, and are left whole
+/// otherwise.
+static void fitTilesToLoops(MutableArrayRef<int64_t> sizes, ArrayRef<int64_t> ranges,
+                            bool tileDynamic) {
+  for (auto [size, range] : llvm::zip(sizes, ranges)) {
+    if (size == 0)
+      continue;
+    if (ShapedType::isDynamic(range)) {
+      size = tileDynamic ? size : 0;
+      continue;
+    }
+    if (range <= size) {
+      size = 0;
+      continue;
+    }
+    while (range % size != 0)
+      --size;
+  }
+}
+
 static bool touchesBooleans(Operation *op) {
   auto isBool = [](Type t) { return getElementTypeOrSelf(t).isInteger(1); };
   return llvm::any_of(op->getOperandTypes(), isBool) ||
@@ -303,6 +326,42 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     return ops;
   }
 
+  /// Tiles every op to its register tile (hostTileSizes). A convolution is
+  /// tiled in two levels: its parallel loops, then the reductions of the
+  /// tile, whose loops then carry just the tile's accumulator (and hoisting
+  /// keeps it in registers).
+  LogicalResult tileForRegisters(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
+    for (linalg::LinalgOp op : ops) {
+      SmallVector<int64_t> sizes = hostTileSizes(op);
+      fitTilesToLoops(sizes, op.getStaticLoopRanges(), /*tileDynamic=*/true);
+      SmallVector<SmallVector<int64_t>> levels = {sizes};
+      if (op->hasAttr(mithril::kConvSpatialAttr)) {
+        SmallVector<int64_t> parallel = sizes, reduction(sizes.size(), 0);
+        for (auto [i, it] : llvm::enumerate(op.getIteratorTypesArray()))
+          if (it == utils::IteratorType::reduction)
+            std::swap(parallel[i], reduction[i]);
+        levels = {parallel, reduction};
+      }
+      Operation *current = op;
+      for (ArrayRef<int64_t> level : levels) {
+        if (llvm::all_of(level, [](int64_t size) { return size == 0; }))
+          continue;
+        scf::SCFTilingOptions options;
+        options.setTileSizes(getAsIndexOpFoldResult(&getContext(), level));
+        if (current->hasAttr(kGemvMarker))
+          options.setInterchange(gemvInterchange(cast<linalg::LinalgOp>(current)));
+        rewriter.setInsertionPoint(current);
+        FailureOr<scf::SCFTilingResult> tiled =
+            scf::tileUsingSCF(rewriter, cast<TilingInterface>(current), options);
+        if (failed(tiled))
+          return current->emitError("mithril-cpu-schedule: cannot tile this op");
+        rewriter.replaceOp(current, tiled->replacements);
+        current = tiled->tiledOps.front();
+      }
+    }
+    return success();
+  }
+
   /// Tiles matmuls larger than a cache block into blocks of cacheTile
   /// (rows, columns, reduction): the register tiles then reuse a block of
   /// the right operand from L2 instead of streaming it from memory.
@@ -316,20 +375,9 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     for (linalg::LinalgOp op : ops) {
       if (!isa<linalg::MatmulOp>(op.getOperation()))
         continue;
-      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
       SmallVector<int64_t> sizes = block;
-      bool worthIt = false;
-      for (auto [size, range] : llvm::zip(sizes, ranges)) {
-        if (ShapedType::isDynamic(range) || range <= size) {
-          size = 0;
-          continue;
-        }
-        // A block that divides the loop: partial blocks would be dynamic.
-        while (range % size != 0)
-          --size;
-        worthIt = true;
-      }
-      if (!worthIt)
+      fitTilesToLoops(sizes, op.getStaticLoopRanges(), /*tileDynamic=*/false);
+      if (llvm::all_of(sizes, [](int64_t size) { return size == 0; }))
         continue;
       scf::SCFTilingOptions options;
       options.setTileSizes(getAsIndexOpFoldResult(&getContext(), sizes));
@@ -411,68 +459,19 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<linalg::LinalgOp> ops = collectTensorOps(module);
     IRRewriter rewriter(&getContext());
-    if (failed(rewriteMatrixVectorProducts(rewriter, ops)))
+    if (failed(rewriteMatrixVectorProducts(rewriter, collectTensorOps(module))))
       return signalPassFailure();
-    ops = collectTensorOps(module);
     // Split large ops across threads: an scf.forall of `threads` chunks
     // around smaller ops, which the register tiling below then tiles.
-    if (failed(splitAcrossThreads(rewriter, ops)))
+    if (failed(splitAcrossThreads(rewriter, collectTensorOps(module))))
       return signalPassFailure();
     // Large matmuls: blocks that stay in the L2 cache while the register
     // tiles sweep them.
     if (failed(tileForCache(rewriter, collectTensorOps(module))))
       return signalPassFailure();
-    ops = collectTensorOps(module);
-    for (linalg::LinalgOp op : ops) {
-      SmallVector<int64_t> sizes = hostTileSizes(op);
-      // Loops shorter than their tile gain nothing from tiling; other static
-      // loops get the largest tile that divides them, since a partial tile
-      // would have a dynamic shape and stay scalar.
-      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-      for (auto [size, range] : llvm::zip(sizes, ranges)) {
-        if (ShapedType::isDynamic(range) || size == 0)
-          continue;
-        if (range <= size) {
-          size = 0;
-          continue;
-        }
-        while (range % size != 0)
-          --size;
-      }
-      if (llvm::all_of(sizes, [](int64_t s) { return s == 0; }))
-        continue;
-      // A convolution is tiled in two levels: its parallel loops, then the
-      // reductions of the tile, whose loops then carry just the tile's
-      // accumulator (and hoisting keeps it in registers).
-      SmallVector<SmallVector<int64_t>> levels = {sizes};
-      if (op->hasAttr(mithril::kConvSpatialAttr)) {
-        SmallVector<int64_t> parallel = sizes, reduction(sizes.size(), 0);
-        for (auto [i, it] : llvm::enumerate(op.getIteratorTypesArray()))
-          if (it == utils::IteratorType::reduction)
-            std::swap(parallel[i], reduction[i]);
-        levels = {parallel, reduction};
-      }
-      Operation *current = op;
-      for (ArrayRef<int64_t> level : levels) {
-        if (llvm::all_of(level, [](int64_t s) { return s == 0; }))
-          continue;
-        scf::SCFTilingOptions options;
-        options.setTileSizes(getAsIndexOpFoldResult(&getContext(), level));
-        if (current->hasAttr(kGemvMarker))
-          options.setInterchange(gemvInterchange(cast<linalg::LinalgOp>(current)));
-        rewriter.setInsertionPoint(current);
-        FailureOr<scf::SCFTilingResult> tiled =
-            scf::tileUsingSCF(rewriter, cast<TilingInterface>(current), options);
-        if (failed(tiled)) {
-          current->emitError("mithril-cpu-schedule: cannot tile this op");
-          return signalPassFailure();
-        }
-        rewriter.replaceOp(current, tiled->replacements);
-        current = tiled->tiledOps.front();
-      }
-    }
+    if (failed(tileForRegisters(rewriter, collectTensorOps(module))))
+      return signalPassFailure();
     // A convolution tile reads its input at output + kernel position, which
     // is no permutation of the loops and does not vectorize; with the unit
     // kernel, channel and row loops dropped, it reads along the output
