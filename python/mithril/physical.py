@@ -33,6 +33,7 @@ class PhysicalModel:
         self.entry = entry
         self.backend = backend
         self.inference = inference
+        self._shapes = dict(shapes)
         self._shape_specs = [_shape_spec(k, v) for k, v in shapes.items()]
         self._discard = discard
         self._ptx = None
@@ -144,11 +145,11 @@ class PhysicalModel:
         arrays given."""
         if not self._dynamic:
             return self._shape_specs
-        specs = []
+        shapes = dict(self._shapes)
         for t in self._inputs:
             if None in t["shape"] and t["name"] in given:
-                specs.append(_shape_spec(t["name"], np.shape(given[t["name"]])))
-        return self._shape_specs + specs
+                shapes[t["name"]] = np.shape(given[t["name"]])
+        return [_shape_spec(k, v) for k, v in shapes.items()]
 
     def _gradient_model(self, seeds: tuple, given: Mapping):
         """The model that also returns gradients, compiled once per set of
