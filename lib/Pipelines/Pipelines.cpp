@@ -106,6 +106,11 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     bufferize.bufferizeFunctionBoundaries = true;
     bufferize.functionBoundaryTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
     pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+    // Results that reach the return through loop-carried buffers fold to
+    // their allocation first, so that the allocation itself becomes the
+    // caller's buffer below (no temporary and no copy of the output).
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
     // Outputs become caller-owned destination buffers: the runtime hands in
     // numpy arrays and nothing is returned by pointer.
     bufferization::BufferResultsToOutParamsPassOptions outParams;
