@@ -26,6 +26,15 @@ def _fits(shape: tuple, declared) -> bool:
         d is None or d == s for s, d in zip(shape, declared))
 
 
+def _with_shape_tuples(terminals: list) -> list:
+    """Terminals with their static shape as a tuple under "_shape" (None
+    where a size is dynamic: such arrays take the checked path)."""
+    for t in terminals:
+        shape = t["shape"]
+        t["_shape"] = None if None in shape else tuple(shape)
+    return terminals
+
+
 class PhysicalModel:
     def __init__(self, source: str, entry: str, backend, shapes: dict, discard: list,
                  inference: bool) -> None:
@@ -49,11 +58,21 @@ class PhysicalModel:
         self._forward = _mithril.compile(source, entry, self._shape_specs, discard,
                                          f"<model {entry}>", threads=self._threads,
                                          dynamic_shapes=self._dynamic)
-        self._inputs = self._forward.inputs
+        self._inputs = _with_shape_tuples(self._forward.inputs)
         self._outputs = self._forward.outputs
         self._gradient_models: dict[tuple, object] = {}
+        self._terminals: dict[int, tuple[list, list]] = {}
 
     # Terminals -----------------------------------------------------------
+    def _terminals_of(self, model) -> tuple[list, list]:
+        """A compiled gradient or training model's inputs and outputs, read
+        once rather than converted from C++ on every call."""
+        terminals = self._terminals.get(id(model))
+        if terminals is None:
+            terminals = (_with_shape_tuples(model.inputs), model.outputs)
+            self._terminals[id(model)] = terminals
+        return terminals
+
     @property
     def input_keys(self) -> list[str]:
         return [t["name"] for t in self._inputs]
@@ -100,6 +119,12 @@ class PhysicalModel:
                 raise KeyNotFoundError(f"missing {what} '{t['name']}' "
                                        f"({t['dtype']} {list(t['shape'])})")
             value = given[t["name"]]
+            # The common case costs a few attribute reads: small models run
+            # in microseconds, and the native call checks again anyway.
+            if (type(value) is np.ndarray and value.dtype == _NP_DTYPES[t["dtype"]]
+                    and value.flags.c_contiguous and value.shape == t.get("_shape")):
+                arrays.append(value)
+                continue
             # np.require keeps 0-d arrays 0-d (ascontiguousarray would not).
             array = np.require(value, dtype=_NP_DTYPES[t["dtype"]], requirements="C")
             if not _fits(array.shape, t["shape"]):
@@ -178,12 +203,13 @@ class PhysicalModel:
         feeds = dict(given)
         for key in seeds:
             feeds[f"grad:{key}"] = output_gradients[key]
-        inputs = self._arrays(model.inputs, feeds, "input")
+        model_inputs, model_outputs = self._terminals_of(model)
+        inputs = self._arrays(model_inputs, feeds, "input")
         outputs = [np.empty(tuple(t["shape"]), dtype=_NP_DTYPES[t["dtype"]])
-                   for t in model.outputs]
+                   for t in model_outputs]
         model.run(inputs, outputs)
         values, grads = {}, {}
-        for t, o in zip(model.outputs, outputs):
+        for t, o in zip(model_outputs, outputs):
             if t["name"].startswith("grad:"):
                 grads[t["name"][5:]] = o
             else:
@@ -215,7 +241,8 @@ class PhysicalModel:
             self._gradient_models[key] = model
         optimizer.steps += 1
         dtype = _NP_DTYPES[self._outputs[0]["dtype"]] if self._outputs else np.float32
-        for t in model.inputs:
+        model_inputs, model_outputs = self._terminals_of(model)
+        for t in model_inputs:
             name = t["name"]
             if name.startswith("state:") and name not in optimizer.state:
                 optimizer.state[name] = np.zeros(tuple(t["shape"]), _NP_DTYPES[t["dtype"]])
@@ -225,18 +252,18 @@ class PhysicalModel:
         feeds[f"grad:{loss}"] = np.ones((), dtype)
         feeds["optimizer.lr"] = np.array(optimizer.lr, dtype)
         feeds["optimizer.step"] = np.array(optimizer.steps, dtype)
-        inputs = self._arrays(model.inputs, feeds, "input")
+        inputs = self._arrays(model_inputs, feeds, "input")
         # Updated parameters and state go to spare buffers, which then swap
         # with the current ones: no allocation after the first step.
         outputs = []
-        for t in model.outputs:
+        for t in model_outputs:
             buf = optimizer._spare.get(t["name"])
             if buf is None or buf.shape != tuple(t["shape"]):
                 buf = np.empty(tuple(t["shape"]), dtype=_NP_DTYPES[t["dtype"]])
             outputs.append(buf)
         model.run(inputs, outputs)
         results = {}
-        for t, out in zip(model.outputs, outputs):
+        for t, out in zip(model_outputs, outputs):
             name = t["name"]
             if name.startswith("new:state:"):
                 target = name[4:]
