@@ -36,6 +36,7 @@
 #include "llvm/ADT/StringSet.h"
 
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
 
 #include "llvm/Support/DynamicLibrary.h"
@@ -329,12 +330,69 @@ static Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(unsigned
   return builder->createTargetMachine();
 }
 
-CompiledModel::~CompiledModel() = default;
-
 /// The MLIR async runtime's entry points, from the library loaded once for
 /// the process. Handing the library to ExecutionEngine (sharedLibPaths) would
 /// let the first engine destroyed reset the runtime's global state under the
 /// engines still alive.
+static Expected<const llvm::StringMap<void *> *> asyncRuntimeSymbols();
+
+namespace {
+/// Waits until every worker thread of the async runtime has left the task it
+/// was running. A task signals its completion token from compiled code and
+/// then still runs a few instructions of that code, so the caller may return
+/// (and free the code) while a worker is inside it. One blocking task per
+/// worker, each waiting for all the others, can only all run once every
+/// worker has finished what it held.
+class WorkerDrain {
+public:
+  static void run(const llvm::StringMap<void *> &runtime) {
+    using ExecuteFn = void (*)(void *, void (*)(void *));
+    using CountFn = int64_t (*)();
+    auto execute = reinterpret_cast<ExecuteFn>(runtime.lookup("mlirAsyncRuntimeExecute"));
+    auto count = reinterpret_cast<CountFn>(runtime.lookup("mlirAsyncRuntimGetNumWorkerThreads"));
+    if (!execute || !count)
+      return;
+    // One drain at a time; the state is static so that no worker touches
+    // freed memory on its way out.
+    static std::mutex serial;
+    static WorkerDrain drain;
+    std::lock_guard<std::mutex> lock(serial);
+    std::unique_lock<std::mutex> state(drain.mutex_);
+    drain.waiting_ = count();
+    drain.left_ = drain.waiting_;
+    if (drain.waiting_ <= 0)
+      return;
+    for (int64_t i = 0, e = drain.waiting_; i < e; ++i)
+      execute(&drain, &WorkerDrain::task);
+    drain.changed_.wait(state, [] { return drain.left_ == 0; });
+  }
+
+private:
+  static void task(void *self) {
+    auto *drain = static_cast<WorkerDrain *>(self);
+    std::unique_lock<std::mutex> state(drain->mutex_);
+    --drain->waiting_;
+    drain->changed_.notify_all();
+    drain->changed_.wait(state, [&] { return drain->waiting_ == 0; });
+    --drain->left_;
+    drain->changed_.notify_all();
+  }
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int64_t waiting_ = 0, left_ = 0;
+};
+} // namespace
+
+CompiledModel::~CompiledModel() {
+  if (!usesWorkerThreads_)
+    return;
+  if (auto runtime = asyncRuntimeSymbols())
+    WorkerDrain::run(**runtime);
+  else
+    llvm::consumeError(runtime.takeError());
+}
+
 static Expected<const llvm::StringMap<void *> *> asyncRuntimeSymbols() {
   static std::once_flag once;
   static llvm::StringMap<void *> symbols;
@@ -355,6 +413,12 @@ static Expected<const llvm::StringMap<void *> *> asyncRuntimeSymbols() {
       return;
     }
     init(symbols);
+    // The entry points the worker drain calls (~CompiledModel), whether or
+    // not the runtime exports them to the JIT.
+    for (const char *name : {"mlirAsyncRuntimeExecute", "mlirAsyncRuntimGetNumWorkerThreads"})
+      if (!symbols.count(name))
+        if (void *address = library.getAddressOfSymbol(name))
+          symbols[name] = address;
   });
   if (!error.empty())
     return makeError(error);
@@ -458,6 +522,7 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
     return makeError("JIT compilation of @" + model->entry_ +
                      " failed: " + llvm::toString(engine.takeError()));
   model->engine_ = std::move(*engine);
+  model->usesWorkerThreads_ = asyncSymbols != nullptr;
   if (asyncSymbols)
     model->engine_->registerSymbols([&](llvm::orc::MangleAndInterner interner) {
       llvm::orc::SymbolMap map;

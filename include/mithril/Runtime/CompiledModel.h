@@ -152,6 +152,8 @@ private:
   mutable std::mutex shapesMutex_;
   mutable std::map<std::vector<int64_t>, std::vector<llvm::SmallVector<int64_t>>> shapesCache_;
   std::unique_ptr<mlir::ExecutionEngine> engine_;
+  /// Whether the code hands work to the async runtime's worker threads.
+  bool usesWorkerThreads_ = false;
   void (*function_)(void **) = nullptr;
 };
 
