@@ -1,9 +1,11 @@
-// A convolution is scheduled like a matmul of output channels by output
-// columns: a block of 8 channels x 28 columns (the whole row) accumulates
-// over input channels and kernel positions with vector FMAs, broadcasting
-// one weight per channel against a contiguous row of the padded input. The
-// accumulator is read once before the reduction loops and written once
-// after them.
+// A plain convolution (one group, unit stride and dilation) runs over rows
+// flattened at the padded width (30 here): output position p = oh * 30 + ow
+// reads the input at p + kh * 30 + kw, so a tile of 32 consecutive positions
+// is one contiguous load for every kernel position. A block of 8 channels x
+// 32 positions accumulates over input channels and kernel positions with
+// vector FMAs, broadcasting one weight per channel; the accumulator is read
+// once before the reduction loops and written once after them. The two
+// columns past the output width are computed and dropped by a view.
 // RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=fusion" | FileCheck %s
 
 mithril.model @Conv(data %x: tensor<2x4x28x28xf32>, param %w: tensor<16x4x3x3xf32>) -> (y: tensor<2x16x28x28xf32>) {
@@ -12,12 +14,28 @@ mithril.model @Conv(data %x: tensor<2x4x28x28xf32>, param %w: tensor<16x4x3x3xf3
 }
 
 // CHECK-LABEL: func.func @Conv(
+// CHECK: %[[PAD:.+]] = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 2, 1]
+// CHECK: %[[FLAT:.+]] = tensor.collapse_shape %[[PAD]] {{\[}}[0], [1], [2, 3]] : tensor<2x4x31x30xf32> into tensor<2x4x930xf32>
 // CHECK: scf.for %{{.+}} = %c0 to %c16 step %c8
-// CHECK: %[[ACC:.+]] = vector.transfer_read {{.*}} vector<8x28xf32>
-// CHECK-NEXT: scf.for %{{.+}} = %c0 to %c4 step %c1 iter_args(%{{.+}} = %[[ACC]]) -> (vector<8x28xf32>)
-// CHECK-NEXT: scf.for %{{.+}} = %c0 to %c3 step %c1 iter_args({{.*}}) -> (vector<8x28xf32>)
-// CHECK-NEXT: scf.for %{{.+}} = %c0 to %c3 step %c1 iter_args({{.*}}) -> (vector<8x28xf32>)
-// CHECK: vector.transfer_read {{.*}} : tensor<{{.*}}xf32>, vector<28xf32>
-// CHECK: arith.mulf {{.*}} : vector<8x28xf32>
-// CHECK: arith.addf {{.*}} : vector<8x28xf32>
-// CHECK: vector.transfer_write {{.*}} : vector<8x28xf32>, tensor<1x1x8x1x28xf32>
+// CHECK: scf.for %[[P:.+]] = %c0 to %c864 step %c32
+// CHECK: %[[ACC:.+]] = vector.transfer_read {{.*}} vector<8x32xf32>
+// CHECK-NEXT: scf.for %{{.+}} = %c0 to %c4 step %c1 iter_args(%{{.+}} = %[[ACC]]) -> (vector<8x32xf32>)
+// CHECK-NEXT: scf.for %[[KH:.+]] = %c0 to %c3 step %c1 iter_args({{.*}}) -> (vector<8x32xf32>)
+// CHECK-NEXT: scf.for %[[KW:.+]] = %c0 to %c3 step %c1 iter_args({{.*}}) -> (vector<8x32xf32>)
+// CHECK: %[[AT:.+]] = affine.apply #{{.+}}(%[[KH]], %[[KW]])[%[[P]]]
+// CHECK: vector.transfer_read %[[FLAT]][%{{.+}}, %{{.+}}, %[[AT]]], {{.*}} : tensor<2x4x930xf32>, vector<32xf32>
+// CHECK: arith.mulf {{.*}} : vector<8x32xf32>
+// CHECK: arith.addf {{.*}} : vector<8x32xf32>
+// CHECK: vector.transfer_write {{.*}} : vector<8x32xf32>, tensor<1x8x32xf32>
+// CHECK: %[[ROWS:.+]] = tensor.extract_slice %{{.+}}[0, 0, 0] [2, 16, 840] [1, 1, 1]
+// CHECK: %[[GRID:.+]] = tensor.expand_shape %[[ROWS]] {{.*}} into tensor<2x16x28x30xf32>
+// CHECK: tensor.extract_slice %[[GRID]][0, 0, 0, 0] [2, 16, 28, 28] [1, 1, 1, 1]
+
+// A strided convolution keeps the general form, tiled to 8 channels x the 14
+// output columns of a row (its strided input reads are not vectorized).
+mithril.model @Strided(data %x: tensor<2x4x28x28xf32>, param %w: tensor<16x4x3x3xf32>) -> (y: tensor<2x16x14x14xf32>) {
+  %y = mithril.conv2d %x, %w {dilation = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 2, 2>} : (tensor<2x4x28x28xf32>, tensor<16x4x3x3xf32>) -> tensor<2x16x14x14xf32>
+  mithril.output %y : tensor<2x16x14x14xf32>
+}
+// CHECK-LABEL: func.func @Strided(
+// CHECK: scf.for %{{.+}} = %c0 to %c4 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (tensor<8x14xf32>)

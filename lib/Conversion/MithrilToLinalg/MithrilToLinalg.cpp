@@ -1030,6 +1030,166 @@ static Value mergeAxes(OpBuilder &b, Location loc, Value v, int64_t axis, Ranked
   return tensor::CollapseShapeOp::create(b, loc, type, v, reassoc);
 }
 
+/// The flat-row layout of a plain 2-D convolution: the input, padded, is
+/// stored as rows of the padded width `wp`, so output (oh, ow) at flat
+/// position p = oh * wp + ow reads input p + kh * wp + kw for every kernel
+/// position. Columns ow >= OW are computed and dropped (the wp - OW extra
+/// columns are the price of contiguous loads); p runs to `positions`, a
+/// multiple of the register tile.
+struct FlatConvLayout {
+  int64_t wp = 0, oh = 0, ow = 0, kh = 0, kw = 0;
+  int64_t positions = 0; // output positions computed, >= oh * wp
+  int64_t length = 0;    // flat input length, rows of wp
+};
+
+/// The layout when `op` is a plain static 2-D convolution worth it, else
+/// nullopt.
+static std::optional<FlatConvLayout> flatConvLayout(RankedTensorType input,
+                                                    RankedTensorType weight,
+                                                    ArrayRef<int64_t> stride,
+                                                    ArrayRef<int64_t> padding,
+                                                    ArrayRef<int64_t> dilation, int64_t groups) {
+  auto isOne = [](int64_t v) { return v == 1; };
+  if (input.getRank() != 4 || groups != 1 || !input.hasStaticShape() ||
+      !weight.hasStaticShape() || !llvm::all_of(stride, isOne) ||
+      !llvm::all_of(dilation, isOne) || padding.size() != 4 ||
+      !isa<FloatType>(input.getElementType()))
+    return std::nullopt;
+  FlatConvLayout l;
+  int64_t hp = input.getDimSize(2) + padding[0] + padding[1];
+  l.wp = input.getDimSize(3) + padding[2] + padding[3];
+  l.kh = weight.getDimSize(2);
+  l.kw = weight.getDimSize(3);
+  l.oh = hp - l.kh + 1;
+  l.ow = l.wp - l.kw + 1;
+  // Rows much wider than the output would waste most of the work.
+  if (l.oh <= 0 || l.ow <= 0 || 4 * (l.wp - l.ow) > l.wp)
+    return std::nullopt;
+  l.positions = llvm::alignTo(l.oh * l.wp, kConvFlatTile);
+  l.length = llvm::alignTo(l.positions + (l.kh - 1) * l.wp + l.kw - 1, l.wp);
+  return l;
+}
+
+/// The input of a flat convolution: zero-padded as the convolution pads it,
+/// plus zero rows below so that every tile reads in bounds, flattened to
+/// [N, C, length].
+static Value flatConvInput(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> padding,
+                           const FlatConvLayout &l) {
+  RankedTensorType t = tensorType(input);
+  int64_t rows = l.length / l.wp;
+  int64_t below = rows - t.getDimSize(2) - padding[0];
+  Value zero = floatConst(b, loc, t.getElementType(), 0.0);
+  Value padded = padSpatial(b, loc, input, 2, {padding[0], below, padding[2], padding[3]}, zero);
+  auto flat = RankedTensorType::get({t.getDimSize(0), t.getDimSize(1), l.length},
+                                    t.getElementType());
+  return tensor::CollapseShapeOp::create(b, loc, flat, padded,
+                                         SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+}
+
+/// out[n, f, oh, ow] = sum_{c, kh, kw} x[n, c, oh + kh, ow + kw] w[f, c, kh, kw]
+/// as a generic over flat rows (see FlatConvLayout), then the [N, F, OH, OW]
+/// view of its result.
+static Value lowerFlatConv(OpBuilder &b, Location loc, Value input, Value weight,
+                           ArrayRef<int64_t> padding, const FlatConvLayout &l) {
+  MLIRContext *ctx = b.getContext();
+  RankedTensorType wt = tensorType(weight);
+  Type et = wt.getElementType();
+  int64_t n = tensorType(input).getDimSize(0), f = wt.getDimSize(0);
+  Value flat = flatConvInput(b, loc, input, padding, l);
+  auto resultType = RankedTensorType::get({n, f, l.positions}, et);
+  Value init = zeroFilled(b, loc, resultType);
+  auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+  // Loops: n, f, p, c, kh, kw.
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(6, 0, {d(0), d(3), d(2) + d(4) * l.wp + d(5)}, ctx),
+      AffineMap::get(6, 0, {d(1), d(3), d(4), d(5)}, ctx),
+      AffineMap::get(6, 0, {d(0), d(1), d(2)}, ctx)};
+  SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
+  iterators.append(3, utils::IteratorType::reduction);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{resultType}, ValueRange{flat, weight}, init, maps, iterators,
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        linalg::YieldOp::create(
+            nb, nl,
+            arith::AddFOp::create(nb, nl, a[2], arith::MulFOp::create(nb, nl, a[0], a[1]))
+                .getResult());
+      });
+  generic->setAttr(kConvFlatAttr, b.getUnitAttr());
+  // [N, F, positions] -> rows [N, F, OH, wp] -> columns < OW.
+  Value rows = tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get({n, f, l.oh * l.wp}, et), generic.getResult(0),
+      ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0), b.getIndexAttr(0)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(n), b.getIndexAttr(f), b.getIndexAttr(l.oh * l.wp)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(1)});
+  Value grid = tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get({n, f, l.oh, l.wp}, et), rows,
+      SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+  SmallVector<OpFoldResult> zeros(4, b.getIndexAttr(0)), ones(4, b.getIndexAttr(1));
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(n), b.getIndexAttr(f), b.getIndexAttr(l.oh),
+                                     b.getIndexAttr(l.ow)};
+  return tensor::ExtractSliceOp::create(b, loc, RankedTensorType::get({n, f, l.oh, l.ow}, et),
+                                        grid, zeros, sizes, ones);
+}
+
+/// dw[f, c, kh, kw] = sum_{n, oh, ow} x[n, c, oh + kh, ow + kw] g[n, f, oh, ow]
+/// over flat rows: the output gradient, zero in the dropped columns, and the
+/// input are both contiguous along p, so the sum runs in kConvFlatLanes lanes
+/// of partial sums (a tile of output and input channels at a time) that are
+/// added up at the end.
+static Value lowerFlatConvWeightGrad(OpBuilder &b, Location loc, Value input, Value grad,
+                                     ArrayRef<int64_t> padding, RankedTensorType weightType,
+                                     const FlatConvLayout &l) {
+  MLIRContext *ctx = b.getContext();
+  Type et = weightType.getElementType();
+  RankedTensorType gt = tensorType(grad);
+  int64_t n = gt.getDimSize(0), f = gt.getDimSize(1), c = weightType.getDimSize(1);
+  int64_t blocks = llvm::divideCeil(l.oh * l.wp, kConvFlatLanes);
+  Value flat = flatConvInput(b, loc, input, padding, l);
+  // The output gradient on the same rows: zero columns to wp, zero rows to
+  // cover whole blocks of lanes.
+  int64_t rows = llvm::divideCeil(blocks * kConvFlatLanes, l.wp);
+  Value zero = floatConst(b, loc, et, 0.0);
+  Value padded = padSpatial(b, loc, grad, 2, {0, rows - l.oh, 0, l.wp - l.ow}, zero);
+  Value gradRows = tensor::CollapseShapeOp::create(
+      b, loc, RankedTensorType::get({n, f, rows * l.wp}, et), padded,
+      SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+  SmallVector<OpFoldResult> zeros(3, b.getIndexAttr(0)), ones(3, b.getIndexAttr(1));
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(n), b.getIndexAttr(f),
+                                     b.getIndexAttr(blocks * kConvFlatLanes)};
+  Value gradFlat = tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get({n, f, blocks * kConvFlatLanes}, et), gradRows, zeros, sizes,
+      ones);
+  Value gradLanes = tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get({n, f, blocks, kConvFlatLanes}, et), gradFlat,
+      SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+  // Loops: f, c, kh, kw, lane, n, block.
+  auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(7, 0, {d(5), d(1), d(6) * kConvFlatLanes + d(4) + d(2) * l.wp + d(3)}, ctx),
+      AffineMap::get(7, 0, {d(5), d(0), d(6), d(4)}, ctx),
+      AffineMap::get(7, 0, {d(0), d(1), d(2), d(3), d(4)}, ctx)};
+  SmallVector<utils::IteratorType> iterators(5, utils::IteratorType::parallel);
+  iterators.append(2, utils::IteratorType::reduction);
+  auto partialType = RankedTensorType::get({f, c, l.kh, l.kw, kConvFlatLanes}, et);
+  auto partial = linalg::GenericOp::create(
+      b, loc, TypeRange{partialType}, ValueRange{flat, gradLanes}, zeroFilled(b, loc, partialType),
+      maps, iterators, [&](OpBuilder &nb, Location nl, ValueRange a) {
+        linalg::YieldOp::create(
+            nb, nl,
+            arith::AddFOp::create(nb, nl, a[2], arith::MulFOp::create(nb, nl, a[0], a[1]))
+                .getResult());
+      });
+  partial->setAttr(kConvFlatWeightGradAttr, b.getUnitAttr());
+  return linalg::ReduceOp::create(
+             b, loc, ValueRange{partial.getResult(0)}, ValueRange{zeroFilled(b, loc, weightType)},
+             /*dimensions=*/ArrayRef<int64_t>{4},
+             [](OpBuilder &nb, Location nl, ValueRange a) {
+               linalg::YieldOp::create(nb, nl,
+                                       arith::AddFOp::create(nb, nl, a[0], a[1]).getResult());
+             })
+      .getResult(0);
+}
+
 /// Convolution of any spatial rank with groups, as one linalg.generic over
 /// (n, g, f, o..., c, k...). The channel axes are split into (group, channel
 /// in group) first so that every loop indexes some operand directly.
@@ -1050,6 +1210,13 @@ struct ConvPattern : OpRewritePattern<OpT> {
     int64_t fg = fTotal / groups;
     Type et = out.getElementType();
     Value zero = floatConst(rewriter, loc, et, 0.0);
+    if (auto layout = flatConvLayout(op.getInput().getType(), wt, op.getStride(), op.getPadding(),
+                                     op.getDilation(), groups)) {
+      Value result =
+          lowerFlatConv(rewriter, loc, op.getInput(), op.getWeight(), op.getPadding(), *layout);
+      rewriter.replaceOp(op, addChannelBias(rewriter, loc, result, op.getBias(), out));
+      return success();
+    }
     Value input = padSpatial(rewriter, loc, op.getInput(), 2, op.getPadding(), zero);
     Value groupedInput = splitAxis(rewriter, loc, input, 1, groups);   // [N, G, Cg, S...]
     Value groupedWeight = splitAxis(rewriter, loc, op.getWeight(), 0, groups); // [G, Fg, Cg, K...]
@@ -1092,21 +1259,32 @@ struct ConvPattern : OpRewritePattern<OpT> {
     // matmuls: output channels by output columns).
     generic->setAttr(kConvSpatialAttr, rewriter.getI64IntegerAttr(spatial));
     Value result = mergeAxes(rewriter, loc, generic.getResult(0), 1, out);
-    if (Value bias = op.getBias()) {
-      // bias [C_out] broadcast over [N, C_out, spatial...]
-      SmallVector<AffineExpr> be = {d(1)};
-      SmallVector<AffineMap> bmaps = {AffineMap::get(out.getRank(), 0, be, ctx),
-                                      rewriter.getMultiDimIdentityMap(out.getRank())};
-      SmallVector<utils::IteratorType> bit(out.getRank(), utils::IteratorType::parallel);
-      result = linalg::GenericOp::create(
-                   rewriter, loc, TypeRange{out}, ValueRange{bias}, ValueRange{result}, bmaps, bit,
-                   [&](OpBuilder &b, Location l, ValueRange a) {
-                     linalg::YieldOp::create(b, l, arith::AddFOp::create(b, l, a[1], a[0]).getResult());
-                   })
-                   .getResult(0);
-    }
-    rewriter.replaceOp(op, result);
+    rewriter.replaceOp(op, addChannelBias(rewriter, loc, result, op.getBias(), out));
     return success();
+  }
+
+  /// result + bias[C_out] broadcast over [N, C_out, spatial...], into a new
+  /// tensor of type `out`; `result` itself without a bias.
+  static Value addChannelBias(OpBuilder &b, Location loc, Value result, Value bias,
+                              RankedTensorType out) {
+    if (!bias)
+      return result;
+    MLIRContext *ctx = b.getContext();
+    SmallVector<AffineMap> maps = {AffineMap::get(out.getRank(), 0, getAffineDimExpr(1, ctx)),
+                                   b.getMultiDimIdentityMap(out.getRank()),
+                                   b.getMultiDimIdentityMap(out.getRank())};
+    SmallVector<utils::IteratorType> iterators(out.getRank(), utils::IteratorType::parallel);
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t i = 0; i < out.getRank(); ++i)
+      sizes.push_back(dimOf(b, loc, result, i));
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{out}, ValueRange{bias, result},
+               ValueRange{emptyTensor(b, loc, out, sizes)}, maps, iterators,
+               [&](OpBuilder &nb, Location l, ValueRange a) {
+                 linalg::YieldOp::create(nb, l,
+                                         arith::AddFOp::create(nb, l, a[1], a[0]).getResult());
+               })
+        .getResult(0);
   }
 };
 
@@ -1204,6 +1382,12 @@ struct ConvGradWeightPattern : OpRewritePattern<ConvGradWeightOp> {
     int64_t cg = out.getDimSize(1), fg = out.getDimSize(0) / groups;
     Type et = out.getElementType();
     Value zero = floatConst(rewriter, loc, et, 0.0);
+    if (auto layout = flatConvLayout(op.getInput().getType(), out, op.getStride(),
+                                     op.getPadding(), op.getDilation(), groups)) {
+      rewriter.replaceOp(op, lowerFlatConvWeightGrad(rewriter, loc, op.getInput(), op.getGrad(),
+                                                     op.getPadding(), out, *layout));
+      return success();
+    }
     Value input = padSpatial(rewriter, loc, op.getInput(), 2, op.getPadding(), zero);
     input = splitAxis(rewriter, loc, input, 1, groups);                // [N, G, Cg, S...]
     Value grad = splitAxis(rewriter, loc, op.getGrad(), 1, groups);    // [N, G, Fg, O...]

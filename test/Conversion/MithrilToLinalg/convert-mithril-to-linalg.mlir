@@ -66,3 +66,21 @@ mithril.model @Reverse(data %x: tensor<4x3xf32>) -> (y: tensor<4x3xf32>) {
   %0 = mithril.reverse %x {axes = array<i64: 1>} : (tensor<4x3xf32>) -> tensor<4x3xf32>
   mithril.output %0 : tensor<4x3xf32>
 }
+
+// -----
+
+// The weight gradient of a plain 2-D convolution sums over flat rows of the
+// padded width (8): the input padded and flattened as the forward convolution
+// reads it, the output gradient zero-padded to the same rows and cut into
+// blocks of 16 lanes; 16 lanes of partial sums per weight, added up after.
+// CHECK-LABEL: func.func @ConvGradWeight(
+// CHECK: %[[XP:.+]] = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 4, 1]
+// CHECK: %[[XF:.+]] = tensor.collapse_shape %[[XP]] {{\[}}[0], [1], [2, 3]] : tensor<2x3x11x8xf32> into tensor<2x3x88xf32>
+// CHECK: %[[GP:.+]] = tensor.pad %arg1 low[0, 0, 0, 0] high[0, 0, 0, 2]
+// CHECK: %[[GL:.+]] = tensor.expand_shape {{.*}} into tensor<2x8x3x16xf32>
+// CHECK: %[[PART:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%[[XF]], %[[GL]] : tensor<2x3x88xf32>, tensor<2x8x3x16xf32>) outs(%{{.+}} : tensor<8x3x3x3x16xf32>) attrs = {mithril.conv_flat_weight_grad}
+// CHECK: linalg.reduce ins(%[[PART]] : tensor<8x3x3x3x16xf32>) outs(%{{.+}} : tensor<8x3x3x3xf32>) dimensions = [4]
+mithril.model @ConvGradWeight(data %x: tensor<2x3x6x6xf32>, data %g: tensor<2x8x6x6xf32>) -> (dw: tensor<8x3x3x3xf32>) {
+  %dw = mithril.conv_grad_weight %x, %g {dilation = array<i64: 1, 1>, kernel_size = array<i64: 3, 3>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x3x6x6xf32>, tensor<2x8x6x6xf32>) -> tensor<8x3x3x3xf32>
+  mithril.output %dw : tensor<8x3x3x3xf32>
+}

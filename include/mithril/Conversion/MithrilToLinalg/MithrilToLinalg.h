@@ -28,6 +28,22 @@ namespace mithril {
 /// positions, input channel and s kernel positions.
 inline constexpr llvm::StringLiteral kConvSpatialAttr = "mithril.conv_spatial";
 
+/// Marks a plain 2-D convolution (one group, unit stride and dilation) over
+/// rows flattened at the padded width: loops n, output channel, flat output
+/// position p, input channel, kernel row, kernel column; the input is read at
+/// p + row * width + column, contiguous along p.
+inline constexpr llvm::StringLiteral kConvFlatAttr = "mithril.conv_flat";
+
+/// Marks the partial sums of a plain 2-D convolution's weight gradient over
+/// the same flat rows: loops output channel, input channel, kernel row,
+/// kernel column, lane, n, block of lanes; the lanes are summed afterwards.
+inline constexpr llvm::StringLiteral kConvFlatWeightGradAttr = "mithril.conv_flat_weight_grad";
+
+/// Positions along the flat rows a register tile covers, and the lanes of
+/// the weight gradient's partial sums.
+inline constexpr int64_t kConvFlatTile = 32;
+inline constexpr int64_t kConvFlatLanes = 16;
+
 /// Adds the patterns that lower mithril primitives to linalg on tensors.
 void populateMithrilToLinalgPatterns(mlir::RewritePatternSet &patterns);
 

@@ -703,7 +703,9 @@ struct AutodiffPass : public mithril::impl::MithrilAutodiffBase<AutodiffPass> {
   /// dW[f, c, k] = sum_{n, o} x[n, c, o + k] g[n, f, o]. Null when it does
   /// not qualify.
   Value weightGradientAsConvolution(Operation *op, Value grad, GradBuilder &g) {
-    if (!isPlainConvolution(op))
+    // A plain 2-D convolution keeps conv_grad_weight, whose lowering sums
+    // over flat rows (a 3x3 "output" would not fill a register tile).
+    if (!isPlainConvolution(op) || isa<Conv2DOp>(op))
       return Value();
     ArrayRef<int64_t> padding = cast<DenseI64ArrayAttr>(op->getAttr("padding")).asArrayRef();
     Value perChannel = convolve(op, g, swapLeadingAxes(g, op->getOperand(0)),
