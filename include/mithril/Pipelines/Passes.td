@@ -47,4 +47,19 @@ def MithrilCpuSchedule : Pass<"mithril-cpu-schedule", "mlir::ModuleOp"> {
   ];
 }
 
+def MithrilStridedCopies : Pass<"mithril-strided-copies", "mlir::ModuleOp"> {
+  let summary = "Copy strided static buffers in loops instead of the runtime's memrefCopy";
+  let description = [{
+    Bufferization copies a padded input into its padded buffer, or a strided
+    view into an output buffer, with `memref.copy`. Between buffers that are
+    not both contiguous that becomes a call of the C runner utilities'
+    `memrefCopy`, which walks the elements one index computation at a time
+    (half the time of a small convolution). This pass turns every such copy
+    with static shapes into a `linalg.copy`, which lowers to loops with a
+    unit-stride innermost loop that LLVM vectorizes. Contiguous copies stay
+    `memref.copy` (a `memcpy`). Run it after bufferization.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
 #endif // MITHRIL_PIPELINES_PASSES_TD
