@@ -81,7 +81,33 @@ static SmallVector<int64_t> gemvInterchange(linalg::LinalgOp op) {
   return order;
 }
 
+/// Columns of a register tile: two 512-bit registers of the op's element
+/// type per row (32 f32, 16 f64).
+static int64_t registerColumns(linalg::LinalgOp op) {
+  Type et = getElementTypeOrSelf(op->getResult(0).getType());
+  unsigned bits = et.isIntOrFloat() ? et.getIntOrFloatBitWidth() : 32;
+  return bits >= 64 ? 16 : 32;
+}
+
+/// Convolutions tiled in two levels (tileForRegisters) and with their unit
+/// loops dropped before vectorization.
+static bool isConvolutionTile(Operation *op) {
+  return op->hasAttr(mithril::kConvSpatialAttr) || op->hasAttr(mithril::kConvFlatAttr) ||
+         op->hasAttr(mithril::kConvFlatWeightGradAttr);
+}
+
 static SmallVector<int64_t> hostTileSizes(linalg::LinalgOp op) {
+  if (op->hasAttr(mithril::kConvFlatAttr) && op.getNumLoops() == 6) {
+    // Loops n, f, p, c, kh, kw: 8 output channels x a row of flat positions
+    // accumulate in registers, one input channel and kernel position at a
+    // time, broadcasting a weight per channel against contiguous input.
+    return {1, 8, registerColumns(op), 1, 1, 1};
+  }
+  if (op->hasAttr(mithril::kConvFlatWeightGradAttr) && op.getNumLoops() == 7) {
+    // Loops f, c, kh, kw, lane, n, block: 4 output x 4 input channels (2
+    // for f64) of lane vectors accumulate over blocks of flat positions.
+    return {4, registerColumns(op) == 32 ? 4 : 2, 1, 1, mithril::kConvFlatLanes, 1, 1};
+  }
   if (op->hasAttr(kGemvMarker)) {
     // Loops: rows and columns of the result, the reduction steps, and the
     // lanes of partial sums; accumulators: rows x columns x lanes, at most
@@ -118,9 +144,9 @@ static SmallVector<int64_t> hostTileSizes(linalg::LinalgOp op) {
     }
   }
   if (isa<linalg::MatmulOp>(op.getOperation()))
-    return {8, 32, 1};
+    return {8, registerColumns(op), 1};
   if (isa<linalg::BatchMatmulOp>(op.getOperation()))
-    return {1, 8, 32, 1};
+    return {1, 8, registerColumns(op), 1};
   unsigned loops = op.getNumLoops();
   SmallVector<int64_t> sizes(loops, 1);
   if (loops >= 1)
@@ -326,6 +352,38 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     return ops;
   }
 
+  /// The tile levels of a convolution's weight gradient (loops f, c, kh, kw,
+  /// lane, n, block): first channel tiles over a few images, whose rows of
+  /// input and output gradient then stay in L1 while all kernel positions
+  /// (the second level) read them; then the reductions. Without the image
+  /// chunks every kernel position streams all images from L2.
+  static SmallVector<SmallVector<int64_t>> weightGradLevels(linalg::LinalgOp op,
+                                                            ArrayRef<int64_t> parallel,
+                                                            ArrayRef<int64_t> reduction) {
+    SmallVector<int64_t> outer(parallel.begin(), parallel.end()), kernel(parallel.size(), 0);
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    if (ranges.size() != 7 || llvm::any_of(ranges, ShapedType::isDynamic))
+      return {SmallVector<int64_t>(parallel), SmallVector<int64_t>(reduction)};
+    std::swap(outer[2], kernel[2]);
+    std::swap(outer[3], kernel[3]);
+    // Bytes of one image's rows that a channel tile reads: input rows (the
+    // flat input's last dimension) and output-gradient rows (blocks x lanes).
+    auto shapeOf = [&](unsigned i) {
+      return cast<ShapedType>(op->getOperand(i).getType()).getShape();
+    };
+    Type et = getElementTypeOrSelf(op->getResult(0).getType());
+    int64_t bytes = et.getIntOrFloatBitWidth() / 8;
+    int64_t channels = std::max<int64_t>(parallel[0], 1) + std::max<int64_t>(parallel[1], 1);
+    int64_t perImage = channels * (shapeOf(0).back() + ranges[6] * ranges[4]) * bytes / 2;
+    int64_t images = std::max<int64_t>(1, (16 << 10) / std::max<int64_t>(perImage, 1));
+    outer[5] = std::min(images, ranges[5]);
+    SmallVector<int64_t> outerSizes = outer;
+    fitTilesToLoops(outerSizes, ranges, /*tileDynamic=*/false);
+    if (outer[5] < ranges[5] && outerSizes[5] == 0)
+      outerSizes[5] = 1;
+    return {outerSizes, kernel, SmallVector<int64_t>(reduction)};
+  }
+
   /// Tiles every op to its register tile (hostTileSizes). A convolution is
   /// tiled in two levels: its parallel loops, then the reductions of the
   /// tile, whose loops then carry just the tile's accumulator (and hoisting
@@ -335,12 +393,14 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
       SmallVector<int64_t> sizes = hostTileSizes(op);
       fitTilesToLoops(sizes, op.getStaticLoopRanges(), /*tileDynamic=*/true);
       SmallVector<SmallVector<int64_t>> levels = {sizes};
-      if (op->hasAttr(mithril::kConvSpatialAttr)) {
+      if (isConvolutionTile(op)) {
         SmallVector<int64_t> parallel = sizes, reduction(sizes.size(), 0);
         for (auto [i, it] : llvm::enumerate(op.getIteratorTypesArray()))
           if (it == utils::IteratorType::reduction)
             std::swap(parallel[i], reduction[i]);
         levels = {parallel, reduction};
+        if (op->hasAttr(mithril::kConvFlatWeightGradAttr))
+          levels = weightGradLevels(op, parallel, reduction);
       }
       Operation *current = op;
       for (ArrayRef<int64_t> level : levels) {
@@ -478,7 +538,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     // columns only, as a matmul tile does.
     SmallVector<linalg::GenericOp> convTiles;
     module.walk([&](linalg::GenericOp op) {
-      if (op->hasAttr(mithril::kConvSpatialAttr) && op.hasPureTensorSemantics() &&
+      if (isConvolutionTile(op) && op.hasPureTensorSemantics() &&
           op->getParentOfType<scf::ForOp>())
         convTiles.push_back(op);
     });

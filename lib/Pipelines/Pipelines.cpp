@@ -120,6 +120,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     pm.addPass(createCanonicalizerPass());
     bufferization::BufferDeallocationPipelineOptions dealloc;
     bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+    pm.addPass(createMithrilStridedCopies());
   }
 
   if (wanted("loops")) {
@@ -159,7 +160,9 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
     if (options.threads > 1)
       pm.addPass(createConvertAsyncToLLVMPass());
-    pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+    FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
+    memrefToLLVM.useGenericFunctions = options.runtimeAllocator;
+    pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
     pm.addPass(createConvertToLLVMPass());
     pm.addPass(createReconcileUnrealizedCastsPass());
   }

@@ -36,6 +36,9 @@
 #include "llvm/ADT/StringSet.h"
 
 #include <chrono>
+#include <cstdlib>
+#include <map>
+#include <unordered_map>
 #include <condition_variable>
 #include <mutex>
 
@@ -193,7 +196,8 @@ static std::string pipelineOptions(const CompileOptions &options, StringRef stop
 /// Runs mithril-cpu-pipeline up to `stopAfter`; on failure the error holds
 /// the diagnostics and the mithril-opt command that reproduces them.
 static llvm::Error runPipeline(ModuleOp module, const CompileOptions &options,
-                               StringRef stopAfter, StringRef startAfter = "") {
+                               StringRef stopAfter, StringRef startAfter = "",
+                               bool forJit = false) {
   MLIRContext *ctx = module.getContext();
   DiagnosticCollector diags(*ctx);
   PassManager pm(ctx);
@@ -210,6 +214,7 @@ static llvm::Error runPipeline(ModuleOp module, const CompileOptions &options,
   pipelineOpts.threads = resolvedThreads(options);
   pipelineOpts.stopAfter = stopAfter.str();
   pipelineOpts.startAfter = startAfter.str();
+  pipelineOpts.runtimeAllocator = forJit;
   if (failed(buildCpuPipeline(pm, pipelineOpts))) {
     std::string stages;
     for (StringRef stage : getCpuPipelineStages())
@@ -337,6 +342,69 @@ static Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(unsigned
 static Expected<const llvm::StringMap<void *> *> asyncRuntimeSymbols();
 
 namespace {
+/// The buffers compiled code allocates, kept for the next run instead of
+/// being returned to the system: a model allocates the same sizes on every
+/// run, and large blocks from malloc come fresh from mmap each time, so the
+/// page faults of touching them cost as much as a small convolution. Blocks
+/// are 64-byte aligned and cached by size, up to kMaxCachedBytes (256 MiB) in all.
+class BufferCache {
+public:
+  static BufferCache &get() {
+    static BufferCache *cache = new BufferCache(); // outlives every model
+    return *cache;
+  }
+
+  void *allocate(size_t size) {
+    size = std::max<size_t>(llvm::alignTo(size, 64), 64);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = free_.find(size);
+      if (it != free_.end() && !it->second.empty()) {
+        void *block = it->second.back();
+        it->second.pop_back();
+        cachedBytes_ -= size;
+        sizes_[block] = size;
+        return block;
+      }
+    }
+    void *block = std::aligned_alloc(64, size);
+    if (block) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      sizes_[block] = size;
+    }
+    return block;
+  }
+
+  void release(void *block) {
+    if (!block)
+      return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = sizes_.find(block);
+    if (it == sizes_.end())
+      return std::free(block); // not ours (a runtime helper's malloc)
+    size_t size = it->second;
+    sizes_.erase(it);
+    if (cachedBytes_ + size > kMaxCachedBytes)
+      return std::free(block);
+    free_[size].push_back(block);
+    cachedBytes_ += size;
+  }
+
+private:
+  static constexpr size_t kMaxCachedBytes = size_t(256) << 20;
+  std::mutex mutex_;
+  std::unordered_map<void *, size_t> sizes_;
+  std::map<size_t, std::vector<void *>> free_;
+  size_t cachedBytes_ = 0;
+};
+
+extern "C" void *mithrilCachedAlloc(size_t size) { return BufferCache::get().allocate(size); }
+extern "C" void *mithrilCachedAlignedAlloc(size_t alignment, size_t size) {
+  // Blocks are 64-byte aligned; larger alignments are not requested.
+  return alignment <= 64 ? BufferCache::get().allocate(size) : std::aligned_alloc(alignment, size);
+}
+extern "C" void mithrilCachedFree(void *block) { BufferCache::get().release(block); }
+
 /// Waits until every worker thread of the async runtime has left the task it
 /// was running. A task signals its completion token from compiled code and
 /// then still runs a few instructions of that code, so the caller may return
@@ -481,7 +549,7 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
                              secondsSince(start)});
 
   start = Clock::now();
-  if (llvm::Error err = runPipeline(**module, opts, "llvm", "autodiff"))
+  if (llvm::Error err = runPipeline(**module, opts, "llvm", "autodiff", /*forJit=*/true))
     return std::move(err);
   model->timings_.push_back({"lower to LLVM dialect", secondsSince(start)});
 
@@ -516,13 +584,27 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
   }
   engineOptions.sharedLibPaths = sharedLibs;
   engineOptions.enableGDBNotificationListener = false;
-  engineOptions.enablePerfNotificationListener = false;
+  // MITHRIL_PERF=1 lets `perf record -k 1` + `perf inject --jit` name the
+  // compiled functions.
+  engineOptions.enablePerfNotificationListener = getenv("MITHRIL_PERF") != nullptr;
   auto engine = ExecutionEngine::create(**module, engineOptions, std::move(*tm));
   if (!engine)
     return makeError("JIT compilation of @" + model->entry_ +
                      " failed: " + llvm::toString(engine.takeError()));
   model->engine_ = std::move(*engine);
   model->usesWorkerThreads_ = asyncSymbols != nullptr;
+  // Buffers come from the cache (the pipeline's runtime-allocator option).
+  model->engine_->registerSymbols([&](llvm::orc::MangleAndInterner interner) {
+    llvm::orc::SymbolMap map;
+    auto add = [&](StringRef name, void *address) {
+      map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
+                             llvm::JITSymbolFlags::Exported};
+    };
+    add("_mlir_memref_to_llvm_alloc", reinterpret_cast<void *>(&mithrilCachedAlloc));
+    add("_mlir_memref_to_llvm_aligned_alloc", reinterpret_cast<void *>(&mithrilCachedAlignedAlloc));
+    add("_mlir_memref_to_llvm_free", reinterpret_cast<void *>(&mithrilCachedFree));
+    return map;
+  });
   if (asyncSymbols)
     model->engine_->registerSymbols([&](llvm::orc::MangleAndInterner interner) {
       llvm::orc::SymbolMap map;

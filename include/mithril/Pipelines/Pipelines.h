@@ -53,6 +53,12 @@ struct CpuPipelineOptions : public mlir::PassPipelineOptions<CpuPipelineOptions>
       llvm::cl::desc("Threads for large ops: above 1, they are split into chunks that run on "
                      "the MLIR async runtime (libmlir_async_runtime), which the code then needs"),
       llvm::cl::init(1)};
+  Option<bool> runtimeAllocator{
+      *this, "runtime-allocator",
+      llvm::cl::desc("Allocate buffers through _mlir_memref_to_llvm_alloc/_free, which the "
+                     "host provides (mithril's JIT: a cache that reuses buffers across runs), "
+                     "instead of malloc/free"),
+      llvm::cl::init(false)};
   Option<std::string> stopAfter{
       *this, "stop-after",
       llvm::cl::desc("Stop after a stage: flatten, shapes, autodiff, linalg, fusion, "
