@@ -147,6 +147,18 @@ static SmallVector<int64_t> hostTileSizes(linalg::LinalgOp op) {
       return sizes;
     }
   }
+  if (auto transpose = dyn_cast<linalg::TransposeOp>(op.getOperation())) {
+    // A 16 x 16 block of 32-bit elements transposes in registers (the
+    // shuffle_16x16 lowering in mithril-cpu-pipeline): 16 loads, 16 stores.
+    ArrayRef<int64_t> perm = transpose.getPermutation();
+    unsigned rank = perm.size();
+    if (rank >= 2 && perm[rank - 1] == rank - 2 && perm[rank - 2] == rank - 1 &&
+        getElementTypeOrSelf(op->getResult(0).getType()).getIntOrFloatBitWidth() == 32) {
+      SmallVector<int64_t> sizes(rank, 1);
+      sizes[rank - 1] = sizes[rank - 2] = 16;
+      return sizes;
+    }
+  }
   if (isa<linalg::MatmulOp>(op.getOperation()))
     return {8, registerColumns(op), 1};
   if (isa<linalg::BatchMatmulOp>(op.getOperation()))
