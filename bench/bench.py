@@ -49,6 +49,42 @@ def median_times(funcs, repeats):
     return [statistics.median(t) for t in times]
 
 
+def measure_peak(threads: int) -> dict:
+    """GFLOP/s of an FMA loop (bench/peak.c) on `threads` threads, per
+    dtype; empty without a C compiler."""
+    import ctypes
+    import shutil
+    import subprocess
+    import tempfile
+    import threading
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        return {}
+    out = os.path.join(tempfile.mkdtemp(), "peak.so")
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peak.c")
+    if subprocess.run([cc, "-O2", "-march=native", "-ffp-contract=fast", "-shared", "-fPIC",
+                       src, "-o", out], capture_output=True).returncode != 0:
+        return {}
+    lib = ctypes.CDLL(out)
+    peaks = {}
+    for name, lanes in (("f32", 16), ("f64", 8)):
+        fn = getattr(lib, f"peak_{name}")
+        fn.argtypes, fn.restype = [ctypes.c_int64], ctypes.c_double
+        iterations = 20_000_000
+        best = 0.0
+        for _ in range(3):
+            workers = [threading.Thread(target=fn, args=(iterations,)) for _ in range(threads)]
+            start = time.perf_counter()
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join()
+            seconds = time.perf_counter() - start
+            best = max(best, threads * iterations * 16 * lanes * 2 / seconds / 1e9)
+        peaks[name] = best
+    return peaks
+
+
 def mlp():
     model = Model()
     model |= Linear(512).connect(input="input")
@@ -88,30 +124,37 @@ def run(quick: bool, threads_list):
     repeats = 5 if quick else 30
     rows = []
 
-    def add(case, ours, peers, flops=None, note=""):
-        rows.append((case, ours, peers, flops, note))
+    def add(case, ours, peers, flops=None, note="", peak=None):
+        rows.append((case, ours, peers, flops, note, peak))
 
     for threads in threads_list:
+        peaks = measure_peak(threads)
         # Ours is pinned like the peers: large ops split across `threads`.
         backend = ml.MlirBackend(dtype=ml.float32, num_threads=threads)
         if torch is not None:
             torch.set_num_threads(threads)
         limit = threadpool_limits(threads) if threadpool_limits else None
-        # Matrix products.
-        for n in ([256, 512] if quick else [256, 512, 1024, 2048]):
-            a = rng.standard_normal((n, n)).astype(np.float32)
-            b = rng.standard_normal((n, n)).astype(np.float32)
-            model = Model()
-            model |= MatrixMultiply().connect(left="a", right="b", output=ml.IOKey("c"))
-            pm = ml.compile(model, backend, shapes={"a": [n, n], "b": [n, n]})
-            ours = lambda: pm.evaluate({}, {"a": a, "b": b})
-            np.testing.assert_allclose(ours()["c"], a @ b, rtol=1e-3, atol=1e-2)
-            funcs = [ours, lambda: a @ b]
-            if torch is not None:
-                ta, tb = torch.tensor(a), torch.tensor(b)
-                funcs.append(lambda: ta @ tb)
-            t = median_times(funcs, max(3, repeats // (n // 256)))
-            add(f"sgemm {n} ({threads}t)", t[0], t[1:], 2 * n ** 3)
+        # Matrix products, single and double precision.
+        for prefix, dtype, peak in (("s", np.float32, "f32"), ("d", np.float64, "f64")):
+            gemm_backend = backend if dtype == np.float32 else ml.MlirBackend(
+                dtype=ml.float64, num_threads=threads)
+            for n in ([256, 512] if quick else [256, 512, 1024, 2048]):
+                a = rng.standard_normal((n, n)).astype(dtype)
+                b = rng.standard_normal((n, n)).astype(dtype)
+                model = Model()
+                model |= MatrixMultiply().connect(left="a", right="b", output=ml.IOKey("c"))
+                start = time.perf_counter()
+                pm = ml.compile(model, gemm_backend, shapes={"a": [n, n], "b": [n, n]})
+                compile_s = time.perf_counter() - start
+                ours = lambda: pm.evaluate({}, {"a": a, "b": b})
+                np.testing.assert_allclose(ours()["c"], a @ b, rtol=1e-3, atol=1e-2)
+                funcs = [ours, lambda: a @ b]
+                if torch is not None:
+                    ta, tb = torch.tensor(a), torch.tensor(b)
+                    funcs.append(lambda: ta @ tb)
+                t = median_times(funcs, max(3, repeats // (n // 256)))
+                add(f"{prefix}gemm {n} ({threads}t)", t[0], t[1:], 2 * n ** 3,
+                    note=f"compile {compile_s * 1e3:.0f} ms", peak=peaks.get(peak))
         # MLP inference.
         for batch in ([1, 16, 64] if quick else [1, 16, 64, 256]):
             start = time.perf_counter()
@@ -144,12 +187,15 @@ def run(quick: bool, threads_list):
         for batch in ([64] if quick else [64, 256]):
             train = TrainModel(mlp())
             train.add_loss(CrossEntropy(), reduce_steps=[Mean()], input="logits", target="target")
+            start = time.perf_counter()
             pm = ml.compile(train, backend, shapes={"input": [batch, 784], "target": [batch]})
             params = pm.randomize_params(seed=0)
             x = rng.standard_normal((batch, 784)).astype(np.float32)
             y = rng.integers(0, 10, batch)
             opt = ml.SGD(lr=0.01)
             ours = lambda: pm.train_step(params, {"input": x, "target": y}, opt)
+            ours()  # the training step compiles on first use
+            compile_s = time.perf_counter() - start
             funcs = [ours]
             if torch is not None:
                 net = torch_mlp(params, [(f"linear_{i}.weight", f"linear_{i}.bias")
@@ -164,9 +210,12 @@ def run(quick: bool, threads_list):
                     topt.step()
                 funcs.append(torch_step)
             t = median_times(funcs, repeats)
-            add(f"MLP train step b{batch} ({threads}t)", t[0], [None] + t[1:])
+            add(f"MLP train step b{batch} ({threads}t)", t[0], [None] + t[1:],
+                note=f"compile {compile_s * 1e3:.0f} ms")
         # CNN forward.
+        start = time.perf_counter()
         pm = ml.compile(cnn(), backend, shapes={"input": [16, 1, 28, 28]}, inference=True)
+        cnn_compile_s = time.perf_counter() - start
         params = pm.randomize_params(seed=0)
         x = rng.standard_normal((16, 1, 28, 28)).astype(np.float32)
         ours = lambda: pm.evaluate(params, {"input": x})
@@ -191,16 +240,23 @@ def run(quick: bool, threads_list):
                 t = median_times(funcs, max(3, repeats // 5))
         else:
             t = median_times(funcs, max(3, repeats // 5))
-        add(f"CNN forward b16 ({threads}t)", t[0], [None] + t[1:])
+        add(f"CNN forward b16 ({threads}t)", t[0], [None] + t[1:],
+            note=f"compile {cnn_compile_s * 1e3:.0f} ms")
         # CNN training step (cross entropy, backward, SGD), checked against
         # torch on one step from the same parameters.
         train = TrainModel(cnn())
         train.add_loss(CrossEntropy(), reduce_steps=[Mean()], input="logits", target="target")
+        start = time.perf_counter()
         pm = ml.compile(train, backend, shapes={"input": [16, 1, 28, 28], "target": [16]})
         params = pm.randomize_params(seed=0)
         y = rng.integers(0, 10, 16)
         opt = ml.SGD(lr=0.01)
         funcs = [lambda: pm.train_step(params, {"input": x, "target": y}, opt)]
+        cnn_train_params = {k: v.copy() for k, v in params.items()}
+        funcs[0]()  # the training step compiles on first use
+        cnn_train_compile_s = time.perf_counter() - start
+        params.update(cnn_train_params)  # torch starts from the same parameters
+        opt = ml.SGD(lr=0.01)
         if torch is not None:
             tp = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
             topt = torch.optim.SGD(list(tp.values()), lr=0.01)
@@ -224,7 +280,8 @@ def run(quick: bool, threads_list):
             np.testing.assert_allclose(ours_loss, torch_loss, rtol=1e-3)
             funcs.append(torch_cnn_step)
         t = median_times(funcs, max(3, repeats // 5))
-        add(f"CNN train step b16 ({threads}t)", t[0], [None] + t[1:])
+        add(f"CNN train step b16 ({threads}t)", t[0], [None] + t[1:],
+            note=f"compile {cnn_train_compile_s * 1e3:.0f} ms")
         if limit is not None:
             limit.unregister() if hasattr(limit, "unregister") else None
     return rows
@@ -253,16 +310,19 @@ def write(rows, path_md, path_png, threads_list):
              f"splits large ops across N threads of the MLIR async runtime). "
              "Times are medians of alternating runs; a ratio is the peer's time over ours "
              "(above 1: we are faster).", "",
-             "| case | ours | numpy | torch | vs numpy | vs torch | GFLOP/s | note |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "GFLOP/s is ours; % of peak is of an FMA loop (bench/peak.c) measured on the same "
+             "thread count just before.", "",
+             "| case | ours | numpy | torch | vs numpy | vs torch | GFLOP/s | % of peak | note |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     ratios, labels = [], []
-    for case, ours, peers, flops, note in rows:
+    for case, ours, peers, flops, note, peak in rows:
         peers = list(peers) + [None] * (2 - len(peers))
         fmt = lambda t: f"{t * 1e3:.3f} ms" if t is not None else "-"
         r = [f"{p / ours:.2f}x" if p is not None else "-" for p in peers]
         gf = f"{flops / ours / 1e9:.1f}" if flops else "-"
+        pct = f"{100 * flops / ours / 1e9 / peak:.0f}% of {peak:.0f}" if flops and peak else "-"
         lines.append(f"| {case} | {fmt(ours)} | {fmt(peers[0])} | {fmt(peers[1])} | {r[0]} | "
-                     f"{r[1]} | {gf} | {note} |")
+                     f"{r[1]} | {gf} | {pct} | {note} |")
         best = [p for p in peers if p is not None]
         if best:
             ratios.append(min(best) / ours)
