@@ -1030,6 +1030,14 @@ static Value mergeAxes(OpBuilder &b, Location loc, Value v, int64_t axis, Ranked
   return tensor::CollapseShapeOp::create(b, loc, type, v, reassoc);
 }
 
+/// The body of a multiply-accumulate generic: out + in0 * in1.
+static void yieldMultiplyAdd(OpBuilder &b, Location loc, ValueRange args) {
+  linalg::YieldOp::create(
+      b, loc,
+      arith::AddFOp::create(b, loc, args[2], arith::MulFOp::create(b, loc, args[0], args[1]))
+          .getResult());
+}
+
 /// The flat-row layout of a plain 2-D convolution: the input, padded, is
 /// stored as rows of the padded width `wp`, so output (oh, ow) at flat
 /// position p = oh * wp + ow reads input p + kh * wp + kw for every kernel
@@ -1108,12 +1116,7 @@ static Value lowerFlatConv(OpBuilder &b, Location loc, Value input, Value weight
   iterators.append(3, utils::IteratorType::reduction);
   auto generic = linalg::GenericOp::create(
       b, loc, TypeRange{resultType}, ValueRange{flat, weight}, init, maps, iterators,
-      [&](OpBuilder &nb, Location nl, ValueRange a) {
-        linalg::YieldOp::create(
-            nb, nl,
-            arith::AddFOp::create(nb, nl, a[2], arith::MulFOp::create(nb, nl, a[0], a[1]))
-                .getResult());
-      });
+      yieldMultiplyAdd);
   generic->setAttr(kConvFlatAttr, b.getUnitAttr());
   // [N, F, positions] -> rows [N, F, OH, wp] -> columns < OW.
   Value rows = tensor::ExtractSliceOp::create(
@@ -1173,12 +1176,7 @@ static Value lowerFlatConvWeightGrad(OpBuilder &b, Location loc, Value input, Va
   auto partialType = RankedTensorType::get({f, c, l.kh, l.kw, kConvFlatLanes}, et);
   auto partial = linalg::GenericOp::create(
       b, loc, TypeRange{partialType}, ValueRange{flat, gradLanes}, zeroFilled(b, loc, partialType),
-      maps, iterators, [&](OpBuilder &nb, Location nl, ValueRange a) {
-        linalg::YieldOp::create(
-            nb, nl,
-            arith::AddFOp::create(nb, nl, a[2], arith::MulFOp::create(nb, nl, a[0], a[1]))
-                .getResult());
-      });
+      maps, iterators, yieldMultiplyAdd);
   partial->setAttr(kConvFlatWeightGradAttr, b.getUnitAttr());
   return linalg::ReduceOp::create(
              b, loc, ValueRange{partial.getResult(0)}, ValueRange{zeroFilled(b, loc, weightType)},
@@ -1249,12 +1247,7 @@ struct ConvPattern : OpRewritePattern<OpT> {
     iterators.append(1 + spatial, utils::IteratorType::reduction);
     auto generic = linalg::GenericOp::create(
         rewriter, loc, TypeRange{groupedOut}, ValueRange{groupedInput, groupedWeight}, init, maps,
-        iterators, [&](OpBuilder &b, Location l, ValueRange a) {
-          linalg::YieldOp::create(
-              b, l,
-              arith::AddFOp::create(b, l, a[2], arith::MulFOp::create(b, l, a[0], a[1]))
-                  .getResult());
-        });
+        iterators, yieldMultiplyAdd);
     // Tells mithril-cpu-schedule the loop layout (it tiles convolutions like
     // matmuls: output channels by output columns).
     generic->setAttr(kConvSpatialAttr, rewriter.getI64IntegerAttr(spatial));
@@ -1414,12 +1407,7 @@ struct ConvGradWeightPattern : OpRewritePattern<ConvGradWeightOp> {
     Value result =
         linalg::GenericOp::create(
             rewriter, loc, TypeRange{groupedOut}, ValueRange{input, grad}, init, maps, iterators,
-            [&](OpBuilder &b, Location l, ValueRange a) {
-              linalg::YieldOp::create(
-                  b, l,
-                  arith::AddFOp::create(b, l, a[2], arith::MulFOp::create(b, l, a[0], a[1]))
-                      .getResult());
-            })
+            yieldMultiplyAdd)
             .getResult(0);
     rewriter.replaceOp(op, mergeAxes(rewriter, loc, result, 0, out));
     return success();
