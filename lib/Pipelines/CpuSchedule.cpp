@@ -100,6 +100,31 @@ static bool isConvolutionTile(Operation *op) {
          op->hasAttr(mithril::kConvFlatWeightGradAttr);
 }
 
+/// For an op whose trailing loops are reductions over small static windows
+/// (at most 16 elements in all) after parallel loops, the innermost parallel
+/// loop when it is short enough to stay whole in a tile (64).
+static std::optional<unsigned> smallWindowColumns(linalg::LinalgOp op) {
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  unsigned first = iterators.size();
+  while (first > 0 && iterators[first - 1] == utils::IteratorType::reduction)
+    --first;
+  if (first == 0 || first == iterators.size() ||
+      llvm::any_of(ArrayRef(iterators).take_front(first),
+                   [](utils::IteratorType it) { return it != utils::IteratorType::parallel; }))
+    return std::nullopt;
+  int64_t window = 1;
+  for (int64_t r : ArrayRef(ranges).drop_front(first)) {
+    if (ShapedType::isDynamic(r))
+      return std::nullopt;
+    window *= r;
+  }
+  int64_t columns = ranges[first - 1];
+  if (window > 16 || ShapedType::isDynamic(columns) || columns > 64)
+    return std::nullopt;
+  return first - 1;
+}
+
 static SmallVector<int64_t> hostTileSizes(linalg::LinalgOp op) {
   if (op->hasAttr(mithril::kConvFlatAttr) && op.getNumLoops() == 6) {
     // Loops n, f, p, c, kh, kw: 8 output channels x a row of flat positions
@@ -111,6 +136,15 @@ static SmallVector<int64_t> hostTileSizes(linalg::LinalgOp op) {
     // Loops f, c, kh, kw, lane, n, block: 4 output x 4 input channels (2
     // for f64) of lane vectors accumulate over blocks of flat positions.
     return {4, registerColumns(op) == 32 ? 4 : 2, 1, 1, mithril::kConvFlatLanes, 1, 1};
+  }
+  if (auto whole = op->getAttrOfType<DenseI64ArrayAttr>(mithril::kPoolWindowAttr)) {
+    // Pooling over non-overlapping windows: a row of output columns with
+    // their windows per tile, every other loop one at a time.
+    SmallVector<int64_t> sizes(op.getNumLoops(), 1);
+    for (int64_t loop : whole.asArrayRef())
+      if (loop >= 0 && loop < static_cast<int64_t>(sizes.size()))
+        sizes[loop] = 0;
+    return sizes;
   }
   if (op->hasAttr(kGemvMarker)) {
     // Loops: rows and columns of the result, the reduction steps, and the
@@ -165,6 +199,14 @@ static SmallVector<int64_t> hostTileSizes(linalg::LinalgOp op) {
     return {1, 8, registerColumns(op), 1};
   unsigned loops = op.getNumLoops();
   SmallVector<int64_t> sizes(loops, 1);
+  if (std::optional<unsigned> columns = smallWindowColumns(op)) {
+    // A reduction over small windows (a pooling, also once elementwise
+    // fusion has merged its producer and dropped the marker): a row of
+    // outputs with their whole windows per tile.
+    for (unsigned i = *columns; i < loops; ++i)
+      sizes[i] = 0;
+    return sizes;
+  }
   if (loops >= 1)
     sizes[loops - 1] = 32;
   if (loops >= 2)

@@ -1414,6 +1414,133 @@ struct ConvGradWeightPattern : OpRewritePattern<ConvGradWeightOp> {
   }
 };
 
+/// Non-overlapping 2-D windows (stride == kernel, no padding, unit dilation,
+/// static sizes the kernel divides): the shape [lead..., OH, KH, OW, KW] in
+/// which a tensor [lead..., H, W] is viewed, so that a window is a slice of a
+/// projected permutation and pooling vectorizes along the output columns.
+/// None otherwise.
+static std::optional<SmallVector<int64_t>>
+windowViewShape(RankedTensorType t, ArrayRef<int64_t> kernel, ArrayRef<int64_t> stride,
+                ArrayRef<int64_t> padding, ArrayRef<int64_t> dilation) {
+  int64_t lead = t.getRank() - 2;
+  if (kernel.size() != 2 || lead < 0 || !t.hasStaticShape() ||
+      llvm::any_of(padding, [](int64_t p) { return p != 0; }) ||
+      llvm::any_of(dilation, [](int64_t d) { return d != 1; }) ||
+      !isa<FloatType>(t.getElementType()))
+    return std::nullopt;
+  SmallVector<int64_t> shape(t.getShape().take_front(lead));
+  for (int64_t j = 0; j < 2; ++j) {
+    int64_t size = t.getDimSize(lead + j);
+    if (stride[j] != kernel[j] || kernel[j] < 1 || size % kernel[j] != 0)
+      return std::nullopt;
+    shape.append({size / kernel[j], kernel[j]});
+  }
+  return shape;
+}
+
+/// The grouping of [lead..., OH, KH, OW, KW] into [lead..., H, W].
+static SmallVector<ReassociationIndices> windowGrouping(int64_t lead) {
+  SmallVector<ReassociationIndices> groups;
+  for (int64_t i = 0; i < lead; ++i)
+    groups.push_back({i});
+  groups.push_back({lead, lead + 1});
+  groups.push_back({lead + 2, lead + 3});
+  return groups;
+}
+
+static Value windowView(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> shape) {
+  RankedTensorType t = tensorType(input);
+  return tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get(shape, t.getElementType()),
+                                       input, windowGrouping(t.getRank() - 2));
+}
+
+/// Max or average pooling over non-overlapping windows (see windowView):
+/// loops lead..., oh, ow, kh, kw.
+static Value lowerWindowPool(OpBuilder &b, Location loc, Value view, RankedTensorType out,
+                             bool isMax) {
+  MLIRContext *ctx = b.getContext();
+  int64_t lead = out.getRank() - 2, loops = lead + 4;
+  Type et = out.getElementType();
+  auto ft = cast<FloatType>(et);
+  Value init = isMax ? arith::ConstantOp::create(
+                           b, loc, b.getFloatAttr(et, APFloat::getInf(ft.getFloatSemantics(),
+                                                                      /*Negative=*/true)))
+                           .getResult()
+                     : floatConst(b, loc, et, 0.0);
+  Value filled = linalg::FillOp::create(b, loc, init,
+                                        emptyTensor(b, loc, out, {}))
+                     .getResult(0);
+  auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+  SmallVector<AffineExpr> inE, outE;
+  for (int64_t i = 0; i < lead; ++i) {
+    inE.push_back(d(i));
+    outE.push_back(d(i));
+  }
+  inE.append({d(lead), d(lead + 2), d(lead + 1), d(lead + 3)});
+  outE.append({d(lead), d(lead + 1)});
+  SmallVector<utils::IteratorType> iterators(lead + 2, utils::IteratorType::parallel);
+  iterators.append(2, utils::IteratorType::reduction);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{out}, ValueRange{view}, ValueRange{filled},
+      SmallVector<AffineMap>{AffineMap::get(loops, 0, inE, ctx),
+                             AffineMap::get(loops, 0, outE, ctx)},
+      iterators, [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value r = isMax ? arith::MaximumFOp::create(nb, l, a[0], a[1]).getResult()
+                        : arith::AddFOp::create(nb, l, a[0], a[1]).getResult();
+        linalg::YieldOp::create(nb, l, r);
+      });
+  generic->setAttr(kPoolWindowAttr,
+                   b.getDenseI64ArrayAttr({lead + 1, lead + 2, lead + 3}));
+  return generic.getResult(0);
+}
+
+/// The gradient of pooling over non-overlapping windows, written through the
+/// window view of the input's shape: each element gets its window's output
+/// gradient where it equals the window's maximum (max pooling, every tie
+/// included as in the gather form), or the gradient over the window size.
+/// Loops lead..., oh, kh, ow, kw, all parallel.
+static Value lowerWindowPoolGrad(OpBuilder &b, Location loc, RankedTensorType out, Value grad,
+                                 ArrayRef<int64_t> viewShape, Value inputView, Value pooled,
+                                 int64_t count) {
+  MLIRContext *ctx = b.getContext();
+  int64_t lead = out.getRank() - 2, loops = lead + 4;
+  Type et = out.getElementType();
+  auto viewType = RankedTensorType::get(viewShape, et);
+  auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+  SmallVector<AffineExpr> all, windowE;
+  for (int64_t i = 0; i < loops; ++i)
+    all.push_back(d(i));
+  for (int64_t i = 0; i < lead; ++i)
+    windowE.push_back(d(i));
+  windowE.append({d(lead), d(lead + 2)});
+  AffineMap identity = AffineMap::get(loops, 0, all, ctx),
+            perWindow = AffineMap::get(loops, 0, windowE, ctx);
+  SmallVector<Value> ins = {grad};
+  SmallVector<AffineMap> maps = {perWindow};
+  if (inputView) {
+    ins.append({inputView, pooled});
+    maps.append({identity, perWindow});
+  }
+  maps.push_back(identity);
+  SmallVector<utils::IteratorType> iterators(loops, utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{viewType}, ins, ValueRange{emptyTensor(b, loc, viewType, {})}, maps,
+      iterators, [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value r;
+        if (inputView) {
+          Value hit = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, a[1], a[2]);
+          r = arith::SelectOp::create(nb, l, hit, a[0], floatConst(nb, l, et, 0.0));
+        } else {
+          r = arith::DivFOp::create(nb, l, a[0], floatConst(nb, l, et, count));
+        }
+        linalg::YieldOp::create(nb, l, r);
+      });
+  generic->setAttr(kPoolWindowAttr,
+                   b.getDenseI64ArrayAttr({lead + 1, lead + 2, lead + 3}));
+  return tensor::CollapseShapeOp::create(b, loc, out, generic.getResult(0),
+                                         windowGrouping(lead));
+}
+
 /// Gradients of max and average pooling in gather form over (lead..., i...,
 /// k...).
 template <typename OpT>
@@ -1430,6 +1557,21 @@ struct PoolGradPattern : OpRewritePattern<OpT> {
     int64_t spatial = kernel.size(), lead = out.getRank() - spatial;
     Type et = out.getElementType();
     Value zero = floatConst(rewriter, loc, et, 0.0);
+    // Non-overlapping windows: a vectorizable elementwise form.
+    if (auto viewShape = windowViewShape(out, kernel, op.getStride(), op.getPadding(),
+                                         op.getDilation())) {
+      int64_t count = 1;
+      for (int64_t k : kernel)
+        count *= k;
+      Value inputView, pooled;
+      if constexpr (isMax) {
+        inputView = windowView(rewriter, loc, op.getInput(), *viewShape);
+        pooled = op.getOutput();
+      }
+      rewriter.replaceOp(op, lowerWindowPoolGrad(rewriter, loc, out, op.getGrad(), *viewShape,
+                                                 inputView, pooled, count));
+      return success();
+    }
     Value init = zeroFilled(rewriter, loc, out);
     Value window = tensor::EmptyOp::create(rewriter, loc, kernel, et);
     int64_t numLoops = lead + 2 * spatial;
@@ -1607,6 +1749,16 @@ struct PoolPattern : OpRewritePattern<OpT> {
                     rewriter.getFloatAttr(et, APFloat::getInf(ft.getFloatSemantics(), true)))
                     .getResult()
               : floatConst(rewriter, loc, et, 0.0);
+    if (auto viewShape = windowViewShape(op.getInput().getType(), kernel, op.getStride(),
+                                         op.getPadding(), op.getDilation())) {
+        Value view = windowView(rewriter, loc, op.getInput(), *viewShape);
+        Value result = lowerWindowPool(rewriter, loc, view, out, isMax);
+        if (!isMax)
+          result = divideByScalar(rewriter, loc, result,
+                                  floatConst(rewriter, loc, et, kernel[0] * kernel[1]));
+        rewriter.replaceOp(op, result);
+        return success();
+      }
     Value input = padSpatial(rewriter, loc, op.getInput(), lead, op.getPadding(), padValue);
     if (llvm::any_of(out.getShape().drop_front(lead), ShapedType::isDynamic))
       return rewriter.notifyMatchFailure(op, "dynamic spatial dimensions");

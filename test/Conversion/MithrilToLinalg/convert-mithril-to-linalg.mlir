@@ -84,3 +84,23 @@ mithril.model @ConvGradWeight(data %x: tensor<2x3x6x6xf32>, data %g: tensor<2x8x
   %dw = mithril.conv_grad_weight %x, %g {dilation = array<i64: 1, 1>, kernel_size = array<i64: 3, 3>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x3x6x6xf32>, tensor<2x8x6x6xf32>) -> tensor<8x3x3x3xf32>
   mithril.output %dw : tensor<8x3x3x3xf32>
 }
+
+// -----
+
+// Pooling over non-overlapping windows (stride == kernel, no padding) views
+// the input [N, C, H, W] as [N, C, OH, KH, OW, KW]: the window reduction and
+// the gradient (the window's output gradient where an element equals its
+// maximum) are then projected permutations, which vectorize along OW.
+// CHECK-LABEL: func.func @WindowPool(
+// CHECK: %[[VIEW:.+]] = tensor.expand_shape %arg0 {{\[}}[0], [1], [2, 3], [4, 5]] output_shape [2, 3, 2, 2, 3, 2]
+// CHECK: %[[Y:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%[[VIEW]] : tensor<2x3x2x2x3x2xf32>) {{.*}} attrs = {mithril.pool_window = array<i64: 3, 4, 5>}
+// CHECK: arith.maximumf
+// CHECK: %[[DX:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%arg1, %{{.+}}, %[[Y]] : {{.*}}) outs(%{{.+}} : tensor<2x3x2x2x3x2xf32>)
+// CHECK: arith.cmpf oeq
+// CHECK: arith.select
+// CHECK: tensor.collapse_shape %[[DX]] {{\[}}[0], [1], [2, 3], [4, 5]] : tensor<2x3x2x2x3x2xf32> into tensor<2x3x4x6xf32>
+mithril.model @WindowPool(data %x: tensor<2x3x4x6xf32>, data %g: tensor<2x3x2x3xf32>) -> (y: tensor<2x3x2x3xf32>, dx: tensor<2x3x4x6xf32>) {
+  %y = mithril.max_pool2d %x {kernel_size = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>} : (tensor<2x3x4x6xf32>) -> tensor<2x3x2x3xf32>
+  %dx = mithril.max_pool_grad %x, %y, %g {kernel_size = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>} : (tensor<2x3x4x6xf32>, tensor<2x3x2x3xf32>, tensor<2x3x2x3xf32>) -> tensor<2x3x4x6xf32>
+  mithril.output %y, %dx : tensor<2x3x2x3xf32>, tensor<2x3x4x6xf32>
+}

@@ -39,6 +39,13 @@ inline constexpr llvm::StringLiteral kConvFlatAttr = "mithril.conv_flat";
 /// kernel column, lane, n, block of lanes; the lanes are summed afterwards.
 inline constexpr llvm::StringLiteral kConvFlatWeightGradAttr = "mithril.conv_flat_weight_grad";
 
+/// Marks the linalg.generic of a pooling (or its gradient) over
+/// non-overlapping windows, whose input is viewed with each spatial axis split
+/// into (output position, window offset): a DenseI64ArrayAttr of the loops a
+/// register tile keeps whole (the output columns and the window offsets);
+/// every other loop is tiled by 1.
+inline constexpr llvm::StringLiteral kPoolWindowAttr = "mithril.pool_window";
+
 /// Positions along the flat rows a register tile covers, and the lanes of
 /// the weight gradient's partial sums.
 inline constexpr int64_t kConvFlatTile = 32;
