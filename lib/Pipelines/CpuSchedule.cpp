@@ -68,10 +68,10 @@ static constexpr llvm::StringLiteral kGemvMarker = "mithril.gemv";
 static constexpr int64_t kGemvLanes = 16;
 static constexpr int64_t kGemvMaxRows = 16;
 static constexpr int64_t kGemvRowTile = 4;
-/// A matrix-vector product splits across threads from this many
-/// multiply-adds: below it (an MLP at batch 1) the handoff costs more than
-/// the second core gains.
-static constexpr int64_t kGemvMinParallelWork = int64_t(1) << 20;
+/// A matrix-vector product is bound by reading its weight, which two threads
+/// do twice as fast: it splits across threads from min-parallel-work / 8
+/// multiply-adds.
+static constexpr int64_t kGemvWorkDivisor = 8;
 
 /// The loop order of a matrix-vector tile nest: columns (weight rows)
 /// outermost, so that each block of the weight is read once while the few
@@ -230,10 +230,10 @@ parallelSplit(linalg::LinalgOp op, unsigned threads, int64_t minWork) {
     work = r > 0 && work > std::numeric_limits<int64_t>::max() / r ? work : work * r;
   }
   // A matrix-vector product streams its weight from memory: two threads
-  // read it twice as fast, so it is worth splitting at half the work (but
-  // not below kGemvMinParallelWork), by weight rows.
+  // read it twice as fast, so it is worth splitting at a fraction of the work
+  // (kGemvWorkDivisor), by weight rows.
   bool gemv = op->hasAttr(kGemvMarker);
-  if (work < (gemv ? std::max<int64_t>(minWork / 2, kGemvMinParallelWork) : minWork))
+  if (work < (gemv ? minWork / kGemvWorkDivisor : minWork))
     return std::nullopt;
   SmallVector<int64_t> tiles = hostTileSizes(op);
   SmallVector<unsigned> order;

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mithril/Runtime/CompiledModel.h"
+#include "TaskPool.h"
 
 #include "mithril/Dialect/Mithril/IR/MithrilOps.h"
 #include "mithril/InitAllDialects.h"
@@ -405,60 +406,14 @@ extern "C" void *mithrilCachedAlignedAlloc(size_t alignment, size_t size) {
 }
 extern "C" void mithrilCachedFree(void *block) { BufferCache::get().release(block); }
 
-/// Waits until every worker thread of the async runtime has left the task it
-/// was running. A task signals its completion token from compiled code and
-/// then still runs a few instructions of that code, so the caller may return
-/// (and free the code) while a worker is inside it. One blocking task per
-/// worker, each waiting for all the others, can only all run once every
-/// worker has finished what it held.
-class WorkerDrain {
-public:
-  static void run(const llvm::StringMap<void *> &runtime) {
-    using ExecuteFn = void (*)(void *, void (*)(void *));
-    using CountFn = int64_t (*)();
-    auto execute = reinterpret_cast<ExecuteFn>(runtime.lookup("mlirAsyncRuntimeExecute"));
-    auto count = reinterpret_cast<CountFn>(runtime.lookup("mlirAsyncRuntimGetNumWorkerThreads"));
-    if (!execute || !count)
-      return;
-    // One drain at a time; the state is static so that no worker touches
-    // freed memory on its way out.
-    static std::mutex serial;
-    static WorkerDrain drain;
-    std::lock_guard<std::mutex> lock(serial);
-    std::unique_lock<std::mutex> state(drain.mutex_);
-    drain.waiting_ = count();
-    drain.left_ = drain.waiting_;
-    if (drain.waiting_ <= 0)
-      return;
-    for (int64_t i = 0, e = drain.waiting_; i < e; ++i)
-      execute(&drain, &WorkerDrain::task);
-    drain.changed_.wait(state, [] { return drain.left_ == 0; });
-  }
-
-private:
-  static void task(void *self) {
-    auto *drain = static_cast<WorkerDrain *>(self);
-    std::unique_lock<std::mutex> state(drain->mutex_);
-    --drain->waiting_;
-    drain->changed_.notify_all();
-    drain->changed_.wait(state, [&] { return drain->waiting_ == 0; });
-    --drain->left_;
-    drain->changed_.notify_all();
-  }
-
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  int64_t waiting_ = 0, left_ = 0;
-};
 } // namespace
 
 CompiledModel::~CompiledModel() {
-  if (!usesWorkerThreads_)
-    return;
-  if (auto runtime = asyncRuntimeSymbols())
-    WorkerDrain::run(**runtime);
-  else
-    llvm::consumeError(runtime.takeError());
+  // A task signals its completion from compiled code and then still runs a
+  // few instructions of it on its way back to the pool: wait until none
+  // runs before the code is freed.
+  if (usesWorkerThreads_)
+    waitForPoolTasks();
 }
 
 static Expected<const llvm::StringMap<void *> *> asyncRuntimeSymbols() {
@@ -481,12 +436,8 @@ static Expected<const llvm::StringMap<void *> *> asyncRuntimeSymbols() {
       return;
     }
     init(symbols);
-    // The entry points the worker drain calls (~CompiledModel), whether or
-    // not the runtime exports them to the JIT.
-    for (const char *name : {"mlirAsyncRuntimeExecute", "mlirAsyncRuntimGetNumWorkerThreads"})
-      if (!symbols.count(name))
-        if (void *address = library.getAddressOfSymbol(name))
-          symbols[name] = address;
+    // Tasks start and are awaited through mithril's task pool (TaskPool.cpp).
+    installTaskPool(symbols);
   });
   if (!error.empty())
     return makeError(error);

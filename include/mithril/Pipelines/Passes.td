@@ -33,7 +33,7 @@ def MithrilCpuSchedule : Pass<"mithril-cpu-schedule", "mlir::ModuleOp"> {
   let options = [
     Option<"threads", "threads", "unsigned", /*default=*/"1",
            "Split large ops into this many parallel chunks">,
-    Option<"minParallelWork", "min-parallel-work", "int64_t", /*default=*/"1 << 21",
+    Option<"minParallelWork", "min-parallel-work", "int64_t", /*default=*/"1 << 19",
            "The loop iterations an op needs before it is split across threads">,
     ListOption<"cacheTile", "cache-tile", "int64_t",
                "Cache block of large matmuls: rows, columns, reduction (default 128,256,256)">

@@ -1,0 +1,190 @@
+//===- TaskPool.cpp - the threads that run split ops ----------------------===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+// Ops split across threads run as tasks of the MLIR async runtime, whose
+// thread pool puts idle workers to sleep on a condition variable: every split
+// op then pays a wake-up of a worker and, when the worker finishes last, of
+// the caller (tens of microseconds each on a VM, more than a small layer's
+// whole run). This pool keeps its workers spinning for a while after their
+// last task, and the waiting caller runs queued tasks itself and spins until
+// the pool is idle before it blocks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TaskPool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define MITHRIL_SPIN_PAUSE() _mm_pause()
+#else
+#define MITHRIL_SPIN_PAUSE() std::this_thread::yield()
+#endif
+
+using namespace mithril::runtime;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+/// How long a worker spins for its next task before it sleeps (long enough
+/// for the gaps between a model's layers and between back-to-back runs, short
+/// enough not to hold a core from other libraries' threads), and how long a
+/// waiting caller spins for the pool to finish before it blocks.
+constexpr std::chrono::microseconds kWorkerSpin(100), kCallerSpin(2000);
+
+class TaskPool {
+public:
+  using Resume = void (*)(void *);
+
+  static TaskPool &get() {
+    static TaskPool *pool = new TaskPool(); // workers live as long as the process
+    return *pool;
+  }
+
+  void submit(void *handle, Resume resume) {
+    running_.fetch_add(1, std::memory_order_relaxed);
+    bool wake;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back({handle, resume});
+      queued_.store(queue_.size(), std::memory_order_release);
+      wake = sleeping_ > 0;
+    }
+    if (wake)
+      wakeup_.notify_one();
+  }
+
+  /// Runs queued tasks and spins until no task runs or `limit` passes.
+  bool helpUntilIdle(std::chrono::microseconds limit) {
+    auto deadline = Clock::now() + limit;
+    while (running_.load(std::memory_order_acquire) != 0) {
+      Task task;
+      if (tryPop(task)) {
+        run(task);
+        continue;
+      }
+      if (Clock::now() > deadline)
+        return false;
+      MITHRIL_SPIN_PAUSE();
+    }
+    return true;
+  }
+
+  void waitIdle() {
+    while (!helpUntilIdle(kCallerSpin))
+      std::this_thread::yield();
+  }
+
+private:
+  struct Task {
+    void *handle = nullptr;
+    Resume resume = nullptr;
+  };
+
+  TaskPool() {
+    unsigned workers = std::max(1u, std::thread::hardware_concurrency()) - 1;
+    for (unsigned i = 0; i < std::max(1u, workers); ++i)
+      std::thread([this] { work(); }).detach();
+  }
+
+  bool tryPop(Task &task) {
+    if (queued_.load(std::memory_order_acquire) == 0)
+      return false;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (queue_.empty())
+      return false;
+    task = queue_.front();
+    queue_.pop_front();
+    queued_.store(queue_.size(), std::memory_order_release);
+    return true;
+  }
+
+  void run(const Task &task) {
+    task.resume(task.handle);
+    running_.fetch_sub(1, std::memory_order_release);
+  }
+
+  [[noreturn]] void work() {
+    for (;;) {
+      Task task;
+      auto until = Clock::now() + kWorkerSpin;
+      bool found = false;
+      // Spinning yields the core now and then to whatever else is runnable.
+      for (unsigned spins = 0; !(found = tryPop(task)) && Clock::now() < until; ++spins) {
+        if (spins % 64 == 63)
+          std::this_thread::yield();
+        else
+          MITHRIL_SPIN_PAUSE();
+      }
+      if (!found) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        ++sleeping_;
+        wakeup_.wait(lock, [&] { return !queue_.empty(); });
+        --sleeping_;
+        task = queue_.front();
+        queue_.pop_front();
+        queued_.store(queue_.size(), std::memory_order_release);
+      }
+      run(task);
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wakeup_;
+  std::deque<Task> queue_;
+  std::atomic<size_t> queued_{0};
+  std::atomic<int64_t> running_{0};
+  unsigned sleeping_ = 0;
+};
+
+using AwaitFn = void (*)(void *);
+AwaitFn realAwaitAllInGroup = nullptr, realAwaitToken = nullptr;
+
+extern "C" void mithrilPoolExecute(void *handle, TaskPool::Resume resume) {
+  TaskPool::get().submit(handle, resume);
+}
+
+extern "C" void mithrilPoolAwaitAllInGroup(void *group) {
+  // Once the pool is idle every task has completed its token, and the
+  // runtime's wait returns without blocking.
+  TaskPool::get().helpUntilIdle(kCallerSpin);
+  realAwaitAllInGroup(group);
+}
+
+extern "C" void mithrilPoolAwaitToken(void *token) {
+  TaskPool::get().helpUntilIdle(kCallerSpin);
+  realAwaitToken(token);
+}
+} // namespace
+
+void mithril::runtime::installTaskPool(llvm::StringMap<void *> &symbols) {
+  auto replace = [&](llvm::StringRef name, AwaitFn &real, void *ours) {
+    auto it = symbols.find(name);
+    if (it == symbols.end() || !it->second)
+      return false;
+    real = reinterpret_cast<AwaitFn>(it->second);
+    it->second = ours;
+    return true;
+  };
+  AwaitFn unused = nullptr;
+  // All or nothing: tasks started by the pool must be awaited through it.
+  if (!symbols.count("mlirAsyncRuntimeExecute") ||
+      !symbols.count("mlirAsyncRuntimeAwaitAllInGroup") ||
+      !symbols.count("mlirAsyncRuntimeAwaitToken"))
+    return;
+  replace("mlirAsyncRuntimeExecute", unused, reinterpret_cast<void *>(&mithrilPoolExecute));
+  replace("mlirAsyncRuntimeAwaitAllInGroup", realAwaitAllInGroup,
+          reinterpret_cast<void *>(&mithrilPoolAwaitAllInGroup));
+  replace("mlirAsyncRuntimeAwaitToken", realAwaitToken,
+          reinterpret_cast<void *>(&mithrilPoolAwaitToken));
+}
+
+void mithril::runtime::waitForPoolTasks() { TaskPool::get().waitIdle(); }
