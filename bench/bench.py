@@ -36,16 +36,23 @@ except ImportError:
     threadpool_info = threadpool_limits = None
 
 
-def median_times(funcs, repeats):
-    """Runs the callables alternately; returns their median seconds."""
+def median_times(funcs, repeats, block=4):
+    """Runs the callables alternately, in blocks of `block` calls of one
+    callable at a time, and returns their median seconds over the calls that
+    follow another call of the same callable: the first call of a block
+    shares the cores with the threads the previous candidate leaves spinning
+    (torch's OpenMP workers, OpenBLAS's, ours), which is no candidate's own
+    speed."""
     times = [[] for _ in funcs]
     for f in funcs:  # warm up
         f()
-    for _ in range(repeats):
+    for _ in range(max(1, repeats // (block - 1) + (repeats % (block - 1) > 0))):
         for i, f in enumerate(funcs):
-            t0 = time.perf_counter()
             f()
-            times[i].append(time.perf_counter() - t0)
+            for _ in range(block - 1):
+                t0 = time.perf_counter()
+                f()
+                times[i].append(time.perf_counter() - t0)
     return [statistics.median(t) for t in times]
 
 
@@ -308,8 +315,9 @@ def write(rows, path_md, path_png, threads_list):
              f"{torch.__version__ if torch else 'absent'}. Every candidate, ours included, is pinned "
              f"to the thread count in the case's name (ours: MlirBackend(num_threads=N), which "
              f"splits large ops across N threads of the MLIR async runtime). "
-             "Times are medians of alternating runs; a ratio is the peer's time over ours "
-             "(above 1: we are faster).", "",
+             "Times are medians of alternating blocks of runs (the first run of each block, "
+             "which shares the cores with the previous candidate's still-spinning threads, is "
+             "not counted); a ratio is the peer's time over ours (above 1: we are faster).", "",
              "GFLOP/s is ours; % of peak is of an FMA loop (bench/peak.c) measured on the same "
              "thread count just before.", "",
              "| case | ours | numpy | torch | vs numpy | vs torch | GFLOP/s | % of peak | note |",

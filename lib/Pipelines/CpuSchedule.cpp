@@ -23,6 +23,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 
 namespace mithril {
 #define GEN_PASS_DEF_MITHRILCPUSCHEDULE
@@ -65,6 +66,9 @@ module attributes {transform.with_named_sequence} {
 /// rewriteMatrixVectorProducts): its tiles are rows x kGemvColumns x
 /// kGemvLanes lanes of partial sums, one reduction step at a time.
 static constexpr llvm::StringLiteral kGemvMarker = "mithril.gemv";
+/// Marks a matmul block on a packed right operand (see packRightOperand):
+/// loops m, panel, column in panel, k.
+static constexpr llvm::StringLiteral kPackedMatmulMarker = "mithril.packed_matmul";
 static constexpr int64_t kGemvLanes = 16;
 static constexpr int64_t kGemvMaxRows = 16;
 static constexpr int64_t kGemvRowTile = 4;
@@ -97,7 +101,7 @@ static int64_t registerColumns(linalg::LinalgOp op) {
 /// loops dropped before vectorization.
 static bool isConvolutionTile(Operation *op) {
   return op->hasAttr(mithril::kConvSpatialAttr) || op->hasAttr(mithril::kConvFlatAttr) ||
-         op->hasAttr(mithril::kConvFlatWeightGradAttr);
+         op->hasAttr(mithril::kConvFlatWeightGradAttr) || op->hasAttr(kPackedMatmulMarker);
 }
 
 /// For an op whose trailing loops are reductions over small static windows
@@ -126,6 +130,10 @@ static std::optional<unsigned> smallWindowColumns(linalg::LinalgOp op) {
 }
 
 static SmallVector<int64_t> hostTileSizes(linalg::LinalgOp op) {
+  if (op->hasAttr(kPackedMatmulMarker) && op.getNumLoops() == 4) {
+    // 8 rows x one panel's columns, one reduction step at a time.
+    return {8, 1, registerColumns(op), 1};
+  }
   if (op->hasAttr(mithril::kConvFlatAttr) && op.getNumLoops() == 6) {
     // Loops n, f, p, c, kh, kw: 8 output channels x a row of flat positions
     // accumulate in registers, one input channel and kernel position at a
@@ -468,6 +476,9 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
         options.setTileSizes(getAsIndexOpFoldResult(&getContext(), level));
         if (current->hasAttr(kGemvMarker))
           options.setInterchange(gemvInterchange(cast<linalg::LinalgOp>(current)));
+        // Panels outermost: one packed panel serves every row tile in turn.
+        if (current->hasAttr(kPackedMatmulMarker))
+          options.setInterchange({1, 0, 2, 3});
         rewriter.setInsertionPoint(current);
         FailureOr<scf::SCFTilingResult> tiled =
             scf::tileUsingSCF(rewriter, cast<TilingInterface>(current), options);
@@ -508,8 +519,69 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
       if (failed(tiled))
         return op.emitError("mithril-cpu-schedule: cannot tile this matmul for the cache");
       rewriter.replaceOp(op, tiled->replacements);
+      auto block = dyn_cast<linalg::MatmulOp>(tiled->tiledOps.front());
+      if (block && packRightOperand(rewriter, block))
+        // The packing depends on the column and reduction blocks only: out of
+        // the row loop, so that each packed block serves every row block.
+        for (LoopLikeOpInterface loop : llvm::reverse(tiled->loops))
+          moveLoopInvariantCode(loop);
     }
     return success();
+  }
+
+  /// Rewrites a matmul block C += A * B so that B is first copied into
+  /// panels of one register tile's columns, [columns / cols][k][cols]: the
+  /// register tiles then read a panel contiguously (32 KiB that stay in L1
+  /// while the row tiles pass) instead of rows a whole matrix apart, which
+  /// share a few L1 sets. The product becomes a generic over (m, panel,
+  /// column in panel, k) marked kPackedMatmulMarker, on C viewed as
+  /// [m][panel][cols]. False when the block does not qualify.
+  bool packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block) {
+    if (!block.hasPureTensorSemantics())
+      return false;
+    Value a = block.getDpsInputOperand(0)->get(), b = block.getDpsInputOperand(1)->get();
+    Value c = block.getDpsInitOperand(0)->get();
+    auto bt = dyn_cast<RankedTensorType>(b.getType());
+    auto ct = dyn_cast<RankedTensorType>(c.getType());
+    int64_t cols = registerColumns(cast<linalg::LinalgOp>(block.getOperation()));
+    if (!bt || !ct || !bt.hasStaticShape() || !ct.hasStaticShape() ||
+        !isa<FloatType>(bt.getElementType()) || bt.getDimSize(1) % cols != 0 ||
+        bt.getDimSize(1) <= cols || ct.getDimSize(0) < 16)
+      return false;
+    MLIRContext *ctx = &getContext();
+    Location loc = block.getLoc();
+    Type et = bt.getElementType();
+    int64_t k = bt.getDimSize(0), n = bt.getDimSize(1), m = ct.getDimSize(0), panels = n / cols;
+    rewriter.setInsertionPoint(block);
+    SmallVector<ReassociationIndices> split = {{0}, {1, 2}};
+    Value bPanels = tensor::ExpandShapeOp::create(
+        rewriter, loc, RankedTensorType::get({k, panels, cols}, et), b, split);
+    Value packed =
+        linalg::TransposeOp::create(
+            rewriter, loc, bPanels,
+            tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{panels, k, cols}, et),
+            ArrayRef<int64_t>{1, 0, 2})
+            .getResult()[0];
+    Value cPanels = tensor::ExpandShapeOp::create(
+        rewriter, loc, RankedTensorType::get({m, panels, cols}, et), c, split);
+    AffineExpr dm, dj, dn, dk;
+    bindDims(ctx, dm, dj, dn, dk);
+    SmallVector<AffineMap> maps = {AffineMap::get(4, 0, {dm, dk}, ctx),
+                                   AffineMap::get(4, 0, {dj, dk, dn}, ctx),
+                                   AffineMap::get(4, 0, {dm, dj, dn}, ctx)};
+    SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
+    iterators.push_back(utils::IteratorType::reduction);
+    auto product = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{cPanels.getType()}, ValueRange{a, packed}, ValueRange{cPanels},
+        maps, iterators, [](OpBuilder &nb, Location l, ValueRange args) {
+          Value p = arith::MulFOp::create(nb, l, args[0], args[1]);
+          linalg::YieldOp::create(nb, l, ValueRange{arith::AddFOp::create(nb, l, args[2], p)});
+        });
+    product->setAttr(kPackedMatmulMarker, rewriter.getUnitAttr());
+    rewriter.replaceOp(block, tensor::CollapseShapeOp::create(rewriter, loc, ct,
+                                                              product.getResult(0), split)
+                                  .getResult());
+    return true;
   }
 
   /// Splits each op with enough work, together with the elementwise chain

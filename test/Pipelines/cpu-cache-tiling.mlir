@@ -1,8 +1,10 @@
 // A matmul larger than a cache block is tiled into 128 x 256 x 256 blocks,
 // columns outermost and rows innermost, so that each 256 x 256 block of the
-// right operand is reused from L2 by every row block; the 8 x 32 register
-// tiles then sweep a block with their accumulator hoisted out of the
-// reduction. Smaller matmuls get the register tiles only.
+// right operand is reused from L2 by every row block. That block is first
+// packed into panels of 32 columns ([8][256][32], out of the row loop), so
+// that a register tile reads its panel contiguously; the 8 x 32 register
+// tiles then sweep the panels (panels outermost) with their accumulator
+// hoisted out of the reduction. Smaller matmuls get the register tiles only.
 // RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=fusion" | FileCheck %s
 // RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=linalg" | not mithril-opt --mithril-cpu-schedule="cache-tile=1,2,3,4" 2>&1 | FileCheck %s --check-prefix=BAD
 
@@ -19,13 +21,19 @@ mithril.model @Wide(data %a: tensor<512x64xf32>, data %b: tensor<64x784xf32>) ->
 }
 
 // CHECK-LABEL: func.func @Gemm(
+// CHECK: %[[PANELS:.+]] = tensor.empty() : tensor<8x256x32xf32>
 // CHECK: scf.for %[[N:.+]] = %c0 to %c512 step %c256
 // CHECK-NEXT: scf.for %[[K:.+]] = %c0 to %c512 step %c256
-// CHECK-NEXT: scf.for %[[M:.+]] = %c0 to %c512 step %c128
-// CHECK: scf.for {{.*}} to %c128 step %c8 {{.*}} -> (tensor<128x256xf32>)
-// CHECK-NEXT: scf.for {{.*}} to %c256 step %c32
-// CHECK-NEXT: vector.transfer_read {{.*}} : tensor<128x256xf32>, vector<8x32xf32>
+// CHECK-NEXT: %[[BBLOCK:.+]] = tensor.extract_slice %arg1[%[[K]], %[[N]]] [256, 256] [1, 1]
+// CHECK-NEXT: %[[BVIEW:.+]] = tensor.expand_shape %[[BBLOCK]] {{.*}} into tensor<256x8x32xf32>
+// CHECK: vector.transfer_read %[[BVIEW]]
+// CHECK: vector.transfer_write {{.*}} : vector<1x8x32xf32>, tensor<8x256x32xf32>
+// CHECK: scf.for %[[M:.+]] = %c0 to %c512 step %c128
+// CHECK: scf.for {{.*}} to %c8 step %c1 {{.*}} -> (tensor<128x8x32xf32>)
+// CHECK-NEXT: scf.for {{.*}} to %c128 step %c8
+// CHECK: vector.transfer_read {{.*}} : tensor<8x1x32xf32>, vector<8x32xf32>
 // CHECK-NEXT: scf.for {{.*}} to %c256 step %c1 {{.*}} -> (vector<8x32xf32>)
+// CHECK: vector.transfer_read {{.*}} : tensor<8x256x32xf32>, vector<32xf32>
 
 // CHECK-LABEL: func.func @Wide(
 // CHECK: scf.for %{{.+}} = %c0 to %c784 step %c196

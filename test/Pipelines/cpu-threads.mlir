@@ -32,7 +32,7 @@ mithril.model @Gemv(data %x: tensor<16x784xf32>, param %w: tensor<512x784xf32>) 
 // FUSION-LABEL: func.func @Big(
 // FUSION: scf.forall (%[[J:.+]]) = (0) to (512) step (256) shared_outs(%[[OUT:.+]] = %{{.+}}) -> (tensor<256x512xf32>)
 // FUSION: vector.transfer_write %{{.+}} : vector<8x32xf32>, tensor<256x256xf32>
-// FUSION: arith.mulf {{.*}} : vector<8x32x1xf32>
+// FUSION: arith.mulf {{.*}} : vector<8x32xf32>
 // FUSION: arith.maximumf {{.*}} : vector<8x32xf32>
 // FUSION: scf.forall.in_parallel
 // FUSION-NEXT: tensor.parallel_insert_slice %{{.+}} into %[[OUT]][0, %[[J]]] [256, 256] [1, 1]
