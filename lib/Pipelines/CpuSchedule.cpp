@@ -69,6 +69,8 @@ static constexpr llvm::StringLiteral kGemvMarker = "mithril.gemv";
 /// Marks a matmul block on a packed right operand (see packRightOperand):
 /// loops m, panel, column in panel, k.
 static constexpr llvm::StringLiteral kPackedMatmulMarker = "mithril.packed_matmul";
+/// Marks a tile of a transpose generalized to drop its unit dimensions.
+static constexpr llvm::StringLiteral kTransposeTileMarker = "mithril.transpose_tile";
 static constexpr int64_t kGemvLanes = 16;
 static constexpr int64_t kGemvMaxRows = 16;
 static constexpr int64_t kGemvRowTile = 4;
@@ -194,7 +196,7 @@ static SmallVector<int64_t> hostTileSizes(linalg::LinalgOp op) {
     // shuffle_16x16 lowering in mithril-cpu-pipeline): 16 loads, 16 stores.
     ArrayRef<int64_t> perm = transpose.getPermutation();
     unsigned rank = perm.size();
-    if (rank >= 2 && perm[rank - 1] == rank - 2 && perm[rank - 2] == rank - 1 &&
+    if (rank >= 2 && perm[rank - 1] == int64_t(rank - 2) && perm[rank - 2] == int64_t(rank - 1) &&
         getElementTypeOrSelf(op->getResult(0).getType()).getIntOrFloatBitWidth() == 32) {
       SmallVector<int64_t> sizes(rank, 1);
       sizes[rank - 1] = sizes[rank - 2] = 16;
@@ -505,7 +507,17 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
       if (!isa<linalg::MatmulOp>(op.getOperation()))
         continue;
       SmallVector<int64_t> sizes = block;
-      fitTilesToLoops(sizes, op.getStaticLoopRanges(), /*tileDynamic=*/false);
+      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      fitTilesToLoops(sizes, ranges, /*tileDynamic=*/false);
+      // Reduction blocks of whole 16-element rows when the reduction allows
+      // one of at least 64 (784 -> 112 rather than 196): packing a
+      // transposed operand then moves 16 x 16 register blocks.
+      if (sizes[2] % 16 != 0 && !ShapedType::isDynamic(ranges[2]))
+        for (int64_t k = block[2] / 16 * 16; k >= 64; k -= 16)
+          if (ranges[2] % k == 0) {
+            sizes[2] = k;
+            break;
+          }
       if (llvm::all_of(sizes, [](int64_t size) { return size == 0; }))
         continue;
       scf::SCFTilingOptions options;
@@ -527,6 +539,30 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
           moveLoopInvariantCode(loop);
     }
     return success();
+  }
+
+  /// When `b` is a unit-stride block of a 2-D linalg.transpose's result, the
+  /// same block of the transpose's input (columns and rows swapped); null
+  /// otherwise.
+  static Value transposedSource(IRRewriter &rewriter, Value b) {
+    auto slice = b.getDefiningOp<tensor::ExtractSliceOp>();
+    if (!slice || slice.getSourceType().getRank() != 2 || slice.getType().getRank() != 2)
+      return Value();
+    auto transpose = slice.getSource().getDefiningOp<linalg::TransposeOp>();
+    if (!transpose || !transpose.hasPureTensorSemantics() ||
+        transpose.getPermutation() != ArrayRef<int64_t>{1, 0} ||
+        !llvm::all_of(slice.getMixedStrides(), [](OpFoldResult stride) {
+          return isConstantIntValue(stride, 1);
+        }))
+      return Value();
+    SmallVector<OpFoldResult> offsets = slice.getMixedOffsets(), sizes = slice.getMixedSizes();
+    RankedTensorType type = slice.getType();
+    return tensor::ExtractSliceOp::create(
+        rewriter, slice.getLoc(),
+        RankedTensorType::get({type.getDimSize(1), type.getDimSize(0)}, type.getElementType()),
+        transpose.getInput(), SmallVector<OpFoldResult>{offsets[1], offsets[0]},
+        SmallVector<OpFoldResult>{sizes[1], sizes[0]},
+        SmallVector<OpFoldResult>{rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)});
   }
 
   /// Rewrites a matmul block C += A * B so that B is first copied into
@@ -554,14 +590,25 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     int64_t k = bt.getDimSize(0), n = bt.getDimSize(1), m = ct.getDimSize(0), panels = n / cols;
     rewriter.setInsertionPoint(block);
     SmallVector<ReassociationIndices> split = {{0}, {1, 2}};
-    Value bPanels = tensor::ExpandShapeOp::create(
-        rewriter, loc, RankedTensorType::get({k, panels, cols}, et), b, split);
-    Value packed =
-        linalg::TransposeOp::create(
-            rewriter, loc, bPanels,
-            tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{panels, k, cols}, et),
-            ArrayRef<int64_t>{1, 0, 2})
-            .getResult()[0];
+    Value empty = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{panels, k, cols}, et);
+    Value packed;
+    if (Value weightBlock = transposedSource(rewriter, b)) {
+      // B is a block of a transposed matrix (a Linear layer's weight): pack
+      // straight from the matrix, [panels][cols][k] transposed in registers,
+      // and the transposed copy of the whole matrix is no longer needed.
+      Value wPanels = tensor::ExpandShapeOp::create(
+          rewriter, loc, RankedTensorType::get({panels, cols, k}, et), weightBlock,
+          SmallVector<ReassociationIndices>{{0, 1}, {2}});
+      packed = linalg::TransposeOp::create(rewriter, loc, wPanels, empty,
+                                           ArrayRef<int64_t>{0, 2, 1})
+                   .getResult()[0];
+    } else {
+      Value bPanels = tensor::ExpandShapeOp::create(
+          rewriter, loc, RankedTensorType::get({k, panels, cols}, et), b, split);
+      packed = linalg::TransposeOp::create(rewriter, loc, bPanels, empty,
+                                           ArrayRef<int64_t>{1, 0, 2})
+                   .getResult()[0];
+    }
     Value cPanels = tensor::ExpandShapeOp::create(
         rewriter, loc, RankedTensorType::get({m, panels, cols}, et), c, split);
     AffineExpr dm, dj, dn, dk;
@@ -666,10 +713,24 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     // is no permutation of the loops and does not vectorize; with the unit
     // kernel, channel and row loops dropped, it reads along the output
     // columns only, as a matmul tile does.
+    // Transpose tiles with unit dimensions (a 1 x 16 x 16 block of packed
+    // panels) likewise, so that they vectorize to 2-D register transposes.
+    SmallVector<linalg::TransposeOp> transposeTiles;
+    module.walk([&](linalg::TransposeOp op) {
+      if (op.hasPureTensorSemantics() && op->getParentOfType<scf::ForOp>() &&
+          op.getInit().getType().getRank() > 2)
+        transposeTiles.push_back(op);
+    });
+    for (linalg::TransposeOp op : transposeTiles) {
+      rewriter.setInsertionPoint(op);
+      FailureOr<linalg::GenericOp> generic = linalg::generalizeNamedOp(rewriter, op);
+      if (succeeded(generic))
+        (*generic)->setAttr(kTransposeTileMarker, rewriter.getUnitAttr());
+    }
     SmallVector<linalg::GenericOp> convTiles;
     module.walk([&](linalg::GenericOp op) {
-      if (isConvolutionTile(op) && op.hasPureTensorSemantics() &&
-          op->getParentOfType<scf::ForOp>())
+      if ((isConvolutionTile(op) || op->hasAttr(kTransposeTileMarker)) &&
+          op.hasPureTensorSemantics() && op->getParentOfType<scf::ForOp>())
         convTiles.push_back(op);
     });
     linalg::ControlDropUnitDims dropUnit;

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -56,6 +57,7 @@ public:
       std::lock_guard<std::mutex> lock(mutex_);
       queue_.push_back({handle, resume});
       queued_.store(queue_.size(), std::memory_order_release);
+      ++submissions_;
       wake = sleeping_ > 0;
     }
     if (wake)
@@ -124,16 +126,18 @@ private:
         else
           MITHRIL_SPIN_PAUSE();
       }
-      if (!found) {
-        std::unique_lock<std::mutex> lock(mutex_);
-        ++sleeping_;
-        wakeup_.wait(lock, [&] { return !queue_.empty(); });
-        --sleeping_;
-        task = queue_.front();
-        queue_.pop_front();
-        queued_.store(queue_.size(), std::memory_order_release);
+      if (found) {
+        run(task);
+        continue;
       }
-      run(task);
+      // Sleep until the next submission. A waiting caller may have run that
+      // task itself by the time this thread wakes: it spins again all the
+      // same, since more tasks (the next layer's) usually follow.
+      std::unique_lock<std::mutex> lock(mutex_);
+      uint64_t seen = submissions_;
+      ++sleeping_;
+      wakeup_.wait(lock, [&] { return submissions_ != seen; });
+      --sleeping_;
     }
   }
 
@@ -143,6 +147,7 @@ private:
   std::atomic<size_t> queued_{0};
   std::atomic<int64_t> running_{0};
   unsigned sleeping_ = 0;
+  uint64_t submissions_ = 0;
 };
 
 using AwaitFn = void (*)(void *);

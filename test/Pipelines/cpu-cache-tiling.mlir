@@ -20,6 +20,12 @@ mithril.model @Wide(data %a: tensor<512x64xf32>, data %b: tensor<64x784xf32>) ->
   mithril.output %c : tensor<512x784xf32>
 }
 
+mithril.model @Linear(data %x: tensor<64x784xf32>, param %w: tensor<512x784xf32>) -> (y: tensor<64x512xf32>) {
+  %wt = mithril.transpose %w : (tensor<512x784xf32>) -> tensor<784x512xf32>
+  %y = mithril.matmul %x, %wt : (tensor<64x784xf32>, tensor<784x512xf32>) -> tensor<64x512xf32>
+  mithril.output %y : tensor<64x512xf32>
+}
+
 // CHECK-LABEL: func.func @Gemm(
 // CHECK: %[[PANELS:.+]] = tensor.empty() : tensor<8x256x32xf32>
 // CHECK: scf.for %[[N:.+]] = %c0 to %c512 step %c256
@@ -27,7 +33,7 @@ mithril.model @Wide(data %a: tensor<512x64xf32>, data %b: tensor<64x784xf32>) ->
 // CHECK-NEXT: %[[BBLOCK:.+]] = tensor.extract_slice %arg1[%[[K]], %[[N]]] [256, 256] [1, 1]
 // CHECK-NEXT: %[[BVIEW:.+]] = tensor.expand_shape %[[BBLOCK]] {{.*}} into tensor<256x8x32xf32>
 // CHECK: vector.transfer_read %[[BVIEW]]
-// CHECK: vector.transfer_write {{.*}} : vector<1x8x32xf32>, tensor<8x256x32xf32>
+// CHECK: vector.transfer_write {{.*}} : vector<8x32xf32>, tensor<1x8x32xf32>
 // CHECK: scf.for %[[M:.+]] = %c0 to %c512 step %c128
 // CHECK: scf.for {{.*}} to %c8 step %c1 {{.*}} -> (tensor<128x8x32xf32>)
 // CHECK-NEXT: scf.for {{.*}} to %c128 step %c8
@@ -38,5 +44,16 @@ mithril.model @Wide(data %a: tensor<512x64xf32>, data %b: tensor<64x784xf32>) ->
 // CHECK-LABEL: func.func @Wide(
 // CHECK: scf.for %{{.+}} = %c0 to %c784 step %c196
 // CHECK-NEXT: scf.for %{{.+}} = %c0 to %c512 step %c128
+
+// A Linear layer's weight [out, in] is packed straight from its own layout,
+// 16 x 16 blocks transposed in registers, and its transposed copy is gone; the
+// reduction blocks are whole 16-element rows (784: 112, not 196).
+// CHECK-LABEL: func.func @Linear(
+// CHECK-NOT: tensor<784x512xf32>
+// CHECK: scf.for %{{.+}} = %c0 to %c784 step %c112
+// CHECK: %[[WBLOCK:.+]] = tensor.extract_slice %arg1[%{{.+}}, %{{.+}}] [256, 112] [1, 1] : tensor<512x784xf32> to tensor<256x112xf32>
+// CHECK: %[[WVIEW:.+]] = tensor.expand_shape %[[WBLOCK]] {{.*}} into tensor<8x32x112xf32>
+// CHECK: vector.transfer_read %[[WVIEW]]{{.*}} vector<16x16xf32>
+// CHECK: vector.transpose %{{.+}}, [1, 0] : vector<16x16xf32> to vector<16x16xf32>
 
 // BAD: cache-tile needs 3 positive sizes (rows, columns, reduction)
