@@ -1,7 +1,8 @@
 // A Linear layer on a few rows (here one) reads its weight [out, in] in its
 // own layout: no transpose is materialized; the reduction is split into 49
 // steps of 16 lanes of partial sums held in registers (8 output columns x 16
-// lanes), and the lanes are summed once at the end.
+// lanes, starting from zero), and each tile sums its lanes in registers once
+// the steps are done: the partial sums never go to memory.
 // RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=fusion" | FileCheck %s
 // RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=loops" | FileCheck %s --check-prefix=LOOPS
 

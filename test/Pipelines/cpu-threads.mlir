@@ -40,8 +40,11 @@ mithril.model @Gemv(data %x: tensor<16x784xf32>, param %w: tensor<512x784xf32>) 
 // FUSION-LABEL: func.func @Small(
 // FUSION-NOT: scf.forall
 
+// Each chunk also sums its own lanes: the forall yields the product itself.
 // FUSION-LABEL: func.func @Gemv(
-// FUSION: scf.forall (%{{.+}}) = (0) to (512) step (256) {{.*}} -> (tensor<16x512x16xf32>)
+// FUSION: scf.forall (%{{.+}}) = (0) to (512) step (256) {{.*}} -> (tensor<16x512xf32>)
+// FUSION: vector.multi_reduction <add>, %{{.+}}, %{{.+}} [2] : vector<4x2x16xf32> to vector<4x2xf32>
+// FUSION: scf.forall.in_parallel
 
 // SERIAL-NOT: scf.forall
 
