@@ -36,23 +36,34 @@ except ImportError:
     threadpool_info = threadpool_limits = None
 
 
-def median_times(funcs, repeats, block=4):
-    """Runs the callables alternately, in blocks of `block` calls of one
-    callable at a time, and returns their median seconds over the calls that
-    follow another call of the same callable: the first call of a block
-    shares the cores with the threads the previous candidate leaves spinning
-    (torch's OpenMP workers, OpenBLAS's, ours), which is no candidate's own
-    speed."""
+WARM_S, BLOCK_S = 0.12, 0.2
+
+
+def median_times(funcs, repeats):
+    """Runs the callables alternately, in blocks of at least BLOCK_S and 4
+    calls of one callable, and returns their median seconds over the calls
+    that start WARM_S or more into a block (and never the first): the threads
+    a candidate leaves spinning after its calls take the cores of the next
+    candidate for a while (OpenBLAS's pthreads spin for about 0.1 s, libgomp's
+    behind torch for milliseconds, ours for 0.1 ms), which measures nobody's
+    own speed. At least three rounds, and `repeats` samples per callable."""
     times = [[] for _ in funcs]
     for f in funcs:  # warm up
         f()
-    for _ in range(max(1, repeats // (block - 1) + (repeats % (block - 1) > 0))):
+    rounds = 0
+    while rounds < 3 or min(len(t) for t in times) < repeats:
         for i, f in enumerate(funcs):
-            f()
-            for _ in range(block - 1):
+            start, calls = time.perf_counter(), 0
+            while True:
                 t0 = time.perf_counter()
                 f()
-                times[i].append(time.perf_counter() - t0)
+                t1 = time.perf_counter()
+                calls += 1
+                if calls > 1 and t0 - start >= WARM_S:
+                    times[i].append(t1 - t0)
+                if calls >= 4 and t1 - start >= BLOCK_S:
+                    break
+        rounds += 1
     return [statistics.median(t) for t in times]
 
 
@@ -315,8 +326,8 @@ def write(rows, path_md, path_png, threads_list):
              f"{torch.__version__ if torch else 'absent'}. Every candidate, ours included, is pinned "
              f"to the thread count in the case's name (ours: MlirBackend(num_threads=N), which "
              f"splits large ops across N threads of the MLIR async runtime). "
-             "Times are medians of alternating blocks of runs (the first run of each block, "
-             "which shares the cores with the previous candidate's still-spinning threads, is "
+             "Times are medians of alternating blocks of runs (at least 0.2 s each; runs in "
+             "a block's first 0.12 s, while the previous candidate's threads still spin, are "
              "not counted); a ratio is the peer's time over ours (above 1: we are faster).", "",
              "GFLOP/s is ours; % of peak is of an FMA loop (bench/peak.c) measured on the same "
              "thread count just before.", "",
