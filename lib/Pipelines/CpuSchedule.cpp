@@ -502,6 +502,28 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     return success();
   }
 
+  /// Tiles `root` with `options`, fusing into its tiles the producers in
+  /// `fusible` (and only those), and points the uses of its results at the
+  /// tiled ones.
+  static FailureOr<scf::SCFTileAndFuseResult>
+  tileAndFuse(IRRewriter &rewriter, Operation *root, scf::SCFTileAndFuseOptions options,
+              const llvm::DenseSet<Operation *> &fusible) {
+    options.setFusionControlFn(
+        [&](tensor::ExtractSliceOp, OpResult producer,
+            bool) -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
+          if (fusible.contains(producer.getOwner()))
+            return scf::SCFTileAndFuseOptions::ControlFnResult{};
+          return std::nullopt;
+        });
+    rewriter.setInsertionPoint(root);
+    FailureOr<scf::SCFTileAndFuseResult> tiled =
+        scf::tileConsumerAndFuseProducersUsingSCF(rewriter, cast<TilingInterface>(root), options);
+    if (succeeded(tiled))
+      for (OpResult result : root->getResults())
+        rewriter.replaceAllUsesWith(result, tiled->replacements.lookup(result));
+    return tiled;
+  }
+
   /// Tiles each lane sum of a matrix-vector product by the product's register
   /// tile (rows x columns) and computes the partial sums of the tile inside,
   /// from a zero-filled accumulator: the lanes of a tile are summed while
@@ -543,20 +565,10 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
       if (lanes.getNumParallelLoops() >= 2)
         std::swap(interchange[0], interchange[1]);
       options.tilingOptions.setInterchange(interchange);
-      options.setFusionControlFn(
-          [&](tensor::ExtractSliceOp, OpResult producer,
-              bool) -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
-            if (fusible.contains(producer.getOwner()))
-              return scf::SCFTileAndFuseOptions::ControlFnResult{};
-            return std::nullopt;
-          });
-      rewriter.setInsertionPoint(lanes);
-      FailureOr<scf::SCFTileAndFuseResult> tiled = scf::tileConsumerAndFuseProducersUsingSCF(
-          rewriter, cast<TilingInterface>(lanes.getOperation()), options);
+      FailureOr<scf::SCFTileAndFuseResult> tiled =
+          tileAndFuse(rewriter, lanes, options, fusible);
       if (failed(tiled))
         return lanes.emitError("mithril-cpu-schedule: cannot fuse a matrix-vector product");
-      for (OpResult result : lanes->getResults())
-        rewriter.replaceAllUsesWith(result, tiled->replacements.lookup(result));
       // The tile's fill and lane sum stay whole (one vector each), so that
       // the partial sums are forwarded in registers; the partial sums' tile
       // is tiled on its reduction as usual.
@@ -746,20 +758,9 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
       scf::SCFTileAndFuseOptions options;
       options.tilingOptions.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
       options.tilingOptions.setTileSizes(getAsIndexOpFoldResult(&getContext(), sizes));
-      options.setFusionControlFn(
-          [&](tensor::ExtractSliceOp, OpResult producer,
-              bool) -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
-            if (fusible.contains(producer.getOwner()))
-              return scf::SCFTileAndFuseOptions::ControlFnResult{};
-            return std::nullopt;
-          });
-      rewriter.setInsertionPoint(root);
-      FailureOr<scf::SCFTileAndFuseResult> tiled = scf::tileConsumerAndFuseProducersUsingSCF(
-          rewriter, cast<TilingInterface>(root.getOperation()), options);
+      FailureOr<scf::SCFTileAndFuseResult> tiled = tileAndFuse(rewriter, root, options, fusible);
       if (failed(tiled))
         return op.emitError("mithril-cpu-schedule: cannot split this op across threads");
-      for (OpResult result : root->getResults())
-        rewriter.replaceAllUsesWith(result, tiled->replacements.lookup(result));
       // The originals are dead now: erase them, consumers first.
       for (linalg::LinalgOp member : llvm::reverse(chain))
         done.insert(member);
