@@ -212,6 +212,8 @@ LogicalResult mithril::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOpti
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   pm.addPass(createGpuKernelOutliningPass());
+  // One PTX module for all kernels: a file ptxas takes as it is.
+  pm.addPass(createMithrilGpuMergeModules());
   pm.addNestedPass<func::FuncOp>(createMithrilGpuHostMemory());
   pm.addPass(createCanonicalizerPass());
   if (stop == "kernels")

@@ -58,4 +58,17 @@ def MithrilGpuHostMemory : Pass<"mithril-gpu-host-memory", "mlir::func::FuncOp">
   let dependentDialects = ["mlir::gpu::GPUDialect"];
 }
 
+def MithrilGpuMergeModules : Pass<"mithril-gpu-merge-modules", "mlir::ModuleOp"> {
+  let summary = "Put every outlined kernel into one gpu.module";
+  let description = [{
+    Kernel outlining makes one `gpu.module` per kernel, and each becomes a PTX
+    module of its own with its own `.version` header: their concatenation,
+    which `mithril-run --emit=ptx` writes, is not one file `ptxas` accepts,
+    and the host loads one CUDA module per kernel. This pass moves the symbols
+    of every `gpu.module` into the first one (renaming any that clash) and
+    points each `gpu.launch_func` at its kernel's new home.
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect"];
+}
+
 #endif // MITHRIL_CONVERSION_PASSES_TD

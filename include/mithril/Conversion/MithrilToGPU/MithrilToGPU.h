@@ -9,10 +9,12 @@
 #define MITHRIL_CONVERSION_MITHRILTOGPU_MITHRILTOGPU_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mithril {
 #define GEN_PASS_DECL_MITHRILGPUHOSTMEMORY
+#define GEN_PASS_DECL_MITHRILGPUMERGEMODULES
 #include "mithril/Conversion/Passes.h.inc"
 } // namespace mithril
 
