@@ -385,6 +385,23 @@ public:
       return std::free(block); // not ours (a runtime helper's malloc)
     size_t size = it->second;
     sizes_.erase(it);
+    if (size > kMaxCachedBytes)
+      return std::free(block);
+    // Full: make room by freeing blocks of other sizes, largest first. The
+    // block just released is of a size in use now; the others may be left
+    // by models that no longer run (a 2048 x 2048 matmul's, say), and
+    // keeping those instead would send every block of the current model
+    // back to mmap and its page faults.
+    for (auto other = free_.rbegin(); cachedBytes_ + size > kMaxCachedBytes && other != free_.rend();
+         ++other) {
+      if (other->first == size)
+        continue;
+      while (!other->second.empty() && cachedBytes_ + size > kMaxCachedBytes) {
+        std::free(other->second.back());
+        other->second.pop_back();
+        cachedBytes_ -= other->first;
+      }
+    }
     if (cachedBytes_ + size > kMaxCachedBytes)
       return std::free(block);
     free_[size].push_back(block);
