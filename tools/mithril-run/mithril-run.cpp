@@ -99,7 +99,7 @@ static cl::opt<bool> dynamicShapes(
 static cl::opt<unsigned> threads(
     "num-threads", cl::desc("Threads for large ops (default 0: one per hardware thread)"),
     cl::init(0), cl::cat(category));
-static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level"), cl::init(3),
+static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level"), cl::init(2),
                                   cl::Prefix, cl::cat(category));
 
 static int fail(const Twine &message) {
