@@ -147,6 +147,7 @@ def run(quick: bool, threads_list):
 
     for threads in threads_list:
         peaks = measure_peak(threads)
+        first_row = len(rows)
         # Ours is pinned like the peers: large ops split across `threads`.
         backend = ml.MlirBackend(dtype=ml.float32, num_threads=threads)
         if torch is not None:
@@ -172,7 +173,7 @@ def run(quick: bool, threads_list):
                     funcs.append(lambda: ta @ tb)
                 t = median_times(funcs, max(3, repeats // (n // 256)))
                 add(f"{prefix}gemm {n} ({threads}t)", t[0], t[1:], 2 * n ** 3,
-                    note=f"compile {compile_s * 1e3:.0f} ms", peak=peaks.get(peak))
+                    note=f"compile {compile_s * 1e3:.0f} ms", peak=peak)
         # MLP inference.
         for batch in ([1, 16, 64] if quick else [1, 16, 64, 256]):
             start = time.perf_counter()
@@ -300,6 +301,12 @@ def run(quick: bool, threads_list):
         t = median_times(funcs, max(3, repeats // 5))
         add(f"CNN train step b16 ({threads}t)", t[0], [None] + t[1:],
             note=f"compile {cnn_train_compile_s * 1e3:.0f} ms")
+        # The peak again after the cases: a VM lends its second core unevenly,
+        # and the better of the two measurements is the machine's.
+        for key, value in measure_peak(threads).items():
+            peaks[key] = max(peaks.get(key, 0.0), value)
+        rows[first_row:] = [row[:5] + (peaks.get(row[5]) if row[5] else None,)
+                            for row in rows[first_row:]]
         if limit is not None:
             limit.unregister() if hasattr(limit, "unregister") else None
     return rows
