@@ -14,21 +14,33 @@ def MithrilCpuSchedule : Pass<"mithril-cpu-schedule", "mlir::ModuleOp"> {
   let summary = "Tile and vectorize linalg on tensors for the host CPU";
   let description = [{
     Tiles every linalg op for the host: matmuls to a register block (8 rows
-    by 32 columns by 1, sixteen 512-bit accumulators in f32), other ops to
-    8 x 32 tiles of their last two loops; then applies a transform-dialect
-    script that vectorizes the tiles and hoists the matmul accumulators out
-    of the reduction loop while still on tensors. Run it after fusion and
-    before bufferization.
+    by 32 columns by 1, sixteen 512-bit accumulators in f32; 8 x 16 in f64),
+    other ops to 8 x 32 tiles of their last two loops; then applies a
+    transform-dialect script that vectorizes the tiles and hoists the matmul
+    accumulators out of the reduction loop while still on tensors. Run it
+    after fusion and before bufferization.
+
+    Shapes get their own schedules: a matmul of at most 16 rows on a
+    transposed weight becomes a matrix-vector product on the weight's layout
+    whose tiles sum 16 lanes of partial sums in registers; convolutions and
+    the weight gradients the linalg lowering marks get two-level tiles whose
+    reduction loops carry only the accumulator; pooling windows and
+    transposes get row and 16 x 16 register tiles; a matmul whose columns are
+    no multiple of 32 is split into whole tiles and the rest.
 
     Matmuls larger than a cache block (`cache-tile`, rows x columns x
     reduction, 128 x 256 x 256 by default) are first tiled into such blocks,
-    columns outermost and rows innermost, so that the register tiles reuse
-    each block of the right operand from L2.
+    columns outermost and rows innermost, and each block of the right operand
+    is packed into 32-column panels that the register tiles read
+    contiguously (straight from a transposed weight's own layout).
 
     With `threads` above 1, an op with enough work to pay for a thread
-    handoff is first split into `threads` chunks along one parallel loop by
-    an `scf.forall` (the pipeline runs the chunks on the MLIR async
-    runtime's thread pool).
+    handoff (`min-parallel-work` loop iterations; an eighth of that for a
+    matrix-vector product and a sixteenth for an elementwise op, which both
+    stream memory) is first split into `threads` chunks along one parallel
+    loop by an `scf.forall`, with the elementwise ops that consume it and the
+    fill that initializes it (the pipeline runs the chunks as tasks of the
+    MLIR async runtime, which mithril's runtime starts on its own task pool).
   }];
   let options = [
     Option<"threads", "threads", "unsigned", /*default=*/"1",
