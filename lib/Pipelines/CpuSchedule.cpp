@@ -50,6 +50,12 @@ module attributes {transform.with_named_sequence} {
     transform.loop.hoist_loop_invariant_subsets %loops : !transform.any_op
     transform.yield
   }
+  transform.named_sequence @__transposes(%root: !transform.any_op {transform.readonly}) {
+    transform.apply_patterns to %root {
+      transform.apply_patterns.vector.lower_transpose lowering_strategy = "shuffle_16x16"
+    } : !transform.any_op
+    transform.yield
+  }
   transform.named_sequence @__hoist(%root: !transform.any_op {transform.readonly}) {
     %loops = transform.structured.match ops{["scf.for"]} in %root
         : (!transform.any_op) -> !transform.any_op
@@ -913,6 +919,11 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
                                      &changed)))
       return signalPassFailure();
     if (changed && !runScript(SymbolTable::lookupSymbolIn(*script, StringRef("__hoist"))))
+      return signalPassFailure();
+    // 16 x 16 transposes (packing a transposed weight) as AVX-512 shuffles:
+    // left to the LLVM conversion they became 256 extracts and inserts each
+    // (a third of the LLVM IR of an MLP training step).
+    if (!runScript(SymbolTable::lookupSymbolIn(*script, StringRef("__transposes"))))
       signalPassFailure();
   }
 };

@@ -49,14 +49,15 @@ mithril.model @Linear(data %x: tensor<64x784xf32>, param %w: tensor<512x784xf32>
 // CHECK: vector<8x16xf32>
 
 // A Linear layer's weight [out, in] is packed straight from its own layout,
-// 16 x 16 blocks transposed in registers, and its transposed copy is gone; the
-// reduction blocks are whole 16-element rows (784: 112, not 196).
+// 16 x 16 blocks transposed in registers (AVX-512 shuffles), and its
+// transposed copy is gone; the reduction blocks are whole 16-element rows
+// (784: 112, not 196).
 // CHECK-LABEL: func.func @Linear(
 // CHECK-NOT: tensor<784x512xf32>
 // CHECK: scf.for %{{.+}} = %c0 to %c784 step %c112
 // CHECK: %[[WBLOCK:.+]] = tensor.extract_slice %arg1[%{{.+}}, %{{.+}}] [256, 112] [1, 1] : tensor<512x784xf32> to tensor<256x112xf32>
 // CHECK: %[[WVIEW:.+]] = tensor.expand_shape %[[WBLOCK]] {{.*}} into tensor<8x32x112xf32>
 // CHECK: vector.transfer_read %[[WVIEW]]{{.*}} vector<16x16xf32>
-// CHECK: vector.transpose %{{.+}}, [1, 0] : vector<16x16xf32> to vector<16x16xf32>
+// CHECK: vector.shuffle {{.*}} : vector<16xf32>, vector<16xf32>
 
 // BAD: cache-tile needs 3 positive sizes (rows, columns, reduction)
