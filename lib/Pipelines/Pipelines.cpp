@@ -157,9 +157,6 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     ConvertVectorToLLVMPassOptions vectorToLLVM;
     vectorToLLVM.vectorContractLowering = vector::VectorContractLowering::OuterProduct;
     vectorToLLVM.reassociateFPReductions = true;
-    // 16 x 16 blocks of 32-bit elements (transpose tiles) in AVX-512
-    // shuffles rather than element by element.
-    vectorToLLVM.vectorTransposeLowering = vector::VectorTransposeLowering::Shuffle16x16;
     pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
     if (options.threads > 1)
       pm.addPass(createConvertAsyncToLLVMPass());
