@@ -65,10 +65,6 @@ module attributes {transform.with_named_sequence} {
 }
 )mlir";
 
-/// Tile sizes for the host: matmuls get a register block of 8 rows by 32
-/// columns (sixteen 512-bit f32 accumulators) stepping the reduction one at
-/// a time; every other op tiles its last two loops to 8 x 32 and the others
-/// to 1, so that no vector grows beyond a few registers.
 /// Marks the partial-sum op of a matrix-vector product (see
 /// rewriteMatrixVectorProducts): its tiles are rows x kGemvColumns x
 /// kGemvLanes lanes of partial sums, one reduction step at a time.
@@ -147,6 +143,11 @@ static std::optional<unsigned> smallWindowColumns(linalg::LinalgOp op) {
   return first - 1;
 }
 
+/// Tile sizes for the host: matmuls get a register block of 8 rows by 32
+/// columns (sixteen 512-bit f32 accumulators) stepping the reduction one at
+/// a time; the ops the lowering or this pass mark get their own register
+/// tiles; every other op tiles its last two loops to 8 x 32 and the others
+/// to 1, so that no vector grows beyond a few registers.
 static SmallVector<int64_t> hostTileSizes(linalg::LinalgOp op) {
   if (op->hasAttr(kPackedMatmulMarker) && op.getNumLoops() == 4) {
     // 8 rows x one panel's columns, one reduction step at a time.
@@ -413,10 +414,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
           rewriter, loc, op->getResultTypes(),
           ValueRange{matmul.getDpsInputOperand(0)->get(), transpose.getInput()},
           ValueRange{matmul.getDpsInitOperand(0)->get()}, maps, iterators,
-          [](OpBuilder &b, Location l, ValueRange args) {
-            Value p = arith::MulFOp::create(b, l, args[0], args[1]);
-            linalg::YieldOp::create(b, l, ValueRange{arith::AddFOp::create(b, l, args[2], p)});
-          });
+          mithril::yieldMultiplyAdd);
       rewriter.replaceOp(op, product->getResults());
       if (transpose->use_empty())
         rewriter.eraseOp(transpose);
@@ -657,8 +655,8 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
       if (failed(tiled))
         return op.emitError("mithril-cpu-schedule: cannot tile this matmul for the cache");
       rewriter.replaceOp(op, tiled->replacements);
-      auto block = dyn_cast<linalg::MatmulOp>(tiled->tiledOps.front());
-      if (block && packRightOperand(rewriter, block))
+      auto tiledBlock = dyn_cast<linalg::MatmulOp>(tiled->tiledOps.front());
+      if (tiledBlock && packRightOperand(rewriter, tiledBlock))
         // The packing depends on the column and reduction blocks only: out of
         // the row loop, so that each packed block serves every row block.
         for (LoopLikeOpInterface loop : llvm::reverse(tiled->loops))
@@ -746,10 +744,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     iterators.push_back(utils::IteratorType::reduction);
     auto product = linalg::GenericOp::create(
         rewriter, loc, TypeRange{cPanels.getType()}, ValueRange{a, packed}, ValueRange{cPanels},
-        maps, iterators, [](OpBuilder &nb, Location l, ValueRange args) {
-          Value p = arith::MulFOp::create(nb, l, args[0], args[1]);
-          linalg::YieldOp::create(nb, l, ValueRange{arith::AddFOp::create(nb, l, args[2], p)});
-        });
+        maps, iterators, mithril::yieldMultiplyAdd);
     product->setAttr(kPackedMatmulMarker, rewriter.getUnitAttr());
     rewriter.replaceOp(block, tensor::CollapseShapeOp::create(rewriter, loc, ct,
                                                               product.getResult(0), split)
@@ -817,6 +812,42 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     return success();
   }
 
+  /// A convolution tile reads its input at output + kernel position, which
+  /// is no permutation of the loops and does not vectorize; with the unit
+  /// kernel, channel and row loops dropped, it reads along the output columns
+  /// only, as a matmul tile does. Transpose tiles with unit dimensions (a
+  /// 1 x 16 x 16 block of packed panels) likewise become 2-D transposes in
+  /// registers.
+  static void dropTileUnitDims(IRRewriter &rewriter, ModuleOp module) {
+    SmallVector<linalg::TransposeOp> transposeTiles;
+    module.walk([&](linalg::TransposeOp op) {
+      if (op.hasPureTensorSemantics() && op->getParentOfType<scf::ForOp>() &&
+          op.getInit().getType().getRank() > 2)
+        transposeTiles.push_back(op);
+    });
+    for (linalg::TransposeOp op : transposeTiles) {
+      rewriter.setInsertionPoint(op);
+      FailureOr<linalg::GenericOp> generic = linalg::generalizeNamedOp(rewriter, op);
+      if (succeeded(generic))
+        (*generic)->setAttr(kTransposeTileMarker, rewriter.getUnitAttr());
+    }
+    SmallVector<linalg::GenericOp> tiles;
+    module.walk([&](linalg::GenericOp op) {
+      if ((isConvolutionTile(op) || op->hasAttr(kTransposeTileMarker)) &&
+          op.hasPureTensorSemantics() && op->getParentOfType<scf::ForOp>())
+        tiles.push_back(op);
+    });
+    linalg::ControlDropUnitDims dropUnit;
+    dropUnit.rankReductionStrategy =
+        linalg::ControlDropUnitDims::RankReductionStrategy::ExtractInsertSlice;
+    for (linalg::GenericOp op : tiles) {
+      rewriter.setInsertionPoint(op);
+      FailureOr<linalg::DropUnitDimsResult> dropped = linalg::dropUnitDims(rewriter, op, dropUnit);
+      if (succeeded(dropped))
+        rewriter.replaceOp(op, dropped->replacements);
+    }
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     IRRewriter rewriter(&getContext());
@@ -845,39 +876,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     }
     if (failed(tileForRegisters(rewriter, collectTensorOps(module))))
       return signalPassFailure();
-    // A convolution tile reads its input at output + kernel position, which
-    // is no permutation of the loops and does not vectorize; with the unit
-    // kernel, channel and row loops dropped, it reads along the output
-    // columns only, as a matmul tile does.
-    // Transpose tiles with unit dimensions (a 1 x 16 x 16 block of packed
-    // panels) likewise, so that they vectorize to 2-D register transposes.
-    SmallVector<linalg::TransposeOp> transposeTiles;
-    module.walk([&](linalg::TransposeOp op) {
-      if (op.hasPureTensorSemantics() && op->getParentOfType<scf::ForOp>() &&
-          op.getInit().getType().getRank() > 2)
-        transposeTiles.push_back(op);
-    });
-    for (linalg::TransposeOp op : transposeTiles) {
-      rewriter.setInsertionPoint(op);
-      FailureOr<linalg::GenericOp> generic = linalg::generalizeNamedOp(rewriter, op);
-      if (succeeded(generic))
-        (*generic)->setAttr(kTransposeTileMarker, rewriter.getUnitAttr());
-    }
-    SmallVector<linalg::GenericOp> convTiles;
-    module.walk([&](linalg::GenericOp op) {
-      if ((isConvolutionTile(op) || op->hasAttr(kTransposeTileMarker)) &&
-          op.hasPureTensorSemantics() && op->getParentOfType<scf::ForOp>())
-        convTiles.push_back(op);
-    });
-    linalg::ControlDropUnitDims dropUnit;
-    dropUnit.rankReductionStrategy =
-        linalg::ControlDropUnitDims::RankReductionStrategy::ExtractInsertSlice;
-    for (linalg::GenericOp op : convTiles) {
-      rewriter.setInsertionPoint(op);
-      FailureOr<linalg::DropUnitDimsResult> dropped = linalg::dropUnitDims(rewriter, op, dropUnit);
-      if (succeeded(dropped))
-        rewriter.replaceOp(op, dropped->replacements);
-    }
+    dropTileUnitDims(rewriter, module);
     // Vectorize the tiles. Booleans stay scalar: a vector of i1 is stored as
     // packed bits, while a tensor of i1 is one byte per element in memory.
     SmallVector<linalg::LinalgOp> tiles;

@@ -35,18 +35,14 @@
 #include "llvm/Target/TargetMachine.h"
 
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/DynamicLibrary.h"
 
 #include <chrono>
 #include <cstdlib>
 #include <map>
-#include <unordered_map>
-#include <condition_variable>
-#include <mutex>
-
-#include "llvm/Support/DynamicLibrary.h"
-
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 
 using namespace mlir;
 using namespace mithril;
@@ -336,12 +332,6 @@ static Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(unsigned
   return builder->createTargetMachine();
 }
 
-/// The MLIR async runtime's entry points, from the library loaded once for
-/// the process. Handing the library to ExecutionEngine (sharedLibPaths) would
-/// let the first engine destroyed reset the runtime's global state under the
-/// engines still alive.
-static Expected<const llvm::StringMap<void *> *> asyncRuntimeSymbols();
-
 namespace {
 /// The buffers compiled code allocates, kept for the next run instead of
 /// being returned to the system: a model allocates the same sizes on every
@@ -433,6 +423,10 @@ CompiledModel::~CompiledModel() {
     waitForPoolTasks();
 }
 
+/// The MLIR async runtime's entry points, from the library loaded once for
+/// the process. Handing the library to ExecutionEngine (sharedLibPaths) would
+/// let the first engine destroyed reset the runtime's global state under the
+/// engines still alive.
 static Expected<const llvm::StringMap<void *> *> asyncRuntimeSymbols() {
   static std::once_flag once;
   static llvm::StringMap<void *> symbols;
@@ -561,7 +555,8 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
                      " failed: " + llvm::toString(engine.takeError()));
   model->engine_ = std::move(*engine);
   model->usesWorkerThreads_ = asyncSymbols != nullptr;
-  // Buffers come from the cache (the pipeline's runtime-allocator option).
+  // Buffers come from the cache (the pipeline's runtime-allocator option);
+  // split ops call the async runtime.
   model->engine_->registerSymbols([&](llvm::orc::MangleAndInterner interner) {
     llvm::orc::SymbolMap map;
     auto add = [&](StringRef name, void *address) {
@@ -571,16 +566,11 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
     add("_mlir_memref_to_llvm_alloc", reinterpret_cast<void *>(&mithrilCachedAlloc));
     add("_mlir_memref_to_llvm_aligned_alloc", reinterpret_cast<void *>(&mithrilCachedAlignedAlloc));
     add("_mlir_memref_to_llvm_free", reinterpret_cast<void *>(&mithrilCachedFree));
+    if (asyncSymbols)
+      for (const auto &symbol : *asyncSymbols)
+        add(symbol.getKey(), symbol.getValue());
     return map;
   });
-  if (asyncSymbols)
-    model->engine_->registerSymbols([&](llvm::orc::MangleAndInterner interner) {
-      llvm::orc::SymbolMap map;
-      for (const auto &symbol : *asyncSymbols)
-        map[interner(symbol.getKey())] = {llvm::orc::ExecutorAddr::fromPtr(symbol.getValue()),
-                                          llvm::JITSymbolFlags::Exported};
-      return map;
-    });
   auto fn = model->engine_->lookupPacked("_mlir_ciface_" + model->entry_);
   if (!fn)
     return makeError("compiled code has no entry point for @" + model->entry_ + ": " +

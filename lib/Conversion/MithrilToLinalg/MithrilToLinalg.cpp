@@ -24,6 +24,13 @@ namespace mithril {
 using namespace mlir;
 using namespace mithril;
 
+void mithril::yieldMultiplyAdd(OpBuilder &b, Location loc, ValueRange args) {
+  linalg::YieldOp::create(
+      b, loc,
+      arith::AddFOp::create(b, loc, args[2], arith::MulFOp::create(b, loc, args[0], args[1]))
+          .getResult());
+}
+
 static constexpr int64_t kDyn = ShapedType::kDynamic;
 
 //===----------------------------------------------------------------------===//
@@ -1030,14 +1037,6 @@ static Value mergeAxes(OpBuilder &b, Location loc, Value v, int64_t axis, Ranked
   return tensor::CollapseShapeOp::create(b, loc, type, v, reassoc);
 }
 
-/// The body of a multiply-accumulate generic: out + in0 * in1.
-static void yieldMultiplyAdd(OpBuilder &b, Location loc, ValueRange args) {
-  linalg::YieldOp::create(
-      b, loc,
-      arith::AddFOp::create(b, loc, args[2], arith::MulFOp::create(b, loc, args[0], args[1]))
-          .getResult());
-}
-
 /// The flat-row layout of a plain 2-D convolution: the input, padded, is
 /// stored as rows of the padded width `wp`, so output (oh, ow) at flat
 /// position p = oh * wp + ow reads input p + kh * wp + kw for every kernel
@@ -1892,6 +1891,24 @@ struct OneHotPattern : OpRewritePattern<OneHotOp> {
   }
 };
 
+/// A tensor of `type`, sized like `like`, whose every element `element`
+/// computes from its indices (linalg.index) alone.
+static Value generateElements(OpBuilder &b, Location loc, RankedTensorType type, Value like,
+                              function_ref<Value(OpBuilder &, Location)> element) {
+  int64_t rank = type.getRank();
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t i = 0; i < rank; ++i)
+    sizes.push_back(dimOf(b, loc, like, i));
+  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank)};
+  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  return linalg::GenericOp::create(b, loc, TypeRange{type}, ValueRange{},
+                                   emptyTensor(b, loc, type, sizes), maps, iterators,
+                                   [&](OpBuilder &nb, Location l, ValueRange) {
+                                     linalg::YieldOp::create(nb, l, element(nb, l));
+                                   })
+      .getResult(0);
+}
+
 /// reverse: each element gathers input[..., n - 1 - i, ...]. A gather
 /// rather than an indexing map with a negated dimension, which tiling would
 /// turn into wrong slice sizes.
@@ -1901,31 +1918,20 @@ struct ReversePattern : OpRewritePattern<ReverseOp> {
     Location loc = op.getLoc();
     RankedTensorType t = op.getType();
     int64_t rank = t.getRank();
-    SmallVector<OpFoldResult> sizes;
-    for (int64_t i = 0; i < rank; ++i)
-      sizes.push_back(dimOf(rewriter, loc, op.getInput(), i));
     SmallVector<int64_t> axes = *normalizeAxes(op.getAxes(), rank);
-    SmallVector<AffineMap> maps = {rewriter.getMultiDimIdentityMap(rank)};
-    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
     Value input = op.getInput();
-    Value result =
-        linalg::GenericOp::create(
-            rewriter, loc, TypeRange{t}, ValueRange{}, emptyTensor(rewriter, loc, t, sizes), maps,
-            iterators,
-            [&](OpBuilder &b, Location l, ValueRange) {
-              SmallVector<Value> indices;
-              for (int64_t i = 0; i < rank; ++i) {
-                Value index = linalg::IndexOp::create(b, l, i);
-                if (llvm::is_contained(axes, i))
-                  index = arith::SubIOp::create(
-                      b, l, arith::ConstantIndexOp::create(b, l, t.getDimSize(i) - 1), index);
-                indices.push_back(index);
-              }
-              linalg::YieldOp::create(b, l,
-                                      tensor::ExtractOp::create(b, l, input, indices).getResult());
-            })
-            .getResult(0);
-    rewriter.replaceOp(op, result);
+    auto gather = [&](OpBuilder &b, Location l) {
+      SmallVector<Value> indices;
+      for (int64_t i = 0; i < rank; ++i) {
+        Value index = linalg::IndexOp::create(b, l, i);
+        if (llvm::is_contained(axes, i))
+          index = arith::SubIOp::create(
+              b, l, arith::ConstantIndexOp::create(b, l, t.getDimSize(i) - 1), index);
+        indices.push_back(index);
+      }
+      return tensor::ExtractOp::create(b, l, input, indices).getResult();
+    };
+    rewriter.replaceOp(op, generateElements(rewriter, loc, t, input, gather));
     return success();
   }
 };
@@ -1934,26 +1940,15 @@ struct ReversePattern : OpRewritePattern<ReverseOp> {
 struct EyeLikePattern : OpRewritePattern<EyeLikeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(EyeLikeOp op, PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    RankedTensorType out = op.getType();
-    SmallVector<OpFoldResult> sizes = {dimOf(rewriter, loc, op.getInput(), 0),
-                                       dimOf(rewriter, loc, op.getInput(), 1)};
-    Value init = emptyTensor(rewriter, loc, out, sizes);
-    SmallVector<AffineMap> maps = {rewriter.getMultiDimIdentityMap(2)};
-    SmallVector<utils::IteratorType> iterators(2, utils::IteratorType::parallel);
-    Type et = out.getElementType();
-    Value result =
-        linalg::GenericOp::create(
-            rewriter, loc, TypeRange{out}, ValueRange{}, init, maps, iterators,
-            [&](OpBuilder &b, Location l, ValueRange) {
-              Value row = linalg::IndexOp::create(b, l, 0);
-              Value column = linalg::IndexOp::create(b, l, 1);
-              Value diagonal =
-                  arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, row, column);
-              linalg::YieldOp::create(b, l, oneWhere(b, l, diagonal, et));
-            })
-            .getResult(0);
-    rewriter.replaceOp(op, result);
+    Type et = op.getType().getElementType();
+    auto diagonal = [&](OpBuilder &b, Location l) {
+      Value row = linalg::IndexOp::create(b, l, 0);
+      Value column = linalg::IndexOp::create(b, l, 1);
+      Value onDiagonal = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, row, column);
+      return oneWhere(b, l, onDiagonal, et);
+    };
+    rewriter.replaceOp(op, generateElements(rewriter, op.getLoc(), op.getType(), op.getInput(),
+                                            diagonal));
     return success();
   }
 };

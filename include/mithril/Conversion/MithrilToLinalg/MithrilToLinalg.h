@@ -51,6 +51,10 @@ inline constexpr llvm::StringLiteral kPoolWindowAttr = "mithril.pool_window";
 inline constexpr int64_t kConvFlatTile = 32;
 inline constexpr int64_t kConvFlatLanes = 16;
 
+/// The body of a multiply-accumulate linalg.generic over floats: yields
+/// out + in0 * in1 (block arguments 2, 0 and 1).
+void yieldMultiplyAdd(mlir::OpBuilder &b, mlir::Location loc, mlir::ValueRange args);
+
 /// Adds the patterns that lower mithril primitives to linalg on tensors.
 void populateMithrilToLinalgPatterns(mlir::RewritePatternSet &patterns);
 
