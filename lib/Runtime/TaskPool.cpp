@@ -92,8 +92,9 @@ private:
   };
 
   TaskPool() {
-    unsigned workers = std::max(1u, std::thread::hardware_concurrency()) - 1;
-    for (unsigned i = 0; i < std::max(1u, workers); ++i)
+    // One worker per hardware thread besides the caller's, and at least one.
+    unsigned workers = std::max(2u, std::thread::hardware_concurrency()) - 1;
+    for (unsigned i = 0; i < workers; ++i)
       std::thread([this] { work(); }).detach();
   }
 

@@ -35,6 +35,11 @@ def _with_shape_tuples(terminals: list) -> list:
     return terminals
 
 
+def _compiled(model) -> tuple:
+    """A compiled model with its inputs and outputs, read from C++ once."""
+    return model, _with_shape_tuples(model.inputs), model.outputs
+
+
 class PhysicalModel:
     def __init__(self, source: str, entry: str, backend, shapes: dict, discard: list,
                  inference: bool) -> None:
@@ -60,19 +65,11 @@ class PhysicalModel:
                                          dynamic_shapes=self._dynamic)
         self._inputs = _with_shape_tuples(self._forward.inputs)
         self._outputs = self._forward.outputs
-        self._gradient_models: dict[tuple, object] = {}
-        self._terminals: dict[int, tuple[list, list]] = {}
+        # Gradient and training models: (compiled model, its inputs, its
+        # outputs), the terminals read from C++ once.
+        self._gradient_models: dict[tuple, tuple] = {}
 
     # Terminals -----------------------------------------------------------
-    def _terminals_of(self, model) -> tuple[list, list]:
-        """A compiled gradient or training model's inputs and outputs, read
-        once rather than converted from C++ on every call."""
-        terminals = self._terminals.get(id(model))
-        if terminals is None:
-            terminals = (_with_shape_tuples(model.inputs), model.outputs)
-            self._terminals[id(model)] = terminals
-        return terminals
-
     @property
     def input_keys(self) -> list[str]:
         return [t["name"] for t in self._inputs]
@@ -181,15 +178,15 @@ class PhysicalModel:
         seeded outputs (and of sizes, for dynamic shapes)."""
         specs = self._static_specs(given)
         key = (seeds, tuple(specs))
-        model = self._gradient_models.get(key)
-        if model is None:
+        compiled = self._gradient_models.get(key)
+        if compiled is None:
             if not self.trainable_keys:
                 raise MithrilError("the model has no trainable inputs to differentiate")
             model = _mithril.compile(self.source, self.entry, specs, self._discard,
                                      f"<model {self.entry}>", True, self.trainable_keys,
                                      list(seeds), threads=self._threads)
-            self._gradient_models[key] = model
-        return model
+            compiled = self._gradient_models[key] = _compiled(model)
+        return compiled
 
     def _evaluate_with_gradients(self, given, output_gradients):
         if self.inference:
@@ -199,11 +196,10 @@ class PhysicalModel:
             raise KeyNotFoundError(f"output_gradients names unknown output(s) {unknown}; "
                                    f"the outputs are {self.output_keys}")
         seeds = tuple(k for k in self.output_keys if k in output_gradients)
-        model = self._gradient_model(seeds, given)
+        model, model_inputs, model_outputs = self._gradient_model(seeds, given)
         feeds = dict(given)
         for key in seeds:
             feeds[f"grad:{key}"] = output_gradients[key]
-        model_inputs, model_outputs = self._terminals_of(model)
         inputs = self._arrays(model_inputs, feeds, "input")
         outputs = [np.empty(tuple(t["shape"]), dtype=_NP_DTYPES[t["dtype"]])
                    for t in model_outputs]
@@ -232,16 +228,16 @@ class PhysicalModel:
             raise KeyNotFoundError(f"no output '{loss}' to minimize (outputs: {self.output_keys})")
         specs = self._static_specs({**params, **(data or {})})
         key = ("train", loss) + optimizer.key() + tuple(specs)
-        model = self._gradient_models.get(key)
-        if model is None:
+        compiled = self._gradient_models.get(key)
+        if compiled is None:
             model = _mithril.compile(self.source, self.entry, specs, self._discard,
                                      f"<model {self.entry}>", True, self.trainable_keys, [loss],
                                      optimizer.algorithm, optimizer.momentum,
                                      optimizer.weight_decay, threads=self._threads)
-            self._gradient_models[key] = model
+            compiled = self._gradient_models[key] = _compiled(model)
+        model, model_inputs, model_outputs = compiled
         optimizer.steps += 1
         dtype = _NP_DTYPES[self._outputs[0]["dtype"]] if self._outputs else np.float32
-        model_inputs, model_outputs = self._terminals_of(model)
         for t in model_inputs:
             name = t["name"]
             if name.startswith("state:") and name not in optimizer.state:
