@@ -1456,18 +1456,10 @@ static Value windowView(OpBuilder &b, Location loc, Value input, ArrayRef<int64_
 /// Max or average pooling over non-overlapping windows (see windowView):
 /// loops lead..., oh, ow, kh, kw.
 static Value lowerWindowPool(OpBuilder &b, Location loc, Value view, RankedTensorType out,
-                             bool isMax) {
+                             bool isMax, Value identity) {
   MLIRContext *ctx = b.getContext();
   int64_t lead = out.getRank() - 2, loops = lead + 4;
-  Type et = out.getElementType();
-  auto ft = cast<FloatType>(et);
-  Value init = isMax ? arith::ConstantOp::create(
-                           b, loc, b.getFloatAttr(et, APFloat::getInf(ft.getFloatSemantics(),
-                                                                      /*Negative=*/true)))
-                           .getResult()
-                     : floatConst(b, loc, et, 0.0);
-  Value filled = linalg::FillOp::create(b, loc, init,
-                                        emptyTensor(b, loc, out, {}))
+  Value filled = linalg::FillOp::create(b, loc, identity, emptyTensor(b, loc, out, {}))
                      .getResult(0);
   auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
   SmallVector<AffineExpr> inE, outE;
@@ -1750,14 +1742,15 @@ struct PoolPattern : OpRewritePattern<OpT> {
               : floatConst(rewriter, loc, et, 0.0);
     if (auto viewShape = windowViewShape(op.getInput().getType(), kernel, op.getStride(),
                                          op.getPadding(), op.getDilation())) {
-        Value view = windowView(rewriter, loc, op.getInput(), *viewShape);
-        Value result = lowerWindowPool(rewriter, loc, view, out, isMax);
-        if (!isMax)
-          result = divideByScalar(rewriter, loc, result,
-                                  floatConst(rewriter, loc, et, kernel[0] * kernel[1]));
-        rewriter.replaceOp(op, result);
-        return success();
-      }
+      // The pad value is also the reduction's identity (-inf or 0).
+      Value view = windowView(rewriter, loc, op.getInput(), *viewShape);
+      Value result = lowerWindowPool(rewriter, loc, view, out, isMax, padValue);
+      if (!isMax)
+        result = divideByScalar(rewriter, loc, result,
+                                floatConst(rewriter, loc, et, kernel[0] * kernel[1]));
+      rewriter.replaceOp(op, result);
+      return success();
+    }
     Value input = padSpatial(rewriter, loc, op.getInput(), lead, op.getPadding(), padValue);
     if (llvm::any_of(out.getShape().drop_front(lead), ShapedType::isDynamic))
       return rewriter.notifyMatchFailure(op, "dynamic spatial dimensions");
