@@ -16,7 +16,6 @@ import argparse
 import os
 import platform
 import statistics
-import sys
 import time
 
 import numpy as np
@@ -320,7 +319,7 @@ class _null:
         return False
 
 
-def write(rows, path_md, path_png, threads_list):
+def write(rows, path_md, path_png):
     blas = "unknown"
     if threadpool_info:
         info = [i for i in threadpool_info() if i.get("user_api") == "blas"]
@@ -369,7 +368,7 @@ def main():
     threads = [int(t) for t in args.threads.split(",")]
     here = os.path.dirname(os.path.abspath(__file__))
     rows = run(args.quick, threads)
-    write(rows, os.path.join(here, "results.md"), os.path.join(here, "results.png"), threads)
+    write(rows, os.path.join(here, "results.md"), os.path.join(here, "results.png"))
 
 
 if __name__ == "__main__":
