@@ -210,7 +210,7 @@ static SmallVector<int64_t> hostTileSizes(linalg::LinalgOp op) {
   }
   if (auto transpose = dyn_cast<linalg::TransposeOp>(op.getOperation())) {
     // A 16 x 16 block of 32-bit elements transposes in registers (the
-    // shuffle_16x16 lowering in mithril-cpu-pipeline): 16 loads, 16 stores.
+    // shuffle_16x16 lowering at the end of this pass): 16 loads, 16 stores.
     ArrayRef<int64_t> perm = transpose.getPermutation();
     unsigned rank = perm.size();
     if (rank >= 2 && perm[rank - 1] == int64_t(rank - 2) && perm[rank - 2] == int64_t(rank - 1) &&
