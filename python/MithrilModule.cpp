@@ -426,7 +426,7 @@ PYBIND11_MODULE(_mithril, m) {
          const std::vector<std::string> &discard, const std::string &sourceName, bool gradients,
          const std::vector<std::string> &wrt, const std::vector<std::string> &seeds,
          const std::string &optimizer, double momentum, double weightDecay, unsigned threads,
-         bool dynamicShapes) {
+         bool dynamicShapes, bool gpuTilesOnHost) {
         std::unique_ptr<CompiledModel> result;
         {
           // Compilation does not touch Python objects.
@@ -435,6 +435,7 @@ PYBIND11_MODULE(_mithril, m) {
                                                wrt, seeds, optimizer, momentum, weightDecay);
           options.threads = threads;
           options.dynamicShapes = dynamicShapes;
+          options.gpuTilesOnHost = gpuTilesOnHost;
           auto model = CompiledModel::compile(source, options);
           if (!model) {
             std::string message = llvm::toString(model.takeError());
@@ -450,7 +451,7 @@ PYBIND11_MODULE(_mithril, m) {
       py::arg("gradients") = false, py::arg("wrt") = std::vector<std::string>{},
       py::arg("seeds") = std::vector<std::string>{}, py::arg("optimizer") = "",
       py::arg("momentum") = 0.0, py::arg("weight_decay") = 0.0, py::arg("threads") = 0u,
-      py::arg("dynamic_shapes") = false);
+      py::arg("dynamic_shapes") = false, py::arg("gpu_tiles_on_host") = false);
 
   m.def(
       "emit",

@@ -91,7 +91,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     pm.addPass(createLinalgElementwiseOpFusionPass());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
-    if (options.schedule) {
+    if (options.schedule && !options.gpuTilesOnHost) {
       MithrilCpuScheduleOptions schedule;
       schedule.threads = options.threads;
       pm.addPass(createMithrilCpuSchedule(schedule));
@@ -121,6 +121,13 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     bufferization::BufferDeallocationPipelineOptions dealloc;
     bufferization::buildBufferDeallocationPipeline(pm, dealloc);
     pm.addPass(createMithrilStridedCopies());
+    if (options.gpuTilesOnHost) {
+      MithrilGpuTileContractionsOptions tiles;
+      tiles.workgroupMemory = false;
+      pm.addNestedPass<func::FuncOp>(createMithrilGpuTileContractions(tiles));
+      pm.addPass(createForallToForLoopPass());
+      pm.addPass(createCanonicalizerPass());
+    }
   }
 
   if (wanted("loops")) {
@@ -201,13 +208,20 @@ LogicalResult mithril::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOpti
   if (cpuStage)
     return success();
 
-  // Every parallel loop nest becomes a kernel: tiles of 16x16 map to blocks
-  // and threads (guards instead of min/max bounds keep block sizes static).
+  // Contractions become kernels that stage tiles of their operands in shared
+  // memory; every other parallel loop nest becomes a kernel of its own: tiles
+  // of 16x16 map to blocks and threads (guards instead of min/max bounds keep
+  // block sizes static).
+  pm.addNestedPass<func::FuncOp>(createMithrilGpuTileContractions());
+  pm.addNestedPass<func::FuncOp>(createMithrilGpuMapForall());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(
       createParallelLoopTilingPass({16, 16}, /*noMinMaxBounds=*/true));
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+  // Constants and index arithmetic go into the kernels rather than become
+  // kernel arguments: tile sizes and bounds stay known to the PTX compiler.
+  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
   // One PTX module for all kernels: a file ptxas takes as it is.
   pm.addPass(createMithrilGpuMergeModules());

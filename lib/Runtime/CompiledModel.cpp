@@ -183,6 +183,8 @@ static std::string pipelineOptions(const CompileOptions &options, StringRef stop
   bool scheduled = llvm::is_contained({"fusion", "bufferize", "loops", "llvm"}, stopAfter);
   if (unsigned threads = resolvedThreads(options); threads != 1 && scheduled)
     add("threads", std::to_string(threads));
+  if (options.gpuTilesOnHost)
+    add("gpu-tiles-on-host", "true");
   if (stopAfter != "llvm")
     add("stop-after", stopAfter);
   if (!startAfter.empty())
@@ -212,6 +214,7 @@ static llvm::Error runPipeline(ModuleOp module, const CompileOptions &options,
   pipelineOpts.stopAfter = stopAfter.str();
   pipelineOpts.startAfter = startAfter.str();
   pipelineOpts.runtimeAllocator = forJit;
+  pipelineOpts.gpuTilesOnHost = options.gpuTilesOnHost;
   if (failed(buildCpuPipeline(pm, pipelineOpts))) {
     std::string stages;
     for (StringRef stage : getCpuPipelineStages())

@@ -19,10 +19,14 @@ class MlirBackend:
     "cpu", or "cuda": the model's kernels are compiled to PTX (see
     PhysicalModel.ptx); running them needs a CUDA device and runtime.
     `num_threads` is the number of CPU threads large ops are split across
-    (None: one per hardware thread; 1: single-threaded code)."""
+    (None: one per hardware thread; 1: single-threaded code).
+    `gpu_tiles_on_host` (device "cpu") tiles matmuls and convolutions as the
+    GPU pipeline does, shared-memory tiles in block and thread loops, and runs
+    those loops in order on the CPU: the GPU schedule's numbers, gradients
+    included, checked without a GPU."""
 
     def __init__(self, dtype=float32, device: str = "cpu", seed: int = 0,
-                 num_threads: int | None = None) -> None:
+                 num_threads: int | None = None, gpu_tiles_on_host: bool = False) -> None:
         if num_threads is not None and (isinstance(num_threads, bool) or
                                         not isinstance(num_threads, int) or num_threads < 1):
             raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
@@ -32,8 +36,11 @@ class MlirBackend:
             raise ValueError(f"MlirBackend dtype must be float32 or float64, got {dt}")
         if device not in ("cpu", "cuda"):
             raise ValueError(f"unknown device '{device}' (expected 'cpu' or 'cuda')")
+        if gpu_tiles_on_host and device != "cpu":
+            raise ValueError("gpu_tiles_on_host runs the GPU schedule on device='cpu'")
         self.dtype = dt
         self.device = device
+        self.gpu_tiles_on_host = bool(gpu_tiles_on_host)
         self._rng = np.random.default_rng(seed)
 
     @property

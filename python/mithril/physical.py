@@ -62,7 +62,8 @@ class PhysicalModel:
         self._dynamic = any(d is None for v in shapes.values() for d in v)
         self._forward = _mithril.compile(source, entry, self._shape_specs, discard,
                                          f"<model {entry}>", threads=self._threads,
-                                         dynamic_shapes=self._dynamic)
+                                         dynamic_shapes=self._dynamic,
+                                         gpu_tiles_on_host=backend.gpu_tiles_on_host)
         self._inputs = _with_shape_tuples(self._forward.inputs)
         self._outputs = self._forward.outputs
         # Gradient and training models: (compiled model, its inputs, its
@@ -184,7 +185,8 @@ class PhysicalModel:
                 raise MithrilError("the model has no trainable inputs to differentiate")
             model = _mithril.compile(self.source, self.entry, specs, self._discard,
                                      f"<model {self.entry}>", True, self.trainable_keys,
-                                     list(seeds), threads=self._threads)
+                                     list(seeds), threads=self._threads,
+                                     gpu_tiles_on_host=self.backend.gpu_tiles_on_host)
             compiled = self._gradient_models[key] = _compiled(model)
         return compiled
 
@@ -233,7 +235,8 @@ class PhysicalModel:
             model = _mithril.compile(self.source, self.entry, specs, self._discard,
                                      f"<model {self.entry}>", True, self.trainable_keys, [loss],
                                      optimizer.algorithm, optimizer.momentum,
-                                     optimizer.weight_decay, threads=self._threads)
+                                     optimizer.weight_decay, threads=self._threads,
+                                     gpu_tiles_on_host=self.backend.gpu_tiles_on_host)
             compiled = self._gradient_models[key] = _compiled(model)
         model, model_inputs, model_outputs = compiled
         optimizer.steps += 1

@@ -65,6 +65,12 @@ static cl::opt<std::string> target("target",
                                    cl::init("cpu"), cl::cat(category));
 static cl::opt<std::string> gpuChip("gpu-chip", cl::desc("With --target=cuda: sm_80, sm_90, ..."),
                                     cl::init("sm_90"), cl::cat(category));
+static cl::opt<bool> gpuTilesOnHost(
+    "gpu-tiles-on-host",
+    cl::desc("With --target=cpu: tile matmuls and convolutions as the GPU pipeline does "
+             "(shared-memory tiles in block and thread loops) and run those loops in order on "
+             "the host, which checks the GPU schedule's numbers without a GPU"),
+    cl::cat(category));
 static cl::opt<unsigned> bench("bench", cl::desc("Time N runs after warm-up"), cl::init(0),
                                cl::cat(category));
 static cl::opt<bool> timing("timing", cl::desc("Print the time of each compile phase"),
@@ -422,11 +428,14 @@ int main(int argc, char **argv) {
     options.shapes.push_back(s);
   options.target = target;
   options.gpuChip = gpuChip;
+  options.gpuTilesOnHost = gpuTilesOnHost;
 
   if (target == "cuda" && emitFormat.empty())
     return fail("no CUDA device: this build runs GPU code only through the CUDA runtime "
                 "library, and none is available here; --emit=ptx writes the kernels");
 
+  if (gpuTilesOnHost && target != "cpu")
+    return fail("--gpu-tiles-on-host runs the GPU schedule on --target=cpu");
   if (train && target != "cpu")
     return fail("--train runs on --target=cpu");
   if (train)

@@ -71,4 +71,56 @@ def MithrilGpuMergeModules : Pass<"mithril-gpu-merge-modules", "mlir::ModuleOp">
   let dependentDialects = ["mlir::gpu::GPUDialect"];
 }
 
+def MithrilGpuTileContractions
+    : Pass<"mithril-gpu-tile-contractions", "mlir::func::FuncOp"> {
+  let summary = "Tile contractions on buffers for GPU blocks through shared memory";
+  let description = [{
+    Rewrites each contraction with a multiply-add body and static shapes
+    (`linalg.matmul`, the products of Linear layers, flat-row convolutions,
+    ...) as a batch of GEMMs, `C[m, n] += A[m, k] * B[k, n]`: `n` is the
+    output's innermost dimension, `m` another output dimension only the other
+    input reads, the remaining parallel dimensions index the batch and the
+    reduction dimensions are linearized into `k`. A block of
+    tile-size x tile-size threads owns one tile of `C`; per step of `k` its
+    threads copy a tile of `A` and one of `B` into shared memory, one element
+    each, through the operands' own indexing maps (a convolution becomes an
+    implicit GEMM with no im2col buffer), then accumulate their element of
+    `C` from the two tiles.
+
+    The output is `scf.forall` loops mapped to `#gpu.block` and `#gpu.thread`
+    (see `mithril-gpu-map-forall`). A thread loop reads only what earlier
+    thread loops wrote, so the loops run one after the other
+    (`scf-forall-to-for`) compute what the kernel computes: with
+    `workgroup-memory=false` the tiles are plain buffers and the schedule
+    runs on the host (`mithril-cpu-pipeline{gpu-tiles-on-host}`).
+  }];
+  let options = [
+    Option<"tileSize", "tile-size", "int64_t", "16",
+           "Rows, columns and depth of a tile (threads per block: its square)">,
+    Option<"workgroupMemory", "workgroup-memory", "bool", "true",
+           "Put the tiles in GPU shared (workgroup) memory">,
+  ];
+  let dependentDialects = [
+    "mlir::affine::AffineDialect", "mlir::arith::ArithDialect", "mlir::gpu::GPUDialect",
+    "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect"
+  ];
+}
+
+def MithrilGpuMapForall : Pass<"mithril-gpu-map-forall", "mlir::func::FuncOp"> {
+  let summary = "Turn scf.forall loops mapped to GPU blocks and threads into gpu.launch";
+  let description = [{
+    Each outermost `scf.forall` mapped to `#gpu.block<x|y|z>` becomes a
+    `gpu.launch` whose grid is the loop's trip counts and whose block is the
+    largest trip counts of the `#gpu.thread` loops inside it. Thread loops
+    become their bodies on the thread ids, guarded where the loop is smaller
+    than the block, and each is followed by `gpu.barrier`, since the next
+    loop reads what it wrote. `memref.alloc` in workgroup memory inside the
+    block loop becomes a workgroup attribution of the launch (its
+    `memref.dealloc` goes). Loops need static bounds from 0 with step 1.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect", "mlir::gpu::GPUDialect", "mlir::scf::SCFDialect"
+  ];
+}
+
 #endif // MITHRIL_CONVERSION_PASSES_TD

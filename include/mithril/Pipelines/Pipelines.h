@@ -48,6 +48,12 @@ struct CpuPipelineOptions : public mlir::PassPipelineOptions<CpuPipelineOptions>
   Option<bool> schedule{*this, "schedule",
                         llvm::cl::desc("Tile and vectorize for the host (mithril-cpu-schedule)"),
                         llvm::cl::init(true)};
+  Option<bool> gpuTilesOnHost{
+      *this, "gpu-tiles-on-host",
+      llvm::cl::desc("Tile contractions as mithril-gpu-pipeline does (shared-memory tiles in "
+                     "block and thread loops) and run those loops in order on the host: the "
+                     "GPU schedule's numbers, checked without a GPU (implies schedule=false)"),
+      llvm::cl::init(false)};
   Option<unsigned> threads{
       *this, "threads",
       llvm::cl::desc("Threads for large ops: above 1, they are split into chunks that run on "

@@ -60,6 +60,10 @@ struct CompileOptions {
   /// mithril-gpu-pipeline) with the architecture `gpuChip`.
   std::string target = "cpu";
   std::string gpuChip = "sm_90";
+  /// With target "cpu": tile contractions as the GPU pipeline does (shared
+  /// memory tiles in block and thread loops) and run those loops in order on
+  /// the host, to check the GPU schedule's numbers without a GPU.
+  bool gpuTilesOnHost = false;
   /// Keep the input dimensions that `shapes` does not fix dynamic: the code
   /// then runs with any sizes of them (inference only: autodiff needs static
   /// shapes), and outputShapes() gives each run's output shapes.

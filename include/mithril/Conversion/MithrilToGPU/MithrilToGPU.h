@@ -15,6 +15,8 @@
 namespace mithril {
 #define GEN_PASS_DECL_MITHRILGPUHOSTMEMORY
 #define GEN_PASS_DECL_MITHRILGPUMERGEMODULES
+#define GEN_PASS_DECL_MITHRILGPUMAPFORALL
+#define GEN_PASS_DECL_MITHRILGPUTILECONTRACTIONS
 #include "mithril/Conversion/Passes.h.inc"
 } // namespace mithril
 

@@ -1,0 +1,160 @@
+//===- GpuMapForall.cpp - block and thread loops to gpu.launch ------------===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mithril/Conversion/MithrilToGPU/MithrilToGPU.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+namespace mithril {
+#define GEN_PASS_DEF_MITHRILGPUMAPFORALL
+#include "mithril/Conversion/Passes.h.inc"
+} // namespace mithril
+
+using namespace mlir;
+
+namespace {
+
+/// The 0-based grid or block dimension a loop dimension maps to.
+std::optional<unsigned> mappedDimension(Attribute attr, bool blocks) {
+  std::optional<gpu::MappingId> id;
+  if (auto block = dyn_cast<gpu::GPUBlockMappingAttr>(attr); block && blocks)
+    id = block.getBlock();
+  if (auto thread = dyn_cast<gpu::GPUThreadMappingAttr>(attr); thread && !blocks)
+    id = thread.getThread();
+  if (!id || *id > gpu::MappingId::DimZ)
+    return std::nullopt;
+  return static_cast<unsigned>(*id);
+}
+
+/// The loop's static trip counts by grid/block dimension (1 where unmapped),
+/// or failure with a diagnostic.
+FailureOr<std::array<int64_t, 3>> mappedSizes(scf::ForallOp loop, bool blocks) {
+  std::array<int64_t, 3> sizes = {1, 1, 1};
+  ArrayRef<int64_t> lower = loop.getStaticLowerBound(), upper = loop.getStaticUpperBound(),
+                    step = loop.getStaticStep();
+  if (!loop.getMapping() || llvm::any_of(upper, ShapedType::isDynamic))
+    return loop.emitOpError("needs static bounds and a GPU mapping to become a kernel");
+  for (auto [i, attr] : llvm::enumerate(*loop.getMapping())) {
+    std::optional<unsigned> dim = mappedDimension(attr, blocks);
+    if (!dim || lower[i] != 0 || step[i] != 1)
+      return loop.emitOpError("dimension ")
+             << i << " needs bounds from 0 with step 1 and a " << (blocks ? "block" : "thread")
+             << " x, y or z mapping, not " << attr;
+    sizes[*dim] = upper[i];
+  }
+  return sizes;
+}
+
+/// Replaces `loop` with its body, its induction variables with `ids`.
+void inlineLoopBody(scf::ForallOp loop, ArrayRef<Value> ids, Block *dest, Block::iterator before) {
+  for (auto [i, attr] : llvm::enumerate(*loop.getMapping()))
+    loop.getInductionVar(i).replaceAllUsesWith(
+        ids[*mappedDimension(attr, isa<gpu::GPUBlockMappingAttr>(attr))]);
+  Block *body = loop.getBody();
+  dest->getOperations().splice(before, body->getOperations(), body->begin(),
+                               std::prev(body->end()));
+  loop.erase();
+}
+
+LogicalResult mapBlockLoop(scf::ForallOp blocks) {
+  FailureOr<std::array<int64_t, 3>> grid = mappedSizes(blocks, /*blocks=*/true);
+  if (failed(grid))
+    return failure();
+  SmallVector<scf::ForallOp> threadLoops;
+  blocks.getBody()->walk([&](scf::ForallOp loop) { threadLoops.push_back(loop); });
+  std::array<int64_t, 3> blockSizes = {1, 1, 1};
+  for (scf::ForallOp loop : threadLoops) {
+    if (loop->getParentOfType<scf::ForallOp>() != blocks)
+      return loop.emitOpError("is a thread loop inside another thread loop");
+    FailureOr<std::array<int64_t, 3>> sizes = mappedSizes(loop, /*blocks=*/false);
+    if (failed(sizes))
+      return failure();
+    for (unsigned d = 0; d < 3; ++d)
+      blockSizes[d] = std::max(blockSizes[d], (*sizes)[d]);
+  }
+  if (blockSizes[0] * blockSizes[1] * blockSizes[2] > 1024)
+    return blocks.emitOpError("needs ") << blockSizes[0] * blockSizes[1] * blockSizes[2]
+                                        << " threads per block; a GPU block holds at most 1024";
+
+  OpBuilder b(blocks);
+  Location loc = blocks.getLoc();
+  auto constant = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
+  auto launch = gpu::LaunchOp::create(b, loc, constant((*grid)[0]), constant((*grid)[1]),
+                                      constant((*grid)[2]), constant(blockSizes[0]),
+                                      constant(blockSizes[1]), constant(blockSizes[2]));
+  Block &body = launch.getBody().front();
+  b.setInsertionPointToEnd(&body);
+  auto terminator = gpu::TerminatorOp::create(b, loc);
+  gpu::KernelDim3 blockIds = launch.getBlockIds(), threadIds = launch.getThreadIds();
+  inlineLoopBody(blocks, {blockIds.x, blockIds.y, blockIds.z}, &body, terminator->getIterator());
+
+  // Shared tiles become the kernel's workgroup memory.
+  SmallVector<memref::AllocOp> sharedAllocs;
+  body.walk([&](memref::AllocOp alloc) {
+    if (gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(alloc.getType()))
+      sharedAllocs.push_back(alloc);
+  });
+  for (memref::AllocOp alloc : sharedAllocs) {
+    if (!alloc.getType().hasStaticShape())
+      return alloc.emitOpError("workgroup memory needs a static shape");
+    BlockArgument shared = launch.addWorkgroupAttribution(alloc.getType(), alloc.getLoc());
+    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+      if (isa<memref::DeallocOp>(user))
+        user->erase();
+    alloc.replaceAllUsesWith(shared);
+    alloc.erase();
+  }
+
+  // Each thread loop runs on the threads its mapping names (the others wait)
+  // and ends with a barrier: the next loop reads what this one wrote.
+  Value ids[3] = {threadIds.x, threadIds.y, threadIds.z};
+  for (scf::ForallOp loop : threadLoops) {
+    std::array<int64_t, 3> sizes = *mappedSizes(loop, /*blocks=*/false);
+    b.setInsertionPoint(loop);
+    Value active;
+    for (unsigned d = 0; d < 3; ++d) {
+      if (sizes[d] == blockSizes[d])
+        continue;
+      Value less =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, ids[d], constant(sizes[d]));
+      active = active ? arith::AndIOp::create(b, loc, active, less).getResult() : less;
+    }
+    Block *dest = loop->getBlock();
+    Block::iterator before = loop->getIterator();
+    if (active) {
+      auto guard = scf::IfOp::create(b, loc, active, /*withElseRegion=*/false);
+      dest = guard.thenBlock();
+      before = guard.thenBlock()->getTerminator()->getIterator();
+      b.setInsertionPointAfter(guard);
+    } else {
+      b.setInsertionPointAfter(loop);
+    }
+    gpu::BarrierOp::create(b, loc);
+    inlineLoopBody(loop, ids, dest, before);
+  }
+  return success();
+}
+
+struct GpuMapForallPass : public mithril::impl::MithrilGpuMapForallBase<GpuMapForallPass> {
+  void runOnOperation() override {
+    SmallVector<scf::ForallOp> blockLoops;
+    getOperation().walk([&](scf::ForallOp loop) {
+      std::optional<ArrayAttr> mapping = loop.getMapping();
+      if (mapping && !mapping->empty() && isa<gpu::GPUBlockMappingAttr>((*mapping)[0]) &&
+          !loop->getParentOfType<scf::ForallOp>())
+        blockLoops.push_back(loop);
+    });
+    for (scf::ForallOp loop : blockLoops)
+      if (failed(mapBlockLoop(loop)))
+        return signalPassFailure();
+  }
+};
+
+} // namespace

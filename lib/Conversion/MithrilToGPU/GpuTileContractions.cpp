@@ -1,0 +1,339 @@
+//===- GpuTileContractions.cpp - shared-memory tiles for GPU contractions -===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+//
+// A contraction (matmul, a Linear's product, a flat-row convolution, ...) is
+// seen as a batch of GEMMs, C[m, n] += sum_k A[m, k] * B[k, n], whatever its
+// indexing maps: `n` is the output's innermost dimension, `m` another output
+// dimension that only the other input reads, every other parallel dimension
+// is a batch index and the reduction dimensions are linearized into `k`. A
+// block of tile x tile threads owns a tile x tile tile of C; for each step of
+// `k` its threads copy a tile of A and one of B into shared memory (one
+// element each, reading each operand through its own indexing map, so a
+// convolution is an implicit GEMM with no im2col buffer) and then each
+// thread accumulates its element of C from the two tiles.
+//
+// The result is scf.forall loops with GPU mappings. Each thread loop reads
+// only what earlier thread loops wrote, so running the loops one after the
+// other (scf.forall -> scf.for) computes what the GPU computes with a barrier
+// after each thread loop: that is how the schedule is checked on the host.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mithril/Conversion/MithrilToGPU/MithrilToGPU.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <optional>
+
+namespace mithril {
+#define GEN_PASS_DEF_MITHRILGPUTILECONTRACTIONS
+#include "mithril/Conversion/Passes.h.inc"
+} // namespace mithril
+
+using namespace mlir;
+
+namespace {
+
+/// A contraction's iteration space as a batch of GEMMs.
+struct GemmView {
+  unsigned mDim = 0, nDim = 0;
+  /// Input operand numbers: `lhs` reads m (not n), `rhs` reads n (not m).
+  unsigned lhs = 0, rhs = 1;
+  SmallVector<unsigned> batchDims, reductionDims;
+  SmallVector<int64_t> ranges;
+
+  int64_t extent(ArrayRef<unsigned> dims) const {
+    int64_t product = 1;
+    for (unsigned d : dims)
+      product *= ranges[d];
+    return product;
+  }
+};
+
+/// The grid's z dimension holds the batch.
+constexpr int64_t kMaxGridZ = 65535;
+
+std::optional<GemmView> matchGemm(linalg::LinalgOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      op->getNumResults() != 0)
+    return std::nullopt;
+  auto isMultiplyAdd = [](Operation *elementwise, Operation *reduce) {
+    return isa<arith::MulFOp>(elementwise) && isa<arith::AddFOp>(reduce);
+  };
+  if (!linalg::detail::isContractionBody(*op.getBlock(), isMultiplyAdd))
+    return std::nullopt;
+  for (OpOperand &operand : op->getOpOperands())
+    if (!isa<MemRefType>(operand.get().getType()))
+      return std::nullopt;
+
+  GemmView view;
+  view.ranges = op.getStaticLoopRanges();
+  if (llvm::any_of(view.ranges, ShapedType::isDynamic))
+    return std::nullopt;
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  AffineMap outMap = maps[2];
+  if (!outMap.isProjectedPermutation() || outMap.getNumResults() == 0)
+    return std::nullopt;
+  // The output is indexed by exactly the parallel dimensions.
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  for (auto [dim, iterator] : llvm::enumerate(iterators)) {
+    bool parallel = iterator == utils::IteratorType::parallel;
+    if (parallel != outMap.isFunctionOfDim(dim))
+      return std::nullopt;
+    if (!parallel)
+      view.reductionDims.push_back(dim);
+  }
+  if (view.reductionDims.empty())
+    return std::nullopt;
+
+  auto reads = [&](unsigned operand, unsigned dim) { return maps[operand].isFunctionOfDim(dim); };
+  view.nDim = cast<AffineDimExpr>(outMap.getResults().back()).getPosition();
+  if (reads(0, view.nDim) == reads(1, view.nDim))
+    return std::nullopt;
+  view.rhs = reads(0, view.nDim) ? 0 : 1;
+  view.lhs = 1 - view.rhs;
+  std::optional<unsigned> mDim;
+  for (AffineExpr result : llvm::reverse(outMap.getResults().drop_back())) {
+    unsigned dim = cast<AffineDimExpr>(result).getPosition();
+    if (reads(view.lhs, dim) && !reads(view.rhs, dim)) {
+      mDim = dim;
+      break;
+    }
+  }
+  if (!mDim)
+    return std::nullopt;
+  view.mDim = *mDim;
+  for (AffineExpr result : outMap.getResults()) {
+    unsigned dim = cast<AffineDimExpr>(result).getPosition();
+    if (dim != view.mDim && dim != view.nDim)
+      view.batchDims.push_back(dim);
+  }
+  if (view.extent(view.batchDims) > kMaxGridZ)
+    return std::nullopt;
+  return view;
+}
+
+struct TileBuilder {
+  OpBuilder &b;
+  Location loc;
+  linalg::LinalgOp op;
+  const GemmView &view;
+  int64_t tile;
+
+  Value index(int64_t value) { return arith::ConstantIndexOp::create(b, loc, value); }
+
+  /// `linear` split into indices over `dims` (the last varies fastest). The
+  /// first takes the whole quotient: `linear` is in bounds where it is used.
+  void delinearize(Value linear, ArrayRef<unsigned> dims, SmallVectorImpl<Value> &iv) {
+    if (dims.empty())
+      return;
+    for (unsigned dim : llvm::reverse(dims.drop_front())) {
+      Value size = index(view.ranges[dim]);
+      iv[dim] = arith::RemUIOp::create(b, loc, linear, size);
+      linear = arith::DivUIOp::create(b, loc, linear, size);
+    }
+    iv[dims.front()] = linear;
+  }
+
+  /// The element of operand `number` at iteration `iv` (dimensions the
+  /// operand does not read may be null), or zero where `inBounds` is false.
+  Value loadOrZero(unsigned number, ArrayRef<Value> iv, Value inBounds) {
+    Value zero = index(0);
+    SmallVector<Value> dims = llvm::map_to_vector(iv, [&](Value v) { return v ? v : zero; });
+    Value memref = op->getOperand(number);
+    Type element = cast<MemRefType>(memref.getType()).getElementType();
+    AffineMap map = op.getIndexingMapsArray()[number];
+    auto ifOp = scf::IfOp::create(b, loc, TypeRange{element}, inBounds, /*withElse=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      SmallVector<Value> indices;
+      for (unsigned i = 0, e = map.getNumResults(); i < e; ++i)
+        indices.push_back(affine::AffineApplyOp::create(b, loc, map.getSubMap({i}), dims));
+      scf::YieldOp::create(b, loc, memref::LoadOp::create(b, loc, memref, indices).getResult());
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(b, loc,
+                           arith::ConstantOp::create(b, loc, b.getZeroAttr(element)).getResult());
+    }
+    return ifOp.getResult(0);
+  }
+
+  /// The output's indices at iteration `iv`.
+  SmallVector<Value> outputIndices(ArrayRef<Value> iv) {
+    AffineMap map = op.getIndexingMapsArray()[2];
+    return llvm::map_to_vector(
+        map.getResults(), [&](AffineExpr e) { return iv[cast<AffineDimExpr>(e).getPosition()]; });
+  }
+
+  Value allLess(ArrayRef<std::pair<Value, int64_t>> bounds) {
+    Value result;
+    for (auto [value, bound] : bounds) {
+      Value less = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, value, index(bound));
+      result = result ? arith::AndIOp::create(b, loc, result, less).getResult() : less;
+    }
+    return result;
+  }
+
+  /// A tile x tile loop over the block's threads; `body` gets (row, column).
+  template <typename Body> void threadLoop(Body body) {
+    MLIRContext *ctx = b.getContext();
+    auto mapping = b.getArrayAttr({gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimY),
+                                   gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX)});
+    auto loop = scf::ForallOp::create(
+        b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(tile), b.getIndexAttr(tile)}, ValueRange{},
+        mapping);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    body(loop.getInductionVar(0), loop.getInductionVar(1));
+  }
+
+  void build(Attribute memorySpace) {
+    MLIRContext *ctx = b.getContext();
+    int64_t rows = view.ranges[view.mDim], columns = view.ranges[view.nDim];
+    int64_t depth = view.extent(view.reductionDims);
+    auto mapping = b.getArrayAttr({gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimZ),
+                                   gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimY),
+                                   gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)});
+    auto blocks = scf::ForallOp::create(
+        b, loc,
+        ArrayRef<OpFoldResult>{b.getIndexAttr(view.extent(view.batchDims)),
+                               b.getIndexAttr(llvm::divideCeil(rows, tile)),
+                               b.getIndexAttr(llvm::divideCeil(columns, tile))},
+        ValueRange{}, mapping);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(blocks.getBody()->getTerminator());
+
+    SmallVector<Value> blockIv(view.ranges.size());
+    delinearize(blocks.getInductionVar(0), view.batchDims, blockIv);
+    Value rowBase = arith::MulIOp::create(b, loc, blocks.getInductionVar(1), index(tile));
+    Value columnBase = arith::MulIOp::create(b, loc, blocks.getInductionVar(2), index(tile));
+
+    Type element = cast<MemRefType>(op.getDpsInits()[0].getType()).getElementType();
+    auto tileType = MemRefType::get({tile, tile}, element, AffineMap(), memorySpace);
+    Value lhsTile = memref::AllocOp::create(b, loc, tileType);
+    Value rhsTile = memref::AllocOp::create(b, loc, tileType);
+    Value accTile = memref::AllocOp::create(b, loc, tileType);
+
+    // The thread's output element: (row, column) of the block's tile.
+    auto outputIv = [&](Value row, Value column, SmallVector<Value> &iv, Value &inBounds) {
+      iv = blockIv;
+      iv[view.mDim] = arith::AddIOp::create(b, loc, rowBase, row);
+      iv[view.nDim] = arith::AddIOp::create(b, loc, columnBase, column);
+      inBounds = allLess({{iv[view.mDim], rows}, {iv[view.nDim], columns}});
+    };
+
+    threadLoop([&](Value row, Value column) {
+      SmallVector<Value> iv;
+      Value inBounds;
+      outputIv(row, column, iv, inBounds);
+      Value init = loadOrZero(op.getNumDpsInputs(), iv, inBounds);
+      memref::StoreOp::create(b, loc, init, accTile, ValueRange{row, column});
+    });
+
+    auto steps = scf::ForOp::create(b, loc, index(0), index(depth), index(tile));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(steps.getBody()->getTerminator());
+      Value depthBase = steps.getInductionVar();
+      // Both tiles in one loop: the lhs tile is [m, k], the rhs tile [k, n];
+      // consecutive threads read consecutive k of the lhs and n of the rhs.
+      threadLoop([&](Value row, Value column) {
+        SmallVector<Value> iv = blockIv;
+        iv[view.mDim] = arith::AddIOp::create(b, loc, rowBase, row);
+        Value k = arith::AddIOp::create(b, loc, depthBase, column);
+        delinearize(k, view.reductionDims, iv);
+        Value lhs = loadOrZero(view.lhs, iv, allLess({{iv[view.mDim], rows}, {k, depth}}));
+        memref::StoreOp::create(b, loc, lhs, lhsTile, ValueRange{row, column});
+
+        iv = blockIv;
+        iv[view.nDim] = arith::AddIOp::create(b, loc, columnBase, column);
+        k = arith::AddIOp::create(b, loc, depthBase, row);
+        delinearize(k, view.reductionDims, iv);
+        Value rhs = loadOrZero(view.rhs, iv, allLess({{iv[view.nDim], columns}, {k, depth}}));
+        memref::StoreOp::create(b, loc, rhs, rhsTile, ValueRange{row, column});
+      });
+      threadLoop([&](Value row, Value column) {
+        Value init = memref::LoadOp::create(b, loc, accTile, ValueRange{row, column});
+        auto inner = scf::ForOp::create(b, loc, index(0), index(tile), index(1), ValueRange{init});
+        {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(inner.getBody());
+          Value kk = inner.getInductionVar();
+          Block &body = *op.getBlock();
+          IRMapping args;
+          args.map(body.getArgument(view.lhs),
+                   memref::LoadOp::create(b, loc, lhsTile, ValueRange{row, kk}));
+          args.map(body.getArgument(view.rhs),
+                   memref::LoadOp::create(b, loc, rhsTile, ValueRange{kk, column}));
+          args.map(body.getArgument(2), inner.getRegionIterArg(0));
+          // Multiply and add may fuse into one FMA, as cuBLAS and the CPU
+          // code do: without `contract` NVPTX emits mul.rn and add.rn.
+          auto contract =
+              arith::FastMathFlagsAttr::get(b.getContext(), arith::FastMathFlags::contract);
+          for (Operation &bodyOp : body.without_terminator()) {
+            Operation *clone = b.clone(bodyOp, args);
+            if (auto fastMath = dyn_cast<arith::ArithFastMathInterface>(clone))
+              clone->setAttr(fastMath.getFastMathAttrName(), contract);
+          }
+          Value sum = args.lookup(body.getTerminator()->getOperand(0));
+          scf::YieldOp::create(b, loc, sum);
+        }
+        memref::StoreOp::create(b, loc, inner.getResult(0), accTile, ValueRange{row, column});
+      });
+    }
+
+    threadLoop([&](Value row, Value column) {
+      SmallVector<Value> iv;
+      Value inBounds;
+      outputIv(row, column, iv, inBounds);
+      auto ifOp = scf::IfOp::create(b, loc, inBounds, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+      Value sum = memref::LoadOp::create(b, loc, accTile, ValueRange{row, column});
+      memref::StoreOp::create(b, loc, sum, op.getDpsInits()[0], outputIndices(iv));
+    });
+    for (Value buffer : {lhsTile, rhsTile, accTile})
+      memref::DeallocOp::create(b, loc, buffer);
+  }
+};
+
+struct GpuTileContractionsPass
+    : public mithril::impl::MithrilGpuTileContractionsBase<GpuTileContractionsPass> {
+  using MithrilGpuTileContractionsBase::MithrilGpuTileContractionsBase;
+
+  void runOnOperation() override {
+    int64_t tile = tileSize;
+    if (tile < 1 || tile * tile > 1024) {
+      getOperation()->emitError("mithril-gpu-tile-contractions: tile-size ")
+          << tile << " gives " << tile * tile << " threads per block; a GPU block holds 1 to 1024";
+      return signalPassFailure();
+    }
+    SmallVector<linalg::LinalgOp> contractions;
+    getOperation().walk([&](linalg::LinalgOp op) {
+      if (matchGemm(op))
+        contractions.push_back(op);
+    });
+    Attribute space;
+    if (workgroupMemory)
+      space = gpu::AddressSpaceAttr::get(&getContext(), gpu::AddressSpace::Workgroup);
+    for (linalg::LinalgOp op : contractions) {
+      OpBuilder b(op);
+      GemmView view = *matchGemm(op);
+      TileBuilder{b, op.getLoc(), op, view, tile}.build(space);
+      op->erase();
+    }
+  }
+};
+
+} // namespace

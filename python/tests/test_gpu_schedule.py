@@ -1,0 +1,96 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""The GPU pipeline's shared-memory tiling of matmuls and convolutions
+(mithril-gpu-tile-contractions), run on the host with gpu_tiles_on_host,
+against torch: outputs and gradients, with sizes that leave partial tiles."""
+
+import numpy as np
+import pytest
+import torch
+
+import mithril as ml
+from mithril import models as M
+
+F = torch.nn.functional
+
+
+@pytest.fixture
+def tiled64():
+    return ml.MlirBackend(dtype=ml.float64, gpu_tiles_on_host=True, num_threads=1)
+
+
+def test_gpu_tiles_need_the_cpu_device():
+    with pytest.raises(ValueError, match="gpu_tiles_on_host"):
+        ml.MlirBackend(device="cuda", gpu_tiles_on_host=True)
+
+
+# Rows, inputs, outputs: one tile, several with partial edges, and a depth
+# that is no multiple of the 16-deep steps.
+@pytest.mark.parametrize("rows,inputs,outputs", [(16, 16, 16), (5, 37, 18), (33, 70, 41)])
+def test_linear_and_gradients(rows, inputs, outputs, tiled64):
+    rng = np.random.default_rng(rows)
+    x = rng.standard_normal((rows, inputs))
+    w, b = rng.standard_normal((outputs, inputs)), rng.standard_normal(outputs)
+    seed = rng.standard_normal((rows, outputs))
+    pm = ml.compile(M.Linear(outputs), tiled64, shapes={"input": [rows, inputs]},
+                    trainable_keys=["input", "weight", "bias"])
+    out, grads = pm.evaluate({"input": x, "weight": w, "bias": b},
+                             output_gradients={"output": seed})
+    tx, tw, tb = (torch.tensor(v, requires_grad=True) for v in (x, w, b))
+    y = F.linear(tx, tw, tb)
+    y.backward(torch.tensor(seed))
+    np.testing.assert_allclose(out["output"], y.detach().numpy(), rtol=1e-11, atol=1e-12)
+    for key, ref in (("input", tx), ("weight", tw), ("bias", tb)):
+        np.testing.assert_allclose(grads[key], ref.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("stride,padding,dilation,groups", [
+    (1, 1, 1, 1), (2, 1, 1, 1), (1, 2, 2, 1), (1, 1, 1, 2)])
+def test_conv2d_and_gradients(stride, padding, dilation, groups, tiled64):
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 4, 19, 21))
+    w, b = rng.standard_normal((6, 4 // groups, 3, 3)), rng.standard_normal(6)
+    conv = M.Convolution2D(kernel_size=3, out_channels=6, stride=stride, padding=padding,
+                           dilation=dilation, groups=groups)
+    tx, tw, tb = (torch.tensor(v, requires_grad=True) for v in (x, w, b))
+    y = F.conv2d(tx, tw, tb, stride, padding, dilation, groups)
+    seed = rng.standard_normal(tuple(y.shape))
+    y.backward(torch.tensor(seed))
+    pm = ml.compile(conv, tiled64, shapes={"input": list(x.shape)},
+                    trainable_keys=["input", "weight", "bias"])
+    out, grads = pm.evaluate({"input": x, "weight": w, "bias": b},
+                             output_gradients={"output": seed})
+    np.testing.assert_allclose(out["output"], y.detach().numpy(), rtol=1e-10, atol=1e-11)
+    for key, ref in (("input", tx), ("weight", tw), ("bias", tb)):
+        np.testing.assert_allclose(grads[key], ref.grad.numpy(), rtol=1e-10, atol=1e-11)
+
+
+def test_cnn_gradients_match_the_cpu_schedule():
+    """A small CNN's outputs and parameter gradients: the GPU tiling on the
+    host and the CPU schedule (checked against torch elsewhere) agree."""
+    def cnn():
+        model = M.Model()
+        model |= M.Convolution2D(kernel_size=3, out_channels=8, padding=1).connect(input="input")
+        model += M.Relu()
+        model += M.MaxPool2D(kernel_size=2)
+        model += M.Flatten()
+        model += M.Linear(10)
+        model.nets[model.canonical_output].expose = True
+        return model
+
+    results = []
+    for tiled in (False, True):
+        backend = ml.MlirBackend(dtype=ml.float32, gpu_tiles_on_host=tiled, num_threads=1)
+        pm = ml.compile(cnn(), backend, shapes={"input": [4, 3, 12, 12]})
+        params = pm.randomize_params(seed=11)
+        x = np.random.default_rng(3).standard_normal((4, 3, 12, 12)).astype(np.float32)
+        seed = np.random.default_rng(4).standard_normal(pm.shapes[pm.output_keys[0]])
+        out, grads = pm.evaluate(params, {"input": x},
+                                 output_gradients={pm.output_keys[0]: seed.astype(np.float32)})
+        results.append((out, grads))
+    (out_cpu, grads_cpu), (out_gpu, grads_gpu) = results
+    for key in out_cpu:
+        np.testing.assert_allclose(out_gpu[key], out_cpu[key], rtol=2e-5, atol=1e-5)
+    assert grads_cpu.keys() == grads_gpu.keys()
+    for key in grads_cpu:
+        np.testing.assert_allclose(grads_gpu[key], grads_cpu[key], rtol=2e-4, atol=1e-4)
