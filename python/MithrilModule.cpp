@@ -426,7 +426,8 @@ PYBIND11_MODULE(_mithril, m) {
          const std::vector<std::string> &discard, const std::string &sourceName, bool gradients,
          const std::vector<std::string> &wrt, const std::vector<std::string> &seeds,
          const std::string &optimizer, double momentum, double weightDecay, unsigned threads,
-         bool dynamicShapes, bool gpuTilesOnHost) {
+         bool dynamicShapes, bool gpuTilesOnHost, const std::string &target,
+         const std::string &chip) {
         std::unique_ptr<CompiledModel> result;
         {
           // Compilation does not touch Python objects.
@@ -436,6 +437,8 @@ PYBIND11_MODULE(_mithril, m) {
           options.threads = threads;
           options.dynamicShapes = dynamicShapes;
           options.gpuTilesOnHost = gpuTilesOnHost;
+          options.target = target;
+          options.gpuChip = chip;
           auto model = CompiledModel::compile(source, options);
           if (!model) {
             std::string message = llvm::toString(model.takeError());
@@ -451,7 +454,8 @@ PYBIND11_MODULE(_mithril, m) {
       py::arg("gradients") = false, py::arg("wrt") = std::vector<std::string>{},
       py::arg("seeds") = std::vector<std::string>{}, py::arg("optimizer") = "",
       py::arg("momentum") = 0.0, py::arg("weight_decay") = 0.0, py::arg("threads") = 0u,
-      py::arg("dynamic_shapes") = false, py::arg("gpu_tiles_on_host") = false);
+      py::arg("dynamic_shapes") = false, py::arg("gpu_tiles_on_host") = false,
+      py::arg("target") = "cpu", py::arg("chip") = "sm_90");
 
   m.def(
       "emit",

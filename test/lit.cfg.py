@@ -33,6 +33,9 @@ if config.ptxas_executable and os.path.exists(config.ptxas_executable):
 if config.cuda_runtime and os.path.exists(config.cuda_runtime):
     config.available_features.add("cuda-runtime")
     config.substitutions.append(("%cuda_runtime", config.cuda_runtime))
+if config.cuda_driver_stub and os.path.exists(config.cuda_driver_stub):
+    config.available_features.add("cuda-driver-stub")
+    config.substitutions.append(("%cuda_driver_stub", config.cuda_driver_stub))
 if os.path.exists("/dev/nvidia0"):
     config.available_features.add("cuda-gpu")
 try:

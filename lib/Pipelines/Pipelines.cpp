@@ -200,6 +200,11 @@ LogicalResult mithril::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOpti
   front.shapes = options.shapes;
   front.discard = options.discard;
   front.gradients = options.gradients;
+  front.wrt = options.wrt;
+  front.seeds = options.seeds;
+  front.optimizer = options.optimizer;
+  front.momentum = options.momentum;
+  front.weightDecay = options.weightDecay;
   // The host schedule vectorizes for CPU registers; GPU loops map to threads.
   front.schedule = false;
   front.stopAfter = cpuStage ? stop.str() : "bufferize";

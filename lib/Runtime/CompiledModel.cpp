@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mithril/Runtime/CompiledModel.h"
+#include "CudaDevice.h"
 #include "TaskPool.h"
 
 #include "mithril/Dialect/Mithril/IR/MithrilOps.h"
@@ -34,6 +35,7 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/DynamicLibrary.h"
 
@@ -226,6 +228,39 @@ static llvm::Error runPipeline(ModuleOp module, const CompileOptions &options,
   return makeError(diags.text + "reproduce with: mithril-opt --pass-pipeline='builtin.module(" +
                    "mithril-cpu-pipeline{" + pipelineOptions(options, stopAfter, startAfter) + "})' " +
                    options.sourceName);
+}
+
+/// Runs mithril-gpu-pipeline up to `stopAfter` (one of its stages); on
+/// failure the error holds the diagnostics and the mithril-opt command that
+/// reproduces them.
+static llvm::Error runGpuPipeline(ModuleOp module, const CompileOptions &options,
+                                  StringRef stopAfter) {
+  MLIRContext *ctx = module.getContext();
+  DiagnosticCollector diags(*ctx);
+  PassManager pm(ctx);
+  GpuPipelineOptions gpu;
+  gpu.entry = options.entry;
+  gpu.shapes = options.shapes;
+  gpu.discard = options.discard;
+  gpu.gradients = options.gradients;
+  gpu.wrt = options.wrt;
+  gpu.seeds = options.seeds;
+  gpu.optimizer = options.optimizer;
+  gpu.momentum = options.momentum;
+  gpu.weightDecay = options.weightDecay;
+  gpu.chip = options.gpuChip;
+  gpu.stopAfter = stopAfter.str();
+  if (failed(buildGpuPipeline(pm, gpu)))
+    return makeError("unknown GPU pipeline stage '" + stopAfter +
+                     "' (the CPU stages up to bufferize, kernels or binary)");
+  if (succeeded(pm.run(module)))
+    return llvm::Error::success();
+  std::string reproducer = "entry=" + options.entry + " shapes=" +
+                           llvm::join(options.shapes, ",") + " chip=" + options.gpuChip;
+  if (options.gradients)
+    reproducer += " gradients=true";
+  return makeError(diags.text + "reproduce with: mithril-opt --pass-pipeline='builtin.module(" +
+                   "mithril-gpu-pipeline{" + reproducer + "})' " + options.sourceName);
 }
 
 /// The root model to compile: the named one, or the only un-instantiated one.
@@ -514,9 +549,30 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
                              secondsSince(start)});
 
   start = Clock::now();
-  if (llvm::Error err = runPipeline(**module, opts, "llvm", "autodiff", /*forJit=*/true))
-    return std::move(err);
-  model->timings_.push_back({"lower to LLVM dialect", secondsSince(start)});
+  const CudaRuntime *cuda = nullptr;
+  if (options.target == "cuda") {
+    if (model->dynamic_)
+      return makeError("--target=cuda compiles for static shapes: give every input's shape");
+    // Loaded first: the host code calls it. Without a driver this is where
+    // "no CUDA device" comes from.
+    auto runtime = loadCudaRuntime();
+    if (!runtime)
+      return runtime.takeError();
+    cuda = *runtime;
+    // The GPU pipeline runs from the source: its front end is the CPU
+    // pipeline's without the host schedule.
+    auto fresh = parseSource(ctx, source, options.sourceName);
+    if (!fresh)
+      return fresh.takeError();
+    module = std::move(fresh);
+    if (llvm::Error err = runGpuPipeline(**module, opts, "binary"))
+      return std::move(err);
+    model->timings_.push_back({"lower to PTX kernels + host code", secondsSince(start)});
+  } else {
+    if (llvm::Error err = runPipeline(**module, opts, "llvm", "autodiff", /*forJit=*/true))
+      return std::move(err);
+    model->timings_.push_back({"lower to LLVM dialect", secondsSince(start)});
+  }
 
   // The calling convention run() relies on: every input, then every output
   // as a destination buffer, and nothing returned.
@@ -539,9 +595,12 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
   SmallVector<StringRef, 2> sharedLibs;
   if (llvm::sys::fs::exists(MITHRIL_C_RUNNER_UTILS))
     sharedLibs.push_back(MITHRIL_C_RUNNER_UTILS);
+  // Kernel loads and launches, device memory.
+  if (cuda)
+    sharedLibs.push_back(cuda->path);
   // Split ops hand their chunks to the async runtime's thread pool.
   const llvm::StringMap<void *> *asyncSymbols = nullptr;
-  if (resolvedThreads(options) > 1) {
+  if (!cuda && resolvedThreads(options) > 1) {
     auto symbols = asyncRuntimeSymbols();
     if (!symbols)
       return symbols.takeError();
@@ -579,6 +638,24 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
     return makeError("compiled code has no entry point for @" + model->entry_ + ": " +
                      llvm::toString(fn.takeError()));
   model->function_ = *fn;
+  if (cuda) {
+    if (llvm::Error err = cuda->checkDevice())
+      return std::move(err);
+    // PTX for a newer architecture than the GPU's does not load.
+    unsigned requested = 0;
+    StringRef chip = options.gpuChip;
+    if (chip.consume_front("sm_"))
+      chip.take_while(llvm::isDigit).getAsInteger(10, requested);
+    if (int32_t arch = cuda->deviceArch(); arch > 0 && requested > unsigned(arch))
+      return makeError("the GPU is sm_" + std::to_string(arch) + ", older than the " +
+                       options.gpuChip + " the kernels were compiled for: compile for sm_" +
+                       std::to_string(arch) + " (--gpu-chip)");
+    // The global constructors load the kernels onto the GPU.
+    model->engine_->initialize();
+    if (llvm::Error err = cuda->takenError("loading the kernels of @" + model->entry_))
+      return std::move(err);
+    model->cuda_ = cuda;
+  }
   model->timings_.push_back({"LLVM -O" + std::to_string(options.optLevel) + " + JIT",
                              secondsSince(start)});
   return std::move(model);
@@ -586,11 +663,13 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
 
 /// A memref descriptor laid out as the LLVM lowering expects it:
 /// {allocated, aligned, offset, sizes[rank], strides[rank]}.
-static void buildDescriptor(std::vector<int64_t> &storage, const TensorView &view) {
+/// `data` is the view's own, or its copy on the GPU.
+static void buildDescriptor(std::vector<int64_t> &storage, const TensorView &view,
+                            const void *data) {
   size_t rank = view.shape.size();
   storage.assign(3 + 2 * rank, 0);
-  storage[0] = reinterpret_cast<int64_t>(view.data);
-  storage[1] = reinterpret_cast<int64_t>(view.data);
+  storage[0] = reinterpret_cast<int64_t>(data);
+  storage[1] = reinterpret_cast<int64_t>(data);
   storage[2] = 0;
   int64_t stride = 1;
   for (size_t i = rank; i-- > 0;) {
@@ -626,17 +705,12 @@ llvm::Error CompiledModel::run(ArrayRef<TensorView> inputs, ArrayRef<TensorView>
   if (outputs.size() != outputs_.size())
     return makeError("@" + entry_ + " has " + std::to_string(outputs_.size()) +
                      " outputs, got buffers for " + std::to_string(outputs.size()));
-  std::vector<std::vector<int64_t>> descriptors(inputs.size() + outputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
+  for (size_t i = 0; i < inputs.size(); ++i)
     if (llvm::Error err = checkView(inputs_[i], inputs[i], "input"))
       return err;
-    buildDescriptor(descriptors[i], inputs[i]);
-  }
-  for (size_t i = 0; i < outputs.size(); ++i) {
+  for (size_t i = 0; i < outputs.size(); ++i)
     if (llvm::Error err = checkView(outputs_[i], outputs[i], "output"))
       return err;
-    buildDescriptor(descriptors[inputs.size() + i], outputs[i]);
-  }
   // With dynamic dimensions the shape rules check that the inputs agree with
   // each other and say how large each output must be: the code writes
   // exactly that much.
@@ -654,6 +728,28 @@ llvm::Error CompiledModel::run(ArrayRef<TensorView> inputs, ArrayRef<TensorView>
                          runtime::formatShape((*expected)[i]) + " for these inputs, got " +
                          runtime::formatShape(outputs[i].shape));
   }
+  SmallVector<TensorView> views(inputs.begin(), inputs.end());
+  views.append(outputs.begin(), outputs.end());
+  auto bytes = [](const TensorView &view) {
+    return numElements(view.shape).value_or(0) * dtypeSize(view.dtype);
+  };
+  // On a GPU the code reads and writes device copies of the arguments.
+  SmallVector<void *> deviceData;
+  auto freeDevice = llvm::make_scope_exit([&] {
+    for (void *data : deviceData)
+      cuda_->free(data);
+  });
+  if (cuda_) {
+    for (const TensorView &view : views)
+      deviceData.push_back(cuda_->alloc(bytes(view)));
+    for (size_t i = 0; i < inputs.size(); ++i)
+      cuda_->copyToDevice(deviceData[i], inputs[i].data, bytes(inputs[i]));
+    if (llvm::Error err = cuda_->takenError("copying the inputs of @" + entry_ + " to the GPU"))
+      return err;
+  }
+  std::vector<std::vector<int64_t>> descriptors(views.size());
+  for (size_t i = 0; i < views.size(); ++i)
+    buildDescriptor(descriptors[i], views[i], cuda_ ? deviceData[i] : views[i].data);
   // The C interface takes a pointer to each descriptor; the packed wrapper
   // takes a pointer to each of those arguments.
   std::vector<void *> descriptorPtrs(descriptors.size());
@@ -663,7 +759,11 @@ llvm::Error CompiledModel::run(ArrayRef<TensorView> inputs, ArrayRef<TensorView>
     args[i] = &descriptorPtrs[i];
   }
   function_(args.data());
-  return llvm::Error::success();
+  if (!cuda_)
+    return llvm::Error::success();
+  for (size_t i = 0; i < outputs.size(); ++i)
+    cuda_->copyToHost(outputs[i].data, deviceData[inputs.size() + i], bytes(outputs[i]));
+  return cuda_->takenError("running @" + entry_ + " on the GPU");
 }
 
 Expected<std::vector<SmallVector<int64_t>>>
@@ -723,25 +823,12 @@ static Expected<std::string> emitGpu(ModuleOp module, const CompileOptions &opti
                                      StringRef format, StringRef stopAfter) {
   MLIRContext *ctx = module.getContext();
   DiagnosticCollector diags(*ctx);
-  PassManager pm(ctx);
-  GpuPipelineOptions gpu;
-  gpu.entry = options.entry;
-  gpu.shapes = options.shapes;
-  gpu.discard = options.discard;
-  gpu.gradients = options.gradients;
-  gpu.chip = options.gpuChip;
-  // The whole GPU pipeline ends at "binary", the CPU one at "llvm".
-  gpu.stopAfter = (format == "ptx" || stopAfter == "llvm") ? "binary" : stopAfter.str();
   if (format != "ptx" && format != "mlir" && format != "llvm")
     return makeError("--target=cuda emits ptx, mlir or llvm, not " + format);
-  if (failed(buildGpuPipeline(pm, gpu)))
-    return makeError("unknown GPU pipeline stage '" + stopAfter +
-                     "' (the CPU stages up to bufferize, kernels or binary)");
-  if (failed(pm.run(module)))
-    return makeError(diags.text + "reproduce with: mithril-opt --pass-pipeline='builtin.module(" +
-                     "mithril-gpu-pipeline{entry=" + options.entry + " shapes=" +
-                     llvm::join(options.shapes, ",") + " chip=" + options.gpuChip + "})' " +
-                     options.sourceName);
+  // The whole GPU pipeline ends at "binary", the CPU one at "llvm".
+  StringRef gpuStop = (format == "ptx" || stopAfter == "llvm") ? "binary" : stopAfter;
+  if (llvm::Error err = runGpuPipeline(module, options, gpuStop))
+    return std::move(err);
   std::string out;
   llvm::raw_string_ostream os(out);
   if (format == "mlir") {

@@ -16,8 +16,9 @@ class MlirBackend:
     """Compiles through mithril-cpu-pipeline and runs native code.
 
     `dtype` is the floating-point type of every float terminal. `device` is
-    "cpu", or "cuda": the model's kernels are compiled to PTX (see
-    PhysicalModel.ptx); running them needs a CUDA device and runtime.
+    "cpu", or "cuda": the model's kernels are compiled to PTX for `chip` (see
+    PhysicalModel.ptx) and run on the GPU through libmithril_cuda_runtime;
+    without a GPU, evaluate raises MithrilError("no CUDA device: ...").
     `num_threads` is the number of CPU threads large ops are split across
     (None: one per hardware thread; 1: single-threaded code).
     `gpu_tiles_on_host` (device "cpu") tiles matmuls and convolutions as the
@@ -26,7 +27,8 @@ class MlirBackend:
     included, checked without a GPU."""
 
     def __init__(self, dtype=float32, device: str = "cpu", seed: int = 0,
-                 num_threads: int | None = None, gpu_tiles_on_host: bool = False) -> None:
+                 num_threads: int | None = None, gpu_tiles_on_host: bool = False,
+                 chip: str = "sm_90") -> None:
         if num_threads is not None and (isinstance(num_threads, bool) or
                                         not isinstance(num_threads, int) or num_threads < 1):
             raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
@@ -41,6 +43,9 @@ class MlirBackend:
         self.dtype = dt
         self.device = device
         self.gpu_tiles_on_host = bool(gpu_tiles_on_host)
+        if not (isinstance(chip, str) and chip.startswith("sm_") and chip[3:].isdigit()):
+            raise ValueError(f"chip must name an NVIDIA architecture such as 'sm_90', got {chip!r}")
+        self.chip = chip
         self._rng = np.random.default_rng(seed)
 
     @property

@@ -51,10 +51,11 @@ class PhysicalModel:
         self._shape_specs = [_shape_spec(k, v) for k, v in shapes.items()]
         self._discard = discard
         self._ptx = None
+        self._cuda_forward = None
         if backend.device == "cuda":
-            # The kernels for NVIDIA GPUs; they run only where a device is.
+            # The kernels for NVIDIA GPUs, written without a GPU.
             self._ptx = _mithril.emit(source, "ptx", "llvm", entry, self._shape_specs, "cuda",
-                                      "sm_90").decode()
+                                      backend.chip).decode()
         self._threads = backend.num_threads or 0
         # A size given as None stays dynamic: the forward code runs any size
         # of it; gradient and training code, which autodiff compiles for
@@ -140,9 +141,6 @@ class PhysicalModel:
                  output_gradients: Mapping | None = None):
         """Runs the model. Returns the outputs, or (outputs, gradients) when
         `output_gradients` seeds the outputs' gradients."""
-        if self.backend.device == "cuda":
-            raise MithrilError("no CUDA device: device='cuda' compiles the kernels (see .ptx) "
-                               "but running them needs a CUDA GPU, and none is available here")
         given = dict(params or {})
         for key, value in (data or {}).items():
             if key in given:
@@ -160,8 +158,20 @@ class PhysicalModel:
                   self._forward.output_shapes([list(a.shape) for a in inputs]))
         outputs = [np.empty(shape, dtype=_NP_DTYPES[t["dtype"]])
                    for t, shape in zip(self._outputs, shapes)]
-        self._forward.run(inputs, outputs)
+        self._device_forward().run(inputs, outputs)
         return {t["name"]: o for t, o in zip(self._outputs, outputs)}
+
+    def _device_forward(self):
+        """The forward model compiled for the backend's device. For "cuda" it
+        is compiled at the first run, which fails with "no CUDA device" where
+        there is none (self._forward, for the CPU, gives the terminals)."""
+        if self.backend.device == "cpu":
+            return self._forward
+        if self._cuda_forward is None:
+            self._cuda_forward = _mithril.compile(self.source, self.entry, self._shape_specs,
+                                                  self._discard, f"<model {self.entry}>",
+                                                  target="cuda", chip=self.backend.chip)
+        return self._cuda_forward
 
     def _static_specs(self, given: Mapping) -> list[str]:
         """Shape specs for autodiff: the sizes left dynamic taken from the
@@ -186,7 +196,8 @@ class PhysicalModel:
             model = _mithril.compile(self.source, self.entry, specs, self._discard,
                                      f"<model {self.entry}>", True, self.trainable_keys,
                                      list(seeds), threads=self._threads,
-                                     gpu_tiles_on_host=self.backend.gpu_tiles_on_host)
+                                     gpu_tiles_on_host=self.backend.gpu_tiles_on_host,
+                                     target=self.backend.device, chip=self.backend.chip)
             compiled = self._gradient_models[key] = _compiled(model)
         return compiled
 
@@ -236,7 +247,8 @@ class PhysicalModel:
                                      f"<model {self.entry}>", True, self.trainable_keys, [loss],
                                      optimizer.algorithm, optimizer.momentum,
                                      optimizer.weight_decay, threads=self._threads,
-                                     gpu_tiles_on_host=self.backend.gpu_tiles_on_host)
+                                     gpu_tiles_on_host=self.backend.gpu_tiles_on_host,
+                                     target=self.backend.device, chip=self.backend.chip)
             compiled = self._gradient_models[key] = _compiled(model)
         model, model_inputs, model_outputs = compiled
         optimizer.steps += 1

@@ -2,7 +2,10 @@
 # Exceptions. See LICENSE for license information.
 """The GPU pipeline's shared-memory tiling of matmuls and convolutions
 (mithril-gpu-tile-contractions), run on the host with gpu_tiles_on_host,
-against torch: outputs and gradients, with sizes that leave partial tiles."""
+against torch: outputs and gradients, with sizes that leave partial tiles.
+Where there is a GPU, device="cuda" against the CPU."""
+
+import os
 
 import numpy as np
 import pytest
@@ -92,5 +95,38 @@ def test_cnn_gradients_match_the_cpu_schedule():
     for key in out_cpu:
         np.testing.assert_allclose(out_gpu[key], out_cpu[key], rtol=2e-5, atol=1e-5)
     assert grads_cpu.keys() == grads_gpu.keys()
+    for key in grads_cpu:
+        np.testing.assert_allclose(grads_gpu[key], grads_cpu[key], rtol=2e-4, atol=1e-4)
+
+
+def test_chip_is_validated():
+    with pytest.raises(ValueError, match="chip"):
+        ml.MlirBackend(device="cuda", chip="ampere")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/nvidia0"), reason="needs an NVIDIA GPU")
+def test_cuda_matches_cpu():
+    """On a GPU: outputs and gradients of a small CNN against the CPU's."""
+    def cnn():
+        model = M.Model()
+        model |= M.Convolution2D(kernel_size=3, out_channels=8, padding=1).connect(input="input")
+        model += M.Relu()
+        model += M.Flatten()
+        model += M.Linear(10)
+        model.nets[model.canonical_output].expose = True
+        return model
+
+    results = []
+    for device in ("cpu", "cuda"):
+        pm = ml.compile(cnn(), ml.MlirBackend(dtype=ml.float32, device=device),
+                        shapes={"input": [4, 3, 12, 12]})
+        params = pm.randomize_params(seed=11)
+        x = np.random.default_rng(3).standard_normal((4, 3, 12, 12)).astype(np.float32)
+        seed = np.random.default_rng(4).standard_normal(pm.shapes[pm.output_keys[0]])
+        results.append(pm.evaluate(params, {"input": x},
+                                   output_gradients={pm.output_keys[0]: seed.astype(np.float32)}))
+    (out_cpu, grads_cpu), (out_gpu, grads_gpu) = results
+    for key in out_cpu:
+        np.testing.assert_allclose(out_gpu[key], out_cpu[key], rtol=2e-5, atol=1e-5)
     for key in grads_cpu:
         np.testing.assert_allclose(grads_gpu[key], grads_cpu[key], rtol=2e-4, atol=1e-4)

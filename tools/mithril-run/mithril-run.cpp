@@ -430,10 +430,6 @@ int main(int argc, char **argv) {
   options.gpuChip = gpuChip;
   options.gpuTilesOnHost = gpuTilesOnHost;
 
-  if (target == "cuda" && emitFormat.empty())
-    return fail("no CUDA device: this build runs GPU code only through the CUDA runtime "
-                "library, and none is available here; --emit=ptx writes the kernels");
-
   if (gpuTilesOnHost && target != "cpu")
     return fail("--gpu-tiles-on-host runs the GPU schedule on --target=cpu");
   if (train && target != "cpu")

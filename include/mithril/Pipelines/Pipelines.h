@@ -86,6 +86,17 @@ struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions>
                                   llvm::cl::desc("Output terminals to drop")};
   Option<bool> gradients{*this, "gradients", llvm::cl::desc("Differentiate the entry model"),
                          llvm::cl::init(false)};
+  ListOption<std::string> wrt{*this, "wrt",
+                              llvm::cl::desc("With gradients: the inputs to differentiate")};
+  ListOption<std::string> seeds{*this, "seeds",
+                                llvm::cl::desc("With gradients: the outputs to seed")};
+  Option<std::string> optimizer{
+      *this, "optimizer",
+      llvm::cl::desc("With gradients: append this optimizer's update (sgd or adam)"),
+      llvm::cl::init("")};
+  Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"), llvm::cl::init(0.0)};
+  Option<double> weightDecay{*this, "weight-decay", llvm::cl::desc("L2 weight decay"),
+                             llvm::cl::init(0.0)};
   Option<std::string> chip{*this, "chip", llvm::cl::desc("The GPU architecture (sm_80, sm_90)"),
                            llvm::cl::init("sm_90")};
   Option<std::string> features{*this, "features",
@@ -103,8 +114,9 @@ struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions>
 };
 
 /// Builds the NVIDIA GPU pipeline: the CPU pipeline's front end through
-/// bufferization, then parallel loops tiled onto blocks and threads, kernel
-/// outlining, device buffers in host code, NVVM and gpu-module-to-binary.
+/// bufferization, then contractions tiled through shared memory and other
+/// parallel loops tiled onto blocks and threads, kernel outlining, device
+/// buffers in host code, NVVM and gpu-module-to-binary.
 llvm::LogicalResult buildGpuPipeline(mlir::OpPassManager &pm,
                                      const GpuPipelineOptions &options);
 

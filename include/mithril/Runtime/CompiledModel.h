@@ -32,6 +32,8 @@ class MLIRContext;
 
 namespace mithril::runtime {
 
+struct CudaRuntime;
+
 /// An input or output terminal of a compiled model.
 struct TerminalInfo {
   std::string name;
@@ -57,7 +59,9 @@ struct CompileOptions {
   std::string optimizer;
   double momentum = 0.0, weightDecay = 0.0;
   /// Where the code runs: "cpu", or "cuda" (NVIDIA GPUs, through
-  /// mithril-gpu-pipeline) with the architecture `gpuChip`.
+  /// mithril-gpu-pipeline) with the architecture `gpuChip`. "cuda" loads
+  /// libmithril_cuda_runtime, and fails with "no CUDA device" where it or a
+  /// GPU is missing; run() then copies the arguments to and from the GPU.
   std::string target = "cpu";
   std::string gpuChip = "sm_90";
   /// With target "cpu": tile contractions as the GPU pipeline does (shared
@@ -161,6 +165,9 @@ private:
   /// Whether the code hands work to the async runtime's worker threads.
   bool usesWorkerThreads_ = false;
   void (*function_)(void **) = nullptr;
+  /// Target "cuda": the runtime library that moves the arguments to and from
+  /// the GPU.
+  const CudaRuntime *cuda_ = nullptr;
 };
 
 } // namespace mithril::runtime

@@ -78,6 +78,48 @@ int32_t mithrilCudaDeviceCount() {
   return cuDeviceGetCount(&count) == CUDA_SUCCESS ? count : 0;
 }
 
+/// The default device's compute capability as major * 10 + minor (90 for
+/// sm_90), or 0 when there is none.
+int32_t mithrilCudaDeviceArch() {
+  CUdevice device;
+  int major = 0, minor = 0;
+  if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&device, defaultDevice) != CUDA_SUCCESS ||
+      cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device) !=
+          CUDA_SUCCESS ||
+      cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device) !=
+          CUDA_SUCCESS)
+    return 0;
+  return major * 10 + minor;
+}
+
+// For the host code that calls a compiled model (mithril's JIT): device
+// buffers for its arguments and synchronous copies to and from them.
+
+void *mithrilCudaAlloc(uint64_t sizeBytes) {
+  CUdeviceptr ptr = 0;
+  if (sizeBytes && ensureContext())
+    check(cuMemAlloc(&ptr, sizeBytes), "cuMemAlloc");
+  return reinterpret_cast<void *>(ptr);
+}
+
+void mithrilCudaFree(void *ptr) {
+  if (ptr)
+    check(cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)), "cuMemFree");
+}
+
+/// Returns once the data is on the device (a pageable copy may otherwise
+/// still be in flight when a kernel on another stream reads it).
+void mithrilCudaCopyToDevice(void *dst, const void *src, uint64_t sizeBytes) {
+  if (sizeBytes && ensureContext())
+    check(cuMemcpyHtoD(reinterpret_cast<CUdeviceptr>(dst), src, sizeBytes), "cuMemcpyHtoD") &&
+        check(cuCtxSynchronize(), "cuCtxSynchronize");
+}
+
+void mithrilCudaCopyToHost(void *dst, const void *src, uint64_t sizeBytes) {
+  if (sizeBytes && ensureContext())
+    check(cuMemcpyDtoH(dst, reinterpret_cast<CUdeviceptr>(src), sizeBytes), "cuMemcpyDtoH");
+}
+
 void mgpuSetDefaultDevice(int32_t device) { defaultDevice = device; }
 
 CUmodule mgpuModuleLoad(void *data, size_t /*gpuBlobSize*/) {
@@ -166,15 +208,25 @@ void mgpuEventRecord(CUevent event, CUstream stream) {
 
 /// Plain device memory: managed memory is never asked for, even when the
 /// IR requests host-shared memory, since oversubscribing it can hang a GPU.
-void *mgpuMemAlloc(uint64_t sizeBytes, CUstream /*stream*/, bool /*isHostShared*/) {
+/// With a stream, allocation and release are ordered on it: the host code
+/// frees its temporaries before it waits for the kernels that use them.
+void *mgpuMemAlloc(uint64_t sizeBytes, CUstream stream, bool /*isHostShared*/) {
   CUdeviceptr ptr = 0;
-  if (sizeBytes && ensureContext())
-    check(cuMemAlloc(&ptr, sizeBytes), "cuMemAlloc");
+  if (sizeBytes && ensureContext()) {
+    if (stream)
+      check(cuMemAllocAsync(&ptr, sizeBytes, stream), "cuMemAllocAsync");
+    else
+      check(cuMemAlloc(&ptr, sizeBytes), "cuMemAlloc");
+  }
   return reinterpret_cast<void *>(ptr);
 }
 
-void mgpuMemFree(void *ptr, CUstream /*stream*/) {
-  if (ptr)
+void mgpuMemFree(void *ptr, CUstream stream) {
+  if (!ptr)
+    return;
+  if (stream)
+    check(cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(ptr), stream), "cuMemFreeAsync");
+  else
     check(cuMemFree(reinterpret_cast<CUdeviceptr>(ptr)), "cuMemFree");
 }
 
