@@ -27,9 +27,11 @@ def test_gpu_tiles_need_the_cpu_device():
         ml.MlirBackend(device="cuda", gpu_tiles_on_host=True)
 
 
-# Rows, inputs, outputs: one tile, several with partial edges, and a depth
-# that is no multiple of the 16-deep steps.
-@pytest.mark.parametrize("rows,inputs,outputs", [(16, 16, 16), (5, 37, 18), (33, 70, 41)])
+# Rows, inputs, outputs: one tile, several with partial edges, a depth that
+# is no multiple of the 16-deep steps, and one large enough that each thread
+# computes several elements (2x4 for the output, partial 64x32 blocks).
+@pytest.mark.parametrize("rows,inputs,outputs",
+                         [(16, 16, 16), (5, 37, 18), (33, 70, 41), (600, 40, 600)])
 def test_linear_and_gradients(rows, inputs, outputs, tiled64):
     rng = np.random.default_rng(rows)
     x = rng.standard_normal((rows, inputs))

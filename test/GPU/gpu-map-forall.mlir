@@ -84,3 +84,37 @@ func.func @block_mapped_threads(%out: memref<8xf32>) {
   } {mapping = [#gpu.block<x>]}
   return
 }
+
+// -----
+
+// A buffer each thread indexes by its own id first holds that thread's data:
+// it becomes private memory (registers), the rest of its indices kept.
+// CHECK-LABEL: func.func @thread_owned(
+// CHECK: gpu.launch
+// CHECK-SAME: private(%[[OWN:.*]] : memref<2xf32, #gpu.address_space<private>>)
+// CHECK-NOT: workgroup(
+// CHECK: memref.store %{{.*}}, %[[OWN]][%c0]
+// CHECK: memref.store %{{.*}}, %[[OWN]][%c1]
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[OWN]][%c0]
+// CHECK: memref.load %[[OWN]][%c1]
+func.func @thread_owned(%in: memref<32xf32>, %out: memref<32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.forall (%b) in (1) {
+    %own = memref.alloc() : memref<32x2xf32, #gpu.address_space<workgroup>>
+    scf.forall (%t) in (32) {
+      %x = memref.load %in[%t] : memref<32xf32>
+      memref.store %x, %own[%t, %c0] : memref<32x2xf32, #gpu.address_space<workgroup>>
+      memref.store %x, %own[%t, %c1] : memref<32x2xf32, #gpu.address_space<workgroup>>
+    } {mapping = [#gpu.thread<x>]}
+    scf.forall (%t) in (32) {
+      %a = memref.load %own[%t, %c0] : memref<32x2xf32, #gpu.address_space<workgroup>>
+      %b2 = memref.load %own[%t, %c1] : memref<32x2xf32, #gpu.address_space<workgroup>>
+      %s = arith.addf %a, %b2 : f32
+      memref.store %s, %out[%t] : memref<32xf32>
+    } {mapping = [#gpu.thread<x>]}
+    memref.dealloc %own : memref<32x2xf32, #gpu.address_space<workgroup>>
+  } {mapping = [#gpu.block<x>]}
+  return
+}

@@ -18,9 +18,10 @@ mithril.model @Net(data %x: tensor<?x16xf32>, param %w: tensor<16x16xf32>) -> (y
 // KERNELS: gpu.module @Net_kernel
 // KERNELS: gpu.func @Net_kernel(
 // KERNELS-SAME: kernel
-// The matmul's kernel: 16x16 tiles of both operands and of the sums in
-// shared memory (mithril-gpu-tile-contractions), a barrier after each stage.
-// KERNELS: gpu.func @Net_kernel_{{[0-9]+}}({{.*}}) workgroup(%{{.*}} : memref<16x16xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<16x16xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<16x16xf32, #gpu.address_space<workgroup>>) kernel
+// The matmul's kernel: 16x16 tiles of both operands in shared memory
+// (mithril-gpu-tile-contractions), each thread's sum in private memory, a
+// barrier after each stage.
+// KERNELS: gpu.func @Net_kernel_{{[0-9]+}}({{.*}}) workgroup(%{{.*}} : memref<16x16xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<16x16xf32, #gpu.address_space<workgroup>>) private(%{{.*}} : memref<1x1xf32, #gpu.address_space<private>>) kernel
 // KERNELS: gpu.barrier
 // KERNELS: arith.mulf {{.*}} fastmath<contract>
 // KERNELS: gpu.barrier

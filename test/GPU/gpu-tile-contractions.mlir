@@ -2,25 +2,27 @@
 // loops mapped to GPU blocks and threads.
 // RUN: mithril-opt %s --split-input-file --mithril-gpu-tile-contractions --canonicalize --cse | FileCheck %s
 // RUN: mithril-opt %s --split-input-file --mithril-gpu-tile-contractions="workgroup-memory=false tile-size=8" --canonicalize | FileCheck %s --check-prefix=HOST
+// RUN: mithril-opt %s --split-input-file --mithril-gpu-tile-contractions="thread-tile=2 min-blocks=1" --canonicalize --cse | FileCheck %s --check-prefix=MICRO
 // RUN: not mithril-opt %s --mithril-gpu-tile-contractions="tile-size=64" 2>&1 | FileCheck %s --check-prefix=BADTILE
 
 // A 20x18 result in 16x16 tiles, 37 deep: 2x2 blocks, three 16-deep steps
-// and zero padding at the edges.
+// and zero padding at the edges. So few blocks keep one element per thread.
 // CHECK-LABEL: func.func @matmul(
 // CHECK-SAME: %[[A:.*]]: memref<20x37xf32>, %[[B:.*]]: memref<37x18xf32>, %[[C:.*]]: memref<20x18xf32>
 // CHECK-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK: scf.forall (%{{.*}}, %[[BY:.*]], %[[BX:.*]]) in (1, 2, 2)
 // CHECK: %[[LHS:.*]] = memref.alloc() : memref<16x16xf32, #gpu.address_space<workgroup>>
 // CHECK: %[[RHS:.*]] = memref.alloc() : memref<16x16xf32, #gpu.address_space<workgroup>>
-// CHECK: %[[ACC:.*]] = memref.alloc() : memref<16x16xf32, #gpu.address_space<workgroup>>
-// The accumulator starts from the output (linalg.matmul adds to it).
+// The sums, indexed by the thread first.
+// CHECK: %[[ACC:.*]] = memref.alloc() : memref<16x16x1x1xf32, #gpu.address_space<workgroup>>
+// The sums start from the output (linalg.matmul adds to it).
 // CHECK: scf.forall (%[[TY:.*]], %[[TX:.*]]) in (16, 16)
 // CHECK: memref.load %[[C]]
-// CHECK: memref.store %{{.*}}, %[[ACC]][%[[TY]], %[[TX]]]
+// CHECK: memref.store %{{.*}}, %[[ACC]][%[[TY]], %[[TX]], %c0, %c0]
 // CHECK: {mapping = [#gpu.thread<y>, #gpu.thread<x>]}
 // CHECK: scf.for %[[K:.*]] = %c0 to %c37 step %c16
 // CHECK: scf.forall
-// CHECK: %[[INK:.*]] = arith.cmpi ult, %{{.*}}, %c37
+// CHECK: arith.cmpi ult, %{{.*}}, %c37
 // CHECK: scf.if
 // CHECK: memref.load %[[A]]
 // CHECK: } else {
@@ -32,8 +34,8 @@
 // CHECK: scf.for {{.*}} = %c0 to %c16 step %c1 iter_args
 // CHECK: memref.load %[[LHS]]
 // CHECK: memref.load %[[RHS]]
-// CHECK: arith.mulf
-// CHECK: arith.addf
+// CHECK: arith.mulf {{.*}} fastmath<contract>
+// CHECK: arith.addf {{.*}} fastmath<contract>
 // CHECK: scf.forall
 // CHECK: scf.if
 // CHECK: memref.load %[[ACC]]
@@ -41,6 +43,22 @@
 // CHECK: memref.dealloc %[[LHS]]
 // CHECK: {mapping = [#gpu.block<z>, #gpu.block<y>, #gpu.block<x>]}
 // CHECK-NOT: linalg.matmul
+
+// Allowed a single block, each thread computes 2x2 elements, 16 apart: the
+// block covers 32x32 and stages a 32x16 and a 16x32 tile per step.
+// MICRO-LABEL: func.func @matmul(
+// MICRO: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (1, 1, 1)
+// MICRO: %[[LHS:.*]] = memref.alloc() : memref<32x16xf32, #gpu.address_space<workgroup>>
+// MICRO: %[[RHS:.*]] = memref.alloc() : memref<16x32xf32, #gpu.address_space<workgroup>>
+// MICRO: memref.alloc() : memref<16x16x2x2xf32, #gpu.address_space<workgroup>>
+// MICRO: scf.for
+// MICRO: scf.forall (%[[TY:.*]], %[[TX:.*]]) in (16, 16)
+// MICRO: %[[TY16:.*]] = arith.addi %[[TY]], %c16
+// MICRO: memref.store %{{.*}}, %[[LHS]][%[[TY16]], %[[TX]]]
+// MICRO: %[[TX16:.*]] = arith.addi %[[TX]], %c16
+// MICRO: memref.store %{{.*}}, %[[RHS]][%[[TY]], %[[TX16]]]
+// MICRO: scf.for {{.*}} iter_args(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (f32, f32, f32, f32)
+// MICRO-COUNT-4: arith.mulf
 
 // HOST-LABEL: func.func @matmul(
 // HOST: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (1, 3, 3)

@@ -81,11 +81,15 @@ def MithrilGpuTileContractions
     output's innermost dimension, `m` another output dimension only the other
     input reads, the remaining parallel dimensions index the batch and the
     reduction dimensions are linearized into `k`. A block of
-    tile-size x tile-size threads owns one tile of `C`; per step of `k` its
-    threads copy a tile of `A` and one of `B` into shared memory, one element
-    each, through the operands' own indexing maps (a convolution becomes an
-    implicit GEMM with no im2col buffer), then accumulate their element of
-    `C` from the two tiles.
+    tile-size x tile-size threads owns a tile of `C`, each thread up to
+    thread-tile x thread-tile of its elements (fewer where `C` is smaller or
+    the grid would have fewer than min-blocks blocks);
+    per step of `k` the threads copy a tile of `A` and one of `B` into
+    shared memory through the operands' own indexing maps (a convolution
+    becomes an implicit GEMM with no im2col buffer), then accumulate their
+    elements of `C` from the two tiles. Each thread's sums live in a buffer
+    indexed by the thread first, which `mithril-gpu-map-forall` turns into
+    private memory (registers).
 
     The output is `scf.forall` loops mapped to `#gpu.block` and `#gpu.thread`
     (see `mithril-gpu-map-forall`). A thread loop reads only what earlier
@@ -97,6 +101,12 @@ def MithrilGpuTileContractions
   let options = [
     Option<"tileSize", "tile-size", "int64_t", "16",
            "Rows, columns and depth of a tile (threads per block: its square)">,
+    Option<"threadTile", "thread-tile", "int64_t", "4",
+           "Most rows (and columns) of the result one thread computes, tile-size "
+           "apart: a block covers up to (tile-size * thread-tile)^2 elements">,
+    Option<"minBlocks", "min-blocks", "int64_t", "128",
+           "Threads compute fewer elements each while the grid has fewer blocks "
+           "than this (an H100 has 132 multiprocessors)">,
     Option<"workgroupMemory", "workgroup-memory", "bool", "true",
            "Put the tiles in GPU shared (workgroup) memory">,
   ];

@@ -11,6 +11,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace mithril {
 #define GEN_PASS_DEF_MITHRILGPUMAPFORALL
@@ -63,6 +64,71 @@ void inlineLoopBody(scf::ForallOp loop, ArrayRef<Value> ids, Block *dest, Block:
   loop.erase();
 }
 
+/// How many leading indices of every load and store of `alloc` are the
+/// thread ids themselves, the same ones each time and covering every block
+/// dimension with more than one thread; 0 where that is not so. Such a buffer
+/// holds each thread's own data.
+unsigned threadOwnedPrefix(memref::AllocOp alloc, ArrayRef<Value> threadIds,
+                           ArrayRef<int64_t> blockSizes) {
+  std::optional<SmallVector<Value>> prefix;
+  for (Operation *user : alloc->getUsers()) {
+    ValueRange indices;
+    if (auto load = dyn_cast<memref::LoadOp>(user))
+      indices = load.getIndices();
+    else if (auto store = dyn_cast<memref::StoreOp>(user); store && store.getMemRef() == alloc)
+      indices = store.getIndices();
+    else
+      return 0;
+    SmallVector<Value> ids;
+    for (Value index : indices) {
+      if (!llvm::is_contained(threadIds, index))
+        break;
+      ids.push_back(index);
+    }
+    if (prefix && *prefix != ids)
+      return 0;
+    prefix = std::move(ids);
+  }
+  if (!prefix || prefix->empty() ||
+      llvm::SmallPtrSet<Value, 3>(prefix->begin(), prefix->end()).size() != prefix->size())
+    return 0;
+  for (unsigned d = 0; d < 3; ++d)
+    if (blockSizes[d] > 1 && !llvm::is_contained(*prefix, threadIds[d]))
+      return 0;
+  return prefix->size();
+}
+
+/// Moves a thread-owned buffer into private memory: each thread keeps the
+/// elements after the `owned` leading (thread id) indices.
+void privatize(gpu::LaunchOp launch, memref::AllocOp alloc, unsigned owned) {
+  MemRefType type = alloc.getType();
+  SmallVector<int64_t> shape(type.getShape().drop_front(owned));
+  bool scalar = shape.empty();
+  if (scalar)
+    shape.push_back(1);
+  auto privateSpace = gpu::AddressSpaceAttr::get(alloc.getContext(), gpu::AddressSpace::Private);
+  auto privateType = MemRefType::get(shape, type.getElementType(), AffineMap(), privateSpace);
+  BlockArgument buffer = launch.addPrivateAttribution(privateType, alloc.getLoc());
+  for (Operation *user : llvm::make_early_inc_range(alloc->getUsers())) {
+    OpBuilder b(user);
+    auto indices = [&](ValueRange all) -> SmallVector<Value> {
+      if (scalar)
+        return {arith::ConstantIndexOp::create(b, user->getLoc(), 0)};
+      return SmallVector<Value>(all.drop_front(owned));
+    };
+    if (auto load = dyn_cast<memref::LoadOp>(user)) {
+      load.replaceAllUsesWith(
+          memref::LoadOp::create(b, load.getLoc(), buffer, indices(load.getIndices())).getResult());
+    } else {
+      auto store = cast<memref::StoreOp>(user);
+      memref::StoreOp::create(b, store.getLoc(), store.getValueToStore(), buffer,
+                              indices(store.getIndices()));
+    }
+    user->erase();
+  }
+  alloc.erase();
+}
+
 LogicalResult mapBlockLoop(scf::ForallOp blocks) {
   FailureOr<std::array<int64_t, 3>> grid = mappedSizes(blocks, /*blocks=*/true);
   if (failed(grid))
@@ -95,23 +161,6 @@ LogicalResult mapBlockLoop(scf::ForallOp blocks) {
   gpu::KernelDim3 blockIds = launch.getBlockIds(), threadIds = launch.getThreadIds();
   inlineLoopBody(blocks, {blockIds.x, blockIds.y, blockIds.z}, &body, terminator->getIterator());
 
-  // Shared tiles become the kernel's workgroup memory.
-  SmallVector<memref::AllocOp> sharedAllocs;
-  body.walk([&](memref::AllocOp alloc) {
-    if (gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(alloc.getType()))
-      sharedAllocs.push_back(alloc);
-  });
-  for (memref::AllocOp alloc : sharedAllocs) {
-    if (!alloc.getType().hasStaticShape())
-      return alloc.emitOpError("workgroup memory needs a static shape");
-    BlockArgument shared = launch.addWorkgroupAttribution(alloc.getType(), alloc.getLoc());
-    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
-      if (isa<memref::DeallocOp>(user))
-        user->erase();
-    alloc.replaceAllUsesWith(shared);
-    alloc.erase();
-  }
-
   // Each thread loop runs on the threads its mapping names (the others wait)
   // and ends with a barrier: the next loop reads what this one wrote.
   Value ids[3] = {threadIds.x, threadIds.y, threadIds.z};
@@ -138,6 +187,29 @@ LogicalResult mapBlockLoop(scf::ForallOp blocks) {
     }
     gpu::BarrierOp::create(b, loc);
     inlineLoopBody(loop, ids, dest, before);
+  }
+
+  // Buffers in workgroup memory become the kernel's: private memory
+  // (registers) where each thread only touches its own elements, shared
+  // memory otherwise.
+  SmallVector<memref::AllocOp> sharedAllocs;
+  body.walk([&](memref::AllocOp alloc) {
+    if (gpu::GPUDialect::hasWorkgroupMemoryAddressSpace(alloc.getType()))
+      sharedAllocs.push_back(alloc);
+  });
+  for (memref::AllocOp alloc : sharedAllocs) {
+    if (!alloc.getType().hasStaticShape())
+      return alloc.emitOpError("workgroup memory needs a static shape");
+    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+      if (isa<memref::DeallocOp>(user))
+        user->erase();
+    if (unsigned owned = threadOwnedPrefix(alloc, ids, blockSizes)) {
+      privatize(launch, alloc, owned);
+      continue;
+    }
+    BlockArgument shared = launch.addWorkgroupAttribution(alloc.getType(), alloc.getLoc());
+    alloc.replaceAllUsesWith(shared);
+    alloc.erase();
   }
   return success();
 }

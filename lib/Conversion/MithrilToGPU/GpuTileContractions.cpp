@@ -10,11 +10,13 @@
 // indexing maps: `n` is the output's innermost dimension, `m` another output
 // dimension that only the other input reads, every other parallel dimension
 // is a batch index and the reduction dimensions are linearized into `k`. A
-// block of tile x tile threads owns a tile x tile tile of C; for each step of
-// `k` its threads copy a tile of A and one of B into shared memory (one
-// element each, reading each operand through its own indexing map, so a
-// convolution is an implicit GEMM with no im2col buffer) and then each
-// thread accumulates its element of C from the two tiles.
+// block of tile x tile threads owns a tile of C, each thread up to
+// thread-tile x thread-tile elements of it; for each step of `k` the threads
+// copy a tile of A and one of B into shared memory (reading each operand
+// through its own indexing map, so a convolution is an implicit GEMM with no
+// im2col buffer) and then each thread accumulates its elements of C from the
+// two tiles. The sums live in a buffer indexed by the thread first, which
+// mithril-gpu-map-forall turns into registers.
 //
 // The result is scf.forall loops with GPU mappings. Each thread loop reads
 // only what earlier thread loops wrote, so running the loops one after the
@@ -34,6 +36,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <algorithm>
 #include <optional>
 
 namespace mithril {
@@ -198,47 +201,99 @@ struct TileBuilder {
     body(loop.getInductionVar(0), loop.getInductionVar(1));
   }
 
-  void build(Attribute memorySpace) {
+  Value plus(Value value, int64_t offset) {
+    return offset ? arith::AddIOp::create(b, loc, value, index(offset)).getResult() : value;
+  }
+
+  /// Multiplies and adds through the contraction's own body; `contract`
+  /// lets them fuse into one FMA, as cuBLAS and the CPU code do (without it
+  /// NVPTX emits mul.rn and add.rn).
+  Value multiplyAdd(Value lhs, Value rhs, Value acc) {
+    Block &body = *op.getBlock();
+    IRMapping args;
+    args.map(body.getArgument(view.lhs), lhs);
+    args.map(body.getArgument(view.rhs), rhs);
+    args.map(body.getArgument(2), acc);
+    auto contract = arith::FastMathFlagsAttr::get(b.getContext(), arith::FastMathFlags::contract);
+    for (Operation &bodyOp : body.without_terminator()) {
+      Operation *clone = b.clone(bodyOp, args);
+      if (auto fastMath = dyn_cast<arith::ArithFastMathInterface>(clone))
+        clone->setAttr(fastMath.getFastMathAttrName(), contract);
+    }
+    return args.lookup(body.getTerminator()->getOperand(0));
+  }
+
+  void build(Attribute memorySpace, int64_t threadTile, int64_t minBlocks) {
     MLIRContext *ctx = b.getContext();
     int64_t rows = view.ranges[view.mDim], columns = view.ranges[view.nDim];
-    int64_t depth = view.extent(view.reductionDims);
+    int64_t depth = view.extent(view.reductionDims), batch = view.extent(view.batchDims);
+    // Each thread computes rowsEach x columnsEach elements of C, `tile` apart
+    // (so that a warp's threads read neighbouring words of the tiles): more
+    // work per element staged in shared memory, no more than C needs, and
+    // smaller while that leaves fewer than minBlocks blocks to spread over
+    // the GPU's multiprocessors.
+    int64_t rowsEach = std::clamp<int64_t>(llvm::divideCeil(rows, tile), 1, threadTile);
+    int64_t columnsEach = std::clamp<int64_t>(llvm::divideCeil(columns, tile), 1, threadTile);
+    auto blockCount = [&] {
+      return batch * llvm::divideCeil(rows, tile * rowsEach) *
+             llvm::divideCeil(columns, tile * columnsEach);
+    };
+    while (blockCount() < minBlocks && (rowsEach > 1 || columnsEach > 1)) {
+      int64_t &larger = rowsEach >= columnsEach ? rowsEach : columnsEach;
+      larger = llvm::divideCeil(larger, 2);
+    }
+    int64_t blockRows = tile * rowsEach, blockColumns = tile * columnsEach;
     auto mapping = b.getArrayAttr({gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimZ),
                                    gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimY),
                                    gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)});
     auto blocks = scf::ForallOp::create(
         b, loc,
-        ArrayRef<OpFoldResult>{b.getIndexAttr(view.extent(view.batchDims)),
-                               b.getIndexAttr(llvm::divideCeil(rows, tile)),
-                               b.getIndexAttr(llvm::divideCeil(columns, tile))},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(batch),
+                               b.getIndexAttr(llvm::divideCeil(rows, blockRows)),
+                               b.getIndexAttr(llvm::divideCeil(columns, blockColumns))},
         ValueRange{}, mapping);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(blocks.getBody()->getTerminator());
 
     SmallVector<Value> blockIv(view.ranges.size());
     delinearize(blocks.getInductionVar(0), view.batchDims, blockIv);
-    Value rowBase = arith::MulIOp::create(b, loc, blocks.getInductionVar(1), index(tile));
-    Value columnBase = arith::MulIOp::create(b, loc, blocks.getInductionVar(2), index(tile));
+    Value rowBase = arith::MulIOp::create(b, loc, blocks.getInductionVar(1), index(blockRows));
+    Value columnBase =
+        arith::MulIOp::create(b, loc, blocks.getInductionVar(2), index(blockColumns));
 
     Type element = cast<MemRefType>(op.getDpsInits()[0].getType()).getElementType();
-    auto tileType = MemRefType::get({tile, tile}, element, AffineMap(), memorySpace);
-    Value lhsTile = memref::AllocOp::create(b, loc, tileType);
-    Value rhsTile = memref::AllocOp::create(b, loc, tileType);
-    Value accTile = memref::AllocOp::create(b, loc, tileType);
+    auto sharedType = [&](ArrayRef<int64_t> shape) {
+      return MemRefType::get(shape, element, AffineMap(), memorySpace);
+    };
+    Value lhsTile = memref::AllocOp::create(b, loc, sharedType({blockRows, tile}));
+    Value rhsTile = memref::AllocOp::create(b, loc, sharedType({tile, blockColumns}));
+    // Indexed by the thread first: each thread's sums are its own, which
+    // mithril-gpu-map-forall turns into registers.
+    Value accTile =
+        memref::AllocOp::create(b, loc, sharedType({tile, tile, rowsEach, columnsEach}));
 
-    // The thread's output element: (row, column) of the block's tile.
-    auto outputIv = [&](Value row, Value column, SmallVector<Value> &iv, Value &inBounds) {
+    // Element (i, j) of thread (row, column): its iteration and whether it
+    // lies inside C.
+    auto outputIv = [&](Value row, Value column, int64_t i, int64_t j, SmallVector<Value> &iv,
+                        Value &inBounds) {
       iv = blockIv;
-      iv[view.mDim] = arith::AddIOp::create(b, loc, rowBase, row);
-      iv[view.nDim] = arith::AddIOp::create(b, loc, columnBase, column);
+      iv[view.mDim] = arith::AddIOp::create(b, loc, rowBase, plus(row, tile * i));
+      iv[view.nDim] = arith::AddIOp::create(b, loc, columnBase, plus(column, tile * j));
       inBounds = allLess({{iv[view.mDim], rows}, {iv[view.nDim], columns}});
+    };
+    auto accIndices = [&](Value row, Value column, int64_t i, int64_t j) {
+      return SmallVector<Value>{row, column, index(i), index(j)};
     };
 
     threadLoop([&](Value row, Value column) {
-      SmallVector<Value> iv;
-      Value inBounds;
-      outputIv(row, column, iv, inBounds);
-      Value init = loadOrZero(op.getNumDpsInputs(), iv, inBounds);
-      memref::StoreOp::create(b, loc, init, accTile, ValueRange{row, column});
+      for (int64_t i = 0; i < rowsEach; ++i)
+        for (int64_t j = 0; j < columnsEach; ++j) {
+          SmallVector<Value> iv;
+          Value inBounds;
+          outputIv(row, column, i, j, iv, inBounds);
+          Value init = loadOrZero(op.getNumDpsInputs(), iv, inBounds);
+          memref::StoreOp::create(b, loc, init, accTile, accIndices(row, column, i, j));
+        }
     });
 
     auto steps = scf::ForOp::create(b, loc, index(0), index(depth), index(tile));
@@ -249,59 +304,68 @@ struct TileBuilder {
       // Both tiles in one loop: the lhs tile is [m, k], the rhs tile [k, n];
       // consecutive threads read consecutive k of the lhs and n of the rhs.
       threadLoop([&](Value row, Value column) {
-        SmallVector<Value> iv = blockIv;
-        iv[view.mDim] = arith::AddIOp::create(b, loc, rowBase, row);
         Value k = arith::AddIOp::create(b, loc, depthBase, column);
+        SmallVector<Value> iv = blockIv;
         delinearize(k, view.reductionDims, iv);
-        Value lhs = loadOrZero(view.lhs, iv, allLess({{iv[view.mDim], rows}, {k, depth}}));
-        memref::StoreOp::create(b, loc, lhs, lhsTile, ValueRange{row, column});
+        for (int64_t i = 0; i < rowsEach; ++i) {
+          Value tileRow = plus(row, tile * i);
+          iv[view.mDim] = arith::AddIOp::create(b, loc, rowBase, tileRow);
+          Value lhs = loadOrZero(view.lhs, iv, allLess({{iv[view.mDim], rows}, {k, depth}}));
+          memref::StoreOp::create(b, loc, lhs, lhsTile, ValueRange{tileRow, column});
+        }
 
-        iv = blockIv;
-        iv[view.nDim] = arith::AddIOp::create(b, loc, columnBase, column);
         k = arith::AddIOp::create(b, loc, depthBase, row);
+        iv = blockIv;
         delinearize(k, view.reductionDims, iv);
-        Value rhs = loadOrZero(view.rhs, iv, allLess({{iv[view.nDim], columns}, {k, depth}}));
-        memref::StoreOp::create(b, loc, rhs, rhsTile, ValueRange{row, column});
+        for (int64_t j = 0; j < columnsEach; ++j) {
+          Value tileColumn = plus(column, tile * j);
+          iv[view.nDim] = arith::AddIOp::create(b, loc, columnBase, tileColumn);
+          Value rhs = loadOrZero(view.rhs, iv, allLess({{iv[view.nDim], columns}, {k, depth}}));
+          memref::StoreOp::create(b, loc, rhs, rhsTile, ValueRange{row, tileColumn});
+        }
       });
       threadLoop([&](Value row, Value column) {
-        Value init = memref::LoadOp::create(b, loc, accTile, ValueRange{row, column});
-        auto inner = scf::ForOp::create(b, loc, index(0), index(tile), index(1), ValueRange{init});
+        SmallVector<Value> sums;
+        for (int64_t i = 0; i < rowsEach; ++i)
+          for (int64_t j = 0; j < columnsEach; ++j)
+            sums.push_back(memref::LoadOp::create(b, loc, accTile, accIndices(row, column, i, j)));
+        auto inner = scf::ForOp::create(b, loc, index(0), index(tile), index(1), sums);
         {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPointToStart(inner.getBody());
           Value kk = inner.getInductionVar();
-          Block &body = *op.getBlock();
-          IRMapping args;
-          args.map(body.getArgument(view.lhs),
-                   memref::LoadOp::create(b, loc, lhsTile, ValueRange{row, kk}));
-          args.map(body.getArgument(view.rhs),
-                   memref::LoadOp::create(b, loc, rhsTile, ValueRange{kk, column}));
-          args.map(body.getArgument(2), inner.getRegionIterArg(0));
-          // Multiply and add may fuse into one FMA, as cuBLAS and the CPU
-          // code do: without `contract` NVPTX emits mul.rn and add.rn.
-          auto contract =
-              arith::FastMathFlagsAttr::get(b.getContext(), arith::FastMathFlags::contract);
-          for (Operation &bodyOp : body.without_terminator()) {
-            Operation *clone = b.clone(bodyOp, args);
-            if (auto fastMath = dyn_cast<arith::ArithFastMathInterface>(clone))
-              clone->setAttr(fastMath.getFastMathAttrName(), contract);
-          }
-          Value sum = args.lookup(body.getTerminator()->getOperand(0));
-          scf::YieldOp::create(b, loc, sum);
+          SmallVector<Value> lhs, rhs, next;
+          for (int64_t i = 0; i < rowsEach; ++i)
+            lhs.push_back(
+                memref::LoadOp::create(b, loc, lhsTile, ValueRange{plus(row, tile * i), kk}));
+          for (int64_t j = 0; j < columnsEach; ++j)
+            rhs.push_back(
+                memref::LoadOp::create(b, loc, rhsTile, ValueRange{kk, plus(column, tile * j)}));
+          for (int64_t i = 0; i < rowsEach; ++i)
+            for (int64_t j = 0; j < columnsEach; ++j)
+              next.push_back(
+                  multiplyAdd(lhs[i], rhs[j], inner.getRegionIterArg(i * columnsEach + j)));
+          scf::YieldOp::create(b, loc, next);
         }
-        memref::StoreOp::create(b, loc, inner.getResult(0), accTile, ValueRange{row, column});
+        for (int64_t i = 0; i < rowsEach; ++i)
+          for (int64_t j = 0; j < columnsEach; ++j)
+            memref::StoreOp::create(b, loc, inner.getResult(i * columnsEach + j), accTile,
+                                    accIndices(row, column, i, j));
       });
     }
 
     threadLoop([&](Value row, Value column) {
-      SmallVector<Value> iv;
-      Value inBounds;
-      outputIv(row, column, iv, inBounds);
-      auto ifOp = scf::IfOp::create(b, loc, inBounds, /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-      Value sum = memref::LoadOp::create(b, loc, accTile, ValueRange{row, column});
-      memref::StoreOp::create(b, loc, sum, op.getDpsInits()[0], outputIndices(iv));
+      for (int64_t i = 0; i < rowsEach; ++i)
+        for (int64_t j = 0; j < columnsEach; ++j) {
+          SmallVector<Value> iv;
+          Value inBounds;
+          outputIv(row, column, i, j, iv, inBounds);
+          auto ifOp = scf::IfOp::create(b, loc, inBounds, /*withElseRegion=*/false);
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+          Value sum = memref::LoadOp::create(b, loc, accTile, accIndices(row, column, i, j));
+          memref::StoreOp::create(b, loc, sum, op.getDpsInits()[0], outputIndices(iv));
+        }
     });
     for (Value buffer : {lhsTile, rhsTile, accTile})
       memref::DeallocOp::create(b, loc, buffer);
@@ -314,6 +378,10 @@ struct GpuTileContractionsPass
 
   void runOnOperation() override {
     int64_t tile = tileSize;
+    if (threadTile < 1) {
+      getOperation()->emitError("mithril-gpu-tile-contractions: thread-tile must be positive");
+      return signalPassFailure();
+    }
     if (tile < 1 || tile * tile > 1024) {
       getOperation()->emitError("mithril-gpu-tile-contractions: tile-size ")
           << tile << " gives " << tile * tile << " threads per block; a GPU block holds 1 to 1024";
@@ -330,7 +398,7 @@ struct GpuTileContractionsPass
     for (linalg::LinalgOp op : contractions) {
       OpBuilder b(op);
       GemmView view = *matchGemm(op);
-      TileBuilder{b, op.getLoc(), op, view, tile}.build(space);
+      TileBuilder{b, op.getLoc(), op, view, tile}.build(space, threadTile, minBlocks);
       op->erase();
     }
   }
