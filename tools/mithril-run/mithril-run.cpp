@@ -222,6 +222,7 @@ static int runTraining(StringRef source, std::map<std::string, Array> &given) {
   options.optimizer = optimizerName;
   options.momentum = momentum;
   options.weightDecay = weightDecay;
+  options.gpuTilesOnHost = gpuTilesOnHost;
   for (auto &[name, array] : *data) {
     SmallVector<int64_t> shape(array.shape());
     shape[0] = batchSize;
