@@ -17,12 +17,15 @@
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
-#include "mlir/Dialect/GPU/Pipelines/Passes.h"
+#include "mlir/Dialect/LLVMIR/Transforms/OptimizeForNVVM.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Dialect/Vector/Transforms/Passes.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+
+#include <cstdlib>
 
 using namespace mlir;
 using namespace mithril;
@@ -187,6 +190,63 @@ std::string mithril::defaultPtxFeatures(StringRef chip) {
   return "+ptx60";
 }
 
+std::string mithril::findLibdevice() {
+  SmallVector<std::string> candidates;
+  for (const char *var : {"CUDA_ROOT", "CUDA_HOME", "CUDA_PATH"})
+    if (const char *root = std::getenv(var); root && *root)
+      candidates.push_back((Twine(root) + "/nvvm/libdevice/libdevice.10.bc").str());
+  candidates.push_back("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc");
+  // Debian's nvidia-cuda-toolkit.
+  candidates.push_back("/usr/lib/nvidia-cuda-toolkit/libdevice/libdevice.10.bc");
+  for (const std::string &path : candidates)
+    if (llvm::sys::fs::is_regular_file(path))
+      return path;
+  return "";
+}
+
+/// Kernels to NVVM and PTX (or a cubin), host code to the LLVM dialect with
+/// calls into the CUDA runtime: upstream's gpu-lower-to-nvvm-pipeline in
+/// substance, plus libdevice, without which ptxas rejects kernels that use
+/// math functions (sqrt, exp, ...: they become calls to __nv_sqrtf, ...).
+static void addNvvmLowering(OpPassManager &pm, const GpuPipelineOptions &options) {
+  pm.addPass(createConvertNVGPUToNVVMPass());
+  pm.addPass(createConvertVectorToSCFPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertNVVMToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.chip;
+  target.features =
+      options.features.empty() ? defaultPtxFeatures(options.chip) : options.features.getValue();
+  std::string libdevice =
+      options.libdevice.empty() ? findLibdevice() : options.libdevice.getValue();
+  if (!libdevice.empty() && libdevice != "none")
+    target.linkLibs.push_back(libdevice);
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  pm.addNestedPass<gpu::GPUModuleOp>(createStripDebugInfoPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
+  pm.addNestedPass<gpu::GPUModuleOp>(LLVM::createNVVMOptimizeForTargetPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createCanonicalizerPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createCSEPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
+
+  pm.addPass(createGpuToLLVMConversionPass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = options.format;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
 LogicalResult mithril::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOptions &options) {
   StringRef stop = options.stopAfter;
   bool cpuStage = llvm::is_contained(kStages, stop) &&
@@ -237,12 +297,7 @@ LogicalResult mithril::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOpti
   // gpu-to-llvm lowers only asynchronous allocations and copies.
   pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
 
-  gpu::GPUToNVVMPipelineOptions nvvm;
-  nvvm.cubinChip = options.chip;
-  nvvm.cubinFeatures =
-      options.features.empty() ? defaultPtxFeatures(options.chip) : options.features.getValue();
-  nvvm.cubinFormat = options.format;
-  gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
+  addNvvmLowering(pm, options);
   return success();
 }
 

@@ -26,7 +26,7 @@ mithril.model @Net(data %x: tensor<?x16xf32>, param %w: tensor<16x16xf32>) -> (y
 // KERNELS: arith.mulf {{.*}} fastmath<contract>
 // KERNELS: gpu.barrier
 
-// BINARY: gpu.binary @Net_kernel [#gpu.object<#nvvm.target<chip = "sm_90", features = "+ptx80">
+// BINARY: gpu.binary @Net_kernel [#gpu.object<#nvvm.target<chip = "sm_90", features = "+ptx80"{{.*}}>
 
 // PTX: // kernel module @Net_kernel for sm_90
 // PTX: .version 8.0

@@ -74,16 +74,20 @@ func.func @matmul(%a: memref<20x37xf32>, %b: memref<37x18xf32>, %c: memref<20x18
 // -----
 
 // A flat-row convolution, out[n, f, p] += in[n, c, p + 10 kh + kw] * w[f, c, kh, kw]:
-// an implicit GEMM over f (rows) and p (columns), 2 images on the grid's z
-// and (c, kh, kw) linearized into 27-deep k. The input is read through its
-// own indexing map, straight from the image.
+// an implicit GEMM whose rows are the filters f (only the weight reads them),
+// whose columns are the images and positions (n, p) linearized (only the
+// input reads them), and whose 27-deep k linearizes (c, kh, kw). The input
+// is read through its own indexing map, straight from the image.
 // CHECK-LABEL: func.func @conv_flat(
 // CHECK-SAME: %[[IN:.*]]: memref<2x3x120xf32>, %[[W:.*]]: memref<4x3x3x3xf32>
-// CHECK: scf.forall (%[[N:.*]], %{{.*}}, %{{.*}}) in (2, 1, 5)
+// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (1, 1, 10)
 // CHECK: scf.for %{{.*}} = %c0 to %c27 step %c16
 // CHECK: arith.remui %{{.*}}, %c3
 // CHECK: arith.divui %{{.*}}, %c3
-// CHECK: %[[COL:.*]] = affine.apply #{{.*}}(%{{.*}}, %{{.*}}, %{{.*}})
+// CHECK: memref.load %[[W]]
+// CHECK: %[[P:.*]] = arith.remui %{{.*}}, %c80
+// CHECK: %[[N:.*]] = arith.divui %{{.*}}, %c80
+// CHECK: %[[COL:.*]] = affine.apply #{{.*}}(%[[P]], %{{.*}}, %{{.*}})
 // CHECK: memref.load %[[IN]][%[[N]], %{{.*}}, %[[COL]]]
 // CHECK-NOT: linalg.generic
 #in = affine_map<(n, f, p, c, kh, kw) -> (n, c, p + kh * 10 + kw)>

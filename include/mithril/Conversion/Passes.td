@@ -77,10 +77,11 @@ def MithrilGpuTileContractions
   let description = [{
     Rewrites each contraction with a multiply-add body and static shapes
     (`linalg.matmul`, the products of Linear layers, flat-row convolutions,
-    ...) as a batch of GEMMs, `C[m, n] += A[m, k] * B[k, n]`: `n` is the
-    output's innermost dimension, `m` another output dimension only the other
-    input reads, the remaining parallel dimensions index the batch and the
-    reduction dimensions are linearized into `k`. A block of
+    ...) as a batch of GEMMs, `C[m, n] += A[m, k] * B[k, n]`: `n` linearizes
+    the output dimensions only `B` reads (`B` being the input that reads the
+    innermost such dimension, so that neighbouring threads store neighbouring
+    elements), `m` those only `A` reads, the dimensions both read index the
+    batch, and the reduction dimensions are linearized into `k`. A block of
     tile-size x tile-size threads owns a tile of `C`, each thread up to
     thread-tile x thread-tile of its elements (fewer where `C` is smaller or
     the grid would have fewer than min-blocks blocks);

@@ -102,6 +102,12 @@ struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions>
   Option<std::string> features{*this, "features",
                                llvm::cl::desc("PTX features; the default follows the chip"),
                                llvm::cl::init("")};
+  Option<std::string> libdevice{
+      *this, "libdevice",
+      llvm::cl::desc("libdevice.10.bc, linked into the kernels for math functions (default: "
+                     "found under $CUDA_ROOT, $CUDA_HOME, $CUDA_PATH or /usr/local/cuda; "
+                     "'none': not linked)"),
+      llvm::cl::init("")};
   Option<std::string> format{*this, "format",
                              llvm::cl::desc("Kernel format: isa (PTX text), bin (cubin, needs "
                                             "ptxas) or fatbin"),
@@ -112,6 +118,9 @@ struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions>
                      "(outlined gpu.launch_func) or binary (the default)"),
       llvm::cl::init("binary")};
 };
+
+/// The CUDA toolkit's libdevice.10.bc, or "" where none is found.
+std::string findLibdevice();
 
 /// Builds the NVIDIA GPU pipeline: the CPU pipeline's front end through
 /// bufferization, then contractions tiled through shared memory and other

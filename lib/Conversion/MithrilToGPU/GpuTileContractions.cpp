@@ -7,9 +7,10 @@
 //
 // A contraction (matmul, a Linear's product, a flat-row convolution, ...) is
 // seen as a batch of GEMMs, C[m, n] += sum_k A[m, k] * B[k, n], whatever its
-// indexing maps: `n` is the output's innermost dimension, `m` another output
-// dimension that only the other input reads, every other parallel dimension
-// is a batch index and the reduction dimensions are linearized into `k`. A
+// indexing maps: `n` linearizes the output dimensions only B reads (B being
+// the input that reads the innermost such dimension), `m` those only A reads,
+// the dimensions both read index the batch, and the reduction dimensions are
+// linearized into `k`. A
 // block of tile x tile threads owns a tile of C, each thread up to
 // thread-tile x thread-tile elements of it; for each step of `k` the threads
 // copy a tile of A and one of B into shared memory (reading each operand
@@ -48,12 +49,15 @@ using namespace mlir;
 
 namespace {
 
-/// A contraction's iteration space as a batch of GEMMs.
+/// A contraction's iteration space as a batch of GEMMs. Each group of
+/// dimensions is linearized, its last dimension varying fastest.
 struct GemmView {
-  unsigned mDim = 0, nDim = 0;
-  /// Input operand numbers: `lhs` reads m (not n), `rhs` reads n (not m).
+  /// Output dimensions only `lhs` reads (the rows of C), only `rhs` reads
+  /// (its columns), and both or neither read (the batch).
+  SmallVector<unsigned> mDims, nDims, batchDims;
+  SmallVector<unsigned> reductionDims;
+  /// Input operand numbers.
   unsigned lhs = 0, rhs = 1;
-  SmallVector<unsigned> batchDims, reductionDims;
   SmallVector<int64_t> ranges;
 
   int64_t extent(ArrayRef<unsigned> dims) const {
@@ -64,10 +68,10 @@ struct GemmView {
   }
 };
 
-/// The grid's z dimension holds the batch.
-constexpr int64_t kMaxGridZ = 65535;
+/// The grid's y and z dimensions hold row tiles and the batch.
+constexpr int64_t kMaxGridYZ = 65535;
 
-std::optional<GemmView> matchGemm(linalg::LinalgOp op) {
+std::optional<GemmView> matchGemm(linalg::LinalgOp op, int64_t tile) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
       op->getNumResults() != 0)
     return std::nullopt;
@@ -100,29 +104,23 @@ std::optional<GemmView> matchGemm(linalg::LinalgOp op) {
   if (view.reductionDims.empty())
     return std::nullopt;
 
+  // `rhs` is the input that reads the innermost output dimension read by one
+  // input only: consecutive threads then store consecutive elements of C.
   auto reads = [&](unsigned operand, unsigned dim) { return maps[operand].isFunctionOfDim(dim); };
-  view.nDim = cast<AffineDimExpr>(outMap.getResults().back()).getPosition();
-  if (reads(0, view.nDim) == reads(1, view.nDim))
+  SmallVector<unsigned> outDims = llvm::map_to_vector(
+      outMap.getResults(), [](AffineExpr e) { return cast<AffineDimExpr>(e).getPosition(); });
+  auto innermost = llvm::find_if(llvm::reverse(outDims),
+                                 [&](unsigned dim) { return reads(0, dim) != reads(1, dim); });
+  if (innermost == outDims.rend())
     return std::nullopt;
-  view.rhs = reads(0, view.nDim) ? 0 : 1;
+  view.rhs = reads(0, *innermost) ? 0 : 1;
   view.lhs = 1 - view.rhs;
-  std::optional<unsigned> mDim;
-  for (AffineExpr result : llvm::reverse(outMap.getResults().drop_back())) {
-    unsigned dim = cast<AffineDimExpr>(result).getPosition();
-    if (reads(view.lhs, dim) && !reads(view.rhs, dim)) {
-      mDim = dim;
-      break;
-    }
+  for (unsigned dim : outDims) {
+    bool lhs = reads(view.lhs, dim), rhs = reads(view.rhs, dim);
+    (lhs == rhs ? view.batchDims : lhs ? view.mDims : view.nDims).push_back(dim);
   }
-  if (!mDim)
-    return std::nullopt;
-  view.mDim = *mDim;
-  for (AffineExpr result : outMap.getResults()) {
-    unsigned dim = cast<AffineDimExpr>(result).getPosition();
-    if (dim != view.mDim && dim != view.nDim)
-      view.batchDims.push_back(dim);
-  }
-  if (view.extent(view.batchDims) > kMaxGridZ)
+  if (view.mDims.empty() || view.extent(view.batchDims) > kMaxGridYZ ||
+      llvm::divideCeil(view.extent(view.mDims), tile) > kMaxGridYZ)
     return std::nullopt;
   return view;
 }
@@ -225,7 +223,7 @@ struct TileBuilder {
 
   void build(Attribute memorySpace, int64_t threadTile, int64_t minBlocks) {
     MLIRContext *ctx = b.getContext();
-    int64_t rows = view.ranges[view.mDim], columns = view.ranges[view.nDim];
+    int64_t rows = view.extent(view.mDims), columns = view.extent(view.nDims);
     int64_t depth = view.extent(view.reductionDims), batch = view.extent(view.batchDims);
     // Each thread computes rowsEach x columnsEach elements of C, `tile` apart
     // (so that a warp's threads read neighbouring words of the tiles): more
@@ -277,9 +275,11 @@ struct TileBuilder {
     auto outputIv = [&](Value row, Value column, int64_t i, int64_t j, SmallVector<Value> &iv,
                         Value &inBounds) {
       iv = blockIv;
-      iv[view.mDim] = arith::AddIOp::create(b, loc, rowBase, plus(row, tile * i));
-      iv[view.nDim] = arith::AddIOp::create(b, loc, columnBase, plus(column, tile * j));
-      inBounds = allLess({{iv[view.mDim], rows}, {iv[view.nDim], columns}});
+      Value m = arith::AddIOp::create(b, loc, rowBase, plus(row, tile * i));
+      Value n = arith::AddIOp::create(b, loc, columnBase, plus(column, tile * j));
+      delinearize(m, view.mDims, iv);
+      delinearize(n, view.nDims, iv);
+      inBounds = allLess({{m, rows}, {n, columns}});
     };
     auto accIndices = [&](Value row, Value column, int64_t i, int64_t j) {
       return SmallVector<Value>{row, column, index(i), index(j)};
@@ -309,8 +309,9 @@ struct TileBuilder {
         delinearize(k, view.reductionDims, iv);
         for (int64_t i = 0; i < rowsEach; ++i) {
           Value tileRow = plus(row, tile * i);
-          iv[view.mDim] = arith::AddIOp::create(b, loc, rowBase, tileRow);
-          Value lhs = loadOrZero(view.lhs, iv, allLess({{iv[view.mDim], rows}, {k, depth}}));
+          Value m = arith::AddIOp::create(b, loc, rowBase, tileRow);
+          delinearize(m, view.mDims, iv);
+          Value lhs = loadOrZero(view.lhs, iv, allLess({{m, rows}, {k, depth}}));
           memref::StoreOp::create(b, loc, lhs, lhsTile, ValueRange{tileRow, column});
         }
 
@@ -319,8 +320,9 @@ struct TileBuilder {
         delinearize(k, view.reductionDims, iv);
         for (int64_t j = 0; j < columnsEach; ++j) {
           Value tileColumn = plus(column, tile * j);
-          iv[view.nDim] = arith::AddIOp::create(b, loc, columnBase, tileColumn);
-          Value rhs = loadOrZero(view.rhs, iv, allLess({{iv[view.nDim], columns}, {k, depth}}));
+          Value n = arith::AddIOp::create(b, loc, columnBase, tileColumn);
+          delinearize(n, view.nDims, iv);
+          Value rhs = loadOrZero(view.rhs, iv, allLess({{n, columns}, {k, depth}}));
           memref::StoreOp::create(b, loc, rhs, rhsTile, ValueRange{row, tileColumn});
         }
       });
@@ -389,7 +391,7 @@ struct GpuTileContractionsPass
     }
     SmallVector<linalg::LinalgOp> contractions;
     getOperation().walk([&](linalg::LinalgOp op) {
-      if (matchGemm(op))
+      if (matchGemm(op, tile))
         contractions.push_back(op);
     });
     Attribute space;
@@ -397,7 +399,7 @@ struct GpuTileContractionsPass
       space = gpu::AddressSpaceAttr::get(&getContext(), gpu::AddressSpace::Workgroup);
     for (linalg::LinalgOp op : contractions) {
       OpBuilder b(op);
-      GemmView view = *matchGemm(op);
+      GemmView view = *matchGemm(op, tile);
       TileBuilder{b, op.getLoc(), op, view, tile}.build(space, threadTile, minBlocks);
       op->erase();
     }
