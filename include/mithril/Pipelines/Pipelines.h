@@ -106,7 +106,8 @@ struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions>
       *this, "libdevice",
       llvm::cl::desc("libdevice.10.bc, linked into the kernels for math functions (default: "
                      "found under $CUDA_ROOT, $CUDA_HOME, $CUDA_PATH or /usr/local/cuda; "
-                     "'none': not linked)"),
+                     "'none': not named, though gpu-module-to-binary still links the one "
+                     "under $CUDA_ROOT/$CUDA_HOME/$CUDA_PATH)"),
       llvm::cl::init("")};
   Option<std::string> format{*this, "format",
                              llvm::cl::desc("Kernel format: isa (PTX text), bin (cubin, needs "
