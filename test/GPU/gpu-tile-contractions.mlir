@@ -4,6 +4,8 @@
 // RUN: mithril-opt %s --split-input-file --mithril-gpu-tile-contractions="workgroup-memory=false tile-size=8" --canonicalize | FileCheck %s --check-prefix=HOST
 // RUN: mithril-opt %s --split-input-file --mithril-gpu-tile-contractions="thread-tile=2 min-blocks=1" --canonicalize --cse | FileCheck %s --check-prefix=MICRO
 // RUN: not mithril-opt %s --mithril-gpu-tile-contractions="tile-size=64" 2>&1 | FileCheck %s --check-prefix=BADTILE
+// RUN: not mithril-opt %s --mithril-gpu-tile-contractions="thread-tile=9" 2>&1 | FileCheck %s --check-prefix=BADTHREADTILE
+// RUN: mithril-opt %s --split-input-file --mithril-gpu-tile-contractions="tile-size=32 thread-tile=8 min-blocks=1" | FileCheck %s --check-prefix=SHARED
 
 // A 20x18 result in 16x16 tiles, 37 deep: 2x2 blocks, three 16-deep steps
 // and zero padding at the edges. So few blocks keep one element per thread.
@@ -66,6 +68,15 @@
 // HOST: scf.for %{{.*}} = %c0 to %c37 step %c8
 
 // BADTILE: error: mithril-gpu-tile-contractions: tile-size 64 gives 4096 threads per block; a GPU block holds 1 to 1024
+// BADTHREADTILE: error: mithril-gpu-tile-contractions: thread-tile 9 is not 1 to 8
+
+// Tiles that would pass the 48 KiB of static shared memory shrink: 8 x 8
+// elements per thread of 32 x 32 threads would stage (8 + 8) x 32 x 32 x 4
+// bytes, 4 x 8 stage 48 KiB.
+// SHARED-LABEL: func.func @large(
+// SHARED: memref.alloc() : memref<128x32xf32, #gpu.address_space<workgroup>>
+// SHARED: memref.alloc() : memref<32x256xf32, #gpu.address_space<workgroup>>
+// SHARED: memref.alloc() : memref<32x32x4x8xf32, #gpu.address_space<workgroup>>
 func.func @matmul(%a: memref<20x37xf32>, %b: memref<37x18xf32>, %c: memref<20x18xf32>) {
   linalg.matmul ins(%a, %b : memref<20x37xf32>, memref<37x18xf32>) outs(%c : memref<20x18xf32>)
   return
@@ -137,5 +148,15 @@ func.func @not_gemms(%a: memref<8x8xf32>, %b: memref<8x8xf32>, %c: memref<8x8xf3
     %s = arith.addf %acc, %m : f32
     linalg.yield %s : f32
   }
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @large(
+// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) in (1, 16, 16)
+// CHECK: memref.alloc() : memref<16x16x4x4xf32, #gpu.address_space<workgroup>>
+func.func @large(%a: memref<1024x1024xf32>, %b: memref<1024x1024xf32>, %c: memref<1024x1024xf32>) {
+  linalg.matmul ins(%a, %b : memref<1024x1024xf32>, memref<1024x1024xf32>) outs(%c : memref<1024x1024xf32>)
   return
 }

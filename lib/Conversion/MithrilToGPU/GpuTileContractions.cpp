@@ -70,6 +70,8 @@ struct GemmView {
 
 /// The grid's y and z dimensions hold row tiles and the batch.
 constexpr int64_t kMaxGridYZ = 65535;
+/// Static shared memory per block.
+constexpr int64_t kMaxSharedBytes = 48 * 1024;
 
 std::optional<GemmView> matchGemm(linalg::LinalgOp op, int64_t tile) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
@@ -236,7 +238,11 @@ struct TileBuilder {
       return batch * llvm::divideCeil(rows, tile * rowsEach) *
              llvm::divideCeil(columns, tile * columnsEach);
     };
-    while (blockCount() < minBlocks && (rowsEach > 1 || columnsEach > 1)) {
+    int64_t elementBytes = llvm::divideCeil(
+        cast<MemRefType>(op.getDpsInits()[0].getType()).getElementTypeBitWidth(), 8);
+    auto sharedBytes = [&] { return tile * tile * (rowsEach + columnsEach) * elementBytes; };
+    while ((blockCount() < minBlocks || sharedBytes() > kMaxSharedBytes) &&
+           (rowsEach > 1 || columnsEach > 1)) {
       int64_t &larger = rowsEach >= columnsEach ? rowsEach : columnsEach;
       larger = llvm::divideCeil(larger, 2);
     }
@@ -380,8 +386,9 @@ struct GpuTileContractionsPass
 
   void runOnOperation() override {
     int64_t tile = tileSize;
-    if (threadTile < 1) {
-      getOperation()->emitError("mithril-gpu-tile-contractions: thread-tile must be positive");
+    if (threadTile < 1 || threadTile > 8) {
+      getOperation()->emitError("mithril-gpu-tile-contractions: thread-tile ")
+          << threadTile.getValue() << " is not 1 to 8";
       return signalPassFailure();
     }
     if (tile < 1 || tile * tile > 1024) {
