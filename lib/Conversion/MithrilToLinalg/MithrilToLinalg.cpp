@@ -1313,14 +1313,13 @@ struct ConvGradInputPattern : OpRewritePattern<ConvGradInputOp> {
     if (!out.hasStaticShape() || !gt.hasStaticShape() || !wt.hasStaticShape())
       return rewriter.notifyMatchFailure(op, "dynamic shapes");
     int64_t spatial = out.getRank() - 2, groups = op.getGroups();
-    int64_t cg = wt.getDimSize(1), fg = wt.getDimSize(0) / groups;
+    int64_t cg = wt.getDimSize(1);
     Type et = out.getElementType();
     Value grad = splitAxis(rewriter, loc, op.getGrad(), 1, groups);     // [N, G, Fg, O...]
     Value weight = splitAxis(rewriter, loc, op.getWeight(), 0, groups); // [G, Fg, Cg, K...]
     SmallVector<int64_t> shape = {out.getDimSize(0), groups, cg};
     llvm::append_range(shape, out.getShape().drop_front(2));
     auto groupedOut = RankedTensorType::get(shape, et);
-    Value zero = floatConst(rewriter, loc, et, 0.0);
     Value init = zeroFilled(rewriter, loc, RankedTensorType::get(shape, et));
     // Loops: n, g, c, i_0.., f, k_0..
     int64_t numLoops = 3 + spatial + 1 + spatial;
@@ -1547,7 +1546,6 @@ struct PoolGradPattern : OpRewritePattern<OpT> {
     ArrayRef<int64_t> kernel = op.getKernelSize();
     int64_t spatial = kernel.size(), lead = out.getRank() - spatial;
     Type et = out.getElementType();
-    Value zero = floatConst(rewriter, loc, et, 0.0);
     // Non-overlapping windows: a vectorizable elementwise form.
     if (auto viewShape = windowViewShape(out, kernel, op.getStride(), op.getPadding(),
                                          op.getDilation())) {
@@ -1632,7 +1630,6 @@ struct EmbeddingGradPattern : OpRewritePattern<EmbeddingGradOp> {
     if (!out.hasStaticShape() || !it.hasStaticShape())
       return rewriter.notifyMatchFailure(op, "dynamic shapes");
     Type et = out.getElementType();
-    Value zero = floatConst(rewriter, loc, et, 0.0);
     Value init = zeroFilled(rewriter, loc, out);
     int64_t r = it.getRank(), numLoops = 2 + r;
     auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };

@@ -161,7 +161,7 @@ ParseResult ModelOp::parse(OpAsmParser &parser, OperationState &result) {
   SmallVector<Attribute> argAttrs;
   llvm::StringSet<> seen;
   auto parseInput = [&]() -> ParseResult {
-    InputKind kind;
+    InputKind kind = InputKind::Data;
     if (parseInputKind(parser, kind))
       return failure();
     std::string explicitName;

@@ -593,7 +593,7 @@ class Mithril_ConvOp<string mnemonic, int rank> : Mithril_TensorOp<mnemonic> {
 def Mithril_Conv1DOp : Mithril_ConvOp<"conv1d", 1>;
 def Mithril_Conv2DOp : Mithril_ConvOp<"conv2d", 2>;
 
-class Mithril_PoolOp<string mnemonic, int rank, string doc> : Mithril_TensorOp<mnemonic> {
+class Mithril_PoolOp<string mnemonic, string doc> : Mithril_TensorOp<mnemonic> {
   let summary = doc;
   let description = [{
     Pools `[N, C, spatial...]` (or `[C, spatial...]`) with a window of
@@ -608,9 +608,9 @@ class Mithril_PoolOp<string mnemonic, int rank, string doc> : Mithril_TensorOp<m
                        DenseI64ArrayAttr:$dilation);
   let results = (outs AnyRankedTensor:$result);
 }
-def Mithril_MaxPool1DOp : Mithril_PoolOp<"max_pool1d", 1, "Max pooling over one spatial dimension">;
-def Mithril_MaxPool2DOp : Mithril_PoolOp<"max_pool2d", 2, "Max pooling over two spatial dimensions">;
-def Mithril_AvgPool2DOp : Mithril_PoolOp<"avg_pool2d", 2, "Average pooling over two spatial dimensions">;
+def Mithril_MaxPool1DOp : Mithril_PoolOp<"max_pool1d", "Max pooling over one spatial dimension">;
+def Mithril_MaxPool2DOp : Mithril_PoolOp<"max_pool2d", "Max pooling over two spatial dimensions">;
+def Mithril_AvgPool2DOp : Mithril_PoolOp<"avg_pool2d", "Average pooling over two spatial dimensions">;
 
 def Mithril_EmbeddingOp : Mithril_TensorOp<"embedding"> {
   let summary = "Gather rows of `weight` [V, D] at integer `indices`";
