@@ -256,15 +256,7 @@ LogicalResult mithril::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOpti
   if (options.format != "isa" && options.format != "bin" && options.format != "fatbin")
     return failure();
   CpuPipelineOptions front;
-  front.entry = options.entry;
-  front.shapes = options.shapes;
-  front.discard = options.discard;
-  front.gradients = options.gradients;
-  front.wrt = options.wrt;
-  front.seeds = options.seeds;
-  front.optimizer = options.optimizer;
-  front.momentum = options.momentum;
-  front.weightDecay = options.weightDecay;
+  copyModelOptions(front, options);
   // The host schedule vectorizes for CPU registers; GPU loops map to threads.
   front.schedule = false;
   front.stopAfter = cpuStage ? stop.str() : "bufferize";

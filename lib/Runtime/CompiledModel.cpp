@@ -203,15 +203,7 @@ static llvm::Error runPipeline(ModuleOp module, const CompileOptions &options,
   DiagnosticCollector diags(*ctx);
   PassManager pm(ctx);
   CpuPipelineOptions pipelineOpts;
-  pipelineOpts.entry = options.entry;
-  pipelineOpts.shapes = options.shapes;
-  pipelineOpts.discard = options.discard;
-  pipelineOpts.gradients = options.gradients;
-  pipelineOpts.wrt = options.wrt;
-  pipelineOpts.seeds = options.seeds;
-  pipelineOpts.optimizer = options.optimizer;
-  pipelineOpts.momentum = options.momentum;
-  pipelineOpts.weightDecay = options.weightDecay;
+  copyModelOptions(pipelineOpts, options);
   pipelineOpts.threads = resolvedThreads(options);
   pipelineOpts.stopAfter = stopAfter.str();
   pipelineOpts.startAfter = startAfter.str();
@@ -239,15 +231,7 @@ static llvm::Error runGpuPipeline(ModuleOp module, const CompileOptions &options
   DiagnosticCollector diags(*ctx);
   PassManager pm(ctx);
   GpuPipelineOptions gpu;
-  gpu.entry = options.entry;
-  gpu.shapes = options.shapes;
-  gpu.discard = options.discard;
-  gpu.gradients = options.gradients;
-  gpu.wrt = options.wrt;
-  gpu.seeds = options.seeds;
-  gpu.optimizer = options.optimizer;
-  gpu.momentum = options.momentum;
-  gpu.weightDecay = options.weightDecay;
+  copyModelOptions(gpu, options);
   gpu.chip = options.gpuChip;
   gpu.stopAfter = stopAfter.str();
   if (failed(buildGpuPipeline(pm, gpu)))

@@ -23,7 +23,14 @@ namespace mithril {
 #define GEN_PASS_REGISTRATION
 #include "mithril/Pipelines/Passes.h.inc"
 
-struct CpuPipelineOptions : public mlir::PassPipelineOptions<CpuPipelineOptions> {
+/// What to compile: the model, its shapes, what to differentiate and how to
+/// update the parameters. Both pipelines take these options, and
+/// copyModelOptions passes them on.
+template <typename Derived>
+struct ModelPipelineOptions : public mlir::PassPipelineOptions<Derived> {
+  template <typename T> using Option = mlir::detail::PassOptions::Option<T>;
+  template <typename T> using ListOption = mlir::detail::PassOptions::ListOption<T>;
+
   Option<std::string> entry{*this, "entry",
                             llvm::cl::desc("The root model (default: every un-instantiated model)"),
                             llvm::cl::init("")};
@@ -45,6 +52,23 @@ struct CpuPipelineOptions : public mlir::PassPipelineOptions<CpuPipelineOptions>
   Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"), llvm::cl::init(0.0)};
   Option<double> weightDecay{*this, "weight-decay", llvm::cl::desc("L2 weight decay"),
                              llvm::cl::init(0.0)};
+};
+
+/// Copies the ModelPipelineOptions fields between option structs with those
+/// names (either pipeline's, or the runtime's CompileOptions).
+template <typename To, typename From> void copyModelOptions(To &to, const From &from) {
+  to.entry = from.entry;
+  to.shapes = from.shapes;
+  to.discard = from.discard;
+  to.gradients = from.gradients;
+  to.wrt = from.wrt;
+  to.seeds = from.seeds;
+  to.optimizer = from.optimizer;
+  to.momentum = from.momentum;
+  to.weightDecay = from.weightDecay;
+}
+
+struct CpuPipelineOptions : public ModelPipelineOptions<CpuPipelineOptions> {
   Option<bool> schedule{*this, "schedule",
                         llvm::cl::desc("Tile and vectorize for the host (mithril-cpu-schedule)"),
                         llvm::cl::init(true)};
@@ -77,26 +101,7 @@ struct CpuPipelineOptions : public mlir::PassPipelineOptions<CpuPipelineOptions>
       llvm::cl::init("")};
 };
 
-struct GpuPipelineOptions : public mlir::PassPipelineOptions<GpuPipelineOptions> {
-  Option<std::string> entry{*this, "entry", llvm::cl::desc("The root model"),
-                            llvm::cl::init("")};
-  ListOption<std::string> shapes{*this, "shapes",
-                                 llvm::cl::desc("Input shapes as name:DxD")};
-  ListOption<std::string> discard{*this, "discard",
-                                  llvm::cl::desc("Output terminals to drop")};
-  Option<bool> gradients{*this, "gradients", llvm::cl::desc("Differentiate the entry model"),
-                         llvm::cl::init(false)};
-  ListOption<std::string> wrt{*this, "wrt",
-                              llvm::cl::desc("With gradients: the inputs to differentiate")};
-  ListOption<std::string> seeds{*this, "seeds",
-                                llvm::cl::desc("With gradients: the outputs to seed")};
-  Option<std::string> optimizer{
-      *this, "optimizer",
-      llvm::cl::desc("With gradients: append this optimizer's update (sgd or adam)"),
-      llvm::cl::init("")};
-  Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"), llvm::cl::init(0.0)};
-  Option<double> weightDecay{*this, "weight-decay", llvm::cl::desc("L2 weight decay"),
-                             llvm::cl::init(0.0)};
+struct GpuPipelineOptions : public ModelPipelineOptions<GpuPipelineOptions> {
   Option<std::string> chip{*this, "chip", llvm::cl::desc("The GPU architecture (sm_80, sm_90)"),
                            llvm::cl::init("sm_90")};
   Option<std::string> features{*this, "features",
