@@ -201,6 +201,41 @@ struct TileBuilder {
     body(loop.getInductionVar(0), loop.getInductionVar(1));
   }
 
+  /// What one input contributes to a step of k: the output dimensions it
+  /// reads alone (extent `extent`, this block's from `base`), how many of
+  /// them each thread copies, and the shared tile it copies them to.
+  struct Slice {
+    unsigned operand;
+    ArrayRef<unsigned> dims;
+    int64_t extent;
+    Value base;
+    int64_t each;
+    Value buffer;
+    /// The tile is [k, position] (rhs) rather than [position, k] (lhs).
+    bool kFirst;
+  };
+
+  /// One thread's share of a step: the elements at k = depthBase + kOffset
+  /// and at positions position + tile * e (e < slice.each) of the block's
+  /// slice, zero outside the operand. Consecutive threads read consecutive k
+  /// of the lhs and consecutive positions of the rhs.
+  void stageTile(const Slice &slice, Value position, Value kOffset, Value depthBase, int64_t depth,
+                 ArrayRef<Value> blockIv) {
+    Value k = arith::AddIOp::create(b, loc, depthBase, kOffset);
+    SmallVector<Value> iv(blockIv);
+    delinearize(k, view.reductionDims, iv);
+    for (int64_t e = 0; e < slice.each; ++e) {
+      Value tilePosition = plus(position, tile * e);
+      Value global = arith::AddIOp::create(b, loc, slice.base, tilePosition);
+      delinearize(global, slice.dims, iv);
+      Value element = loadOrZero(slice.operand, iv, allLess({{global, slice.extent}, {k, depth}}));
+      SmallVector<Value> at = {tilePosition, kOffset};
+      if (slice.kFirst)
+        std::swap(at[0], at[1]);
+      memref::StoreOp::create(b, loc, element, slice.buffer, at);
+    }
+  }
+
   Value plus(Value value, int64_t offset) {
     return offset ? arith::AddIOp::create(b, loc, value, index(offset)).getResult() : value;
   }
@@ -307,30 +342,13 @@ struct TileBuilder {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPoint(steps.getBody()->getTerminator());
       Value depthBase = steps.getInductionVar();
-      // Both tiles in one loop: the lhs tile is [m, k], the rhs tile [k, n];
-      // consecutive threads read consecutive k of the lhs and n of the rhs.
       threadLoop([&](Value row, Value column) {
-        Value k = arith::AddIOp::create(b, loc, depthBase, column);
-        SmallVector<Value> iv = blockIv;
-        delinearize(k, view.reductionDims, iv);
-        for (int64_t i = 0; i < rowsEach; ++i) {
-          Value tileRow = plus(row, tile * i);
-          Value m = arith::AddIOp::create(b, loc, rowBase, tileRow);
-          delinearize(m, view.mDims, iv);
-          Value lhs = loadOrZero(view.lhs, iv, allLess({{m, rows}, {k, depth}}));
-          memref::StoreOp::create(b, loc, lhs, lhsTile, ValueRange{tileRow, column});
-        }
-
-        k = arith::AddIOp::create(b, loc, depthBase, row);
-        iv = blockIv;
-        delinearize(k, view.reductionDims, iv);
-        for (int64_t j = 0; j < columnsEach; ++j) {
-          Value tileColumn = plus(column, tile * j);
-          Value n = arith::AddIOp::create(b, loc, columnBase, tileColumn);
-          delinearize(n, view.nDims, iv);
-          Value rhs = loadOrZero(view.rhs, iv, allLess({{n, columns}, {k, depth}}));
-          memref::StoreOp::create(b, loc, rhs, rhsTile, ValueRange{row, tileColumn});
-        }
+        // The lhs tile is [m, k], the rhs tile [k, n].
+        Slice lhs{view.lhs, view.mDims, rows, rowBase, rowsEach, lhsTile, /*kFirst=*/false};
+        stageTile(lhs, /*position=*/row, /*kOffset=*/column, depthBase, depth, blockIv);
+        Slice rhs{view.rhs,       view.nDims, columns, columnBase, columnsEach, rhsTile,
+                  /*kFirst=*/true};
+        stageTile(rhs, /*position=*/column, /*kOffset=*/row, depthBase, depth, blockIv);
       });
       threadLoop([&](Value row, Value column) {
         SmallVector<Value> sums;
