@@ -14,13 +14,13 @@
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/Transforms/OptimizeForNVVM.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
-#include "mlir/Pass/PassRegistry.h"
-#include "mlir/Dialect/LLVMIR/Transforms/OptimizeForNVVM.h"
-#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Dialect/Vector/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -35,12 +35,27 @@ static constexpr llvm::StringRef kStages[] = {"flatten", "shapes",    "autodiff"
 
 ArrayRef<StringRef> mithril::getCpuPipelineStages() { return kStages; }
 
-LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
+static std::string stageList() { return llvm::join(ArrayRef<StringRef>(kStages), ", "); }
+
+std::string mithril::checkCpuPipelineOptions(const CpuPipelineOptions &options) {
   StringRef stop = options.stopAfter, start = options.startAfter;
   const StringRef *stopIt = llvm::find(kStages, stop);
   const StringRef *startIt = start.empty() ? std::begin(kStages) - 1 : llvm::find(kStages, start);
-  if (stopIt == std::end(kStages) || startIt == std::end(kStages) || startIt > stopIt)
+  if (stopIt == std::end(kStages))
+    return "unknown pipeline stage '" + stop.str() + "' (stages: " + stageList() + ")";
+  if (startIt == std::end(kStages))
+    return "unknown pipeline stage '" + start.str() + "' (stages: " + stageList() + ")";
+  if (startIt > stopIt)
+    return "start-after=" + start.str() + " comes after stop-after=" + stop.str();
+  return "";
+}
+
+LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
+  if (!checkCpuPipelineOptions(options).empty())
     return failure();
+  StringRef stop = options.stopAfter, start = options.startAfter;
+  const StringRef *stopIt = llvm::find(kStages, stop);
+  const StringRef *startIt = start.empty() ? std::begin(kStages) - 1 : llvm::find(kStages, start);
   // Each stage adds its passes when it lies in (start-after, stop-after].
   auto wanted = [&](StringRef stage) {
     const StringRef *it = llvm::find(kStages, stage);
@@ -247,14 +262,32 @@ static void addNvvmLowering(OpPassManager &pm, const GpuPipelineOptions &options
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
-LogicalResult mithril::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOptions &options) {
+/// Whether `stop` is a CPU pipeline stage the GPU pipeline shares.
+static bool isSharedStage(StringRef stop) {
+  return llvm::is_contained(kStages, stop) &&
+         llvm::find(kStages, stop) <= llvm::find(kStages, StringRef("bufferize"));
+}
+
+std::string mithril::checkGpuPipelineOptions(const GpuPipelineOptions &options) {
   StringRef stop = options.stopAfter;
-  bool cpuStage = llvm::is_contained(kStages, stop) &&
-                  llvm::find(kStages, stop) <= llvm::find(kStages, StringRef("bufferize"));
-  if (!cpuStage && stop != "kernels" && stop != "binary")
-    return failure();
+  if (!isSharedStage(stop) && stop != "kernels" && stop != "binary")
+    return "unknown GPU pipeline stage '" + stop.str() +
+           "' (the CPU stages up to bufferize, then kernels or binary)";
   if (options.format != "isa" && options.format != "bin" && options.format != "fatbin")
+    return "unknown kernel format '" + options.format + "' (isa, bin or fatbin)";
+  // sm_80, sm_90, sm_90a, ...
+  StringRef number = StringRef(options.chip);
+  if (!number.consume_front("sm_") || number.empty() || !llvm::isDigit(number.front()) ||
+      !llvm::all_of(number.drop_back(), llvm::isDigit) || !llvm::isAlnum(number.back()))
+    return "unknown GPU architecture '" + options.chip + "' (sm_80, sm_90, ...)";
+  return "";
+}
+
+LogicalResult mithril::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOptions &options) {
+  if (!checkGpuPipelineOptions(options).empty())
     return failure();
+  StringRef stop = options.stopAfter;
+  bool cpuStage = isSharedStage(stop);
   CpuPipelineOptions front;
   copyModelOptions(front, options);
   // The host schedule vectorizes for CPU registers; GPU loops map to threads.
@@ -272,8 +305,7 @@ LogicalResult mithril::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOpti
   pm.addNestedPass<func::FuncOp>(createMithrilGpuTileContractions());
   pm.addNestedPass<func::FuncOp>(createMithrilGpuMapForall());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
-  pm.addNestedPass<func::FuncOp>(
-      createParallelLoopTilingPass({16, 16}, /*noMinMaxBounds=*/true));
+  pm.addNestedPass<func::FuncOp>(createParallelLoopTilingPass({16, 16}, /*noMinMaxBounds=*/true));
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   // Constants and index arithmetic go into the kernels rather than become
@@ -293,19 +325,34 @@ LogicalResult mithril::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOpti
   return success();
 }
 
+/// Registers a pipeline whose options are checked first: mithril-opt then
+/// reports what is wrong with them rather than run an empty pipeline.
+template <typename Options>
+static void registerCheckedPipeline(StringRef name, StringRef description,
+                                    std::string (*check)(const Options &),
+                                    LogicalResult (*build)(OpPassManager &, const Options &)) {
+  registerPassPipeline(
+      name, description,
+      [=](OpPassManager &pm, StringRef text,
+          function_ref<LogicalResult(const Twine &)> errorHandler) -> LogicalResult {
+        Options options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        if (std::string error = check(options); !error.empty())
+          return errorHandler(Twine(name) + ": " + error);
+        return build(pm, options);
+      },
+      [](function_ref<void(const mlir::detail::PassOptions &)> printOptions) {
+        printOptions(Options());
+      });
+}
+
 void mithril::registerPipelines() {
   registerMithrilPipelinesPasses();
-  PassPipelineRegistration<GpuPipelineOptions>(
-      "mithril-gpu-pipeline",
-      "Compile mithril models to NVIDIA GPU kernels (PTX) and host code",
-      [](OpPassManager &pm, const GpuPipelineOptions &options) {
-        (void)buildGpuPipeline(pm, options);
-      });
-  PassPipelineRegistration<CpuPipelineOptions>(
-      "mithril-cpu-pipeline",
-      "Compile mithril models to the LLVM dialect for the host CPU",
-      [](OpPassManager &pm, const CpuPipelineOptions &options) {
-        // An unknown stage is reported by the options' own validation.
-        (void)buildCpuPipeline(pm, options);
-      });
+  registerCheckedPipeline<GpuPipelineOptions>(
+      "mithril-gpu-pipeline", "Compile mithril models to NVIDIA GPU kernels (PTX) and host code",
+      checkGpuPipelineOptions, buildGpuPipeline);
+  registerCheckedPipeline<CpuPipelineOptions>(
+      "mithril-cpu-pipeline", "Compile mithril models to the LLVM dialect for the host CPU",
+      checkCpuPipelineOptions, buildCpuPipeline);
 }

@@ -209,12 +209,10 @@ static llvm::Error runPipeline(ModuleOp module, const CompileOptions &options,
   pipelineOpts.startAfter = startAfter.str();
   pipelineOpts.runtimeAllocator = forJit;
   pipelineOpts.gpuTilesOnHost = options.gpuTilesOnHost;
-  if (failed(buildCpuPipeline(pm, pipelineOpts))) {
-    std::string stages;
-    for (StringRef stage : getCpuPipelineStages())
-      stages += (stages.empty() ? "" : ", ") + stage.str();
-    return makeError("unknown pipeline stage '" + stopAfter + "' (stages: " + stages + ")");
-  }
+  if (std::string error = checkCpuPipelineOptions(pipelineOpts); !error.empty())
+    return makeError(error);
+  if (failed(buildCpuPipeline(pm, pipelineOpts)))
+    return makeError("internal error: mithril-cpu-pipeline does not build");
   if (succeeded(pm.run(module)))
     return llvm::Error::success();
   return makeError(diags.text + "reproduce with: mithril-opt --pass-pipeline='builtin.module(" +
@@ -234,9 +232,10 @@ static llvm::Error runGpuPipeline(ModuleOp module, const CompileOptions &options
   copyModelOptions(gpu, options);
   gpu.chip = options.gpuChip;
   gpu.stopAfter = stopAfter.str();
+  if (std::string error = checkGpuPipelineOptions(gpu); !error.empty())
+    return makeError(error);
   if (failed(buildGpuPipeline(pm, gpu)))
-    return makeError("unknown GPU pipeline stage '" + stopAfter +
-                     "' (the CPU stages up to bufferize, kernels or binary)");
+    return makeError("internal error: mithril-gpu-pipeline does not build");
   if (succeeded(pm.run(module)))
     return llvm::Error::success();
   std::string reproducer = "entry=" + options.entry + " shapes=" +
@@ -479,6 +478,10 @@ static Expected<const llvm::StringMap<void *> *> asyncRuntimeSymbols() {
 
 Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source,
                                                                 const CompileOptions &options) {
+  if (options.target != "cpu" && options.target != "cuda")
+    return makeError("unknown target '" + options.target + "' (expected cpu or cuda)");
+  if (options.gpuTilesOnHost && options.target != "cpu")
+    return makeError("gpuTilesOnHost runs the GPU schedule on target 'cpu'");
   std::unique_ptr<CompiledModel> model(new CompiledModel());
   model->context_ = createContext();
   MLIRContext &ctx = *model->context_;

@@ -101,9 +101,22 @@ def test_cnn_gradients_match_the_cpu_schedule():
         np.testing.assert_allclose(grads_gpu[key], grads_cpu[key], rtol=2e-4, atol=1e-4)
 
 
-def test_chip_is_validated():
+def test_chip_is_validated_and_used():
     with pytest.raises(ValueError, match="chip"):
         ml.MlirBackend(device="cuda", chip="ampere")
+    pm = ml.compile(M.Linear(4), ml.MlirBackend(device="cuda", chip="sm_80"),
+                    shapes={"input": [8, 3]})
+    assert ".target sm_80" in pm.ptx
+
+
+def test_compile_rejects_unknown_targets():
+    from mithril import _mithril
+    source = open(os.path.join(os.path.dirname(__file__), "..", "..", "examples", "models",
+                               "mlp.mlir")).read()
+    with pytest.raises(ml.MithrilError, match="unknown target 'tpu'"):
+        _mithril.compile(source, shapes=["input:2x784"], target="tpu")
+    with pytest.raises(ml.MithrilError, match="target 'cpu'"):
+        _mithril.compile(source, shapes=["input:2x784"], target="cuda", gpu_tiles_on_host=True)
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/nvidia0"), reason="needs an NVIDIA GPU")

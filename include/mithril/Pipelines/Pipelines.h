@@ -128,10 +128,14 @@ struct GpuPipelineOptions : public ModelPipelineOptions<GpuPipelineOptions> {
 /// The CUDA toolkit's libdevice.10.bc, or "" where none is found.
 std::string findLibdevice();
 
+/// What is wrong with the options (an unknown stage, format or chip), or "".
+std::string checkGpuPipelineOptions(const GpuPipelineOptions &options);
+
 /// Builds the NVIDIA GPU pipeline: the CPU pipeline's front end through
 /// bufferization, then contractions tiled through shared memory and other
 /// parallel loops tiled onto blocks and threads, kernel outlining, device
-/// buffers in host code, NVVM and gpu-module-to-binary.
+/// buffers in host code, NVVM and gpu-module-to-binary. Fails where
+/// checkGpuPipelineOptions finds fault with the options.
 llvm::LogicalResult buildGpuPipeline(mlir::OpPassManager &pm,
                                      const GpuPipelineOptions &options);
 
@@ -141,10 +145,14 @@ std::string defaultPtxFeatures(llvm::StringRef chip);
 /// The stages of the CPU pipeline, in order.
 llvm::ArrayRef<llvm::StringRef> getCpuPipelineStages();
 
+/// What is wrong with the options (an unknown stage, or stages out of
+/// order), or "".
+std::string checkCpuPipelineOptions(const CpuPipelineOptions &options);
+
 /// Builds the CPU pipeline: flatten, infer shapes, simplify, differentiate,
 /// decompose, lower to linalg, fuse, bufferize, lower to loops and to the
-/// LLVM dialect, from after `start-after` up to `stop-after`. Fails if either
-/// names no stage.
+/// LLVM dialect, from after `start-after` up to `stop-after`. Fails where
+/// checkCpuPipelineOptions finds fault with the options.
 llvm::LogicalResult buildCpuPipeline(mlir::OpPassManager &pm,
                                      const CpuPipelineOptions &options);
 
