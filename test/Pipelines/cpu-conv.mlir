@@ -31,11 +31,36 @@ mithril.model @Conv(data %x: tensor<2x4x28x28xf32>, param %w: tensor<16x4x3x3xf3
 // CHECK: %[[GRID:.+]] = tensor.expand_shape %[[ROWS]] {{.*}} into tensor<2x16x28x30xf32>
 // CHECK: tensor.extract_slice %[[GRID]][0, 0, 0, 0] [2, 16, 28, 28] [1, 1, 1, 1]
 
-// A strided convolution keeps the general form, tiled to 8 channels x the 14
-// output columns of a row (its strided input reads are not vectorized).
+// A strided convolution runs as the sum of stride-1 flat-row convolutions,
+// one per phase of its stride: phase (a, b) takes rows a, a + 2, ... and
+// columns b, b + 2, ... of the padded input and the same rows and columns of
+// the kernel (2x2, 2x1, 1x2 and 1x1 of the 3x3 here), each vectorized as
+// above.
 mithril.model @Strided(data %x: tensor<2x4x28x28xf32>, param %w: tensor<16x4x3x3xf32>) -> (y: tensor<2x16x14x14xf32>) {
   %y = mithril.conv2d %x, %w {dilation = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 2, 2>} : (tensor<2x4x28x28xf32>, tensor<16x4x3x3xf32>) -> tensor<2x16x14x14xf32>
   mithril.output %y : tensor<2x16x14x14xf32>
 }
 // CHECK-LABEL: func.func @Strided(
-// CHECK: scf.for %{{.+}} = %c0 to %c4 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (tensor<8x14xf32>)
+// CHECK: %[[PADDED:.+]] = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: tensor.extract_slice %[[PADDED]][0, 0, 0, 0] [2, 4, 15, 15] [1, 1, 2, 2]
+// CHECK: tensor.extract_slice %arg1[0, 0, 0, 0] [16, 4, 2, 2] [1, 1, 2, 2]
+// CHECK: arith.addf {{.*}} : vector<8x32xf32>
+// CHECK: tensor.extract_slice %[[PADDED]][0, 0, 0, 1] [2, 4, 15, 14] [1, 1, 2, 2]
+// CHECK: tensor.extract_slice %arg1[0, 0, 0, 1] [16, 4, 2, 1] [1, 1, 2, 2]
+// CHECK: arith.addf {{.*}} : vector<8x32xf32>
+// CHECK: tensor.extract_slice %[[PADDED]][0, 0, 1, 0] [2, 4, 14, 15] [1, 1, 2, 2]
+// CHECK: tensor.extract_slice %arg1[0, 0, 1, 0] [16, 4, 1, 2] [1, 1, 2, 2]
+// CHECK: arith.addf {{.*}} : vector<8x32xf32>
+// CHECK: tensor.extract_slice %[[PADDED]][0, 0, 1, 1] [2, 4, 14, 14] [1, 1, 2, 2]
+// CHECK: tensor.extract_slice %arg1[0, 0, 1, 1] [16, 4, 1, 1] [1, 1, 2, 2]
+// CHECK: arith.addf {{.*}} : vector<8x32xf32>
+
+// A dilated convolution keeps the general form, tiled over output channels
+// and columns.
+mithril.model @Dilated(data %x: tensor<2x4x28x28xf32>, param %w: tensor<16x4x3x3xf32>) -> (y: tensor<2x16x12x12xf32>) {
+  %y = mithril.conv2d %x, %w {dilation = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>} : (tensor<2x4x28x28xf32>, tensor<16x4x3x3xf32>) -> tensor<2x16x12x12xf32>
+  mithril.output %y : tensor<2x16x12x12xf32>
+}
+// CHECK-LABEL: func.func @Dilated(
+// CHECK-NOT: tensor.collapse_shape
+// CHECK: scf.for %{{.+}} = %c0 to %c16 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (tensor<2x1x16x12x12xf32>)

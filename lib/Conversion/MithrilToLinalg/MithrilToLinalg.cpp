@@ -64,6 +64,22 @@ static Value zeroFilled(OpBuilder &b, Location loc, RankedTensorType type) {
   return linalg::FillOp::create(b, loc, zero, empty).getResult(0);
 }
 
+/// lhs + rhs, elementwise, for two static tensors of one float type.
+static Value addTensors(OpBuilder &b, Location loc, Value lhs, Value rhs) {
+  RankedTensorType type = tensorType(lhs);
+  AffineMap identity = b.getMultiDimIdentityMap(type.getRank());
+  Value init = tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+  SmallVector<utils::IteratorType> iterators(type.getRank(), utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, ValueRange{lhs, rhs}, init,
+             SmallVector<AffineMap>(3, identity), iterators,
+             [](OpBuilder &nb, Location nl, ValueRange args) {
+               linalg::YieldOp::create(
+                   nb, nl, arith::AddFOp::create(nb, nl, args[0], args[1]).getResult());
+             })
+      .getResult(0);
+}
+
 /// Sizes of the broadcast result of `operands` with result type `type`: a
 /// dynamic result dimension takes its size from an operand that has that
 /// dimension dynamic (or static and not 1).
@@ -1133,6 +1149,75 @@ static Value lowerFlatConv(OpBuilder &b, Location loc, Value input, Value weight
                                         grid, zeros, sizes, ones);
 }
 
+/// A plain 2-D convolution with strides (sh, sw) as the sum over its sh x sw
+/// phases of stride-1 flat-row convolutions: with kh = a + sh * i, input row
+/// oh * sh + kh is row oh + i of phase a (rows a, a + sh, ...), so phase
+/// (a, b) of the padded input meets kernel rows a, a + sh, ... and columns b,
+/// b + sw, .... The work is the direct convolution's, with contiguous loads;
+/// nullopt where a phase has no flat layout.
+static std::optional<Value> lowerPhasedConv(OpBuilder &b, Location loc, Value input,
+                                            Value weight, ArrayRef<int64_t> stride,
+                                            ArrayRef<int64_t> padding, ArrayRef<int64_t> dilation,
+                                            int64_t groups, RankedTensorType out) {
+  RankedTensorType it = tensorType(input), wt = tensorType(weight);
+  auto isOne = [](int64_t v) { return v == 1; };
+  if (it.getRank() != 4 || groups != 1 || !it.hasStaticShape() || !wt.hasStaticShape() ||
+      !out.hasStaticShape() || stride.size() != 2 || llvm::all_of(stride, isOne) ||
+      !llvm::all_of(dilation, isOne) || padding.size() != 4 ||
+      !isa<FloatType>(it.getElementType()))
+    return std::nullopt;
+  int64_t n = it.getDimSize(0), c = it.getDimSize(1), f = wt.getDimSize(0);
+  int64_t kh = wt.getDimSize(2), kw = wt.getDimSize(3);
+  int64_t oh = out.getDimSize(2), ow = out.getDimSize(3);
+  struct Phase {
+    int64_t row, column, kernelRows, kernelColumns;
+    FlatConvLayout layout;
+  };
+  SmallVector<Phase> phases;
+  SmallVector<int64_t> noPadding(4, 0), ones(2, 1);
+  for (int64_t row = 0; row < stride[0]; ++row)
+    for (int64_t column = 0; column < stride[1]; ++column) {
+      int64_t kernelRows = llvm::divideCeil(kh - row, stride[0]);
+      int64_t kernelColumns = llvm::divideCeil(kw - column, stride[1]);
+      if (kernelRows <= 0 || kernelColumns <= 0)
+        continue;
+      auto phaseInput = RankedTensorType::get(
+          {n, c, oh + kernelRows - 1, ow + kernelColumns - 1}, it.getElementType());
+      auto phaseWeight =
+          RankedTensorType::get({f, c, kernelRows, kernelColumns}, wt.getElementType());
+      auto layout = flatConvLayout(phaseInput, phaseWeight, ones, noPadding, ones, 1);
+      if (!layout)
+        return std::nullopt;
+      phases.push_back({row, column, kernelRows, kernelColumns, *layout});
+    }
+
+  Type et = it.getElementType();
+  Value padded = padSpatial(b, loc, input, 2, padding, floatConst(b, loc, et, 0.0));
+  auto index = [&](ArrayRef<int64_t> values) {
+    return llvm::map_to_vector(values, [&](int64_t v) -> OpFoldResult {
+      return b.getIndexAttr(v);
+    });
+  };
+  Value sum;
+  for (const Phase &phase : phases) {
+    // Every row read is inside the padded input: (oh - 1 + kernelRows - 1) *
+    // sh + row <= (oh - 1) * sh + kh - 1.
+    auto phaseInputType = RankedTensorType::get(
+        {n, c, oh + phase.kernelRows - 1, ow + phase.kernelColumns - 1}, et);
+    Value phaseInput = tensor::ExtractSliceOp::create(
+        b, loc, phaseInputType, padded, index({0, 0, phase.row, phase.column}),
+        index(phaseInputType.getShape()), index({1, 1, stride[0], stride[1]}));
+    auto phaseWeightType =
+        RankedTensorType::get({f, c, phase.kernelRows, phase.kernelColumns}, et);
+    Value phaseWeight = tensor::ExtractSliceOp::create(
+        b, loc, phaseWeightType, weight, index({0, 0, phase.row, phase.column}),
+        index(phaseWeightType.getShape()), index({1, 1, stride[0], stride[1]}));
+    Value partial = lowerFlatConv(b, loc, phaseInput, phaseWeight, noPadding, phase.layout);
+    sum = sum ? addTensors(b, loc, sum, partial) : partial;
+  }
+  return sum;
+}
+
 /// dw[f, c, kh, kw] = sum_{n, oh, ow} x[n, c, oh + kh, ow + kw] g[n, f, oh, ow]
 /// over flat rows: the output gradient, zero in the dropped columns, and the
 /// input are both contiguous along p, so the sum runs in kConvFlatLanes lanes
@@ -1212,6 +1297,12 @@ struct ConvPattern : OpRewritePattern<OpT> {
       Value result =
           lowerFlatConv(rewriter, loc, op.getInput(), op.getWeight(), op.getPadding(), *layout);
       rewriter.replaceOp(op, addChannelBias(rewriter, loc, result, op.getBias(), out));
+      return success();
+    }
+    if (std::optional<Value> result =
+            lowerPhasedConv(rewriter, loc, op.getInput(), op.getWeight(), op.getStride(),
+                            op.getPadding(), op.getDilation(), groups, out)) {
+      rewriter.replaceOp(op, addChannelBias(rewriter, loc, *result, op.getBias(), out));
       return success();
     }
     Value input = padSpatial(rewriter, loc, op.getInput(), 2, op.getPadding(), zero);
