@@ -240,3 +240,17 @@ def test_padding_errors_name_the_problem():
         M.Convolution2D(kernel_size=2, out_channels=1, padding="same")
     with pytest.raises(ml.MithrilError, match="expected 2 padding values"):
         M.MaxPool2D(kernel_size=2, padding=(1, 1, 1))
+
+
+@pytest.mark.parametrize("kernel,stride,padding", [
+    (5, 3, 2), ((5, 4), (3, 2), (1, 2)), (2, 2, 0), (3, 4, 1)])
+def test_strided_conv2d_phases(kernel, stride, padding, backend64, rng):
+    """Strided convolutions run as one stride-1 convolution per phase of the
+    stride, including phases with no kernel rows (stride above the kernel)."""
+    x = rng.standard_normal((2, 3, 17, 19))
+    kh, kw = (kernel, kernel) if isinstance(kernel, int) else kernel
+    w, b = rng.standard_normal((5, 3, kh, kw)), rng.standard_normal(5)
+    conv = M.Convolution2D(kernel_size=kernel, out_channels=5, stride=stride, padding=padding)
+    _, out = compile_eval(conv, backend64, {"input": x}, {"weight": w, "bias": b})
+    ref = F.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), stride, padding)
+    np.testing.assert_allclose(out["output"], ref.numpy(), rtol=1e-11, atol=1e-12)
