@@ -245,12 +245,21 @@ def test_padding_errors_name_the_problem():
 @pytest.mark.parametrize("kernel,stride,padding", [
     (5, 3, 2), ((5, 4), (3, 2), (1, 2)), (2, 2, 0), (3, 4, 1)])
 def test_strided_conv2d_phases(kernel, stride, padding, backend64, rng):
-    """Strided convolutions run as one stride-1 convolution per phase of the
-    stride, including phases with no kernel rows (stride above the kernel)."""
+    """Strided convolutions and their gradients run as one stride-1
+    convolution per phase of the stride, including phases no kernel row meets
+    (stride above the kernel) and input rows no output reads."""
     x = rng.standard_normal((2, 3, 17, 19))
     kh, kw = (kernel, kernel) if isinstance(kernel, int) else kernel
     w, b = rng.standard_normal((5, 3, kh, kw)), rng.standard_normal(5)
     conv = M.Convolution2D(kernel_size=kernel, out_channels=5, stride=stride, padding=padding)
-    _, out = compile_eval(conv, backend64, {"input": x}, {"weight": w, "bias": b})
-    ref = F.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), stride, padding)
-    np.testing.assert_allclose(out["output"], ref.numpy(), rtol=1e-11, atol=1e-12)
+    tx, tw, tb = (torch.tensor(v, requires_grad=True) for v in (x, w, b))
+    ref = F.conv2d(tx, tw, tb, stride, padding)
+    seed = rng.standard_normal(tuple(ref.shape))
+    ref.backward(torch.tensor(seed))
+    pm = ml.compile(conv, backend64, shapes={"input": list(x.shape)},
+                    trainable_keys=["input", "weight", "bias"])
+    out, grads = pm.evaluate({"input": x, "weight": w, "bias": b},
+                             output_gradients={"output": seed})
+    np.testing.assert_allclose(out["output"], ref.detach().numpy(), rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(grads["input"], tx.grad.numpy(), rtol=1e-10, atol=1e-11)
+    np.testing.assert_allclose(grads["weight"], tw.grad.numpy(), rtol=1e-10, atol=1e-11)

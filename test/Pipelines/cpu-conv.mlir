@@ -7,6 +7,7 @@
 // once before the reduction loops and written once after them. The two
 // columns past the output width are computed and dropped by a view.
 // RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=fusion" | FileCheck %s
+// RUN: mithril-opt %s --mithril-cpu-pipeline="entry=Strided gradients=true wrt=x,w stop-after=linalg" | FileCheck %s --check-prefix=GRAD
 
 mithril.model @Conv(data %x: tensor<2x4x28x28xf32>, param %w: tensor<16x4x3x3xf32>) -> (y: tensor<2x16x28x28xf32>) {
   %y = mithril.conv2d %x, %w {dilation = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x4x28x28xf32>, tensor<16x4x3x3xf32>) -> tensor<2x16x28x28xf32>
@@ -54,6 +55,23 @@ mithril.model @Strided(data %x: tensor<2x4x28x28xf32>, param %w: tensor<16x4x3x3
 // CHECK: tensor.extract_slice %[[PADDED]][0, 0, 1, 1] [2, 4, 14, 14] [1, 1, 2, 2]
 // CHECK: tensor.extract_slice %arg1[0, 0, 1, 1] [16, 4, 1, 1] [1, 1, 2, 2]
 // CHECK: arith.addf {{.*}} : vector<8x32xf32>
+
+// Its gradients go phase by phase too. The input gradient of phase (a, b)
+// is a stride-1 flat-row convolution of the output gradient with the phase's
+// kernel flipped, written into every second row and column of the padded
+// input gradient from (a, b), which is then cropped; the weight gradient of
+// a phase is a flat-row weight gradient, written into the kernel likewise.
+// GRAD-LABEL: func.func @Strided(
+// GRAD: tensor.insert_slice %{{.+}} into %{{.+}}[0, 0, 0, 0] [2, 4, 15, 15] [1, 1, 2, 2] : tensor<2x4x15x15xf32> into tensor<2x4x30x30xf32>
+// GRAD: tensor.insert_slice %{{.+}} into %{{.+}}[0, 0, 0, 1] [2, 4, 15, 15] [1, 1, 2, 2]
+// GRAD: tensor.insert_slice %{{.+}} into %{{.+}}[0, 0, 1, 0] [2, 4, 15, 15] [1, 1, 2, 2]
+// GRAD: tensor.insert_slice %{{.+}} into %{{.+}}[0, 0, 1, 1] [2, 4, 15, 15] [1, 1, 2, 2]
+// GRAD: tensor.extract_slice %{{.+}}[0, 0, 1, 1] [2, 4, 28, 28] [1, 1, 1, 1] : tensor<2x4x30x30xf32> to tensor<2x4x28x28xf32>
+// GRAD: mithril.conv_flat_weight_grad
+// GRAD: tensor.insert_slice %{{.+}} into %{{.+}}[0, 0, 0, 0] [16, 4, 2, 2] [1, 1, 2, 2] : tensor<16x4x2x2xf32> into tensor<16x4x3x3xf32>
+// GRAD: tensor.insert_slice %{{.+}} into %{{.+}}[0, 0, 0, 1] [16, 4, 2, 1] [1, 1, 2, 2]
+// GRAD: tensor.insert_slice %{{.+}} into %{{.+}}[0, 0, 1, 0] [16, 4, 1, 2] [1, 1, 2, 2]
+// GRAD: tensor.insert_slice %{{.+}} into %{{.+}}[0, 0, 1, 1] [16, 4, 1, 1] [1, 1, 2, 2]
 
 // A dilated convolution keeps the general form, tiled over output channels
 // and columns.

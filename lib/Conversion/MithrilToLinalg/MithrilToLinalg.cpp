@@ -64,6 +64,31 @@ static Value zeroFilled(OpBuilder &b, Location loc, RankedTensorType type) {
   return linalg::FillOp::create(b, loc, zero, empty).getResult(0);
 }
 
+/// A tensor of `type` (its dynamic sizes those of `like`), whose every element `element`
+/// computes from its indices (linalg.index) alone.
+static Value generateElements(OpBuilder &b, Location loc, RankedTensorType type, Value like,
+                              function_ref<Value(OpBuilder &, Location)> element) {
+  int64_t rank = type.getRank();
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t i = 0; i < rank; ++i)
+    sizes.push_back(type.isDynamicDim(i) ? dimOf(b, loc, like, i)
+                                         : OpFoldResult(b.getIndexAttr(type.getDimSize(i))));
+  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank)};
+  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  return linalg::GenericOp::create(b, loc, TypeRange{type}, ValueRange{},
+                                   emptyTensor(b, loc, type, sizes), maps, iterators,
+                                   [&](OpBuilder &nb, Location l, ValueRange) {
+                                     linalg::YieldOp::create(nb, l, element(nb, l));
+                                   })
+      .getResult(0);
+}
+
+/// Index attributes for static offsets, sizes or strides.
+static SmallVector<OpFoldResult> indexAttrs(OpBuilder &b, ArrayRef<int64_t> values) {
+  return llvm::map_to_vector(values,
+                             [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); });
+}
+
 /// lhs + rhs, elementwise, for two static tensors of one float type.
 static Value addTensors(OpBuilder &b, Location loc, Value lhs, Value rhs) {
   RankedTensorType type = tensorType(lhs);
@@ -1149,70 +1174,98 @@ static Value lowerFlatConv(OpBuilder &b, Location loc, Value input, Value weight
                                         grid, zeros, sizes, ones);
 }
 
-/// A plain 2-D convolution with strides (sh, sw) as the sum over its sh x sw
-/// phases of stride-1 flat-row convolutions: with kh = a + sh * i, input row
-/// oh * sh + kh is row oh + i of phase a (rows a, a + sh, ...), so phase
-/// (a, b) of the padded input meets kernel rows a, a + sh, ... and columns b,
-/// b + sw, .... The work is the direct convolution's, with contiguous loads;
-/// nullopt where a phase has no flat layout.
+/// One phase (row, column) of a 2-D stride (sh, sw): the kernel rows row,
+/// row + sh, ... and columns column, column + sw, ..., which meet the input
+/// rows and columns of the same phase. With kh = row + sh * i, input row
+/// oh * sh + kh is row oh + i of the phase, so each phase is a stride-1
+/// convolution with a kernel of kernelRows x kernelColumns.
+struct StridePhase {
+  int64_t row, column, kernelRows, kernelColumns;
+};
+
+/// The phases of `stride` that meet some of a kh x kw kernel.
+static SmallVector<StridePhase> stridePhases(ArrayRef<int64_t> stride, int64_t kh, int64_t kw) {
+  SmallVector<StridePhase> phases;
+  for (int64_t row = 0; row < stride[0]; ++row)
+    for (int64_t column = 0; column < stride[1]; ++column) {
+      int64_t kernelRows = llvm::divideCeil(kh - row, stride[0]);
+      int64_t kernelColumns = llvm::divideCeil(kw - column, stride[1]);
+      if (kernelRows > 0 && kernelColumns > 0)
+        phases.push_back({row, column, kernelRows, kernelColumns});
+    }
+  return phases;
+}
+
+/// Whether a convolution of these types runs phase by phase: 2-D, static,
+/// float, one group, no dilation.
+static bool isPhasedConv(RankedTensorType input, RankedTensorType weight,
+                         ArrayRef<int64_t> stride, ArrayRef<int64_t> padding,
+                         ArrayRef<int64_t> dilation, int64_t groups) {
+  auto isOne = [](int64_t v) { return v == 1; };
+  return input.getRank() == 4 && groups == 1 && input.hasStaticShape() &&
+         weight.hasStaticShape() && stride.size() == 2 && padding.size() == 4 &&
+         llvm::all_of(dilation, isOne) && isa<FloatType>(input.getElementType());
+}
+
+/// The [N, C, rows, columns] slice of a 4-D tensor from (row, column), every
+/// sh-th row and sw-th column.
+static Value phaseSlice(OpBuilder &b, Location loc, Value source, int64_t row, int64_t column,
+                        int64_t rows, int64_t columns, ArrayRef<int64_t> stride) {
+  RankedTensorType t = tensorType(source);
+  SmallVector<int64_t> sizes = {t.getDimSize(0), t.getDimSize(1), rows, columns};
+  return tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get(sizes, t.getElementType()), source,
+      indexAttrs(b, {0, 0, row, column}), indexAttrs(b, sizes),
+      indexAttrs(b, {1, 1, stride[0], stride[1]}));
+}
+
+/// `part` written into `dest` at (row, column), every sh-th row and sw-th
+/// column: the inverse of phaseSlice.
+static Value insertPhase(OpBuilder &b, Location loc, Value part, Value dest, int64_t row,
+                         int64_t column, ArrayRef<int64_t> stride) {
+  return tensor::InsertSliceOp::create(b, loc, part, dest, indexAttrs(b, {0, 0, row, column}),
+                                       indexAttrs(b, tensorType(part).getShape()),
+                                       indexAttrs(b, {1, 1, stride[0], stride[1]}));
+}
+
+/// A strided 2-D convolution as the sum over the phases of its stride of
+/// stride-1 flat-row convolutions (phase (a, b) of the padded input against
+/// kernel rows a, a + sh, ... and columns b, b + sw, ...): the direct
+/// convolution's work with contiguous loads. nullopt where a phase has no
+/// flat layout.
 static std::optional<Value> lowerPhasedConv(OpBuilder &b, Location loc, Value input,
                                             Value weight, ArrayRef<int64_t> stride,
                                             ArrayRef<int64_t> padding, ArrayRef<int64_t> dilation,
                                             int64_t groups, RankedTensorType out) {
   RankedTensorType it = tensorType(input), wt = tensorType(weight);
-  auto isOne = [](int64_t v) { return v == 1; };
-  if (it.getRank() != 4 || groups != 1 || !it.hasStaticShape() || !wt.hasStaticShape() ||
-      !out.hasStaticShape() || stride.size() != 2 || llvm::all_of(stride, isOne) ||
-      !llvm::all_of(dilation, isOne) || padding.size() != 4 ||
-      !isa<FloatType>(it.getElementType()))
+  if (!isPhasedConv(it, wt, stride, padding, dilation, groups) || !out.hasStaticShape() ||
+      llvm::all_of(stride, [](int64_t v) { return v == 1; }))
     return std::nullopt;
   int64_t n = it.getDimSize(0), c = it.getDimSize(1), f = wt.getDimSize(0);
-  int64_t kh = wt.getDimSize(2), kw = wt.getDimSize(3);
   int64_t oh = out.getDimSize(2), ow = out.getDimSize(3);
-  struct Phase {
-    int64_t row, column, kernelRows, kernelColumns;
-    FlatConvLayout layout;
-  };
-  SmallVector<Phase> phases;
-  SmallVector<int64_t> noPadding(4, 0), ones(2, 1);
-  for (int64_t row = 0; row < stride[0]; ++row)
-    for (int64_t column = 0; column < stride[1]; ++column) {
-      int64_t kernelRows = llvm::divideCeil(kh - row, stride[0]);
-      int64_t kernelColumns = llvm::divideCeil(kw - column, stride[1]);
-      if (kernelRows <= 0 || kernelColumns <= 0)
-        continue;
-      auto phaseInput = RankedTensorType::get(
-          {n, c, oh + kernelRows - 1, ow + kernelColumns - 1}, it.getElementType());
-      auto phaseWeight =
-          RankedTensorType::get({f, c, kernelRows, kernelColumns}, wt.getElementType());
-      auto layout = flatConvLayout(phaseInput, phaseWeight, ones, noPadding, ones, 1);
-      if (!layout)
-        return std::nullopt;
-      phases.push_back({row, column, kernelRows, kernelColumns, *layout});
-    }
-
   Type et = it.getElementType();
-  Value padded = padSpatial(b, loc, input, 2, padding, floatConst(b, loc, et, 0.0));
-  auto index = [&](ArrayRef<int64_t> values) {
-    return llvm::map_to_vector(values, [&](int64_t v) -> OpFoldResult {
-      return b.getIndexAttr(v);
-    });
-  };
-  Value sum;
-  for (const Phase &phase : phases) {
-    // Every row read is inside the padded input: (oh - 1 + kernelRows - 1) *
-    // sh + row <= (oh - 1) * sh + kh - 1.
-    auto phaseInputType = RankedTensorType::get(
+  SmallVector<int64_t> noPadding(4, 0), ones(2, 1);
+  SmallVector<std::pair<StridePhase, FlatConvLayout>> phases;
+  for (const StridePhase &phase : stridePhases(stride, wt.getDimSize(2), wt.getDimSize(3))) {
+    // Rows oh + i of the phase for i < kernelRows: all inside the padded
+    // input, since (oh - 1) * sh + kh - 1 is.
+    auto phaseInput = RankedTensorType::get(
         {n, c, oh + phase.kernelRows - 1, ow + phase.kernelColumns - 1}, et);
-    Value phaseInput = tensor::ExtractSliceOp::create(
-        b, loc, phaseInputType, padded, index({0, 0, phase.row, phase.column}),
-        index(phaseInputType.getShape()), index({1, 1, stride[0], stride[1]}));
-    auto phaseWeightType =
-        RankedTensorType::get({f, c, phase.kernelRows, phase.kernelColumns}, et);
-    Value phaseWeight = tensor::ExtractSliceOp::create(
-        b, loc, phaseWeightType, weight, index({0, 0, phase.row, phase.column}),
-        index(phaseWeightType.getShape()), index({1, 1, stride[0], stride[1]}));
-    Value partial = lowerFlatConv(b, loc, phaseInput, phaseWeight, noPadding, phase.layout);
+    auto phaseWeight = RankedTensorType::get({f, c, phase.kernelRows, phase.kernelColumns}, et);
+    auto layout = flatConvLayout(phaseInput, phaseWeight, ones, noPadding, ones, 1);
+    if (!layout)
+      return std::nullopt;
+    phases.push_back({phase, *layout});
+  }
+
+  Value padded = padSpatial(b, loc, input, 2, padding, floatConst(b, loc, et, 0.0));
+  Value sum;
+  for (const auto &[phase, layout] : phases) {
+    Value phaseInput = phaseSlice(b, loc, padded, phase.row, phase.column,
+                                  oh + phase.kernelRows - 1, ow + phase.kernelColumns - 1, stride);
+    Value phaseWeight = phaseSlice(b, loc, weight, phase.row, phase.column, phase.kernelRows,
+                                   phase.kernelColumns, stride);
+    Value partial = lowerFlatConv(b, loc, phaseInput, phaseWeight, noPadding, layout);
     sum = sum ? addTensors(b, loc, sum, partial) : partial;
   }
   return sum;
@@ -1270,6 +1323,125 @@ static Value lowerFlatConvWeightGrad(OpBuilder &b, Location loc, Value input, Va
                                        arith::AddFOp::create(nb, nl, a[0], a[1]).getResult());
              })
       .getResult(0);
+}
+
+/// w[f, c, kh, kw] -> w'[c, f, KH - 1 - kh, KW - 1 - kw]: the kernel that
+/// runs a convolution backwards, from output channels to input channels. A
+/// gather, like reverse: tiling mis-sizes the slices of negated dimensions.
+static Value flipKernel(OpBuilder &b, Location loc, Value weight) {
+  RankedTensorType wt = tensorType(weight);
+  int64_t kh = wt.getDimSize(2), kw = wt.getDimSize(3);
+  auto type = RankedTensorType::get({wt.getDimSize(1), wt.getDimSize(0), kh, kw},
+                                    wt.getElementType());
+  return generateElements(b, loc, type, weight, [&](OpBuilder &nb, Location nl) {
+    auto index = [&](int64_t d) { return linalg::IndexOp::create(nb, nl, d).getResult(); };
+    auto flipped = [&](int64_t d, int64_t size) {
+      return arith::SubIOp::create(nb, nl, arith::ConstantIndexOp::create(nb, nl, size - 1),
+                                   index(d))
+          .getResult();
+    };
+    return tensor::ExtractOp::create(
+               nb, nl, weight, ValueRange{index(1), index(0), flipped(2, kh), flipped(3, kw)})
+        .getResult();
+  });
+}
+
+/// dx of a 2-D convolution phase by phase: row y of phase (a, b) of the
+/// padded input gets sum_i g[y - i] w[a + sh * i] (columns likewise), a
+/// stride-1 convolution of the output gradient, padded by the phase kernel's
+/// size - 1, with that kernel flipped. The phases are written into the
+/// padded input gradient, which is then cropped. Phases no kernel row meets
+/// stay zero. nullopt where a phase has no flat layout.
+static std::optional<Value> lowerPhasedConvGradInput(OpBuilder &b, Location loc, Value grad,
+                                                     Value weight, ArrayRef<int64_t> stride,
+                                                     ArrayRef<int64_t> padding,
+                                                     ArrayRef<int64_t> dilation, int64_t groups,
+                                                     RankedTensorType out) {
+  RankedTensorType gt = tensorType(grad), wt = tensorType(weight);
+  if (!isPhasedConv(gt, wt, stride, padding, dilation, groups) || !out.hasStaticShape())
+    return std::nullopt;
+  int64_t n = out.getDimSize(0), c = out.getDimSize(1), f = wt.getDimSize(0);
+  int64_t oh = gt.getDimSize(2), ow = gt.getDimSize(3);
+  int64_t hp = out.getDimSize(2) + padding[0] + padding[1];
+  int64_t wp = out.getDimSize(3) + padding[2] + padding[3];
+  Type et = out.getElementType();
+  SmallVector<int64_t> ones(2, 1);
+  struct Planned {
+    StridePhase phase;
+    SmallVector<int64_t> padding;
+    FlatConvLayout layout;
+  };
+  SmallVector<Planned> phases;
+  for (const StridePhase &phase : stridePhases(stride, wt.getDimSize(2), wt.getDimSize(3))) {
+    // The phase's rows of the padded input, and the output-gradient padding
+    // that yields exactly that many.
+    int64_t rows = llvm::divideCeil(hp - phase.row, stride[0]);
+    int64_t columns = llvm::divideCeil(wp - phase.column, stride[1]);
+    SmallVector<int64_t> gradPadding = {phase.kernelRows - 1, rows - oh,
+                                        phase.kernelColumns - 1, columns - ow};
+    if (llvm::any_of(gradPadding, [](int64_t p) { return p < 0; }))
+      return std::nullopt;
+    auto flipped = RankedTensorType::get({c, f, phase.kernelRows, phase.kernelColumns}, et);
+    auto layout = flatConvLayout(gt, flipped, ones, gradPadding, ones, 1);
+    if (!layout || layout->oh != rows || layout->ow != columns)
+      return std::nullopt;
+    phases.push_back({phase, gradPadding, *layout});
+  }
+
+  Value padded = zeroFilled(b, loc, RankedTensorType::get({n, c, hp, wp}, et));
+  for (const Planned &planned : phases) {
+    const StridePhase &phase = planned.phase;
+    Value phaseWeight = phaseSlice(b, loc, weight, phase.row, phase.column, phase.kernelRows,
+                                   phase.kernelColumns, stride);
+    Value part = lowerFlatConv(b, loc, grad, flipKernel(b, loc, phaseWeight), planned.padding,
+                               planned.layout);
+    padded = insertPhase(b, loc, part, padded, phase.row, phase.column, stride);
+  }
+  return tensor::ExtractSliceOp::create(
+             b, loc, out, padded, indexAttrs(b, {0, 0, padding[0], padding[2]}),
+             indexAttrs(b, out.getShape()), indexAttrs(b, {1, 1, 1, 1}))
+      .getResult();
+}
+
+/// dw of a strided 2-D convolution phase by phase: kernel rows a, a + sh,
+/// ... (columns likewise) are the weight gradient of the stride-1
+/// convolution of phase (a, b) of the padded input, written back into dw
+/// with the stride. nullopt where a phase has no flat layout.
+static std::optional<Value> lowerPhasedConvGradWeight(OpBuilder &b, Location loc, Value input,
+                                                      Value grad, ArrayRef<int64_t> stride,
+                                                      ArrayRef<int64_t> padding,
+                                                      ArrayRef<int64_t> dilation, int64_t groups,
+                                                      RankedTensorType out) {
+  RankedTensorType it = tensorType(input), gt = tensorType(grad);
+  if (!isPhasedConv(it, out, stride, padding, dilation, groups) || !gt.hasStaticShape() ||
+      llvm::all_of(stride, [](int64_t v) { return v == 1; }))
+    return std::nullopt;
+  int64_t n = it.getDimSize(0), c = it.getDimSize(1), f = out.getDimSize(0);
+  int64_t oh = gt.getDimSize(2), ow = gt.getDimSize(3);
+  Type et = it.getElementType();
+  SmallVector<int64_t> noPadding(4, 0), ones(2, 1);
+  SmallVector<std::pair<StridePhase, FlatConvLayout>> phases;
+  for (const StridePhase &phase : stridePhases(stride, out.getDimSize(2), out.getDimSize(3))) {
+    auto phaseInput = RankedTensorType::get(
+        {n, c, oh + phase.kernelRows - 1, ow + phase.kernelColumns - 1}, et);
+    auto phaseWeight = RankedTensorType::get({f, c, phase.kernelRows, phase.kernelColumns}, et);
+    auto layout = flatConvLayout(phaseInput, phaseWeight, ones, noPadding, ones, 1);
+    if (!layout)
+      return std::nullopt;
+    phases.push_back({phase, *layout});
+  }
+
+  Value padded = padSpatial(b, loc, input, 2, padding, floatConst(b, loc, et, 0.0));
+  Value dw = zeroFilled(b, loc, out);
+  for (const auto &[phase, layout] : phases) {
+    Value phaseInput = phaseSlice(b, loc, padded, phase.row, phase.column,
+                                  oh + phase.kernelRows - 1, ow + phase.kernelColumns - 1, stride);
+    auto phaseWeight = RankedTensorType::get({f, c, phase.kernelRows, phase.kernelColumns}, et);
+    Value part =
+        lowerFlatConvWeightGrad(b, loc, phaseInput, grad, noPadding, phaseWeight, layout);
+    dw = insertPhase(b, loc, part, dw, phase.row, phase.column, stride);
+  }
+  return dw;
 }
 
 /// Convolution of any spatial rank with groups, as one linalg.generic over
@@ -1404,6 +1576,12 @@ struct ConvGradInputPattern : OpRewritePattern<ConvGradInputOp> {
     if (!out.hasStaticShape() || !gt.hasStaticShape() || !wt.hasStaticShape())
       return rewriter.notifyMatchFailure(op, "dynamic shapes");
     int64_t spatial = out.getRank() - 2, groups = op.getGroups();
+    if (std::optional<Value> result = lowerPhasedConvGradInput(
+            rewriter, loc, op.getGrad(), op.getWeight(), op.getStride(), op.getPadding(),
+            op.getDilation(), groups, out)) {
+      rewriter.replaceOp(op, *result);
+      return success();
+    }
     int64_t cg = wt.getDimSize(1);
     Type et = out.getElementType();
     Value grad = splitAxis(rewriter, loc, op.getGrad(), 1, groups);     // [N, G, Fg, O...]
@@ -1468,6 +1646,12 @@ struct ConvGradWeightPattern : OpRewritePattern<ConvGradWeightOp> {
                                      op.getPadding(), op.getDilation(), groups)) {
       rewriter.replaceOp(op, lowerFlatConvWeightGrad(rewriter, loc, op.getInput(), op.getGrad(),
                                                      op.getPadding(), out, *layout));
+      return success();
+    }
+    if (std::optional<Value> result = lowerPhasedConvGradWeight(
+            rewriter, loc, op.getInput(), op.getGrad(), op.getStride(), op.getPadding(),
+            op.getDilation(), groups, out)) {
+      rewriter.replaceOp(op, *result);
       return success();
     }
     Value input = padSpatial(rewriter, loc, op.getInput(), 2, op.getPadding(), zero);
@@ -1972,23 +2156,6 @@ struct OneHotPattern : OpRewritePattern<OneHotOp> {
   }
 };
 
-/// A tensor of `type`, sized like `like`, whose every element `element`
-/// computes from its indices (linalg.index) alone.
-static Value generateElements(OpBuilder &b, Location loc, RankedTensorType type, Value like,
-                              function_ref<Value(OpBuilder &, Location)> element) {
-  int64_t rank = type.getRank();
-  SmallVector<OpFoldResult> sizes;
-  for (int64_t i = 0; i < rank; ++i)
-    sizes.push_back(dimOf(b, loc, like, i));
-  SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank)};
-  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
-  return linalg::GenericOp::create(b, loc, TypeRange{type}, ValueRange{},
-                                   emptyTensor(b, loc, type, sizes), maps, iterators,
-                                   [&](OpBuilder &nb, Location l, ValueRange) {
-                                     linalg::YieldOp::create(nb, l, element(nb, l));
-                                   })
-      .getResult(0);
-}
 
 /// reverse: each element gathers input[..., n - 1 - i, ...]. A gather
 /// rather than an indexing map with a negated dimension, which tiling would
