@@ -1148,15 +1148,13 @@ static Value lowerFlatConv(OpBuilder &b, Location loc, Value input, Value weight
   Value init = zeroFilled(b, loc, resultType);
   auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
   // Loops: n, f, p, c, kh, kw.
-  SmallVector<AffineMap> maps = {
-      AffineMap::get(6, 0, {d(0), d(3), d(2) + d(4) * l.wp + d(5)}, ctx),
-      AffineMap::get(6, 0, {d(1), d(3), d(4), d(5)}, ctx),
-      AffineMap::get(6, 0, {d(0), d(1), d(2)}, ctx)};
+  SmallVector<AffineMap> maps = {AffineMap::get(6, 0, {d(0), d(3), d(2) + d(4) * l.wp + d(5)}, ctx),
+                                 AffineMap::get(6, 0, {d(1), d(3), d(4), d(5)}, ctx),
+                                 AffineMap::get(6, 0, {d(0), d(1), d(2)}, ctx)};
   SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
   iterators.append(3, utils::IteratorType::reduction);
-  auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{resultType}, ValueRange{flat, weight}, init, maps, iterators,
-      yieldMultiplyAdd);
+  auto generic = linalg::GenericOp::create(b, loc, TypeRange{resultType}, ValueRange{flat, weight},
+                                           init, maps, iterators, yieldMultiplyAdd);
   generic->setAttr(kConvFlatAttr, b.getUnitAttr());
   // [N, F, positions] -> rows [N, F, OH, wp] -> columns < OW.
   Value rows = tensor::ExtractSliceOp::create(
@@ -1164,14 +1162,14 @@ static Value lowerFlatConv(OpBuilder &b, Location loc, Value input, Value weight
       ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0), b.getIndexAttr(0)},
       ArrayRef<OpFoldResult>{b.getIndexAttr(n), b.getIndexAttr(f), b.getIndexAttr(l.oh * l.wp)},
       ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(1)});
-  Value grid = tensor::ExpandShapeOp::create(
-      b, loc, RankedTensorType::get({n, f, l.oh, l.wp}, et), rows,
-      SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+  Value grid =
+      tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({n, f, l.oh, l.wp}, et), rows,
+                                    SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
   SmallVector<OpFoldResult> zeros(4, b.getIndexAttr(0)), ones(4, b.getIndexAttr(1));
   SmallVector<OpFoldResult> sizes = {b.getIndexAttr(n), b.getIndexAttr(f), b.getIndexAttr(l.oh),
                                      b.getIndexAttr(l.ow)};
-  return tensor::ExtractSliceOp::create(b, loc, RankedTensorType::get({n, f, l.oh, l.ow}, et),
-                                        grid, zeros, sizes, ones);
+  return tensor::ExtractSliceOp::create(b, loc, RankedTensorType::get({n, f, l.oh, l.ow}, et), grid,
+                                        zeros, sizes, ones);
 }
 
 /// One phase (row, column) of a 2-D stride (sh, sw): the kernel rows row,
@@ -1198,13 +1196,12 @@ static SmallVector<StridePhase> stridePhases(ArrayRef<int64_t> stride, int64_t k
 
 /// Whether a convolution of these types runs phase by phase: 2-D, static,
 /// float, one group, no dilation.
-static bool isPhasedConv(RankedTensorType input, RankedTensorType weight,
-                         ArrayRef<int64_t> stride, ArrayRef<int64_t> padding,
-                         ArrayRef<int64_t> dilation, int64_t groups) {
+static bool isPhasedConv(RankedTensorType input, RankedTensorType weight, ArrayRef<int64_t> stride,
+                         ArrayRef<int64_t> padding, ArrayRef<int64_t> dilation, int64_t groups) {
   auto isOne = [](int64_t v) { return v == 1; };
-  return input.getRank() == 4 && groups == 1 && input.hasStaticShape() &&
-         weight.hasStaticShape() && stride.size() == 2 && padding.size() == 4 &&
-         llvm::all_of(dilation, isOne) && isa<FloatType>(input.getElementType());
+  return input.getRank() == 4 && groups == 1 && input.hasStaticShape() && weight.hasStaticShape() &&
+         stride.size() == 2 && padding.size() == 4 && llvm::all_of(dilation, isOne) &&
+         isa<FloatType>(input.getElementType());
 }
 
 /// The [N, C, rows, columns] slice of a 4-D tensor from (row, column), every
@@ -1213,10 +1210,10 @@ static Value phaseSlice(OpBuilder &b, Location loc, Value source, int64_t row, i
                         int64_t rows, int64_t columns, ArrayRef<int64_t> stride) {
   RankedTensorType t = tensorType(source);
   SmallVector<int64_t> sizes = {t.getDimSize(0), t.getDimSize(1), rows, columns};
-  return tensor::ExtractSliceOp::create(
-      b, loc, RankedTensorType::get(sizes, t.getElementType()), source,
-      indexAttrs(b, {0, 0, row, column}), indexAttrs(b, sizes),
-      indexAttrs(b, {1, 1, stride[0], stride[1]}));
+  return tensor::ExtractSliceOp::create(b, loc, RankedTensorType::get(sizes, t.getElementType()),
+                                        source, indexAttrs(b, {0, 0, row, column}),
+                                        indexAttrs(b, sizes),
+                                        indexAttrs(b, {1, 1, stride[0], stride[1]}));
 }
 
 /// `part` written into `dest` at (row, column), every sh-th row and sw-th
@@ -1228,44 +1225,68 @@ static Value insertPhase(OpBuilder &b, Location loc, Value part, Value dest, int
                                        indexAttrs(b, {1, 1, stride[0], stride[1]}));
 }
 
-/// A strided 2-D convolution as the sum over the phases of its stride of
-/// stride-1 flat-row convolutions (phase (a, b) of the padded input against
-/// kernel rows a, a + sh, ... and columns b, b + sw, ...): the direct
-/// convolution's work with contiguous loads. nullopt where a phase has no
-/// flat layout.
-static std::optional<Value> lowerPhasedConv(OpBuilder &b, Location loc, Value input,
-                                            Value weight, ArrayRef<int64_t> stride,
-                                            ArrayRef<int64_t> padding, ArrayRef<int64_t> dilation,
-                                            int64_t groups, RankedTensorType out) {
-  RankedTensorType it = tensorType(input), wt = tensorType(weight);
-  if (!isPhasedConv(it, wt, stride, padding, dilation, groups) || !out.hasStaticShape() ||
+/// The phases of a strided convolution's input that an oh x ow output
+/// reads, each with the flat layout of its stride-1 convolution: phase (a, b)
+/// is rows oh + i of the phase for i < kernelRows (columns likewise), all
+/// inside the padded input since (oh - 1) * sh + kh - 1 is. nullopt where the
+/// convolution is no strided plain one, or a phase has no flat layout.
+using PlannedPhases = SmallVector<std::pair<StridePhase, FlatConvLayout>>;
+static std::optional<PlannedPhases> planInputPhases(RankedTensorType input, RankedTensorType weight,
+                                                    int64_t oh, int64_t ow,
+                                                    ArrayRef<int64_t> stride,
+                                                    ArrayRef<int64_t> padding,
+                                                    ArrayRef<int64_t> dilation, int64_t groups) {
+  if (!isPhasedConv(input, weight, stride, padding, dilation, groups) ||
       llvm::all_of(stride, [](int64_t v) { return v == 1; }))
     return std::nullopt;
-  int64_t n = it.getDimSize(0), c = it.getDimSize(1), f = wt.getDimSize(0);
-  int64_t oh = out.getDimSize(2), ow = out.getDimSize(3);
-  Type et = it.getElementType();
+  int64_t n = input.getDimSize(0), c = input.getDimSize(1), f = weight.getDimSize(0);
+  Type et = input.getElementType();
   SmallVector<int64_t> noPadding(4, 0), ones(2, 1);
-  SmallVector<std::pair<StridePhase, FlatConvLayout>> phases;
-  for (const StridePhase &phase : stridePhases(stride, wt.getDimSize(2), wt.getDimSize(3))) {
-    // Rows oh + i of the phase for i < kernelRows: all inside the padded
-    // input, since (oh - 1) * sh + kh - 1 is.
-    auto phaseInput = RankedTensorType::get(
-        {n, c, oh + phase.kernelRows - 1, ow + phase.kernelColumns - 1}, et);
+  PlannedPhases phases;
+  for (const StridePhase &phase :
+       stridePhases(stride, weight.getDimSize(2), weight.getDimSize(3))) {
+    auto phaseInput =
+        RankedTensorType::get({n, c, oh + phase.kernelRows - 1, ow + phase.kernelColumns - 1}, et);
     auto phaseWeight = RankedTensorType::get({f, c, phase.kernelRows, phase.kernelColumns}, et);
     auto layout = flatConvLayout(phaseInput, phaseWeight, ones, noPadding, ones, 1);
     if (!layout)
       return std::nullopt;
     phases.push_back({phase, *layout});
   }
+  return phases;
+}
 
-  Value padded = padSpatial(b, loc, input, 2, padding, floatConst(b, loc, et, 0.0));
+/// Phase `phase` of the padded input, as planInputPhases sizes it.
+static Value phaseInput(OpBuilder &b, Location loc, Value padded, const StridePhase &phase,
+                        const FlatConvLayout &layout, ArrayRef<int64_t> stride) {
+  return phaseSlice(b, loc, padded, phase.row, phase.column, layout.oh + phase.kernelRows - 1,
+                    layout.ow + phase.kernelColumns - 1, stride);
+}
+
+/// A strided 2-D convolution as the sum over the phases of its stride of
+/// stride-1 flat-row convolutions (phase (a, b) of the padded input against
+/// kernel rows a, a + sh, ... and columns b, b + sw, ...): the direct
+/// convolution's work with contiguous loads.
+static std::optional<Value> lowerPhasedConv(OpBuilder &b, Location loc, Value input, Value weight,
+                                            ArrayRef<int64_t> stride, ArrayRef<int64_t> padding,
+                                            ArrayRef<int64_t> dilation, int64_t groups,
+                                            RankedTensorType out) {
+  if (!out.hasStaticShape())
+    return std::nullopt;
+  std::optional<PlannedPhases> phases =
+      planInputPhases(tensorType(input), tensorType(weight), out.getDimSize(2), out.getDimSize(3),
+                      stride, padding, dilation, groups);
+  if (!phases)
+    return std::nullopt;
+  Value padded =
+      padSpatial(b, loc, input, 2, padding, floatConst(b, loc, out.getElementType(), 0.0));
+  SmallVector<int64_t> noPadding(4, 0);
   Value sum;
-  for (const auto &[phase, layout] : phases) {
-    Value phaseInput = phaseSlice(b, loc, padded, phase.row, phase.column,
-                                  oh + phase.kernelRows - 1, ow + phase.kernelColumns - 1, stride);
+  for (const auto &[phase, layout] : *phases) {
+    Value phaseIn = phaseInput(b, loc, padded, phase, layout, stride);
     Value phaseWeight = phaseSlice(b, loc, weight, phase.row, phase.column, phase.kernelRows,
                                    phase.kernelColumns, stride);
-    Value partial = lowerFlatConv(b, loc, phaseInput, phaseWeight, noPadding, layout);
+    Value partial = lowerFlatConv(b, loc, phaseIn, phaseWeight, noPadding, layout);
     sum = sum ? addTensors(b, loc, sum, partial) : partial;
   }
   return sum;
@@ -1290,9 +1311,9 @@ static Value lowerFlatConvWeightGrad(OpBuilder &b, Location loc, Value input, Va
   int64_t rows = llvm::divideCeil(blocks * kConvFlatLanes, l.wp);
   Value zero = floatConst(b, loc, et, 0.0);
   Value padded = padSpatial(b, loc, grad, 2, {0, rows - l.oh, 0, l.wp - l.ow}, zero);
-  Value gradRows = tensor::CollapseShapeOp::create(
-      b, loc, RankedTensorType::get({n, f, rows * l.wp}, et), padded,
-      SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+  Value gradRows =
+      tensor::CollapseShapeOp::create(b, loc, RankedTensorType::get({n, f, rows * l.wp}, et),
+                                      padded, SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
   SmallVector<OpFoldResult> zeros(3, b.getIndexAttr(0)), ones(3, b.getIndexAttr(1));
   SmallVector<OpFoldResult> sizes = {b.getIndexAttr(n), b.getIndexAttr(f),
                                      b.getIndexAttr(blocks * kConvFlatLanes)};
@@ -1311,9 +1332,9 @@ static Value lowerFlatConvWeightGrad(OpBuilder &b, Location loc, Value input, Va
   SmallVector<utils::IteratorType> iterators(5, utils::IteratorType::parallel);
   iterators.append(2, utils::IteratorType::reduction);
   auto partialType = RankedTensorType::get({f, c, l.kh, l.kw, kConvFlatLanes}, et);
-  auto partial = linalg::GenericOp::create(
-      b, loc, TypeRange{partialType}, ValueRange{flat, gradLanes}, zeroFilled(b, loc, partialType),
-      maps, iterators, yieldMultiplyAdd);
+  auto partial =
+      linalg::GenericOp::create(b, loc, TypeRange{partialType}, ValueRange{flat, gradLanes},
+                                zeroFilled(b, loc, partialType), maps, iterators, yieldMultiplyAdd);
   partial->setAttr(kConvFlatWeightGradAttr, b.getUnitAttr());
   return linalg::ReduceOp::create(
              b, loc, ValueRange{partial.getResult(0)}, ValueRange{zeroFilled(b, loc, weightType)},
@@ -1331,8 +1352,8 @@ static Value lowerFlatConvWeightGrad(OpBuilder &b, Location loc, Value input, Va
 static Value flipKernel(OpBuilder &b, Location loc, Value weight) {
   RankedTensorType wt = tensorType(weight);
   int64_t kh = wt.getDimSize(2), kw = wt.getDimSize(3);
-  auto type = RankedTensorType::get({wt.getDimSize(1), wt.getDimSize(0), kh, kw},
-                                    wt.getElementType());
+  auto type =
+      RankedTensorType::get({wt.getDimSize(1), wt.getDimSize(0), kh, kw}, wt.getElementType());
   return generateElements(b, loc, type, weight, [&](OpBuilder &nb, Location nl) {
     auto index = [&](int64_t d) { return linalg::IndexOp::create(nb, nl, d).getResult(); };
     auto flipped = [&](int64_t d, int64_t size) {
@@ -1340,8 +1361,8 @@ static Value flipKernel(OpBuilder &b, Location loc, Value weight) {
                                    index(d))
           .getResult();
     };
-    return tensor::ExtractOp::create(
-               nb, nl, weight, ValueRange{index(1), index(0), flipped(2, kh), flipped(3, kw)})
+    return tensor::ExtractOp::create(nb, nl, weight,
+                                     ValueRange{index(1), index(0), flipped(2, kh), flipped(3, kw)})
         .getResult();
   });
 }
@@ -1377,8 +1398,8 @@ static std::optional<Value> lowerPhasedConvGradInput(OpBuilder &b, Location loc,
     // that yields exactly that many.
     int64_t rows = llvm::divideCeil(hp - phase.row, stride[0]);
     int64_t columns = llvm::divideCeil(wp - phase.column, stride[1]);
-    SmallVector<int64_t> gradPadding = {phase.kernelRows - 1, rows - oh,
-                                        phase.kernelColumns - 1, columns - ow};
+    SmallVector<int64_t> gradPadding = {phase.kernelRows - 1, rows - oh, phase.kernelColumns - 1,
+                                        columns - ow};
     if (llvm::any_of(gradPadding, [](int64_t p) { return p < 0; }))
       return std::nullopt;
     auto flipped = RankedTensorType::get({c, f, phase.kernelRows, phase.kernelColumns}, et);
@@ -1397,48 +1418,38 @@ static std::optional<Value> lowerPhasedConvGradInput(OpBuilder &b, Location loc,
                                planned.layout);
     padded = insertPhase(b, loc, part, padded, phase.row, phase.column, stride);
   }
-  return tensor::ExtractSliceOp::create(
-             b, loc, out, padded, indexAttrs(b, {0, 0, padding[0], padding[2]}),
-             indexAttrs(b, out.getShape()), indexAttrs(b, {1, 1, 1, 1}))
+  return tensor::ExtractSliceOp::create(b, loc, out, padded,
+                                        indexAttrs(b, {0, 0, padding[0], padding[2]}),
+                                        indexAttrs(b, out.getShape()), indexAttrs(b, {1, 1, 1, 1}))
       .getResult();
 }
 
 /// dw of a strided 2-D convolution phase by phase: kernel rows a, a + sh,
 /// ... (columns likewise) are the weight gradient of the stride-1
 /// convolution of phase (a, b) of the padded input, written back into dw
-/// with the stride. nullopt where a phase has no flat layout.
+/// with the stride.
 static std::optional<Value> lowerPhasedConvGradWeight(OpBuilder &b, Location loc, Value input,
                                                       Value grad, ArrayRef<int64_t> stride,
                                                       ArrayRef<int64_t> padding,
                                                       ArrayRef<int64_t> dilation, int64_t groups,
                                                       RankedTensorType out) {
-  RankedTensorType it = tensorType(input), gt = tensorType(grad);
-  if (!isPhasedConv(it, out, stride, padding, dilation, groups) || !gt.hasStaticShape() ||
-      llvm::all_of(stride, [](int64_t v) { return v == 1; }))
+  RankedTensorType gt = tensorType(grad);
+  if (!gt.hasStaticShape())
     return std::nullopt;
-  int64_t n = it.getDimSize(0), c = it.getDimSize(1), f = out.getDimSize(0);
-  int64_t oh = gt.getDimSize(2), ow = gt.getDimSize(3);
-  Type et = it.getElementType();
-  SmallVector<int64_t> noPadding(4, 0), ones(2, 1);
-  SmallVector<std::pair<StridePhase, FlatConvLayout>> phases;
-  for (const StridePhase &phase : stridePhases(stride, out.getDimSize(2), out.getDimSize(3))) {
-    auto phaseInput = RankedTensorType::get(
-        {n, c, oh + phase.kernelRows - 1, ow + phase.kernelColumns - 1}, et);
-    auto phaseWeight = RankedTensorType::get({f, c, phase.kernelRows, phase.kernelColumns}, et);
-    auto layout = flatConvLayout(phaseInput, phaseWeight, ones, noPadding, ones, 1);
-    if (!layout)
-      return std::nullopt;
-    phases.push_back({phase, *layout});
-  }
-
+  std::optional<PlannedPhases> phases =
+      planInputPhases(tensorType(input), out, gt.getDimSize(2), gt.getDimSize(3), stride, padding,
+                      dilation, groups);
+  if (!phases)
+    return std::nullopt;
+  Type et = out.getElementType();
   Value padded = padSpatial(b, loc, input, 2, padding, floatConst(b, loc, et, 0.0));
+  SmallVector<int64_t> noPadding(4, 0);
   Value dw = zeroFilled(b, loc, out);
-  for (const auto &[phase, layout] : phases) {
-    Value phaseInput = phaseSlice(b, loc, padded, phase.row, phase.column,
-                                  oh + phase.kernelRows - 1, ow + phase.kernelColumns - 1, stride);
-    auto phaseWeight = RankedTensorType::get({f, c, phase.kernelRows, phase.kernelColumns}, et);
-    Value part =
-        lowerFlatConvWeightGrad(b, loc, phaseInput, grad, noPadding, phaseWeight, layout);
+  for (const auto &[phase, layout] : *phases) {
+    auto phaseWeight = RankedTensorType::get(
+        {out.getDimSize(0), out.getDimSize(1), phase.kernelRows, phase.kernelColumns}, et);
+    Value part = lowerFlatConvWeightGrad(b, loc, phaseInput(b, loc, padded, phase, layout, stride),
+                                         grad, noPadding, phaseWeight, layout);
     dw = insertPhase(b, loc, part, dw, phase.row, phase.column, stride);
   }
   return dw;
@@ -1447,8 +1458,7 @@ static std::optional<Value> lowerPhasedConvGradWeight(OpBuilder &b, Location loc
 /// Convolution of any spatial rank with groups, as one linalg.generic over
 /// (n, g, f, o..., c, k...). The channel axes are split into (group, channel
 /// in group) first so that every loop indexes some operand directly.
-template <typename OpT>
-struct ConvPattern : OpRewritePattern<OpT> {
+template <typename OpT> struct ConvPattern : OpRewritePattern<OpT> {
   using OpRewritePattern<OpT>::OpRewritePattern;
   LogicalResult matchAndRewrite(OpT op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
@@ -1478,7 +1488,7 @@ struct ConvPattern : OpRewritePattern<OpT> {
       return success();
     }
     Value input = padSpatial(rewriter, loc, op.getInput(), 2, op.getPadding(), zero);
-    Value groupedInput = splitAxis(rewriter, loc, input, 1, groups);   // [N, G, Cg, S...]
+    Value groupedInput = splitAxis(rewriter, loc, input, 1, groups);           // [N, G, Cg, S...]
     Value groupedWeight = splitAxis(rewriter, loc, op.getWeight(), 0, groups); // [G, Fg, Cg, K...]
     SmallVector<int64_t> gShape = {out.getDimSize(0), groups, fg};
     SmallVector<OpFoldResult> sizes = {dimOf(rewriter, loc, op.getInput(), 0),
@@ -1507,9 +1517,9 @@ struct ConvPattern : OpRewritePattern<OpT> {
                                    AffineMap::get(numLoops, 0, oE, ctx)};
     SmallVector<utils::IteratorType> iterators(3 + spatial, utils::IteratorType::parallel);
     iterators.append(1 + spatial, utils::IteratorType::reduction);
-    auto generic = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{groupedOut}, ValueRange{groupedInput, groupedWeight}, init, maps,
-        iterators, yieldMultiplyAdd);
+    auto generic = linalg::GenericOp::create(rewriter, loc, TypeRange{groupedOut},
+                                             ValueRange{groupedInput, groupedWeight}, init, maps,
+                                             iterators, yieldMultiplyAdd);
     // Tells mithril-cpu-schedule the loop layout (it tiles convolutions like
     // matmuls: output channels by output columns).
     generic->setAttr(kConvSpatialAttr, rewriter.getI64IntegerAttr(spatial));
@@ -1532,13 +1542,13 @@ struct ConvPattern : OpRewritePattern<OpT> {
     SmallVector<OpFoldResult> sizes;
     for (int64_t i = 0; i < out.getRank(); ++i)
       sizes.push_back(dimOf(b, loc, result, i));
-    return linalg::GenericOp::create(
-               b, loc, TypeRange{out}, ValueRange{bias, result},
-               ValueRange{emptyTensor(b, loc, out, sizes)}, maps, iterators,
-               [&](OpBuilder &nb, Location l, ValueRange a) {
-                 linalg::YieldOp::create(nb, l,
-                                         arith::AddFOp::create(nb, l, a[1], a[0]).getResult());
-               })
+    return linalg::GenericOp::create(b, loc, TypeRange{out}, ValueRange{bias, result},
+                                     ValueRange{emptyTensor(b, loc, out, sizes)}, maps, iterators,
+                                     [&](OpBuilder &nb, Location l, ValueRange a) {
+                                       linalg::YieldOp::create(
+                                           nb, l,
+                                           arith::AddFOp::create(nb, l, a[1], a[0]).getResult());
+                                     })
         .getResult(0);
   }
 };
@@ -1550,16 +1560,16 @@ static std::pair<Value, Value> windowSource(OpBuilder &b, Location loc, Value i,
                                             int64_t stride, int64_t padLo, int64_t dilation,
                                             int64_t outSize) {
   auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v).getResult(); };
-  Value t = arith::SubIOp::create(
-      b, loc, arith::AddIOp::create(b, loc, i, idx(padLo)),
-      arith::MulIOp::create(b, loc, k, idx(dilation)));
+  Value t = arith::SubIOp::create(b, loc, arith::AddIOp::create(b, loc, i, idx(padLo)),
+                                  arith::MulIOp::create(b, loc, k, idx(dilation)));
   Value nonNeg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, t, idx(0));
   Value tc = arith::SelectOp::create(b, loc, nonNeg, t, idx(0));
   Value o = arith::DivUIOp::create(b, loc, tc, idx(stride));
   Value exact = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                       arith::RemUIOp::create(b, loc, tc, idx(stride)), idx(0));
   Value inRange = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, o, idx(outSize));
-  Value valid = arith::AndIOp::create(b, loc, nonNeg, arith::AndIOp::create(b, loc, exact, inRange));
+  Value valid =
+      arith::AndIOp::create(b, loc, nonNeg, arith::AndIOp::create(b, loc, exact, inRange));
   Value oc = arith::SelectOp::create(b, loc, valid, o, idx(0));
   return {oc, valid};
 }
@@ -1576,9 +1586,9 @@ struct ConvGradInputPattern : OpRewritePattern<ConvGradInputOp> {
     if (!out.hasStaticShape() || !gt.hasStaticShape() || !wt.hasStaticShape())
       return rewriter.notifyMatchFailure(op, "dynamic shapes");
     int64_t spatial = out.getRank() - 2, groups = op.getGroups();
-    if (std::optional<Value> result = lowerPhasedConvGradInput(
-            rewriter, loc, op.getGrad(), op.getWeight(), op.getStride(), op.getPadding(),
-            op.getDilation(), groups, out)) {
+    if (std::optional<Value> result =
+            lowerPhasedConvGradInput(rewriter, loc, op.getGrad(), op.getWeight(), op.getStride(),
+                                     op.getPadding(), op.getDilation(), groups, out)) {
       rewriter.replaceOp(op, *result);
       return success();
     }
@@ -1611,10 +1621,10 @@ struct ConvGradInputPattern : OpRewritePattern<ConvGradInputOp> {
                                          linalg::IndexOp::create(b, l, 3 + spatial)};
               Value valid = arith::ConstantIntOp::create(b, l, 1, 1);
               for (int64_t j = 0; j < spatial; ++j) {
-                auto [o, ok] = windowSource(b, l, linalg::IndexOp::create(b, l, 3 + j),
-                                            linalg::IndexOp::create(b, l, 4 + spatial + j),
-                                            op.getStride()[j], op.getPadding()[2 * j],
-                                            op.getDilation()[j], gt.getDimSize(2 + j));
+                auto [o, ok] =
+                    windowSource(b, l, linalg::IndexOp::create(b, l, 3 + j),
+                                 linalg::IndexOp::create(b, l, 4 + spatial + j), op.getStride()[j],
+                                 op.getPadding()[2 * j], op.getDilation()[j], gt.getDimSize(2 + j));
                 gIdx.push_back(o);
                 valid = arith::AndIOp::create(b, l, valid, ok);
               }
@@ -1642,21 +1652,21 @@ struct ConvGradWeightPattern : OpRewritePattern<ConvGradWeightOp> {
     int64_t cg = out.getDimSize(1), fg = out.getDimSize(0) / groups;
     Type et = out.getElementType();
     Value zero = floatConst(rewriter, loc, et, 0.0);
-    if (auto layout = flatConvLayout(op.getInput().getType(), out, op.getStride(),
-                                     op.getPadding(), op.getDilation(), groups)) {
+    if (auto layout = flatConvLayout(op.getInput().getType(), out, op.getStride(), op.getPadding(),
+                                     op.getDilation(), groups)) {
       rewriter.replaceOp(op, lowerFlatConvWeightGrad(rewriter, loc, op.getInput(), op.getGrad(),
                                                      op.getPadding(), out, *layout));
       return success();
     }
-    if (std::optional<Value> result = lowerPhasedConvGradWeight(
-            rewriter, loc, op.getInput(), op.getGrad(), op.getStride(), op.getPadding(),
-            op.getDilation(), groups, out)) {
+    if (std::optional<Value> result =
+            lowerPhasedConvGradWeight(rewriter, loc, op.getInput(), op.getGrad(), op.getStride(),
+                                      op.getPadding(), op.getDilation(), groups, out)) {
       rewriter.replaceOp(op, *result);
       return success();
     }
     Value input = padSpatial(rewriter, loc, op.getInput(), 2, op.getPadding(), zero);
-    input = splitAxis(rewriter, loc, input, 1, groups);                // [N, G, Cg, S...]
-    Value grad = splitAxis(rewriter, loc, op.getGrad(), 1, groups);    // [N, G, Fg, O...]
+    input = splitAxis(rewriter, loc, input, 1, groups);             // [N, G, Cg, S...]
+    Value grad = splitAxis(rewriter, loc, op.getGrad(), 1, groups); // [N, G, Fg, O...]
     SmallVector<int64_t> shape = {groups, fg, cg};
     llvm::append_range(shape, out.getShape().drop_front(2));
     auto groupedOut = RankedTensorType::get(shape, et);
@@ -1678,9 +1688,8 @@ struct ConvGradWeightPattern : OpRewritePattern<ConvGradWeightOp> {
     SmallVector<utils::IteratorType> iterators(3 + spatial, utils::IteratorType::parallel);
     iterators.append(1 + spatial, utils::IteratorType::reduction);
     Value result =
-        linalg::GenericOp::create(
-            rewriter, loc, TypeRange{groupedOut}, ValueRange{input, grad}, init, maps, iterators,
-            yieldMultiplyAdd)
+        linalg::GenericOp::create(rewriter, loc, TypeRange{groupedOut}, ValueRange{input, grad},
+                                  init, maps, iterators, yieldMultiplyAdd)
             .getResult(0);
     rewriter.replaceOp(op, mergeAxes(rewriter, loc, result, 0, out));
     return success();
