@@ -722,7 +722,7 @@ llvm::Error CompiledModel::run(ArrayRef<TensorView> inputs, ArrayRef<TensorView>
   };
   // On a GPU the code reads and writes device copies of the arguments.
   SmallVector<void *> deviceData;
-  auto freeDevice = llvm::make_scope_exit([&] {
+  llvm::scope_exit freeDevice([&] {
     for (void *data : deviceData)
       cuda_->free(data);
   });

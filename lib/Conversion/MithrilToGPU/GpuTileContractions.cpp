@@ -269,7 +269,7 @@ struct TileBuilder {
     // the GPU's multiprocessors.
     int64_t rowsEach = std::clamp<int64_t>(llvm::divideCeil(rows, tile), 1, threadTile);
     int64_t columnsEach = std::clamp<int64_t>(llvm::divideCeil(columns, tile), 1, threadTile);
-    auto blockCount = [&] {
+    auto blockCount = [&]() -> int64_t {
       return batch * llvm::divideCeil(rows, tile * rowsEach) *
              llvm::divideCeil(columns, tile * columnsEach);
     };
