@@ -8,6 +8,7 @@
 // columns past the output width are computed and dropped by a view.
 // RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=fusion" | FileCheck %s
 // RUN: mithril-opt %s --mithril-cpu-pipeline="entry=Strided gradients=true wrt=x,w stop-after=linalg" | FileCheck %s --check-prefix=GRAD
+// RUN: mithril-opt %s --mithril-cpu-pipeline="entry=DilatedRows stop-after=linalg" | FileCheck %s --check-prefix=DILATED
 
 mithril.model @Conv(data %x: tensor<2x4x28x28xf32>, param %w: tensor<16x4x3x3xf32>) -> (y: tensor<2x16x28x28xf32>) {
   %y = mithril.conv2d %x, %w {dilation = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x4x28x28xf32>, tensor<16x4x3x3xf32>) -> tensor<2x16x28x28xf32>
@@ -73,8 +74,8 @@ mithril.model @Strided(data %x: tensor<2x4x28x28xf32>, param %w: tensor<16x4x3x3
 // GRAD: tensor.insert_slice %{{.+}} into %{{.+}}[0, 0, 1, 0] [16, 4, 1, 2] [1, 1, 2, 2]
 // GRAD: tensor.insert_slice %{{.+}} into %{{.+}}[0, 0, 1, 1] [16, 4, 1, 1] [1, 1, 2, 2]
 
-// A dilated convolution keeps the general form, tiled over output channels
-// and columns.
+// A convolution both strided and dilated keeps the general form, tiled over
+// output channels and columns.
 mithril.model @Dilated(data %x: tensor<2x4x28x28xf32>, param %w: tensor<16x4x3x3xf32>) -> (y: tensor<2x16x12x12xf32>) {
   %y = mithril.conv2d %x, %w {dilation = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>} : (tensor<2x4x28x28xf32>, tensor<16x4x3x3xf32>) -> tensor<2x16x12x12xf32>
   mithril.output %y : tensor<2x16x12x12xf32>
@@ -82,3 +83,14 @@ mithril.model @Dilated(data %x: tensor<2x4x28x28xf32>, param %w: tensor<16x4x3x3
 // CHECK-LABEL: func.func @Dilated(
 // CHECK-NOT: tensor.collapse_shape
 // CHECK: scf.for %{{.+}} = %c0 to %c16 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (tensor<2x1x16x12x12xf32>)
+
+// A dilated convolution with unit strides runs over flat rows too: kernel
+// position (kh, kw) reads 2 * kh rows and 2 * kw columns further (the padded
+// rows are 32 wide).
+mithril.model @DilatedRows(data %x: tensor<2x4x28x28xf32>, param %w: tensor<16x4x3x3xf32>) -> (y: tensor<2x16x28x28xf32>) {
+  %y = mithril.conv2d %x, %w {dilation = array<i64: 2, 2>, padding = array<i64: 2, 2, 2, 2>, stride = array<i64: 1, 1>} : (tensor<2x4x28x28xf32>, tensor<16x4x3x3xf32>) -> tensor<2x16x28x28xf32>
+  mithril.output %y : tensor<2x16x28x28xf32>
+}
+// DILATED: #[[IN:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d3, d2 + d4 * 64 + d5 * 2)>
+// DILATED-LABEL: func.func @DilatedRows(
+// DILATED: linalg.generic {indexing_maps = [#[[IN]], {{.*}}mithril.conv_flat

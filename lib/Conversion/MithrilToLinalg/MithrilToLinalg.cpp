@@ -1080,12 +1080,12 @@ static Value mergeAxes(OpBuilder &b, Location loc, Value v, int64_t axis, Ranked
 
 /// The flat-row layout of a plain 2-D convolution: the input, padded, is
 /// stored as rows of the padded width `wp`, so output (oh, ow) at flat
-/// position p = oh * wp + ow reads input p + kh * wp + kw for every kernel
-/// position. Columns ow >= OW are computed and dropped (the wp - OW extra
-/// columns are the price of contiguous loads); p runs to `positions`, a
-/// multiple of the register tile.
+/// position p = oh * wp + ow reads input p + dh * kh * wp + dw * kw for every
+/// kernel position (dh, dw: the dilation). Columns ow >= OW are computed and
+/// dropped (the wp - OW extra columns are the price of contiguous loads); p
+/// runs to `positions`, a multiple of the register tile.
 struct FlatConvLayout {
-  int64_t wp = 0, oh = 0, ow = 0, kh = 0, kw = 0;
+  int64_t wp = 0, oh = 0, ow = 0, kh = 0, kw = 0, dh = 1, dw = 1;
   int64_t positions = 0; // output positions computed, >= oh * wp
   int64_t length = 0;    // flat input length, rows of wp
 };
@@ -1099,8 +1099,8 @@ static std::optional<FlatConvLayout> flatConvLayout(RankedTensorType input,
                                                     ArrayRef<int64_t> dilation, int64_t groups) {
   auto isOne = [](int64_t v) { return v == 1; };
   if (input.getRank() != 4 || groups != 1 || !input.hasStaticShape() ||
-      !weight.hasStaticShape() || !llvm::all_of(stride, isOne) ||
-      !llvm::all_of(dilation, isOne) || padding.size() != 4 ||
+      !weight.hasStaticShape() || !llvm::all_of(stride, isOne) || dilation.size() != 2 ||
+      llvm::any_of(dilation, [](int64_t v) { return v < 1; }) || padding.size() != 4 ||
       !isa<FloatType>(input.getElementType()))
     return std::nullopt;
   FlatConvLayout l;
@@ -1108,13 +1108,15 @@ static std::optional<FlatConvLayout> flatConvLayout(RankedTensorType input,
   l.wp = input.getDimSize(3) + padding[2] + padding[3];
   l.kh = weight.getDimSize(2);
   l.kw = weight.getDimSize(3);
-  l.oh = hp - l.kh + 1;
-  l.ow = l.wp - l.kw + 1;
+  l.dh = dilation[0];
+  l.dw = dilation[1];
+  l.oh = hp - l.dh * (l.kh - 1);
+  l.ow = l.wp - l.dw * (l.kw - 1);
   // Rows much wider than the output would waste most of the work.
   if (l.oh <= 0 || l.ow <= 0 || 4 * (l.wp - l.ow) > l.wp)
     return std::nullopt;
   l.positions = llvm::alignTo(l.oh * l.wp, kConvFlatTile);
-  l.length = llvm::alignTo(l.positions + (l.kh - 1) * l.wp + l.kw - 1, l.wp);
+  l.length = llvm::alignTo(l.positions + l.dh * (l.kh - 1) * l.wp + l.dw * (l.kw - 1), l.wp);
   return l;
 }
 
@@ -1148,7 +1150,7 @@ static Value lowerFlatConv(OpBuilder &b, Location loc, Value input, Value weight
   Value init = zeroFilled(b, loc, resultType);
   auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
   // Loops: n, f, p, c, kh, kw.
-  SmallVector<AffineMap> maps = {AffineMap::get(6, 0, {d(0), d(3), d(2) + d(4) * l.wp + d(5)}, ctx),
+  SmallVector<AffineMap> maps = {AffineMap::get(6, 0, {d(0), d(3), d(2) + d(4) * (l.dh * l.wp) + d(5) * l.dw}, ctx),
                                  AffineMap::get(6, 0, {d(1), d(3), d(4), d(5)}, ctx),
                                  AffineMap::get(6, 0, {d(0), d(1), d(2)}, ctx)};
   SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
@@ -1326,7 +1328,7 @@ static Value lowerFlatConvWeightGrad(OpBuilder &b, Location loc, Value input, Va
   // Loops: f, c, kh, kw, lane, n, block.
   auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
   SmallVector<AffineMap> maps = {
-      AffineMap::get(7, 0, {d(5), d(1), d(6) * kConvFlatLanes + d(4) + d(2) * l.wp + d(3)}, ctx),
+      AffineMap::get(7, 0, {d(5), d(1), d(6) * kConvFlatLanes + d(4) + d(2) * (l.dh * l.wp) + d(3) * l.dw}, ctx),
       AffineMap::get(7, 0, {d(5), d(0), d(6), d(4)}, ctx),
       AffineMap::get(7, 0, {d(0), d(1), d(2), d(3), d(4)}, ctx)};
   SmallVector<utils::IteratorType> iterators(5, utils::IteratorType::parallel);
@@ -1379,14 +1381,20 @@ static std::optional<Value> lowerPhasedConvGradInput(OpBuilder &b, Location loc,
                                                      ArrayRef<int64_t> dilation, int64_t groups,
                                                      RankedTensorType out) {
   RankedTensorType gt = tensorType(grad), wt = tensorType(weight);
-  if (!isPhasedConv(gt, wt, stride, padding, dilation, groups) || !out.hasStaticShape())
+  // Dilation comes with unit strides only: the one phase is the whole input
+  // and its kernel keeps the dilation.
+  SmallVector<int64_t> ones(2, 1);
+  bool unitStride = llvm::all_of(stride, [](int64_t v) { return v == 1; });
+  ArrayRef<int64_t> phaseDilation = unitStride ? dilation : ArrayRef<int64_t>(ones);
+  if (!isPhasedConv(gt, wt, stride, padding, unitStride ? ArrayRef<int64_t>(ones) : dilation,
+                    groups) ||
+      !out.hasStaticShape() || phaseDilation.size() != 2)
     return std::nullopt;
   int64_t n = out.getDimSize(0), c = out.getDimSize(1), f = wt.getDimSize(0);
   int64_t oh = gt.getDimSize(2), ow = gt.getDimSize(3);
   int64_t hp = out.getDimSize(2) + padding[0] + padding[1];
   int64_t wp = out.getDimSize(3) + padding[2] + padding[3];
   Type et = out.getElementType();
-  SmallVector<int64_t> ones(2, 1);
   struct Planned {
     StridePhase phase;
     SmallVector<int64_t> padding;
@@ -1398,12 +1406,13 @@ static std::optional<Value> lowerPhasedConvGradInput(OpBuilder &b, Location loc,
     // that yields exactly that many.
     int64_t rows = llvm::divideCeil(hp - phase.row, stride[0]);
     int64_t columns = llvm::divideCeil(wp - phase.column, stride[1]);
-    SmallVector<int64_t> gradPadding = {phase.kernelRows - 1, rows - oh, phase.kernelColumns - 1,
+    SmallVector<int64_t> gradPadding = {phaseDilation[0] * (phase.kernelRows - 1), rows - oh,
+                                        phaseDilation[1] * (phase.kernelColumns - 1),
                                         columns - ow};
     if (llvm::any_of(gradPadding, [](int64_t p) { return p < 0; }))
       return std::nullopt;
     auto flipped = RankedTensorType::get({c, f, phase.kernelRows, phase.kernelColumns}, et);
-    auto layout = flatConvLayout(gt, flipped, ones, gradPadding, ones, 1);
+    auto layout = flatConvLayout(gt, flipped, ones, gradPadding, phaseDilation, 1);
     if (!layout || layout->oh != rows || layout->ow != columns)
       return std::nullopt;
     phases.push_back({phase, gradPadding, *layout});
