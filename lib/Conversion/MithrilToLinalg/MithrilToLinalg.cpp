@@ -1464,6 +1464,71 @@ static std::optional<Value> lowerPhasedConvGradWeight(OpBuilder &b, Location loc
   return dw;
 }
 
+/// The fast lowerings of an ungrouped 2-D convolution and its gradients:
+/// flat rows, or phase by phase for strides; nullopt where neither applies.
+static std::optional<Value> lowerFastConv(OpBuilder &b, Location loc, Value input, Value weight,
+                                          ArrayRef<int64_t> stride, ArrayRef<int64_t> padding,
+                                          ArrayRef<int64_t> dilation, RankedTensorType out) {
+  if (auto layout =
+          flatConvLayout(tensorType(input), tensorType(weight), stride, padding, dilation, 1))
+    return lowerFlatConv(b, loc, input, weight, padding, *layout);
+  return lowerPhasedConv(b, loc, input, weight, stride, padding, dilation, 1, out);
+}
+
+static std::optional<Value> lowerFastConvGradWeight(OpBuilder &b, Location loc, Value input,
+                                                    Value grad, ArrayRef<int64_t> stride,
+                                                    ArrayRef<int64_t> padding,
+                                                    ArrayRef<int64_t> dilation,
+                                                    RankedTensorType out) {
+  if (auto layout = flatConvLayout(tensorType(input), out, stride, padding, dilation, 1))
+    return lowerFlatConvWeightGrad(b, loc, input, grad, padding, out, *layout);
+  return lowerPhasedConvGradWeight(b, loc, input, grad, stride, padding, dilation, 1, out);
+}
+
+/// A grouped convolution (or gradient) as one ungrouped one per group, on
+/// channel slices: `operands` are sliced along their given dimension into
+/// `groups` equal parts, `lower` computes a group's part of `out`, and the
+/// parts fill `out` along `outDim`. Only where every group has at least 8
+/// input and 8 output channels (a register tile's worth; depthwise
+/// convolutions do better in the general form), and every group lowers.
+static std::optional<Value>
+lowerPerGroup(OpBuilder &b, Location loc, int64_t groups, int64_t inChannels,
+              int64_t outChannels, RankedTensorType out, int64_t outDim,
+              ArrayRef<std::pair<Value, int64_t>> operands,
+              function_ref<std::optional<Value>(ArrayRef<Value>, RankedTensorType)> lower) {
+  if (groups < 2 || inChannels % groups != 0 || outChannels % groups != 0 ||
+      inChannels / groups < 8 || outChannels / groups < 8 || !out.hasStaticShape())
+    return std::nullopt;
+  auto slice = [&](Value v, int64_t dim, int64_t group) {
+    RankedTensorType t = tensorType(v);
+    SmallVector<int64_t> offsets(t.getRank(), 0), sizes(t.getShape());
+    sizes[dim] /= groups;
+    offsets[dim] = group * sizes[dim];
+    return tensor::ExtractSliceOp::create(b, loc, RankedTensorType::get(sizes, t.getElementType()),
+                                          v, indexAttrs(b, offsets), indexAttrs(b, sizes),
+                                          indexAttrs(b, SmallVector<int64_t>(t.getRank(), 1)))
+        .getResult();
+  };
+  SmallVector<int64_t> partShape(out.getShape());
+  partShape[outDim] /= groups;
+  auto partType = RankedTensorType::get(partShape, out.getElementType());
+  Value result = tensor::EmptyOp::create(b, loc, out.getShape(), out.getElementType());
+  for (int64_t group = 0; group < groups; ++group) {
+    SmallVector<Value> slices;
+    for (auto [value, dim] : operands)
+      slices.push_back(slice(value, dim, group));
+    std::optional<Value> part = lower(slices, partType);
+    if (!part)
+      return std::nullopt;
+    SmallVector<int64_t> offsets(out.getRank(), 0);
+    offsets[outDim] = group * partShape[outDim];
+    result = tensor::InsertSliceOp::create(b, loc, *part, result, indexAttrs(b, offsets),
+                                           indexAttrs(b, partShape),
+                                           indexAttrs(b, SmallVector<int64_t>(out.getRank(), 1)));
+  }
+  return result;
+}
+
 /// Convolution of any spatial rank with groups, as one linalg.generic over
 /// (n, g, f, o..., c, k...). The channel axes are split into (group, channel
 /// in group) first so that every loop indexes some operand directly.
@@ -1483,17 +1548,19 @@ template <typename OpT> struct ConvPattern : OpRewritePattern<OpT> {
     int64_t fg = fTotal / groups;
     Type et = out.getElementType();
     Value zero = floatConst(rewriter, loc, et, 0.0);
-    if (auto layout = flatConvLayout(op.getInput().getType(), wt, op.getStride(), op.getPadding(),
-                                     op.getDilation(), groups)) {
-      Value result =
-          lowerFlatConv(rewriter, loc, op.getInput(), op.getWeight(), op.getPadding(), *layout);
-      rewriter.replaceOp(op, addChannelBias(rewriter, loc, result, op.getBias(), out));
-      return success();
-    }
-    if (std::optional<Value> result =
-            lowerPhasedConv(rewriter, loc, op.getInput(), op.getWeight(), op.getStride(),
-                            op.getPadding(), op.getDilation(), groups, out)) {
-      rewriter.replaceOp(op, addChannelBias(rewriter, loc, *result, op.getBias(), out));
+    ArrayRef<int64_t> stride = op.getStride(), padding = op.getPadding(),
+                      dilation = op.getDilation();
+    auto lowerGroup = [&](ArrayRef<Value> operands, RankedTensorType part) {
+      return lowerFastConv(rewriter, loc, operands[0], operands[1], stride, padding, dilation,
+                           part);
+    };
+    std::optional<Value> fast =
+        groups == 1
+            ? lowerGroup({op.getInput(), op.getWeight()}, out)
+            : lowerPerGroup(rewriter, loc, groups, cg * groups, fTotal, out, /*outDim=*/1,
+                            {{op.getInput(), 1}, {op.getWeight(), 0}}, lowerGroup);
+    if (fast) {
+      rewriter.replaceOp(op, addChannelBias(rewriter, loc, *fast, op.getBias(), out));
       return success();
     }
     Value input = padSpatial(rewriter, loc, op.getInput(), 2, op.getPadding(), zero);
@@ -1595,10 +1662,17 @@ struct ConvGradInputPattern : OpRewritePattern<ConvGradInputOp> {
     if (!out.hasStaticShape() || !gt.hasStaticShape() || !wt.hasStaticShape())
       return rewriter.notifyMatchFailure(op, "dynamic shapes");
     int64_t spatial = out.getRank() - 2, groups = op.getGroups();
-    if (std::optional<Value> result =
-            lowerPhasedConvGradInput(rewriter, loc, op.getGrad(), op.getWeight(), op.getStride(),
-                                     op.getPadding(), op.getDilation(), groups, out)) {
-      rewriter.replaceOp(op, *result);
+    auto lowerGroup = [&](ArrayRef<Value> operands, RankedTensorType part) {
+      return lowerPhasedConvGradInput(rewriter, loc, operands[0], operands[1], op.getStride(),
+                                      op.getPadding(), op.getDilation(), 1, part);
+    };
+    std::optional<Value> fast =
+        groups == 1 ? lowerGroup({op.getGrad(), op.getWeight()}, out)
+                    : lowerPerGroup(rewriter, loc, groups, out.getDimSize(1), wt.getDimSize(0),
+                                    out, /*outDim=*/1, {{op.getGrad(), 1}, {op.getWeight(), 0}},
+                                    lowerGroup);
+    if (fast) {
+      rewriter.replaceOp(op, *fast);
       return success();
     }
     int64_t cg = wt.getDimSize(1);
@@ -1661,16 +1735,17 @@ struct ConvGradWeightPattern : OpRewritePattern<ConvGradWeightOp> {
     int64_t cg = out.getDimSize(1), fg = out.getDimSize(0) / groups;
     Type et = out.getElementType();
     Value zero = floatConst(rewriter, loc, et, 0.0);
-    if (auto layout = flatConvLayout(op.getInput().getType(), out, op.getStride(), op.getPadding(),
-                                     op.getDilation(), groups)) {
-      rewriter.replaceOp(op, lowerFlatConvWeightGrad(rewriter, loc, op.getInput(), op.getGrad(),
-                                                     op.getPadding(), out, *layout));
-      return success();
-    }
-    if (std::optional<Value> result =
-            lowerPhasedConvGradWeight(rewriter, loc, op.getInput(), op.getGrad(), op.getStride(),
-                                      op.getPadding(), op.getDilation(), groups, out)) {
-      rewriter.replaceOp(op, *result);
+    auto lowerGroup = [&](ArrayRef<Value> operands, RankedTensorType part) {
+      return lowerFastConvGradWeight(rewriter, loc, operands[0], operands[1], op.getStride(),
+                                     op.getPadding(), op.getDilation(), part);
+    };
+    std::optional<Value> fast =
+        groups == 1 ? lowerGroup({op.getInput(), op.getGrad()}, out)
+                    : lowerPerGroup(rewriter, loc, groups, cg * groups, out.getDimSize(0), out,
+                                    /*outDim=*/0, {{op.getInput(), 1}, {op.getGrad(), 1}},
+                                    lowerGroup);
+    if (fast) {
+      rewriter.replaceOp(op, *fast);
       return success();
     }
     Value input = padSpatial(rewriter, loc, op.getInput(), 2, op.getPadding(), zero);
