@@ -13,6 +13,7 @@ import torch
 
 import mithril as ml
 from mithril import models as M
+from torch_checks import check_conv2d
 
 F = torch.nn.functional
 
@@ -53,21 +54,9 @@ def test_linear_and_gradients(rows, inputs, outputs, tiled64):
     (1, 1, 1, 1), (2, 1, 1, 1), (1, 2, 2, 1), (1, 1, 1, 2)])
 def test_conv2d_and_gradients(stride, padding, dilation, groups, tiled64):
     rng = np.random.default_rng(7)
-    x = rng.standard_normal((2, 4, 19, 21))
-    w, b = rng.standard_normal((6, 4 // groups, 3, 3)), rng.standard_normal(6)
-    conv = M.Convolution2D(kernel_size=3, out_channels=6, stride=stride, padding=padding,
-                           dilation=dilation, groups=groups)
-    tx, tw, tb = (torch.tensor(v, requires_grad=True) for v in (x, w, b))
-    y = F.conv2d(tx, tw, tb, stride, padding, dilation, groups)
-    seed = rng.standard_normal(tuple(y.shape))
-    y.backward(torch.tensor(seed))
-    pm = ml.compile(conv, tiled64, shapes={"input": list(x.shape)},
-                    trainable_keys=["input", "weight", "bias"])
-    out, grads = pm.evaluate({"input": x, "weight": w, "bias": b},
-                             output_gradients={"output": seed})
-    np.testing.assert_allclose(out["output"], y.detach().numpy(), rtol=1e-10, atol=1e-11)
-    for key, ref in (("input", tx), ("weight", tw), ("bias", tb)):
-        np.testing.assert_allclose(grads[key], ref.grad.numpy(), rtol=1e-10, atol=1e-11)
+    check_conv2d(tiled64, rng.standard_normal((2, 4, 19, 21)),
+                 rng.standard_normal((6, 4 // groups, 3, 3)), rng.standard_normal(6), rng,
+                 stride=stride, padding=padding, dilation=dilation, groups=groups)
 
 
 def test_cnn_gradients_match_the_cpu_schedule():

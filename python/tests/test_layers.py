@@ -8,6 +8,7 @@ import torch
 
 import mithril as ml
 from mithril import models as M
+from torch_checks import check_conv2d
 
 F = torch.nn.functional
 
@@ -248,39 +249,16 @@ def test_strided_conv2d_phases(kernel, stride, padding, backend64, rng):
     """Strided convolutions and their gradients run as one stride-1
     convolution per phase of the stride, including phases no kernel row meets
     (stride above the kernel) and input rows no output reads."""
-    x = rng.standard_normal((2, 3, 17, 19))
     kh, kw = (kernel, kernel) if isinstance(kernel, int) else kernel
-    w, b = rng.standard_normal((5, 3, kh, kw)), rng.standard_normal(5)
-    conv = M.Convolution2D(kernel_size=kernel, out_channels=5, stride=stride, padding=padding)
-    tx, tw, tb = (torch.tensor(v, requires_grad=True) for v in (x, w, b))
-    ref = F.conv2d(tx, tw, tb, stride, padding)
-    seed = rng.standard_normal(tuple(ref.shape))
-    ref.backward(torch.tensor(seed))
-    pm = ml.compile(conv, backend64, shapes={"input": list(x.shape)},
-                    trainable_keys=["input", "weight", "bias"])
-    out, grads = pm.evaluate({"input": x, "weight": w, "bias": b},
-                             output_gradients={"output": seed})
-    np.testing.assert_allclose(out["output"], ref.detach().numpy(), rtol=1e-11, atol=1e-12)
-    np.testing.assert_allclose(grads["input"], tx.grad.numpy(), rtol=1e-10, atol=1e-11)
-    np.testing.assert_allclose(grads["weight"], tw.grad.numpy(), rtol=1e-10, atol=1e-11)
+    check_conv2d(backend64, rng.standard_normal((2, 3, 17, 19)),
+                 rng.standard_normal((5, 3, kh, kw)), rng.standard_normal(5), rng,
+                 stride=stride, padding=padding)
 
 
 @pytest.mark.parametrize("groups,stride,dilation", [(2, 1, 1), (4, 2, 1), (2, 1, 2)])
 def test_grouped_conv2d_per_group(groups, stride, dilation, backend64, rng):
     """Groups of at least 8 input and output channels run as one ungrouped
     convolution per group, gradients included."""
-    x = rng.standard_normal((2, 32, 11, 13))
-    w, b = rng.standard_normal((32, 32 // groups, 3, 3)), rng.standard_normal(32)
-    conv = M.Convolution2D(kernel_size=3, out_channels=32, stride=stride, padding=1,
-                           dilation=dilation, groups=groups)
-    tx, tw, tb = (torch.tensor(v, requires_grad=True) for v in (x, w, b))
-    ref = F.conv2d(tx, tw, tb, stride, 1, dilation, groups)
-    seed = rng.standard_normal(tuple(ref.shape))
-    ref.backward(torch.tensor(seed))
-    pm = ml.compile(conv, backend64, shapes={"input": list(x.shape)},
-                    trainable_keys=["input", "weight", "bias"])
-    out, grads = pm.evaluate({"input": x, "weight": w, "bias": b},
-                             output_gradients={"output": seed})
-    np.testing.assert_allclose(out["output"], ref.detach().numpy(), rtol=1e-10, atol=1e-11)
-    for key, t in (("input", tx), ("weight", tw), ("bias", tb)):
-        np.testing.assert_allclose(grads[key], t.grad.numpy(), rtol=1e-10, atol=1e-11)
+    check_conv2d(backend64, rng.standard_normal((2, 32, 11, 13)),
+                 rng.standard_normal((32, 32 // groups, 3, 3)), rng.standard_normal(32), rng,
+                 stride=stride, padding=1, dilation=dilation, groups=groups)
