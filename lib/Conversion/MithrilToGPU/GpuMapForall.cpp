@@ -134,6 +134,7 @@ LogicalResult mapBlockLoop(scf::ForallOp blocks) {
   if (failed(grid))
     return failure();
   SmallVector<scf::ForallOp> threadLoops;
+  SmallVector<std::array<int64_t, 3>> threadSizes;
   blocks.getBody()->walk([&](scf::ForallOp loop) { threadLoops.push_back(loop); });
   std::array<int64_t, 3> blockSizes = {1, 1, 1};
   for (scf::ForallOp loop : threadLoops) {
@@ -142,6 +143,7 @@ LogicalResult mapBlockLoop(scf::ForallOp blocks) {
     FailureOr<std::array<int64_t, 3>> sizes = mappedSizes(loop, /*blocks=*/false);
     if (failed(sizes))
       return failure();
+    threadSizes.push_back(*sizes);
     for (unsigned d = 0; d < 3; ++d)
       blockSizes[d] = std::max(blockSizes[d], (*sizes)[d]);
   }
@@ -164,8 +166,7 @@ LogicalResult mapBlockLoop(scf::ForallOp blocks) {
   // Each thread loop runs on the threads its mapping names (the others wait)
   // and ends with a barrier: the next loop reads what this one wrote.
   Value ids[3] = {threadIds.x, threadIds.y, threadIds.z};
-  for (scf::ForallOp loop : threadLoops) {
-    std::array<int64_t, 3> sizes = *mappedSizes(loop, /*blocks=*/false);
+  for (auto [loop, sizes] : llvm::zip_equal(threadLoops, threadSizes)) {
     b.setInsertionPoint(loop);
     Value active;
     for (unsigned d = 0; d < 3; ++d) {

@@ -325,16 +325,23 @@ struct TileBuilder {
     auto accIndices = [&](Value row, Value column, int64_t i, int64_t j) {
       return SmallVector<Value>{row, column, index(i), index(j)};
     };
+    // A thread loop over the thread's own elements of C: `body` gets the
+    // element's place in the sums, its iteration and whether it lies in C.
+    auto ownElementsLoop = [&](auto body) {
+      threadLoop([&](Value row, Value column) {
+        for (int64_t i = 0; i < rowsEach; ++i)
+          for (int64_t j = 0; j < columnsEach; ++j) {
+            SmallVector<Value> iv;
+            Value inBounds;
+            outputIv(row, column, i, j, iv, inBounds);
+            body(accIndices(row, column, i, j), iv, inBounds);
+          }
+      });
+    };
 
-    threadLoop([&](Value row, Value column) {
-      for (int64_t i = 0; i < rowsEach; ++i)
-        for (int64_t j = 0; j < columnsEach; ++j) {
-          SmallVector<Value> iv;
-          Value inBounds;
-          outputIv(row, column, i, j, iv, inBounds);
-          Value init = loadOrZero(op.getNumDpsInputs(), iv, inBounds);
-          memref::StoreOp::create(b, loc, init, accTile, accIndices(row, column, i, j));
-        }
+    ownElementsLoop([&](ArrayRef<Value> acc, ArrayRef<Value> iv, Value inBounds) {
+      Value init = loadOrZero(op.getNumDpsInputs(), iv, inBounds);
+      memref::StoreOp::create(b, loc, init, accTile, acc);
     });
 
     auto steps = scf::ForOp::create(b, loc, index(0), index(depth), index(tile));
@@ -380,18 +387,12 @@ struct TileBuilder {
       });
     }
 
-    threadLoop([&](Value row, Value column) {
-      for (int64_t i = 0; i < rowsEach; ++i)
-        for (int64_t j = 0; j < columnsEach; ++j) {
-          SmallVector<Value> iv;
-          Value inBounds;
-          outputIv(row, column, i, j, iv, inBounds);
-          auto ifOp = scf::IfOp::create(b, loc, inBounds, /*withElseRegion=*/false);
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-          Value sum = memref::LoadOp::create(b, loc, accTile, accIndices(row, column, i, j));
-          memref::StoreOp::create(b, loc, sum, op.getDpsInits()[0], outputIndices(iv));
-        }
+    ownElementsLoop([&](ArrayRef<Value> acc, ArrayRef<Value> iv, Value inBounds) {
+      auto ifOp = scf::IfOp::create(b, loc, inBounds, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+      Value sum = memref::LoadOp::create(b, loc, accTile, acc);
+      memref::StoreOp::create(b, loc, sum, op.getDpsInits()[0], outputIndices(iv));
     });
     for (Value buffer : {lhsTile, rhsTile, accTile})
       memref::DeallocOp::create(b, loc, buffer);
@@ -414,17 +415,17 @@ struct GpuTileContractionsPass
           << tile << " gives " << tile * tile << " threads per block; a GPU block holds 1 to 1024";
       return signalPassFailure();
     }
-    SmallVector<linalg::LinalgOp> contractions;
+    // Matched first, rewritten after: the walk must not see its own output.
+    SmallVector<std::pair<linalg::LinalgOp, GemmView>, 4> contractions;
     getOperation().walk([&](linalg::LinalgOp op) {
-      if (matchGemm(op, tile))
-        contractions.push_back(op);
+      if (std::optional<GemmView> view = matchGemm(op, tile))
+        contractions.push_back({op, std::move(*view)});
     });
     Attribute space;
     if (workgroupMemory)
       space = gpu::AddressSpaceAttr::get(&getContext(), gpu::AddressSpace::Workgroup);
-    for (linalg::LinalgOp op : contractions) {
+    for (auto &[op, view] : contractions) {
       OpBuilder b(op);
-      GemmView view = *matchGemm(op, tile);
       TileBuilder{b, op.getLoc(), op, view, tile}.build(space, threadTile, minBlocks);
       op->erase();
     }

@@ -1090,15 +1090,15 @@ struct FlatConvLayout {
   int64_t length = 0;    // flat input length, rows of wp
 };
 
-/// The layout when `op` is a plain static 2-D convolution worth it, else
-/// nullopt.
+/// The layout when an ungrouped convolution of these types is a plain static
+/// 2-D one worth it, else nullopt (groups go one at a time: lowerPerGroup).
 static std::optional<FlatConvLayout> flatConvLayout(RankedTensorType input,
                                                     RankedTensorType weight,
                                                     ArrayRef<int64_t> stride,
                                                     ArrayRef<int64_t> padding,
-                                                    ArrayRef<int64_t> dilation, int64_t groups) {
+                                                    ArrayRef<int64_t> dilation) {
   auto isOne = [](int64_t v) { return v == 1; };
-  if (input.getRank() != 4 || groups != 1 || !input.hasStaticShape() ||
+  if (input.getRank() != 4 || !input.hasStaticShape() ||
       !weight.hasStaticShape() || !llvm::all_of(stride, isOne) || dilation.size() != 2 ||
       llvm::any_of(dilation, [](int64_t v) { return v < 1; }) || padding.size() != 4 ||
       !isa<FloatType>(input.getElementType()))
@@ -1196,12 +1196,12 @@ static SmallVector<StridePhase> stridePhases(ArrayRef<int64_t> stride, int64_t k
   return phases;
 }
 
-/// Whether a convolution of these types runs phase by phase: 2-D, static,
-/// float, one group, no dilation.
+/// Whether an ungrouped convolution of these types runs phase by phase:
+/// 2-D, static, float, no dilation.
 static bool isPhasedConv(RankedTensorType input, RankedTensorType weight, ArrayRef<int64_t> stride,
-                         ArrayRef<int64_t> padding, ArrayRef<int64_t> dilation, int64_t groups) {
+                         ArrayRef<int64_t> padding, ArrayRef<int64_t> dilation) {
   auto isOne = [](int64_t v) { return v == 1; };
-  return input.getRank() == 4 && groups == 1 && input.hasStaticShape() && weight.hasStaticShape() &&
+  return input.getRank() == 4 && input.hasStaticShape() && weight.hasStaticShape() &&
          stride.size() == 2 && padding.size() == 4 && llvm::all_of(dilation, isOne) &&
          isa<FloatType>(input.getElementType());
 }
@@ -1237,8 +1237,8 @@ static std::optional<PlannedPhases> planInputPhases(RankedTensorType input, Rank
                                                     int64_t oh, int64_t ow,
                                                     ArrayRef<int64_t> stride,
                                                     ArrayRef<int64_t> padding,
-                                                    ArrayRef<int64_t> dilation, int64_t groups) {
-  if (!isPhasedConv(input, weight, stride, padding, dilation, groups) ||
+                                                    ArrayRef<int64_t> dilation) {
+  if (!isPhasedConv(input, weight, stride, padding, dilation) ||
       llvm::all_of(stride, [](int64_t v) { return v == 1; }))
     return std::nullopt;
   int64_t n = input.getDimSize(0), c = input.getDimSize(1), f = weight.getDimSize(0);
@@ -1250,7 +1250,7 @@ static std::optional<PlannedPhases> planInputPhases(RankedTensorType input, Rank
     auto phaseInput =
         RankedTensorType::get({n, c, oh + phase.kernelRows - 1, ow + phase.kernelColumns - 1}, et);
     auto phaseWeight = RankedTensorType::get({f, c, phase.kernelRows, phase.kernelColumns}, et);
-    auto layout = flatConvLayout(phaseInput, phaseWeight, ones, noPadding, ones, 1);
+    auto layout = flatConvLayout(phaseInput, phaseWeight, ones, noPadding, ones);
     if (!layout)
       return std::nullopt;
     phases.push_back({phase, *layout});
@@ -1271,13 +1271,12 @@ static Value phaseInput(OpBuilder &b, Location loc, Value padded, const StridePh
 /// convolution's work with contiguous loads.
 static std::optional<Value> lowerPhasedConv(OpBuilder &b, Location loc, Value input, Value weight,
                                             ArrayRef<int64_t> stride, ArrayRef<int64_t> padding,
-                                            ArrayRef<int64_t> dilation, int64_t groups,
-                                            RankedTensorType out) {
+                                            ArrayRef<int64_t> dilation, RankedTensorType out) {
   if (!out.hasStaticShape())
     return std::nullopt;
   std::optional<PlannedPhases> phases =
       planInputPhases(tensorType(input), tensorType(weight), out.getDimSize(2), out.getDimSize(3),
-                      stride, padding, dilation, groups);
+                      stride, padding, dilation);
   if (!phases)
     return std::nullopt;
   Value padded =
@@ -1378,7 +1377,7 @@ static Value flipKernel(OpBuilder &b, Location loc, Value weight) {
 static std::optional<Value> lowerPhasedConvGradInput(OpBuilder &b, Location loc, Value grad,
                                                      Value weight, ArrayRef<int64_t> stride,
                                                      ArrayRef<int64_t> padding,
-                                                     ArrayRef<int64_t> dilation, int64_t groups,
+                                                     ArrayRef<int64_t> dilation,
                                                      RankedTensorType out) {
   RankedTensorType gt = tensorType(grad), wt = tensorType(weight);
   // Dilation comes with unit strides only: the one phase is the whole input
@@ -1386,8 +1385,7 @@ static std::optional<Value> lowerPhasedConvGradInput(OpBuilder &b, Location loc,
   SmallVector<int64_t> ones(2, 1);
   bool unitStride = llvm::all_of(stride, [](int64_t v) { return v == 1; });
   ArrayRef<int64_t> phaseDilation = unitStride ? dilation : ArrayRef<int64_t>(ones);
-  if (!isPhasedConv(gt, wt, stride, padding, unitStride ? ArrayRef<int64_t>(ones) : dilation,
-                    groups) ||
+  if (!isPhasedConv(gt, wt, stride, padding, unitStride ? ArrayRef<int64_t>(ones) : dilation) ||
       !out.hasStaticShape() || phaseDilation.size() != 2)
     return std::nullopt;
   int64_t n = out.getDimSize(0), c = out.getDimSize(1), f = wt.getDimSize(0);
@@ -1412,7 +1410,7 @@ static std::optional<Value> lowerPhasedConvGradInput(OpBuilder &b, Location loc,
     if (llvm::any_of(gradPadding, [](int64_t p) { return p < 0; }))
       return std::nullopt;
     auto flipped = RankedTensorType::get({c, f, phase.kernelRows, phase.kernelColumns}, et);
-    auto layout = flatConvLayout(gt, flipped, ones, gradPadding, phaseDilation, 1);
+    auto layout = flatConvLayout(gt, flipped, ones, gradPadding, phaseDilation);
     if (!layout || layout->oh != rows || layout->ow != columns)
       return std::nullopt;
     phases.push_back({phase, gradPadding, *layout});
@@ -1440,14 +1438,14 @@ static std::optional<Value> lowerPhasedConvGradInput(OpBuilder &b, Location loc,
 static std::optional<Value> lowerPhasedConvGradWeight(OpBuilder &b, Location loc, Value input,
                                                       Value grad, ArrayRef<int64_t> stride,
                                                       ArrayRef<int64_t> padding,
-                                                      ArrayRef<int64_t> dilation, int64_t groups,
+                                                      ArrayRef<int64_t> dilation,
                                                       RankedTensorType out) {
   RankedTensorType gt = tensorType(grad);
   if (!gt.hasStaticShape())
     return std::nullopt;
   std::optional<PlannedPhases> phases =
       planInputPhases(tensorType(input), out, gt.getDimSize(2), gt.getDimSize(3), stride, padding,
-                      dilation, groups);
+                      dilation);
   if (!phases)
     return std::nullopt;
   Type et = out.getElementType();
@@ -1470,9 +1468,9 @@ static std::optional<Value> lowerFastConv(OpBuilder &b, Location loc, Value inpu
                                           ArrayRef<int64_t> stride, ArrayRef<int64_t> padding,
                                           ArrayRef<int64_t> dilation, RankedTensorType out) {
   if (auto layout =
-          flatConvLayout(tensorType(input), tensorType(weight), stride, padding, dilation, 1))
+          flatConvLayout(tensorType(input), tensorType(weight), stride, padding, dilation))
     return lowerFlatConv(b, loc, input, weight, padding, *layout);
-  return lowerPhasedConv(b, loc, input, weight, stride, padding, dilation, 1, out);
+  return lowerPhasedConv(b, loc, input, weight, stride, padding, dilation, out);
 }
 
 static std::optional<Value> lowerFastConvGradWeight(OpBuilder &b, Location loc, Value input,
@@ -1480,9 +1478,9 @@ static std::optional<Value> lowerFastConvGradWeight(OpBuilder &b, Location loc, 
                                                     ArrayRef<int64_t> padding,
                                                     ArrayRef<int64_t> dilation,
                                                     RankedTensorType out) {
-  if (auto layout = flatConvLayout(tensorType(input), out, stride, padding, dilation, 1))
+  if (auto layout = flatConvLayout(tensorType(input), out, stride, padding, dilation))
     return lowerFlatConvWeightGrad(b, loc, input, grad, padding, out, *layout);
-  return lowerPhasedConvGradWeight(b, loc, input, grad, stride, padding, dilation, 1, out);
+  return lowerPhasedConvGradWeight(b, loc, input, grad, stride, padding, dilation, out);
 }
 
 /// A grouped convolution (or gradient) as one ungrouped one per group, on
@@ -1664,7 +1662,7 @@ struct ConvGradInputPattern : OpRewritePattern<ConvGradInputOp> {
     int64_t spatial = out.getRank() - 2, groups = op.getGroups();
     auto lowerGroup = [&](ArrayRef<Value> operands, RankedTensorType part) {
       return lowerPhasedConvGradInput(rewriter, loc, operands[0], operands[1], op.getStride(),
-                                      op.getPadding(), op.getDilation(), 1, part);
+                                      op.getPadding(), op.getDilation(), part);
     };
     std::optional<Value> fast =
         groups == 1 ? lowerGroup({op.getGrad(), op.getWeight()}, out)
