@@ -223,3 +223,36 @@ mithril.model @reverse_dynamic(data %x: tensor<?x3xf32>) -> (y: tensor<?x3xf32>)
   %0 = mithril.reverse %x {axes = array<i64: 0>} : (tensor<?x3xf32>) -> tensor<?x3xf32>
   mithril.output %0 : tensor<?x3xf32>
 }
+
+// -----
+
+// Misspelled attributes are errors, not silently ignored ones.
+mithril.model @attr_typo_softmax(data %x: tensor<2x3xf32>) -> (y: tensor<2x3xf32>) {
+  // expected-error @+1 {{'mithril.softmax' op has no attribute 'axs' (it takes: axis)}}
+  %0 = mithril.softmax %x {axs = 0 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  mithril.output %0 : tensor<2x3xf32>
+}
+
+// -----
+
+mithril.model @attr_typo_leaky(data %x: tensor<2x3xf32>) -> (y: tensor<2x3xf32>) {
+  // expected-error @+1 {{'mithril.leaky_relu' op has no attribute 'slop' (it takes: slope)}}
+  %0 = mithril.leaky_relu %x {slop = 0.2 : f64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  mithril.output %0 : tensor<2x3xf32>
+}
+
+// -----
+
+mithril.model @attr_typo_transpose(data %x: tensor<2x3xf32>) -> (y: tensor<3x2xf32>) {
+  // expected-error @+1 {{'mithril.transpose' op has no attribute 'perm' (it takes: permutation)}}
+  %0 = mithril.transpose %x {perm = array<i64: 1, 0>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  mithril.output %0 : tensor<3x2xf32>
+}
+
+// -----
+
+mithril.model @attr_on_attrless(data %x: tensor<2x3xf32>) -> (y: tensor<2x3xf32>) {
+  // expected-error @+1 {{'mithril.relu' op has no attribute 'inplace' (it takes none)}}
+  %0 = mithril.relu %x {inplace = true} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  mithril.output %0 : tensor<2x3xf32>
+}

@@ -29,6 +29,30 @@ bool mithril::isPlainIdentifier(StringRef name) {
   });
 }
 
+LogicalResult mithril::verifyNoUnknownAttributes(Operation *op) {
+  std::optional<RegisteredOperationName> name = op->getRegisteredInfo();
+  if (!name)
+    return success();
+  ArrayRef<StringAttr> known = name->getAttributeNames();
+  for (NamedAttribute attr : op->getDiscardableAttrs()) {
+    // Dialect attributes (`mithril.name`, `llvm.*`) are legitimate extras.
+    if (attr.getName().getValue().contains('.'))
+      continue;
+    InFlightDiagnostic diag = op->emitOpError("has no attribute '")
+                              << attr.getName().getValue() << "'";
+    SmallVector<StringRef> names;
+    for (StringAttr k : known)
+      if (k.getValue() != "operandSegmentSizes" && k.getValue() != "resultSegmentSizes")
+        names.push_back(k.getValue());
+    if (names.empty())
+      diag << " (it takes none)";
+    else
+      diag << " (it takes: " << llvm::join(names, ", ") << ")";
+    return diag;
+  }
+  return success();
+}
+
 static StringAttr getStringAttrOf(DictionaryAttr dict, StringRef key) {
   if (!dict)
     return {};

@@ -99,6 +99,24 @@ inline int64_t normalizeAxis(uint64_t axis, int64_t rank) {
 /// Is `name` usable as a bare SSA identifier in the textual IR?
 bool isPlainIdentifier(llvm::StringRef name);
 
+/// Fails, naming the attribute and the op's own ones, when `op` carries an
+/// attribute that is neither one of its inherent attributes nor a dialect
+/// attribute (`dialect.name`): a misspelled `axs` on a softmax would otherwise
+/// verify and be ignored.
+llvm::LogicalResult verifyNoUnknownAttributes(mlir::Operation *op);
+
+namespace traits {
+/// Ops of the dialect reject attributes they do not define.
+template <typename ConcreteType>
+class NoUnknownAttributes
+    : public mlir::OpTrait::TraitBase<ConcreteType, NoUnknownAttributes> {
+public:
+  static llvm::LogicalResult verifyTrait(mlir::Operation *op) {
+    return verifyNoUnknownAttributes(op);
+  }
+};
+} // namespace traits
+
 } // namespace mithril
 
 #define GET_OP_CLASSES

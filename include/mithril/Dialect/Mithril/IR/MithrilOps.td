@@ -18,8 +18,13 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 
+// Every op rejects attributes it does not define (typos such as `axs`).
+def Mithril_NoUnknownAttributes : NativeOpTrait<"NoUnknownAttributes"> {
+  let cppNamespace = "::mithril::traits";
+}
+
 class Mithril_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Mithril_Dialect, mnemonic, traits>;
+    : Op<Mithril_Dialect, mnemonic, !listconcat([Mithril_NoUnknownAttributes], traits)>;
 
 //===----------------------------------------------------------------------===//
 // Models, instances and terminals
