@@ -106,7 +106,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
   }
 
   if (wanted("fusion")) {
-    pm.addPass(createLinalgElementwiseOpFusionPass());
+    pm.addPass(createMithrilFuseElementwise());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
     if (options.schedule && !options.gpuTilesOnHost) {

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import mithril as ml
-from mithril.models import Mean, Model, Sum, Variance
+from mithril.models import Linear, Mean, Model, Reshape, Softmax, Sum, Variance
 
 
 def _single(cls, shape, dtype=ml.float32, **kwargs):
@@ -36,3 +36,40 @@ def test_float32_partial_reductions_are_accurate(shape, axis):
         out = _single(cls, shape, axis=axis).evaluate({}, {"input": x})["output"]
         want = ref(x.astype(np.float64), axis=axis)
         np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)
+
+
+def _softmax(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+@pytest.mark.parametrize("shape", [[None, None, None], [2, 3, 4], [1, 5, 1], [1, 1, 1]])
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+def test_softmax_and_keepdim_sums_on_any_shape(shape, axis):
+    # Softmax(axis=1 or 2) and Sum(axis=0, keepdim=True) on an all-dynamic
+    # rank-3 input crashed the compiler; on [1, 5, 1] they were rejected
+    # ("'memref.expand_shape' op invalid output shape"): the reduced unit
+    # dimension was put back at the wrong place.
+    x = np.random.default_rng(2).standard_normal(
+        [d if d is not None else 2 + i for i, d in enumerate(shape)])
+    pm = _single(Softmax, shape, dtype=ml.float64, axis=axis)
+    np.testing.assert_allclose(pm.evaluate({}, {"input": x})["output"], _softmax(x, axis),
+                               rtol=1e-12, atol=1e-15)
+    pm = _single(Sum, shape, dtype=ml.float64, axis=axis, keepdim=True)
+    np.testing.assert_allclose(pm.evaluate({}, {"input": x})["output"],
+                               x.sum(axis=axis, keepdims=True), rtol=1e-12, atol=1e-15)
+
+
+def test_reshape_of_dynamic_input_feeding_linear():
+    # Reshape(-1) of a dynamic input feeding a Linear crashed: fusion split the
+    # weight's dynamic size into two.
+    m = Model()
+    m |= Reshape(shape=(-1,)).connect(input="input", output="r")
+    m |= Linear(3).connect(input="r", output="output")
+    pm = ml.compile(m, ml.MlirBackend(dtype=ml.float64), shapes={"input": [None, None]},
+                    inference=True)
+    rng = np.random.default_rng(3)
+    for rows, cols in ((6, 4), (2, 5)):
+        x, w, b = rng.random((rows, cols)), rng.random((3, rows * cols)), rng.random(3)
+        out = pm.evaluate({"linear_0.weight": w, "linear_0.bias": b}, {"input": x})["output"]
+        np.testing.assert_allclose(out, x.reshape(-1) @ w.T + b, rtol=1e-12)

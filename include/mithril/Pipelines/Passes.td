@@ -74,4 +74,19 @@ def MithrilStridedCopies : Pass<"mithril-strided-copies", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
+def MithrilFuseElementwise : Pass<"mithril-fuse-elementwise", "mlir::ModuleOp"> {
+  let summary = "Fuse elementwise linalg ops and fold reshapes into them, keeping reshapes well-formed";
+  let description = [{
+    Upstream's `linalg-fuse-elementwise-ops` with one restriction: a reshape
+    is folded into a linalg op by expanding the op's loops only where every
+    group of the expanded shape has at most one dynamic size. Expanding a
+    `tensor<3x?xf32>` operand into `tensor<3x?x?xf32>` (a `Reshape(-1)` of a
+    dynamic input feeding a Linear) needs sizes no static analysis can split,
+    and the memref lowering of such an `expand_shape` crashed. Those reshapes
+    stay as they are: a collapse of a contiguous tensor is free.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect",
+                           "mlir::affine::AffineDialect"];
+}
+
 #endif // MITHRIL_PIPELINES_PASSES_TD

@@ -644,24 +644,33 @@ static Value buildReshape(OpBuilder &b, Location loc, Value input, RankedTensorT
                                        sizes);
 }
 
-/// Adds back reduced axes as size-1 dimensions for keepdim.
-static Value keepDims(OpBuilder &b, Location loc, Value reduced, RankedTensorType type) {
-  if (tensorType(reduced) == type)
-    return reduced;
-  SmallVector<OpFoldResult> sizes;
+/// Adds back the reduced `axes` (normalized) as size-1 dimensions for keepdim;
+/// `reduced` is already of `type` without keepdim. The axes must be given: a
+/// [1, 5] sum reduced to [1, 5, 1] has two unit dimensions that only they tell
+/// apart.
+static Value keepDims(OpBuilder &b, Location loc, Value reduced, RankedTensorType type,
+                      ArrayRef<int64_t> axes) {
   RankedTensorType rt = tensorType(reduced);
-  int64_t j = 0;
+  if (rt == type || rt.getRank() == type.getRank())
+    return reduced;
+  // One expand_shape whose groups each hold one kept dimension and the unit
+  // ones around it: a collapse to 1-D and an expand with several dynamic sizes
+  // in one group would be ambiguous (and crashed upstream's reshape folding).
+  SmallVector<OpFoldResult> sizes;
+  SmallVector<ReassociationIndices> groups(rt.getRank());
+  int64_t kept = 0;
   for (int64_t i = 0; i < type.getRank(); ++i) {
-    if (type.getDimSize(i) == 1 && (j >= rt.getRank() || rt.getDimSize(j) != 1 ||
-                                    type.getRank() - i > rt.getRank() - j)) {
-      sizes.push_back(b.getIndexAttr(1));
-      continue;
-    }
-    sizes.push_back(dimOf(b, loc, reduced, j++));
+    bool unit = llvm::is_contained(axes, i);
+    sizes.push_back(unit ? OpFoldResult(b.getIndexAttr(1)) : dimOf(b, loc, reduced, kept));
+    if (!unit)
+      ++kept;
+    // Unit dimensions join the kept one before them (the first kept one if
+    // none is before).
+    if (!groups.empty())
+      groups[std::max<int64_t>(kept - 1, 0)].push_back(i);
   }
-  return buildReshape(b, loc, reduced, type, sizes);
+  return tensor::ExpandShapeOp::create(b, loc, type, reduced, groups, sizes);
 }
-
 
 /// The number of elements over `axes` of `input`, as a scalar of type `et`.
 static Value countOver(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
@@ -699,7 +708,7 @@ struct ReducePattern : OpRewritePattern<OpT> {
       r = divideByScalar(rewriter, loc, r,
                          countOver(rewriter, loc, op.getInput(), axes, in.getElementType()));
     }
-    rewriter.replaceOp(op, keepDims(rewriter, loc, r, op.getType()));
+    rewriter.replaceOp(op, keepDims(rewriter, loc, r, op.getType(), axes));
     return success();
   }
 };
@@ -726,7 +735,7 @@ struct VariancePattern : OpRewritePattern<VarianceOp> {
     SmallVector<int64_t> keptShape(in.getShape());
     for (int64_t a : axes)
       keptShape[a] = 1;
-    Value meanKept = keepDims(rewriter, loc, mean, RankedTensorType::get(keptShape, et));
+    Value meanKept = keepDims(rewriter, loc, mean, RankedTensorType::get(keptShape, et), axes);
     Value sq = buildElementwise(rewriter, loc, in, ValueRange{op.getInput(), meanKept},
                                 [](OpBuilder &nb, Location l, ValueRange a, Type) {
                                   Value d = arith::SubFOp::create(nb, l, a[0], a[1]);
@@ -736,7 +745,7 @@ struct VariancePattern : OpRewritePattern<VarianceOp> {
     Value denom = arith::SubFOp::create(
         rewriter, loc, count, floatConst(rewriter, loc, et, op.getCorrection().convertToDouble()));
     Value var = divideByScalar(rewriter, loc, ss, denom);
-    rewriter.replaceOp(op, keepDims(rewriter, loc, var, op.getType()));
+    rewriter.replaceOp(op, keepDims(rewriter, loc, var, op.getType(), axes));
     return success();
   }
 };
@@ -753,9 +762,13 @@ struct ArgReducePattern : OpRewritePattern<OpT> {
     RankedTensorType in = tensorType(input);
     Type et = in.getElementType();
     int64_t axis;
+    // The axes keepdim puts back: the one reduced, or all of them.
+    SmallVector<int64_t> keptAxes;
     if (auto a = op.getAxis()) {
       axis = normalizeAxis(*a, in.getRank());
+      keptAxes.push_back(axis);
     } else {
+      keptAxes = llvm::to_vector(llvm::seq<int64_t>(0, in.getRank()));
       // Over the flattened tensor.
       int64_t n = 1;
       for (int64_t d : in.getShape())
@@ -822,7 +835,7 @@ struct ArgReducePattern : OpRewritePattern<OpT> {
               ValueRange{arith::SelectOp::create(b, l, better, args[0], args[1]),
                          arith::SelectOp::create(b, l, better, idx, args[2])});
         });
-    rewriter.replaceOp(op, keepDims(rewriter, loc, generic.getResult(1), op.getType()));
+    rewriter.replaceOp(op, keepDims(rewriter, loc, generic.getResult(1), op.getType(), keptAxes));
     return success();
   }
 };

@@ -1,0 +1,71 @@
+// RUN: mithril-opt %s -split-input-file --mithril-fuse-elementwise | FileCheck %s
+
+// Elementwise producers fuse into their consumer, as upstream's pass does.
+// CHECK-LABEL: func.func @fuse_chain
+// CHECK: linalg.generic
+// CHECK:   math.exp
+// CHECK:   arith.addf
+// CHECK-NOT: linalg.generic
+#id = affine_map<(d0) -> (d0)>
+func.func @fuse_chain(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %e = tensor.empty() : tensor<8xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%x : tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = math.exp %a : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  %1 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%0, %x : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  return %1 : tensor<8xf32>
+}
+
+// -----
+
+// A collapse of two dynamic sizes into one stays: folding it by expansion
+// would split the other operand's dynamic size into two (a Reshape(-1) of a
+// dynamic input feeding a Linear crashed the memref lowering).
+// CHECK-LABEL: func.func @dynamic_collapse_stays
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1]] : tensor<?x?xf32> into tensor<?xf32>
+// CHECK-NOT: tensor.expand_shape
+// CHECK: linalg.generic
+#m0 = affine_map<(d0, d1) -> (d1)>
+#m1 = affine_map<(d0, d1) -> (d0, d1)>
+#m2 = affine_map<(d0, d1) -> (d0)>
+func.func @dynamic_collapse_stays(%x: tensor<?x?xf32>, %w: tensor<3x?xf32>) -> tensor<3xf32> {
+  %flat = tensor.collapse_shape %x [[0, 1]] : tensor<?x?xf32> into tensor<?xf32>
+  %cst = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<3xf32>
+  %z = linalg.fill ins(%cst : f32) outs(%e : tensor<3xf32>) -> tensor<3xf32>
+  %0 = linalg.generic {indexing_maps = [#m0, #m1, #m2], iterator_types = ["parallel", "reduction"]}
+      ins(%flat, %w : tensor<?xf32>, tensor<3x?xf32>) outs(%z : tensor<3xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %p, %o : f32
+    linalg.yield %s : f32
+  } -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+// A static collapse still folds into its consumer by expansion.
+// CHECK-LABEL: func.func @static_collapse_folds
+// CHECK-NOT: tensor.collapse_shape
+// CHECK: linalg.generic {{.*}}ins(%{{.*}} : tensor<4x6xf32>)
+#s = affine_map<(d0) -> (d0)>
+func.func @static_collapse_folds(%x: tensor<4x6xf32>) -> tensor<24xf32> {
+  %flat = tensor.collapse_shape %x [[0, 1]] : tensor<4x6xf32> into tensor<24xf32>
+  %e = tensor.empty() : tensor<24xf32>
+  %0 = linalg.generic {indexing_maps = [#s, #s], iterator_types = ["parallel"]}
+      ins(%flat : tensor<24xf32>) outs(%e : tensor<24xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = math.exp %a : f32
+    linalg.yield %r : f32
+  } -> tensor<24xf32>
+  return %0 : tensor<24xf32>
+}
