@@ -848,9 +848,22 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     }
   }
 
+  /// An op with a loop of static size 0 computes nothing: its results are its
+  /// inits (an empty tensor, or the fill of a reduction over nothing). Tiling
+  /// it would divide by the zero range.
+  static void foldEmptyLoops(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
+    for (linalg::LinalgOp op : ops) {
+      if (!llvm::is_contained(op.getStaticLoopRanges(), 0) ||
+          op->getNumResults() != op.getDpsInits().size())
+        continue;
+      rewriter.replaceOp(op, op.getDpsInits());
+    }
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     IRRewriter rewriter(&getContext());
+    foldEmptyLoops(rewriter, collectTensorOps(module));
     if (failed(rewriteMatrixVectorProducts(rewriter, collectTensorOps(module))))
       return signalPassFailure();
     if (failed(peelMatmulColumns(rewriter, collectTensorOps(module))))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import mithril as ml
-from mithril.models import Linear, Mean, Model, Reshape, Softmax, Sum, Variance
+from mithril.models import Linear, MatrixMultiply, Mean, Model, Reshape, Softmax, Sum, Variance
 
 
 def _single(cls, shape, dtype=ml.float32, **kwargs):
@@ -73,3 +73,32 @@ def test_reshape_of_dynamic_input_feeding_linear():
         x, w, b = rng.random((rows, cols)), rng.random((3, rows * cols)), rng.random(3)
         out = pm.evaluate({"linear_0.weight": w, "linear_0.bias": b}, {"input": x})["output"]
         np.testing.assert_allclose(out, x.reshape(-1) @ w.T + b, rtol=1e-12)
+
+
+@pytest.mark.parametrize("shapes", [{"input": [0, 4]}, {"input": [None, 4]}])
+def test_empty_batch_through_linear_forward_and_backward(shapes):
+    # A size-0 dimension segfaulted in the matmul's tile computation.
+    m = Model()
+    m |= Linear(3).connect(input="input", output="output")
+    pm = ml.compile(m, ml.MlirBackend(dtype=ml.float64), shapes=shapes)
+    params = pm.randomize_params()
+    out, grads = pm.evaluate(params, {"input": np.zeros((0, 4))},
+                             output_gradients={"output": np.zeros((0, 3))})
+    assert out["output"].shape == (0, 3)
+    for name, g in grads.items():
+        assert g.shape == params[name].shape and not g.any()
+
+
+def test_empty_contraction_and_reductions():
+    # A sum over nothing is 0, a mean over nothing NaN (numpy's answer).
+    m = Model()
+    m |= MatrixMultiply().connect(left="input", right="w", output="output")
+    pm = ml.compile(m, ml.MlirBackend(dtype=ml.float64), shapes={"input": [3, 0], "w": [0, 4]},
+                    inference=True)
+    assert (pm.evaluate({}, {"input": np.zeros((3, 0)), "w": np.zeros((0, 4))})["output"]
+            == np.zeros((3, 4))).all()
+    x = np.zeros((0, 4))
+    assert (_single(Sum, [0, 4], dtype=ml.float64, axis=0).evaluate({}, {"input": x})["output"]
+            == np.zeros(4)).all()
+    assert np.isnan(
+        _single(Mean, [0, 4], dtype=ml.float64, axis=0).evaluate({}, {"input": x})["output"]).all()

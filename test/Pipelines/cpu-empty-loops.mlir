@@ -1,0 +1,29 @@
+// RUN: mithril-opt %s --mithril-cpu-schedule | FileCheck %s
+
+// An op with a loop of size 0 computes nothing: a matmul with no rows gives its
+// (empty) init, one with no reduction steps its zero fill. Tiling such ops
+// divided by the zero range and crashed.
+// CHECK-LABEL: func.func @no_rows
+// CHECK-NOT: linalg.matmul
+// CHECK-NOT: scf.for
+// CHECK: return
+func.func @no_rows(%a: tensor<0x4xf32>, %b: tensor<4x3xf32>) -> tensor<0x3xf32> {
+  %cst = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<0x3xf32>
+  %z = linalg.fill ins(%cst : f32) outs(%e : tensor<0x3xf32>) -> tensor<0x3xf32>
+  %0 = linalg.matmul ins(%a, %b : tensor<0x4xf32>, tensor<4x3xf32>) outs(%z : tensor<0x3xf32>) -> tensor<0x3xf32>
+  return %0 : tensor<0x3xf32>
+}
+
+// CHECK-LABEL: func.func @no_steps
+// CHECK: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<3x4xf32>
+// CHECK-NOT: linalg.matmul
+// CHECK: %[[Z:.*]] = vector.transfer_write %[[ZERO]]
+// CHECK-NEXT: return %[[Z]]
+func.func @no_steps(%a: tensor<3x0xf32>, %b: tensor<0x4xf32>) -> tensor<3x4xf32> {
+  %cst = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<3x4xf32>
+  %z = linalg.fill ins(%cst : f32) outs(%e : tensor<3x4xf32>) -> tensor<3x4xf32>
+  %0 = linalg.matmul ins(%a, %b : tensor<3x0xf32>, tensor<0x4xf32>) outs(%z : tensor<3x4xf32>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
