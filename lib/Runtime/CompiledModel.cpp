@@ -498,6 +498,7 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
   model->entry_ = entry->getSymName().str();
   CompileOptions opts = options;
   opts.entry = model->entry_;
+  model->options_ = opts;
 
   // The logical model, flattened, shape-inferred and differentiated, gives
   // the terminals.
@@ -705,15 +706,21 @@ llvm::Error CompiledModel::run(ArrayRef<TensorView> inputs, ArrayRef<TensorView>
     SmallVector<ArrayRef<int64_t>> shapes;
     for (const TensorView &view : inputs)
       shapes.push_back(view.shape);
-    auto expected = outputShapes(shapes);
-    if (!expected)
-      return expected.takeError();
+    auto plan = planShapes(shapes);
+    if (!plan)
+      return plan.takeError();
     for (size_t i = 0; i < outputs.size(); ++i)
-      if (ArrayRef<int64_t>(outputs[i].shape) != ArrayRef<int64_t>((*expected)[i]))
+      if (ArrayRef<int64_t>(outputs[i].shape) != ArrayRef<int64_t>(plan->outputs[i]))
         return makeError("output '" + outputs_[i].name + "': expected " +
                          dtypeName(outputs_[i].dtype) + " " +
-                         runtime::formatShape((*expected)[i]) + " for these inputs, got " +
+                         runtime::formatShape(plan->outputs[i]) + " for these inputs, got " +
                          runtime::formatShape(outputs[i].shape));
+    if (plan->needsStaticCode) {
+      auto code = staticCode(shapes);
+      if (!code)
+        return code.takeError();
+      return (*code)->run(inputs, outputs);
+    }
   }
   SmallVector<TensorView> views(inputs.begin(), inputs.end());
   views.append(outputs.begin(), outputs.end());
@@ -753,23 +760,87 @@ llvm::Error CompiledModel::run(ArrayRef<TensorView> inputs, ArrayRef<TensorView>
   return cuda_->takenError("running @" + entry_ + " on the GPU");
 }
 
-Expected<std::vector<SmallVector<int64_t>>>
-CompiledModel::outputShapes(ArrayRef<ArrayRef<int64_t>> inputShapes) const {
-  if (inputShapes.size() != inputs_.size())
-    return makeError("@" + entry_ + " takes " + std::to_string(inputs_.size()) +
-                     " inputs, got shapes for " + std::to_string(inputShapes.size()));
-  std::vector<SmallVector<int64_t>> shapes;
-  for (const TerminalInfo &t : outputs_)
-    shapes.push_back(t.shape);
-  if (!dynamic_)
-    return shapes;
-
-  // The key: every input shape, each preceded by its rank.
+/// The cache key of a set of input shapes: each shape preceded by its rank.
+static std::vector<int64_t> shapesKey(ArrayRef<ArrayRef<int64_t>> inputShapes) {
   std::vector<int64_t> key;
   for (ArrayRef<int64_t> shape : inputShapes) {
     key.push_back(static_cast<int64_t>(shape.size()));
     key.insert(key.end(), shape.begin(), shape.end());
   }
+  return key;
+}
+
+/// Does some op of `concrete` (the model with static shapes) broadcast a
+/// size-1 dimension of an operand that `compiled` (the same model, as
+/// compiled) has as dynamic? Code compiled for a dynamic size indexes it as
+/// the full size. Any op whose result is larger along a size-1 operand
+/// dimension counts: the check errs towards compiling static code.
+static bool broadcastsDynamicSize(ModelOp compiled, ModelOp concrete) {
+  SmallVector<Operation *> before, after;
+  compiled.getBodyBlock().walk([&](Operation *op) { before.push_back(op); });
+  concrete.getBodyBlock().walk([&](Operation *op) { after.push_back(op); });
+  if (before.size() != after.size())
+    return true;
+  for (auto [dynOp, op] : llvm::zip(before, after)) {
+    if (op->getNumResults() == 0 || dynOp->getNumOperands() != op->getNumOperands())
+      continue;
+    auto rt = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!rt)
+      continue;
+    for (auto [dynOperand, operand] : llvm::zip(dynOp->getOperands(), op->getOperands())) {
+      auto dt = dyn_cast<RankedTensorType>(dynOperand.getType());
+      auto ct = dyn_cast<RankedTensorType>(operand.getType());
+      if (!dt || !ct || ct.getRank() > rt.getRank() || dt.getRank() != ct.getRank())
+        continue;
+      for (int64_t d = 0; d < ct.getRank(); ++d)
+        if (dt.isDynamicDim(d) && ct.getDimSize(d) == 1 &&
+            rt.getDimSize(d + rt.getRank() - ct.getRank()) != 1)
+          return true;
+    }
+  }
+  return false;
+}
+
+Expected<std::vector<SmallVector<int64_t>>>
+CompiledModel::outputShapes(ArrayRef<ArrayRef<int64_t>> inputShapes) const {
+  auto plan = planShapes(inputShapes);
+  if (!plan)
+    return plan.takeError();
+  return plan->outputs;
+}
+
+Expected<const CompiledModel *>
+CompiledModel::staticCode(ArrayRef<ArrayRef<int64_t>> inputShapes) const {
+  std::vector<int64_t> key = shapesKey(inputShapes);
+  std::lock_guard<std::mutex> lock(staticMutex_);
+  if (auto it = staticCode_.find(key); it != staticCode_.end())
+    return it->second.get();
+  CompileOptions options = options_;
+  options.dynamicShapes = false;
+  options.shapes.clear();
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    options.shapes.push_back(shapeSpec(inputs_[i].name, inputShapes[i]));
+  auto code = compile(logicalIR_, options);
+  if (!code)
+    return code.takeError();
+  const CompiledModel *result = code->get();
+  staticCode_.emplace(std::move(key), std::move(*code));
+  return result;
+}
+
+Expected<CompiledModel::ShapePlan>
+CompiledModel::planShapes(ArrayRef<ArrayRef<int64_t>> inputShapes) const {
+  if (inputShapes.size() != inputs_.size())
+    return makeError("@" + entry_ + " takes " + std::to_string(inputs_.size()) +
+                     " inputs, got shapes for " + std::to_string(inputShapes.size()));
+  ShapePlan plan;
+  std::vector<SmallVector<int64_t>> &shapes = plan.outputs;
+  for (const TerminalInfo &t : outputs_)
+    shapes.push_back(t.shape);
+  if (!dynamic_)
+    return plan;
+
+  std::vector<int64_t> key = shapesKey(inputShapes);
   std::lock_guard<std::mutex> lock(shapesMutex_);
   if (auto it = shapesCache_.find(key); it != shapesCache_.end())
     return it->second;
@@ -801,8 +872,11 @@ CompiledModel::outputShapes(ArrayRef<ArrayRef<int64_t>> inputShapes) const {
                        " for these input shapes");
     shapes.emplace_back(type.getShape());
   }
-  shapesCache_.emplace(std::move(key), shapes);
-  return shapes;
+  OwningOpRef<ModuleOp> compiled = parseSourceString<ModuleOp>(logicalIR_, &ctx);
+  auto compiledRoot = compiled ? compiled->lookupSymbol<ModelOp>(entry_) : ModelOp();
+  plan.needsStaticCode = !compiledRoot || broadcastsDynamicSize(compiledRoot, root);
+  shapesCache_.emplace(std::move(key), plan);
+  return plan;
 }
 
 /// Lowers with mithril-gpu-pipeline and prints the kernels (PTX) or the IR.

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import mithril as ml
-from mithril.models import Linear, MatrixMultiply, Mean, Model, Reshape, Softmax, Sum, Variance
+from mithril.models import Add, Linear, MatrixMultiply, Mean, Model, Reshape, Softmax, Sum, Variance
 
 
 def _single(cls, shape, dtype=ml.float32, **kwargs):
@@ -102,3 +102,26 @@ def test_empty_contraction_and_reductions():
             == np.zeros(4)).all()
     assert np.isnan(
         _single(Mean, [0, 4], dtype=ml.float64, axis=0).evaluate({}, {"input": x})["output"]).all()
+
+
+@pytest.mark.parametrize("sizes", [((1, 4), (3, 4)), ((3, 4), (1, 4)), ((1, 4), (3, 1)),
+                                   ((3, 4), (3, 4)), ((1, 1), (1, 1))])
+def test_dynamic_sizes_broadcast_at_run_time(sizes):
+    # Two dynamic sizes meeting in a broadcast, one of them 1 at run time:
+    # the dynamic code returned uninitialised memory.
+    m = Model()
+    m |= Add().connect(left="input", right="b", output="output")
+    pm = ml.compile(m, ml.MlirBackend(dtype=ml.float64),
+                    shapes={"input": [None, None], "b": [None, None]}, inference=True)
+    rng = np.random.default_rng(4)
+    a, b = rng.random(sizes[0]), rng.random(sizes[1])
+    np.testing.assert_array_equal(pm.evaluate({}, {"input": a, "b": b})["output"], a + b)
+
+
+def test_dynamic_sizes_that_cannot_broadcast_are_an_error():
+    m = Model()
+    m |= Add().connect(left="input", right="b", output="output")
+    pm = ml.compile(m, ml.MlirBackend(dtype=ml.float64),
+                    shapes={"input": [None, 4], "b": [None, 4]}, inference=True)
+    with pytest.raises(ml.MithrilError, match="cannot broadcast"):
+        pm.evaluate({}, {"input": np.ones((2, 4)), "b": np.ones((3, 4))})

@@ -150,6 +150,19 @@ public:
 private:
   CompiledModel() = default;
 
+  /// The shape rules' answer for one set of input shapes.
+  struct ShapePlan {
+    std::vector<llvm::SmallVector<int64_t>> outputs;
+    /// Some op broadcasts a size 1 along a dimension the compiled code only
+    /// knows as dynamic: that code would read past the operand, so such
+    /// inputs run on code compiled for their static shapes.
+    bool needsStaticCode = false;
+  };
+  llvm::Expected<ShapePlan> planShapes(llvm::ArrayRef<llvm::ArrayRef<int64_t>> inputShapes) const;
+  /// The model compiled for these static input shapes (cached).
+  llvm::Expected<const CompiledModel *>
+  staticCode(llvm::ArrayRef<llvm::ArrayRef<int64_t>> inputShapes) const;
+
   std::string entry_;
   std::vector<TerminalInfo> inputs_, outputs_;
   std::vector<PhaseTiming> timings_;
@@ -160,7 +173,11 @@ private:
   /// Whether a terminal has a dynamic dimension (dynamicShapes).
   bool dynamic_ = false;
   mutable std::mutex shapesMutex_;
-  mutable std::map<std::vector<int64_t>, std::vector<llvm::SmallVector<int64_t>>> shapesCache_;
+  mutable std::map<std::vector<int64_t>, ShapePlan> shapesCache_;
+  /// The options it was compiled with, for static specializations.
+  CompileOptions options_;
+  mutable std::mutex staticMutex_;
+  mutable std::map<std::vector<int64_t>, std::unique_ptr<CompiledModel>> staticCode_;
   std::unique_ptr<mlir::ExecutionEngine> engine_;
   /// Whether the code hands work to the async runtime's worker threads.
   bool usesWorkerThreads_ = false;
