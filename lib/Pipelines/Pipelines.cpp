@@ -101,7 +101,9 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
   if (wanted("linalg")) {
     pm.addPass(createMithrilDecompose());
     pm.addPass(createCanonicalizerPass());
-    pm.addPass(createConvertMithrilToLinalg());
+    ConvertMithrilToLinalgOptions lowering;
+    lowering.indexErrors = options.indexErrors;
+    pm.addPass(createConvertMithrilToLinalg(lowering));
     pm.addPass(createCanonicalizerPass());
   }
 

@@ -39,6 +39,8 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/DynamicLibrary.h"
 
+#include <optional>
+
 #include <chrono>
 #include <cstdlib>
 #include <map>
@@ -208,6 +210,7 @@ static llvm::Error runPipeline(ModuleOp module, const CompileOptions &options,
   pipelineOpts.stopAfter = stopAfter.str();
   pipelineOpts.startAfter = startAfter.str();
   pipelineOpts.runtimeAllocator = forJit;
+  pipelineOpts.indexErrors = forJit;
   pipelineOpts.gpuTilesOnHost = options.gpuTilesOnHost;
   if (std::string error = checkCpuPipelineOptions(pipelineOpts); !error.empty())
     return makeError(error);
@@ -215,9 +218,11 @@ static llvm::Error runPipeline(ModuleOp module, const CompileOptions &options,
     return makeError("internal error: mithril-cpu-pipeline does not build");
   if (succeeded(pm.run(module)))
     return llvm::Error::success();
+  std::string reproduce = pipelineOptions(options, stopAfter, startAfter);
+  if (forJit)
+    reproduce += " runtime-allocator=true index-errors=true";
   return makeError(diags.text + "reproduce with: mithril-opt --pass-pipeline='builtin.module(" +
-                   "mithril-cpu-pipeline{" + pipelineOptions(options, stopAfter, startAfter) + "})' " +
-                   options.sourceName);
+                   "mithril-cpu-pipeline{" + reproduce + "})' " + options.sourceName);
 }
 
 /// Runs mithril-gpu-pipeline up to `stopAfter` (one of its stages); on
@@ -434,6 +439,19 @@ extern "C" void *mithrilCachedAlignedAlloc(size_t alignment, size_t size) {
 }
 extern "C" void mithrilCachedFree(void *block) { BufferCache::get().release(block); }
 
+/// The first index out of range the running code reported on this thread
+/// (the checks run on the calling thread, outside the split loops).
+thread_local std::optional<std::string> pendingIndexError;
+
+/// Called by compiled code (convert-mithril-to-linalg's index-errors) with the
+/// offending index, the bound and a message naming the op and the indices.
+extern "C" void mithrilIndexError(int64_t value, int64_t bound, int64_t message) {
+  if (pendingIndexError)
+    return;
+  pendingIndexError = std::string(reinterpret_cast<const char *>(message)) + " is " +
+                      std::to_string(value) + ", outside [0, " + std::to_string(bound) + ")";
+}
+
 } // namespace
 
 CompiledModel::~CompiledModel() {
@@ -616,6 +634,7 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
     add("_mlir_memref_to_llvm_alloc", reinterpret_cast<void *>(&mithrilCachedAlloc));
     add("_mlir_memref_to_llvm_aligned_alloc", reinterpret_cast<void *>(&mithrilCachedAlignedAlloc));
     add("_mlir_memref_to_llvm_free", reinterpret_cast<void *>(&mithrilCachedFree));
+    add("mithrilIndexError", reinterpret_cast<void *>(&mithrilIndexError));
     if (asyncSymbols)
       for (const auto &symbol : *asyncSymbols)
         add(symbol.getKey(), symbol.getValue());
@@ -752,7 +771,13 @@ llvm::Error CompiledModel::run(ArrayRef<TensorView> inputs, ArrayRef<TensorView>
     descriptorPtrs[i] = descriptors[i].data();
     args[i] = &descriptorPtrs[i];
   }
+  pendingIndexError.reset();
   function_(args.data());
+  if (pendingIndexError) {
+    std::string message = std::move(*pendingIndexError);
+    pendingIndexError.reset();
+    return makeError(message);
+  }
   if (!cuda_)
     return llvm::Error::success();
   for (size_t i = 0; i < outputs.size(); ++i)

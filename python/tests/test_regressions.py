@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import mithril as ml
-from mithril.models import Add, Linear, MatrixMultiply, Mean, Model, Reshape, Softmax, Sum, Variance
+from mithril.models import (Add, CrossEntropy, Embedding, Linear, MatrixMultiply, Mean, Model,
+                            PermuteTensor, Reshape, Softmax, Sum, Variance)
 
 
 def _single(cls, shape, dtype=ml.float32, **kwargs):
@@ -125,3 +126,46 @@ def test_dynamic_sizes_that_cannot_broadcast_are_an_error():
                     shapes={"input": [None, 4], "b": [None, 4]}, inference=True)
     with pytest.raises(ml.MithrilError, match="cannot broadcast"):
         pm.evaluate({}, {"input": np.ones((2, 4)), "b": np.ones((3, 4))})
+
+
+def _lookup(num_embeddings=5):
+    m = Model()
+    m |= Embedding(num_embeddings=num_embeddings, dim=3).connect(input="input", output="output")
+    return ml.compile(m, ml.MlirBackend(dtype=ml.float32), shapes={"input": [4]}, inference=True)
+
+
+@pytest.mark.parametrize("bad", [5, -1, 10**6])
+def test_embedding_index_out_of_range_is_an_error(bad):
+    # Index 5 of 5 rows or -1 returned rows of garbage memory.
+    pm = _lookup()
+    params = pm.randomize_params()
+    ids = np.array([0, 4, 2, 1])
+    np.testing.assert_array_equal(pm.evaluate(params, {"input": ids})["output"],
+                                  next(iter(params.values()))[ids])
+    ids[1] = bad
+    with pytest.raises(ml.MithrilError, match=rf"terminal 'input' is {bad}, outside \[0, 5\)"):
+        pm.evaluate(params, {"input": ids})
+
+
+@pytest.mark.parametrize("bad", [4, -2])
+def test_cross_entropy_class_out_of_range_is_an_error(bad):
+    # An out-of-range class index gave a finite loss.
+    m = Model()
+    m |= CrossEntropy().connect(input="input", target="target", output="output")
+    pm = ml.compile(m, ml.MlirBackend(dtype=ml.float64), shapes={"input": [3, 4], "target": [3]},
+                    inference=True)
+    x = np.random.default_rng(5).standard_normal((3, 4))
+    with pytest.raises(ml.MithrilError, match=rf"terminal 'target' is {bad}, outside \[0, 4\)"):
+        pm.evaluate({}, {"input": x, "target": np.array([0, bad, 1])})
+
+
+def test_permute_tensor_index_out_of_range_is_an_error():
+    m = Model()
+    m |= PermuteTensor().connect(input="input", indices="indices", output="output")
+    pm = ml.compile(m, ml.MlirBackend(dtype=ml.float64), shapes={"input": [3, 2], "indices": [3]},
+                    inference=True)
+    x = np.arange(6.0).reshape(3, 2)
+    np.testing.assert_array_equal(
+        pm.evaluate({}, {"input": x, "indices": np.array([2, 0, 1])})["output"], x[[2, 0, 1]])
+    with pytest.raises(ml.MithrilError, match=r"terminal 'indices' is 9, outside \[0, 3\)"):
+        pm.evaluate({}, {"input": x, "indices": np.array([0, 9, 1])})

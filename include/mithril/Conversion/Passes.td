@@ -24,12 +24,26 @@ def ConvertMithrilToLinalg : Pass<"convert-mithril-to-linalg", "mlir::ModuleOp">
     assumed not to broadcast (it has the size of the other operand's).
     A model that still contains instances is an error: run mithril-flatten
     first.
+
+    Ops that index by data (embedding rows, cross-entropy class indices)
+    clamp each index into range so that no read leaves the tensor. With
+    `index-errors`, the code also reports the first index out of range by
+    calling `mithrilIndexError(value, bound, message)` (i64, i64, and a
+    pointer to a NUL-terminated message naming the op and the indices'
+    terminal), which the host provides: mithril's JIT turns the report into
+    an error of the run.
   }];
+  let options = [
+    Option<"indexErrors", "index-errors", "bool", /*default=*/"false",
+           "Report indices out of range through mithrilIndexError (the host provides it)">
+  ];
   let dependentDialects = [
     "mlir::arith::ArithDialect",
     "mlir::func::FuncDialect",
     "mlir::linalg::LinalgDialect",
     "mlir::math::MathDialect",
+    "mlir::memref::MemRefDialect",
+    "mlir::scf::SCFDialect",
     "mlir::tensor::TensorDialect"
   ];
 }

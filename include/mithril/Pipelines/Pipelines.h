@@ -89,6 +89,12 @@ struct CpuPipelineOptions : public ModelPipelineOptions<CpuPipelineOptions> {
                      "host provides (mithril's JIT: a cache that reuses buffers across runs), "
                      "instead of malloc/free"),
       llvm::cl::init(false)};
+  Option<bool> indexErrors{
+      *this, "index-errors",
+      llvm::cl::desc("Report data indices out of range (embedding rows, class indices) "
+                     "through mithrilIndexError, which the host provides (mithril's JIT: an "
+                     "error of the run); without it they are clamped into range"),
+      llvm::cl::init(false)};
   Option<std::string> stopAfter{
       *this, "stop-after",
       llvm::cl::desc("Stop after a stage: flatten, shapes, autodiff, linalg, fusion, "

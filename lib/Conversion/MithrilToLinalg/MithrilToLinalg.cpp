@@ -2259,10 +2259,137 @@ struct PoolPattern : OpRewritePattern<OpT> {
   }
 };
 
+/// Where an index tensor comes from, for messages: the terminal it is (a
+/// converted model is a func whose arguments keep their terminal names), or
+/// the op that computes it.
+static std::string describeIndices(Value indices) {
+  if (auto arg = dyn_cast<BlockArgument>(indices))
+    if (auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
+      if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), kTerminalNameAttr))
+        return "terminal '" + name.str() + "'";
+  return describeValue(indices);
+}
+
+/// The op's name in the model (its location's name), or its mnemonic.
+static std::string describeSite(Operation *op) {
+  std::string site = op->getName().getStringRef().str();
+  Location loc = op->getLoc();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (isa<NameLoc>(inner))
+        loc = inner;
+  if (auto name = dyn_cast<NameLoc>(loc))
+    site += " '" + name.getName().str() + "'";
+  return site;
+}
+
+/// A pointer (as i64) to `text`, NUL-terminated, in a private constant global
+/// of the module.
+static Value messagePointer(PatternRewriter &rewriter, Location loc, Operation *op,
+                            StringRef text) {
+  auto module = op->getParentOfType<ModuleOp>();
+  SmallVector<int8_t> bytes(text.begin(), text.end());
+  bytes.push_back(0);
+  auto type = MemRefType::get({static_cast<int64_t>(bytes.size())}, rewriter.getI8Type());
+  auto data = DenseElementsAttr::get(
+      RankedTensorType::get(type.getShape(), rewriter.getI8Type()), ArrayRef<int8_t>(bytes));
+  std::string name;
+  for (unsigned n = 0;; ++n) {
+    name = "__mithril_index_message_" + std::to_string(n);
+    if (!SymbolTable::lookupSymbolIn(module, name))
+      break;
+  }
+  {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(module.getBody());
+    memref::GlobalOp::create(rewriter, loc, name, rewriter.getStringAttr("private"), type, data,
+                             /*constant=*/true, /*alignment=*/nullptr);
+  }
+  Value global = memref::GetGlobalOp::create(rewriter, loc, type, name);
+  Value address = memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, global);
+  return arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), address);
+}
+
+/// Checks at run time that every element of the integer tensor `indices` lies
+/// in [0, bound), and reports the smallest (if negative) or else the largest
+/// one out of range through kIndexErrorFunction, naming `op` and where the
+/// indices come from. One pass over the indices: their min and max.
+static void reportIndicesOutOfRange(PatternRewriter &rewriter, Location loc, Operation *op,
+                                    Value indices, OpFoldResult bound) {
+  MLIRContext *ctx = rewriter.getContext();
+  RankedTensorType it = tensorType(indices);
+  Type i64 = rewriter.getI64Type();
+  auto scalar = RankedTensorType::get({}, i64);
+  auto filled = [&](int64_t v) {
+    Value init = tensor::EmptyOp::create(rewriter, loc, scalar.getShape(), i64);
+    Value c = arith::ConstantOp::create(rewriter, loc, rewriter.getI64IntegerAttr(v));
+    return linalg::FillOp::create(rewriter, loc, c, init).getResult(0);
+  };
+  Value minInit = filled(std::numeric_limits<int64_t>::max());
+  Value maxInit = filled(std::numeric_limits<int64_t>::min());
+  int64_t rank = it.getRank();
+  AffineMap toScalar = AffineMap::get(rank, 0, {}, ctx);
+  SmallVector<AffineMap> maps = {rewriter.getMultiDimIdentityMap(rank), toScalar, toScalar};
+  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::reduction);
+  auto range = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{scalar, scalar}, indices, ValueRange{minInit, maxInit}, maps,
+      iterators, [&](OpBuilder &b, Location l, ValueRange a) {
+        Value x = a[0];
+        if (x.getType() != i64)
+          x = arith::ExtSIOp::create(b, l, i64, x);
+        linalg::YieldOp::create(b, l,
+                                ValueRange{arith::MinSIOp::create(b, l, x, a[1]).getResult(),
+                                           arith::MaxSIOp::create(b, l, x, a[2]).getResult()});
+      });
+  Value lowest = tensor::ExtractOp::create(rewriter, loc, range.getResult(0), ValueRange{});
+  Value highest = tensor::ExtractOp::create(rewriter, loc, range.getResult(1), ValueRange{});
+  Value limit = arith::IndexCastOp::create(rewriter, loc, i64,
+                                           getValueOrCreateConstantIndexOp(rewriter, loc, bound));
+  Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getI64IntegerAttr(0));
+  Value negative = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::slt, lowest, zero);
+  Value tooLarge = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sge, highest, limit);
+  Value bad = arith::OrIOp::create(rewriter, loc, negative, tooLarge);
+
+  auto module = op->getParentOfType<ModuleOp>();
+  if (!SymbolTable::lookupSymbolIn(module, kIndexErrorFunction)) {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(module.getBody());
+    auto decl = func::FuncOp::create(rewriter, loc, kIndexErrorFunction,
+                                     rewriter.getFunctionType({i64, i64, i64}, {}));
+    decl.setPrivate();
+  }
+  std::string text = describeSite(op) + ": an index of " + describeIndices(indices);
+  auto check = scf::IfOp::create(rewriter, loc, bad, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(check.thenBlock());
+  Value value = arith::SelectOp::create(rewriter, loc, negative, lowest, highest);
+  Value message = messagePointer(rewriter, loc, op, text);
+  func::CallOp::create(rewriter, loc, kIndexErrorFunction, TypeRange{},
+                       ValueRange{value, limit, message});
+}
+
+/// `index` (an integer of any width, as an index) clamped into [0, bound - 1]:
+/// an index out of range reads the nearest row instead of memory outside the
+/// tensor (and is reported where the code reports such indices).
+static Value clampIndex(OpBuilder &b, Location loc, Value index, Value bound) {
+  Value i = arith::IndexCastOp::create(b, loc, b.getIndexType(), index);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value last = arith::SubIOp::create(b, loc, bound, one);
+  Value below = arith::MinSIOp::create(b, loc, i, last);
+  return arith::MaxSIOp::create(b, loc, below, zero);
+}
+
 struct EmbeddingPattern : OpRewritePattern<EmbeddingOp> {
-  using OpRewritePattern::OpRewritePattern;
+  EmbeddingPattern(MLIRContext *ctx, bool indexErrors)
+      : OpRewritePattern(ctx), indexErrors(indexErrors) {}
+  bool indexErrors;
   LogicalResult matchAndRewrite(EmbeddingOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
+    OpFoldResult rows = dimOf(rewriter, loc, op.getWeight(), 0);
+    if (indexErrors)
+      reportIndicesOutOfRange(rewriter, loc, op, op.getIndices(), rows);
+    Value rowCount = getValueOrCreateConstantIndexOp(rewriter, loc, rows);
     RankedTensorType out = op.getType(), idx = op.getIndices().getType();
     int64_t rank = out.getRank();
     SmallVector<OpFoldResult> sizes;
@@ -2282,7 +2409,7 @@ struct EmbeddingPattern : OpRewritePattern<EmbeddingOp> {
         linalg::GenericOp::create(
             rewriter, loc, TypeRange{out}, ValueRange{op.getIndices()}, init, maps, iterators,
             [&](OpBuilder &b, Location l, ValueRange a) {
-              Value row = arith::IndexCastOp::create(b, l, b.getIndexType(), a[0]);
+              Value row = clampIndex(b, l, a[0], rowCount);
               Value col = linalg::IndexOp::create(b, l, rank - 1);
               linalg::YieldOp::create(
                   b, l, tensor::ExtractOp::create(b, l, weight, ValueRange{row, col}).getResult());
@@ -2388,7 +2515,9 @@ struct EyeLikePattern : OpRewritePattern<EyeLikeOp> {
 /// Cross entropy from log-probabilities (mithril-decompose turns logits and
 /// probabilities into log-probabilities first).
 struct CrossEntropyPattern : OpRewritePattern<CrossEntropyOp> {
-  using OpRewritePattern::OpRewritePattern;
+  CrossEntropyPattern(MLIRContext *ctx, bool indexErrors)
+      : OpRewritePattern(ctx), indexErrors(indexErrors) {}
+  bool indexErrors;
   LogicalResult matchAndRewrite(CrossEntropyOp op, PatternRewriter &rewriter) const override {
     if (!op.getFromLogProbs())
       return rewriter.notifyMatchFailure(op, "run mithril-decompose first");
@@ -2413,6 +2542,10 @@ struct CrossEntropyPattern : OpRewritePattern<CrossEntropyOp> {
       return success();
     }
     // Class indices: -logp[n, target[n, ...], ...]
+    OpFoldResult classes = dimOf(rewriter, loc, logp, classAxis);
+    if (indexErrors)
+      reportIndicesOutOfRange(rewriter, loc, op, op.getTarget(), classes);
+    Value classCount = getValueOrCreateConstantIndexOp(rewriter, loc, classes);
     SmallVector<OpFoldResult> sizes;
     for (int64_t i = 0; i < out.getRank(); ++i)
       sizes.push_back(dimOf(rewriter, loc, op.getTarget(), i));
@@ -2429,8 +2562,7 @@ struct CrossEntropyPattern : OpRewritePattern<CrossEntropyOp> {
               SmallVector<Value> indices;
               for (int64_t i = 0; i < rank; ++i)
                 indices.push_back(linalg::IndexOp::create(b, l, i));
-              indices.insert(indices.begin() + classAxis,
-                             arith::IndexCastOp::create(b, l, b.getIndexType(), a[0]));
+              indices.insert(indices.begin() + classAxis, clampIndex(b, l, a[0], classCount));
               Value v = tensor::ExtractOp::create(b, l, logp, indices);
               linalg::YieldOp::create(b, l, arith::NegFOp::create(b, l, v).getResult());
             })
@@ -2484,6 +2616,7 @@ static void copyRepeatedResults(func::FuncOp func) {
 
 struct ConvertMithrilToLinalgPass
     : public mithril::impl::ConvertMithrilToLinalgBase<ConvertMithrilToLinalgPass> {
+  using ConvertMithrilToLinalgBase::ConvertMithrilToLinalgBase;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     for (ModelOp model : llvm::make_early_inc_range(module.getOps<ModelOp>()))
@@ -2493,10 +2626,11 @@ struct ConvertMithrilToLinalgPass
     MLIRContext *ctx = &getContext();
     ConversionTarget target(*ctx);
     target.addLegalDialect<arith::ArithDialect, func::FuncDialect, linalg::LinalgDialect,
-                           math::MathDialect, tensor::TensorDialect>();
+                           math::MathDialect, memref::MemRefDialect, scf::SCFDialect,
+                           tensor::TensorDialect>();
     target.addIllegalDialect<MithrilDialect>();
     RewritePatternSet patterns(ctx);
-    populateMithrilToLinalgPatterns(patterns);
+    populateMithrilToLinalgPatterns(patterns, indexErrors);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       signalPassFailure();
   }
@@ -2506,15 +2640,16 @@ struct UniqueResultsPass : public mithril::impl::MithrilUniqueResultsBase<Unique
 };
 } // namespace
 
-void mithril::populateMithrilToLinalgPatterns(RewritePatternSet &patterns) {
+void mithril::populateMithrilToLinalgPatterns(RewritePatternSet &patterns, bool indexErrors) {
   MLIRContext *ctx = patterns.getContext();
+  patterns.add<EmbeddingPattern, CrossEntropyPattern>(ctx, indexErrors);
   patterns.add<ElementwisePattern, BroadcastToPattern, ConstantPattern, ReducePattern<SumOp>,
                ReducePattern<MeanOp>, ReducePattern<MaxOp>, ReducePattern<MinOp>,
                ReducePattern<ProdOp>, VariancePattern, ArgReducePattern<ArgMaxOp>,
                ArgReducePattern<ArgMinOp>, MatmulPattern, TransposePattern, ReshapeLikePattern,
                ConcatPattern, SlicePattern, ShapePattern, ConvPattern<Conv1DOp>,
                ConvPattern<Conv2DOp>, PoolPattern<MaxPool1DOp>, PoolPattern<MaxPool2DOp>,
-               PoolPattern<AvgPool2DOp>, EmbeddingPattern, CrossEntropyPattern, OneHotPattern, EyeLikePattern, ReversePattern,
+               PoolPattern<AvgPool2DOp>, OneHotPattern, EyeLikePattern, ReversePattern,
                ConvGradInputPattern, ConvGradWeightPattern, PoolGradPattern<MaxPoolGradOp>,
                PoolGradPattern<AvgPoolGradOp>, EmbeddingGradPattern, SliceGradPattern>(ctx);
 }

@@ -12,6 +12,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
@@ -55,8 +57,15 @@ inline constexpr int64_t kConvFlatLanes = 16;
 /// out + in0 * in1 (block arguments 2, 0 and 1).
 void yieldMultiplyAdd(mlir::OpBuilder &b, mlir::Location loc, mlir::ValueRange args);
 
+/// The function compiled code calls with the first index out of range:
+/// `void mithrilIndexError(int64_t value, int64_t bound, const char *message)`.
+inline constexpr llvm::StringLiteral kIndexErrorFunction = "mithrilIndexError";
+
 /// Adds the patterns that lower mithril primitives to linalg on tensors.
-void populateMithrilToLinalgPatterns(mlir::RewritePatternSet &patterns);
+/// With `indexErrors`, ops indexing by data report indices out of range
+/// through kIndexErrorFunction (they clamp them either way).
+void populateMithrilToLinalgPatterns(mlir::RewritePatternSet &patterns,
+                                     bool indexErrors = false);
 
 } // namespace mithril
 
