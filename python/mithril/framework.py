@@ -12,7 +12,11 @@ rules decide.
 
 from __future__ import annotations
 
+import difflib
+import functools
+import inspect
 import itertools
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,7 +98,80 @@ class ExtendInfo:
     connections: dict
 
 
-class BaseModel:
+@functools.cache
+def _constructor_signature(cls: type) -> inspect.Signature:
+    return inspect.signature(cls.__init__)
+
+
+def _annotated_as(annotation) -> set[str]:
+    """The names in a simple annotation ("int | None" gives {"int", "None"})."""
+    if isinstance(annotation, str):
+        return {part.strip() for part in annotation.split("|")}
+    if annotation in (int, bool):
+        return {annotation.__name__}
+    return set()
+
+
+def _check_int_and_bool_arguments(cls: type, bound: inspect.BoundArguments) -> None:
+    """An argument annotated int (or int | None) must not be a bool, one
+    annotated bool must be a bool: `Linear(True)` and `use_bias=10` are
+    mistakes that int() and bool() would silently accept."""
+    params = _constructor_signature(cls).parameters
+    for key, value in bound.arguments.items():
+        if params[key].kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            continue
+        names = _annotated_as(params[key].annotation)
+        if value is None and "None" in names:
+            continue
+        if names and names <= {"int", "None"} and "int" in names:
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+                raise TypeError(f"{cls.__name__}() argument '{key}' must be an int, "
+                                f"not {type(value).__name__}")
+        elif names and names <= {"bool", "None"} and "bool" in names:
+            if not isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"{cls.__name__}() argument '{key}' must be a bool, "
+                                f"not {type(value).__name__}")
+
+
+def _is_constant_value(value) -> bool:
+    return isinstance(value, (numbers.Number, np.ndarray, np.generic))
+
+
+class _ModelClass(type):
+    """Checks a model's constructor arguments, naming the model, and takes
+    keywords that name input terminals as their constant values, as Mithril
+    does (`Add(right=2.0)`, `Linear(3, weight=w)`)."""
+
+    def __call__(cls, *args, **kwargs):
+        signature = _constructor_signature(cls)
+        params = signature.parameters
+        terminal_values, keywords = {}, set()
+        if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            keywords = {name for name, p in params.items() if name != "self"
+                        and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+            terminal_values = {k: kwargs.pop(k) for k in list(kwargs) if k not in keywords}
+        try:
+            bound = signature.bind(None, *args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{cls.__name__}() {e}") from None
+        # User models keep Python's rule: annotations are not checked.
+        if cls.__init__.__module__.startswith(__package__ + "."):
+            _check_int_and_bool_arguments(cls, bound)
+        model = super().__call__(*args, **kwargs)
+        try:
+            for key, value in terminal_values.items():
+                model._take_terminal_value(key, value, keywords)
+        except TypeError:
+            # The new model is dropped: the models it took in (a TrainModel's)
+            # can be used again.
+            for sub, _ in getattr(model, "submodels", ()):
+                if sub.parent is model:
+                    sub.parent = None
+            raise
+        return model
+
+
+class BaseModel(metaclass=_ModelClass):
     """What primitives and composites share: terminals and composition."""
 
     def __init__(self, name: str | None = None) -> None:
@@ -139,6 +216,36 @@ class BaseModel:
             return Connection(self, key)
         raise AttributeError(f"{self.class_name} has no terminal or attribute '{key}'")
 
+    def _take_terminal_value(self, key: str, value, arguments: set[str]) -> None:
+        """A constructor keyword that is not an argument: the constant value
+        of the input terminal `key`, or a mistake."""
+        where = f"{self.class_name}()"
+        if key in self.output_keys:
+            raise TypeError(f"{where} argument '{key}' is an output terminal: it cannot "
+                            "take a value")
+        if key not in self.input_keys:
+            message = f"{where} got an unexpected keyword argument '{key}'"
+            close = difflib.get_close_matches(key, sorted(arguments | set(self.input_keys)), n=1)
+            if close:
+                message += f"; did you mean '{close[0]}'?"
+            raise TypeError(message)
+        if value is None:
+            return  # as in connect(): not given
+        if not _is_constant_value(value):
+            if isinstance(value, str):
+                hint = f"use .connect({key}={value!r}) to name connections"
+            elif isinstance(value, (list, tuple)):
+                hint = "give a constant as np.array(...)"
+            else:
+                hint = f"pass connections through .connect({key}=...)"
+            raise TypeError(f"{where} argument '{key}' is an input terminal: the constructor "
+                            f"takes only its constant value (a number or a numpy array), not "
+                            f"{type(value).__name__}; {hint}")
+        self._set_terminal_value(key, value)
+
+    def _set_terminal_value(self, key: str, value) -> None:
+        raise NotImplementedError
+
     # Composition ---------------------------------------------------------
     def connect(self, **connections) -> ExtendInfo:
         """Names the connections of this model's terminals, for `|=` and `+=`."""
@@ -155,14 +262,29 @@ class Primitive(BaseModel):
     inputs: tuple[str, ...] = ("input",)
     outputs: tuple[str, ...] = ("output",)
 
-    def __init__(self, name: str | None = None, **attrs) -> None:
+    def __init__(self, name: str | None = None) -> None:
         super().__init__(name)
-        self.attrs = {k: v for k, v in attrs.items() if v is not None}
+        # Input terminals given a constant value by the constructor.
+        self.terminal_values: dict[str, Any] = {}
+        self.attrs: dict[str, Any] = {}
         self._specs = {k: TerminalSpec() for k in self.inputs}
+
+    def _set_attrs(self, **attrs) -> None:
+        """The op's attributes; one that is None is left to the op's default."""
+        self.attrs = {k: v for k, v in attrs.items() if v is not None}
 
     @property
     def input_specs(self) -> dict[str, TerminalSpec]:
+        """Every input terminal, valued or not (the op takes them all)."""
         return self._specs
+
+    @property
+    def input_keys(self) -> list[str]:
+        """The input terminals still to connect: those without a value."""
+        return [k for k in self._specs if k not in self.terminal_values]
+
+    def _set_terminal_value(self, key: str, value) -> None:
+        self.terminal_values[key] = value
 
     @property
     def output_keys(self) -> list[str]:
@@ -170,7 +292,8 @@ class Primitive(BaseModel):
 
     @property
     def canonical_input(self) -> str | None:
-        return self.inputs[0] if self.inputs else None
+        unvalued = self.input_keys
+        return unvalued[0] if unvalued else None
 
     @property
     def canonical_output(self) -> str | None:
@@ -241,6 +364,13 @@ class Model(BaseModel):
     @property
     def output_keys(self) -> list[str]:
         return [n.name for n in self._output_nets()]
+
+    def _set_terminal_value(self, key: str, value) -> None:
+        # A valued net is a constant, no longer an input (see _input_nets).
+        net = self.nets[key]
+        net.value = value
+        if self._cin is net:
+            self._cin = None
 
     @property
     def canonical_input(self) -> str | None:
@@ -384,15 +514,20 @@ class Model(BaseModel):
             raise MithrilError(
                 f"{model.class_name} is already part of a model; create a new instance")
         inputs, outputs = model.input_keys, model.output_keys
+        valued = model.terminal_values if isinstance(model, Primitive) else {}
         for key in connections:
+            if key in valued:
+                raise MithrilError(f"input '{key}' of {model.class_name} already has a value, "
+                                   "given to its constructor")
             if key not in inputs and key not in outputs:
                 raise KeyNotFoundError(
                     f"'{key}' is not a terminal of {model.class_name} "
                     f"(its inputs are {inputs}, its outputs {outputs})")
         index = len(self.submodels)
         bindings: dict[str, Net] = {}
-        for terminal in inputs:
-            net = self._resolve(connections.get(terminal, NOT_GIVEN), model, terminal, False)
+        for terminal in model.input_specs:
+            given = valued[terminal] if terminal in valued else connections.get(terminal, NOT_GIVEN)
+            net = self._resolve(given, model, terminal, False)
             if net is None:
                 spec = model.input_specs[terminal]
                 if isinstance(model, Model) and spec.kind != "data":

@@ -4,6 +4,10 @@
 
 from __future__ import annotations
 
+import numbers
+
+import numpy as np
+
 from ..errors import MithrilError
 from ..framework import BaseModel, IOKey, Model, Primitive, TerminalSpec
 from .primitives import (Add, MatrixMultiply, Multiply, Relu, Sigmoid, Subtract, Tanh,
@@ -58,12 +62,34 @@ def _param(name: str, shape) -> IOKey:
 
 
 class Linear(Model):
-    """output = input @ weight.T + bias, with weight stored [dimension, in]."""
+    """output = input @ weight.T + bias, with weight stored [dimension, in].
 
-    def __init__(self, dimension: int | None = None, use_bias: bool = True, name=None) -> None:
+    Linear(dimension) is Mithril's form; Linear(in_features, out_features), as
+    torch writes it, also fixes the input size. Linear(dimension, False) is
+    Mithril's positional use_bias."""
+
+    def __init__(self, dimension: int | None = None, *out_features: int | bool,
+                 use_bias: bool = True, name=None) -> None:
+        # A second positional argument: torch's out_features (the first is
+        # then the input size), or a bool, Mithril's use_bias.
+        in_features = None
+        if len(out_features) > 1:
+            raise TypeError(f"Linear() takes at most 2 positional arguments "
+                            f"({len(out_features) + 1} given)")
+        if out_features and isinstance(out_features[0], (bool, np.bool_)):
+            if use_bias is not True:
+                raise TypeError("Linear() got multiple values for argument 'use_bias'")
+            use_bias = bool(out_features[0])
+        elif out_features:
+            if not isinstance(out_features[0], numbers.Integral):
+                raise TypeError(f"Linear() argument 'out_features' must be an int, "
+                                f"not {type(out_features[0]).__name__}")
+            in_features, dimension = dimension, int(out_features[0])
         super().__init__(name)
         self.dimension = dimension
-        self |= Transpose().connect(input=_param("weight", (dimension, None)), output="_wt")
+        self.in_features = in_features
+        self |= Transpose().connect(input=_param("weight", (dimension, in_features)),
+                                    output="_wt")
         mm = MatrixMultiply()
         if use_bias:
             self |= mm.connect(left="input", right="_wt", output="_mm")
@@ -88,8 +114,9 @@ class _ConvOp(Primitive):
         self.op = op
         if not use_bias:
             self.inputs = ("input", "weight")
-        super().__init__(None, stride=_pair(stride, spatial), padding=pads,
-                         dilation=_pair(dilation, spatial), groups=int(groups))
+        super().__init__(None)
+        self._set_attrs(stride=_pair(stride, spatial), padding=pads,
+                        dilation=_pair(dilation, spatial), groups=int(groups))
         self._specs["weight"] = TerminalSpec("param", (out_channels, None, *k))
         if use_bias:
             self._specs["bias"] = TerminalSpec("param", (out_channels,))
@@ -122,8 +149,8 @@ class _PoolOp(Primitive):
         k = _pair(kernel_size, spatial)
         s = k if stride is None else _pair(stride, spatial)
         pads = _padding(padding, k, spatial)
-        super().__init__(None, kernel_size=k, stride=s, padding=pads,
-                         dilation=_pair(dilation, spatial))
+        super().__init__(None)
+        self._set_attrs(kernel_size=k, stride=s, padding=pads, dilation=_pair(dilation, spatial))
 
 
 def _pool(cls_name: str, op: str, spatial: int):
@@ -141,6 +168,10 @@ AvgPool2D = _pool("AvgPool2D", "avg_pool2d", 2)
 class _LayerNormOp(Primitive):
     op = "layer_norm"
 
+    def __init__(self, eps: float) -> None:
+        super().__init__()
+        self._set_attrs(eps=float(eps))
+
 
 class LayerNorm(Model):
     """Normalizes over the last axis, then scales and shifts."""
@@ -148,7 +179,7 @@ class LayerNorm(Model):
     def __init__(self, use_scale: bool = True, use_bias: bool = True, eps: float = 1e-5,
                  name=None) -> None:
         super().__init__(name)
-        norm = _LayerNormOp(None, eps=float(eps))
+        norm = _LayerNormOp(eps)
         last = "output" if not (use_scale or use_bias) else "_norm"
         self |= norm.connect(input="input", output=IOKey(last) if last == "output" else last)
         if use_scale:
@@ -170,7 +201,8 @@ class _BatchNormOp(Primitive):
     inputs = ("input", "running_mean", "running_var", "weight", "bias")
 
     def __init__(self, eps: float, num_features) -> None:
-        super().__init__(None, eps=float(eps))
+        super().__init__(None)
+        self._set_attrs(eps=float(eps))
         self._specs["running_mean"] = TerminalSpec("const", (num_features,))
         self._specs["running_var"] = TerminalSpec("const", (num_features,))
         self._specs["weight"] = TerminalSpec("param", (num_features,))

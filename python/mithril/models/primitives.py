@@ -76,7 +76,8 @@ class _Robust(_Unary):
         self.op = self.robust_op if robust else self.plain
         if threshold is not None and not robust:
             raise MithrilError(f"{type(self).__name__}: threshold needs robust=True")
-        super().__init__(name, threshold=None if threshold is None else float(threshold))
+        super().__init__(name)
+        self._set_attrs(threshold=None if threshold is None else float(threshold))
 
 
 class Log(_Robust):
@@ -94,7 +95,8 @@ class StableReciprocal(_Unary):
     op = "stable_reciprocal"
 
     def __init__(self, threshold: float | None = None, name=None) -> None:
-        super().__init__(name, threshold=None if threshold is None else float(threshold))
+        super().__init__(name)
+        self._set_attrs(threshold=None if threshold is None else float(threshold))
 Sine = _unary("Sine", "sin", "sin(input)")
 Cosine = _unary("Cosine", "cos", "cos(input)")
 Absolute = _unary("Absolute", "abs", "|input|")
@@ -126,7 +128,8 @@ class Power(Primitive):
             self.op = "robust_power"
         elif threshold is not None:
             raise MithrilError("Power: threshold needs robust=True")
-        super().__init__(name, threshold=None if threshold is None else float(threshold))
+        super().__init__(name)
+        self._set_attrs(threshold=None if threshold is None else float(threshold))
 
 
 class _IntegerBinary(Primitive):
@@ -155,7 +158,8 @@ class PolynomialFeatures(_Unary):
     def __init__(self, degree: int = 2, name=None) -> None:
         if isinstance(degree, bool) or not isinstance(degree, int) or degree < 1:
             raise MithrilError(f"PolynomialFeatures: degree must be a positive int, got {degree!r}")
-        super().__init__(name, degree=degree)
+        super().__init__(name)
+        self._set_attrs(degree=degree)
 
 
 class EyeLike(_Unary):
@@ -195,33 +199,38 @@ class LeakyRelu(_Unary):
 
     # Mithril's default slope.
     def __init__(self, slope: float = 0.2, name=None) -> None:
-        super().__init__(name, slope=float(slope))
+        super().__init__(name)
+        self._set_attrs(slope=float(slope))
 
 
 class Gelu(_Unary):
     op = "gelu"
 
     def __init__(self, approximate: bool = False, name=None) -> None:
-        super().__init__(name, approximate=bool(approximate))
+        super().__init__(name)
+        self._set_attrs(approximate=bool(approximate))
 
 
 class Softmax(_Unary):
     op = "softmax"
 
     def __init__(self, axis: int = -1, name=None) -> None:
-        super().__init__(name, axis=int(axis))
+        super().__init__(name)
+        self._set_attrs(axis=int(axis))
 
 
 class LogSoftmax(_Unary):
     op = "log_softmax"
 
     def __init__(self, axis: int = -1, name=None) -> None:
-        super().__init__(name, axis=int(axis))
+        super().__init__(name)
+        self._set_attrs(axis=int(axis))
 
 
 class _Reduce(_Unary):
     def __init__(self, axis=None, keepdim: bool = False, name=None) -> None:
-        super().__init__(name, axes=_axes(axis), keepdim=bool(keepdim))
+        super().__init__(name)
+        self._set_attrs(axes=_axes(axis), keepdim=bool(keepdim))
 
 
 class Sum(_Reduce):
@@ -249,15 +258,16 @@ class Variance(_Reduce):
 
     def __init__(self, axis=None, keepdim: bool = False, correction: float = 0.0,
                  name=None) -> None:
-        Primitive.__init__(self, name, axes=_axes(axis), keepdim=bool(keepdim),
-                           correction=float(correction))
+        Primitive.__init__(self, name)
+        self._set_attrs(axes=_axes(axis), keepdim=bool(keepdim), correction=float(correction))
 
 
 class ArgMax(_Unary):
     op = "argmax"
 
     def __init__(self, axis: int | None = None, keepdim: bool = False, name=None) -> None:
-        super().__init__(name, axis=axis, keepdim=bool(keepdim))
+        super().__init__(name)
+        self._set_attrs(axis=axis, keepdim=bool(keepdim))
 
 
 class ArgMin(ArgMax):
@@ -268,49 +278,56 @@ class Transpose(_Unary):
     op = "transpose"
 
     def __init__(self, axes=None, name=None) -> None:
-        super().__init__(name, permutation=list(axes) if axes is not None else None)
+        super().__init__(name)
+        self._set_attrs(permutation=list(axes) if axes is not None else None)
 
 
 class Reshape(_Unary):
     op = "reshape"
 
     def __init__(self, shape, name=None) -> None:
-        super().__init__(name, shape=[-1 if d is None else int(d) for d in shape])
+        super().__init__(name)
+        self._set_attrs(shape=[-1 if d is None else int(d) for d in shape])
 
 
 class Flatten(_Unary):
     op = "flatten"
 
     def __init__(self, start_dim: int = 0, end_dim: int = -1, name=None) -> None:
-        super().__init__(name, start_dim=int(start_dim), end_dim=int(end_dim))
+        super().__init__(name)
+        self._set_attrs(start_dim=int(start_dim), end_dim=int(end_dim))
 
 
 class Squeeze(_Unary):
     op = "squeeze"
 
     def __init__(self, axis=None, name=None) -> None:
-        super().__init__(name, axes=_axes(axis))
+        super().__init__(name)
+        self._set_attrs(axes=_axes(axis))
 
 
 class Unsqueeze(_Unary):
     op = "unsqueeze"
 
     def __init__(self, axis: int = 0, name=None) -> None:
-        super().__init__(name, axis=int(axis))
+        super().__init__(name)
+        self._set_attrs(axis=int(axis))
 
 
 class BroadcastTo(_Unary):
     op = "broadcast_to"
 
     def __init__(self, shape, name=None) -> None:
-        super().__init__(name, shape=[int(d) for d in shape])
+        super().__init__(name)
+        self._set_attrs(shape=[int(d) for d in shape])
 
 
 class Cast(_Unary):
     op = "cast"
 
     def __init__(self, dtype: str = "float32", name=None) -> None:
-        super().__init__(name, element_type=str(dtype))
+        super().__init__(name)
+        self._set_attrs(element_type=str(dtype))
 
 
 class Shape(_Unary):
@@ -323,9 +340,10 @@ class Slice(_Unary):
 
     def __init__(self, start=None, stop=None, step=None, axis: int = 0, name=None) -> None:
         big = 2**62
-        super().__init__(name, axes=[int(axis)], start=[0 if start is None else int(start)],
-                         stop=[big if stop is None else int(stop)],
-                         step=[1 if step is None else int(step)])
+        super().__init__(name)
+        self._set_attrs(axes=[int(axis)], start=[0 if start is None else int(start)],
+                        stop=[big if stop is None else int(stop)],
+                        step=[1 if step is None else int(step)])
 
 
 class Concat(Primitive):
@@ -339,7 +357,8 @@ class Concat(Primitive):
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= self.max_inputs:
             raise MithrilError(f"Concat: n must be an int from 1 to {self.max_inputs}, got {n!r}")
         self.inputs = tuple(f"input{i + 1}" for i in range(n))
-        super().__init__(name, axis=int(axis))
+        super().__init__(name)
+        self._set_attrs(axis=int(axis))
 
 
 class Where(Primitive):
@@ -380,7 +399,8 @@ class QuantileLoss(_Loss):
     op = "quantile"
 
     def __init__(self, quantile: float = 0.5, name=None) -> None:
-        super().__init__(name, quantile=float(quantile))
+        super().__init__(name)
+        self._set_attrs(quantile=float(quantile))
 
 
 class BinaryCrossEntropy(_Loss):
@@ -392,7 +412,8 @@ class BinaryCrossEntropy(_Loss):
             raise ValueError("BinaryCrossEntropy pos_weight is not supported")
         if input_type not in ("logits", "probs"):
             raise ValueError(f"input_type must be 'logits' or 'probs', got {input_type!r}")
-        super().__init__(name, from_logits=input_type == "logits")
+        super().__init__(name)
+        self._set_attrs(from_logits=input_type == "logits")
         self.robust = bool(robust) and input_type == "probs"
 
     def emit(self, builder, operands, path, float_dtype="float32"):
@@ -423,8 +444,9 @@ class CrossEntropy(_Loss):
         if input_type not in ("logits", "probs", "log_probs"):
             raise ValueError(f"input_type must be 'logits', 'probs' or 'log_probs', "
                              f"got {input_type!r}")
-        super().__init__(name, from_logits=input_type == "logits",
-                         from_log_probs=input_type == "log_probs")
+        super().__init__(name)
+        self._set_attrs(from_logits=input_type == "logits",
+                        from_log_probs=input_type == "log_probs")
         self.robust = bool(robust) and input_type == "probs"
         if categorical:
             self._specs["target"] = TerminalSpec(dtype="int64")
