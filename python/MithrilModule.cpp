@@ -32,8 +32,13 @@ namespace {
 /// The Python exception type, set at module import.
 py::object errorType;
 
+/// mithril.errors.OutOfMemoryError (a MemoryError), set at module import.
+py::object outOfMemoryType;
+
 [[noreturn]] void raise(const std::string &message) {
-  PyErr_SetString(errorType.ptr(), message.c_str());
+  // The runtime's allocation failures say so first (CompiledModel::run).
+  bool outOfMemory = llvm::StringRef(message).starts_with("out of memory");
+  PyErr_SetString((outOfMemory ? outOfMemoryType : errorType).ptr(), message.c_str());
   throw py::error_already_set();
 }
 
@@ -329,6 +334,8 @@ PYBIND11_MODULE(_mithril, m) {
   m.doc() = "Mithril-MLIR compiler core";
   errorType = py::reinterpret_borrow<py::object>(
       py::module_::import("mithril.errors").attr("MithrilError"));
+  outOfMemoryType = py::reinterpret_borrow<py::object>(
+      py::module_::import("mithril.errors").attr("OutOfMemoryError"));
 
   py::class_<PyModule, std::shared_ptr<PyModule>>(m, "Module")
       .def(py::init<>())

@@ -39,10 +39,12 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/DynamicLibrary.h"
 
-#include <optional>
-
 #include <chrono>
+#include <csetjmp>
+#include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <unordered_set>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -392,6 +394,17 @@ public:
     return block;
   }
 
+  /// Releases `block` if it is still handed out (a run cut short gives back
+  /// what it had, some of which it may have released already).
+  void releaseIfLive(void *block) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!sizes_.count(block))
+        return;
+    }
+    release(block);
+  }
+
   void release(void *block) {
     if (!block)
       return;
@@ -432,12 +445,72 @@ private:
   size_t cachedBytes_ = 0;
 };
 
-extern "C" void *mithrilCachedAlloc(size_t size) { return BufferCache::get().allocate(size); }
+/// Where a run resumes when its compiled code cannot get memory: compiled
+/// code has no way to fail, and would write through the null pointer. Set
+/// around the call of the compiled function on the calling thread; the
+/// blocks the run allocated there are given back when it is cut short.
+struct AllocationRecovery {
+  std::jmp_buf point;
+  size_t failedBytes = 0;
+  std::unordered_set<void *> live;
+};
+thread_local AllocationRecovery *recovery = nullptr;
+
+/// A block compiled code asked for could not be had: back to the run's
+/// recovery point, or (in a task of the pool, whose frames cannot be left)
+/// a one-line message and abort instead of a crash on a null pointer.
+[[noreturn]] void allocationFailed(size_t size) {
+  if (recovery && !runningPoolTask()) {
+    recovery->failedBytes = size;
+    std::longjmp(recovery->point, 1);
+  }
+  std::fprintf(stderr,
+               "mithril: out of memory: a temporary buffer of %zu bytes could not be "
+               "allocated in a parallel task\n",
+               size);
+  std::abort();
+}
+
+void *trackAllocation(void *block, size_t size) {
+  if (!block)
+    allocationFailed(size);
+  if (recovery && !runningPoolTask())
+    recovery->live.insert(block);
+  return block;
+}
+
+extern "C" void *mithrilCachedAlloc(size_t size) {
+  return trackAllocation(BufferCache::get().allocate(size), size);
+}
 extern "C" void *mithrilCachedAlignedAlloc(size_t alignment, size_t size) {
   // Blocks are 64-byte aligned; larger alignments are not requested.
-  return alignment <= 64 ? BufferCache::get().allocate(size) : std::aligned_alloc(alignment, size);
+  return trackAllocation(alignment <= 64 ? BufferCache::get().allocate(size)
+                                         : std::aligned_alloc(alignment, size),
+                         size);
 }
-extern "C" void mithrilCachedFree(void *block) { BufferCache::get().release(block); }
+extern "C" void mithrilCachedFree(void *block) {
+  if (recovery)
+    recovery->live.erase(block);
+  BufferCache::get().release(block);
+}
+
+/// Calls the compiled function; false, with `failedBytes` set, when it ran
+/// out of memory and was cut short. Nothing with a destructor lives in this
+/// frame or the compiled ones a longjmp leaves.
+bool callRecoverably(void (*function)(void **), void **args, AllocationRecovery &state) {
+  AllocationRecovery *outer = recovery;
+  if (setjmp(state.point)) {
+    recovery = outer;
+    for (void *block : state.live)
+      BufferCache::get().releaseIfLive(block);
+    state.live.clear();
+    return false;
+  }
+  recovery = &state;
+  function(args);
+  recovery = outer;
+  return true;
+}
 
 /// The first index out of range the running code reported on this thread
 /// (the checks run on the calling thread, outside the split loops).
@@ -772,7 +845,10 @@ llvm::Error CompiledModel::run(ArrayRef<TensorView> inputs, ArrayRef<TensorView>
     args[i] = &descriptorPtrs[i];
   }
   pendingIndexError.reset();
-  function_(args.data());
+  AllocationRecovery state;
+  if (!callRecoverably(function_, args.data(), state))
+    return makeError("out of memory: a temporary buffer of " + std::to_string(state.failedBytes) +
+                     " bytes for @" + entry_ + " could not be allocated");
   if (pendingIndexError) {
     std::string message = std::move(*pendingIndexError);
     pendingIndexError.reset();

@@ -41,6 +41,10 @@ namespace {
 /// waiting caller spins for the pool to finish before it blocks.
 constexpr std::chrono::microseconds kWorkerSpin(100), kCallerSpin(2000);
 
+/// Tasks this thread is running (a caller helping while it waits runs them
+/// too, nested in its own frames).
+thread_local unsigned taskDepth = 0;
+
 class TaskPool {
 public:
   using Resume = void (*)(void *);
@@ -111,7 +115,9 @@ private:
   }
 
   void run(const Task &task) {
+    ++taskDepth;
     task.resume(task.handle);
+    --taskDepth;
     running_.fetch_sub(1, std::memory_order_release);
   }
 
@@ -194,3 +200,5 @@ void mithril::runtime::installTaskPool(llvm::StringMap<void *> &symbols) {
 }
 
 void mithril::runtime::waitForPoolTasks() { TaskPool::get().waitIdle(); }
+
+bool mithril::runtime::runningPoolTask() { return taskDepth != 0; }

@@ -21,6 +21,9 @@ void installTaskPool(llvm::StringMap<void *> &asyncRuntimeSymbols);
 /// Waits until no task of the pool runs: compiled code may be freed then.
 void waitForPoolTasks();
 
+/// Is this thread running a task of the pool (split work of compiled code)?
+bool runningPoolTask();
+
 } // namespace mithril::runtime
 
 #endif // MITHRIL_LIB_RUNTIME_TASKPOOL_H

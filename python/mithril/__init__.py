@@ -12,7 +12,7 @@
     outputs = pm.evaluate(pm.randomize_params(), {"input": ...})
 """
 
-from .errors import KeyNotFoundError, MithrilError, ShapeError
+from .errors import KeyNotFoundError, MithrilError, OutOfMemoryError, ShapeError
 from .framework import IOKey, Connection, Model, BaseModel
 from .backend import MlirBackend, float32, float64
 from .compile import compile
@@ -21,7 +21,8 @@ from .optimizers import SGD, Adam, Optimizer
 
 __all__ = [
     "BaseModel", "Connection", "IOKey", "KeyNotFoundError", "MithrilError", "MlirBackend",
-    "Model", "Optimizer", "PhysicalModel", "SGD", "Adam", "ShapeError", "compile", "float32",
+    "Model", "Optimizer", "OutOfMemoryError", "PhysicalModel", "SGD", "Adam", "ShapeError",
+    "compile", "float32",
     "float64",
 ]
 __version__ = "0.1.0"

@@ -8,6 +8,10 @@ class MithrilError(RuntimeError):
     diagnostics with the names of the terminals involved."""
 
 
+class OutOfMemoryError(MithrilError, MemoryError):
+    """A buffer could not be allocated; the message names its size."""
+
+
 class ShapeError(MithrilError, ValueError):
     """Shapes given for a model conflict with each other or with the model."""
 

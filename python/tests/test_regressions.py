@@ -169,3 +169,21 @@ def test_permute_tensor_index_out_of_range_is_an_error():
         pm.evaluate({}, {"input": x, "indices": np.array([2, 0, 1])})["output"], x[[2, 0, 1]])
     with pytest.raises(ml.MithrilError, match=r"terminal 'indices' is 9, outside \[0, 3\)"):
         pm.evaluate({}, {"input": x, "indices": np.array([0, 9, 1])})
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_unallocatable_temporary_is_a_memory_error(threads):
+    # A temporary that cannot be allocated segfaulted silently. This one,
+    # 10^7 x 10^7 floats, is larger than any address space.
+    n = 10**7
+    m = Model()
+    m |= MatrixMultiply().connect(left="input", right="b", output="p")
+    m |= Sum().connect(input="p", output="output")
+    pm = ml.compile(m, ml.MlirBackend(dtype=ml.float32, num_threads=threads),
+                    shapes={"input": [n, 1], "b": [1, n]}, inference=True)
+    a, b = np.ones((n, 1), np.float32), np.ones((1, n), np.float32)
+    with pytest.raises(MemoryError, match="400000000000064 bytes"):
+        pm.evaluate({}, {"input": a, "b": b})
+    # The process goes on: the same model still runs on what fits.
+    small = _single(Sum, [3], dtype=ml.float64)
+    assert small.evaluate({}, {"input": np.ones(3)})["output"] == 3.0
