@@ -72,6 +72,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     MithrilInferShapesOptions shapes;
     shapes.entry = options.entry;
     shapes.shapes.assign(options.shapes.begin(), options.shapes.end());
+    shapes.dynamicData = options.dynamicData;
     pm.addPass(createMithrilInferShapes(shapes));
     MithrilDCEOptions dce;
     dce.discard.assign(options.discard.begin(), options.discard.end());

@@ -173,6 +173,8 @@ static std::string pipelineOptions(const CompileOptions &options, StringRef stop
     add("shapes", llvm::join(options.shapes, ","));
   if (!options.discard.empty())
     add("discard", llvm::join(options.discard, ","));
+  if (options.dynamicShapes)
+    add("dynamic-data", "true");
   if (options.gradients) {
     add("gradients", "true");
     if (!options.wrt.empty())
@@ -213,6 +215,7 @@ static llvm::Error runPipeline(ModuleOp module, const CompileOptions &options,
   pipelineOpts.startAfter = startAfter.str();
   pipelineOpts.runtimeAllocator = forJit;
   pipelineOpts.indexErrors = forJit;
+  pipelineOpts.dynamicData = options.dynamicShapes;
   pipelineOpts.gpuTilesOnHost = options.gpuTilesOnHost;
   if (std::string error = checkCpuPipelineOptions(pipelineOpts); !error.empty())
     return makeError(error);

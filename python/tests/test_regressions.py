@@ -187,3 +187,17 @@ def test_unallocatable_temporary_is_a_memory_error(threads):
     # The process goes on: the same model still runs on what fits.
     small = _single(Sum, [3], dtype=ml.float64)
     assert small.evaluate({}, {"input": np.ones(3)})["output"] == 3.0
+
+
+def test_dynamic_size_next_to_a_static_one_stays_dynamic():
+    # [None, 4] + [3, 4] pinned the None to 3, and batch 1 was refused.
+    m = Model()
+    m |= Add().connect(left="input", right="b", output="output")
+    pm = ml.compile(m, ml.MlirBackend(dtype=ml.float64), shapes={"input": [None, 4], "b": [3, 4]},
+                    inference=True)
+    b = np.arange(12.0).reshape(3, 4)
+    for rows in (1, 3):
+        a = np.random.default_rng(rows).random((rows, 4))
+        np.testing.assert_array_equal(pm.evaluate({}, {"input": a, "b": b})["output"], a + b)
+    with pytest.raises(ml.MithrilError, match="cannot broadcast"):
+        pm.evaluate({}, {"input": np.ones((2, 4)), "b": b})

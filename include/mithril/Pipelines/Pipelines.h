@@ -38,6 +38,10 @@ struct ModelPipelineOptions : public mlir::PassPipelineOptions<Derived> {
                                  llvm::cl::desc("Input shapes as name:DxD")};
   ListOption<std::string> discard{*this, "discard",
                                   llvm::cl::desc("Output terminals to drop")};
+  Option<bool> dynamicData{
+      *this, "dynamic-data",
+      llvm::cl::desc("Sizes of data inputs left dynamic stay dynamic (mithril-infer-shapes)"),
+      llvm::cl::init(false)};
   Option<bool> gradients{*this, "gradients",
                          llvm::cl::desc("Differentiate the entry model (mithril-autodiff)"),
                          llvm::cl::init(false)};

@@ -50,3 +50,4 @@ mithril.model @Conflict(data %input: tensor<?x?xf32>, param %other: tensor<5x9xf
 mithril.model @Unknown(data %x: tensor<?xf32>, data %y: tensor<?xf32>) -> (z: tensor<?xf32>) {
   mithril.output %x : tensor<?xf32>
 }
+

@@ -83,7 +83,9 @@ static FailureOr<bool> refineDim(Operation *user, Value value, int64_t dim, int6
 /// Backward rules: dimensions of operands that an op's semantics fix from its
 /// other operands or its result. Parameters such as Linear's weight get their
 /// input dimension this way.
-static FailureOr<bool> refineOperands(Operation *op) {
+/// Backward rules. Values in `keepDynamic` (computed from data inputs whose
+/// sizes are left dynamic on purpose) are not given a size by broadcasting.
+static FailureOr<bool> refineOperands(Operation *op, const DenseSet<Value> &keepDynamic) {
   bool changed = false;
   auto apply = [&](Value v, int64_t dim, int64_t size) -> LogicalResult {
     FailureOr<bool> r = refineDim(op, v, dim, size);
@@ -133,6 +135,8 @@ static FailureOr<bool> refineOperands(Operation *op) {
     auto rt = cast<RankedTensorType>(out.getType());
     for (unsigned i = 0; i < 2; ++i) {
       Value self = op->getOperand(i);
+      if (keepDynamic.contains(self))
+        continue;
       auto st = cast<RankedTensorType>(self.getType());
       for (int64_t d = 0; d < st.getRank(); ++d) {
         if (!st.isDynamicDim(d))
@@ -183,7 +187,8 @@ static FailureOr<bool> refineResults(Operation *op) {
 }
 
 LogicalResult mithril::inferModelShapes(
-    ModelOp model, ArrayRef<std::pair<std::string, SmallVector<int64_t>>> given) {
+    ModelOp model, ArrayRef<std::pair<std::string, SmallVector<int64_t>>> given,
+    bool dynamicData) {
   for (const auto &[name, shape] : given) {
     std::optional<unsigned> index = model.lookupInput(name);
     if (!index) {
@@ -203,9 +208,21 @@ LogicalResult mithril::inferModelShapes(
     model.setInputType(*index, joined);
   }
 
+  // With dynamicData, everything computed from a data input: a [?, 4] input
+  // added to a [3, 4] parameter may have 1 or 3 rows.
+  Block &body = model.getBodyBlock();
+  DenseSet<Value> keepDynamic;
+  if (dynamicData) {
+    for (unsigned i = 0, e = model.getNumInputs(); i < e; ++i)
+      if (model.getInputKind(i) == InputKind::Data)
+        keepDynamic.insert(body.getArgument(i));
+    for (Operation &op : body.without_terminator())
+      if (llvm::any_of(op.getOperands(), [&](Value v) { return keepDynamic.contains(v); }))
+        keepDynamic.insert(op.getResults().begin(), op.getResults().end());
+  }
+
   // Forward and backward rules until a fixed point. Each round only refines
   // dynamic dimensions, so the number of rounds is bounded by their count.
-  Block &body = model.getBodyBlock();
   for (int round = 0; round < 64; ++round) {
     bool changed = false;
     for (Operation &op : body.without_terminator()) {
@@ -215,7 +232,7 @@ LogicalResult mithril::inferModelShapes(
       changed |= *r;
     }
     for (Operation &op : llvm::reverse(body.without_terminator())) {
-      FailureOr<bool> r = refineOperands(&op);
+      FailureOr<bool> r = refineOperands(&op, keepDynamic);
       if (failed(r))
         return failure();
       changed |= *r;
@@ -257,7 +274,7 @@ struct InferShapesPass : public mithril::impl::MithrilInferShapesBase<InferShape
       if (!entry.empty() && model.getSymName() != entry)
         continue;
       found = true;
-      if (failed(inferModelShapes(model, given)))
+      if (failed(inferModelShapes(model, given, dynamicData)))
         return signalPassFailure();
     }
     if (!entry.empty() && !found) {

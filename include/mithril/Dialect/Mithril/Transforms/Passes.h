@@ -29,10 +29,11 @@ llvm::FailureOr<std::pair<std::string, llvm::SmallVector<int64_t>>>
 parseShapeSpec(llvm::StringRef spec);
 
 /// Infers the shapes of `model` given shapes for some of its inputs; see
-/// mithril-infer-shapes.
+/// mithril-infer-shapes (`dynamicData` is its dynamic-data option).
 llvm::LogicalResult
 inferModelShapes(ModelOp model,
-                 llvm::ArrayRef<std::pair<std::string, llvm::SmallVector<int64_t>>> given);
+                 llvm::ArrayRef<std::pair<std::string, llvm::SmallVector<int64_t>>> given,
+                 bool dynamicData = false);
 
 } // namespace mithril
 

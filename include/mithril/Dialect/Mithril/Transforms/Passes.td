@@ -46,7 +46,10 @@ def MithrilInferShapes : Pass<"mithril-infer-shapes", "mlir::ModuleOp"> {
     ListOption<"shapes", "shapes", "std::string",
                "Input shapes as name:DxDxD (for example input:4x8)">,
     Option<"entry", "entry", "std::string", /*default=*/"\"\"",
-           "Only this model (default: every model)">
+           "Only this model (default: every model)">,
+    Option<"dynamicData", "dynamic-data", "bool", /*default=*/"false",
+           "Sizes of data inputs left dynamic stay dynamic: broadcasting against "
+           "a static size does not fix them, since a size 1 may broadcast at run time">
   ];
   let dependentDialects = ["mithril::MithrilDialect"];
 }
