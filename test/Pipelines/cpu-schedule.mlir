@@ -1,5 +1,25 @@
 // RUN: mithril-opt %s --mithril-cpu-schedule | FileCheck %s
 
+// An elementwise op is tiled into 8 x 32 register tiles and vectorized.
+// CHECK-LABEL: func.func @relu
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %c8
+// CHECK:   scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %c32
+// CHECK:     vector.transfer_read %arg0[%[[I]], %[[J]]]{{.*}} : tensor<16x64xf32>, vector<8x32xf32>
+// CHECK:     arith.maximumf %{{.*}} : vector<8x32xf32>
+// CHECK:     vector.transfer_write
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @relu(%x: tensor<16x64xf32>) -> tensor<16x64xf32> {
+  %cst = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x64xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<16x64xf32>) outs(%e : tensor<16x64xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %cst : f32
+    linalg.yield %r : f32
+  } -> tensor<16x64xf32>
+  return %0 : tensor<16x64xf32>
+}
+
 // An op with a loop of size 0 computes nothing: a matmul with no rows gives its
 // (empty) init, one with no reduction steps its zero fill. Tiling such ops
 // divided by the zero range and crashed.
