@@ -42,6 +42,15 @@ static bool shouldFuse(OpOperand *fused) {
                                      collapse.getReassociationIndices());
   if (auto expand = dyn_cast<tensor::ExpandShapeOp>(fused->getOwner()))
     return hasOneDynamicSizePerGroup(expand.getResultType(), expand.getReassociationIndices());
+  // A producer that reads its own result (a reduction over no loops, as of a
+  // 0-d tensor) keeps that result in the fused op, written under the
+  // consumer's indexing map: broadcast into a loop, it would accumulate once
+  // per iteration. It stays apart.
+  if (auto linalgProducer = dyn_cast<linalg::LinalgOp>(producer))
+    if (llvm::any_of(linalgProducer.getDpsInitsMutable(), [&](OpOperand &init) {
+          return linalgProducer.payloadUsesValueFromOperand(&init);
+        }))
+      return false;
   return true;
 }
 

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 import mithril as ml
-from mithril.models import (Add, CrossEntropy, Embedding, Linear, MatrixMultiply, Mean, Model,
-                            PermuteTensor, Reshape, Softmax, Sum, Variance)
+from mithril.models import (Add, Concat, Convolution2D, CrossEntropy, Embedding, Linear,
+                            MatrixMultiply, Max, Mean, Model, PermuteTensor, PolynomialFeatures,
+                            Prod, Reshape, Slice, Softmax, Sum, Transpose, Variance)
 
 
 def _single(cls, shape, dtype=ml.float32, **kwargs):
@@ -201,3 +202,127 @@ def test_dynamic_size_next_to_a_static_one_stays_dynamic():
         np.testing.assert_array_equal(pm.evaluate({}, {"input": a, "b": b})["output"], a + b)
     with pytest.raises(ml.MithrilError, match="cannot broadcast"):
         pm.evaluate({}, {"input": np.ones((2, 4)), "b": b})
+
+
+# Found by the differential fuzzer (fuzz/diff_fuzz.py) against torch.
+
+
+@pytest.mark.parametrize("cls", [Sum, Mean, Prod, Max])
+def test_reduction_of_a_0d_tensor_broadcast_into_a_vector(cls):
+    # Mean(s[]) + v[3] gave [11, 22, 33] for s = 10, v = [1, 2, 3]: the
+    # reduction over no axes, fused into the broadcasting add, was kept as a
+    # result written once per element and accumulated.
+    m = Model()
+    m |= cls().connect(input="s", output="r")
+    m |= Add().connect(left="r", right="v", output="output")
+    pm = ml.compile(m, ml.MlirBackend(), shapes={"s": [], "v": [3]}, inference=True)
+    out = pm.evaluate({}, {"s": np.array(10.0, np.float32),
+                           "v": np.array([1, 2, 3], np.float32)})["output"]
+    np.testing.assert_array_equal(out, [11, 12, 13])
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_prod_gradient_with_zeros(axis):
+    # The gradient of Prod was prod / x: NaN where an element is 0. With one
+    # zero in a reduced group it is the product of the others at the zero,
+    # with two it is 0.
+    torch = pytest.importorskip("torch")
+    x = np.array([[1.0, 2, 3, 4], [0, 2, 3, 4], [0, 0, 3, 4]])
+    m = Model()
+    m |= Prod(axis=axis).connect(input="w", output="output")
+    pm = ml.compile(m, ml.MlirBackend(dtype=ml.float64), shapes={"w": [3, 4]},
+                    trainable_keys={"w"})
+    seed = np.arange(1.0, 1.0 + np.prod(pm.shapes["output"])).reshape(pm.shapes["output"])
+    _, grads = pm.evaluate({"w": x}, output_gradients={"output": seed})
+    t = torch.tensor(x, requires_grad=True)
+    r = t.prod() if axis is None else t.prod(axis)
+    r.backward(torch.tensor(seed))
+    np.testing.assert_allclose(grads["w"], t.grad.numpy(), rtol=1e-12)
+
+
+def test_transpose_with_negative_axes():
+    # Transpose(axes=[-1, 0, 1]) segfaulted: the lowering used the axes as
+    # given, without counting the negative ones from the end.
+    x = np.random.default_rng(3).standard_normal((2, 3, 4))
+    pm = _single(Transpose, [2, 3, 4], dtype=ml.float64, axes=[-1, 0, 1])
+    np.testing.assert_array_equal(pm.evaluate({}, {"input": x})["output"],
+                                  np.transpose(x, (2, 0, 1)))
+
+
+@pytest.mark.parametrize("shape", [[1, 0], [0, 3], [2, 0]])
+def test_polynomial_features_without_columns_or_rows(shape):
+    # PolynomialFeatures of an [N, 0] input aborted the process (LLVM ERROR:
+    # a concat of no monomials).
+    x = np.zeros(shape)
+    pm = _single(PolynomialFeatures, shape, dtype=ml.float64, degree=2)
+    out = pm.evaluate({}, {"input": x})["output"]
+    d = shape[1]
+    assert out.shape == (shape[0], d + d * (d + 1) // 2)
+
+
+@pytest.mark.parametrize("start,stop,step", [(1, 5, 1), (0, 0, 1), (3, 1, 1), (-9, 9, 2),
+                                             (5, 9, 1), (0, 9, 3)])
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_slice_any_range(start, stop, step, dynamic):
+    # An empty static slice was rejected ("offset 1 is out-of-bounds: 1 >=
+    # 1"), a slice of a dynamic dimension was not lowered at all.
+    x = np.arange(15.0).reshape(5, 3)
+    pm = _single(Slice, [None, 3] if dynamic else [5, 3], dtype=ml.float64, start=start,
+                 stop=stop, step=step)
+    np.testing.assert_array_equal(pm.evaluate({}, {"input": x})["output"], x[start:stop:step])
+
+
+@pytest.mark.parametrize("sizes", [[0, 2], [2, 0], [0, 0]])
+def test_concat_with_empty_operands(sizes):
+    # A concat with an operand of size 0 along the axis was rejected, forward
+    # and backward ("offset 0 is out-of-bounds: 0 >= 0").
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((sizes[0], 3)), rng.standard_normal((sizes[1], 3))
+    m = Model()
+    m |= Concat(n=2, axis=0).connect(input1="a", input2="b", output="output")
+    pm = ml.compile(m, ml.MlirBackend(dtype=ml.float64),
+                    shapes={"a": [sizes[0], 3], "b": [sizes[1], 3]}, trainable_keys={"a", "b"})
+    seed = rng.standard_normal((sum(sizes), 3))
+    out, grads = pm.evaluate({"a": a, "b": b}, output_gradients={"output": seed})
+    np.testing.assert_array_equal(out["output"], np.concatenate([a, b]))
+    np.testing.assert_array_equal(grads["a"], seed[:sizes[0]])
+    np.testing.assert_array_equal(grads["b"], seed[sizes[0]:])
+
+
+def _conv_reference(x, w, b, stride, padding, seed):
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    tx, tw, tb = (torch.tensor(v, requires_grad=True) for v in (x, w, b))
+    p = padding
+    r = F.conv2d(F.pad(tx, (p, p, p, p)), tw, tb, stride=stride)
+    r.backward(torch.tensor(seed))
+    return r.detach().numpy(), tx.grad.numpy(), tw.grad.numpy(), tb.grad.numpy()
+
+
+@pytest.mark.parametrize("batch,height,width,kernel,stride,padding", [
+    (1, 2, 2, (2, 1), 3, 0),   # a stride longer than the kernel: rejected
+    (2, 1, 1, (1, 1), 2, 1),   # stride 2, padding 1 on 1x1: rejected
+    (2, 5, 4, (3, 1), 3, 1),
+    (0, 1, 1, (1, 1), 1, 2),   # batch 0: the gradient was rejected
+    (2, 0, 1, (2, 3), 1, 1),   # no rows: the gradient aborted (LLVM ERROR)
+    (2, 1, 0, (1, 1), 1, 1),   # no columns: the output is the bias alone
+])
+def test_convolution_strides_and_empty_inputs(batch, height, width, kernel, stride, padding):
+    rng = np.random.default_rng(5)
+    m = Model()
+    m |= Convolution2D(kernel_size=kernel, out_channels=2, stride=stride,
+                       padding=padding).connect(input="x", output="output")
+    pm = ml.compile(m, ml.MlirBackend(dtype=ml.float64), shapes={"x": [batch, 3, height, width]},
+                    trainable_keys={"x"})
+    params = pm.randomize_params(0)
+    params["x"] = rng.standard_normal((batch, 3, height, width))
+    seed = rng.standard_normal(pm.shapes["output"])
+    out, grads = pm.evaluate(params, output_gradients={"output": seed})
+    w = next(k for k in params if k.endswith("weight"))
+    b = next(k for k in params if k.endswith("bias"))
+    ref, dx, dw, db = _conv_reference(params["x"], params[w], params[b].reshape(-1), stride,
+                                      padding, seed)
+    np.testing.assert_allclose(out["output"], ref, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(grads["x"], dx, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(grads[w], dw, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(grads[b].reshape(-1), db, rtol=1e-12, atol=1e-12)

@@ -69,3 +69,35 @@ func.func @static_collapse_folds(%x: tensor<4x6xf32>) -> tensor<24xf32> {
   } -> tensor<24xf32>
   return %0 : tensor<24xf32>
 }
+
+// -----
+
+// A producer that reads its init (a sum of a 0-d tensor) is not fused into a
+// consumer that broadcasts it: fused, the sum would be kept as a result
+// written once per element of the loop and accumulate.
+// CHECK-LABEL: func.func @no_fuse_init_reader
+// CHECK: linalg.generic {{.*}}iterator_types = []
+// CHECK:   arith.addf
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel"]
+#scalar = affine_map<() -> ()>
+#bcast = affine_map<(d0) -> ()>
+#id1 = affine_map<(d0) -> (d0)>
+func.func @no_fuse_init_reader(%s: tensor<f32>, %v: tensor<3xf32>) -> tensor<3xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %init = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %sum = linalg.generic {indexing_maps = [#scalar, #scalar], iterator_types = []}
+      ins(%s : tensor<f32>) outs(%init : tensor<f32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %a, %acc : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  %e1 = tensor.empty() : tensor<3xf32>
+  %out = linalg.generic {indexing_maps = [#bcast, #id1, #id1], iterator_types = ["parallel"]}
+      ins(%sum, %v : tensor<f32>, tensor<3xf32>) outs(%e1 : tensor<3xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<3xf32>
+  return %out : tensor<3xf32>
+}

@@ -57,6 +57,11 @@ static Value emptyTensor(OpBuilder &b, Location loc, RankedTensorType type,
   return tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType(), dynamic);
 }
 
+/// Whether `v` has a static size 0: no elements to read.
+static bool hasNoElements(Value v) {
+  return llvm::is_contained(cast<RankedTensorType>(v.getType()).getShape(), 0);
+}
+
 /// A static-shaped tensor of `type` filled with zeros.
 static Value zeroFilled(OpBuilder &b, Location loc, RankedTensorType type) {
   Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(type.getElementType()));
@@ -1054,6 +1059,10 @@ struct ConcatPattern : OpRewritePattern<ConcatOp> {
     Value result = emptyTensor(rewriter, loc, type, sizes);
     OpFoldResult offset = rewriter.getIndexAttr(0);
     for (Value v : inputs) {
+      // An operand without elements adds nothing (and tensor.insert_slice
+      // refuses a static offset at the end of the axis, even for no elements).
+      if (llvm::is_contained(tensorType(v).getShape(), 0))
+        continue;
       SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
       SmallVector<OpFoldResult> vsizes;
       for (int64_t i = 0; i < rank; ++i)
@@ -1061,8 +1070,6 @@ struct ConcatPattern : OpRewritePattern<ConcatOp> {
       offsets[axis] = offset;
       SmallVector<OpFoldResult> strides(rank, rewriter.getIndexAttr(1));
       result = tensor::InsertSliceOp::create(rewriter, loc, v, result, offsets, vsizes, strides);
-      AffineExpr s0, s1;
-      bindSymbols(rewriter.getContext(), s0, s1);
       offset = arith::AddIOp::create(rewriter, loc,
                                      getValueOrCreateConstantIndexOp(rewriter, loc, offset),
                                      getValueOrCreateConstantIndexOp(rewriter, loc, vsizes[axis]))
@@ -1073,28 +1080,63 @@ struct ConcatPattern : OpRewritePattern<ConcatOp> {
   }
 };
 
+/// Python's start:stop:step over a dimension whose size is known at run time
+/// only: the clamped offset and the length, as index values.
+static std::pair<Value, Value> runtimeSlice(OpBuilder &b, Location loc, Value dim, int64_t start,
+                                            int64_t stop, int64_t step) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  auto clamp = [&](int64_t v) -> Value {
+    Value c = arith::ConstantIndexOp::create(b, loc, v);
+    if (v >= 0)
+      return arith::MinSIOp::create(b, loc, c, dim);
+    return arith::MaxSIOp::create(b, loc, arith::AddIOp::create(b, loc, c, dim), zero);
+  };
+  Value s = clamp(start), e = clamp(stop);
+  Value span = arith::MaxSIOp::create(b, loc, arith::SubIOp::create(b, loc, e, s), zero);
+  Value stepValue = arith::ConstantIndexOp::create(b, loc, step);
+  Value length = arith::CeilDivSIOp::create(b, loc, span, stepValue);
+  return {s, length};
+}
+
 struct SlicePattern : OpRewritePattern<SliceOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(SliceOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
     RankedTensorType in = op.getInput().getType();
     int64_t rank = in.getRank();
     SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0)), sizes,
         strides(rank, rewriter.getIndexAttr(1));
     for (int64_t i = 0; i < rank; ++i)
-      sizes.push_back(dimOf(rewriter, op.getLoc(), op.getInput(), i));
+      sizes.push_back(dimOf(rewriter, loc, op.getInput(), i));
     SmallVector<int64_t> axes = *normalizeAxes(op.getAxes(), rank);
     for (auto [i, axis] : llvm::enumerate(axes)) {
-      if (in.isDynamicDim(axis))
-        return rewriter.notifyMatchFailure(op, "slicing a dynamic dimension");
+      int64_t start = op.getStart()[i], stop = op.getStop()[i], step = op.getStep()[i];
+      strides[axis] = rewriter.getIndexAttr(step);
+      if (in.isDynamicDim(axis)) {
+        auto [offset, length] = runtimeSlice(
+            rewriter, loc, getValueOrCreateConstantIndexOp(rewriter, loc, sizes[axis]), start,
+            stop, step);
+        offsets[axis] = offset;
+        sizes[axis] = length;
+        continue;
+      }
       int64_t dim = in.getDimSize(axis);
       auto clamp = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + dim : v, 0, dim); };
-      int64_t s = clamp(op.getStart()[i]), e = clamp(op.getStop()[i]), st = op.getStep()[i];
+      int64_t s = clamp(start), e = clamp(stop);
       offsets[axis] = rewriter.getIndexAttr(s);
-      sizes[axis] = rewriter.getIndexAttr(e > s ? (e - s + st - 1) / st : 0);
-      strides[axis] = rewriter.getIndexAttr(st);
+      sizes[axis] = rewriter.getIndexAttr(e > s ? (e - s + step - 1) / step : 0);
     }
-    rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(op, op.getType(), op.getInput(), offsets,
-                                                        sizes, strides);
+    // An empty result is a new empty tensor: tensor.extract_slice refuses a
+    // static offset at the end of a dimension even for zero elements.
+    if (llvm::any_of(sizes, [](OpFoldResult size) { return isConstantIntValue(size, 0); })) {
+      rewriter.replaceOp(op, emptyTensor(rewriter, loc, op.getType(), sizes));
+      return success();
+    }
+    Value slice =
+        tensor::ExtractSliceOp::create(rewriter, loc, op.getInput(), offsets, sizes, strides);
+    if (slice.getType() != op.getType())
+      slice = tensor::CastOp::create(rewriter, loc, op.getType(), slice);
+    rewriter.replaceOp(op, slice);
     return success();
   }
 };
@@ -1281,10 +1323,12 @@ static SmallVector<StridePhase> stridePhases(ArrayRef<int64_t> stride, int64_t k
   SmallVector<StridePhase> phases;
   for (int64_t row = 0; row < stride[0]; ++row)
     for (int64_t column = 0; column < stride[1]; ++column) {
-      int64_t kernelRows = llvm::divideCeil(kh - row, stride[0]);
-      int64_t kernelColumns = llvm::divideCeil(kw - column, stride[1]);
-      if (kernelRows > 0 && kernelColumns > 0)
-        phases.push_back({row, column, kernelRows, kernelColumns});
+      // A stride longer than the kernel leaves phases no kernel tap meets
+      // (llvm::divideCeil is unsigned: test before dividing).
+      if (row >= kh || column >= kw)
+        continue;
+      phases.push_back({row, column, llvm::divideCeil(kh - row, stride[0]),
+                        llvm::divideCeil(kw - column, stride[1])});
     }
   return phases;
 }
@@ -1495,6 +1539,8 @@ static std::optional<Value> lowerPhasedConvGradInput(OpBuilder &b, Location loc,
   for (const StridePhase &phase : stridePhases(stride, wt.getDimSize(2), wt.getDimSize(3))) {
     // The phase's rows of the padded input, and the output-gradient padding
     // that yields exactly that many.
+    if (phase.row >= hp || phase.column >= wp)
+      return std::nullopt;
     int64_t rows = llvm::divideCeil(hp - phase.row, stride[0]);
     int64_t columns = llvm::divideCeil(wp - phase.column, stride[1]);
     SmallVector<int64_t> gradPadding = {phaseDilation[0] * (phase.kernelRows - 1), rows - oh,
@@ -1639,6 +1685,19 @@ template <typename OpT> struct ConvPattern : OpRewritePattern<OpT> {
     int64_t fg = fTotal / groups;
     Type et = out.getElementType();
     Value zero = floatConst(rewriter, loc, et, 0.0);
+    // Without input elements or channels, every window sums nothing: the
+    // output is the bias alone (zero-width inputs with padding have windows).
+    if (hasNoElements(op.getInput()) || hasNoElements(op.getWeight()) ||
+        hasNoElements(op.getResult())) {
+      SmallVector<OpFoldResult> sizes = {dimOf(rewriter, loc, op.getInput(), 0)};
+      for (int64_t i = 1; i < out.getRank(); ++i)
+        sizes.push_back(rewriter.getIndexAttr(out.getDimSize(i)));
+      Value zeros =
+          linalg::FillOp::create(rewriter, loc, zero, emptyTensor(rewriter, loc, out, sizes))
+              .getResult(0);
+      rewriter.replaceOp(op, addChannelBias(rewriter, loc, zeros, op.getBias(), out));
+      return success();
+    }
     ArrayRef<int64_t> stride = op.getStride(), padding = op.getPadding(),
                       dilation = op.getDilation();
     auto lowerGroup = [&](ArrayRef<Value> operands, RankedTensorType part) {
@@ -1752,6 +1811,12 @@ struct ConvGradInputPattern : OpRewritePattern<ConvGradInputOp> {
     RankedTensorType out = op.getType(), gt = op.getGrad().getType(), wt = op.getWeight().getType();
     if (!out.hasStaticShape() || !gt.hasStaticShape() || !wt.hasStaticShape())
       return rewriter.notifyMatchFailure(op, "dynamic shapes");
+    // No output gradient or no weights: no gradient reaches the input.
+    if (hasNoElements(op.getResult()) || hasNoElements(op.getGrad()) ||
+        hasNoElements(op.getWeight())) {
+      rewriter.replaceOp(op, zeroFilled(rewriter, loc, out));
+      return success();
+    }
     int64_t spatial = out.getRank() - 2, groups = op.getGroups();
     auto lowerGroup = [&](ArrayRef<Value> operands, RankedTensorType part) {
       return lowerPhasedConvGradInput(rewriter, loc, operands[0], operands[1], op.getStride(),
@@ -1822,6 +1887,12 @@ struct ConvGradWeightPattern : OpRewritePattern<ConvGradWeightOp> {
     RankedTensorType out = op.getType(), gt = op.getGrad().getType();
     if (!out.hasStaticShape() || !gt.hasStaticShape())
       return rewriter.notifyMatchFailure(op, "dynamic shapes");
+    // No inputs or no output gradient (a batch of 0): a zero weight gradient.
+    if (hasNoElements(op.getResult()) || hasNoElements(op.getGrad()) ||
+        hasNoElements(op.getInput())) {
+      rewriter.replaceOp(op, zeroFilled(rewriter, loc, out));
+      return success();
+    }
     int64_t spatial = out.getRank() - 2, groups = op.getGroups();
     int64_t cg = out.getDimSize(1), fg = out.getDimSize(0) / groups;
     Type et = out.getElementType();
@@ -2130,6 +2201,11 @@ struct SliceGradPattern : OpRewritePattern<SliceGradOp> {
     RankedTensorType out = op.getType(), gt = op.getGrad().getType();
     if (!out.hasStaticShape() || !gt.hasStaticShape())
       return rewriter.notifyMatchFailure(op, "dynamic shapes");
+    // An empty slice passes no gradient (and has no element to read).
+    if (llvm::is_contained(gt.getShape(), 0)) {
+      rewriter.replaceOp(op, zeroFilled(rewriter, loc, out));
+      return success();
+    }
     int64_t rank = out.getRank();
     Type et = out.getElementType();
     SmallVector<int64_t> start(rank, 0), step(rank, 1);

@@ -398,10 +398,14 @@ LogicalResult ReshapeOp::inferReturnTypes(MLIRContext *, std::optional<Location>
 }
 
 SmallVector<int64_t> TransposeOp::getPermutationOrDefault() {
-  if (auto perm = getPermutation())
-    return SmallVector<int64_t>(*perm);
   int64_t rank = getInput().getType().getRank();
   SmallVector<int64_t> perm;
+  // Negative axes count from the end (the verifier has checked the range).
+  if (auto given = getPermutation()) {
+    for (int64_t axis : *given)
+      perm.push_back(axis < 0 ? axis + rank : axis);
+    return perm;
+  }
   for (int64_t i = rank - 1; i >= 0; --i)
     perm.push_back(i);
   return perm;

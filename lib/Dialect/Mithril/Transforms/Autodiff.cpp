@@ -479,9 +479,21 @@ struct AutodiffPass : public mithril::impl::MithrilAutodiffBase<AutodiffPass> {
         .Case([&](ProdOp p) {
           auto in = typeOf(x(0));
           auto axes = reductionAxes(p.getAxes(), in.getRank());
-          Value yk = g.keepAxes(y, in, axes, p.getKeepdim());
+          // d prod / d x_i is the product of the others: prod / x_i without
+          // zeros; with one zero, the product of the nonzero elements at the
+          // zero and 0 elsewhere; with two or more, 0 everywhere.
+          Value zero = g.eq(x(0), g.cstLike(x(0), 0.0));
+          Value nonzero = g.where(zero, g.cstLike(x(0), 1.0), x(0));
+          Value prodNonzero = ProdOp::create(g.b, g.loc, nonzero, g.b.getDenseI64ArrayAttr(axes),
+                                             g.b.getBoolAttr(true));
+          Value zeros = g.sum(g.mask(zero, x(0)), axes, /*keepdim=*/true);
+          Value none = g.eq(zeros, g.cstLike(zeros, 0.0));
+          Value one = g.eq(zeros, g.cstLike(zeros, 1.0));
+          Value others = g.where(none, g.div(prodNonzero, nonzero),
+                                 g.where(zero, g.where(one, prodNonzero, g.cstLike(x(0), 0.0)),
+                                         g.cstLike(x(0), 0.0)));
           Value gk = g.keepAxes(grad, in, axes, p.getKeepdim());
-          acc(x(0), g.div(g.mul(gk, yk), x(0)));
+          acc(x(0), g.mul(gk, others));
           return success();
         })
         .Case([&](VarianceOp v) {
@@ -675,7 +687,14 @@ struct AutodiffPass : public mithril::impl::MithrilAutodiffBase<AutodiffPass> {
     return cast<IntegerAttr>(op->getAttr("groups")).getInt() == 1 &&
            llvm::all_of(ints("stride"), isOne) && llvm::all_of(ints("dilation"), isOne) &&
            llvm::all_of(op->getOperandTypes(),
-                        [](Type t) { return cast<RankedTensorType>(t).hasStaticShape(); });
+                        [](Type t) {
+                          // Empty tensors keep the gradient ops, which know
+                          // them; as a convolution the window could be
+                          // longer than the padded gradient.
+                          auto type = cast<RankedTensorType>(t);
+                          return type.hasStaticShape() && type.getNumElements() > 0;
+                        }) &&
+           cast<RankedTensorType>(op->getResult(0).getType()).getNumElements() > 0;
   }
 
   static Value convolve(Operation *like, GradBuilder &g, Value input, Value weight,

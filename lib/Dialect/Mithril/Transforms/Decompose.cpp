@@ -269,6 +269,11 @@ struct DecomposePolynomialFeatures : OpRewritePattern<PolynomialFeaturesOp> {
     auto degree = static_cast<int64_t>(op.getDegree());
     if (ShapedType::isDynamic(features) || !polynomialFeatureCount(features, degree))
       return rewriter.notifyMatchFailure(op, "needs a static feature count");
+    // No columns, no monomials: the [N, 0] result is the input itself.
+    if (features == 0) {
+      rewriter.replaceOp(op, input);
+      return success();
+    }
     SmallVector<Value> columns;
     for (int64_t j = 0; j < features; ++j)
       columns.push_back(SliceOp::create(rewriter, loc, input, rewriter.getDenseI64ArrayAttr({1}),
