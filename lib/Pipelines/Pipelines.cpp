@@ -169,6 +169,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     // per transfer, allocated inside the loops, which overflows the stack on
     // long loop nests.
     pm.addPass(createConvertVectorToSCFPass(VectorTransferToSCFOptions().enableFullUnroll()));
+    pm.addPass(createMithrilLowerScalarTransfers());
     pm.addPass(createLowerAffinePass());
     pm.addPass(createSCFToControlFlowPass());
     pm.addPass(createCanonicalizerPass());

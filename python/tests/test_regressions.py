@@ -9,7 +9,7 @@ import pytest
 import mithril as ml
 from mithril.models import (Add, Concat, Convolution2D, CrossEntropy, Embedding, Linear,
                             MatrixMultiply, Max, Mean, Model, PermuteTensor, PolynomialFeatures,
-                            Prod, Reshape, Slice, Softmax, Sum, Transpose, Variance)
+                            LayerNorm, Prod, Reshape, Slice, Softmax, Sum, Transpose, Variance)
 
 
 def _single(cls, shape, dtype=ml.float32, **kwargs):
@@ -299,23 +299,26 @@ def _conv_reference(x, w, b, stride, padding, seed):
     return r.detach().numpy(), tx.grad.numpy(), tw.grad.numpy(), tb.grad.numpy()
 
 
+@pytest.mark.parametrize("channels", [1, 3])
 @pytest.mark.parametrize("batch,height,width,kernel,stride,padding", [
-    (1, 2, 2, (2, 1), 3, 0),   # a stride longer than the kernel: rejected
+    (1, 2, 2, (2, 1), 3, 0),   # a stride longer than the kernel: rejected; with
+                               # one channel, a 0-d strided read reached LLVM
     (2, 1, 1, (1, 1), 2, 1),   # stride 2, padding 1 on 1x1: rejected
     (2, 5, 4, (3, 1), 3, 1),
     (0, 1, 1, (1, 1), 1, 2),   # batch 0: the gradient was rejected
     (2, 0, 1, (2, 3), 1, 1),   # no rows: the gradient aborted (LLVM ERROR)
     (2, 1, 0, (1, 1), 1, 1),   # no columns: the output is the bias alone
 ])
-def test_convolution_strides_and_empty_inputs(batch, height, width, kernel, stride, padding):
+def test_convolution_strides_and_empty_inputs(batch, height, width, kernel, stride, padding,
+                                              channels):
     rng = np.random.default_rng(5)
     m = Model()
-    m |= Convolution2D(kernel_size=kernel, out_channels=2, stride=stride,
+    m |= Convolution2D(kernel_size=kernel, out_channels=channels, stride=stride,
                        padding=padding).connect(input="x", output="output")
-    pm = ml.compile(m, ml.MlirBackend(dtype=ml.float64), shapes={"x": [batch, 3, height, width]},
+    pm = ml.compile(m, ml.MlirBackend(dtype=ml.float64), shapes={"x": [batch, channels, height, width]},
                     trainable_keys={"x"})
     params = pm.randomize_params(0)
-    params["x"] = rng.standard_normal((batch, 3, height, width))
+    params["x"] = rng.standard_normal((batch, channels, height, width))
     seed = rng.standard_normal(pm.shapes["output"])
     out, grads = pm.evaluate(params, output_gradients={"output": seed})
     w = next(k for k in params if k.endswith("weight"))
@@ -326,3 +329,19 @@ def test_convolution_strides_and_empty_inputs(batch, height, width, kernel, stri
     np.testing.assert_allclose(grads["x"], dx, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(grads[w], dw, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(grads[b].reshape(-1), db, rtol=1e-12, atol=1e-12)
+
+
+def test_layer_norm_over_a_last_axis_of_one():
+    # LayerNorm of [.., 1] was rejected: "input 'weight' has shape ? after
+    # shape inference" (x * weight with x's last size 1 fixes no size).
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(6).standard_normal((2, 3, 1))
+    m = Model()
+    m |= LayerNorm().connect(input="input", output="output")
+    pm = ml.compile(m, ml.MlirBackend(dtype=ml.float64), shapes={"input": [2, 3, 1]})
+    params = pm.randomize_params(0)
+    assert pm.shapes[next(k for k in params if k.endswith("weight"))] == (1,)
+    ref = torch.nn.functional.layer_norm(torch.tensor(x), (1,), eps=1e-5).numpy()
+    w, b = (params[next(k for k in params if k.endswith(s))] for s in ("weight", "bias"))
+    np.testing.assert_allclose(pm.evaluate(params, {"input": x})["output"], ref * w + b,
+                               atol=1e-12)

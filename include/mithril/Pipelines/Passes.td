@@ -89,4 +89,19 @@ def MithrilFuseElementwise : Pass<"mithril-fuse-elementwise", "mlir::ModuleOp"> 
                            "mlir::affine::AffineDialect"];
 }
 
+def MithrilLowerScalarTransfers : Pass<"mithril-lower-scalar-transfers", "mlir::ModuleOp"> {
+  let summary = "Lower vector transfers of one element to memref loads and stores";
+  let description = [{
+    A transfer of a 0-d (or one-element) vector from a buffer whose innermost
+    stride is not 1 (a strided view, as the phases of a strided convolution
+    on a small input are) is left alone by `convert-vector-to-scf`, which
+    unrolls ranks above 0, and by the LLVM lowering, which wants a unit
+    innermost stride: it reached LLVM unconverted. This pass rewrites every
+    such transfer into a `memref.load` and a broadcast (or an extract and a
+    `memref.store`) with upstream's scalar transfer patterns. Run it after
+    bufferization, before the lowering to LLVM.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect", "mlir::vector::VectorDialect"];
+}
+
 #endif // MITHRIL_PIPELINES_PASSES_TD

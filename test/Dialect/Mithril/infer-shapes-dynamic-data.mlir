@@ -25,3 +25,14 @@ mithril.model @param_learns(data %x: tensor<?x16xf32>, param %b: tensor<?xf32>) 
   %0 = mithril.add %x, %b : (tensor<?x16xf32>, tensor<?xf32>) -> tensor<?x16xf32>
   mithril.output %0 : tensor<?x16xf32>
 }
+
+// A parameter given a '?' size (a trainable input of dynamic batch) stays
+// dynamic like data.
+// RUN: mithril-opt %s -mithril-infer-shapes="dynamic-data=true entry=param_given_dynamic shapes=p:?x4" | FileCheck %s --check-prefix=GIVEN
+// GIVEN-LABEL: mithril.model @param_given_dynamic
+// GIVEN-SAME: param %p: tensor<?x4xf32>
+// GIVEN: minimum %p, %b : (tensor<?x4xf32>, tensor<1x4xf32>) -> tensor<?x4xf32>
+mithril.model @param_given_dynamic(param %p: tensor<?x4xf32>, param %b: tensor<1x4xf32>) -> (y: tensor<?x4xf32>) {
+  %0 = mithril.minimum %p, %b : (tensor<?x4xf32>, tensor<1x4xf32>) -> tensor<?x4xf32>
+  mithril.output %0 : tensor<?x4xf32>
+}

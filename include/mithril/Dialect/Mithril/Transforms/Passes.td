@@ -48,8 +48,9 @@ def MithrilInferShapes : Pass<"mithril-infer-shapes", "mlir::ModuleOp"> {
     Option<"entry", "entry", "std::string", /*default=*/"\"\"",
            "Only this model (default: every model)">,
     Option<"dynamicData", "dynamic-data", "bool", /*default=*/"false",
-           "Sizes of data inputs left dynamic stay dynamic: broadcasting against "
-           "a static size does not fix them, since a size 1 may broadcast at run time">
+           "Sizes of data inputs left dynamic, and of any input given a '?' size, "
+           "stay dynamic: broadcasting against a static size does not fix them, "
+           "since a size 1 may broadcast at run time">
   ];
   let dependentDialects = ["mithril::MithrilDialect"];
 }
