@@ -112,7 +112,12 @@ class Emitter:
                 child_types = {t: builder.type_of(v) for t, v in operands.items()}
                 # Paths inside a definition are local: flattening prefixes
                 # them with the instance path.
-                callee, outputs = self.emit_definition(sub, child_types, {}, {}, {})
+                try:
+                    callee, outputs = self.emit_definition(sub, child_types, {}, {}, {})
+                except MithrilError as e:
+                    # The definition's own paths are local: say which
+                    # instance of the user's model the error is in.
+                    raise _within(e, f"{path}{local or sub.class_name} ({sub.class_name})") from e
                 ids = builder.add_instance(local, callee, sorted(operands.items()))
                 results = dict(zip(outputs, ids))
             for terminal, net in bindings.items():
@@ -155,3 +160,12 @@ class Emitter:
         for i in range(n):
             visit(i, [])
         return order
+
+
+def _within(error: MithrilError, where: str) -> MithrilError:
+    """`error` (same class) with its message prefixed by `where`."""
+    message = error.args[0] if error.args else str(error)
+    try:
+        return type(error)(f"{where}: {message}")
+    except TypeError:
+        return MithrilError(f"{where}: {message}")
