@@ -345,3 +345,18 @@ def test_layer_norm_over_a_last_axis_of_one():
     w, b = (params[next(k for k in params if k.endswith(s))] for s in ("weight", "bias"))
     np.testing.assert_allclose(pm.evaluate(params, {"input": x})["output"], ref * w + b,
                                atol=1e-12)
+
+
+@pytest.mark.parametrize("shape,given", [([4, 3], [4, None]), ([4, 0, 2], [4, 0, 2]),
+                                         ([4, 2, 3], [None, 2, 3]), ([4, 0], [4, 0])])
+def test_permute_tensor_dynamic_and_empty_rows(shape, given):
+    # PermuteTensor of [1, None] was rejected ("needs trailing dimensions
+    # known") though a matrix needs no reshape; rows of 0 elements were
+    # reshaped to [-1, 0], which has no answer.
+    x = np.random.default_rng(7).random(shape)
+    indices = np.array([3, 1, 0, 2])
+    m = Model()
+    m |= PermuteTensor().connect(input="x", indices="i", output="output")
+    pm = ml.compile(m, ml.MlirBackend(dtype=ml.float64), shapes={"x": given, "i": [4]},
+                    inference=True)
+    np.testing.assert_array_equal(pm.evaluate({}, {"x": x, "i": indices})["output"], x[indices])

@@ -182,15 +182,25 @@ class PermuteTensor(Primitive):
         table = operands["input"]
         shape, _ = builder.type_of(table)
         rest = list(shape[1:])
-        if not shape or any(d is None for d in rest):
+        # A matrix is the table itself; a higher rank is viewed as one, which
+        # needs the row width.
+        if not shape or (len(shape) != 2 and any(d is None for d in rest)):
             raise MithrilError(f"{path}: PermuteTensor needs an input of rank >= 1 whose "
                                f"trailing dimensions are known, got shape {list(shape)}")
+        if len(shape) == 2:
+            rows = builder.add_op("embedding", [operands["indices"], table], {}, path)[0]
+            return {"output": rows}
         width = int(np.prod(rest, dtype=np.int64))
-        if len(shape) != 2:
-            table = builder.add_op("reshape", [table], {"shape": [-1, width]}, path)[0]
+        # Rows of no elements: -1 cannot stand for the row count.
+        count = shape[0] if width == 0 and shape[0] is not None else -1
+        if count == -1 and width == 0:
+            raise MithrilError(f"{path}: PermuteTensor of an input with no elements per row "
+                               f"needs a known row count, got shape {list(shape)}")
+        table = builder.add_op("reshape", [table], {"shape": [count, width]}, path)[0]
         rows = builder.add_op("embedding", [operands["indices"], table], {}, path)[0]
-        if len(shape) != 2:
-            rows = builder.add_op("reshape", [rows], {"shape": [-1] + rest}, path)[0]
+        index_shape, _ = builder.type_of(operands["indices"])
+        lead = index_shape[0] if width == 0 and index_shape and index_shape[0] is not None else -1
+        rows = builder.add_op("reshape", [rows], {"shape": [lead] + rest}, path)[0]
         return {"output": rows}
 
 
