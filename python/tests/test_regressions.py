@@ -360,3 +360,22 @@ def test_permute_tensor_dynamic_and_empty_rows(shape, given):
     pm = ml.compile(m, ml.MlirBackend(dtype=ml.float64), shapes={"x": given, "i": [4]},
                     inference=True)
     np.testing.assert_array_equal(pm.evaluate({}, {"x": x, "i": indices})["output"], x[indices])
+
+
+@pytest.mark.parametrize("cls,name", [("MaxPool2D", "max_pool2d"), ("AvgPool2D", "avg_pool2d")])
+@pytest.mark.parametrize("kernel,stride,padding", [(2, 2, 0), (3, 1, 1), (2, 3, 1)])
+def test_pooling_with_dynamic_spatial_sizes(cls, name, kernel, stride, padding):
+    # Pooling of [None, C, None, None] was not lowered ("failed to legalize
+    # 'mithril.max_pool2d'"): the output's spatial sizes are now computed at
+    # run time.
+    torch = pytest.importorskip("torch")
+    import mithril.models as models
+    m = Model()
+    m |= getattr(models, cls)(kernel_size=kernel, stride=stride,
+                              padding=padding).connect(input="x", output="output")
+    pm = ml.compile(m, ml.MlirBackend(dtype=ml.float64), shapes={"x": [None, 2, None, None]},
+                    inference=True)
+    for shape in [(1, 2, 5, 7), (3, 2, 4, 4), (2, 2, 2, 3)]:
+        x = np.random.default_rng(8).random(shape)
+        ref = getattr(torch.nn.functional, name)(torch.tensor(x), kernel, stride, padding)
+        np.testing.assert_allclose(pm.evaluate({}, {"x": x})["output"], ref.numpy(), rtol=1e-12)

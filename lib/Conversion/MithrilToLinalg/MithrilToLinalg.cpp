@@ -2284,13 +2284,25 @@ struct PoolPattern : OpRewritePattern<OpT> {
       return success();
     }
     Value input = padSpatial(rewriter, loc, op.getInput(), lead, op.getPadding(), padValue);
-    if (llvm::any_of(out.getShape().drop_front(lead), ShapedType::isDynamic))
-      return rewriter.notifyMatchFailure(op, "dynamic spatial dimensions");
     SmallVector<OpFoldResult> sizes;
     for (int64_t i = 0; i < lead; ++i)
       sizes.push_back(dimOf(rewriter, loc, op.getInput(), i));
-    for (int64_t i = 0; i < spatial; ++i)
-      sizes.push_back(rewriter.getIndexAttr(out.getDimSize(lead + i)));
+    for (int64_t i = 0; i < spatial; ++i) {
+      if (!out.isDynamicDim(lead + i)) {
+        sizes.push_back(rewriter.getIndexAttr(out.getDimSize(lead + i)));
+        continue;
+      }
+      // A size known at run time only: (padded - span) / stride + 1, the
+      // shape rule having checked the window fits wherever it is static.
+      Value padded = getValueOrCreateConstantIndexOp(rewriter, loc,
+                                                     dimOf(rewriter, loc, input, lead + i));
+      int64_t span = op.getDilation()[i] * (kernel[i] - 1) + 1;
+      auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(rewriter, loc, v); };
+      Value room = arith::MaxSIOp::create(
+          rewriter, loc, arith::SubIOp::create(rewriter, loc, padded, idx(span - 1)), idx(0));
+      Value count = arith::CeilDivSIOp::create(rewriter, loc, room, idx(op.getStride()[i]));
+      sizes.push_back(count.getDefiningOp()->getResult(0));
+    }
     Value init = linalg::FillOp::create(rewriter, loc, padValue,
                                         emptyTensor(rewriter, loc, out, sizes))
                      .getResult(0);
