@@ -619,6 +619,11 @@ static Value buildReshape(OpBuilder &b, Location loc, Value input, RankedTensorT
   RankedTensorType in = tensorType(input);
   if (in == type)
     return input;
+  // No elements, nothing to move: a new empty tensor. (Collapsing a static 0
+  // with dynamic sizes has no type both tensor.collapse_shape and its memref
+  // form accept: one wants the group dynamic, the other computes 0.)
+  if (llvm::is_contained(in.getShape(), 0))
+    return emptyTensor(b, loc, type, sizes);
   if (in.getRank() == 0)
     return tensor::ExpandShapeOp::create(b, loc, type, input,
                                          ArrayRef<ReassociationIndices>{}, sizes);
@@ -645,6 +650,10 @@ static Value buildReshape(OpBuilder &b, Location loc, Value input, RankedTensorT
   ReassociationIndices all;
   for (int64_t i = 0; i < type.getRank(); ++i)
     all.push_back(i);
+  // A static source expands only into a static group.
+  if (!type.hasStaticShape() && tensorType(flat).hasStaticShape())
+    flat = tensor::CastOp::create(b, loc, RankedTensorType::get({kDyn}, type.getElementType()),
+                                  flat);
   return tensor::ExpandShapeOp::create(b, loc, type, flat, ArrayRef<ReassociationIndices>{all},
                                        sizes);
 }
@@ -955,6 +964,28 @@ struct TransposePattern : OpRewritePattern<TransposeOp> {
   }
 };
 
+/// Drops the unit axes `drop` (normalized) of `input`, giving `type`: one
+/// collapse_shape whose groups each hold one kept axis and the dropped ones
+/// after it (or before the first kept one).
+static Value dropUnitDims(OpBuilder &b, Location loc, Value input, RankedTensorType type,
+                          ArrayRef<int64_t> drop) {
+  RankedTensorType in = tensorType(input);
+  SmallVector<ReassociationIndices> groups(type.getRank());
+  int64_t kept = 0;
+  for (int64_t i = 0; i < in.getRank(); ++i) {
+    bool dropped = llvm::is_contained(drop, i);
+    if (!dropped)
+      ++kept;
+    if (!groups.empty())
+      groups[std::max<int64_t>(kept - 1, 0)].push_back(i);
+  }
+  Value collapsed = tensor::CollapseShapeOp::create(
+      b, loc, tensor::CollapseShapeOp::inferCollapsedType(in, groups), input, groups);
+  if (collapsed.getType() != type)
+    collapsed = tensor::CastOp::create(b, loc, type, collapsed);
+  return collapsed;
+}
+
 /// reshape, flatten, squeeze and unsqueeze are all reshapes; they differ in
 /// how the dynamic result sizes are computed.
 struct ReshapeLikePattern : public RewritePattern {
@@ -992,22 +1023,52 @@ struct ReshapeLikePattern : public RewritePattern {
         sizes.push_back(merged);
         for (int64_t i = end + 1; i < in.getRank(); ++i)
           sizes.push_back(dimOf(rewriter, loc, input, i));
-      } else if (isa<SqueezeOp, UnsqueezeOp>(op)) {
-        // Non-unit dimensions keep their order.
-        int64_t j = 0;
-        for (int64_t i = 0; i < type.getRank(); ++i) {
-          if (type.getDimSize(i) == 1) {
-            sizes.push_back(rewriter.getIndexAttr(1));
-            if (isa<SqueezeOp>(op))
-              continue;
-            if (j < in.getRank() && in.getDimSize(j) == 1 &&
-                type.getRank() - i <= in.getRank() - j)
-              ++j;
-            continue;
-          }
-          while (j < in.getRank() && in.getDimSize(j) == 1 && isa<SqueezeOp>(op))
-            ++j;
-          sizes.push_back(dimOf(rewriter, loc, input, j++));
+        // One collapse of the flattened axes: through 1-D, the expand back
+        // could have several dynamic sizes in one group (which upstream's
+        // expand-strided-metadata crashes on).
+        if (in.getRank() > 0 && !llvm::is_contained(in.getShape(), 0)) {
+          SmallVector<ReassociationIndices> groups;
+          for (int64_t i = 0; i < in.getRank(); ++i)
+            if (i <= start || i > end)
+              groups.push_back({i});
+            else
+              groups.back().push_back(i);
+          Value collapsed = tensor::CollapseShapeOp::create(
+              rewriter, loc, tensor::CollapseShapeOp::inferCollapsedType(in, groups), input,
+              groups);
+          if (collapsed.getType() != type)
+            collapsed = tensor::CastOp::create(rewriter, loc, type, collapsed);
+          rewriter.replaceOp(op, collapsed);
+          return success();
+        }
+      } else if (auto unsqueeze = dyn_cast<UnsqueezeOp>(op)) {
+        int64_t axis = normalizeAxis(unsqueeze.getAxis(), type.getRank());
+        for (int64_t i = 0; i < type.getRank(); ++i)
+          sizes.push_back(i == axis ? OpFoldResult(rewriter.getIndexAttr(1))
+                                    : dimOf(rewriter, loc, input, i < axis ? i : i - 1));
+        // One expand whose groups hold one axis each and the new unit one:
+        // through 1-D, several dynamic sizes would share a group (which
+        // upstream's expand-strided-metadata crashes on).
+        if (!llvm::is_contained(in.getShape(), 0)) {
+          int64_t unit[] = {axis};
+          rewriter.replaceOp(op, keepDims(rewriter, loc, input, type, unit));
+          return success();
+        }
+      } else if (auto squeeze = dyn_cast<SqueezeOp>(op)) {
+        // The input's sizes but the dropped axes, as the shape rule drops them.
+        SmallVector<int64_t> drop;
+        if (auto axes = squeeze.getAxes())
+          drop = *normalizeAxes(*axes, in.getRank());
+        else
+          for (int64_t i = 0; i < in.getRank(); ++i)
+            if (in.getDimSize(i) == 1)
+              drop.push_back(i);
+        for (int64_t i = 0; i < in.getRank(); ++i)
+          if (!llvm::is_contained(drop, i))
+            sizes.push_back(dimOf(rewriter, loc, input, i));
+        if (!llvm::is_contained(in.getShape(), 0)) {
+          rewriter.replaceOp(op, dropUnitDims(rewriter, loc, input, type, drop));
+          return success();
         }
       } else {
         auto reshape = cast<ReshapeOp>(op);

@@ -122,3 +122,22 @@ mithril.model @long_sum(data %x: tensor<4x2048xf32>) -> (y: tensor<4xf32>) {
   %y = mithril.sum %x {axes = array<i64: 1>} : (tensor<4x2048xf32>) -> tensor<4xf32>
   mithril.output %y : tensor<4xf32>
 }
+
+// -----
+
+// Dynamic unit-axis reshapes and flattens are single reshapes whose groups
+// hold at most one dynamic size (not a collapse to 1-D and an expand with
+// several, which upstream's expand-strided-metadata crashes on); an input
+// without elements becomes an empty tensor.
+// CHECK-LABEL: func.func @dynamic_reshapes
+// CHECK: tensor.expand_shape %arg0 {{\[}}[0], [1, 2]] output_shape [%{{.*}}, %{{.*}}, 1] : tensor<?x?xf32> into tensor<?x?x1xf32>
+// CHECK: tensor.collapse_shape %arg1 {{\[}}[0], [1, 2]] : tensor<?x?x?xf32> into tensor<?x?xf32>
+// CHECK: tensor.collapse_shape %arg2 {{\[}}[0, 1], [2]] : tensor<?x1x?xf32> into tensor<?x?xf32>
+// CHECK: tensor.empty(%{{.*}}) : tensor<?xf32>
+mithril.model @dynamic_reshapes(data %a: tensor<?x?xf32>, data %b: tensor<?x?x?xf32>, data %c: tensor<?x1x?xf32>, data %d: tensor<?x0x1xf32>) -> (u: tensor<?x?x1xf32>, f: tensor<?x?xf32>, s: tensor<?x?xf32>, e: tensor<?xf32>) {
+  %u = mithril.unsqueeze %a {axis = -1 : i64} : (tensor<?x?xf32>) -> tensor<?x?x1xf32>
+  %f = mithril.flatten %b {start_dim = 1 : i64} : (tensor<?x?x?xf32>) -> tensor<?x?xf32>
+  %s = mithril.squeeze %c {axes = array<i64: 1>} : (tensor<?x1x?xf32>) -> tensor<?x?xf32>
+  %e = mithril.flatten %d : (tensor<?x0x1xf32>) -> tensor<?xf32>
+  mithril.output %u, %f, %s, %e : tensor<?x?x1xf32>, tensor<?x?xf32>, tensor<?x?xf32>, tensor<?xf32>
+}
