@@ -7,7 +7,7 @@ JOBS    ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
 .PHONY: all deps configure build demo check check-lit check-unit check-python docs \
-        check-conformance check-install bench sanitize fuzz clean help
+        check-conformance check-install bench sanitize fuzz fuzz-diff clean help
 
 all: build
 
@@ -61,7 +61,7 @@ docs: build
 # then the lit, GoogleTest and pytest suites under them. The Python extension
 # gets the shared ASan runtime preloaded into /usr/bin/python3; lit leaves its
 # Python-authored tests to that run (the tools link the static runtime, and
-# the two cannot share a process). allow_user_poisoning=0 there: LLVM's
+# the two cannot share a process). allow_user_poisoning=0 in both: LLVM's
 # headers poison allocator slabs when compiled under ASan, but Debian's
 # libMLIR is not, and the two disagree about the same memory.
 SAN_BUILD ?= build-asan
@@ -75,7 +75,7 @@ sanitize: deps
 	  -DMITHRIL_ENABLE_PYTHON=ON -DMITHRIL_ENABLE_CUDA_RUNTIME=OFF \
 	  -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit
 	ninja -C $(SAN_BUILD) mithril-opt mithril-run MithrilUnitTests _mithril mithril-python-sources
-	LIT_OPTS="--param python_bindings=0" ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
+	LIT_OPTS="--param python_bindings=0" ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1:allow_user_poisoning=0 \
 	  ninja -C $(SAN_BUILD) check-mithril-lit check-mithril-unit
 	LD_PRELOAD=$(SAN_RUNTIME) PYTHONPATH=$(SAN_BUILD)/python_packages \
 	  ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1:allow_user_poisoning=0 \
@@ -100,6 +100,15 @@ fuzz: build
 	  $(FUZZ_BUILD)/corpus/ir fuzz/corpus/ir
 	ninja -C $(BUILD) mithril-python-sources _mithril
 	PYTHONPATH=$(BUILD)/python_packages /usr/bin/python3 fuzz/model_dict_fuzz.py --runs=$(FUZZ_RUNS)
+
+# Differential fuzzing: FUZZ_DIFF_COUNT random model graphs built with the
+# Python API, compiled with ml.MlirBackend and compared with torch, outputs
+# and gradients (fuzz/diff_fuzz.py). Reduced reproducers go to fuzz/findings/.
+FUZZ_DIFF_COUNT ?= 100000
+FUZZ_DIFF_SEED ?= 0
+fuzz-diff: build
+	PYTHONPATH=$(BUILD)/python_packages $(PYTHON) fuzz/diff_fuzz.py --seed $(FUZZ_DIFF_SEED) \
+	  --count $(FUZZ_DIFF_COUNT) --jobs $(JOBS)
 
 clean:
 	rm -rf $(BUILD)
