@@ -48,6 +48,12 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
     for key in data_keys | trainable_keys | set(constants):
         if key not in known:
             raise KeyNotFoundError(f"'{key}' is not an input of the model (inputs: {sorted(known)})")
+    # Nested parameters are named by path ('linear_0.weight'), checked once
+    # the model is flat; any other key must be an input.
+    for key in shapes:
+        if "." not in key and key not in known:
+            raise KeyNotFoundError(f"shapes: '{key}' is not an input of the model (inputs: "
+                                   f"{sorted(known)})")
     for key in discard:
         if key not in model.output_keys:
             raise KeyNotFoundError(

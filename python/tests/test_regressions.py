@@ -406,3 +406,15 @@ def test_dynamic_reshapes(cls, kwargs, given, shape, ref):
     out = pm.evaluate({}, {"x": x})["output"]
     assert out.shape == want.shape
     np.testing.assert_array_equal(out, want)
+
+
+def test_unknown_shapes_key_is_a_key_error():
+    # A misspelled key in shapes= came back as a MithrilError from the C++
+    # shape pass with a mithril-opt reproducer, not as the front end's
+    # KeyNotFoundError naming the model's inputs.
+    m = Model()
+    m |= Linear(4).connect(input="x", output="y")
+    with pytest.raises(ml.KeyNotFoundError, match="'bogus' is not an input.*'x'"):
+        ml.compile(m, ml.MlirBackend(), shapes={"x": [2, 3], "bogus": [3]})
+    pm = ml.compile(m, ml.MlirBackend(), shapes={"x": [2, 3], "linear_0.weight": [4, 3]})
+    assert pm.shapes["linear_0.bias"] == (4,)
