@@ -418,3 +418,26 @@ def test_unknown_shapes_key_is_a_key_error():
         ml.compile(m, ml.MlirBackend(), shapes={"x": [2, 3], "bogus": [3]})
     pm = ml.compile(m, ml.MlirBackend(), shapes={"x": [2, 3], "linear_0.weight": [4, 3]})
     assert pm.shapes["linear_0.bias"] == (4,)
+
+
+@pytest.mark.parametrize("use_scale,use_bias", [(True, True), (False, True), (True, False)])
+def test_layer_norm_weight_has_the_last_axis_size(use_scale, use_bias):
+    # LayerNorm of [N, 1] followed by a broadcast against [N, 2] gave the
+    # weight and bias 2 entries (a broadcasting multiply let them widen the
+    # axis); torch's and Mithril's LayerNorm have one per normalized entry.
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(10)
+    m = Model()
+    m |= LayerNorm(use_scale=use_scale, use_bias=use_bias).connect(input="x", output="n")
+    m |= Add().connect(left="n", right="y", output="output")
+    pm = ml.compile(m, ml.MlirBackend(dtype=ml.float64), shapes={"x": [3, 1], "y": [3, 2]})
+    params = pm.randomize_params(0)
+    assert all(pm.shapes[k] == (1,) for k in params)
+    x, y = rng.standard_normal((3, 1)), rng.standard_normal((3, 2))
+    ref = torch.nn.functional.layer_norm(torch.tensor(x), (1,), eps=1e-5).numpy()
+    if use_scale:
+        ref = ref * params[next(k for k in params if k.endswith("weight"))]
+    if use_bias:
+        ref = ref + params[next(k for k in params if k.endswith("bias"))]
+    np.testing.assert_allclose(pm.evaluate(params, {"x": x, "y": y})["output"], ref + y,
+                               atol=1e-12)

@@ -166,11 +166,17 @@ AvgPool2D = _pool("AvgPool2D", "avg_pool2d", 2)
 
 
 class _LayerNormOp(Primitive):
+    """layer_norm over the last axis, with the weight and bias it has: the op
+    ties their size to the input's last axis."""
     op = "layer_norm"
 
-    def __init__(self, eps: float) -> None:
+    def __init__(self, eps: float, use_scale: bool = False, use_bias: bool = False) -> None:
+        self.inputs = ("input",) + (("weight",) if use_scale else ()) + \
+            (("bias",) if use_bias else ())
         super().__init__()
-        self._set_attrs(eps=float(eps))
+        self._set_attrs(eps=float(eps), scaled=bool(use_scale), shifted=bool(use_bias))
+        for key in self.inputs[1:]:
+            self._specs[key] = TerminalSpec("param", (None,))
 
 
 class LayerNorm(Model):
@@ -179,20 +185,9 @@ class LayerNorm(Model):
     def __init__(self, use_scale: bool = True, use_bias: bool = True, eps: float = 1e-5,
                  name=None) -> None:
         super().__init__(name)
-        norm = _LayerNormOp(eps)
-        last = "output" if not (use_scale or use_bias) else "_norm"
-        self |= norm.connect(input="input", output=IOKey(last) if last == "output" else last)
-        if use_scale:
-            nxt = "output" if not use_bias else "_scaled"
-            self |= Multiply().connect(left=last, right=_param("weight", (None,)),
-                                       output=IOKey(nxt) if nxt == "output" else nxt)
-            last = nxt
-        if use_bias:
-            self |= Add().connect(left=last, right=_param("bias", (None,)),
-                                  output=IOKey("output"))
-        for n in ("_norm", "_scaled"):
-            if n in self.nets:
-                self.nets[n].auto = True
+        norm = _LayerNormOp(eps, use_scale, use_bias)
+        params = {key: _param(key, (None,)) for key in norm.inputs[1:]}
+        self |= norm.connect(input="input", **params, output=IOKey("output"))
         self._cin, self._cout = self.nets["input"], self.nets["output"]
 
 

@@ -36,6 +36,17 @@ mithril.model @layer_norm(data %x: tensor<2x5xf32>) -> (y: tensor<2x5xf32>) {
   mithril.output %0 : tensor<2x5xf32>
 }
 
+// With a weight and a bias: the normalized value times the one, plus the
+// other.
+// CHECK-LABEL: @layer_norm_affine
+// CHECK: %[[N:.+]] = divide
+// CHECK: %[[S:.+]] = multiply %[[N]], %w
+// CHECK: add %[[S]], %b
+mithril.model @layer_norm_affine(data %x: tensor<2x5xf32>, param %w: tensor<5xf32>, param %b: tensor<5xf32>) -> (y: tensor<2x5xf32>) {
+  %0 = mithril.layer_norm %x, %w, %b {scaled = true, shifted = true} : (tensor<2x5xf32>, tensor<5xf32>, tensor<5xf32>) -> tensor<2x5xf32>
+  mithril.output %0 : tensor<2x5xf32>
+}
+
 // A robust function is a select between a linear piece and the plain
 // function of a safe operand.
 // CHECK-LABEL: @robust_sqrt

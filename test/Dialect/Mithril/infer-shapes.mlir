@@ -51,19 +51,14 @@ mithril.model @Unknown(data %x: tensor<?xf32>, data %y: tensor<?xf32>) -> (z: te
   mithril.output %x : tensor<?xf32>
 }
 
-
 // -----
 
-// A parameter's size that only a partner's 1 meets, with nothing else fixing
-// the result (LayerNorm over a last axis of 1), defaults to 1; a data
-// input's unknown size does not.
-// CHECK-LABEL: mithril.model @UnitScale(
-// CHECK-SAME: data %input: tensor<4x8xf32>, data %x: tensor<2x1xf32>, param %w: tensor<1xf32>, param %v: tensor<3xf32>, data %d: tensor<?xf32>
-// CHECK: multiply %x, %w : (tensor<2x1xf32>, tensor<1xf32>) -> tensor<2x1xf32>
-// CHECK: multiply %x, %d : (tensor<2x1xf32>, tensor<?xf32>) -> tensor<2x?xf32>
-mithril.model @UnitScale(data %input: tensor<4x8xf32>, data %x: tensor<2x1xf32>, param %w: tensor<?xf32>, param %v: tensor<?xf32>, data %d: tensor<?xf32>) -> (y: tensor<?x?xf32>, z: tensor<?x3xf32>, u: tensor<?x?xf32>) {
-  %y = mithril.multiply %x, %w : (tensor<2x1xf32>, tensor<?xf32>) -> tensor<?x?xf32>
-  %z = mithril.multiply %x, %v : (tensor<2x1xf32>, tensor<?xf32>) -> tensor<?x3xf32>
-  %u = mithril.multiply %x, %d : (tensor<2x1xf32>, tensor<?xf32>) -> tensor<?x?xf32>
-  mithril.output %y, %z, %u : tensor<?x?xf32>, tensor<?x3xf32>, tensor<?x?xf32>
+// layer_norm's weight and bias take the normalized axis' size (a broadcasting
+// multiply would have let a later [?, 2] give a weight of 2 for an axis of 1).
+// CHECK-LABEL: mithril.model @LayerNormTies(
+// CHECK-SAME: data %x: tensor<3x1xf32>, param %w: tensor<1xf32>, param %b: tensor<1xf32>
+mithril.model @LayerNormTies(data %input: tensor<4x8xf32>, data %x: tensor<3x1xf32>, param %w: tensor<?xf32>, param %b: tensor<?xf32>, data %y: tensor<3x2xf32>) -> (z: tensor<3x2xf32>) {
+  %0 = mithril.layer_norm %x, %w, %b {scaled = true, shifted = true} : (tensor<3x1xf32>, tensor<?xf32>, tensor<?xf32>) -> tensor<3x1xf32>
+  %1 = mithril.add %0, %y : (tensor<3x1xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  mithril.output %1 : tensor<3x2xf32>
 }

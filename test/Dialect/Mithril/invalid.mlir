@@ -256,3 +256,21 @@ mithril.model @attr_on_attrless(data %x: tensor<2x3xf32>) -> (y: tensor<2x3xf32>
   %0 = mithril.relu %x {inplace = true} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   mithril.output %0 : tensor<2x3xf32>
 }
+
+// -----
+
+mithril.model @layer_norm_weight(data %x: tensor<2x5xf32>, param %w: tensor<3xf32>) -> (y: tensor<2x5xf32>) {
+  // expected-error @+2 {{'mithril.layer_norm' weight and bias must have the shape of the normalized axes 5 of terminal 'x' (2x5), got terminal 'w' (3)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.layer_norm %x, %w {scaled = true} : (tensor<2x5xf32>, tensor<3xf32>) -> tensor<2x5xf32>
+  mithril.output %0 : tensor<2x5xf32>
+}
+
+// -----
+
+mithril.model @layer_norm_affine_count(data %x: tensor<2x5xf32>, param %w: tensor<5xf32>) -> (y: tensor<2x5xf32>) {
+  // expected-error @+2 {{'mithril.layer_norm' takes 0 weight and bias operands (scaled 0, shifted 0), got 1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.layer_norm %x, %w : (tensor<2x5xf32>, tensor<5xf32>) -> tensor<2x5xf32>
+  mithril.output %0 : tensor<2x5xf32>
+}

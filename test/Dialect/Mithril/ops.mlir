@@ -76,7 +76,7 @@ mithril.model @shapes(data %x: tensor<2x3x4xf32>, data %v: tensor<5xf32>) -> (y:
   mithril.output %10 : tensor<24xf32>
 }
 
-mithril.model @nn(data %img: tensor<2x3x8x8xf32>, param %w: tensor<4x3x3x3xf32>, param %bias: tensor<4xf32>, param %stat: tensor<3xf32>, data %seq: tensor<2x3x10xf32>, param %w1: tensor<6x1x3xf32>, data %ids: tensor<2x5xi64>, param %table: tensor<10x4xf32>) -> (y: tensor<2x4x3x3xf32>) {
+mithril.model @nn(data %img: tensor<2x3x8x8xf32>, param %w: tensor<4x3x3x3xf32>, param %bias: tensor<4xf32>, param %stat: tensor<3xf32>, data %seq: tensor<2x3x10xf32>, param %w1: tensor<6x1x3xf32>, data %ids: tensor<2x5xi64>, param %table: tensor<10x4xf32>, param %table4: tensor<4xf32>) -> (y: tensor<2x4x3x3xf32>) {
   %0 = mithril.conv2d %img, %w, %bias {dilation = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<2x4x8x8xf32>
   %1 = mithril.max_pool2d %0 {dilation = array<i64: 1, 1>, kernel_size = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>} : (tensor<2x4x8x8xf32>) -> tensor<2x4x4x4xf32>
   %2 = mithril.avg_pool2d %1 {dilation = array<i64: 1, 1>, kernel_size = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<2x4x4x4xf32>) -> tensor<2x4x3x3xf32>
@@ -84,6 +84,7 @@ mithril.model @nn(data %img: tensor<2x3x8x8xf32>, param %w: tensor<4x3x3x3xf32>,
   %4 = mithril.max_pool1d %3 {dilation = array<i64: 1>, kernel_size = array<i64: 3>, padding = array<i64: 1, 1>, stride = array<i64: 3>} : (tensor<2x6x6xf32>) -> tensor<2x6x2xf32>
   %5 = mithril.embedding %ids, %table : (tensor<2x5xi64>, tensor<10x4xf32>) -> tensor<2x5x4xf32>
   %6 = mithril.layer_norm %5 {eps = 1.000000e-05 : f64} : (tensor<2x5x4xf32>) -> tensor<2x5x4xf32>
+  %8 = mithril.layer_norm %5, %table4, %table4 {scaled = true, shifted = true} : (tensor<2x5x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x5x4xf32>
   %7 = mithril.batch_norm %img, %stat, %stat, %stat, %stat : (tensor<2x3x8x8xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x8x8xf32>
   mithril.output %2 : tensor<2x4x3x3xf32>
 }
@@ -169,7 +170,7 @@ mithril.model @losses(data %p: tensor<4x3xf32>, data %t: tensor<4x3xf32>, data %
 // CHECK-NEXT: %{{[0-9]+}} = shape %x : (tensor<2x3x4xf32>) -> tensor<3xi64>
 // CHECK-NEXT: %{{[0-9]+}} = flatten %x : (tensor<2x3x4xf32>) -> tensor<24xf32>
 // CHECK-NEXT: output %{{[0-9]+}} : tensor<24xf32>
-// CHECK-LABEL: mithril.model @nn(data %img: tensor<2x3x8x8xf32>, param %w: tensor<4x3x3x3xf32>, param %bias: tensor<4xf32>, param %stat: tensor<3xf32>, data %seq: tensor<2x3x10xf32>, param %w1: tensor<6x1x3xf32>, data %ids: tensor<2x5xi64>, param %table: tensor<10x4xf32>) -> (y: tensor<2x4x3x3xf32>) {
+// CHECK-LABEL: mithril.model @nn(data %img: tensor<2x3x8x8xf32>, param %w: tensor<4x3x3x3xf32>, param %bias: tensor<4xf32>, param %stat: tensor<3xf32>, data %seq: tensor<2x3x10xf32>, param %w1: tensor<6x1x3xf32>, data %ids: tensor<2x5xi64>, param %table: tensor<10x4xf32>, param %table4: tensor<4xf32>) -> (y: tensor<2x4x3x3xf32>) {
 // CHECK-NEXT: %{{[0-9]+}} = conv2d %img, %w, %bias {dilation = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x3x8x8xf32>, tensor<4x3x3x3xf32>, tensor<4xf32>) -> tensor<2x4x8x8xf32>
 // CHECK-NEXT: %{{[0-9]+}} = max_pool2d %{{[0-9]+}} {dilation = array<i64: 1, 1>, kernel_size = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>} : (tensor<2x4x8x8xf32>) -> tensor<2x4x4x4xf32>
 // CHECK-NEXT: %{{[0-9]+}} = avg_pool2d %{{[0-9]+}} {dilation = array<i64: 1, 1>, kernel_size = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<2x4x4x4xf32>) -> tensor<2x4x3x3xf32>
@@ -177,6 +178,7 @@ mithril.model @losses(data %p: tensor<4x3xf32>, data %t: tensor<4x3xf32>, data %
 // CHECK-NEXT: %{{[0-9]+}} = max_pool1d %{{[0-9]+}} {dilation = array<i64: 1>, kernel_size = array<i64: 3>, padding = array<i64: 1, 1>, stride = array<i64: 3>} : (tensor<2x6x6xf32>) -> tensor<2x6x2xf32>
 // CHECK-NEXT: %{{[0-9]+}} = embedding %ids, %table : (tensor<2x5xi64>, tensor<10x4xf32>) -> tensor<2x5x4xf32>
 // CHECK-NEXT: %{{[0-9]+}} = layer_norm %{{[0-9]+}} : (tensor<2x5x4xf32>) -> tensor<2x5x4xf32>
+// CHECK-NEXT: %{{[0-9]+}} = layer_norm %{{[0-9]+}}, %table4, %table4 {scaled = true, shifted = true} : (tensor<2x5x4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x5x4xf32>
 // CHECK-NEXT: %{{[0-9]+}} = batch_norm %img, %stat, %stat, %stat, %stat : (tensor<2x3x8x8xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x8x8xf32>
 // CHECK-NEXT: output %{{[0-9]+}} : tensor<2x4x3x3xf32>
 // CHECK-LABEL: mithril.model @losses(data %p: tensor<4x3xf32>, data %t: tensor<4x3xf32>, data %cls: tensor<4xi64>, const %k: tensor<f32>) -> (l: tensor<4xf32>) {

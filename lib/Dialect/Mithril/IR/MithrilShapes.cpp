@@ -750,6 +750,24 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   if (n < 1 || n > t.getRank())
     return fail(loc, "'mithril.layer_norm' num_axes ", n, " is out of range for ",
                 describeWithShape(adaptor.getInput()));
+  size_t expected = size_t(adaptor.getScaled()) + size_t(adaptor.getShifted());
+  if (adaptor.getAffine().size() != expected)
+    return fail(loc, "'mithril.layer_norm' takes ", expected, " weight and bias operands (scaled ",
+                adaptor.getScaled(), ", shifted ", adaptor.getShifted(), "), got ",
+                adaptor.getAffine().size());
+  // Weight and bias have the normalized axes' shape.
+  ArrayRef<int64_t> normalized = t.getShape().take_back(n);
+  for (Value param : adaptor.getAffine()) {
+    RankedTensorType pt = getRanked(param);
+    bool fits = pt.getRank() == n;
+    for (int64_t i = 0; fits && i < n; ++i)
+      fits = ShapedType::isDynamic(pt.getDimSize(i)) ||
+             ShapedType::isDynamic(normalized[i]) || pt.getDimSize(i) == normalized[i];
+    if (!fits)
+      return fail(loc, "'mithril.layer_norm' weight and bias must have the shape of the ",
+                  "normalized axes ", formatShape(normalized), " of ",
+                  describeWithShape(adaptor.getInput()), ", got ", describeWithShape(param));
+  }
   types.push_back(t);
   return success();
 }

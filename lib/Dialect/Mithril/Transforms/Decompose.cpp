@@ -71,7 +71,8 @@ struct DecomposeLogSoftmax : OpRewritePattern<LogSoftmaxOp> {
   }
 };
 
-/// layer_norm(x) = (x - mean(x)) / sqrt(var(x) + eps) over the last axes.
+/// layer_norm(x) = (x - mean(x)) / sqrt(var(x) + eps) over the last axes,
+/// times the weight and plus the bias where it has them.
 struct DecomposeLayerNorm : OpRewritePattern<LayerNormOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(LayerNormOp op, PatternRewriter &rewriter) const override {
@@ -89,7 +90,13 @@ struct DecomposeLayerNorm : OpRewritePattern<LayerNormOp> {
     Value denom = SqrtOp::create(
         rewriter, loc,
         AddOp::create(rewriter, loc, var, scalar(rewriter, loc, et, op.getEps().convertToDouble())));
-    rewriter.replaceOpWithNewOp<DivideOp>(op, centered, denom);
+    Value result = DivideOp::create(rewriter, loc, centered, denom);
+    ValueRange affine = op.getAffine();
+    if (op.getScaled())
+      result = MultiplyOp::create(rewriter, loc, result, affine.front());
+    if (op.getShifted())
+      result = AddOp::create(rewriter, loc, result, affine.back());
+    rewriter.replaceOp(op, result);
     return success();
   }
 };

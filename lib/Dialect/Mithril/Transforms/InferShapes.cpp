@@ -124,6 +124,18 @@ static FailureOr<bool> refineOperands(Operation *op, const DenseSet<Value> &keep
         return failure();
     if (op->getNumOperands() == 3 && failed(apply(op->getOperand(2), 0, dimOf(weight, 0))))
       return failure();
+  } else if (auto norm = dyn_cast<LayerNormOp>(op)) {
+    // Weight and bias have the normalized axes' shape, both ways.
+    auto in = norm.getInput().getType();
+    int64_t n = norm.getNumAxes(), first = in.getRank() - n;
+    for (Value param : norm.getAffine())
+      for (int64_t i = 0; i < n && first >= 0; ++i)
+        if (failed(apply(param, i, dimOf(norm.getInput(), first + i))) ||
+            failed(apply(norm.getInput(), first + i, dimOf(param, i))))
+          return failure();
+    for (int64_t d = 0; d < in.getRank(); ++d)
+      if (failed(apply(norm.getInput(), d, dimOf(norm.getResult(), d))))
+        return failure();
   } else if (isa<AddOp, SubtractOp, MultiplyOp, DivideOp, MaximumOp, MinimumOp, PowerOp>(op)) {
     // Broadcasting: an operand's unknown dimension must equal the result's
     // when the other operand cannot supply it (its dimension is 1 or
@@ -225,16 +237,6 @@ LogicalResult mithril::inferModelShapes(
         keepDynamic.insert(op.getResults().begin(), op.getResults().end());
   }
 
-  // Values computed from data inputs only: the defaults below are for
-  // parameters.
-  DenseSet<Value> fromData;
-  for (unsigned i = 0, e = model.getNumInputs(); i < e; ++i)
-    if (model.getInputKind(i) == InputKind::Data)
-      fromData.insert(body.getArgument(i));
-  for (Operation &op : body.without_terminator())
-    if (llvm::any_of(op.getOperands(), [&](Value v) { return fromData.contains(v); }))
-      fromData.insert(op.getResults().begin(), op.getResults().end());
-
   // Forward and backward rules until a fixed point. Each round only refines
   // dynamic dimensions, so the number of rounds is bounded by their count.
   auto propagate = [&]() -> LogicalResult {
@@ -259,39 +261,6 @@ LogicalResult mithril::inferModelShapes(
   };
   if (failed(propagate()))
     return failure();
-  // A parameter's size left unknown against a partner's 1 in a broadcasting
-  // op whose result nothing else fixes (LayerNorm's weight over a last axis
-  // of 1) is 1: parameters are not stored broadcast, and any larger size
-  // would change the result's shape, which nothing asked for.
-  for (int round = 0; round < 64; ++round) {
-    bool changed = false;
-    for (Operation &op : body.without_terminator()) {
-      if (!isa<AddOp, SubtractOp, MultiplyOp, DivideOp, MaximumOp, MinimumOp, PowerOp>(op))
-        continue;
-      auto rt = cast<RankedTensorType>(op.getResult(0).getType());
-      for (unsigned i = 0; i < 2; ++i) {
-        Value self = op.getOperand(i), other = op.getOperand(1 - i);
-        if (fromData.contains(self) || keepDynamic.contains(self))
-          continue;
-        auto st = cast<RankedTensorType>(self.getType());
-        auto ot = cast<RankedTensorType>(other.getType());
-        for (int64_t d = 0; d < st.getRank(); ++d) {
-          int64_t rd = d + rt.getRank() - st.getRank();
-          int64_t od = rd - (rt.getRank() - ot.getRank());
-          if (!st.isDynamicDim(d) || !rt.isDynamicDim(rd) || od < 0 || ot.getDimSize(od) != 1)
-            continue;
-          FailureOr<bool> r = refineDim(&op, self, d, 1);
-          if (failed(r))
-            return failure();
-          changed |= *r;
-        }
-      }
-    }
-    if (!changed)
-      break;
-    if (failed(propagate()))
-      return failure();
-  }
   // Output terminals take the refined types of the values that feed them.
   OutputOp out = model.getOutputOp();
   for (auto [i, v] : llvm::enumerate(out.getValues())) {

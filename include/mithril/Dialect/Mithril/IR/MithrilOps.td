@@ -624,9 +624,19 @@ def Mithril_EmbeddingOp : Mithril_TensorOp<"embedding"> {
 }
 def Mithril_LayerNormOp : Mithril_TensorOp<"layer_norm"> {
   let summary = "Normalize over the last `num_axes` axes: (x - mean) / sqrt(var + eps)";
+  let description = [{
+    With `scaled`, the first of `affine` is a weight the result is multiplied
+    by; with `shifted`, the last is a bias added to it. Both have the shape of
+    the normalized (trailing) axes, which is what ties a parameter's size to
+    the input's (a separate broadcasting multiply would let a weight of any
+    size broadcast a last axis of 1).
+  }];
   let arguments = (ins RankedTensorOf<[AnyFloat]>:$input,
+                       Variadic<RankedTensorOf<[AnyFloat]>>:$affine,
                        DefaultValuedAttr<I64Attr, "1">:$num_axes,
-                       DefaultValuedAttr<F64Attr, "1e-5">:$eps);
+                       DefaultValuedAttr<F64Attr, "1e-5">:$eps,
+                       DefaultValuedAttr<BoolAttr, "false">:$scaled,
+                       DefaultValuedAttr<BoolAttr, "false">:$shifted);
   let results = (outs AnyRankedTensor:$result);
 }
 def Mithril_BatchNormOp : Mithril_TensorOp<"batch_norm"> {
