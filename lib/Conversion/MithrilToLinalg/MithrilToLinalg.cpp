@@ -1388,8 +1388,8 @@ static SmallVector<StridePhase> stridePhases(ArrayRef<int64_t> stride, int64_t k
       // (llvm::divideCeil is unsigned: test before dividing).
       if (row >= kh || column >= kw)
         continue;
-      phases.push_back({row, column, llvm::divideCeil(kh - row, stride[0]),
-                        llvm::divideCeil(kw - column, stride[1])});
+      phases.push_back({row, column, static_cast<int64_t>(llvm::divideCeil(kh - row, stride[0])),
+                        static_cast<int64_t>(llvm::divideCeil(kw - column, stride[1]))});
     }
   return phases;
 }
