@@ -21,6 +21,9 @@ REQUIRED = {
     "KernelizedSVM": lambda: dict(kernel="RBFKernel"), "MDS": lambda: dict(prediction_dim=2),
     "TSNE": lambda: dict(prediction_dim=2), "Reshape": lambda: dict(shape=[-1]),
     "BroadcastTo": lambda: dict(shape=[2]),
+    # torch-style layers (mithril.models.torch_layers)
+    "Conv2d": lambda: dict(in_channels=3, out_channels=4),
+    "BatchNorm2d": lambda: dict(num_features=3),
 }
 
 LIBRARY_CLASSES = sorted(name for name in M.__all__

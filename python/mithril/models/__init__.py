@@ -12,11 +12,16 @@ from .layers import (MLP, AvgPool2D, BatchNorm2D, Convolution1D, Convolution2D, 
 from .kernels import KernelizedSVM, PolynomialKernel, QuadraticFormRegularizer, RBFKernel
 from .manifold import (MDS, TSNE, DistanceMatrix, EncoderDistanceMatrix, MDSCore, NormModifier,
                        TSNECore)
+# torch.nn-style layers. Their Flatten and Linear share names with Mithril's
+# and are only reached as mithril.models.torch_layers.Flatten / .Linear.
+from . import torch_layers
+from .torch_layers import AvgPool2d, BatchNorm2d, Conv2d, GlobalAvgPool2d, MaxPool2d, ReLU
 
 __all__ = ["IOKey", "Model", "L1", "L2", "TrainModel", "Layer", "LinearSVM", "LogisticRegression", "MLP", "AvgPool2D", "BatchNorm2D", "Convolution1D",
            "Convolution2D", "LayerNorm", "Linear", "MaxPool1D", "MaxPool2D", "RNNCell",
            "PolynomialRegression", "KernelizedSVM", "PolynomialKernel",
            "QuadraticFormRegularizer", "RBFKernel", "MDS", "TSNE", "DistanceMatrix",
-           "EncoderDistanceMatrix", "MDSCore", "NormModifier", "TSNECore"] + [
+           "EncoderDistanceMatrix", "MDSCore", "NormModifier", "TSNECore",
+           "AvgPool2d", "BatchNorm2d", "Conv2d", "GlobalAvgPool2d", "MaxPool2d", "ReLU"] + [
     k for k, v in _p.items() if isinstance(v, type) and not k.startswith("_")
     and k not in ("Primitive", "TerminalSpec")]

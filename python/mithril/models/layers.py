@@ -227,11 +227,15 @@ def _activation(spec):
         from ..utils import dict_to_model
         return dict_to_model(spec)
     from .. import models
-    for name in dir(models):
-        if name.lower() == str(spec).lower():
-            cls = getattr(models, name)
-            if isinstance(cls, type) and issubclass(cls, BaseModel):
-                return cls()
+    matches = [name for name in dir(models) if name.lower() == str(spec).lower()
+               and isinstance(getattr(models, name), type)
+               and issubclass(getattr(models, name), BaseModel)]
+    # The exact name first, then Mithril's own models before the torch-style
+    # ones: "relu" stays Mithril's Relu, not torch_layers.ReLU.
+    matches.sort(key=lambda name: (name != str(spec),
+                                   getattr(models, name).__module__.endswith(".torch_layers")))
+    if matches:
+        return getattr(models, matches[0])()
     raise ValueError(f"unknown activation '{spec}'")
 
 
