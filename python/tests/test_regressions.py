@@ -441,3 +441,21 @@ def test_layer_norm_weight_has_the_last_axis_size(use_scale, use_bias):
         ref = ref + params[next(k for k in params if k.endswith("bias"))]
     np.testing.assert_allclose(pm.evaluate(params, {"x": x, "y": y})["output"], ref + y,
                                atol=1e-12)
+
+
+def test_polynomial_features_with_a_dynamic_column_count():
+    # Found by the differential fuzzer (seed 2026, trial 10802): a dynamic
+    # column count failed to legalize. At degree 1 the monomials are the
+    # columns; above it their number must be static, a clear error on the op.
+    from mithril.models import PolynomialFeatures
+    m = Model()
+    m |= PolynomialFeatures(degree=1).connect(input="x", output="y")
+    pm = ml.compile(m, ml.MlirBackend(dtype=ml.float64), shapes={"x": [2, None]})
+    for cols in (1, 3, 0):
+        x = np.arange(2.0 * cols).reshape(2, cols)
+        np.testing.assert_array_equal(pm.evaluate({}, {"x": x})["y"], x)
+    m = Model()
+    m |= PolynomialFeatures(degree=2).connect(input="x", output="y")
+    with pytest.raises(ml.MithrilError, match="polynomial_features' op needs a static number "
+                                              "of feature columns at degree 2"):
+        ml.compile(m, ml.MlirBackend(), shapes={"x": [2, None]})

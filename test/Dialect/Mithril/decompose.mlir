@@ -89,3 +89,13 @@ mithril.model @polynomial_features(data %x: tensor<4x2xf32>) -> (y: tensor<4x5xf
   %0 = mithril.polynomial_features %x {degree = 2 : i64} : (tensor<4x2xf32>) -> tensor<4x5xf32>
   mithril.output %0 : tensor<4x5xf32>
 }
+
+// At degree 1 the monomials are the columns: the input itself, also when the
+// column count is dynamic.
+// CHECK-LABEL: @polynomial_features_degree_one
+// CHECK-NOT: polynomial_features
+// CHECK: output %x
+mithril.model @polynomial_features_degree_one(data %x: tensor<4x?xf32>) -> (y: tensor<4x?xf32>) {
+  %0 = mithril.polynomial_features %x {degree = 1 : i64} : (tensor<4x?xf32>) -> tensor<4x?xf32>
+  mithril.output %0 : tensor<4x?xf32>
+}

@@ -954,8 +954,9 @@ LogicalResult PolynomialFeaturesOp::inferReturnTypes(MLIRContext *, std::optiona
   auto degree = static_cast<int64_t>(adaptor.getDegree());
   if (degree < 1)
     return fail(loc, "'mithril.polynomial_features' degree must be at least 1, got ", degree);
-  int64_t width = ShapedType::kDynamic;
-  if (!t.isDynamicDim(1)) {
+  // At degree 1 the monomials are the columns themselves.
+  int64_t width = degree == 1 ? t.getDimSize(1) : ShapedType::kDynamic;
+  if (degree > 1 && !t.isDynamicDim(1)) {
     std::optional<int64_t> count = polynomialFeatureCount(t.getDimSize(1), degree);
     if (!count)
       return fail(loc, "'mithril.polynomial_features' of ", t.getDimSize(1),

@@ -274,13 +274,14 @@ struct DecomposePolynomialFeatures : OpRewritePattern<PolynomialFeaturesOp> {
     auto type = cast<RankedTensorType>(input.getType());
     int64_t features = type.getDimSize(1);
     auto degree = static_cast<int64_t>(op.getDegree());
-    if (ShapedType::isDynamic(features) || !polynomialFeatureCount(features, degree))
-      return rewriter.notifyMatchFailure(op, "needs a static feature count");
-    // No columns, no monomials: the [N, 0] result is the input itself.
-    if (features == 0) {
+    // At degree 1 the monomials are the columns, and with no columns there
+    // are none: either way the result is the input itself.
+    if (degree == 1 || features == 0) {
       rewriter.replaceOp(op, input);
       return success();
     }
+    if (ShapedType::isDynamic(features) || !polynomialFeatureCount(features, degree))
+      return rewriter.notifyMatchFailure(op, "needs a static feature count");
     SmallVector<Value> columns;
     for (int64_t j = 0; j < features; ++j)
       columns.push_back(SliceOp::create(rewriter, loc, input, rewriter.getDenseI64ArrayAttr({1}),
@@ -316,6 +317,19 @@ struct DecomposePolynomialFeatures : OpRewritePattern<PolynomialFeaturesOp> {
 
 struct DecomposePass : public mithril::impl::MithrilDecomposeBase<DecomposePass> {
   void runOnOperation() override {
+    // One product per monomial: their number must be known when compiling.
+    WalkResult unsupported = getOperation()->walk([](PolynomialFeaturesOp op) {
+      auto type = cast<RankedTensorType>(op.getInput().getType());
+      if (op.getDegree() > 1 && type.isDynamicDim(1)) {
+        op.emitOpError("needs a static number of feature columns at degree ")
+            << op.getDegree() << " (the input is " << formatShape(type.getShape())
+            << "): give the input's column count in its shape";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (unsupported.wasInterrupted())
+      return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     populateMithrilDecomposePatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
