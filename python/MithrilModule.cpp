@@ -380,6 +380,14 @@ PYBIND11_MODULE(_mithril, m) {
                                  l.append(py::make_tuple(t.phase, t.seconds));
                                return l;
                              })
+      .def_property_readonly("stages",
+                             [](const CompiledModel &c) {
+                               py::list l;
+                               for (const PhaseTiming &t : c.timings())
+                                 l.append(
+                                     py::make_tuple(t.phase, t.seconds, t.opsBefore, t.opsAfter));
+                               return l;
+                             })
       .def_property_readonly("summary",
                              [](const CompiledModel &c) {
                                py::list l;
@@ -429,12 +437,13 @@ PYBIND11_MODULE(_mithril, m) {
 
   m.def(
       "compile",
-      [](const std::string &source, const std::string &entry, const std::vector<std::string> &shapes,
-         const std::vector<std::string> &discard, const std::string &sourceName, bool gradients,
-         const std::vector<std::string> &wrt, const std::vector<std::string> &seeds,
-         const std::string &optimizer, double momentum, double weightDecay, unsigned threads,
-         bool dynamicShapes, bool gpuTilesOnHost, const std::string &target,
-         const std::string &chip) {
+      [](const std::string &source, const std::string &entry,
+         const std::vector<std::string> &shapes, const std::vector<std::string> &discard,
+         const std::string &sourceName, bool gradients, const std::vector<std::string> &wrt,
+         const std::vector<std::string> &seeds, const std::string &optimizer, double momentum,
+         double weightDecay, unsigned threads, bool dynamicShapes, bool gpuTilesOnHost,
+         const std::string &target, const std::string &chip, const std::string &optimizationLevel,
+         const std::vector<std::pair<std::string, bool>> &optimizations, int llvmLevel) {
         std::unique_ptr<CompiledModel> result;
         {
           // Compilation does not touch Python objects.
@@ -446,6 +455,17 @@ PYBIND11_MODULE(_mithril, m) {
           options.gpuTilesOnHost = gpuTilesOnHost;
           options.target = target;
           options.gpuChip = chip;
+          llvm::Error err = setOptimizationLevel(options, optimizationLevel);
+          for (const auto &[name, enabled] : optimizations)
+            if (!err)
+              err = setOptimization(options, name, enabled);
+          if (err) {
+            std::string message = llvm::toString(std::move(err));
+            py::gil_scoped_acquire acquire;
+            throw py::value_error(message);
+          }
+          if (llvmLevel >= 0)
+            options.optLevel = static_cast<unsigned>(llvmLevel);
           auto model = CompiledModel::compile(source, options);
           if (!model) {
             std::string message = llvm::toString(model.takeError());
@@ -462,7 +482,16 @@ PYBIND11_MODULE(_mithril, m) {
       py::arg("seeds") = std::vector<std::string>{}, py::arg("optimizer") = "",
       py::arg("momentum") = 0.0, py::arg("weight_decay") = 0.0, py::arg("threads") = 0u,
       py::arg("dynamic_shapes") = false, py::arg("gpu_tiles_on_host") = false,
-      py::arg("target") = "cpu", py::arg("chip") = "sm_90");
+      py::arg("target") = "cpu", py::arg("chip") = "sm_90",
+      py::arg("optimization_level") = "medium",
+      py::arg("optimizations") = std::vector<std::pair<std::string, bool>>{},
+      py::arg("llvm_level") = -1);
+  m.attr("OPTIMIZATION_NAMES") = [] {
+    py::list names;
+    for (llvm::StringRef name : optimizationNames())
+      names.append(name.str());
+    return names;
+  }();
 
   m.def(
       "emit",

@@ -50,6 +50,15 @@ std::string mithril::checkCpuPipelineOptions(const CpuPipelineOptions &options) 
   return "";
 }
 
+/// The canonicalizer (folding, and erasing unused pure ops) and CSE after a
+/// graph-level stage, as far as the options allow.
+static void addGraphCleanups(OpPassManager &pm, const CpuPipelineOptions &options) {
+  if (options.fold)
+    pm.addPass(createCanonicalizerPass());
+  if (options.cse)
+    pm.addPass(createCSEPass());
+}
+
 LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
   if (!checkCpuPipelineOptions(options).empty())
     return failure();
@@ -74,11 +83,12 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     shapes.shapes.assign(options.shapes.begin(), options.shapes.end());
     shapes.dynamicData = options.dynamicData;
     pm.addPass(createMithrilInferShapes(shapes));
-    MithrilDCEOptions dce;
-    dce.discard.assign(options.discard.begin(), options.discard.end());
-    pm.addPass(createMithrilDCE(dce));
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
+    if (options.dce || !options.discard.empty()) {
+      MithrilDCEOptions dce;
+      dce.discard.assign(options.discard.begin(), options.discard.end());
+      pm.addPass(createMithrilDCE(dce));
+    }
+    addGraphCleanups(pm, options);
   }
 
   if (wanted("autodiff") && options.gradients) {
@@ -95,29 +105,30 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
       optimizer.weightDecay = options.weightDecay;
       pm.addPass(createMithrilOptimizer(optimizer));
     }
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
+    addGraphCleanups(pm, options);
   }
 
   if (wanted("linalg")) {
     pm.addPass(createMithrilDecompose());
-    pm.addPass(createCanonicalizerPass());
+    if (options.fold)
+      pm.addPass(createCanonicalizerPass());
     ConvertMithrilToLinalgOptions lowering;
     lowering.indexErrors = options.indexErrors;
     pm.addPass(createConvertMithrilToLinalg(lowering));
-    pm.addPass(createCanonicalizerPass());
+    if (options.fold)
+      pm.addPass(createCanonicalizerPass());
   }
 
   if (wanted("fusion")) {
-    pm.addPass(createMithrilFuseElementwise());
-    pm.addPass(createCanonicalizerPass());
-    pm.addPass(createCSEPass());
+    if (options.fusion) {
+      pm.addPass(createMithrilFuseElementwise());
+      addGraphCleanups(pm, options);
+    }
     if (options.schedule && !options.gpuTilesOnHost) {
       MithrilCpuScheduleOptions schedule;
       schedule.threads = options.threads;
       pm.addPass(createMithrilCpuSchedule(schedule));
-      pm.addPass(createCanonicalizerPass());
-      pm.addPass(createCSEPass());
+      addGraphCleanups(pm, options);
     }
   }
 

@@ -37,6 +37,7 @@
 
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/DynamicLibrary.h"
 
 #include <chrono>
@@ -159,6 +160,43 @@ unsigned mithril::runtime::resolvedThreads(const CompileOptions &options) {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+static constexpr StringRef kOptimizationNames[] = {"constant_folding",      "common_subexpression",
+                                                   "dead_code_elimination", "fusion",
+                                                   "operator_fusion",       "vectorization"};
+
+ArrayRef<StringRef> mithril::runtime::optimizationNames() { return kOptimizationNames; }
+
+llvm::Error mithril::runtime::setOptimization(CompileOptions &options, StringRef name,
+                                              bool enabled) {
+  bool *flag = llvm::StringSwitch<bool *>(name)
+                   .Case("constant_folding", &options.fold)
+                   .Case("common_subexpression", &options.cse)
+                   .Case("dead_code_elimination", &options.dce)
+                   .Cases({"fusion", "operator_fusion"}, &options.fusion)
+                   .Case("vectorization", &options.schedule)
+                   .Default(nullptr);
+  if (!flag)
+    return makeError("unknown optimization '" + name + "' (known: " +
+                     llvm::join(ArrayRef<StringRef>(kOptimizationNames), ", ") + ")");
+  *flag = enabled;
+  return llvm::Error::success();
+}
+
+llvm::Error mithril::runtime::setOptimizationLevel(CompileOptions &options, StringRef level) {
+  int rank = llvm::StringSwitch<int>(level)
+                 .Case("none", 0)
+                 .Case("low", 1)
+                 .Case("medium", 2)
+                 .Case("high", 3)
+                 .Default(-1);
+  if (rank < 0)
+    return makeError("unknown optimization level '" + level + "' (known: none, low, medium, high)");
+  options.fold = options.cse = options.dce = rank >= 1;
+  options.fusion = options.schedule = rank >= 2;
+  options.optLevel = static_cast<unsigned>(rank);
+  return llvm::Error::success();
+}
+
 static std::string pipelineOptions(const CompileOptions &options, StringRef stopAfter,
                                    StringRef startAfter) {
   std::string s;
@@ -193,6 +231,13 @@ static std::string pipelineOptions(const CompileOptions &options, StringRef stop
     add("threads", std::to_string(threads));
   if (options.gpuTilesOnHost)
     add("gpu-tiles-on-host", "true");
+  for (auto [key, on] : {std::pair<StringRef, bool>{"fold", options.fold},
+                         {"cse", options.cse},
+                         {"dce", options.dce},
+                         {"fusion", options.fusion},
+                         {"schedule", options.schedule}})
+    if (!on)
+      add(key, "false");
   if (stopAfter != "llvm")
     add("stop-after", stopAfter);
   if (!startAfter.empty())
@@ -200,34 +245,71 @@ static std::string pipelineOptions(const CompileOptions &options, StringRef stop
   return s;
 }
 
-/// Runs mithril-cpu-pipeline up to `stopAfter`; on failure the error holds
-/// the diagnostics and the mithril-opt command that reproduces them.
-static llvm::Error runPipeline(ModuleOp module, const CompileOptions &options,
-                               StringRef stopAfter, StringRef startAfter = "",
-                               bool forJit = false) {
+static int64_t countOps(ModuleOp module) {
+  int64_t count = 0;
+  module->walk([&](Operation *) { ++count; });
+  return count - 1; // the module itself
+}
+
+/// Runs mithril-cpu-pipeline's stages after `startAfter` up to `stopAfter`,
+/// one pass manager per stage, each recorded in `stages` (when given) with
+/// its time and the module's op counts before and after it. On failure the
+/// error holds the diagnostics and the mithril-opt command that reproduces
+/// them from the source.
+static llvm::Error runPipeline(ModuleOp module, const CompileOptions &options, StringRef stopAfter,
+                               StringRef startAfter = "", bool forJit = false,
+                               std::vector<PhaseTiming> *stages = nullptr) {
   MLIRContext *ctx = module.getContext();
-  DiagnosticCollector diags(*ctx);
-  PassManager pm(ctx);
-  CpuPipelineOptions pipelineOpts;
-  copyModelOptions(pipelineOpts, options);
-  pipelineOpts.threads = resolvedThreads(options);
-  pipelineOpts.stopAfter = stopAfter.str();
-  pipelineOpts.startAfter = startAfter.str();
-  pipelineOpts.runtimeAllocator = forJit;
-  pipelineOpts.indexErrors = forJit;
-  pipelineOpts.dynamicData = options.dynamicShapes;
-  pipelineOpts.gpuTilesOnHost = options.gpuTilesOnHost;
-  if (std::string error = checkCpuPipelineOptions(pipelineOpts); !error.empty())
-    return makeError(error);
-  if (failed(buildCpuPipeline(pm, pipelineOpts)))
-    return makeError("internal error: mithril-cpu-pipeline does not build");
-  if (succeeded(pm.run(module)))
-    return llvm::Error::success();
-  std::string reproduce = pipelineOptions(options, stopAfter, startAfter);
-  if (forJit)
-    reproduce += " runtime-allocator=true index-errors=true";
-  return makeError(diags.text + "reproduce with: mithril-opt --pass-pipeline='builtin.module(" +
-                   "mithril-cpu-pipeline{" + reproduce + "})' " + options.sourceName);
+  auto configure = [&](CpuPipelineOptions &pipelineOpts, StringRef stop, StringRef start) {
+    copyModelOptions(pipelineOpts, options);
+    pipelineOpts.threads = resolvedThreads(options);
+    pipelineOpts.stopAfter = stop.str();
+    pipelineOpts.startAfter = start.str();
+    pipelineOpts.runtimeAllocator = forJit;
+    pipelineOpts.indexErrors = forJit;
+    pipelineOpts.dynamicData = options.dynamicShapes;
+    pipelineOpts.gpuTilesOnHost = options.gpuTilesOnHost;
+    pipelineOpts.fold = options.fold;
+    pipelineOpts.cse = options.cse;
+    pipelineOpts.dce = options.dce;
+    pipelineOpts.fusion = options.fusion;
+    pipelineOpts.schedule = options.schedule;
+  };
+  {
+    CpuPipelineOptions whole;
+    configure(whole, stopAfter, startAfter);
+    if (std::string error = checkCpuPipelineOptions(whole); !error.empty())
+      return makeError(error);
+  }
+  ArrayRef<StringRef> all = getCpuPipelineStages();
+  const StringRef *first = startAfter.empty() ? all.begin() : llvm::find(all, startAfter) + 1;
+  const StringRef *last = llvm::find(all, stopAfter);
+  int64_t ops = stages ? countOps(module) : -1;
+  for (const StringRef *stage = first; stage <= last; ++stage) {
+    DiagnosticCollector diags(*ctx);
+    PassManager pm(ctx);
+    CpuPipelineOptions pipelineOpts;
+    configure(pipelineOpts, *stage, stage == all.begin() ? StringRef() : *(stage - 1));
+    if (failed(buildCpuPipeline(pm, pipelineOpts)))
+      return makeError("internal error: mithril-cpu-pipeline does not build");
+    if (pm.size() == 0)
+      continue; // autodiff without gradients
+    auto start = Clock::now();
+    if (failed(pm.run(module))) {
+      // From the source up to the stage that failed.
+      std::string reproduce = pipelineOptions(options, *stage, "");
+      if (forJit)
+        reproduce += " runtime-allocator=true index-errors=true";
+      return makeError(diags.text + "reproduce with: mithril-opt --pass-pipeline='builtin.module(" +
+                       "mithril-cpu-pipeline{" + reproduce + "})' " + options.sourceName);
+    }
+    if (stages) {
+      int64_t after = countOps(module);
+      stages->push_back({stage->str(), secondsSince(start), ops, after});
+      ops = after;
+    }
+  }
+  return llvm::Error::success();
 }
 
 /// Runs mithril-gpu-pipeline up to `stopAfter` (one of its stages); on
@@ -596,8 +678,7 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
 
   // The logical model, flattened, shape-inferred and differentiated, gives
   // the terminals.
-  start = Clock::now();
-  if (llvm::Error err = runPipeline(**module, opts, "autodiff"))
+  if (llvm::Error err = runPipeline(**module, opts, "autodiff", "", false, &model->timings_))
     return std::move(err);
   auto root = cast<ModelOp>(SymbolTable::lookupSymbolIn(**module, model->entry_));
   {
@@ -626,9 +707,6 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
   };
   model->dynamic_ =
       llvm::any_of(model->inputs_, isDynamic) || llvm::any_of(model->outputs_, isDynamic);
-  model->timings_.push_back({options.gradients ? "flatten + shapes + autodiff"
-                                                : "flatten + infer shapes",
-                             secondsSince(start)});
 
   start = Clock::now();
   const CudaRuntime *cuda = nullptr;
@@ -651,9 +729,9 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
       return std::move(err);
     model->timings_.push_back({"lower to PTX kernels + host code", secondsSince(start)});
   } else {
-    if (llvm::Error err = runPipeline(**module, opts, "llvm", "autodiff", /*forJit=*/true))
+    if (llvm::Error err =
+            runPipeline(**module, opts, "llvm", "autodiff", /*forJit=*/true, &model->timings_))
       return std::move(err);
-    model->timings_.push_back({"lower to LLVM dialect", secondsSince(start)});
   }
 
   // The calling convention run() relies on: every input, then every output

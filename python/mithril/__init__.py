@@ -14,13 +14,14 @@
 
 from .errors import KeyNotFoundError, MithrilError, OutOfMemoryError, ShapeError
 from .framework import IOKey, Connection, Model, BaseModel
+from .framework import Model as LogicalModel  # the documents' name for a model
 from .backend import MlirBackend, float32, float64
 from .compile import compile
 from .physical import PhysicalModel
 from .optimizers import SGD, Adam, Optimizer
 
 __all__ = [
-    "BaseModel", "Connection", "IOKey", "KeyNotFoundError", "MithrilError", "MlirBackend",
+    "BaseModel", "Connection", "IOKey", "KeyNotFoundError", "LogicalModel", "MithrilError", "MlirBackend",
     "Model", "Optimizer", "OutOfMemoryError", "PhysicalModel", "SGD", "Adam", "ShapeError",
     "compile", "float32",
     "float64",

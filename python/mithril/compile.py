@@ -8,8 +8,9 @@ from collections.abc import Iterable, Mapping
 
 from .backend import MlirBackend
 from .emit import Emitter
-from .errors import KeyNotFoundError
+from .errors import KeyNotFoundError, ShapeError
 from .framework import BaseModel
+from .options import resolve as resolve_controls
 from .physical import PhysicalModel
 
 
@@ -17,7 +18,12 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
             constant_keys: Mapping | None = None, data_keys: Iterable[str] | None = None,
             discard_keys: Iterable[str] | None = None, trainable_keys: Iterable[str] | None = None,
             inference: bool = False, jit: bool = True, file_path: str | None = None,
-            safe_names: bool = True) -> PhysicalModel:
+            safe_names: bool = True, optimization_level: str = "medium",
+            optimizations: Mapping | None = None, verbose: bool = False,
+            static_shapes: bool | None = None, jit_options: Mapping | None = None,
+            hints: Mapping | None = None, cpu_options: Mapping | None = None,
+            target_hardware: str | None = None, optimize_for: str | None = None,
+            static_inference: bool | None = None) -> PhysicalModel:
     """Compiles `model` for `backend`.
 
     shapes          input (or parameter) shapes; None marks a size left dynamic: the
@@ -30,12 +36,44 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
     inference       no gradients will be asked for
     file_path       write the logical model as mithril IR, for mithril-opt and mithril-run
     jit             accepted for compatibility: the model is always compiled to native code
+
+    Compilation controls (docs/compilation.md):
+    optimization_level  "none" (no graph optimization, no schedule, LLVM -O0: the same
+                    numbers, for debugging), "low", "medium" (default) or "high"
+    optimizations   {name: bool} switched after the level: constant_folding,
+                    common_subexpression, dead_code_elimination, fusion (operator_fusion),
+                    vectorization; memory_planning=True is not implemented (an error)
+    verbose         print each compile stage with its op counts and time
+    static_shapes   True: every input size must be known at compile time (a None size is
+                    an error); False: the sizes shapes= does not fix stay dynamic
+    jit_options     {"opt_level": 0-3} (LLVM), {"mode": torch.compile's mode}; JAX's and
+                    torch's other keys are accepted with a warning that they do nothing
+    hints           {"input_batch_size_range": (lo, hi)}: axis 0 of the data inputs stays
+                    dynamic and is checked against the range at each call;
+                    {"inference_priority": "latency" | "throughput"}: both give the same code
+    cpu_options     {"num_threads": n, "vectorize": bool}
+    target_hardware "cpu"/"host", or an NVIDIA GPU ("nvidia_a100", "sm_80") with
+                    device="cuda": the architecture the kernels are compiled for
+    optimize_for    "latency" | "throughput": both give the same code today
+    static_inference  with inference=True: no gradient code is ever compiled (as inference)
     """
     if not isinstance(backend, MlirBackend):
         raise TypeError(f"backend must be an ml.MlirBackend, got {type(backend).__name__}")
     if hasattr(model, "finalize"):
         model.finalize()  # TrainModel: build final_cost from the losses
+    controls = resolve_controls(optimization_level, optimizations, jit_options, cpu_options,
+                                target_hardware, static_shapes, verbose, backend)
+    batch_range = _check_hints(hints)
+    if optimize_for is not None and optimize_for not in ("latency", "throughput"):
+        raise ValueError(f"optimize_for must be 'latency' or 'throughput', got {optimize_for!r}")
+    if static_inference is not None:
+        _check_static_inference(static_inference, inference)
     shapes = {k: list(v) for k, v in (shapes or {}).items()}
+    if static_shapes:
+        dynamic = [k for k, v in shapes.items() if None in v]
+        if dynamic:
+            raise ShapeError(f"static_shapes=True, but shapes= leaves sizes of {dynamic} "
+                             "dynamic (None)")
     constants = dict(constant_keys or {})
     data_keys = set(data_keys or ())
     trainable_keys = set(trainable_keys or ())
@@ -59,6 +97,12 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
             raise KeyNotFoundError(
                 f"'{key}' is not an output of the model (outputs: {model.output_keys})")
 
+    if batch_range is not None:
+        # Axis 0 of every data input whose shape is given becomes dynamic.
+        for key, shape in shapes.items():
+            if shape and "." not in key and key not in trainable_keys:
+                shape[0] = None
+
     kinds = {k: "data" for k in data_keys} | {k: "param" for k in trainable_keys}
     # Constants are values, not terminals: their shapes come with them.
     shapes = {k: v for k, v in shapes.items() if k not in constants}
@@ -68,4 +112,38 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
     if file_path is not None:
         with open(file_path, "w") as f:
             f.write(source)
-    return PhysicalModel(source, entry, backend, shapes, discard, inference)
+    return PhysicalModel(source, entry, backend, shapes, discard, inference, controls,
+                         dynamic=controls.static_shapes is False or batch_range is not None,
+                         batch_range=batch_range)
+
+
+def _check_hints(hints) -> tuple | None:
+    """The batch size range of `hints`, checked (None if not given)."""
+    if hints is None:
+        return None
+    if not isinstance(hints, Mapping):
+        raise TypeError(f"hints must be a dict, got {type(hints).__name__}")
+    batch_range = None
+    for key, value in hints.items():
+        if key == "input_batch_size_range":
+            if (not isinstance(value, (tuple, list)) or len(value) != 2 or
+                    not all(isinstance(v, int) and not isinstance(v, bool) for v in value) or
+                    not 1 <= value[0] <= value[1]):
+                raise ValueError("hints['input_batch_size_range'] must be (lo, hi) with "
+                                 f"1 <= lo <= hi, got {value!r}")
+            batch_range = (int(value[0]), int(value[1]))
+        elif key == "inference_priority":
+            if value not in ("latency", "throughput"):
+                raise ValueError("hints['inference_priority'] must be 'latency' or "
+                                 f"'throughput', got {value!r}")
+        else:
+            raise ValueError(f"unknown hints key {key!r} (known: input_batch_size_range, "
+                             "inference_priority)")
+    return batch_range
+
+
+def _check_static_inference(static_inference, inference) -> None:
+    if not isinstance(static_inference, bool):
+        raise TypeError(f"static_inference must be True or False, got {static_inference!r}")
+    if static_inference and not inference:
+        raise ValueError("static_inference=True needs inference=True")

@@ -179,6 +179,11 @@ class BaseModel(metaclass=_ModelClass):
         self.parent: Model | None = None
         self._uid = next(_uid)
 
+    def compile(self, backend, **kwargs):
+        """ml.compile(self, backend, **kwargs): the physical model."""
+        from .compile import compile as compile_model
+        return compile_model(self, backend, **kwargs)
+
     # Terminals -----------------------------------------------------------
     @property
     def class_name(self) -> str:

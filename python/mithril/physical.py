@@ -9,7 +9,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from . import _mithril
-from .errors import KeyNotFoundError, MithrilError
+from .errors import KeyNotFoundError, MithrilError, ShapeError
+from .options import CompileControls
 
 _NP_DTYPES = {"float32": np.float32, "float64": np.float64, "int32": np.int32,
               "int64": np.int64, "bool": np.bool_}
@@ -42,11 +43,16 @@ def _compiled(model) -> tuple:
 
 class PhysicalModel:
     def __init__(self, source: str, entry: str, backend, shapes: dict, discard: list,
-                 inference: bool) -> None:
+                 inference: bool, controls: CompileControls | None = None,
+                 dynamic: bool = False, batch_range: tuple | None = None) -> None:
         self.source = source
         self.entry = entry
         self.backend = backend
         self.inference = inference
+        self._controls = controls or CompileControls()
+        self._native = self._controls.native_kwargs()
+        self._chip = self._controls.chip or backend.chip
+        self._batch_range = batch_range
         self._shapes = dict(shapes)
         self._shape_specs = [_shape_spec(k, v) for k, v in shapes.items()]
         self._discard = discard
@@ -55,16 +61,19 @@ class PhysicalModel:
         if backend.device == "cuda":
             # The kernels for NVIDIA GPUs, written without a GPU.
             self._ptx = _mithril.emit(source, "ptx", "llvm", entry, self._shape_specs, "cuda",
-                                      backend.chip).decode()
-        self._threads = backend.num_threads or 0
+                                      self._chip).decode()
+        self._threads = self._controls.threads or backend.num_threads or 0
         # A size given as None stays dynamic: the forward code runs any size
         # of it; gradient and training code, which autodiff compiles for
         # static shapes, is compiled per set of sizes it meets.
-        self._dynamic = any(d is None for v in shapes.values() for d in v)
+        self._dynamic = dynamic or any(d is None for v in shapes.values() for d in v)
         self._forward = _mithril.compile(source, entry, self._shape_specs, discard,
                                          f"<model {entry}>", threads=self._threads,
                                          dynamic_shapes=self._dynamic,
-                                         gpu_tiles_on_host=backend.gpu_tiles_on_host)
+                                         gpu_tiles_on_host=backend.gpu_tiles_on_host,
+                                         **self._native)
+        if self._controls.verbose:
+            self.print_stages()
         self._inputs = _with_shape_tuples(self._forward.inputs)
         self._outputs = self._forward.outputs
         # Gradient and training models: (compiled model, its inputs, its
@@ -151,6 +160,8 @@ class PhysicalModel:
         if unknown:
             raise KeyNotFoundError(f"unknown input(s) {unknown}; the model's inputs are "
                                    f"{self.input_keys}")
+        if self._batch_range is not None:
+            self._check_batch(given)
         if output_gradients is not None:
             return self._evaluate_with_gradients(given, output_gradients)
         inputs = self._arrays(self._inputs, given, "input")
@@ -161,6 +172,48 @@ class PhysicalModel:
         self._device_forward().run(inputs, outputs)
         return {t["name"]: o for t, o in zip(self._outputs, outputs)}
 
+    def __call__(self, *args, **kwargs):
+        """Runs the model as a function: `pm(x)` feeds the only data input (or
+        "input"), `pm(params, data)` is evaluate(params, data), `pm(input=x,
+        ...)` names the inputs. Parameters not given come from
+        randomize_params(), drawn once and kept. Returns the only output's
+        array, or the dict of outputs."""
+        if len(args) == 2 and not kwargs:
+            return self.evaluate(*args)
+        if len(args) > 1 or (args and kwargs):
+            raise TypeError("call a physical model as pm(x), pm(params, data) or "
+                            "pm(name=array, ...)")
+        data = dict(kwargs)
+        if args:
+            if isinstance(args[0], Mapping):
+                data = dict(args[0])
+            else:
+                names = self.data_keys
+                target = "input" if "input" in names else (names[0] if len(names) == 1 else None)
+                if target is None:
+                    raise TypeError(f"pm(x) needs a model with one data input (or one named "
+                                    f"'input'); this one has {names}: name them")
+                data = {target: args[0]}
+        params = {k: v for k, v in data.items() if k in self.trainable_keys}
+        data = {k: v for k, v in data.items() if k not in params}
+        missing = [k for k in self.trainable_keys if k not in params]
+        if missing:
+            if getattr(self, "_call_params", None) is None:
+                self._call_params = self.randomize_params(seed=0)
+            params.update({k: self._call_params[k] for k in missing})
+        outputs = self.evaluate(params, data)
+        return next(iter(outputs.values())) if len(outputs) == 1 else outputs
+
+    def _check_batch(self, given: Mapping) -> None:
+        lo, hi = self._batch_range
+        for t in self._inputs:
+            if t["kind"] != "param" and t["shape"] and t["shape"][0] is None and \
+                    t["name"] in given:
+                n = np.shape(given[t["name"]])[0] if np.ndim(given[t["name"]]) else None
+                if n is not None and not lo <= n <= hi:
+                    raise ShapeError(f"input '{t['name']}': batch size {n} is outside "
+                                     f"hints['input_batch_size_range'] ({lo}, {hi})")
+
     def _device_forward(self):
         """The forward model compiled for the backend's device. For "cuda" it
         is compiled at the first run, which fails with "no CUDA device" where
@@ -170,7 +223,8 @@ class PhysicalModel:
         if self._cuda_forward is None:
             self._cuda_forward = _mithril.compile(self.source, self.entry, self._shape_specs,
                                                   self._discard, f"<model {self.entry}>",
-                                                  target="cuda", chip=self.backend.chip)
+                                                  target="cuda", chip=self._chip,
+                                                  **self._native)
         return self._cuda_forward
 
     def _static_specs(self, given: Mapping) -> list[str]:
@@ -197,7 +251,8 @@ class PhysicalModel:
                                      f"<model {self.entry}>", True, self.trainable_keys,
                                      list(seeds), threads=self._threads,
                                      gpu_tiles_on_host=self.backend.gpu_tiles_on_host,
-                                     target=self.backend.device, chip=self.backend.chip)
+                                     target=self.backend.device, chip=self._chip,
+                                     **self._native)
             compiled = self._gradient_models[key] = _compiled(model)
         return compiled
 
@@ -248,7 +303,8 @@ class PhysicalModel:
                                      optimizer.algorithm, optimizer.momentum,
                                      optimizer.weight_decay, threads=self._threads,
                                      gpu_tiles_on_host=self.backend.gpu_tiles_on_host,
-                                     target=self.backend.device, chip=self.backend.chip)
+                                     target=self.backend.device, chip=self._chip,
+                                     **self._native)
             compiled = self._gradient_models[key] = _compiled(model)
         model, model_inputs, model_outputs = compiled
         optimizer.steps += 1
@@ -289,6 +345,34 @@ class PhysicalModel:
         return results
 
     # Introspection -------------------------------------------------------
+    def get_shapes(self) -> dict[str, list]:
+        """Every input and output terminal's shape (None for a dynamic size)."""
+        return {t["name"]: list(t["shape"]) for t in self._inputs + self._outputs}
+
+    def get_types(self) -> dict[str, type]:
+        """Every input and output terminal's element type, as a numpy type
+        (ml.float32 is np.float32)."""
+        return {t["name"]: _NP_DTYPES[t["dtype"]] for t in self._inputs + self._outputs}
+
+    @property
+    def stages(self) -> list[tuple]:
+        """The forward model's compile phases: (name, seconds, ops before, ops
+        after), the op counts -1 for phases that are not pipeline stages."""
+        return list(self._forward.stages)
+
+    def print_stages(self) -> str:
+        """Prints (and returns) the compile phases with their op counts and times."""
+        lines = [f"Compiled @{self.entry} (optimization_level={self._controls.level})"]
+        total = 0.0
+        for name, seconds, before, after in self.stages:
+            total += seconds
+            ops = f"{before:6d} -> {after:6d} ops" if before >= 0 else " " * 20
+            lines.append(f"  {name:<18} {ops}  {seconds * 1e3:9.2f} ms")
+        lines.append(f"  {'total':<18} {' ' * 20}  {total * 1e3:9.2f} ms")
+        text = "\n".join(lines)
+        print(text)
+        return text
+
     def summary(self) -> str:
         """Prints (and returns) a table of the flattened model."""
         rows = self._forward.summary

@@ -105,8 +105,32 @@ static cl::opt<bool> dynamicShapes(
 static cl::opt<unsigned> threads(
     "num-threads", cl::desc("Threads for large ops (default 0: one per hardware thread)"),
     cl::init(0), cl::cat(category));
-static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level"), cl::init(2),
-                                  cl::Prefix, cl::cat(category));
+static cl::opt<unsigned> optLevel("O",
+                                  cl::desc("LLVM optimization level (default: the "
+                                           "--optimization-level's)"),
+                                  cl::init(2), cl::Prefix, cl::cat(category));
+static cl::opt<std::string> optimizationLevel(
+    "optimization-level",
+    cl::desc("none (no graph optimization, no schedule, -O0: for debugging), low (folding, CSE, "
+             "DCE; -O1), medium (everything; -O2) or high (everything; -O3)"),
+    cl::init("medium"), cl::cat(category));
+static cl::list<std::string> disabledOptimizations(
+    "disable",
+    cl::desc("Optimizations to switch off: constant_folding, common_subexpression, "
+             "dead_code_elimination, fusion, vectorization (comma-separated)"),
+    cl::CommaSeparated, cl::cat(category));
+
+/// The --optimization-level, --disable and -O flags applied to `options`.
+static Error applyOptimizationFlags(CompileOptions &options) {
+  if (Error err = setOptimizationLevel(options, optimizationLevel))
+    return err;
+  for (const std::string &name : disabledOptimizations)
+    if (Error err = setOptimization(options, name, false))
+      return err;
+  if (optLevel.getNumOccurrences())
+    options.optLevel = optLevel;
+  return Error::success();
+}
 
 static int fail(const Twine &message) {
   std::string text = message.str();
@@ -215,7 +239,8 @@ static int runTraining(StringRef source, std::map<std::string, Array> &given) {
   CompileOptions options;
   options.entry = entry;
   options.sourceName = inputFile;
-  options.optLevel = optLevel;
+  if (Error err = applyOptimizationFlags(options))
+    return fail(std::move(err));
   options.threads = threads;
   options.gradients = true;
   options.seeds = {lossName};
@@ -419,7 +444,8 @@ int main(int argc, char **argv) {
   CompileOptions options;
   options.entry = entry;
   options.sourceName = inputFile;
-  options.optLevel = optLevel;
+  if (Error err = applyOptimizationFlags(options))
+    return fail(std::move(err));
   options.threads = threads;
   options.dynamicShapes = dynamicShapes;
   // Without --dynamic the code is compiled for the shapes of the data given.
@@ -460,7 +486,10 @@ int main(int argc, char **argv) {
   if (timing) {
     double total = 0;
     for (const PhaseTiming &t : (*model)->timings()) {
-      outs() << format("compile %-26s %9.2f ms\n", (t.phase + ":").c_str(), t.seconds * 1e3);
+      outs() << format("compile %-26s %9.2f ms", (t.phase + ":").c_str(), t.seconds * 1e3);
+      if (t.opsBefore >= 0)
+        outs() << format("   %6lld -> %6lld ops", (long long)t.opsBefore, (long long)t.opsAfter);
+      outs() << "\n";
       total += t.seconds;
     }
     outs() << format("compile %-26s %9.2f ms\n", "total:", total * 1e3);

@@ -73,6 +73,26 @@ template <typename To, typename From> void copyModelOptions(To &to, const From &
 }
 
 struct CpuPipelineOptions : public ModelPipelineOptions<CpuPipelineOptions> {
+  // Graph-level optimizations, each of which can be switched off (the
+  // numbers stay the same): the Python package's `optimizations=` and
+  // `optimization_level=`, mithril-run's --optimization-level and --disable.
+  Option<bool> fold{*this, "fold",
+                    llvm::cl::desc("Canonicalize and fold constants after the graph-level "
+                                   "stages (shapes, autodiff, linalg, fusion)"),
+                    llvm::cl::init(true)};
+  Option<bool> cse{*this, "cse",
+                   llvm::cl::desc("Common subexpression elimination after the graph-level "
+                                  "stages"),
+                   llvm::cl::init(true)};
+  Option<bool> dce{*this, "dce",
+                   llvm::cl::desc("Remove the ops no output needs (mithril-dce; outputs "
+                                  "named in `discard` are dropped either way, and fold and "
+                                  "cse erase unused pure ops too)"),
+                   llvm::cl::init(true)};
+  Option<bool> fusion{*this, "fusion",
+                      llvm::cl::desc("Fuse element-wise producers into their consumers "
+                                     "(mithril-fuse-elementwise)"),
+                      llvm::cl::init(true)};
   Option<bool> schedule{*this, "schedule",
                         llvm::cl::desc("Tile and vectorize for the host (mithril-cpu-schedule)"),
                         llvm::cl::init(true)};

@@ -79,9 +79,28 @@ struct CompileOptions {
   /// already tiled and vectorized, and -O3 ran no faster (MLP, CNN, matmuls
   /// and convolutions measured) while taking up to 1.5x as long to compile.
   unsigned optLevel = 2;
+  /// Graph-level optimizations (mithril-cpu-pipeline's fold, cse, dce and
+  /// fusion) and the host schedule (tiling and vectorization): switching any
+  /// off gives the same numbers, slower. setOptimizationLevel and
+  /// setOptimization set them by name.
+  bool fold = true, cse = true, dce = true, fusion = true, schedule = true;
   /// The file the source came from, for diagnostics and reproducers.
   std::string sourceName = "<model>";
 };
+
+/// Sets the optimizations and the LLVM level of a named level: "none" (no
+/// graph optimization, no schedule, LLVM -O0: for debugging), "low" (folding,
+/// CSE and DCE; -O1), "medium" (everything; -O2, the default) or "high"
+/// (everything; -O3). An unknown level is an error listing the known ones.
+llvm::Error setOptimizationLevel(CompileOptions &options, llvm::StringRef level);
+
+/// Switches one optimization by name: constant_folding, common_subexpression,
+/// dead_code_elimination, fusion (or operator_fusion) and vectorization (the
+/// host schedule). An unknown name is an error listing the known ones.
+llvm::Error setOptimization(CompileOptions &options, llvm::StringRef name, bool enabled);
+
+/// The names setOptimization knows.
+llvm::ArrayRef<llvm::StringRef> optimizationNames();
 
 /// A shape in the `name:DxD` form of CompileOptions::shapes (`name:scalar`
 /// for rank 0).
@@ -102,6 +121,9 @@ struct SummaryRow {
 struct PhaseTiming {
   std::string phase;
   double seconds;
+  /// For a pipeline stage: the operations in the module before and after it
+  /// (-1 for the phases that are not stages: parsing, LLVM and the JIT).
+  int64_t opsBefore = -1, opsAfter = -1;
 };
 
 /// A fresh context with every dialect, extension and translation the

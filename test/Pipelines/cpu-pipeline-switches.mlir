@@ -1,0 +1,47 @@
+// The graph-level switches of mithril-cpu-pipeline (the Python package's
+// optimization_level= and optimizations=, mithril-run's --optimization-level
+// and --disable), each shown on the same layer at stop-after=fusion.
+// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=fusion schedule=false" | FileCheck %s --check-prefix=FUSED
+// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=fusion schedule=false fusion=false" | FileCheck %s --check-prefix=UNFUSED
+// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=shapes" | FileCheck %s --check-prefix=DCE
+// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=shapes dce=false fold=false cse=false" | FileCheck %s --check-prefix=NODCE
+// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=shapes fold=false" | FileCheck %s --check-prefix=NOFOLD
+// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=shapes cse=false fold=false dce=false" | FileCheck %s --check-prefix=NOCSE
+
+mithril.model @Layer(data %x: tensor<4x8xf32>, param %b: tensor<8xf32>) -> (y: tensor<4x8xf32>) {
+  %a = mithril.add %x, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %a2 = mithril.add %x, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %r = mithril.relu %a : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %s = mithril.multiply %r, %a2 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %unused = mithril.exp %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  mithril.output %s : tensor<4x8xf32>
+}
+
+// Fusion on: one element-wise loop nest computes the add, relu and mul.
+// FUSED-LABEL: func.func @Layer(
+// FUSED-COUNT-1: linalg.generic
+// FUSED-NOT: linalg.generic
+// FUSED: return
+
+// Fusion off: one linalg.generic per op.
+// UNFUSED-LABEL: func.func @Layer(
+// UNFUSED-COUNT-3: linalg.generic
+// UNFUSED-NOT: linalg.generic
+// UNFUSED: return
+
+// By default, CSE merges the two adds and DCE drops the exp no output needs.
+// DCE-LABEL: mithril.model @Layer
+// DCE-COUNT-1: = add %x
+// DCE-NOT: = add %x
+// DCE-NOT: = exp
+
+// The canonicalizer and CSE also erase unused pure ops: the exp stays only
+// with all three off.
+// NODCE-LABEL: mithril.model @Layer
+// NODCE: = exp %x
+
+// NOFOLD-LABEL: mithril.model @Layer
+// NOFOLD-NOT: = exp
+
+// NOCSE-LABEL: mithril.model @Layer
+// NOCSE-COUNT-2: = add %x
