@@ -19,11 +19,19 @@ from .backend import MlirBackend, float32, float64
 from .compile import compile
 from .physical import PhysicalModel
 from .optimizers import SGD, Adam, Optimizer
+from .training import BCEWithLogitsLoss, CrossEntropyLoss, Loss, MSELoss, Trainer
+
+# The documents import PhysicalModel from mithril.framework.physical.
+import sys as _sys
+from . import physical as _physical
+_sys.modules[__name__ + ".framework.physical"] = _physical
+from . import framework as _framework
+_framework.physical = _physical
 
 __all__ = [
     "BaseModel", "Connection", "IOKey", "KeyNotFoundError", "LogicalModel", "MithrilError", "MlirBackend",
     "Model", "Optimizer", "OutOfMemoryError", "PhysicalModel", "SGD", "Adam", "ShapeError",
-    "compile", "float32",
+    "compile", "float32", "Trainer", "Loss", "CrossEntropyLoss", "MSELoss", "BCEWithLogitsLoss",
     "float64",
 ]
 __version__ = "0.1.0"

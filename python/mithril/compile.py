@@ -61,6 +61,12 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
         raise TypeError(f"backend must be an ml.MlirBackend, got {type(backend).__name__}")
     if hasattr(model, "finalize"):
         model.finalize()  # TrainModel: build final_cost from the losses
+    # What a Trainer needs to compile the model again with a loss.
+    compile_args = {"shapes": shapes, "constant_keys": constant_keys, "data_keys": data_keys,
+                    "trainable_keys": trainable_keys, "safe_names": safe_names,
+                    "optimization_level": optimization_level, "optimizations": optimizations,
+                    "jit_options": jit_options, "cpu_options": cpu_options,
+                    "target_hardware": target_hardware}
     controls = resolve_controls(optimization_level, optimizations, jit_options, cpu_options,
                                 target_hardware, static_shapes, verbose, backend)
     batch_range = _check_hints(hints)
@@ -112,9 +118,12 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
     if file_path is not None:
         with open(file_path, "w") as f:
             f.write(source)
-    return PhysicalModel(source, entry, backend, shapes, discard, inference, controls,
-                         dynamic=controls.static_shapes is False or batch_range is not None,
-                         batch_range=batch_range)
+    pm = PhysicalModel(source, entry, backend, shapes, discard, inference, controls,
+                       dynamic=controls.static_shapes is False or batch_range is not None,
+                       batch_range=batch_range)
+    pm.logical_model = model
+    pm.compile_args = compile_args
+    return pm
 
 
 def _check_hints(hints) -> tuple | None:

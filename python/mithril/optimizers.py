@@ -38,14 +38,29 @@ class Optimizer:
         return []
 
 
-def SGD(lr: float = 0.01, momentum: float = 0.0, weight_decay: float = 0.0) -> Optimizer:
-    """Stochastic gradient descent, with optional momentum and weight decay."""
-    return Optimizer(lr=lr, algorithm="sgd", momentum=momentum, weight_decay=weight_decay)
+def _rate(lr, learning_rate, default: float) -> float:
+    """The step size, given as lr= or as the documents' learning_rate=."""
+    if lr is not None and learning_rate is not None:
+        raise TypeError("give lr or learning_rate, not both")
+    value = lr if lr is not None else learning_rate if learning_rate is not None else default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ValueError(f"the learning rate must be a positive number, got {value!r}")
+    return float(value)
 
 
-def Adam(lr: float = 1e-3, weight_decay: float = 0.0) -> Optimizer:
-    """Adam (beta1 0.9, beta2 0.999, epsilon 1e-8)."""
-    return Optimizer(lr=lr, algorithm="adam", weight_decay=weight_decay)
+def SGD(lr: float | None = None, momentum: float = 0.0, weight_decay: float = 0.0, *,
+        learning_rate: float | None = None) -> Optimizer:
+    """Stochastic gradient descent (lr 0.01 by default), with optional momentum
+    and weight decay."""
+    return Optimizer(lr=_rate(lr, learning_rate, 0.01), algorithm="sgd", momentum=momentum,
+                     weight_decay=weight_decay)
+
+
+def Adam(lr: float | None = None, weight_decay: float = 0.0, *,
+         learning_rate: float | None = None) -> Optimizer:
+    """Adam (lr 1e-3 by default, beta1 0.9, beta2 0.999, epsilon 1e-8)."""
+    return Optimizer(lr=_rate(lr, learning_rate, 1e-3), algorithm="adam",
+                     weight_decay=weight_decay)
 
 
 def zeros_like(shape, dtype) -> np.ndarray:

@@ -204,6 +204,27 @@ class PhysicalModel:
         outputs = self.evaluate(params, data)
         return next(iter(outputs.values())) if len(outputs) == 1 else outputs
 
+    def batch_inference(self, batches, progress: bool | None = None) -> list:
+        """pm(batch) for every batch of an iterable (arrays, or dicts of named
+        inputs), with a progress bar on a terminal. Returns the results in
+        order. With a fixed batch size compiled in, a batch of another size
+        is an error naming it: compile with None for the batch size (or
+        hints={"input_batch_size_range": ...}) to take any."""
+        import sys
+        import time
+        show = sys.stderr.isatty() if progress is None else bool(progress)
+        total = len(batches) if hasattr(batches, "__len__") else None
+        results, start = [], time.time()
+        for i, batch in enumerate(batches, 1):
+            results.append(self(batch))
+            if show:
+                done = f"{i}/{total}" if total else f"{i}"
+                print(f"\rbatch_inference {done} {time.time() - start:6.1f}s", end="",
+                      file=sys.stderr, flush=True)
+        if show:
+            print(file=sys.stderr)
+        return results
+
     def _check_batch(self, given: Mapping) -> None:
         lo, hi = self._batch_range
         for t in self._inputs:
