@@ -12,6 +12,7 @@ rules decide.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import inspect
@@ -513,6 +514,28 @@ class Model(BaseModel):
         del self.nets[other.name]
 
     def _extend(self, model: BaseModel, connections: dict) -> None:
+        """Adds `model`; if that fails, this model is left as it was (a
+        half-made connection would break every later use of it)."""
+        nets = dict(self.nets)
+        fields = {id(n): dataclasses.replace(n, consumers=list(n.consumers))
+                  for n in self.nets.values()}
+        submodels = [(m, dict(b)) for m, b in self.submodels]
+        canonical = (self._cin, self._cout)
+        try:
+            self._extend_unchecked(model, connections)
+        except BaseException:
+            self.nets = nets
+            for net in nets.values():
+                saved = fields[id(net)]
+                for f in dataclasses.fields(Net):
+                    setattr(net, f.name, getattr(saved, f.name))
+            self.submodels = submodels
+            self._cin, self._cout = canonical
+            if model.parent is self:
+                model.parent = None
+            raise
+
+    def _extend_unchecked(self, model: BaseModel, connections: dict) -> None:
         if model is self:
             raise MithrilError("a model cannot contain itself")
         if model.parent is not None:

@@ -9,7 +9,7 @@ import pytest
 import mithril as ml
 from mithril.models import (Add, Concat, Convolution2D, CrossEntropy, Embedding, Linear,
                             MatrixMultiply, Max, Mean, Model, PermuteTensor, PolynomialFeatures,
-                            LayerNorm, Prod, Reshape, Slice, Softmax, Sum, Transpose, Variance)
+                            LayerNorm, Prod, Relu, Reshape, Slice, Softmax, Sum, Transpose, Variance)
 
 
 def _single(cls, shape, dtype=ml.float32, **kwargs):
@@ -459,3 +459,22 @@ def test_polynomial_features_with_a_dynamic_column_count():
     with pytest.raises(ml.MithrilError, match="polynomial_features' op needs a static number "
                                               "of feature columns at degree 2"):
         ml.compile(m, ml.MlirBackend(), shapes={"x": [2, None]})
+
+
+def test_a_failed_connection_leaves_the_model_as_it_was():
+    # Found running the user guide's optimization examples in one model: a
+    # `|=` that failed ("already has a producer") had registered its inputs
+    # first, and every later use of the model raised IndexError.
+    model = Model()
+    model |= Linear(4).connect(input="input", output="hidden")
+    model |= Relu().connect(input="hidden", output="out")
+    layer = Linear(4)
+    with pytest.raises(ml.MithrilError, match="'hidden' already has a producer"):
+        model |= layer.connect(input="input", output="hidden")
+    assert layer.parent is None and len(model.submodels) == 2
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={"input": [2, 3]})
+    assert pm.output_keys == ["out"]
+    # The layer that failed can be added elsewhere.
+    model |= layer.connect(input="out", output="h2")
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={"input": [2, 3]})
+    assert pm.output_keys == ["h2"]
