@@ -8,7 +8,8 @@ from collections.abc import Iterable, Mapping
 
 from .backend import MlirBackend
 from .emit import Emitter
-from .errors import KeyNotFoundError, ShapeError
+from .deferred import DeferredPhysicalModel
+from .errors import KeyNotFoundError, MissingShapeError, ShapeError
 from .framework import BaseModel
 from .options import resolve as resolve_controls
 from .physical import PhysicalModel
@@ -23,12 +24,14 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
             static_shapes: bool | None = None, jit_options: Mapping | None = None,
             hints: Mapping | None = None, cpu_options: Mapping | None = None,
             target_hardware: str | None = None, optimize_for: str | None = None,
-            static_inference: bool | None = None) -> PhysicalModel:
+            static_inference: bool | None = None, _defer: bool = True) -> PhysicalModel:
     """Compiles `model` for `backend`.
 
     shapes          input (or parameter) shapes; None marks a size left dynamic: the
                     compiled code runs any size of it (gradients and training steps
-                    are compiled for each set of sizes they meet)
+                    are compiled for each set of sizes they meet). Where nothing gives
+                    an input's shape, the model is compiled at its first call, for the
+                    shapes of the arrays given (a DeferredPhysicalModel)
     constant_keys   inputs fixed at compile time: they become constants
     data_keys       inputs that are data, not trainable parameters
     trainable_keys  inputs that are trainable parameters (gradients are returned)
@@ -57,6 +60,9 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
     optimize_for    "latency" | "throughput": both give the same code today
     static_inference  with inference=True: no gradient code is ever compiled (as inference)
     """
+    # The arguments again, for a model whose shapes only its first call gives.
+    call_kwargs = {k: v for k, v in locals().items()
+                   if k not in ("model", "backend", "file_path", "_defer")}
     if not isinstance(backend, MlirBackend):
         raise TypeError(f"backend must be an ml.MlirBackend, got {type(backend).__name__}")
     if hasattr(model, "finalize"):
@@ -113,7 +119,14 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
     # Constants are values, not terminals: their shapes come with them.
     shapes = {k: v for k, v in shapes.items() if k not in constants}
     emitter = Emitter(backend.float_name)
-    entry, _ = emitter.emit_top(model, shapes, kinds, constants)
+    try:
+        entry, _ = emitter.emit_top(model, shapes, kinds, constants)
+    except MissingShapeError as e:
+        # Nothing gives an input's shape: compiled at the first call, for
+        # the shapes of its arrays (and again for new ones), as jax.jit does.
+        if static_shapes or file_path is not None or not _defer:
+            raise
+        return DeferredPhysicalModel(model, backend, call_kwargs, e)
     source = emitter.module.text()
     if file_path is not None:
         with open(file_path, "w") as f:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _mithril
-from .errors import MithrilError, ShapeError
+from .errors import MissingShapeError, MithrilError, ShapeError
 from .framework import BaseModel, Model, Net, Primitive, TerminalSpec
 
 
@@ -81,9 +81,11 @@ class Emitter:
                 if shape is None:
                     shape = spec.shape
                 if shape is None:
-                    where = "" if top else f" of {model.class_name}"
-                    raise ShapeError(f"input '{net.name}'{where} needs a shape: pass "
-                                     f"shapes={{'{net.name}': [...]}} to compile")
+                    message = (f"input '{net.name}'{'' if top else ' of ' + model.class_name}"
+                               f" needs a shape: pass shapes={{'{net.name}': [...]}} to compile")
+                    if top:
+                        raise MissingShapeError(message, net.name)
+                    raise ShapeError(message)
                 dtype = self._dtype(spec)
             values[id(net)] = builder.add_input(net.name, kind, _shape_ints(shape), dtype)
 

@@ -16,6 +16,15 @@ class ShapeError(MithrilError, ValueError):
     """Shapes given for a model conflict with each other or with the model."""
 
 
+class MissingShapeError(ShapeError):
+    """A model input whose shape nothing gives (compile defers such a model
+    to its first call, whose arrays give the shapes)."""
+
+    def __init__(self, message: str, terminal: str) -> None:
+        super().__init__(message)
+        self.terminal = terminal
+
+
 class KeyNotFoundError(MithrilError, KeyError):
     """A terminal name that the model does not have."""
 

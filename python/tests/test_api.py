@@ -84,7 +84,13 @@ def test_errors_name_terminals():
                                               r"terminal 'b' \(4x9\)"):
         ml.compile(model, backend, shapes={"a": [4, 8], "b": [4, 9]})
     with pytest.raises(ml.ShapeError, match="input 'b' needs a shape"):
-        ml.compile(model, backend, shapes={"a": [4, 8]})
+        ml.compile(model, backend, shapes={"a": [4, 8]}, static_shapes=True)
+    # Without static_shapes, compiled at the first call: 'b' must come then.
+    deferred = ml.compile(model, backend, shapes={"a": [4, 8]})
+    with pytest.raises(KeyError, match="missing input 'b'"):
+        deferred.evaluate({}, {"a": np.ones((4, 8))})
+    out = deferred.evaluate({}, {"a": np.ones((4, 8)), "b": np.ones(8)})
+    np.testing.assert_array_equal(out["c"], np.full((4, 8), 2.0))
     with pytest.raises(KeyError, match="'d' is not an input"):
         ml.compile(model, backend, shapes={"a": [2], "b": [2]}, data_keys=["d"])
     pm = ml.compile(model, backend, shapes={"a": [2], "b": [2]})

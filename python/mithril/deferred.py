@@ -1,0 +1,113 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""A physical model compiled at its first call.
+
+`ml.compile(model, backend)` with an input whose shape nothing gives (no
+`shapes=` entry, no shape in the model) cannot compile yet: native code is
+compiled for ranks and sizes. It returns a DeferredPhysicalModel instead,
+which compiles at each call for the shapes of the arrays given (once per set
+of shapes, as jax.jit traces per shape), with the compile arguments given to
+ml.compile. Until the first call, what depends on shapes (parameters,
+terminal shapes) is a MithrilError that says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from .errors import KeyNotFoundError, MissingShapeError, MithrilError
+
+
+class DeferredPhysicalModel:
+    def __init__(self, model, backend, compile_kwargs: dict, missing) -> None:
+        self.logical_model = model
+        self.backend = backend
+        self.compile_args = dict(compile_kwargs)
+        self.inference = bool(compile_kwargs.get("inference"))
+        self._missing = missing.terminal
+        self._compiled: dict = {}
+        self._last = None
+        self._call_params = None
+        self._param_names: set = set()
+
+    def __repr__(self) -> str:
+        return (f"DeferredPhysicalModel({self.logical_model.class_name}: compiled at the "
+                f"first call; {len(self._compiled)} compiled so far)")
+
+    def _not_yet(self, what: str) -> MithrilError:
+        return MithrilError(
+            f"{what} needs the model's shapes, and nothing gives the shape of input "
+            f"'{self._missing}': call the model first (it is compiled for the shapes of the "
+            f"arrays given), or compile with shapes={{'{self._missing}': [...]}}")
+
+    def compiled_for(self, arrays: Mapping):
+        """The physical model compiled for the shapes of `arrays` (name ->
+        array), compiled now if it is the first call with them."""
+        from .compile import compile as compile_model
+        # Keyed by the data's shapes: the parameters' follow from them.
+        shapes = {k: tuple(np.shape(v)) for k, v in arrays.items()
+                  if k not in self._param_names}
+        key = tuple(sorted(shapes.items()))
+        pm = self._compiled.get(key)
+        if pm is None:
+            given = dict(self.compile_args.get("shapes") or {})
+            given.update({k: list(v) for k, v in shapes.items()})
+            try:
+                pm = compile_model(self.logical_model, self.backend, _defer=False,
+                                   **dict(self.compile_args, shapes=given))
+            except MissingShapeError as e:
+                raise KeyNotFoundError(
+                    f"missing input '{e.terminal}': the model is compiled at its first call, "
+                    "for the shapes of the arrays given, and none gives this one's") from None
+            self._compiled[key] = pm
+            self._param_names.update(pm.trainable_keys)
+        self._last = pm
+        return pm
+
+    def evaluate(self, params: Mapping | None = None, data: Mapping | None = None,
+                 output_gradients: Mapping | None = None):
+        pm = self.compiled_for({**(params or {}), **(data or {})})
+        return pm.evaluate(params, data, output_gradients)
+
+    def evaluate_gradients(self, params, data=None, output_gradients=None):
+        _, grads = self.evaluate(params, data, output_gradients or {})
+        return grads
+
+    def train_step(self, params: dict, data: Mapping | None, optimizer, loss="final_cost"):
+        pm = self.compiled_for({**params, **(data or {})})
+        return pm.train_step(params, data, optimizer, loss)
+
+    def __call__(self, *args, **kwargs):
+        """pm(x) as PhysicalModel.__call__: x goes to the model's canonical
+        input (or "input"); parameters not given are drawn once, at the first
+        call, and kept."""
+        if len(args) == 1 and not kwargs and not isinstance(args[0], Mapping):
+            name = self.logical_model.canonical_input or "input"
+            kwargs = {name if isinstance(name, str) else name.key: args[0]}
+            args = ()
+        if args:
+            data = dict(args[0]) if len(args) == 1 else {**args[0], **args[1]}
+        else:
+            data = dict(kwargs)
+        pm = self.compiled_for(data)
+        if self._call_params is None:
+            self._call_params = pm.randomize_params(seed=0)
+        return pm({**self._call_params, **data})
+
+    def batch_inference(self, batches, progress: bool | None = None) -> list:
+        return [self(batch) for batch in batches]
+
+    def randomize_params(self, seed: int | None = None):
+        if self._last is None:
+            raise self._not_yet("randomize_params()")
+        return self._last.randomize_params(seed)
+
+    def __getattr__(self, name: str):
+        # Terminals, shapes, summaries: those of the model compiled last.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if self._last is None:
+            raise self._not_yet(name)
+        return getattr(self._last, name)

@@ -1,0 +1,69 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""ml.compile without the shapes it needs: the model is compiled at its first
+call, for the shapes of the arrays given (DeferredPhysicalModel)."""
+
+import numpy as np
+import pytest
+
+import mithril as ml
+from mithril.deferred import DeferredPhysicalModel
+from mithril.models import Linear, Model, Relu
+
+
+def mlp():
+    model = Model()
+    model |= Linear(8)(input="input")
+    model += Relu()
+    model += Linear(3)(output="output")
+    return model
+
+
+def reference(params, x):
+    h = np.maximum(x @ params["linear_0.weight"].T + params["linear_0.bias"], 0)
+    return h @ params["linear_1.weight"].T + params["linear_1.bias"]
+
+
+def test_compiled_at_the_first_call_per_shape():
+    pm = ml.compile(mlp(), ml.MlirBackend(dtype=ml.float64))
+    assert isinstance(pm, DeferredPhysicalModel)
+    with pytest.raises(ml.MithrilError, match="call the model first"):
+        pm.randomize_params()
+    with pytest.raises(ml.MithrilError, match="call the model first"):
+        pm.output_keys  # noqa: B018
+    rng = np.random.default_rng(0)
+    x4, x2 = rng.standard_normal((4, 5)), rng.standard_normal((2, 5))
+    y4 = pm(x4)
+    params = pm._call_params
+    np.testing.assert_allclose(y4, reference(params, x4), rtol=1e-12)
+    np.testing.assert_allclose(pm(x2), reference(params, x2), rtol=1e-12)
+    assert len(pm._compiled) == 2
+    pm(x4 + 1)  # a shape met before: no new compile
+    assert len(pm._compiled) == 2
+    # After a call: the compiled model's terminals, evaluate, gradients.
+    assert pm.get_shapes()["linear_0.weight"] == [8, 5]
+    mine = pm.randomize_params(seed=3)
+    out, grads = pm.evaluate(mine, {"input": x4},
+                             output_gradients={"output": np.ones((4, 3))})
+    np.testing.assert_allclose(out["output"], reference(mine, x4), rtol=1e-12)
+    assert set(grads) == set(mine)
+
+
+def test_training_and_errors():
+    model = Model()
+    model |= Linear(1)(input="input", output="output")
+    model |= ml.models.SquaredError()(input="output", target="target", output="se")
+    model |= ml.models.Mean()(input="se", output="final_cost")
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64))
+    x = np.random.default_rng(1).standard_normal((16, 2))
+    y = x @ np.array([[2.0], [-1.0]])
+    with pytest.raises(KeyError, match="missing input 'target'"):
+        pm.evaluate({}, {"input": x})
+    params = {"linear_0.weight": np.zeros((1, 2)), "linear_0.bias": np.zeros(1)}
+    opt = ml.SGD(learning_rate=0.1)
+    for _ in range(200):
+        pm.train_step(params, {"input": x, "target": y}, opt)
+    np.testing.assert_allclose(params["linear_0.weight"], [[2.0, -1.0]], atol=1e-6)
+    # Shapes required now: static_shapes=True and file_path= keep the error.
+    with pytest.raises(ml.ShapeError, match="input 'input' needs a shape"):
+        ml.compile(mlp(), ml.MlirBackend(), static_shapes=True)
