@@ -478,3 +478,19 @@ def test_a_failed_connection_leaves_the_model_as_it_was():
     model |= layer.connect(input="out", output="h2")
     pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={"input": [2, 3]})
     assert pm.output_keys == ["h2"]
+
+
+def test_reshape_of_a_dynamic_empty_slice_to_a_static_zero():
+    # Found by the fuzzer campaign (seed 2026, trial 16109): an empty slice of
+    # a dynamic axis reshaped to [2, 0] failed in tensor.expand_shape (a
+    # dynamic source expands into no group with a static 0).
+    torch = pytest.importorskip("torch")
+    m = Model()
+    m |= Slice(axis=0, start=5, stop=0, step=2).connect(input="x", output="t0")
+    m |= Softmax(axis=-1).connect(input="t0", output="t1")
+    m |= Reshape(shape=[2, 0]).connect(input="t1", output="y")
+    pm = ml.compile(m, ml.MlirBackend(dtype=ml.float64), shapes={"x": [None]})
+    for n in (3, 7):
+        x = np.arange(float(n))
+        want = torch.softmax(torch.tensor(x)[5:0:2], -1).reshape(2, 0).numpy()
+        assert pm.evaluate({}, {"x": x})["y"].shape == want.shape == (2, 0)

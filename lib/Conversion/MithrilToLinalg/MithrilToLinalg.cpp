@@ -621,8 +621,9 @@ static Value buildReshape(OpBuilder &b, Location loc, Value input, RankedTensorT
     return input;
   // No elements, nothing to move: a new empty tensor. (Collapsing a static 0
   // with dynamic sizes has no type both tensor.collapse_shape and its memref
-  // form accept: one wants the group dynamic, the other computes 0.)
-  if (llvm::is_contained(in.getShape(), 0))
+  // form accept: one wants the group dynamic, the other computes 0; and a
+  // dynamic source expands into no group with a static 0.)
+  if (llvm::is_contained(in.getShape(), 0) || llvm::is_contained(type.getShape(), 0))
     return emptyTensor(b, loc, type, sizes);
   if (in.getRank() == 0)
     return tensor::ExpandShapeOp::create(b, loc, type, input,
