@@ -12,6 +12,7 @@ rules decide.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import functools
@@ -80,6 +81,23 @@ class Net:
     value: Any = None
     shape: tuple | None = None
     differentiable: bool | None = None
+
+
+def _fresh_copy(model: "BaseModel") -> "BaseModel":
+    """A deep copy of `model` outside any model, whose models (it and those
+    inside it) are new instances."""
+    parent = model.parent
+    model.parent = None
+    try:
+        clone = copy.deepcopy(model)
+    finally:
+        model.parent = parent
+    pending = [clone]
+    while pending:
+        m = pending.pop()
+        m._uid = next(_uid)
+        pending += [sub for sub, _ in getattr(m, "submodels", [])]
+    return clone
 
 
 class Connection:
@@ -515,7 +533,14 @@ class Model(BaseModel):
 
     def _extend(self, model: BaseModel, connections: dict) -> None:
         """Adds `model`; if that fails, this model is left as it was (a
-        half-made connection would break every later use of it)."""
+        half-made connection would break every later use of it). A model that
+        is already part of one (the user guide adds its residual block twice)
+        is added as a fresh copy, with its own parameters."""
+        if model.parent is not None and model is not self:
+            original, model = model, _fresh_copy(model)
+            connections = {k: Connection(model, v.key)
+                           if isinstance(v, Connection) and v.model is original else v
+                           for k, v in connections.items()}
         nets = dict(self.nets)
         fields = {id(n): dataclasses.replace(n, consumers=list(n.consumers))
                   for n in self.nets.values()}

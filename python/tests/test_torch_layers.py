@@ -285,11 +285,8 @@ def test_documents_residual_network(backend64, rng):
     model = Model()
     model |= Conv2d(3, 64)
     model += res_block  # First residual block
-    # The documents add `res_block` a second time; a model instance can be
-    # part of one model only, so the second block is a second instance.
-    with pytest.raises(ml.MithrilError, match="already part of a model"):
-        model += res_block
-    model += residual_block()  # Second residual block (same definition)
+    # Added a second time: a fresh copy, with its own parameters.
+    model += res_block  # Second residual block (same definition)
     model += GlobalAvgPool2d()
     model += Linear(64, 10)
 
