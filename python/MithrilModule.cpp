@@ -380,6 +380,13 @@ PYBIND11_MODULE(_mithril, m) {
                                  l.append(py::make_tuple(t.phase, t.seconds));
                                return l;
                              })
+      .def_property_readonly("object_code",
+                             [](const CompiledModel &c) {
+                               auto code = c.objectCode();
+                               if (!code)
+                                 raise(llvm::toString(code.takeError()));
+                               return py::bytes(*code);
+                             })
       .def_property_readonly("stages",
                              [](const CompiledModel &c) {
                                py::list l;
@@ -486,6 +493,33 @@ PYBIND11_MODULE(_mithril, m) {
       py::arg("optimization_level") = "medium",
       py::arg("optimizations") = std::vector<std::pair<std::string, bool>>{},
       py::arg("llvm_level") = -1);
+  m.def("host_cpu", &CompiledModel::hostCPU,
+        "The host's CPU name and features, as saved models record them");
+  m.def(
+      "load",
+      [](const py::bytes &object, const std::string &logicalIR, const std::string &cpu,
+         const std::string &entry, unsigned threads, bool dynamicShapes,
+         const std::string &sourceName) {
+        std::string code = object;
+        std::unique_ptr<CompiledModel> result;
+        {
+          py::gil_scoped_release release;
+          CompileOptions options = makeOptions(entry, {}, {}, sourceName);
+          options.threads = threads;
+          options.dynamicShapes = dynamicShapes;
+          auto model = CompiledModel::load(code, logicalIR, cpu, options);
+          if (!model) {
+            std::string message = llvm::toString(model.takeError());
+            py::gil_scoped_acquire acquire;
+            raise(message);
+          }
+          result = std::move(*model);
+        }
+        return result;
+      },
+      py::arg("object"), py::arg("logical_ir"), py::arg("cpu"), py::arg("entry") = "",
+      py::arg("threads") = 0u, py::arg("dynamic_shapes") = false,
+      py::arg("source_name") = "<saved model>");
   m.attr("OPTIMIZATION_NAMES") = [] {
     py::list names;
     for (llvm::StringRef name : optimizationNames())

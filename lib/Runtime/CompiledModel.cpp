@@ -26,7 +26,9 @@
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -34,6 +36,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
 
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringSet.h"
@@ -652,6 +655,143 @@ static Expected<const llvm::StringMap<void *> *> asyncRuntimeSymbols() {
   return &symbols;
 }
 
+llvm::Error CompiledModel::describe(Operation *rootOp, bool dynamicShapes) {
+  auto root = cast<ModelOp>(rootOp);
+  summary_ = summarize(root);
+  for (unsigned i = 0, e = root.getNumInputs(); i < e; ++i) {
+    auto info = describeTerminal(entry_, root.getInputName(i), root.getFunctionType().getInput(i),
+                                 root.getInputKind(i), true, dynamicShapes);
+    if (!info)
+      return info.takeError();
+    inputs_.push_back(*info);
+  }
+  for (unsigned i = 0, e = root.getNumOutputs(); i < e; ++i) {
+    auto info = describeTerminal(entry_, root.getOutputName(i), root.getFunctionType().getResult(i),
+                                 InputKind::Data, false, dynamicShapes);
+    if (!info)
+      return info.takeError();
+    outputs_.push_back(*info);
+  }
+  auto isDynamic = [](const TerminalInfo &t) {
+    return llvm::any_of(t.shape, ShapedType::isDynamic);
+  };
+  dynamic_ = llvm::any_of(inputs_, isDynamic) || llvm::any_of(outputs_, isDynamic);
+  return llvm::Error::success();
+}
+
+/// The symbols compiled code calls into the host for: the buffer cache, index
+/// errors and (with several threads) the async runtime.
+static llvm::orc::SymbolMap hostSymbols(llvm::orc::MangleAndInterner &interner,
+                                        const llvm::StringMap<void *> *asyncSymbols) {
+  llvm::orc::SymbolMap map;
+  auto add = [&](StringRef name, void *address) {
+    map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
+                           llvm::JITSymbolFlags::Exported};
+  };
+  add("_mlir_memref_to_llvm_alloc", reinterpret_cast<void *>(&mithrilCachedAlloc));
+  add("_mlir_memref_to_llvm_aligned_alloc", reinterpret_cast<void *>(&mithrilCachedAlignedAlloc));
+  add("_mlir_memref_to_llvm_free", reinterpret_cast<void *>(&mithrilCachedFree));
+  add("mithrilIndexError", reinterpret_cast<void *>(&mithrilIndexError));
+  if (asyncSymbols)
+    for (const auto &symbol : *asyncSymbols)
+      add(symbol.getKey(), symbol.getValue());
+  return map;
+}
+
+Expected<std::string> CompiledModel::objectCode() const {
+  if (!engine_ || cuda_)
+    return makeError("only a model compiled for the CPU in this process has object code");
+  SmallString<128> path;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile("mithril-model", "o", path))
+    return makeError("cannot create a temporary file: " + ec.message());
+  auto remove = llvm::make_scope_exit([&] { llvm::sys::fs::remove(path); });
+  engine_->dumpToObjectFile(path);
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer || (*buffer)->getBufferSize() == 0)
+    return makeError("the JIT kept no object code for @" + entry_);
+  return (*buffer)->getBuffer().str();
+}
+
+std::string CompiledModel::hostCPU() {
+  std::string cpu = llvm::sys::getHostCPUName().str();
+  SmallVector<std::string> features;
+  for (const auto &feature : llvm::sys::getHostCPUFeatures())
+    if (feature.getValue())
+      features.push_back("+" + feature.getKey().str());
+  llvm::sort(features);
+  return cpu + ":" + llvm::join(features, ",");
+}
+
+Expected<std::unique_ptr<CompiledModel>> CompiledModel::load(StringRef object, StringRef logicalIR,
+                                                             StringRef cpu,
+                                                             const CompileOptions &options) {
+  // Code compiled for features this host lacks would die of SIGILL.
+  auto [savedName, savedFeatures] = cpu.split(':');
+  auto host = llvm::sys::getHostCPUFeatures();
+  SmallVector<StringRef> missing, saved;
+  savedFeatures.split(saved, ',', -1, false);
+  for (StringRef feature : saved)
+    if (feature.consume_front("+") && !host.lookup(feature))
+      missing.push_back(feature);
+  if (!missing.empty())
+    return makeError("the model was compiled for a " + savedName + " CPU, and this host (" +
+                     llvm::sys::getHostCPUName() + ") lacks " +
+                     llvm::join(ArrayRef<StringRef>(missing).take_front(8), ", ") +
+                     (missing.size() > 8 ? ", ..." : "") + ": compile it again here");
+  if (options.target != "cpu")
+    return makeError("only models compiled for the CPU can be loaded");
+  std::unique_ptr<CompiledModel> model(new CompiledModel());
+  model->context_ = createContext();
+  auto module = parseSource(*model->context_, logicalIR, options.sourceName);
+  if (!module)
+    return module.takeError();
+  auto entry = findEntry(**module, options.entry);
+  if (!entry)
+    return entry.takeError();
+  model->entry_ = entry->getSymName().str();
+  model->options_ = options;
+  model->options_.entry = model->entry_;
+  model->logicalIR_ = logicalIR.str();
+  if (llvm::Error err = model->describe(*entry, options.dynamicShapes))
+    return std::move(err);
+
+  auto start = Clock::now();
+  auto jit = llvm::orc::LLJITBuilder().create();
+  if (!jit)
+    return makeError("cannot start the JIT: " + llvm::toString(jit.takeError()));
+  // memrefCopy and the C library come from the process.
+  if (llvm::sys::fs::exists(MITHRIL_C_RUNNER_UTILS))
+    llvm::sys::DynamicLibrary::LoadLibraryPermanently(MITHRIL_C_RUNNER_UTILS);
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      (*jit)->getDataLayout().getGlobalPrefix());
+  if (!process)
+    return makeError("cannot search the process's symbols: " + llvm::toString(process.takeError()));
+  (*jit)->getMainJITDylib().addGenerator(std::move(*process));
+  const llvm::StringMap<void *> *asyncSymbols = nullptr;
+  if (resolvedThreads(options) > 1) {
+    auto symbols = asyncRuntimeSymbols();
+    if (!symbols)
+      return symbols.takeError();
+    asyncSymbols = *symbols;
+  }
+  llvm::orc::MangleAndInterner interner((*jit)->getExecutionSession(), (*jit)->getDataLayout());
+  if (llvm::Error err = (*jit)->getMainJITDylib().define(
+          llvm::orc::absoluteSymbols(hostSymbols(interner, asyncSymbols))))
+    return makeError(llvm::toString(std::move(err)));
+  if (llvm::Error err = (*jit)->addObjectFile(
+          llvm::MemoryBuffer::getMemBufferCopy(object, "<saved @" + model->entry_ + ">")))
+    return makeError("the saved object code does not load: " + llvm::toString(std::move(err)));
+  auto fn = (*jit)->lookup("_mlir__mlir_ciface_" + model->entry_);
+  if (!fn)
+    return makeError("the saved object code has no entry point for @" + model->entry_ + ": " +
+                     llvm::toString(fn.takeError()));
+  model->function_ = fn->toPtr<void (*)(void **)>();
+  model->usesWorkerThreads_ = asyncSymbols != nullptr;
+  model->loadedJit_ = std::move(*jit);
+  model->timings_.push_back({"load object code", secondsSince(start)});
+  return std::move(model);
+}
+
 Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source,
                                                                 const CompileOptions &options) {
   if (options.target != "cpu" && options.target != "cuda")
@@ -685,28 +825,8 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
     llvm::raw_string_ostream os(model->logicalIR_);
     root.print(os);
   }
-  model->summary_ = summarize(root);
-  for (unsigned i = 0, e = root.getNumInputs(); i < e; ++i) {
-    auto info = describeTerminal(model->entry_, root.getInputName(i),
-                                 root.getFunctionType().getInput(i), root.getInputKind(i), true,
-                                 options.dynamicShapes);
-    if (!info)
-      return info.takeError();
-    model->inputs_.push_back(*info);
-  }
-  for (unsigned i = 0, e = root.getNumOutputs(); i < e; ++i) {
-    auto info = describeTerminal(model->entry_, root.getOutputName(i),
-                                 root.getFunctionType().getResult(i), InputKind::Data, false,
-                                 options.dynamicShapes);
-    if (!info)
-      return info.takeError();
-    model->outputs_.push_back(*info);
-  }
-  auto isDynamic = [](const TerminalInfo &t) {
-    return llvm::any_of(t.shape, ShapedType::isDynamic);
-  };
-  model->dynamic_ =
-      llvm::any_of(model->inputs_, isDynamic) || llvm::any_of(model->outputs_, isDynamic);
+  if (llvm::Error err = model->describe(root, options.dynamicShapes))
+    return std::move(err);
 
   start = Clock::now();
   const CudaRuntime *cuda = nullptr;
@@ -768,6 +888,8 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
   }
   engineOptions.sharedLibPaths = sharedLibs;
   engineOptions.enableGDBNotificationListener = false;
+  // Kept for objectCode(): a saved model keeps its compiled code.
+  engineOptions.enableObjectDump = !cuda;
   // MITHRIL_PERF=1 lets `perf record -k 1` + `perf inject --jit` name the
   // compiled functions.
   engineOptions.enablePerfNotificationListener = getenv("MITHRIL_PERF") != nullptr;
@@ -779,21 +901,8 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
   model->usesWorkerThreads_ = asyncSymbols != nullptr;
   // Buffers come from the cache (the pipeline's runtime-allocator option);
   // split ops call the async runtime.
-  model->engine_->registerSymbols([&](llvm::orc::MangleAndInterner interner) {
-    llvm::orc::SymbolMap map;
-    auto add = [&](StringRef name, void *address) {
-      map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
-                             llvm::JITSymbolFlags::Exported};
-    };
-    add("_mlir_memref_to_llvm_alloc", reinterpret_cast<void *>(&mithrilCachedAlloc));
-    add("_mlir_memref_to_llvm_aligned_alloc", reinterpret_cast<void *>(&mithrilCachedAlignedAlloc));
-    add("_mlir_memref_to_llvm_free", reinterpret_cast<void *>(&mithrilCachedFree));
-    add("mithrilIndexError", reinterpret_cast<void *>(&mithrilIndexError));
-    if (asyncSymbols)
-      for (const auto &symbol : *asyncSymbols)
-        add(symbol.getKey(), symbol.getValue());
-    return map;
-  });
+  model->engine_->registerSymbols(
+      [&](llvm::orc::MangleAndInterner interner) { return hostSymbols(interner, asyncSymbols); });
   auto fn = model->engine_->lookupPacked("_mlir_ciface_" + model->entry_);
   if (!fn)
     return makeError("compiled code has no entry point for @" + model->entry_ + ": " +

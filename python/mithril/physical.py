@@ -12,6 +12,8 @@ from . import _mithril
 from .errors import KeyNotFoundError, MithrilError, ShapeError
 from .options import CompileControls
 
+_SAVE_FORMAT = "mithril-physical-model"
+
 _NP_DTYPES = {"float32": np.float32, "float64": np.float64, "int32": np.int32,
               "int64": np.int64, "bool": np.bool_}
 
@@ -44,7 +46,8 @@ def _compiled(model) -> tuple:
 class PhysicalModel:
     def __init__(self, source: str, entry: str, backend, shapes: dict, discard: list,
                  inference: bool, controls: CompileControls | None = None,
-                 dynamic: bool = False, batch_range: tuple | None = None) -> None:
+                 dynamic: bool = False, batch_range: tuple | None = None,
+                 _forward=None) -> None:
         self.source = source
         self.entry = entry
         self.backend = backend
@@ -67,11 +70,10 @@ class PhysicalModel:
         # of it; gradient and training code, which autodiff compiles for
         # static shapes, is compiled per set of sizes it meets.
         self._dynamic = dynamic or any(d is None for v in shapes.values() for d in v)
-        self._forward = _mithril.compile(source, entry, self._shape_specs, discard,
-                                         f"<model {entry}>", threads=self._threads,
-                                         dynamic_shapes=self._dynamic,
-                                         gpu_tiles_on_host=backend.gpu_tiles_on_host,
-                                         **self._native)
+        self._forward = _forward or _mithril.compile(
+            source, entry, self._shape_specs, discard, f"<model {entry}>", threads=self._threads,
+            dynamic_shapes=self._dynamic, gpu_tiles_on_host=backend.gpu_tiles_on_host,
+            **self._native)
         if self._controls.verbose:
             self.print_stages()
         self._inputs = _with_shape_tuples(self._forward.inputs)
@@ -364,6 +366,83 @@ class PhysicalModel:
             else:
                 results[name] = out
         return results
+
+    # Saving and loading --------------------------------------------------
+    def save(self, path, params: Mapping | None = None) -> None:
+        """Saves the physical model to `path` (one zip file): the forward
+        model's compiled object code, its terminals, the logical model (for
+        gradients and training steps, compiled when first asked for) and
+        `params` (default: the parameters pm(x) drew or a Trainer left, if
+        any). PhysicalModel.load runs it without compiling again."""
+        import io
+        import json
+        import zipfile
+        if self.backend.device != "cpu":
+            raise MithrilError("save: only models compiled for device='cpu' keep object code")
+        c = self._controls
+        meta = {"format": _SAVE_FORMAT, "version": 1, "entry": self.entry,
+                "shapes": {k: list(v) for k, v in self._shapes.items()},
+                "discard": list(self._discard), "inference": self.inference,
+                "dtype": self.backend.float_name, "threads": self._threads,
+                "dynamic": self._dynamic, "batch_range": self._batch_range,
+                "controls": {"level": c.level, "optimizations": c.optimizations,
+                             "llvm_level": c.llvm_level, "threads": c.threads},
+                "cpu": _mithril.host_cpu()}
+        params = params if params is not None else getattr(self, "_call_params", None)
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("meta.json", json.dumps(meta, indent=1))
+            z.writestr("source.mlir", self.source)
+            z.writestr("logical.mlir", self._forward.logical_ir)
+            z.writestr("model.o", self._forward.object_code)
+            if params:
+                buffer = io.BytesIO()
+                np.savez(buffer, **{k: np.asarray(v) for k, v in params.items()})
+                z.writestr("params.npz", buffer.getvalue())
+
+    @classmethod
+    def load(cls, path, backend) -> "PhysicalModel":
+        """The physical model `save` wrote, for `backend` (its dtype must be
+        the saved one). The forward code is the saved object code, loaded
+        without compiling; on a host whose CPU lacks features that code was
+        compiled for, the model is compiled again, with a warning. The
+        saved parameters, if any, are `pm.params` and what pm(x) uses."""
+        import json
+        import warnings
+        import zipfile
+        try:
+            with zipfile.ZipFile(path) as z:
+                meta = json.loads(z.read("meta.json"))
+                if meta.get("format") != _SAVE_FORMAT:
+                    raise MithrilError(f"{path}: not a saved mithril physical model")
+                files = {name: z.read(name) for name in z.namelist()}
+        except (OSError, zipfile.BadZipFile, KeyError, ValueError) as e:
+            raise MithrilError(f"{path}: not a saved mithril physical model ({e})") from None
+        if backend.float_name != meta["dtype"] or backend.device != "cpu":
+            raise MithrilError(f"{path}: the model was compiled for {meta['dtype']} on the CPU; "
+                               f"the backend is {backend!r}")
+        controls = CompileControls(level=meta["controls"]["level"],
+                                   optimizations=[tuple(o) for o in
+                                                  meta["controls"]["optimizations"]],
+                                   llvm_level=meta["controls"]["llvm_level"],
+                                   threads=meta["controls"]["threads"])
+        source = files["source.mlir"].decode()
+        forward = None
+        try:
+            forward = _mithril.load(files["model.o"], files["logical.mlir"].decode(), meta["cpu"],
+                                    meta["entry"], meta["threads"], meta["dynamic"], str(path))
+        except MithrilError as e:
+            warnings.warn(f"{path}: {e}; compiling it again", stacklevel=2)
+        pm = cls(source, meta["entry"], backend, {k: v for k, v in meta["shapes"].items()},
+                 meta["discard"], meta["inference"], controls, dynamic=meta["dynamic"],
+                 batch_range=tuple(meta["batch_range"]) if meta["batch_range"] else None,
+                 _forward=forward)
+        pm.params = None
+        if "params.npz" in files:
+            import io
+            with np.load(io.BytesIO(files["params.npz"])) as saved:
+                pm.params = {k: saved[k] for k in saved.files}
+            pm._call_params = pm.params
+        return pm
 
     # Introspection -------------------------------------------------------
     def get_shapes(self) -> dict[str, list]:

@@ -119,7 +119,6 @@ PLACEHOLDERS = {
 # Snippets that do not run yet: (document, index) -> why.
 NOT_YET = {
     ("000", 2): "memory_optimization= (gradient checkpointing, issue 18)",
-    ("000", 3): "pm.save / PhysicalModel.load (issue 18)",
     ("001", 5): "quantize= (int8, issue 19)",
     ("001", 6): "shapes={'input': ...} for 001 #4's model, whose input is 'image'",
     ("001", 7): "device_mesh= (issue 21)",

@@ -30,6 +30,10 @@ class ExecutionEngine;
 class MLIRContext;
 } // namespace mlir
 
+namespace llvm::orc {
+class LLJIT;
+} // namespace llvm::orc
+
 namespace mithril::runtime {
 
 struct CudaRuntime;
@@ -157,6 +161,21 @@ public:
   /// The primitives of the flattened model, in order.
   const std::vector<SummaryRow> &summary() const { return summary_; }
 
+  /// The JIT's object code of the model (target cpu), which load() takes
+  /// back: saved physical models keep their compiled code.
+  llvm::Expected<std::string> objectCode() const;
+
+  /// The host's CPU name and features, as object code is compiled for them.
+  static std::string hostCPU();
+
+  /// A model from the objectCode() and logicalIR() of one compiled with
+  /// `options` on a host whose CPU hostCPU() named `cpu`: nothing is
+  /// compiled. An error if this host lacks a feature that code may use.
+  static llvm::Expected<std::unique_ptr<CompiledModel>> load(llvm::StringRef object,
+                                                             llvm::StringRef logicalIR,
+                                                             llvm::StringRef cpu,
+                                                             const CompileOptions &options);
+
   /// Runs the model. `inputs` and `outputs` follow inputs() and outputs();
   /// every view must have the terminal's dtype and shape (any size where
   /// the terminal's is dynamic, and the same size for every use of one
@@ -171,6 +190,9 @@ public:
 
 private:
   CompiledModel() = default;
+
+  /// Fills the terminals and the summary from the flattened root model.
+  llvm::Error describe(mlir::Operation *root, bool dynamicShapes);
 
   /// The shape rules' answer for one set of input shapes.
   struct ShapePlan {
@@ -201,6 +223,8 @@ private:
   mutable std::mutex staticMutex_;
   mutable std::map<std::vector<int64_t>, std::unique_ptr<CompiledModel>> staticCode_;
   std::unique_ptr<mlir::ExecutionEngine> engine_;
+  /// For a loaded model: the JIT holding its object code.
+  std::unique_ptr<llvm::orc::LLJIT> loadedJit_;
   /// Whether the code hands work to the async runtime's worker threads.
   bool usesWorkerThreads_ = false;
   void (*function_)(void **) = nullptr;
