@@ -324,7 +324,13 @@ def compare(what, got, ref, ref32, dtype):
         err32 = float(np.max(d)) if np.all(np.isfinite(d)) else float("inf")
     tol = rel * scale + ab + cf * err32
     if not np.all(np.isfinite(g)):
-        if not np.all(np.isfinite(g) == np.isfinite(ref)):
+        # Non-finite where torch's float64 result is finite is a finding,
+        # unless torch's own float32 result overflows there too (a softmax
+        # that underflows to 0 under a log, say): the dtype's limit.
+        unexplained = np.isfinite(g) != np.isfinite(ref)
+        if ref32 is not None:
+            unexplained &= np.isfinite(g) | np.isfinite(ref32.astype(np.float64))
+        if np.any(unexplained):
             return (f"{what}: non-finite values ({int(np.sum(~np.isfinite(g)))}/{g.size}) "
                     f"where torch is finite", float("inf"), tol)
     err = float(np.max(np.abs(g - ref)))
