@@ -450,7 +450,8 @@ PYBIND11_MODULE(_mithril, m) {
          const std::vector<std::string> &seeds, const std::string &optimizer, double momentum,
          double weightDecay, unsigned threads, bool dynamicShapes, bool gpuTilesOnHost,
          const std::string &target, const std::string &chip, const std::string &optimizationLevel,
-         const std::vector<std::pair<std::string, bool>> &optimizations, int llvmLevel) {
+         const std::vector<std::pair<std::string, bool>> &optimizations, int llvmLevel,
+         bool profile) {
         std::unique_ptr<CompiledModel> result;
         {
           // Compilation does not touch Python objects.
@@ -473,6 +474,7 @@ PYBIND11_MODULE(_mithril, m) {
           }
           if (llvmLevel >= 0)
             options.optLevel = static_cast<unsigned>(llvmLevel);
+          options.profile = profile;
           auto model = CompiledModel::compile(source, options);
           if (!model) {
             std::string message = llvm::toString(model.takeError());
@@ -492,7 +494,16 @@ PYBIND11_MODULE(_mithril, m) {
       py::arg("target") = "cpu", py::arg("chip") = "sm_90",
       py::arg("optimization_level") = "medium",
       py::arg("optimizations") = std::vector<std::pair<std::string, bool>>{},
-      py::arg("llvm_level") = -1);
+      py::arg("llvm_level") = -1, py::arg("profile") = false);
+  m.def(
+      "profile_records",
+      [] {
+        py::list l;
+        for (const ProfileRecord &r : profileRecords())
+          l.append(py::make_tuple(r.model, r.kernel, r.calls, r.seconds));
+        return l;
+      },
+      "(model, kernel, calls, seconds) of every profiled kernel so far");
   m.def("host_cpu", &CompiledModel::hostCPU,
         "The host's CPU name and features, as saved models record them");
   m.def(

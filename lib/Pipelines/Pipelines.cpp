@@ -163,6 +163,11 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
   }
 
   if (wanted("loops")) {
+    if (options.profile) {
+      MithrilProfileKernelsOptions profile;
+      profile.firstId = options.profileFirstId;
+      pm.addPass(createMithrilProfileKernels(profile));
+    }
     if (options.threads > 1) {
       // The chunks of split ops become tasks of the async runtime's pool.
       pm.addPass(createForallToParallelLoopPass());

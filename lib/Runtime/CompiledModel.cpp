@@ -43,16 +43,17 @@
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/DynamicLibrary.h"
 
+#include <atomic>
 #include <chrono>
 #include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
-#include <optional>
-#include <unordered_set>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 using namespace mlir;
 using namespace mithril;
@@ -234,6 +235,8 @@ static std::string pipelineOptions(const CompileOptions &options, StringRef stop
     add("threads", std::to_string(threads));
   if (options.gpuTilesOnHost)
     add("gpu-tiles-on-host", "true");
+  if (options.profile)
+    add("profile", "true");
   for (auto [key, on] : {std::pair<StringRef, bool>{"fold", options.fold},
                          {"cse", options.cse},
                          {"dce", options.dce},
@@ -277,6 +280,8 @@ static llvm::Error runPipeline(ModuleOp module, const CompileOptions &options, S
     pipelineOpts.dce = options.dce;
     pipelineOpts.fusion = options.fusion;
     pipelineOpts.schedule = options.schedule;
+    pipelineOpts.profile = options.profile;
+    pipelineOpts.profileFirstId = options.profileFirstId;
   };
   {
     CpuPipelineOptions whole;
@@ -679,8 +684,74 @@ llvm::Error CompiledModel::describe(Operation *rootOp, bool dynamicShapes) {
   return llvm::Error::success();
 }
 
+namespace {
+/// The kernels of profiled models, by id: each compile reserves a block of
+/// ids, and its code counts into them.
+struct ProfiledKernel {
+  std::string model, name;
+  std::atomic<int64_t> calls{0}, nanos{0};
+};
+struct ProfileRegistry {
+  static constexpr int64_t kBlock = int64_t(1) << 20; // kernels per compile
+  std::mutex mutex;
+  std::map<int64_t, ProfiledKernel> kernels;
+  std::atomic<int64_t> nextBlock{0};
+  static ProfileRegistry &get() {
+    static ProfileRegistry *registry = new ProfileRegistry(); // outlives every model
+    return *registry;
+  }
+};
+thread_local std::vector<Clock::time_point> profileStarts;
+} // namespace
+
+extern "C" void mithrilProfileEnter(int64_t) { profileStarts.push_back(Clock::now()); }
+extern "C" void mithrilProfileExit(int64_t id) {
+  auto end = Clock::now();
+  if (profileStarts.empty())
+    return;
+  auto start = profileStarts.back();
+  profileStarts.pop_back();
+  ProfileRegistry &registry = ProfileRegistry::get();
+  ProfiledKernel *kernel;
+  {
+    std::lock_guard<std::mutex> lock(registry.mutex);
+    auto it = registry.kernels.find(id);
+    if (it == registry.kernels.end())
+      return;
+    kernel = &it->second; // map nodes stay put
+  }
+  kernel->calls.fetch_add(1, std::memory_order_relaxed);
+  kernel->nanos.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count(),
+                          std::memory_order_relaxed);
+}
+
+std::vector<ProfileRecord> mithril::runtime::profileRecords() {
+  ProfileRegistry &registry = ProfileRegistry::get();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  std::vector<ProfileRecord> records;
+  for (auto &[id, kernel] : registry.kernels)
+    records.push_back(
+        {kernel.model, kernel.name, kernel.calls.load(), double(kernel.nanos.load()) * 1e-9});
+  return records;
+}
+
+/// Registers the kernels mithril-profile-kernels named in `module`.
+static void registerProfiledKernels(ModuleOp module, StringRef model, int64_t firstId) {
+  auto names = module->getAttrOfType<ArrayAttr>("mithril.profile_kernels");
+  if (!names)
+    return;
+  ProfileRegistry &registry = ProfileRegistry::get();
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  int64_t id = firstId;
+  for (Attribute name : names) {
+    ProfiledKernel &kernel = registry.kernels[id++];
+    kernel.model = model.str();
+    kernel.name = cast<StringAttr>(name).getValue().str();
+  }
+}
+
 /// The symbols compiled code calls into the host for: the buffer cache, index
-/// errors and (with several threads) the async runtime.
+/// errors, profiling timers and (with several threads) the async runtime.
 static llvm::orc::SymbolMap hostSymbols(llvm::orc::MangleAndInterner &interner,
                                         const llvm::StringMap<void *> *asyncSymbols) {
   llvm::orc::SymbolMap map;
@@ -692,6 +763,8 @@ static llvm::orc::SymbolMap hostSymbols(llvm::orc::MangleAndInterner &interner,
   add("_mlir_memref_to_llvm_aligned_alloc", reinterpret_cast<void *>(&mithrilCachedAlignedAlloc));
   add("_mlir_memref_to_llvm_free", reinterpret_cast<void *>(&mithrilCachedFree));
   add("mithrilIndexError", reinterpret_cast<void *>(&mithrilIndexError));
+  add("mithrilProfileEnter", reinterpret_cast<void *>(&mithrilProfileEnter));
+  add("mithrilProfileExit", reinterpret_cast<void *>(&mithrilProfileExit));
   if (asyncSymbols)
     for (const auto &symbol : *asyncSymbols)
       add(symbol.getKey(), symbol.getValue());
@@ -814,6 +887,8 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
   model->entry_ = entry->getSymName().str();
   CompileOptions opts = options;
   opts.entry = model->entry_;
+  if (opts.profile)
+    opts.profileFirstId = ProfileRegistry::get().nextBlock.fetch_add(1) * ProfileRegistry::kBlock;
   model->options_ = opts;
 
   // The logical model, flattened, shape-inferred and differentiated, gives
@@ -852,6 +927,12 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
     if (llvm::Error err =
             runPipeline(**module, opts, "llvm", "autodiff", /*forJit=*/true, &model->timings_))
       return std::move(err);
+    if (opts.profile)
+      registerProfiledKernels(**module,
+                              model->entry_ + (!opts.gradients          ? ""
+                                               : opts.optimizer.empty() ? " gradients"
+                                                                        : " train step"),
+                              opts.profileFirstId);
   }
 
   // The calling convention run() relies on: every input, then every output

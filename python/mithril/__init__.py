@@ -19,6 +19,7 @@ from .backend import MlirBackend, float32, float64
 from .compile import compile
 from .physical import PhysicalModel
 from .optimizers import SGD, Adam, Optimizer
+from .profiling import profile
 from .training import BCEWithLogitsLoss, CrossEntropyLoss, Loss, MSELoss, Trainer
 
 # The documents import PhysicalModel from mithril.framework.physical.
@@ -31,7 +32,7 @@ _framework.physical = _physical
 __all__ = [
     "BaseModel", "Connection", "IOKey", "KeyNotFoundError", "LogicalModel", "MithrilError", "MlirBackend",
     "Model", "Optimizer", "OutOfMemoryError", "PhysicalModel", "SGD", "Adam", "ShapeError",
-    "compile", "float32", "Trainer", "Loss", "CrossEntropyLoss", "MSELoss", "BCEWithLogitsLoss",
+    "compile", "float32", "Trainer", "Loss", "profile", "CrossEntropyLoss", "MSELoss", "BCEWithLogitsLoss",
     "float64",
 ]
 __version__ = "0.1.0"

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from . import _mithril
+from . import _mithril, profiling
 from .errors import KeyNotFoundError, MithrilError, ShapeError
 from .options import CompileControls
 
@@ -61,6 +61,7 @@ class PhysicalModel:
         self._discard = discard
         self._ptx = None
         self._cuda_forward = None
+        self._profiled_forward = None
         if backend.device == "cuda":
             # The kernels for NVIDIA GPUs, written without a GPU.
             self._ptx = _mithril.emit(source, "ptx", "llvm", entry, self._shape_specs, "cuda",
@@ -242,6 +243,15 @@ class PhysicalModel:
         is compiled at the first run, which fails with "no CUDA device" where
         there is none (self._forward, for the CPU, gives the terminals)."""
         if self.backend.device == "cpu":
+            if profiling.active():
+                if self._profiled_forward is None:
+                    self._profiled_forward = _mithril.compile(
+                        self.source, self.entry, self._shape_specs, self._discard,
+                        f"<model {self.entry}>", threads=self._threads,
+                        dynamic_shapes=self._dynamic,
+                        gpu_tiles_on_host=self.backend.gpu_tiles_on_host, profile=True,
+                        **self._native)
+                return self._profiled_forward
             return self._forward
         if self._cuda_forward is None:
             self._cuda_forward = _mithril.compile(self.source, self.entry, self._shape_specs,
@@ -265,7 +275,8 @@ class PhysicalModel:
         """The model that also returns gradients, compiled once per set of
         seeded outputs (and of sizes, for dynamic shapes)."""
         specs = self._static_specs(given)
-        key = (seeds, tuple(specs))
+        profile = profiling.active() and self.backend.device == "cpu"
+        key = (seeds, tuple(specs), profile)
         compiled = self._gradient_models.get(key)
         if compiled is None:
             if not self.trainable_keys:
@@ -275,7 +286,7 @@ class PhysicalModel:
                                      list(seeds), threads=self._threads,
                                      gpu_tiles_on_host=self.backend.gpu_tiles_on_host,
                                      target=self.backend.device, chip=self._chip,
-                                     **self._native)
+                                     profile=profile, **self._native)
             compiled = self._gradient_models[key] = _compiled(model)
         return compiled
 
@@ -318,7 +329,8 @@ class PhysicalModel:
         if loss not in self.output_keys:
             raise KeyNotFoundError(f"no output '{loss}' to minimize (outputs: {self.output_keys})")
         specs = self._static_specs({**params, **(data or {})})
-        key = ("train", loss) + optimizer.key() + tuple(specs)
+        profile = profiling.active() and self.backend.device == "cpu"
+        key = ("train", loss, profile) + optimizer.key() + tuple(specs)
         compiled = self._gradient_models.get(key)
         if compiled is None:
             model = _mithril.compile(self.source, self.entry, specs, self._discard,
@@ -327,7 +339,7 @@ class PhysicalModel:
                                      optimizer.weight_decay, threads=self._threads,
                                      gpu_tiles_on_host=self.backend.gpu_tiles_on_host,
                                      target=self.backend.device, chip=self._chip,
-                                     **self._native)
+                                     profile=profile, **self._native)
             compiled = self._gradient_models[key] = _compiled(model)
         model, model_inputs, model_outputs = compiled
         optimizer.steps += 1

@@ -98,6 +98,7 @@ inputs = {"input": rng.standard_normal((32, 3, 224, 224)).astype(np.float32)}
 """,
     "004": """
 model = Model()
+inputs = {"input": rng.standard_normal((32, 784)).astype(np.float32)}
 """,
 }
 
@@ -133,7 +134,7 @@ NOT_YET = {
     ("003", 14): "target_hardware='nvidia_a100' with the device line dropped: the GPU "
                  "needs device='cuda'",
     ("004", 12): "memory_planning (issue 18)",
-    ("004", 15): "ml.profile (issue 18)",
+    ("004", 15): "evaluate(inputs) without the parameters, which the document leaves out",
     ("004", 17): "Relu(in_place=True) (issue 18)",
     ("004", 21): "custom_passes= (issue 18)",
     ("004", 22): "target_hardware='tpu' and tpu_options: no TPU target",

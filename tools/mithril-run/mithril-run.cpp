@@ -73,6 +73,11 @@ static cl::opt<bool> gpuTilesOnHost(
     cl::cat(category));
 static cl::opt<unsigned> bench("bench", cl::desc("Time N runs after warm-up"), cl::init(0),
                                cl::cat(category));
+static cl::opt<bool> profileKernels(
+    "profile",
+    cl::desc("Time each compiled kernel (mithril-profile-kernels) and print calls, time and "
+             "share per kernel after the runs"),
+    cl::init(false), cl::cat(category));
 static cl::opt<bool> timing("timing", cl::desc("Print the time of each compile phase"),
                             cl::cat(category));
 static cl::OptionCategory trainCategory("mithril-run training options");
@@ -456,7 +461,10 @@ int main(int argc, char **argv) {
   options.target = target;
   options.gpuChip = gpuChip;
   options.gpuTilesOnHost = gpuTilesOnHost;
+  options.profile = profileKernels;
 
+  if (profileKernels && target != "cpu")
+    return fail("--profile times kernels on --target=cpu");
   if (gpuTilesOnHost && target != "cpu")
     return fail("--gpu-tiles-on-host runs the GPU schedule on --target=cpu");
   if (train && target != "cpu")
@@ -567,6 +575,22 @@ int main(int argc, char **argv) {
     std::sort(times.begin(), times.end());
     outs() << format("latency over %u runs: median %.3f ms, min %.3f ms\n", (unsigned)bench,
                      times[times.size() / 2] * 1e3, times.front() * 1e3);
+  }
+
+  if (profileKernels) {
+    std::vector<ProfileRecord> records = profileRecords();
+    llvm::sort(records, [](const ProfileRecord &a, const ProfileRecord &b) {
+      return a.seconds > b.seconds;
+    });
+    double total = 0;
+    for (const ProfileRecord &r : records)
+      total += r.seconds;
+    outs() << format("%10s %12s %7s  %s\n", "calls", "total ms", "share", "kernel");
+    for (const ProfileRecord &r : records)
+      outs() << format("%10lld %12.3f %6.1f%%  ", (long long)r.calls, r.seconds * 1e3,
+                       total > 0 ? 100 * r.seconds / total : 0.0)
+             << r.kernel << "\n";
+    outs() << format("%zu kernels, %.3f ms in all\n", records.size(), total * 1e3);
   }
 
   if (printOutputs || outputFile.empty()) {

@@ -104,4 +104,22 @@ def MithrilLowerScalarTransfers : Pass<"mithril-lower-scalar-transfers", "mlir::
   let dependentDialects = ["mlir::memref::MemRefDialect", "mlir::vector::VectorDialect"];
 }
 
+def MithrilProfileKernels : Pass<"mithril-profile-kernels", "mlir::ModuleOp"> {
+  let summary = "Time each kernel of the bufferized model through host timers";
+  let description = [{
+    Wraps every kernel at the top level of each function (a loop nest, a
+    linalg op, a copy) in calls to `mithrilProfileEnter(id)` and
+    `mithrilProfileExit(id)`, which the host provides (mithril's JIT
+    accumulates calls and time per kernel; `ml.profile()` and
+    `mithril-run --profile` report them). Ids count from `first-id`; the
+    module's `mithril.profile_kernels` attribute names kernel `first-id + i`
+    by what it computes and the logical terminals in its location. Run it
+    after bufferization, before loops are lowered; only when profiling.
+  }];
+  let options = [
+    Option<"firstId", "first-id", "int64_t", /*default=*/"0", "The first kernel's id">
+  ];
+  let dependentDialects = ["mlir::func::FuncDialect", "mlir::arith::ArithDialect"];
+}
+
 #endif // MITHRIL_PIPELINES_PASSES_TD

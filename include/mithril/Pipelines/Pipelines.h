@@ -119,6 +119,13 @@ struct CpuPipelineOptions : public ModelPipelineOptions<CpuPipelineOptions> {
                      "through mithrilIndexError, which the host provides (mithril's JIT: an "
                      "error of the run); without it they are clamped into range"),
       llvm::cl::init(false)};
+  Option<bool> profile{*this, "profile",
+                       llvm::cl::desc("Time each kernel through mithrilProfileEnter/Exit, "
+                                      "which the host provides (mithril-profile-kernels)"),
+                       llvm::cl::init(false)};
+  Option<int64_t> profileFirstId{*this, "profile-first-id",
+                                 llvm::cl::desc("With profile: the first kernel's id"),
+                                 llvm::cl::init(0)};
   Option<std::string> stopAfter{
       *this, "stop-after",
       llvm::cl::desc("Stop after a stage: flatten, shapes, autodiff, linalg, fusion, "

@@ -88,6 +88,11 @@ struct CompileOptions {
   /// off gives the same numbers, slower. setOptimizationLevel and
   /// setOptimization set them by name.
   bool fold = true, cse = true, dce = true, fusion = true, schedule = true;
+  /// Time each kernel (mithril-profile-kernels): profileRecords() reports
+  /// their calls and time.
+  bool profile = false;
+  /// With profile: the first kernel id, which compile() reserves.
+  int64_t profileFirstId = 0;
   /// The file the source came from, for diagnostics and reproducers.
   std::string sourceName = "<model>";
 };
@@ -102,6 +107,17 @@ llvm::Error setOptimizationLevel(CompileOptions &options, llvm::StringRef level)
 /// dead_code_elimination, fusion (or operator_fusion) and vectorization (the
 /// host schedule). An unknown name is an error listing the known ones.
 llvm::Error setOptimization(CompileOptions &options, llvm::StringRef name, bool enabled);
+
+/// A profiled kernel's calls and time so far (in this process).
+struct ProfileRecord {
+  std::string model;  // the entry model's name
+  std::string kernel; // what it computes and the terminals it came from
+  int64_t calls;
+  double seconds;
+};
+
+/// Every kernel of the models compiled with `profile`, in compile order.
+std::vector<ProfileRecord> profileRecords();
 
 /// The names setOptimization knows.
 llvm::ArrayRef<llvm::StringRef> optimizationNames();
