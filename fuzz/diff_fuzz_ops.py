@@ -1080,9 +1080,12 @@ spec("Where", "M.Where", ["cond", "input1", "input2"],
 
 def _permute_tensor_propose(g):
     # Not along a batch axis: the indices would be out of range at batch 1.
-    t = g.float_in(lo=1, pred=lambda u: u.shape[0] > 0 and u.bdim != 0)
-    if t.bdim == 0:
-        raise Reject("PermuteTensor along the batch axis")
+    # A limitation: above rank 2, rows are gathered from a [rows, width]
+    # view of the input, whose width must be static (a clear error).
+    t = g.float_in(lo=1, pred=lambda u: u.shape[0] > 0 and u.bdim != 0 and
+                   (u.rank <= 2 or u.bdim is None))
+    if t.bdim == 0 or (t.rank > 2 and t.bdim is not None):
+        raise Reject("PermuteTensor along the batch axis or of a dynamic row width")
     k = g.rng.choice([0, 1, 2, t.shape[0], t.shape[0] + 2])
     idx = g.fresh([k], f"int:0:{t.shape[0]}", bdim=None)
     return {}, {"input": t, "indices": idx}
