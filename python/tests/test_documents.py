@@ -128,7 +128,8 @@ NOT_YET = {
     ("003", 3): "types= with float16 (issue 19)",
     ("003", 8): "gradient_checkpointing= and memory_planning= (issue 18)",
     ("003", 9): "precision= and mixed_precision= (issue 19)",
-    ("003", 11): "file_path= by extension: a .py module (issue 18)",
+    ("003", 11): "file_path= writes compiled code, which needs the shapes the document's "
+                 "model leaves to its first call",
     ("003", 12): "randomize_params() of a model compiled without shapes= (parameter shapes "
                  "before the first call, issue 17)",
     ("003", 14): "target_hardware='nvidia_a100' with the device line dropped: the GPU "
