@@ -223,6 +223,18 @@ class ReLU(_primitives.Relu):
         self.inplace = bool(inplace)
 
 
+def _pool_window(cls: str, kernel_size, stride, padding, ceil_mode) -> tuple:
+    """torch's pooling window arguments, checked: (kernel, strides, pads)."""
+    _check_flag(cls, "ceil_mode", ceil_mode, False, "only floor-mode output sizes are")
+    kernel = _sizes(cls, "kernel_size", kernel_size, 1)
+    strides = kernel if stride is None else _sizes(cls, "stride", stride, 1)
+    pads = _sizes(cls, "padding", padding, 0)
+    if any(p > k // 2 for p, k in zip(pads, kernel)):
+        raise ShapeError(f"{cls}() padding {padding!r} must be at most half the kernel "
+                         f"size {kernel}")
+    return kernel, strides, pads
+
+
 class MaxPool2d(_layers.MaxPool2D):
     """torch.nn.MaxPool2d over [N, C, H, W]: stride defaults to kernel_size,
     padding (at most half the kernel, as torch requires) counts as -inf.
@@ -231,16 +243,10 @@ class MaxPool2d(_layers.MaxPool2D):
 
     def __init__(self, kernel_size=2, stride=None, padding=0, dilation=1,
                  ceil_mode: bool = False, name=None) -> None:
-        cls = "MaxPool2d"
-        _check_flag(cls, "ceil_mode", ceil_mode, False, "only floor-mode output sizes are")
-        kernel = _sizes(cls, "kernel_size", kernel_size, 1)
-        strides = kernel if stride is None else _sizes(cls, "stride", stride, 1)
-        pads = _sizes(cls, "padding", padding, 0)
-        if any(p > k // 2 for p, k in zip(pads, kernel)):
-            raise ShapeError(f"{cls}() padding {padding!r} must be at most half the kernel "
-                             f"size {kernel}")
+        kernel, strides, pads = _pool_window("MaxPool2d", kernel_size, stride, padding,
+                                             ceil_mode)
         super().__init__(kernel, stride=strides, padding=pads,
-                         dilation=_sizes(cls, "dilation", dilation, 1), name=name)
+                         dilation=_sizes("MaxPool2d", "dilation", dilation, 1), name=name)
 
 
 class AvgPool2d(_layers.AvgPool2D):
@@ -251,16 +257,10 @@ class AvgPool2d(_layers.AvgPool2D):
 
     def __init__(self, kernel_size=2, stride=None, padding=0, ceil_mode: bool = False,
                  count_include_pad: bool = True, name=None) -> None:
-        cls = "AvgPool2d"
-        _check_flag(cls, "ceil_mode", ceil_mode, False, "only floor-mode output sizes are")
-        kernel = _sizes(cls, "kernel_size", kernel_size, 1)
-        strides = kernel if stride is None else _sizes(cls, "stride", stride, 1)
-        pads = _sizes(cls, "padding", padding, 0)
-        if any(p > k // 2 for p, k in zip(pads, kernel)):
-            raise ShapeError(f"{cls}() padding {padding!r} must be at most half the kernel "
-                             f"size {kernel}")
+        kernel, strides, pads = _pool_window("AvgPool2d", kernel_size, stride, padding,
+                                             ceil_mode)
         if any(pads):
-            _check_flag(cls, "count_include_pad", count_include_pad, True,
+            _check_flag("AvgPool2d", "count_include_pad", count_include_pad, True,
                         "padding always counts in the average")
         super().__init__(kernel, stride=strides, padding=pads, name=name)
 
