@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 import mithril as ml
-from mithril.models import (Add, Concat, Convolution2D, CrossEntropy, Embedding, Linear,
-                            MatrixMultiply, Max, Mean, Model, PermuteTensor, PolynomialFeatures,
-                            LayerNorm, Prod, Relu, Reshape, Slice, Softmax, Sum, Transpose, Variance)
+from mithril.models import (Add, Concat, Convolution2D, CrossEntropy, Embedding, LayerNorm,
+                            Linear, MatrixMultiply, Max, Mean, Model, Multiply, PermuteTensor,
+                            PolynomialFeatures, Prod, Relu, Reshape, Slice, Softmax, Sum,
+                            Transpose, Variance)
 
 
 def _single(cls, shape, dtype=ml.float32, **kwargs):
@@ -494,3 +495,35 @@ def test_reshape_of_a_dynamic_empty_slice_to_a_static_zero():
         x = np.arange(float(n))
         want = torch.softmax(torch.tensor(x)[5:0:2], -1).reshape(2, 0).numpy()
         assert pm.evaluate({}, {"x": x})["y"].shape == want.shape == (2, 0)
+
+
+@pytest.mark.parametrize("width", [1, 5])
+def test_layer_norm_gradient_is_one_expression(width):
+    # Found by the fuzzer campaign (seed 2026, trial 29630): LayerNorm over an
+    # axis of 1 after a Multiply, float32. Its gradient is 0, but
+    # differentiating the decomposition summed cancelling contributions in an
+    # order that left 1e-5 of rounding (amplified by 1 / sqrt(eps)) in the
+    # input's gradient. layer_norm now has its own vector-Jacobian product.
+    torch = pytest.importorskip("torch")
+    m = Model()
+    m |= Multiply().connect(left="a", right="b", output=ml.IOKey("t0", expose=True))
+    m |= LayerNorm().connect(input="t0", output="t1")
+    shapes = {"a": [3, width], "b": [3, width]}
+    for dtype, tol in ((ml.float32, 1e-6), (ml.float64, 1e-12)):
+        pm = ml.compile(m, ml.MlirBackend(dtype=dtype), shapes=shapes, trainable_keys=["a"])
+        rng = np.random.default_rng(width)
+        params = {k: (v + 1).astype(dtype) for k, v in pm.randomize_params(1).items()}
+        data = {k: rng.standard_normal(s).astype(dtype) for k, s in shapes.items()}
+        seeds = {k: rng.standard_normal((3, width)).astype(dtype) for k in ("t0", "t1")}
+        _, grads = pm.evaluate({**params, "a": data["a"]}, {"b": data["b"]},
+                               output_gradients=seeds)
+        t = {k: torch.tensor(v, dtype=torch.float64, requires_grad=True)
+             for k, v in {**params, **data}.items()}
+        t0 = t["a"] * t["b"]
+        w = next(k for k in params if k.endswith("weight"))
+        t1 = torch.nn.functional.layer_norm(t0, (width,), t[w], t[w[:-6] + "bias"], eps=1e-5)
+        (t0 * torch.tensor(seeds["t0"], dtype=torch.float64)).sum().add(
+            (t1 * torch.tensor(seeds["t1"], dtype=torch.float64)).sum()).backward()
+        for k in grads:
+            ref = t[k].grad.numpy()
+            assert np.max(np.abs(grads[k] - ref)) <= tol * max(1.0, np.max(np.abs(ref))), k

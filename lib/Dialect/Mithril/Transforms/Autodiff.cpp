@@ -134,7 +134,8 @@ struct AutodiffPass : public mithril::impl::MithrilAutodiffBase<AutodiffPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     RewritePatternSet patterns(&getContext());
-    populateMithrilDecomposePatterns(patterns);
+    // layer_norm keeps its own gradient (backward() below).
+    populateMithrilDecomposePatterns(patterns, /*layerNorm=*/false);
     if (failed(applyPatternsGreedily(module, std::move(patterns))))
       return signalPassFailure();
     bool found = false;
@@ -443,6 +444,35 @@ struct AutodiffPass : public mithril::impl::MithrilAutodiffBase<AutodiffPass> {
           auto in = typeOf(x(0));
           auto axes = reductionAxes(s.getAxes(), in.getRank());
           acc(x(0), g.broadcastTo(g.keepAxes(grad, in, axes, s.getKeepdim()), in.getShape()));
+          return success();
+        })
+        .Case([&](LayerNormOp ln) {
+          // One expression, as torch's: (g - mean(g) - xhat mean(g xhat)) /
+          // stddev, g the gradient times the weight. Differentiating the
+          // decomposition instead adds up contributions that cancel (all of
+          // them over one normalized element) in an order that leaves their
+          // rounding behind, amplified by 1 / stddev.
+          int64_t rank = typeOf(x(0)).getRank();
+          SmallVector<int64_t> axes;
+          for (int64_t i = rank - static_cast<int64_t>(ln.getNumAxes()); i < rank; ++i)
+            axes.push_back(i);
+          auto mean = [&](Value v) -> Value {
+            return MeanOp::create(g.b, g.loc, v, g.b.getDenseI64ArrayAttr(axes),
+                                  g.b.getBoolAttr(true));
+          };
+          Value centered = g.sub(x(0), mean(x(0)));
+          Value var = mean(SquareOp::create(g.b, g.loc, centered));
+          Value stddev = SqrtOp::create(
+              g.b, g.loc, g.add(var, g.cstLike(x(0), ln.getEps().convertToDouble())));
+          Value xhat = g.div(centered, stddev);
+          ValueRange affine = ln.getAffine();
+          Value gw = ln.getScaled() ? g.mul(grad, affine.front()) : grad;
+          Value inner = g.sub(g.sub(gw, mean(gw)), g.mul(xhat, mean(g.mul(gw, xhat))));
+          acc(x(0), g.div(inner, stddev));
+          if (ln.getScaled())
+            ub(affine.front(), g.mul(grad, xhat));
+          if (ln.getShifted())
+            ub(affine.back(), grad);
           return success();
         })
         .Case([&](MeanOp m) {

@@ -338,9 +338,10 @@ struct DecomposePass : public mithril::impl::MithrilDecomposeBase<DecomposePass>
 };
 } // namespace
 
-void mithril::populateMithrilDecomposePatterns(RewritePatternSet &patterns) {
-  patterns.add<DecomposeCrossEntropy, DecomposeSoftmax, DecomposeLogSoftmax, DecomposeLayerNorm,
-               DecomposeBatchNorm, DecomposeRobustSqrt, DecomposeRobustLog,
-               DecomposeStableReciprocal, DecomposeRobustPower, DecomposePolynomialFeatures>(
-      patterns.getContext());
+void mithril::populateMithrilDecomposePatterns(RewritePatternSet &patterns, bool layerNorm) {
+  patterns.add<DecomposeCrossEntropy, DecomposeSoftmax, DecomposeLogSoftmax, DecomposeBatchNorm,
+               DecomposeRobustSqrt, DecomposeRobustLog, DecomposeStableReciprocal,
+               DecomposeRobustPower, DecomposePolynomialFeatures>(patterns.getContext());
+  if (layerNorm)
+    patterns.add<DecomposeLayerNorm>(patterns.getContext());
 }

@@ -22,7 +22,9 @@ namespace mithril {
 #include "mithril/Dialect/Mithril/Transforms/Passes.h.inc"
 
 /// Adds the patterns of mithril-decompose.
-void populateMithrilDecomposePatterns(mlir::RewritePatternSet &patterns);
+/// The mithril-decompose patterns; without `layerNorm`, layer_norm stays
+/// (mithril-autodiff differentiates it as one op).
+void populateMithrilDecomposePatterns(mlir::RewritePatternSet &patterns, bool layerNorm = true);
 
 /// Parses `name:4x?x8` into a terminal name and a shape (`?` is dynamic).
 llvm::FailureOr<std::pair<std::string, llvm::SmallVector<int64_t>>>
