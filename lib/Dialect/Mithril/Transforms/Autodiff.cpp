@@ -462,8 +462,8 @@ struct AutodiffPass : public mithril::impl::MithrilAutodiffBase<AutodiffPass> {
           };
           Value centered = g.sub(x(0), mean(x(0)));
           Value var = mean(SquareOp::create(g.b, g.loc, centered));
-          Value stddev = SqrtOp::create(
-              g.b, g.loc, g.add(var, g.cstLike(x(0), ln.getEps().convertToDouble())));
+          Value stddev = SqrtOp::create(g.b, g.loc,
+                                        g.add(var, g.cstLike(x(0), ln.getEps().convertToDouble())));
           Value xhat = g.div(centered, stddev);
           ValueRange affine = ln.getAffine();
           Value gw = ln.getScaled() ? g.mul(grad, affine.front()) : grad;
