@@ -24,8 +24,8 @@ HERE = Path(__file__).parent / "documents"
 DOCUMENTS = sorted(HERE.glob("*.txt"))
 
 # The backend line: `ml.JaxBackend(...)`, `TorchBackend()`, ... become
-# ml.MlirBackend with the arguments it shares (device= names another
-# machine's accelerator and is dropped: this backend runs on the CPU here).
+# ml.MlirBackend with the arguments they share; device="gpu" or "cuda:0"
+# becomes device="cuda" (NVIDIA GPUs).
 _BACKEND = re.compile(r"(?:ml\.)?(?:Jax|Torch|Numpy|MLX|GGML|C)Backend\(")
 _BACKEND_IMPORT = re.compile(r"^from mithril\.backends\.[\w.]+ import \w+Backend\n", re.M)
 
@@ -55,7 +55,10 @@ def change_backend(code: str) -> str:
     out = ""
     while (m := _BACKEND.search(code)) is not None:
         args, end = _arguments(code[m.end():])
-        kept = [a for a in args if not a.startswith("device=")]
+        # A GPU device is ours on NVIDIA GPUs; anything else runs on the CPU.
+        kept = [a if not a.startswith("device=") else 'device="cuda"'
+                for a in args
+                if not a.startswith("device=") or re.search(r"gpu|cuda", a)]
         out += code[:m.start()] + f"ml.MlirBackend({', '.join(kept)})"
         code = code[m.end() + end + 1:]
     return out + code
@@ -132,8 +135,6 @@ NOT_YET = {
                  "model leaves to its first call",
     ("003", 12): "randomize_params() of a model compiled without shapes= (parameter shapes "
                  "before the first call, issue 17)",
-    ("003", 14): "target_hardware='nvidia_a100' with the device line dropped: the GPU "
-                 "needs device='cuda'",
     ("004", 12): "memory_planning (issue 18)",
     ("004", 15): "evaluate(inputs) without the parameters, which the document leaves out",
     ("004", 17): "Relu(in_place=True) (issue 18)",
@@ -188,7 +189,8 @@ def test_document_snippet(path, index, monkeypatch, tmp_path):
 
 def test_backend_line_change():
     assert change_backend("b = ml.JaxBackend(dtype=ml.float32, device='gpu')") == \
-        "b = ml.MlirBackend(dtype=ml.float32)"
+        'b = ml.MlirBackend(dtype=ml.float32, device="cuda")'
+    assert change_backend("ml.MLXBackend(device='tpu')") == "ml.MlirBackend()"
     assert change_backend("ml.GGMLBackend(quantize='int8')") == "ml.MlirBackend(quantize='int8')"
     assert change_backend("d = ml.JaxBackend(device_mesh=(2, 4))  # 2D") == \
         "d = ml.MlirBackend(device_mesh=(2, 4))  # 2D"
