@@ -451,7 +451,7 @@ PYBIND11_MODULE(_mithril, m) {
          double weightDecay, unsigned threads, bool dynamicShapes, bool gpuTilesOnHost,
          const std::string &target, const std::string &chip, const std::string &optimizationLevel,
          const std::vector<std::pair<std::string, bool>> &optimizations, int llvmLevel,
-         bool profile) {
+         bool profile, unsigned checkpointSegments) {
         std::unique_ptr<CompiledModel> result;
         {
           // Compilation does not touch Python objects.
@@ -475,6 +475,7 @@ PYBIND11_MODULE(_mithril, m) {
           if (llvmLevel >= 0)
             options.optLevel = static_cast<unsigned>(llvmLevel);
           options.profile = profile;
+          options.checkpointSegments = checkpointSegments;
           auto model = CompiledModel::compile(source, options);
           if (!model) {
             std::string message = llvm::toString(model.takeError());
@@ -494,7 +495,10 @@ PYBIND11_MODULE(_mithril, m) {
       py::arg("target") = "cpu", py::arg("chip") = "sm_90",
       py::arg("optimization_level") = "medium",
       py::arg("optimizations") = std::vector<std::pair<std::string, bool>>{},
-      py::arg("llvm_level") = -1, py::arg("profile") = false);
+      py::arg("llvm_level") = -1, py::arg("profile") = false, py::arg("checkpoint_segments") = 0u);
+  m.def("buffer_bytes", &bufferBytes,
+        "(live, peak): bytes of compiled code's buffers now and at most since reset_peak_bytes");
+  m.def("reset_peak_bytes", &resetPeakBufferBytes);
   m.def(
       "profile_records",
       [] {

@@ -52,10 +52,13 @@ std::string mithril::checkCpuPipelineOptions(const CpuPipelineOptions &options) 
 
 /// The canonicalizer (folding, and erasing unused pure ops) and CSE after a
 /// graph-level stage, as far as the options allow.
-static void addGraphCleanups(OpPassManager &pm, const CpuPipelineOptions &options) {
+static void addGraphCleanups(OpPassManager &pm, const CpuPipelineOptions &options,
+                             bool afterAutodiff = true) {
   if (options.fold)
     pm.addPass(createCanonicalizerPass());
-  if (options.cse)
+  // Checkpointed gradients recompute forward ops that CSE would merge back.
+  bool checkpointed = options.gradients && options.checkpointSegments > 0;
+  if (options.cse && !(afterAutodiff && checkpointed))
     pm.addPass(createCSEPass());
 }
 
@@ -88,7 +91,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
       dce.discard.assign(options.discard.begin(), options.discard.end());
       pm.addPass(createMithrilDCE(dce));
     }
-    addGraphCleanups(pm, options);
+    addGraphCleanups(pm, options, /*afterAutodiff=*/false);
   }
 
   if (wanted("autodiff") && options.gradients) {
@@ -96,6 +99,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     autodiff.entry = options.entry;
     autodiff.wrt.assign(options.wrt.begin(), options.wrt.end());
     autodiff.seeds.assign(options.seeds.begin(), options.seeds.end());
+    autodiff.checkpointSegments = options.checkpointSegments;
     pm.addPass(createMithrilAutodiff(autodiff));
     if (!options.optimizer.empty()) {
       MithrilOptimizerOptions optimizer;
@@ -153,6 +157,9 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     bufferization::BufferDeallocationPipelineOptions dealloc;
     bufferization::buildBufferDeallocationPipeline(pm, dealloc);
     pm.addPass(createMithrilStridedCopies());
+    // Temporaries die at their last use, not at the end of the function.
+    if (options.memoryPlanning)
+      pm.addPass(createMithrilDeallocAtLastUse());
     if (options.gpuTilesOnHost) {
       MithrilGpuTileContractionsOptions tiles;
       tiles.workgroupMemory = false;

@@ -164,9 +164,9 @@ unsigned mithril::runtime::resolvedThreads(const CompileOptions &options) {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-static constexpr StringRef kOptimizationNames[] = {"constant_folding",      "common_subexpression",
-                                                   "dead_code_elimination", "fusion",
-                                                   "operator_fusion",       "vectorization"};
+static constexpr StringRef kOptimizationNames[] = {
+    "constant_folding", "common_subexpression", "dead_code_elimination", "fusion",
+    "operator_fusion",  "vectorization",        "memory_planning"};
 
 ArrayRef<StringRef> mithril::runtime::optimizationNames() { return kOptimizationNames; }
 
@@ -178,6 +178,7 @@ llvm::Error mithril::runtime::setOptimization(CompileOptions &options, StringRef
                    .Case("dead_code_elimination", &options.dce)
                    .Cases({"fusion", "operator_fusion"}, &options.fusion)
                    .Case("vectorization", &options.schedule)
+                   .Case("memory_planning", &options.memoryPlanning)
                    .Default(nullptr);
   if (!flag)
     return makeError("unknown optimization '" + name + "' (known: " +
@@ -195,7 +196,7 @@ llvm::Error mithril::runtime::setOptimizationLevel(CompileOptions &options, Stri
                  .Default(-1);
   if (rank < 0)
     return makeError("unknown optimization level '" + level + "' (known: none, low, medium, high)");
-  options.fold = options.cse = options.dce = rank >= 1;
+  options.fold = options.cse = options.dce = options.memoryPlanning = rank >= 1;
   options.fusion = options.schedule = rank >= 2;
   options.optLevel = static_cast<unsigned>(rank);
   return llvm::Error::success();
@@ -223,6 +224,8 @@ static std::string pipelineOptions(const CompileOptions &options, StringRef stop
       add("wrt", llvm::join(options.wrt, ","));
     if (!options.seeds.empty())
       add("seeds", llvm::join(options.seeds, ","));
+    if (options.checkpointSegments)
+      add("checkpoint-segments", std::to_string(options.checkpointSegments));
     if (!options.optimizer.empty()) {
       add("optimizer", options.optimizer);
       add("momentum", std::to_string(options.momentum));
@@ -241,7 +244,8 @@ static std::string pipelineOptions(const CompileOptions &options, StringRef stop
                          {"cse", options.cse},
                          {"dce", options.dce},
                          {"fusion", options.fusion},
-                         {"schedule", options.schedule}})
+                         {"schedule", options.schedule},
+                         {"memory-planning", options.memoryPlanning}})
     if (!on)
       add(key, "false");
   if (stopAfter != "llvm")
@@ -279,6 +283,7 @@ static llvm::Error runPipeline(ModuleOp module, const CompileOptions &options, S
     pipelineOpts.cse = options.cse;
     pipelineOpts.dce = options.dce;
     pipelineOpts.fusion = options.fusion;
+    pipelineOpts.memoryPlanning = options.memoryPlanning;
     pipelineOpts.schedule = options.schedule;
     pipelineOpts.profile = options.profile;
     pipelineOpts.profileFirstId = options.profileFirstId;
@@ -476,6 +481,7 @@ public:
         it->second.pop_back();
         cachedBytes_ -= size;
         sizes_[block] = size;
+        noteLive(size);
         return block;
       }
     }
@@ -483,8 +489,20 @@ public:
     if (block) {
       std::lock_guard<std::mutex> lock(mutex_);
       sizes_[block] = size;
+      noteLive(size);
     }
     return block;
+  }
+
+  /// The bytes compiled code holds now, and the most it held since
+  /// resetPeak().
+  std::pair<size_t, size_t> liveAndPeak() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return {liveBytes_, peakBytes_};
+  }
+  void resetPeak() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    peakBytes_ = liveBytes_;
   }
 
   /// Releases `block` if it is still handed out (a run cut short gives back
@@ -507,6 +525,7 @@ public:
       return std::free(block); // not ours (a runtime helper's malloc)
     size_t size = it->second;
     sizes_.erase(it);
+    liveBytes_ -= size;
     if (size > kMaxCachedBytes)
       return std::free(block);
     // Full: make room by freeing blocks of other sizes, largest first. The
@@ -531,7 +550,13 @@ public:
   }
 
 private:
+  void noteLive(size_t size) {
+    liveBytes_ += size;
+    peakBytes_ = std::max(peakBytes_, liveBytes_);
+  }
+
   static constexpr size_t kMaxCachedBytes = size_t(256) << 20;
+  size_t liveBytes_ = 0, peakBytes_ = 0;
   std::mutex mutex_;
   std::unordered_map<void *, size_t> sizes_;
   std::map<size_t, std::vector<void *>> free_;
@@ -724,6 +749,11 @@ extern "C" void mithrilProfileExit(int64_t id) {
   kernel->nanos.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count(),
                           std::memory_order_relaxed);
 }
+
+std::pair<size_t, size_t> mithril::runtime::bufferBytes() {
+  return BufferCache::get().liveAndPeak();
+}
+void mithril::runtime::resetPeakBufferBytes() { BufferCache::get().resetPeak(); }
 
 std::vector<ProfileRecord> mithril::runtime::profileRecords() {
   ProfileRegistry &registry = ProfileRegistry::get();

@@ -20,6 +20,7 @@ from .compile import compile
 from .physical import PhysicalModel
 from .optimizers import SGD, Adam, Optimizer
 from .profiling import profile
+from .memory import max_memory_allocated, memory_allocated, reset_peak_memory_stats
 from .training import BCEWithLogitsLoss, CrossEntropyLoss, Loss, MSELoss, Trainer
 
 # The documents import PhysicalModel from mithril.framework.physical.
@@ -33,6 +34,6 @@ __all__ = [
     "BaseModel", "Connection", "IOKey", "KeyNotFoundError", "LogicalModel", "MithrilError", "MlirBackend",
     "Model", "Optimizer", "OutOfMemoryError", "PhysicalModel", "SGD", "Adam", "ShapeError",
     "compile", "float32", "Trainer", "Loss", "profile", "CrossEntropyLoss", "MSELoss", "BCEWithLogitsLoss",
-    "float64",
+    "float64", "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats",
 ]
 __version__ = "0.1.0"

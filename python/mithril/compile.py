@@ -24,7 +24,9 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
             static_shapes: bool | None = None, jit_options: Mapping | None = None,
             hints: Mapping | None = None, cpu_options: Mapping | None = None,
             target_hardware: str | None = None, optimize_for: str | None = None,
-            static_inference: bool | None = None, _defer: bool = True) -> PhysicalModel:
+            static_inference: bool | None = None, gradient_checkpointing: bool | None = None,
+            checkpoint_segments: int | None = None, memory_planning=None,
+            memory_optimization: bool | None = None, _defer: bool = True) -> PhysicalModel:
     """Compiles `model` for `backend`.
 
     shapes          input (or parameter) shapes; None marks a size left dynamic: the
@@ -48,10 +50,11 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
                     numbers, for debugging), "low", "medium" (default) or "high"
     optimizations   {name: bool} switched after the level: constant_folding,
                     common_subexpression, dead_code_elimination, fusion (operator_fusion),
-                    vectorization; memory_planning=True is not implemented (an error)
+                    vectorization, memory_planning
     verbose         print each compile stage with its op counts and time
-    static_shapes   True: every input size must be known at compile time (a None size is
-                    an error); False: the sizes shapes= does not fix stay dynamic
+    static_shapes   True: every size is fixed when the code is compiled (a None size is an
+                    error; an input shapes= leaves out is fixed by the first call, as
+                    jax.jit does); False: the sizes shapes= does not fix stay dynamic
     jit_options     {"opt_level": 0-3} (LLVM), {"mode": torch.compile's mode}; JAX's and
                     torch's other keys are accepted with a warning that they do nothing
     hints           {"input_batch_size_range": (lo, hi)}: axis 0 of the data inputs stays
@@ -62,6 +65,15 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
                     device="cuda": the architecture the kernels are compiled for
     optimize_for    "latency" | "throughput": both give the same code today
     static_inference  with inference=True: no gradient code is ever compiled (as inference)
+
+    Memory (docs/compilation.md, "Memory"):
+    gradient_checkpointing  gradients keep only the forward values at the boundaries of
+                    checkpoint_segments (default 4) even runs of the forward ops and compute
+                    the others again in the backward pass: less memory, more time
+    memory_planning True or "greedy" (the default from optimization_level "low" on):
+                    each temporary is freed at its last use and its memory reused; False or
+                    "none": temporaries live until the end of the call
+    memory_optimization  True: both of the above
     """
     # The arguments again, for a model whose shapes only its first call gives.
     call_kwargs = {k: v for k, v in locals().items()
@@ -75,9 +87,15 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
                     "trainable_keys": trainable_keys, "safe_names": safe_names,
                     "optimization_level": optimization_level, "optimizations": optimizations,
                     "jit_options": jit_options, "cpu_options": cpu_options,
-                    "target_hardware": target_hardware}
+                    "target_hardware": target_hardware,
+                    "gradient_checkpointing": gradient_checkpointing,
+                    "checkpoint_segments": checkpoint_segments,
+                    "memory_planning": memory_planning,
+                    "memory_optimization": memory_optimization}
     controls = resolve_controls(optimization_level, optimizations, jit_options, cpu_options,
-                                target_hardware, static_shapes, verbose, backend)
+                                target_hardware, static_shapes, verbose, backend,
+                                gradient_checkpointing, checkpoint_segments, memory_planning,
+                                memory_optimization)
     batch_range = _check_hints(hints)
     if optimize_for is not None and optimize_for not in ("latency", "throughput"):
         raise ValueError(f"optimize_for must be 'latency' or 'throughput', got {optimize_for!r}")
@@ -127,7 +145,7 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
     except MissingShapeError as e:
         # Nothing gives an input's shape: compiled at the first call, for
         # the shapes of its arrays (and again for new ones), as jax.jit does.
-        if static_shapes or file_path is not None or not _defer:
+        if file_path is not None or not _defer:
             raise
         return DeferredPhysicalModel(model, backend, call_kwargs, e)
     source = emitter.module.text()

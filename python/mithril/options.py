@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from . import _mithril
-from .errors import MithrilError
 
 LEVELS = ("none", "low", "medium", "high")
 
@@ -48,11 +47,12 @@ class CompileControls:
     static_shapes: bool | None = None
     verbose: bool = False
     chip: str | None = None
+    checkpoint_segments: int = 0
 
     def native_kwargs(self) -> dict:
         """The keyword arguments of _mithril.compile these controls set."""
         return {"optimization_level": self.level, "optimizations": list(self.optimizations),
-                "llvm_level": self.llvm_level}
+                "llvm_level": self.llvm_level, "checkpoint_segments": self.checkpoint_segments}
 
 
 def _check_bool(what: str, value) -> bool:
@@ -61,10 +61,53 @@ def _check_bool(what: str, value) -> bool:
     return value
 
 
+# Gradient checkpointing's runs of forward ops when no count is given: the
+# guide's example count.
+DEFAULT_CHECKPOINT_SEGMENTS = 4
+# memory_planning= strategies: "greedy" frees each temporary at its last use
+# and hands its block to the next allocation of that size.
+_MEMORY_PLANNERS = ("greedy",)
+
+
+def _memory_controls(controls: CompileControls, gradient_checkpointing, checkpoint_segments,
+                     memory_planning, memory_optimization) -> None:
+    """gradient_checkpointing=, checkpoint_segments=, memory_planning= and
+    memory_optimization= (docs/compilation.md, "Memory")."""
+    if memory_optimization is not None:
+        # Both of what follows, unless given otherwise.
+        if _check_bool("memory_optimization", memory_optimization):
+            if gradient_checkpointing is None:
+                gradient_checkpointing = True
+            if memory_planning is None:
+                memory_planning = True
+    if gradient_checkpointing is not None:
+        _check_bool("gradient_checkpointing", gradient_checkpointing)
+    if checkpoint_segments is not None:
+        if (isinstance(checkpoint_segments, bool) or not isinstance(checkpoint_segments, int)
+                or checkpoint_segments < 1):
+            raise ValueError(f"checkpoint_segments must be a positive int, got "
+                             f"{checkpoint_segments!r}")
+        if not gradient_checkpointing:
+            raise ValueError("checkpoint_segments= needs gradient_checkpointing=True")
+    if gradient_checkpointing:
+        controls.checkpoint_segments = checkpoint_segments or DEFAULT_CHECKPOINT_SEGMENTS
+    if memory_planning is not None:
+        if isinstance(memory_planning, str):
+            if memory_planning not in _MEMORY_PLANNERS + ("none",):
+                raise ValueError(f"unknown memory_planning {memory_planning!r} (known: "
+                                 f"{', '.join(_MEMORY_PLANNERS)}, none; or True/False)")
+            enabled = memory_planning != "none"
+        else:
+            enabled = _check_bool("memory_planning", memory_planning)
+        controls.optimizations.append(("memory_planning", enabled))
+
+
 def resolve(optimization_level="medium", optimizations: Mapping | None = None,
             jit_options: Mapping | None = None, cpu_options: Mapping | None = None,
             target_hardware: str | None = None, static_shapes: bool | None = None,
-            verbose: bool = False, backend=None) -> CompileControls:
+            verbose: bool = False, backend=None, gradient_checkpointing: bool | None = None,
+            checkpoint_segments: int | None = None, memory_planning=None,
+            memory_optimization: bool | None = None) -> CompileControls:
     controls = CompileControls()
     if not isinstance(optimization_level, str) or optimization_level not in LEVELS:
         raise ValueError(f"unknown optimization_level {optimization_level!r} "
@@ -103,19 +146,15 @@ def resolve(optimization_level="medium", optimizations: Mapping | None = None,
         if not isinstance(optimizations, Mapping):
             raise TypeError(f"optimizations must be a dict of name: bool, got "
                             f"{type(optimizations).__name__}")
-        known = list(_mithril.OPTIMIZATION_NAMES) + ["memory_planning"]
+        known = list(_mithril.OPTIMIZATION_NAMES)
         for name, enabled in optimizations.items():
             if name not in known:
                 raise ValueError(f"unknown optimization {name!r} (known: {', '.join(known)})")
             _check_bool(f"optimizations[{name!r}]", enabled)
-            if name == "memory_planning":
-                if enabled:
-                    raise MithrilError(
-                        "optimizations['memory_planning']: compile-time memory planning is not "
-                        "implemented yet. Buffers are freed after their last use and their "
-                        "blocks reused by size at run time")
-                continue
             controls.optimizations.append((name, enabled))
+
+    _memory_controls(controls, gradient_checkpointing, checkpoint_segments, memory_planning,
+                     memory_optimization)
 
     if cpu_options is not None:
         if not isinstance(cpu_options, Mapping):

@@ -195,7 +195,6 @@ def test_physical_model_call_and_introspection():
     ({"optimization_level": "max"}, ValueError, "unknown optimization_level 'max'"),
     ({"optimizations": {"fuse": True}}, ValueError, "unknown optimization 'fuse'"),
     ({"optimizations": {"fusion": 1}}, TypeError, "must be True or False"),
-    ({"optimizations": {"memory_planning": True}}, ml.MithrilError, "not implemented"),
     ({"jit_options": {"opt_level": 7}}, ValueError, "opt_level"),
     ({"jit_options": {"turbo": True}}, ValueError, "unknown jit_options key 'turbo'"),
     ({"cpu_options": {"num_threads": 0}}, ValueError, "num_threads"),

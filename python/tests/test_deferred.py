@@ -64,6 +64,12 @@ def test_training_and_errors():
     for _ in range(200):
         pm.train_step(params, {"input": x, "target": y}, opt)
     np.testing.assert_allclose(params["linear_0.weight"], [[2.0, -1.0]], atol=1e-6)
-    # Shapes required now: static_shapes=True and file_path= keep the error.
-    with pytest.raises(ml.ShapeError, match="input 'input' needs a shape"):
-        ml.compile(mlp(), ml.MlirBackend(), static_shapes=True)
+    # static_shapes=True defers too: the first call fixes every size.
+    static = ml.compile(mlp(), ml.MlirBackend(dtype=ml.float64), static_shapes=True)
+    assert isinstance(static, DeferredPhysicalModel)
+    xs = np.random.default_rng(1).standard_normal((4, 5))
+    out = static(input=xs)
+    compiled = static.compiled_for({"input": xs})
+    assert not compiled._dynamic and compiled.get_shapes()["input"] == [4, 5]
+    out = out["output"] if isinstance(out, dict) else out
+    np.testing.assert_allclose(out, reference(static._call_params, xs))

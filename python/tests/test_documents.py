@@ -122,20 +122,16 @@ PLACEHOLDERS = {
 
 # Snippets that do not run yet: (document, index) -> why.
 NOT_YET = {
-    ("000", 2): "memory_optimization= (gradient checkpointing, issue 18)",
     ("001", 5): "quantize= (int8, issue 19)",
     ("001", 6): "shapes={'input': ...} for 001 #4's model, whose input is 'image'",
     ("001", 7): "device_mesh= (issue 21)",
     ("001", 8): "compiled_model from 001 #6",
-    ("002", 2): "gradient_checkpointing= (issue 18)",
     ("003", 3): "types= with float16 (issue 19)",
-    ("003", 8): "gradient_checkpointing= and memory_planning= (issue 18)",
     ("003", 9): "precision= and mixed_precision= (issue 19)",
     ("003", 11): "file_path= writes compiled code, which needs the shapes the document's "
                  "model leaves to its first call",
     ("003", 12): "randomize_params() of a model compiled without shapes= (parameter shapes "
                  "before the first call, issue 17)",
-    ("004", 12): "memory_planning (issue 18)",
     ("004", 15): "evaluate(inputs) without the parameters, which the document leaves out",
     ("004", 17): "Relu(in_place=True) (issue 18)",
     ("004", 21): "custom_passes= (issue 18)",

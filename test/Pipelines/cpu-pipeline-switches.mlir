@@ -7,6 +7,8 @@
 // RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=shapes dce=false fold=false cse=false" | FileCheck %s --check-prefix=NODCE
 // RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=shapes fold=false" | FileCheck %s --check-prefix=NOFOLD
 // RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=shapes cse=false fold=false dce=false" | FileCheck %s --check-prefix=NOCSE
+// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=bufferize schedule=false fusion=false" | FileCheck %s --check-prefix=PLAN
+// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=bufferize schedule=false fusion=false memory-planning=false" | FileCheck %s --check-prefix=NOPLAN
 
 mithril.model @Layer(data %x: tensor<4x8xf32>, param %b: tensor<8xf32>) -> (y: tensor<4x8xf32>) {
   %a = mithril.add %x, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
@@ -45,3 +47,29 @@ mithril.model @Layer(data %x: tensor<4x8xf32>, param %b: tensor<8xf32>) -> (y: t
 
 // NOCSE-LABEL: mithril.model @Layer
 // NOCSE-COUNT-2: = add %x
+
+mithril.model @Chain(data %x: tensor<4x8xf32>) -> (y: tensor<4x8xf32>) {
+  %e = mithril.sigmoid %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %r = mithril.relu %e : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %t = mithril.tanh %r : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  mithril.output %t : tensor<4x8xf32>
+}
+
+// Memory planning on: each temporary is freed once the next op has read it.
+// PLAN-LABEL: func.func @Chain(
+// PLAN:      %[[E:.+]] = memref.alloc
+// PLAN:      %[[R:.+]] = memref.alloc
+// PLAN:      linalg.generic {{.*}} ins(%[[E]] {{.*}} outs(%[[R]]
+// PLAN:      memref.dealloc %[[E]]
+// PLAN-NEXT: linalg.generic {{.*}} ins(%[[R]]
+// PLAN:      memref.dealloc %[[R]]
+// PLAN-NEXT: return
+
+// Memory planning off: every temporary lives until the end of the function.
+// NOPLAN-LABEL: func.func @Chain(
+// NOPLAN:      linalg.generic
+// NOPLAN:      linalg.generic
+// NOPLAN:      linalg.generic
+// NOPLAN:      memref.dealloc
+// NOPLAN-NEXT: memref.dealloc
+// NOPLAN-NEXT: return

@@ -102,6 +102,12 @@ static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(0
                                 cl::cat(trainCategory));
 static cl::opt<double> weightDecay("weight-decay", cl::desc("L2 weight decay"), cl::init(0.0),
                                    cl::cat(trainCategory));
+static cl::opt<unsigned> checkpointSegments(
+    "checkpoint-segments",
+    cl::desc("Gradient checkpointing: keep only the forward values that cross N even runs "
+             "of the forward ops and recompute the others in the backward pass (less memory, "
+             "more time; default 0: keep every forward value)"),
+    cl::init(0), cl::cat(trainCategory));
 static cl::opt<bool> dynamicShapes(
     "dynamic",
     cl::desc("Compile once with the dimensions --shape does not fix left dynamic, rather than "
@@ -122,7 +128,7 @@ static cl::opt<std::string> optimizationLevel(
 static cl::list<std::string> disabledOptimizations(
     "disable",
     cl::desc("Optimizations to switch off: constant_folding, common_subexpression, "
-             "dead_code_elimination, fusion, vectorization (comma-separated)"),
+             "dead_code_elimination, fusion, vectorization, memory_planning (comma-separated)"),
     cl::CommaSeparated, cl::cat(category));
 
 /// The --optimization-level, --disable and -O flags applied to `options`.
@@ -252,6 +258,7 @@ static int runTraining(StringRef source, std::map<std::string, Array> &given) {
   options.optimizer = optimizerName;
   options.momentum = momentum;
   options.weightDecay = weightDecay;
+  options.checkpointSegments = checkpointSegments;
   options.gpuTilesOnHost = gpuTilesOnHost;
   for (auto &[name, array] : *data) {
     SmallVector<int64_t> shape(array.shape());

@@ -104,6 +104,24 @@ def MithrilLowerScalarTransfers : Pass<"mithril-lower-scalar-transfers", "mlir::
   let dependentDialects = ["mlir::memref::MemRefDialect", "mlir::vector::VectorDialect"];
 }
 
+def MithrilDeallocAtLastUse : Pass<"mithril-dealloc-at-last-use", "mlir::ModuleOp"> {
+  let summary = "Free each buffer right after its last use";
+  let description = [{
+    Upstream's buffer deallocation places every `memref.dealloc` at the end
+    of the block that allocated the buffer: in a model's function, at its
+    end, so that every temporary lives for the whole run and the peak memory
+    is the sum of all of them. This pass moves each unconditional dealloc of
+    a buffer allocated in the same block to just after the last op of that
+    block that uses the buffer or any value derived from it (views, casts,
+    reshapes; an op with regions counts as a whole). Buffers whose lifetimes
+    do not overlap then take turns in the same memory: the runtime's buffer
+    cache hands a freed block to the next allocation of its size. Run it
+    after the deallocation pipeline, while the code is still structured
+    (parallel loops wait for their tasks where they stand).
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 def MithrilProfileKernels : Pass<"mithril-profile-kernels", "mlir::ModuleOp"> {
   let summary = "Time each kernel of the bufferized model through host timers";
   let description = [{

@@ -56,6 +56,12 @@ struct ModelPipelineOptions : public mlir::PassPipelineOptions<Derived> {
   Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"), llvm::cl::init(0.0)};
   Option<double> weightDecay{*this, "weight-decay", llvm::cl::desc("L2 weight decay"),
                              llvm::cl::init(0.0)};
+  Option<unsigned> checkpointSegments{
+      *this, "checkpoint-segments",
+      llvm::cl::desc("With gradients: gradient checkpointing in this many runs of forward ops "
+                     "(mithril-autodiff); CSE, which would merge the recomputed ops back, "
+                     "does not run after autodiff then"),
+      llvm::cl::init(0)};
 };
 
 /// Copies the ModelPipelineOptions fields between option structs with those
@@ -70,6 +76,7 @@ template <typename To, typename From> void copyModelOptions(To &to, const From &
   to.optimizer = from.optimizer;
   to.momentum = from.momentum;
   to.weightDecay = from.weightDecay;
+  to.checkpointSegments = from.checkpointSegments;
 }
 
 struct CpuPipelineOptions : public ModelPipelineOptions<CpuPipelineOptions> {
@@ -96,6 +103,12 @@ struct CpuPipelineOptions : public ModelPipelineOptions<CpuPipelineOptions> {
   Option<bool> schedule{*this, "schedule",
                         llvm::cl::desc("Tile and vectorize for the host (mithril-cpu-schedule)"),
                         llvm::cl::init(true)};
+  Option<bool> memoryPlanning{
+      *this, "memory-planning",
+      llvm::cl::desc("Free each temporary right after its last use (mithril-dealloc-at-last-"
+                     "use) instead of at the end of the function, so that temporaries whose "
+                     "lifetimes do not overlap share memory"),
+      llvm::cl::init(true)};
   Option<bool> gpuTilesOnHost{
       *this, "gpu-tiles-on-host",
       llvm::cl::desc("Tile contractions as mithril-gpu-pipeline does (shared-memory tiles in "

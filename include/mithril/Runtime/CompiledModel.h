@@ -62,6 +62,9 @@ struct CompileOptions {
   /// mithril-optimizer for the extra terminals.
   std::string optimizer;
   double momentum = 0.0, weightDecay = 0.0;
+  /// With gradients: gradient checkpointing in this many runs of forward
+  /// ops (mithril-autodiff's checkpoint-segments; 0: off).
+  unsigned checkpointSegments = 0;
   /// Where the code runs: "cpu", or "cuda" (NVIDIA GPUs, through
   /// mithril-gpu-pipeline) with the architecture `gpuChip`. "cuda" loads
   /// libmithril_cuda_runtime, and fails with "no CUDA device" where it or a
@@ -88,6 +91,8 @@ struct CompileOptions {
   /// off gives the same numbers, slower. setOptimizationLevel and
   /// setOptimization set them by name.
   bool fold = true, cse = true, dce = true, fusion = true, schedule = true;
+  /// Temporaries freed at their last use (mithril-dealloc-at-last-use).
+  bool memoryPlanning = true;
   /// Time each kernel (mithril-profile-kernels): profileRecords() reports
   /// their calls and time.
   bool profile = false;
@@ -115,6 +120,12 @@ struct ProfileRecord {
   int64_t calls;
   double seconds;
 };
+
+/// The bytes of the buffers compiled code holds now (its temporaries;
+/// inputs and outputs are the caller's), and the most it held since
+/// resetPeakBufferBytes(), process-wide.
+std::pair<size_t, size_t> bufferBytes();
+void resetPeakBufferBytes();
 
 /// Every kernel of the models compiled with `profile`, in compile order.
 std::vector<ProfileRecord> profileRecords();

@@ -12,6 +12,7 @@
 #include "mithril/Dialect/Mithril/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -257,6 +258,9 @@ struct AutodiffPass : public mithril::impl::MithrilAutodiffBase<AutodiffPass> {
         return failure();
     }
 
+    if (checkpointSegments > 0)
+      recomputeInSegments(ops, output, checkpointSegments);
+
     // Gradients leave through new outputs.
     SmallVector<Value> outputs(output.getValues());
     SmallVector<Attribute> resAttrs(model.getResAttrsAttr().getValue());
@@ -276,6 +280,66 @@ struct AutodiffPass : public mithril::impl::MithrilAutodiffBase<AutodiffPass> {
     model.setResAttrsAttr(b.getArrayAttr(resAttrs));
     model.syncFunctionType();
     return success();
+  }
+
+  /// Gradient checkpointing: the forward ops (`forward`, in order), split
+  /// into `segments` runs, keep alive only the values that cross a run's
+  /// boundary, the model's outputs and inputs. A backward op that needs any
+  /// other forward value gets it from a copy of its run's ops, made just
+  /// before the first backward op that needs one: the forward values then
+  /// die during the forward pass, and a run's are alive again only while its
+  /// backward ops run.
+  void recomputeInSegments(ArrayRef<Operation *> forward, OutputOp output, unsigned segments) {
+    SmallVector<Operation *> work;
+    for (Operation *op : forward)
+      if (!isa<ConstantOp>(op))
+        work.push_back(op);
+    if (work.size() < 2)
+      return;
+    unsigned runs = std::min<unsigned>(segments, work.size());
+    llvm::DenseMap<Operation *, unsigned> runOf;
+    for (size_t i = 0; i < work.size(); ++i)
+      runOf[work[i]] = static_cast<unsigned>(i * runs / work.size());
+    auto crossesBoundary = [&](Value v, unsigned run) {
+      return llvm::any_of(v.getUsers(), [&](Operation *user) {
+        if (user == output.getOperation())
+          return true;
+        auto it = runOf.find(user);
+        return it != runOf.end() && it->second > run;
+      });
+    };
+    for (unsigned run = 0; run < runs; ++run) {
+      SmallVector<Operation *> runOps;
+      for (Operation *op : work)
+        if (runOf[op] == run)
+          runOps.push_back(op);
+      // The backward uses of the run's values that do not cross its boundary.
+      SmallVector<OpOperand *> uses;
+      Operation *first = nullptr;
+      for (Operation *op : runOps)
+        for (Value result : op->getResults()) {
+          if (crossesBoundary(result, run))
+            continue;
+          for (OpOperand &use : result.getUses()) {
+            Operation *user = use.getOwner();
+            if (runOf.count(user) || isa<ConstantOp>(user))
+              continue;
+            uses.push_back(&use);
+            if (!first || user->isBeforeInBlock(first))
+              first = user;
+          }
+        }
+      if (uses.empty())
+        continue;
+      OpBuilder rb(first);
+      IRMapping copies;
+      for (Operation *op : runOps) {
+        Operation *copy = rb.clone(*op, copies);
+        copy->setAttr("mithril.recompute", rb.getI64IntegerAttr(run));
+      }
+      for (OpOperand *use : uses)
+        use->set(copies.lookup(use->get()));
+    }
   }
 
   using Accumulate = function_ref<void(Value, Value)>;

@@ -88,7 +88,13 @@ def MithrilAutodiff : Pass<"mithril-autodiff", "mlir::ModuleOp"> {
     seed gradient; for each input named in `wrt` (default: every `param`
     input) an output `grad:<input>` returns its gradient. Composite
     primitives are decomposed first; broadcasting is undone by summation.
-    Forward values the backward pass needs are reused, not recomputed.
+    Forward values the backward pass needs are reused, not recomputed,
+    unless `checkpoint-segments` asks for gradient checkpointing: the forward
+    ops are split into that many runs of equal length, and the values a
+    backward op needs that do not cross a run's boundary (nor are model
+    outputs) are computed again by a copy of their run's ops, made just
+    before the first backward op that needs one; the copies carry
+    `mithril.recompute`, so that CSE keeps them apart from the originals.
     Integer and boolean values carry no gradient.
   }];
   let options = [
@@ -97,7 +103,11 @@ def MithrilAutodiff : Pass<"mithril-autodiff", "mlir::ModuleOp"> {
     ListOption<"wrt", "wrt", "std::string",
                "Inputs to differentiate with respect to (default: the param inputs)">,
     ListOption<"seeds", "seeds", "std::string",
-               "Outputs that receive a seed gradient (default: every float output)">
+               "Outputs that receive a seed gradient (default: every float output)">,
+    Option<"checkpointSegments", "checkpoint-segments", "unsigned", /*default=*/"0",
+           "Gradient checkpointing: split the forward ops into this many runs and "
+           "recompute, in the backward pass, the values that do not cross a run's "
+           "boundary (0: keep every forward value)">
   ];
   let dependentDialects = ["mithril::MithrilDialect"];
 }
