@@ -529,7 +529,7 @@ def _leaky_propose(g):
 
 
 spec("LeakyRelu", "M.LeakyRelu", ["input"],
-     lambda i, p, a, dt: f"F.leaky_relu({i['input']}, {a.get('slope', 0.2)!r})",
+     lambda i, p, a, dt: f"F.leaky_relu({i['input']}, {a.get('slope', 0.01)!r})",
      _leaky_propose, kink=_kink_at(0.0))
 
 

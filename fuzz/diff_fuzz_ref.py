@@ -175,7 +175,7 @@ def ref_act(name, x):
     if name is None:
         return x
     return {"relu": torch.relu, "tanh": torch.tanh, "sigmoid": torch.sigmoid,
-            "softplus": F.softplus, "gelu": F.gelu, "leakyrelu": lambda v: F.leaky_relu(v, 0.2),
+            "softplus": F.softplus, "gelu": F.gelu, "leakyrelu": lambda v: F.leaky_relu(v, 0.01),
             "sine": torch.sin, "absolute": torch.abs}[name.lower()](x)
 
 

@@ -13,9 +13,20 @@
 """
 
 from .errors import KeyNotFoundError, MithrilError, OutOfMemoryError, ShapeError
-from .framework import IOKey, Connection, Model, BaseModel
+from .framework import IOKey, Connection, Model, BaseModel, TBD
 from .framework import Model as LogicalModel  # the documents' name for a model
+import numpy as _np
+
 from .backend import MlirBackend, float32, float64
+from . import types
+from .types import Dtype
+
+# The original's top-level dtypes and aliases (mithril.types explains why
+# they are NumPy's types).
+bool = _np.bool_
+float16, int16, int32, int64 = _np.float16, _np.int16, _np.int32, _np.int64
+bfloat16 = Dtype.bfloat16
+float, double, int, short = float32, float64, int32, int16  # noqa: A001
 from .compile import compile
 from .physical import PhysicalModel
 from .optimizers import SGD, Adam, Optimizer
@@ -34,6 +45,7 @@ __all__ = [
     "BaseModel", "Connection", "IOKey", "KeyNotFoundError", "LogicalModel", "MithrilError", "MlirBackend",
     "Model", "Optimizer", "OutOfMemoryError", "PhysicalModel", "SGD", "Adam", "ShapeError",
     "compile", "float32", "Trainer", "Loss", "profile", "CrossEntropyLoss", "MSELoss", "BCEWithLogitsLoss",
-    "float64", "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats",
+    "float64", "TBD", "float16", "bfloat16", "int16", "int32", "int64", "Dtype", "types",
+    "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats",
 ]
 __version__ = "0.1.0"

@@ -33,7 +33,14 @@ class MlirBackend:
                                         not isinstance(num_threads, int) or num_threads < 1):
             raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
         self.num_threads = num_threads
-        dt = np.dtype(dtype)
+        from .types import Dtype
+        dt = np.dtype(dtype.name) if isinstance(dtype, Dtype) and dtype.name in (
+            "float32", "float64") else dtype
+        try:
+            dt = np.dtype(dt)
+        except TypeError:
+            raise ValueError(f"MlirBackend dtype must be float32 or float64, got {dtype!r}") \
+                from None
         if dt not in _DTYPE_NAMES:
             raise ValueError(f"MlirBackend dtype must be float32 or float64, got {dt}")
         if device not in ("cpu", "cuda"):

@@ -42,6 +42,19 @@ class TerminalSpec:
     dtype: str | None = None
 
 
+class _ToBeDetermined:
+    """Mithril's TBD: a value left unset (IOKey(value=TBD) is IOKey())."""
+
+    def __repr__(self) -> str:
+        return "TBD"
+
+    def __reduce__(self):
+        return "TBD"
+
+
+TBD = _ToBeDetermined()
+
+
 class IOKey:
     """Names, exposes, shapes or fixes the value of a terminal connection."""
 
@@ -49,7 +62,7 @@ class IOKey:
                  expose: bool | None = None, differentiable: bool | None = None,
                  connections=None) -> None:
         self.name = name
-        self.value = value
+        self.value = None if value is TBD else value
         self.shape = tuple(shape) if shape is not None else None
         self.type = type
         self.expose = expose

@@ -40,7 +40,7 @@ def test_composition_example_against_torch():
     lin = lambda h, k: torch.nn.functional.linear(h, t[k + ".weight"], t[k + ".bias"])
     x = torch.ones(4, 8, dtype=torch.float64)
     f = lin(torch.relu(lin(x, "model_0.linear_0")), "model_0.linear_1")
-    h = torch.nn.functional.leaky_relu(lin(f, "model_1.linear_0"), 0.2)
+    h = torch.nn.functional.leaky_relu(lin(f, "model_1.linear_0"), 0.01)
     y = f + lin(h, "model_1.linear_1")
     y.backward(torch.ones(4, 16, dtype=torch.float64))
     np.testing.assert_allclose(outputs["output"], y.detach().numpy(), rtol=1e-12)

@@ -33,7 +33,7 @@ UNARY = [
     (M.Square, torch.square, anyv),
     (M.Reciprocal, torch.reciprocal, pos),
     (lambda: M.LeakyRelu(slope=0.05), lambda x: F.leaky_relu(x, 0.05), anyv),
-    (M.LeakyRelu, lambda x: F.leaky_relu(x, 0.2), anyv),  # Mithril's default slope
+    (M.LeakyRelu, lambda x: F.leaky_relu(x, 0.01), anyv),  # Mithril's default slope
     (M.Gelu, F.gelu, anyv),
     (lambda: M.Gelu(approximate=True), lambda x: F.gelu(x, approximate="tanh"), anyv),
     (lambda: M.Softmax(axis=-1), lambda x: torch.softmax(x, -1), anyv),

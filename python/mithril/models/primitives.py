@@ -207,8 +207,8 @@ class PermuteTensor(Primitive):
 class LeakyRelu(_Unary):
     op = "leaky_relu"
 
-    # Mithril's default slope.
-    def __init__(self, slope: float = 0.2, name=None) -> None:
+    # Mithril's default slope (torch's too).
+    def __init__(self, slope: float = 0.01, name=None) -> None:
         super().__init__(name)
         self._set_attrs(slope=float(slope))
 
@@ -335,9 +335,12 @@ class BroadcastTo(_Unary):
 class Cast(_Unary):
     op = "cast"
 
-    def __init__(self, dtype: str = "float32", name=None) -> None:
+    def __init__(self, dtype="float32", name=None) -> None:
+        from ..types import compiled_dtype_name
         super().__init__(name)
-        self._set_attrs(element_type=str(dtype))
+        # "float_like": the backend's float type, resolved when emitted.
+        self._set_attrs(element_type=dtype if dtype == "float_like" else
+                        compiled_dtype_name(dtype, "Cast"))
 
 
 class Shape(_Unary):

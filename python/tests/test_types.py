@@ -1,0 +1,62 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""Mithril's dtype names (mithril.types, ml.float32 ... ml.bfloat16) and
+TBD: every spelling a Mithril user writes reaches the compiler."""
+
+import numpy as np
+import pytest
+
+import mithril as ml
+from mithril.models import Cast, Linear, Model
+from mithril.types import Dtype, dtype_name
+
+
+def test_dtype_enum_is_the_originals():
+    assert [d.name for d in Dtype] == ["uint8", "int8", "int16", "int32", "int64", "float16",
+                                      "bfloat16", "float32", "float64", "bool"]
+    assert str(ml.Dtype.float32) == "7"
+    assert ml.float is ml.float32 and ml.double is ml.float64 and ml.int is ml.int32
+    assert ml.short is ml.int16 and ml.bfloat16 is Dtype.bfloat16
+    assert ml.types.half is Dtype.float16 and ml.types.long is Dtype.int64
+
+
+@pytest.mark.parametrize("spelling, name", [
+    (ml.float32, "float32"), (ml.float64, "float64"), (ml.int64, "int64"), (ml.bool, "bool"),
+    (Dtype.int32, "int32"), (np.dtype("float64"), "float64"), ("f32", "float32"),
+    (bool, "bool"), (float, "float32"), (ml.bfloat16, "bfloat16"), ("long", "int64"),
+])
+def test_dtype_names(spelling, name):
+    assert dtype_name(spelling) == name
+
+
+def test_bad_dtypes_are_errors():
+    with pytest.raises(ValueError, match="unknown dtype 'float128'"):
+        dtype_name("float128")
+    with pytest.raises(ValueError, match="complex128 is not one of Mithril's"):
+        dtype_name(np.complex128)
+    with pytest.raises(ValueError, match="Cast: int16 is not supported by compiled code yet"):
+        Cast(dtype=ml.int16)
+    with pytest.raises(ValueError, match="MlirBackend dtype must be float32 or float64"):
+        ml.MlirBackend(dtype=ml.Dtype.int32)
+
+
+@pytest.mark.parametrize("dtype, want", [
+    (ml.float64, np.array([1.5, -2.0])), (Dtype.int64, np.array([1, -2])),
+    ("int32", np.array([1, -2], np.int32)), (ml.bool, np.array([True, True])),
+    (ml.float32, np.array([1.5, -2.0], np.float32)),
+])
+def test_cast_takes_every_spelling(dtype, want):
+    model = Model()
+    model |= Cast(dtype=dtype)(input="input", output="output")
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.Dtype.float64), shapes={"input": [2]})
+    out = pm.evaluate({}, {"input": np.array([1.5, -2.0])})["output"]
+    assert out.dtype == want.dtype
+    np.testing.assert_array_equal(out, want)
+
+
+def test_tbd_is_an_unset_value():
+    assert repr(ml.TBD) == "TBD"
+    model = Model()
+    model |= Linear(3)(input=ml.IOKey("input", value=ml.TBD, shape=[2, 4]), output="output")
+    pm = ml.compile(model, ml.MlirBackend())
+    assert "input" in pm.input_keys
