@@ -496,6 +496,16 @@ PYBIND11_MODULE(_mithril, m) {
       py::arg("optimization_level") = "medium",
       py::arg("optimizations") = std::vector<std::pair<std::string, bool>>{},
       py::arg("llvm_level") = -1, py::arg("profile") = false, py::arg("checkpoint_segments") = 0u);
+  m.def(
+      "run_passes",
+      [](const std::string &source, const std::string &pipeline, const std::string &name) {
+        auto text = mithril::runtime::runPasses(source, pipeline, name);
+        if (!text)
+          raise(llvm::toString(text.takeError()));
+        return *text;
+      },
+      py::arg("source"), py::arg("pipeline"), py::arg("name") = "<python>",
+      "Runs a textual pass pipeline (mithril-opt's --pass-pipeline) on mithril IR");
   m.def("buffer_bytes", &bufferBytes,
         "(live, peak): bytes of compiled code's buffers now and at most since reset_peak_bytes");
   m.def("reset_peak_bytes", &resetPeakBufferBytes);

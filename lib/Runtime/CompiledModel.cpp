@@ -10,8 +10,9 @@
 #include "TaskPool.h"
 
 #include "mithril/Dialect/Mithril/IR/MithrilOps.h"
-#include "mithril/InitAllDialects.h"
 #include "mithril/Dialect/Mithril/Transforms/Passes.h"
+#include "mithril/InitAllDialects.h"
+#include "mithril/InitAllPasses.h"
 #include "mithril/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -23,8 +24,10 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/Passes.h"
 
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
@@ -1389,6 +1392,34 @@ static Expected<std::string> emitHeader(ModuleOp module, const CompileOptions &o
   for (size_t i = 0; i < params.size(); ++i)
     os << (i ? ", " : "") << params[i].first << " *" << params[i].second;
   os << ");\n\n#ifdef __cplusplus\n}\n#endif\n\n#endif // " << guard << "\n";
+  return out;
+}
+
+Expected<std::string> mithril::runtime::runPasses(StringRef source, StringRef pipeline,
+                                                  StringRef sourceName) {
+  // The registry parsePassPipeline reads: upstream's generic transforms
+  // (canonicalize, cse, ...) and every mithril pass and pipeline.
+  static std::once_flag registered;
+  std::call_once(registered, [] {
+    mlir::registerTransformsPasses();
+    mithril::registerAllPasses();
+  });
+  auto ctx = createContext();
+  auto module = parseSource(*ctx, source, sourceName);
+  if (!module)
+    return module.takeError();
+  DiagnosticCollector diags(*ctx);
+  PassManager pm(ctx.get());
+  std::string parseErrors;
+  llvm::raw_string_ostream errors(parseErrors);
+  if (failed(parsePassPipeline(pipeline, pm, errors)))
+    return makeError("pass pipeline '" + pipeline + "': " + parseErrors);
+  if (failed(pm.run(**module)))
+    return makeError(diags.text + "reproduce with: mithril-opt --pass-pipeline='builtin.module(" +
+                     pipeline + ")' " + sourceName);
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  (*module)->print(os);
   return out;
 }
 

@@ -26,7 +26,8 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
             target_hardware: str | None = None, optimize_for: str | None = None,
             static_inference: bool | None = None, gradient_checkpointing: bool | None = None,
             checkpoint_segments: int | None = None, memory_planning=None,
-            memory_optimization: bool | None = None, _defer: bool = True) -> PhysicalModel:
+            memory_optimization: bool | None = None, custom_passes: Iterable | None = None,
+            _defer: bool = True) -> PhysicalModel:
     """Compiles `model` for `backend`.
 
     shapes          input (or parameter) shapes; None marks a size left dynamic: the
@@ -74,6 +75,12 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
                     each temporary is freed at its last use and its memory reused; False or
                     "none": temporaries live until the end of the call
     memory_optimization  True: both of the above
+
+    custom_passes   graph passes run on the model's mithril IR, in order, before the
+                    pipeline: a string is an MLIR pass pipeline ("canonicalize,cse",
+                    "mithril-flatten", any pass mithril-opt knows); a callable takes the
+                    IR as text and returns the new text (None: unchanged). Gradients
+                    and training steps are compiled from the result
     """
     # The arguments again, for a model whose shapes only its first call gives.
     call_kwargs = {k: v for k, v in locals().items()
@@ -91,7 +98,8 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
                     "gradient_checkpointing": gradient_checkpointing,
                     "checkpoint_segments": checkpoint_segments,
                     "memory_planning": memory_planning,
-                    "memory_optimization": memory_optimization}
+                    "memory_optimization": memory_optimization,
+                    "custom_passes": custom_passes}
     controls = resolve_controls(optimization_level, optimizations, jit_options, cpu_options,
                                 target_hardware, static_shapes, verbose, backend,
                                 gradient_checkpointing, checkpoint_segments, memory_planning,
@@ -149,6 +157,8 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
             raise
         return DeferredPhysicalModel(model, backend, call_kwargs, e)
     source = emitter.module.text()
+    if custom_passes is not None:
+        source = _apply_custom_passes(source, custom_passes)
     if file_path is not None and _file_kind(file_path) == "mlir":
         with open(file_path, "w") as f:
             f.write(source)
@@ -244,3 +254,32 @@ def _check_static_inference(static_inference, inference) -> None:
         raise TypeError(f"static_inference must be True or False, got {static_inference!r}")
     if static_inference and not inference:
         raise ValueError("static_inference=True needs inference=True")
+
+
+def _apply_custom_passes(source: str, passes: Iterable) -> str:
+    """compile(custom_passes=): each pass in turn on the IR text."""
+    from . import _mithril
+    if isinstance(passes, (str, bytes)) or callable(passes):
+        passes = [passes]
+    for index, custom in enumerate(passes):
+        if isinstance(custom, str):
+            source = _mithril.run_passes(source, custom, f"<custom_passes[{index}]>")
+            continue
+        if not callable(custom):
+            raise TypeError(f"custom_passes[{index}] must be a pass pipeline string or a "
+                            f"callable taking and returning the IR text, got "
+                            f"{type(custom).__name__}")
+        name = getattr(custom, "__name__", repr(custom))
+        result = custom(source)
+        if result is None:
+            continue
+        if not isinstance(result, str):
+            raise TypeError(f"custom pass {name} returned {type(result).__name__}, not the IR "
+                            "text (a str) or None")
+        # Checked now, so that an error names the pass that made it.
+        try:
+            _mithril.run_passes(result, "", f"<output of custom pass {name}>")
+        except Exception as e:
+            raise type(e)(f"custom pass {name} returned IR that does not verify: {e}") from None
+        source = result
+    return source

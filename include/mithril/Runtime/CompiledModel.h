@@ -172,6 +172,13 @@ parseSource(mlir::MLIRContext &ctx, llvm::StringRef source, llvm::StringRef name
 llvm::Expected<std::string> emit(llvm::StringRef source, const CompileOptions &options,
                                  llvm::StringRef format, llvm::StringRef stopAfter = "llvm");
 
+/// Runs the textual pass pipeline `pipeline` (as mithril-opt's
+/// --pass-pipeline takes inside builtin.module(...): "canonicalize,cse",
+/// "mithril-dce", "mithril-flatten") on mithril IR and returns the result as
+/// text; errors name the pipeline and carry the diagnostics.
+llvm::Expected<std::string> runPasses(llvm::StringRef source, llvm::StringRef pipeline,
+                                      llvm::StringRef sourceName);
+
 class CompiledModel {
 public:
   ~CompiledModel();

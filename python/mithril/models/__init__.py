@@ -12,6 +12,8 @@ from .layers import (MLP, AvgPool2D, BatchNorm2D, Convolution1D, Convolution2D, 
 from .kernels import KernelizedSVM, PolynomialKernel, QuadraticFormRegularizer, RBFKernel
 from .manifold import (MDS, TSNE, DistanceMatrix, EncoderDistanceMatrix, MDSCore, NormModifier,
                        TSNECore)
+from .parity import (Clamp, GroupNorm, LSTMCell, PositionalEncoding, ScaledDotProduct, SiLU,
+                     SwapAxes)
 # torch.nn-style layers. Their Flatten and Linear share names with Mithril's
 # and are only reached as mithril.models.torch_layers.Flatten / .Linear.
 from . import torch_layers
@@ -22,6 +24,8 @@ __all__ = ["IOKey", "Model", "L1", "L2", "TrainModel", "Layer", "LinearSVM", "Lo
            "PolynomialRegression", "KernelizedSVM", "PolynomialKernel",
            "QuadraticFormRegularizer", "RBFKernel", "MDS", "TSNE", "DistanceMatrix",
            "EncoderDistanceMatrix", "MDSCore", "NormModifier", "TSNECore",
-           "AvgPool2d", "BatchNorm2d", "Conv2d", "GlobalAvgPool2d", "MaxPool2d", "ReLU"] + [
+           "AvgPool2d", "BatchNorm2d", "Conv2d", "GlobalAvgPool2d", "MaxPool2d", "ReLU",
+           "Clamp", "GroupNorm", "LSTMCell", "PositionalEncoding", "ScaledDotProduct", "SiLU",
+           "SwapAxes"] + [
     k for k, v in _p.items() if isinstance(v, type) and not k.startswith("_")
     and k not in ("Primitive", "TerminalSpec")]
