@@ -14,8 +14,8 @@ import torch
 import mithril as ml
 from mithril.errors import MithrilError
 from mithril.framework import IOKey, Model
-from mithril.models import (Clamp, GroupNorm, LSTMCell, PositionalEncoding,
-                                   ScaledDotProduct, SiLU, SwapAxes)
+from mithril.models import (Clamp, Concat, GroupNorm, LSTMCell, PositionalEncoding,
+                            ScaledDotProduct, SiLU, SwapAxes, Tanh)
 
 F = torch.nn.functional
 RTOL, ATOL = 1e-10, 1e-12
@@ -406,3 +406,37 @@ def test_float32(backend32, rng):
     t = original_positional_encoding(torch.tensor(x, dtype=torch.float64), 4, 5000)
     want = attention(t, t, t, is_causal=True)["output"].numpy()
     np.testing.assert_allclose(out["output"], want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1, None])
+def test_concat_of_a_list_of_connections(axis):
+    """The original's Concat(axis)(input=[...]): one terminal taking a list;
+    axis=None flattens each input first."""
+    model = Model()
+    model |= Tanh()(input="a", output="ta")
+    shapes = {"a": [2, 3], "b": [2, 3], "c": [2, 3]}
+    if axis in (1, -1):
+        shapes = {"a": [2, 3], "b": [2, 1], "c": [2, 2]}
+    model |= Concat(axis=axis)(input=["ta", "b", IOKey("c")], output="output")
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes=shapes,
+                    trainable_keys={"a", "b", "c"})
+    rng = np.random.default_rng(0)
+    data = {k: rng.standard_normal(v) for k, v in shapes.items()}
+    t = {k: torch.tensor(v, requires_grad=True) for k, v in data.items()}
+    parts = [torch.tanh(t["a"]), t["b"], t["c"]]
+    if axis is None:
+        want = torch.cat([p.reshape(-1) for p in parts])
+    else:
+        want = torch.cat(parts, dim=axis)
+    seed = rng.standard_normal(tuple(want.shape))
+    want.backward(torch.tensor(seed))
+    assert sorted(pm.input_keys) == ["a", "b", "c"]
+    outs, grads = pm.evaluate(data, {}, output_gradients={"output": seed})
+    np.testing.assert_allclose(outs["output"], want.detach().numpy(), rtol=1e-12)
+    for key in t:
+        np.testing.assert_allclose(grads[key], t[key].grad.numpy(), rtol=1e-12, err_msg=key)
+
+
+def test_concat_list_errors():
+    with pytest.raises(TypeError, match="input= takes a list of connections"):
+        Concat(axis=0)(input="a")

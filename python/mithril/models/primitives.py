@@ -360,18 +360,48 @@ class Slice(_Unary):
 
 
 class Concat(Primitive):
-    """Joins input1..inputN along `axis`."""
+    """Joins input1..inputN along `axis`; axis=None flattens each first.
+
+    The original's form connects one terminal `input` to a list of
+    connections: `Concat(axis=1)(input=["a", "b", "c"])` is
+    `Concat(n=3, axis=1)(input1="a", input2="b", input3="c")`."""
     op = "concat"
 
     max_inputs = 4096
 
-    def __init__(self, n: int = 2, axis: int = 0, name=None) -> None:
+    def __init__(self, n: int = 2, axis: int | None = 0, name=None) -> None:
+        super().__init__(name)
+        self._set_count(n)
+        self.axis = None if axis is None else int(axis)
+        self._set_attrs(axis=0 if axis is None else int(axis))
+
+    def _set_count(self, n) -> None:
         # n comes from users' dictionaries too: bound it before making terminals.
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= self.max_inputs:
             raise MithrilError(f"Concat: n must be an int from 1 to {self.max_inputs}, got {n!r}")
         self.inputs = tuple(f"input{i + 1}" for i in range(n))
-        super().__init__(name)
-        self._set_attrs(axis=int(axis))
+        self._specs = {k: TerminalSpec() for k in self.inputs}
+
+    def connect(self, **connections):
+        given = connections.pop("input", None)
+        if given is not None:
+            if not isinstance(given, (list, tuple)):
+                raise TypeError("Concat: input= takes a list of connections (or use "
+                                "input1=, input2=, ...)")
+            if self.parent is not None:
+                raise MithrilError("Concat is already part of a model; create a new instance")
+            self._set_count(len(given))
+            connections.update({f"input{i + 1}": c for i, c in enumerate(given)})
+        return super().connect(**connections)
+
+    __call__ = connect
+
+    def emit(self, builder, operands, path, float_dtype="float32"):
+        values = [operands[k] for k in self.inputs]
+        if self.axis is None:
+            # The original's axis=None: every input flattened, then joined.
+            values = [builder.add_op("reshape", [v], {"shape": [-1]}, path)[0] for v in values]
+        return dict(zip(self.outputs, builder.add_op(self.op, values, self.attrs, path)))
 
 
 class Where(Primitive):
