@@ -14,7 +14,8 @@ import torch
 import mithril as ml
 from mithril.errors import MithrilError
 from mithril.framework import IOKey, Model
-from mithril.models import (Clamp, Concat, GroupNorm, LSTMCell, PositionalEncoding,
+from mithril.models import (Add, Arange, Clamp, Concat, Eye, Floor, GroupNorm, IsNan, LSTMCell,
+                            NanToNum, Ones, PositionalEncoding, ZerosLike,
                             ScaledDotProduct, SiLU, SwapAxes, Tanh)
 
 F = torch.nn.functional
@@ -440,3 +441,69 @@ def test_concat_of_a_list_of_connections(axis):
 def test_concat_list_errors():
     with pytest.raises(TypeError, match="input= takes a list of connections"):
         Concat(axis=0)(input="a")
+
+
+X_SPECIAL = np.array([1.5, -0.5, np.nan, np.inf, -np.inf, 2.0, -3.0, 0.0])
+
+
+@pytest.mark.parametrize("make, want", [
+    (lambda: Floor(), lambda x: np.floor(x[np.isfinite(x)]).astype(np.int64)),
+    (lambda: IsNan(), np.isnan),
+    (lambda: NanToNum(), np.nan_to_num),
+    (lambda: NanToNum(nan=1.0, posinf=7.0, neginf=-7.0),
+     lambda x: np.nan_to_num(x, nan=1.0, posinf=7.0, neginf=-7.0)),
+    (lambda: ZerosLike(), np.zeros_like),
+])
+def test_elementwise_models_match_numpy(make, want):
+    model = Model()
+    model |= make()(input="input", output="output")
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={"input": [8]})
+    x = X_SPECIAL
+    if isinstance(model.submodels[0][0], Floor):
+        x = x[np.isfinite(x)]  # numpy's cast of NaN and inf to int is undefined
+        pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={"input": [len(x)]})
+    out = pm.evaluate({}, {"input": x})["output"]
+    expected = want(X_SPECIAL) if not isinstance(model.submodels[0][0], Floor) else want(x)
+    assert out.dtype == expected.dtype
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_nan_to_num_and_zeros_like_gradients_follow_torch():
+    model = Model()
+    model |= NanToNum()(input="x", output="y")
+    model |= ZerosLike()(input="x", output="z")
+    model |= Add()(left="y", right="z", output="output")
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={"x": [8]},
+                    trainable_keys={"x"})
+    seed = np.arange(8.0)
+    _, grads = pm.evaluate({"x": X_SPECIAL}, {}, output_gradients={"output": seed})
+    t = torch.tensor(X_SPECIAL, requires_grad=True)
+    (torch.nan_to_num(t) + torch.zeros_like(t)).backward(torch.tensor(seed))
+    np.testing.assert_array_equal(grads["x"], t.grad.numpy())
+
+
+@pytest.mark.parametrize("make, want", [
+    (lambda: Ones(shape=(2, 3)), np.ones((2, 3))),
+    (lambda: Ones(shape=[4], dtype=ml.int64), np.ones(4, np.int64)),
+    (lambda: Eye(N=2, M=3), np.eye(2, 3)),
+    (lambda: Eye(N=3), np.eye(3)),
+    (lambda: Arange(stop=5), np.arange(5, dtype=np.int64)),
+    (lambda: Arange(1, 2, 0.25), np.arange(1, 2, 0.25)),
+    (lambda: Arange(start=5, stop=0, step=-2), np.arange(5, 0, -2, dtype=np.int64)),
+])
+def test_constant_models(make, want):
+    model = Model()
+    model |= make()(output="output")
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64))
+    out = pm.evaluate({}, {})["output"]
+    assert out.dtype == want.dtype
+    np.testing.assert_array_equal(out, want)
+
+
+def test_constant_model_errors():
+    with pytest.raises(MithrilError, match="Ones: shape must be non-negative ints"):
+        Ones(shape=(2, -1))
+    with pytest.raises(MithrilError, match="Arange: step must not be 0"):
+        Arange(0, 4, 0)
+    with pytest.raises(MithrilError, match="Eye: N must be an int"):
+        Eye()

@@ -38,8 +38,8 @@ from .layers import Linear, _param
 from .primitives import (Add, Concat, Greater, Less, MatrixMultiply, Mean, Multiply, Reciprocal,
                          Shape, Sigmoid, Slice, Softmax, Sqrt, Subtract, Tanh, Variance, Where)
 
-__all__ = ["Clamp", "GroupNorm", "LSTMCell", "PositionalEncoding", "ScaledDotProduct", "SiLU",
-           "SwapAxes"]
+__all__ = ["Arange", "Clamp", "Eye", "Floor", "GroupNorm", "IsNan", "LSTMCell", "NanToNum",
+           "Ones", "PositionalEncoding", "ScaledDotProduct", "SiLU", "SwapAxes", "ZerosLike"]
 
 
 # Helpers: existing ops whose attributes come from an operand's shape -------
@@ -381,3 +381,162 @@ class LSTMCell(Model):
         c(_Rows("tail"), input="prev_hidden", like="input", output="hidden_compl")
         c(Linear(), input="hidden", weight="w_out", bias="bias_out", output="output")
         c.finish("input")
+
+
+# Elementwise models over existing ops ----------------------------------------
+
+def _int_like(float_dtype: str) -> str:
+    """The integer type of the backend's precision, as the original's
+    backends pick it (int32 beside float32, int64 beside float64)."""
+    return "int64" if float_dtype == "float64" else "int32"
+
+
+class Floor(Primitive):
+    """The largest integer <= input, as an integer tensor of the backend's
+    precision (the original's Floor returns ints). floor_divide by 1 is the
+    exact floor of a float; its gradient is zero."""
+    op = "floor_divide"
+
+    def emit(self, builder, operands, path, float_dtype="float32"):
+        x = operands["input"]
+        _, dtype = builder.type_of(x)
+        if dtype in ("int32", "int64"):
+            return {"output": x}
+        one = builder.add_constant(np.array(1.0, dtype=dtype), path + "_one")
+        floored = _op(builder, "floor_divide", [x, one], {}, path)
+        return {"output": _op(builder, "cast", [floored], {"element_type": _int_like(float_dtype)},
+                              path)}
+
+
+class IsNan(Primitive):
+    """True where input is NaN: NaN is the only value unequal to itself
+    (the comparison is unordered, so it holds for NaN)."""
+    op = "not_equal"
+
+    def emit(self, builder, operands, path, float_dtype="float32"):
+        x = operands["input"]
+        return {"output": _op(builder, "not_equal", [x, x], {}, path)}
+
+
+class NanToNum(Primitive):
+    """numpy.nan_to_num: NaN becomes `nan`, +inf `posinf` and -inf `neginf`
+    (None: the largest finite value of the input's type, and its negative).
+    The gradient passes where the input is finite and is zero elsewhere."""
+    op = "where"
+
+    def __init__(self, nan: float = 0.0, posinf: float | None = None,
+                 neginf: float | None = None, name=None) -> None:
+        super().__init__(name)
+        self.nan, self.posinf, self.neginf = float(nan), posinf, neginf
+
+    def emit(self, builder, operands, path, float_dtype="float32"):
+        x = operands["input"]
+        _, dtype = builder.type_of(x)
+        if dtype not in ("float32", "float64"):
+            return {"output": x}  # integers hold no NaN or inf
+        big = np.finfo(dtype).max
+        posinf = big if self.posinf is None else self.posinf
+        neginf = -big if self.neginf is None else self.neginf
+
+        def const(value, tag):
+            return builder.add_constant(np.array(value, dtype=dtype), f"{path}_{tag}")
+
+        out = x
+        for value, replacement, tag in ((np.inf, posinf, "posinf"), (-np.inf, neginf, "neginf")):
+            hit = _op(builder, "equal", [x, const(value, tag + "_value")], {}, path)
+            out = _op(builder, "where", [hit, const(replacement, tag), out], {}, path)
+        nan = _op(builder, "not_equal", [x, x], {}, path)
+        return {"output": _op(builder, "where", [nan, const(self.nan, "nan"), out], {}, path)}
+
+
+class ZerosLike(Primitive):
+    """Zeros of the input's shape and type; no gradient flows to the input.
+    A where on a mask of the input's shape, so dynamic sizes work too."""
+    op = "where"
+
+    def emit(self, builder, operands, path, float_dtype="float32"):
+        x = operands["input"]
+        _, dtype = builder.type_of(x)
+        zero = builder.add_constant(np.array(0, dtype=dtype), path + "_zero")
+        everywhere = _op(builder, "equal", [x, x], {}, path)
+        return {"output": _op(builder, "where", [everywhere, zero, zero], {}, path)}
+
+
+# Models that make a tensor from sizes --------------------------------------
+
+class _Constant(Primitive):
+    """A model without inputs whose output is a constant the arguments fix."""
+    inputs = ()
+
+    def value(self, float_dtype: str) -> np.ndarray:
+        raise NotImplementedError
+
+    def emit(self, builder, operands, path, float_dtype="float32"):
+        return {"output": builder.add_constant(self.value(float_dtype), path)}
+
+
+def _sizes(shape, what: str) -> tuple:
+    if isinstance(shape, numbers.Integral) and not isinstance(shape, bool):
+        shape = (shape,)
+    if not isinstance(shape, (list, tuple)) or not all(
+            isinstance(d, numbers.Integral) and not isinstance(d, bool) and d >= 0
+            for d in shape):
+        raise MithrilError(f"{what}: shape must be non-negative ints known when the model is "
+                           f"built, got {shape!r}")
+    return tuple(int(d) for d in shape)
+
+
+def _dtype_or(dtype, default: str, what: str) -> str:
+    from ..types import compiled_dtype_name
+    return default if dtype is None else compiled_dtype_name(dtype, what)
+
+
+class Ones(_Constant):
+    """Ones of `shape` (the backend's float type unless `dtype` says)."""
+
+    def __init__(self, shape=None, dtype=None, name=None) -> None:
+        super().__init__(name)
+        self.shape = _sizes(shape, "Ones")
+        self.dtype = dtype
+
+    def value(self, float_dtype):
+        return np.ones(self.shape, _dtype_or(self.dtype, float_dtype, "Ones"))
+
+
+class Eye(_Constant):
+    """The identity [N, M] (M defaults to N), the backend's float type
+    unless `dtype` says."""
+
+    def __init__(self, N=None, M=None, dtype=None, name=None) -> None:
+        super().__init__(name)
+        self.N = _sizes(N, "Eye")[0] if N is not None else None
+        if self.N is None:
+            raise MithrilError("Eye: N must be an int known when the model is built")
+        self.M = self.N if M is None else _sizes(M, "Eye")[0]
+        self.dtype = dtype
+
+    def value(self, float_dtype):
+        return np.eye(self.N, self.M, dtype=_dtype_or(self.dtype, float_dtype, "Eye"))
+
+
+class Arange(_Constant):
+    """numpy.arange(start, stop, step): integers of the backend's precision
+    when start, stop and step are all ints, else its float type (or `dtype`)."""
+
+    def __init__(self, start=0, stop=None, step=1, dtype=None, name=None) -> None:
+        super().__init__(name)
+        values = (start, stop, step)
+        if stop is None or not all(isinstance(v, numbers.Real) and not isinstance(v, bool)
+                                   for v in values):
+            raise MithrilError(f"Arange: start, stop and step must be numbers known when the "
+                               f"model is built, got {values}")
+        if step == 0:
+            raise MithrilError("Arange: step must not be 0")
+        self.start, self.stop, self.step, self.dtype = start, stop, step, dtype
+
+    def value(self, float_dtype):
+        integral = all(isinstance(v, numbers.Integral)
+                       for v in (self.start, self.stop, self.step))
+        default = _int_like(float_dtype) if integral else float_dtype
+        return np.arange(self.start, self.stop, self.step,
+                         dtype=_dtype_or(self.dtype, default, "Arange"))
