@@ -284,9 +284,32 @@ class BaseModel(metaclass=_ModelClass):
         raise NotImplementedError
 
     # Composition ---------------------------------------------------------
-    def connect(self, **connections) -> ExtendInfo:
-        """Names the connections of this model's terminals, for `|=` and `+=`."""
+    # The terminals positional connect() arguments bind to, in order (the
+    # original's per-class order); None: keywords only.
+    _connect_order: tuple[str, ...] | None = None
+
+    def connect(self, *args, **connections) -> ExtendInfo:
+        """Names the connections of this model's terminals, for `|=` and `+=`.
+        Positional arguments bind in the original's order: a primitive's
+        inputs then its outputs (`Add().connect("a", "b", "c")`), Linear's
+        input, weight, output."""
+        if args:
+            order = self._positional_connect_order()
+            if order is None:
+                raise TypeError(f"{self.class_name}.connect() takes keyword arguments only "
+                                f"(terminals: {self.input_keys + self.output_keys})")
+            if len(args) > len(order):
+                raise TypeError(f"{self.class_name}.connect() takes at most {len(order)} "
+                                f"positional arguments ({', '.join(order)}), got {len(args)}")
+            for key, value in zip(order, args):
+                if key in connections:
+                    raise TypeError(f"{self.class_name}.connect() got multiple values for "
+                                    f"terminal '{key}'")
+                connections[key] = value
         return ExtendInfo(self, connections)
+
+    def _positional_connect_order(self) -> tuple[str, ...] | None:
+        return self._connect_order
 
     __call__ = connect
 
@@ -319,6 +342,11 @@ class Primitive(BaseModel):
     def input_keys(self) -> list[str]:
         """The input terminals still to connect: those without a value."""
         return [k for k in self._specs if k not in self.terminal_values]
+
+    def _positional_connect_order(self) -> tuple[str, ...] | None:
+        if self._connect_order is not None:
+            return self._connect_order
+        return tuple(self.input_keys) + tuple(self.output_keys)
 
     def _set_terminal_value(self, key: str, value) -> None:
         self.terminal_values[key] = value

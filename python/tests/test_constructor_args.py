@@ -24,6 +24,9 @@ REQUIRED = {
     # torch-style layers (mithril.models.torch_layers)
     "Conv2d": lambda: dict(in_channels=3, out_channels=4),
     "BatchNorm2d": lambda: dict(num_features=3),
+    # parity models (mithril.models.parity)
+    "SwapAxes": lambda: dict(axis1=0, axis2=1), "PositionalEncoding": lambda: dict(hidden_dim=4),
+    "Arange": lambda: dict(stop=4), "Eye": lambda: dict(N=2), "Ones": lambda: dict(shape=[2]),
 }
 
 LIBRARY_CLASSES = sorted(name for name in M.__all__

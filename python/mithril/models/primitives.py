@@ -382,7 +382,17 @@ class Concat(Primitive):
         self.inputs = tuple(f"input{i + 1}" for i in range(n))
         self._specs = {k: TerminalSpec() for k in self.inputs}
 
-    def connect(self, **connections):
+    def connect(self, *args, **connections):
+        if args and isinstance(args[0], (list, tuple)):
+            # The original's positional order: input (the list), output.
+            if "input" in connections:
+                raise TypeError("Concat.connect() got multiple values for terminal 'input'")
+            connections["input"], args = args[0], args[1:]
+            if len(args) > 1:
+                raise TypeError("Concat.connect() takes the input list and the output")
+            if args:
+                connections.setdefault("output", args[0])
+                args = ()
         given = connections.pop("input", None)
         if given is not None:
             if not isinstance(given, (list, tuple)):
@@ -392,7 +402,7 @@ class Concat(Primitive):
                 raise MithrilError("Concat is already part of a model; create a new instance")
             self._set_count(len(given))
             connections.update({f"input{i + 1}": c for i, c in enumerate(given)})
-        return super().connect(**connections)
+        return super().connect(*args, **connections)
 
     __call__ = connect
 
