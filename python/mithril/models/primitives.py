@@ -486,29 +486,80 @@ class BinaryCrossEntropy(_Loss):
 
 
 class CrossEntropy(_Loss):
-    """Per-sample cross entropy; `target` holds class indices (categorical)
-    or probabilities."""
+    """Per-sample cross entropy over the class axis 1; `target` holds class
+    indices (categorical) or probabilities.
+
+    weights: class weights, as torch's `weight` (reduction="none"): None (or
+    the original's "", False) none; a sequence or array of one weight per
+    class, a constant; True, an input terminal `weights` [C]. A categorical
+    sample's loss is scaled by its class's weight; with probability targets
+    each class's term is."""
     op = "cross_entropy"
 
     def __init__(self, input_type: str = "logits", categorical: bool = True,
                  robust: bool = False, weights=None, name=None) -> None:
-        if weights not in (None, False, 1.0):
-            raise ValueError("CrossEntropy class weights are not supported")
         if input_type not in ("logits", "probs", "log_probs"):
             raise ValueError(f"input_type must be 'logits', 'probs' or 'log_probs', "
                              f"got {input_type!r}")
+        constant = None
+        if weights is True:
+            self.inputs = ("input", "target", "weights")
+        elif weights is not None and weights is not False and not (
+                isinstance(weights, str) and weights == ""):
+            if isinstance(weights, str):
+                raise ValueError(f"CrossEntropy weights must be per-class numbers, True (an "
+                                 f"input terminal) or None, got {weights!r}")
+            constant = np.asarray(weights, dtype=np.float64)
+            if constant.ndim != 1:
+                raise ValueError(f"CrossEntropy weights must be one number per class, got "
+                                 f"shape {list(constant.shape)}")
         super().__init__(name)
         self._set_attrs(from_logits=input_type == "logits",
                         from_log_probs=input_type == "log_probs")
+        self.input_type = input_type
+        self.categorical = bool(categorical)
         self.robust = bool(robust) and input_type == "probs"
+        self.constant_weights = constant
         if categorical:
             self._specs["target"] = TerminalSpec(dtype="int64")
+        if weights is True:
+            self._specs["weights"] = TerminalSpec("data", (None,))
+
+    def _log_probs(self, builder, x, path):
+        if self.input_type == "logits":
+            return builder.add_op("log_softmax", [x], {"axis": 1}, path)[0]
+        if self.input_type == "log_probs":
+            return x
+        return builder.add_op("robust_log" if self.robust else "log", [x], {}, path)[0]
 
     def emit(self, builder, operands, path, float_dtype="float32"):
-        if not self.robust:
-            return super().emit(builder, operands, path, float_dtype)
-        # Robust: the loss reads log-probabilities from a robust logarithm.
-        log_p = builder.add_op("robust_log", [operands["input"]], {}, path)[0]
-        attrs = dict(self.attrs, from_logits=False, from_log_probs=True)
-        results = builder.add_op(self.op, [log_p, operands["target"]], attrs, path)
-        return {"output": results[0]}
+        x, target = operands["input"], operands["target"]
+        weights = operands.get("weights")
+        if self.constant_weights is not None:
+            weights = builder.add_constant(self.constant_weights.astype(float_dtype),
+                                           path + "_weights")
+        if weights is not None and not self.categorical:
+            # -sum_c w_c t_c log p_c, the weights along the class axis 1.
+            rank = len(builder.type_of(x)[0])
+            w = builder.add_op("reshape", [weights], {"shape": [-1] + [1] * (rank - 2)},
+                               path)[0]
+            terms = builder.add_op("multiply", [target, self._log_probs(builder, x, path)], {},
+                                   path)[0]
+            terms = builder.add_op("multiply", [terms, w], {}, path)[0]
+            total = builder.add_op("sum", [terms], {"axes": [1], "keepdim": False}, path)[0]
+            return {"output": builder.add_op("negate", [total], {}, path)[0]}
+        if self.robust:
+            # Robust: the loss reads log-probabilities from a robust logarithm.
+            log_p = builder.add_op("robust_log", [x], {}, path)[0]
+            attrs = dict(self.attrs, from_logits=False, from_log_probs=True)
+            loss = builder.add_op(self.op, [log_p, target], attrs, path)[0]
+        else:
+            loss = builder.add_op(self.op, [x, target], self.attrs, path)[0]
+        if weights is None:
+            return {"output": loss}
+        # Each sample's loss times its class's weight: the weights as a
+        # one-column table indexed by the targets.
+        table = builder.add_op("reshape", [weights], {"shape": [-1, 1]}, path)[0]
+        rows = builder.add_op("embedding", [target, table], {}, path)[0]
+        per_sample = builder.add_op("squeeze", [rows], {"axes": [-1]}, path)[0]
+        return {"output": builder.add_op("multiply", [loss, per_sample], {}, path)[0]}
