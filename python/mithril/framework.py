@@ -12,6 +12,7 @@ rules decide.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 import copy
 import dataclasses
 import difflib
@@ -122,6 +123,27 @@ class Connection:
 
     def __repr__(self) -> str:
         return f"Connection({self.model.class_name}.{self.key})"
+
+    def _owner(self):
+        """The composite that holds this connection's net, and the net."""
+        model = self.model
+        if isinstance(model, Model) and self.key in model.nets:
+            return model, model.nets[self.key]
+        if model.parent is None:
+            raise MithrilError(f"{self!r}: the model is not part of a composite model yet")
+        return model.parent, model.parent._net_of_connection(self)
+
+    def set_shapes(self, shape) -> None:
+        owner, net = self._owner()
+        owner.set_shapes({net.name: shape})
+
+    def set_value(self, value) -> None:
+        owner, net = self._owner()
+        owner.set_values({net.name: value})
+
+    def set_differentiability(self, flag: bool = True) -> None:
+        owner, net = self._owner()
+        owner.set_differentiability({net.name: flag})
 
 
 @dataclass
@@ -448,6 +470,84 @@ class Model(BaseModel):
     @property
     def cin(self) -> Connection:
         return Connection(self, self.canonical_input)
+
+    # The original's configuration methods ---------------------------------
+    def _net_for(self, key) -> Net:
+        """The net a name, Connection or IOKey refers to."""
+        if isinstance(key, Net):
+            return key
+        if isinstance(key, Connection):
+            return self._net_of_connection(key)
+        name = key.name if isinstance(key, IOKey) else key
+        if not isinstance(name, str) or name not in self.nets:
+            raise KeyNotFoundError(f"{self.class_name} has no connection {key!r} (its "
+                                   f"connections: {sorted(self.nets)})")
+        return self.nets[name]
+
+    @staticmethod
+    def _config(config, kwargs: dict, what: str) -> list:
+        if config is not None and not isinstance(config, Mapping):
+            raise TypeError(f"{what}(config) takes a dict of connection: value")
+        return list((config or {}).items()) + list(kwargs.items())
+
+    def expose_keys(self, *keys, **renamed) -> None:
+        """Makes connections outputs of this model; a keyword names the
+        output (`expose_keys(predictions=cnn.cout)`)."""
+        for key in keys:
+            self._net_for(key).expose = True
+        for name, key in renamed.items():
+            net = self._net_for(key)
+            if net.name != name:
+                self._rename(net, name)
+            net.expose = True
+
+    def set_cin(self, *keys, safe: bool = True) -> None:
+        """The canonical input (the first of `keys`): `+=` connects to it."""
+        if not keys:
+            raise TypeError("set_cin() needs a connection")
+        net = self._net_for(keys[0])
+        if safe and (net.producer is not None or net.value is not None):
+            raise MithrilError(f"set_cin: '{net.name}' is not an unvalued input")
+        self._cin = net
+
+    def set_cout(self, *keys, safe: bool = True) -> None:
+        """The canonical output (the first of `keys`): `+=` continues from it."""
+        if not keys:
+            raise TypeError("set_cout() needs a connection")
+        net = self._net_for(keys[0])
+        if safe and net.value is not None:
+            raise MithrilError(f"set_cout: '{net.name}' has a value")
+        self._cout = net
+
+    def set_shapes(self, config=None, /, **shapes) -> None:
+        """Shapes of connections: ints, None or a symbol (a str, "N") for a
+        size left to inference; a shape with "..." is left unknown."""
+        for key, shape in self._config(config, shapes, "set_shapes"):
+            net = self._net_for(key)
+            if shape is None or any(isinstance(d, str) and d.startswith("...") for d in shape):
+                continue
+            net.shape = tuple(None if isinstance(d, str) or d is None else int(d)
+                              for d in shape)
+
+    def set_differentiability(self, config=None, /, **flags) -> None:
+        """True: a trainable input (gradients are returned); False: data."""
+        for key, flag in self._config(config, flags, "set_differentiability"):
+            if not isinstance(flag, bool):
+                raise TypeError(f"set_differentiability: {key!r} must be True or False")
+            self._net_for(key).differentiable = flag
+
+    def set_values(self, config=None, /, **values) -> None:
+        """Constant values of input connections."""
+        for key, value in self._config(config, values, "set_values"):
+            net = self._net_for(key)
+            if net.producer is not None:
+                raise ValueError(f"set_values: '{net.name}' is not an input")
+            net.value = np.asarray(value) if isinstance(value, (list, tuple)) else value
+            if self._cin is net:
+                self._cin = None
+
+    def rename_key(self, key, new_name: str) -> None:
+        self._rename(self._net_for(key), new_name)
 
     @property
     def cout(self) -> Connection:

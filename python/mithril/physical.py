@@ -152,7 +152,10 @@ class PhysicalModel:
     def evaluate(self, params: Mapping | None = None, data: Mapping | None = None,
                  output_gradients: Mapping | None = None):
         """Runs the model. Returns the outputs, or (outputs, gradients) when
-        `output_gradients` seeds the outputs' gradients."""
+        `output_gradients` seeds the outputs' gradients: a dict {output:
+        cotangent}, or True, the original's unit cotangent: 1 on final_cost
+        where the model has it (a TrainModel), else ones on every float
+        output."""
         given = dict(params or {})
         for key, value in (data or {}).items():
             if key in given:
@@ -165,6 +168,10 @@ class PhysicalModel:
                                    f"{self.input_keys}")
         if self._batch_range is not None:
             self._check_batch(given)
+        if output_gradients is True:
+            output_gradients = self._unit_seeds(given)
+        elif output_gradients is False:
+            output_gradients = None
         if output_gradients is not None:
             return self._evaluate_with_gradients(given, output_gradients)
         inputs = self._arrays(self._inputs, given, "input")
@@ -174,6 +181,23 @@ class PhysicalModel:
                    for t, shape in zip(self._outputs, shapes)]
         self._device_forward().run(inputs, outputs)
         return {t["name"]: o for t, o in zip(self._outputs, outputs)}
+
+    def _unit_seeds(self, given: Mapping) -> dict:
+        """output_gradients=True: the unit cotangents."""
+        floats = [t for t in self._outputs if t["dtype"] in ("float32", "float64")]
+        if any(t["name"] == "final_cost" for t in floats):
+            floats = [t for t in floats if t["name"] == "final_cost"]
+        if not floats:
+            raise MithrilError("output_gradients=True: the model has no float output to "
+                               "differentiate")
+        if self._dynamic:
+            inputs = self._arrays(self._inputs, given, "input")
+            shapes = self._forward.output_shapes([list(a.shape) for a in inputs])
+            by_name = {t["name"]: s for t, s in zip(self._outputs, shapes)}
+        else:
+            by_name = {t["name"]: tuple(t["shape"]) for t in self._outputs}
+        return {t["name"]: np.ones(by_name[t["name"]], dtype=_NP_DTYPES[t["dtype"]])
+                for t in floats}
 
     def __call__(self, *args, **kwargs):
         """Runs the model as a function: `pm(x)` feeds the only data input (or
