@@ -27,6 +27,11 @@ REQUIRED = {
     # parity models (mithril.models.parity)
     "SwapAxes": lambda: dict(axis1=0, axis2=1), "PositionalEncoding": lambda: dict(hidden_dim=4),
     "Arange": lambda: dict(stop=4), "Eye": lambda: dict(N=2), "Ones": lambda: dict(shape=[2]),
+    "ManyToOne": lambda: dict(cell_type=M.RNNCell(), max_sequence_length=2),
+    "OneToMany": lambda: dict(cell_type=M.RNNCell(), max_sequence_length=2),
+    "EncoderDecoder": lambda: dict(cell_type=M.RNNCell(), max_input_sequence_length=2,
+                                   max_target_sequence_length=2),
+    "AUC": lambda: dict(n_classes=2),
 }
 
 LIBRARY_CLASSES = sorted(name for name in M.__all__

@@ -12,8 +12,9 @@ from .layers import (MLP, AvgPool2D, BatchNorm2D, Convolution1D, Convolution2D, 
 from .kernels import KernelizedSVM, PolynomialKernel, QuadraticFormRegularizer, RBFKernel
 from .manifold import (MDS, TSNE, DistanceMatrix, EncoderDistanceMatrix, MDSCore, NormModifier,
                        TSNECore)
-from .parity import (Arange, Clamp, Eye, Floor, GroupNorm, IsNan, LSTMCell, NanToNum, Ones,
-                     PositionalEncoding, ScaledDotProduct, SiLU, SwapAxes, ZerosLike)
+from .parity import (AUC, F1, Accuracy, Arange, Clamp, EncoderDecoder, Eye, Floor, GroupNorm,
+                     IsNan, LSTMCell, ManyToOne, NanToNum, OneToMany, Ones, PositionalEncoding,
+                     Precision, Recall, ScaledDotProduct, SiLU, SwapAxes, ZerosLike)
 # torch.nn-style layers. Their Flatten and Linear share names with Mithril's
 # and are only reached as mithril.models.torch_layers.Flatten / .Linear.
 from . import torch_layers
@@ -26,6 +27,8 @@ __all__ = ["IOKey", "Model", "L1", "L2", "TrainModel", "Layer", "LinearSVM", "Lo
            "EncoderDistanceMatrix", "MDSCore", "NormModifier", "TSNECore",
            "AvgPool2d", "BatchNorm2d", "Conv2d", "GlobalAvgPool2d", "MaxPool2d", "ReLU",
            "Clamp", "GroupNorm", "LSTMCell", "PositionalEncoding", "ScaledDotProduct", "SiLU",
-           "SwapAxes", "Arange", "Eye", "Floor", "IsNan", "NanToNum", "Ones", "ZerosLike"] + [
+           "SwapAxes", "Arange", "Eye", "Floor", "IsNan", "NanToNum", "Ones", "ZerosLike",
+           "ManyToOne", "OneToMany", "EncoderDecoder", "Accuracy", "Precision", "Recall", "F1",
+           "AUC"] + [
     k for k, v in _p.items() if isinstance(v, type) and not k.startswith("_")
     and k not in ("Primitive", "TerminalSpec")]

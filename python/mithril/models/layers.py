@@ -68,6 +68,8 @@ class Linear(Model):
     torch writes it, also fixes the input size. Linear(dimension, False) is
     Mithril's positional use_bias."""
 
+    _connect_order = ("input", "weight", "output")
+
     def __init__(self, dimension: int | None = None, *out_features: int | bool,
                  use_bias: bool = True, name=None) -> None:
         # A second positional argument: torch's out_features (the first is
@@ -262,23 +264,40 @@ class MLP(Model):
 
 
 class RNNCell(Model):
-    """Mithril's RNN cell:
-    hidden = tanh(input @ w_ih.T + prev_hidden @ w_hh.T + bias_h)
-    output = hidden @ w_ho.T + bias_o"""
+    """Mithril's RNN cell. input is [N, 1, d_in]; prev_hidden is [M, 1, d_hid]
+    with M >= N (a batch sorted by length that shrinks over time): the cell
+    updates the first N rows.
+
+        hidden = tanh(prev_hidden[:N] @ w_hh.T + input @ w_ih.T + bias_h)
+        output = hidden @ w_ho.T + bias_o
+        hidden_compl = prev_hidden[N:]  (the rows whose sequences have ended)
+
+    w_ih is [d_hid, d_in], w_hh [d_hid, d_hid], w_ho [d_out, d_hid]. N (axis
+    0 of input) is read at compile time; when both N and M are dynamic sizes,
+    M is taken to equal N (all of prev_hidden is used and hidden_compl has no
+    rows), the cell's form before it took a larger state."""
+
+    _connect_order = ("input", "prev_hidden", "w_ih", "w_hh", "w_ho", "bias_h", "bias_o",
+                      "hidden", "hidden_compl", "output")
 
     def __init__(self, name=None) -> None:
         super().__init__(name)
+        from .parity import _Rows  # parity imports this module
         self |= Transpose().connect(input=_param("w_ih", (None, None)), output="_wih_t")
         self |= Transpose().connect(input=_param("w_hh", (None, None)), output="_whh_t")
         self |= Transpose().connect(input=_param("w_ho", (None, None)), output="_who_t")
+        rows = dict(owner="RNNCell", same_when_dynamic=True)
+        self |= _Rows("head", **rows).connect(input="prev_hidden", like="input", output="_prev")
+        self |= MatrixMultiply().connect(left="_prev", right="_whh_t", output="_b")
         self |= MatrixMultiply().connect(left="input", right="_wih_t", output="_a")
-        self |= MatrixMultiply().connect(left="prev_hidden", right="_whh_t", output="_b")
-        self |= Add().connect(left="_a", right="_b", output="_ab")
+        self |= Add().connect(left="_b", right="_a", output="_ab")
         self |= Add().connect(left="_ab", right=_param("bias_h", (None,)), output="_pre")
         self |= Tanh().connect(input="_pre", output=IOKey("hidden"))
         self |= MatrixMultiply().connect(left="hidden", right="_who_t", output="_o")
         self |= Add().connect(left="_o", right=_param("bias_o", (None,)), output=IOKey("output"))
-        for n in ("_wih_t", "_whh_t", "_who_t", "_a", "_b", "_ab", "_pre", "_o"):
+        self |= _Rows("tail", **rows).connect(input="prev_hidden", like="input",
+                                              output=IOKey("hidden_compl"))
+        for n in ("_wih_t", "_whh_t", "_who_t", "_prev", "_a", "_b", "_ab", "_pre", "_o"):
             self.nets[n].auto = True
         self.nets["hidden"].expose = True
         self._cin, self._cout = self.nets["input"], self.nets["output"]

@@ -15,6 +15,19 @@ and terminal names:
                                              input -> output
     LSTMCell()                               input, prev_hidden, prev_cell, w_*, bias_*
                                              -> hidden, cell, hidden_compl, output
+    ManyToOne(cell_type, max_sequence_length)
+                                             input0.., initial_hidden (, initial_cell),
+                                             the cell's weights -> output0.., hidden_concat
+    OneToMany(cell_type, max_sequence_length, teacher_forcing=False)
+                                             input, initial_*, target1.., the cell's
+                                             weights -> output0..
+    EncoderDecoder(cell_type, max_input_sequence_length, max_target_sequence_length,
+                   teacher_forcing=False)    the encoder's keys, indices, decoder_*,
+                                             target1.. -> output0..
+    Accuracy(threshold=None, is_binary=False, is_pred_one_hot=True, is_label_one_hot=True)
+    Precision / Recall / F1(average="micro", n_classes=None, threshold=None,
+                            is_binary=False, is_pred_one_hot=True, is_label_one_hot=True)
+    AUC(n_classes, is_label_one_hot=True)    pred, label -> output (metrics)
 
 Where the original reads a size from a shape (GroupNorm reshapes to
 `input.shape`, the causal mask is [L, S], LSTMCell slices `prev_hidden` at
@@ -32,14 +45,18 @@ import numbers
 import numpy as np
 
 from ..errors import MithrilError
-from ..framework import Model, Primitive
+from ..framework import Connection, IOKey, Model, Primitive, _fresh_copy
 from ._compose import Composer
 from .layers import Linear, _param
-from .primitives import (Add, Concat, Greater, Less, MatrixMultiply, Mean, Multiply, Reciprocal,
-                         Shape, Sigmoid, Slice, Softmax, Sqrt, Subtract, Tanh, Variance, Where)
+from .primitives import (Add, ArgMax, Buffer, Concat, Divide, Equal, Greater, Less, LogicalAnd,
+                         LogicalNot, MatrixMultiply, Max, Mean, Multiply, NotEqual, PermuteTensor,
+                         Reciprocal, Reshape, Shape, Sigmoid, Slice, Softmax, Sqrt, Subtract, Sum,
+                         Tanh, Variance, Where)
 
 __all__ = ["Arange", "Clamp", "Eye", "Floor", "GroupNorm", "IsNan", "LSTMCell", "NanToNum",
-           "Ones", "PositionalEncoding", "ScaledDotProduct", "SiLU", "SwapAxes", "ZerosLike"]
+           "Ones", "PositionalEncoding", "ScaledDotProduct", "SiLU", "SwapAxes", "ZerosLike",
+           "ManyToOne", "OneToMany", "EncoderDecoder", "Accuracy", "Precision", "Recall", "F1",
+           "AUC"]
 
 
 # Helpers: existing ops whose attributes come from an operand's shape -------
@@ -171,21 +188,37 @@ def sinusoid_table(length: int, hidden_dim: int) -> np.ndarray:
 
 class _Rows(Primitive):
     """input[:N] (part "head") or input[N:] (part "tail") along axis 0, with
-    N = like.shape[0]: the original LSTMCell's `prev_hidden[:N]`."""
+    N = like.shape[0]: the original LSTMCell's `prev_hidden[:N]`.
+
+    N must be known at compile time, but with `same_when_dynamic` a dynamic
+    N beside a dynamic axis 0 of the input is taken to be all of its rows
+    (head: the input, tail: none), which a cell run with one dynamic batch
+    size for its input and its state needs."""
     op = "slice"
     inputs = ("input", "like")
 
-    def __init__(self, part: str, name=None) -> None:
+    def __init__(self, part: str, owner: str = "LSTMCell", like_name: str = "input",
+                 same_when_dynamic: bool = False, name=None) -> None:
         super().__init__(name)
-        self.part = part
+        self.part, self.owner, self.like_name = part, owner, like_name
+        self.same_when_dynamic = same_when_dynamic
 
     def emit(self, builder, operands, path, float_dtype="float32"):
         like = _shape_of(builder, operands["like"])
         count = like[0] if like else None
+        rows = _shape_of(builder, operands["input"])
+        if count is None and self.same_when_dynamic and rows and rows[0] is None:
+            if self.part == "head":
+                return {"output": operands["input"]}
+            count = 2**62  # no rows
         if count is None:
-            raise MithrilError(f"{path}: LSTMCell needs the batch size of `input` (its axis 0) "
-                               f"known at compile time, to take that many rows of the previous "
-                               f"state")
+            raise MithrilError(f"{path}: {self.owner} needs the batch size of "
+                               f"`{self.like_name}` (its axis 0) known at compile time, to "
+                               f"take that many rows of the previous state")
+        if self.part == "head" and rows and rows[0] == count:
+            # All the rows: no slice, so that shape inference sees through it
+            # (it gives the weights of a recurrent model their sizes).
+            return {"output": operands["input"]}
         start, stop = (0, count) if self.part == "head" else (count, 2**62)
         attrs = {"axes": [0], "start": [start], "stop": [stop], "step": [1]}
         return {"output": _op(builder, "slice", [operands["input"]], attrs, path)}
@@ -540,3 +573,406 @@ class Arange(_Constant):
         default = _int_like(float_dtype) if integral else float_dtype
         return np.arange(self.start, self.stop, self.step,
                          dtype=_dtype_or(self.dtype, default, "Arange"))
+
+
+# Recurrent models ------------------------------------------------------------
+#
+# A cell (RNNCell(), LSTMCell() or a model with their terminals) unrolled over
+# time: one copy of the cell per step, every copy bound to the same weights.
+# A cell's state keys are the outputs s it also takes back as prev_s ("hidden",
+# and "cell" for an LSTM); its other inputs but `input` are the shared weights.
+# Batches are sorted by sequence length, longest first, and shrink over time:
+# step t updates the first N_t rows of the state and passes the others on as
+# hidden_compl (N_t is read from the step's input at compile time).
+
+def _cell_terminals(cell, owner: str) -> tuple[list[str], list[str]]:
+    """(state keys, shared keys) of the cell model `cell`."""
+    if isinstance(cell, type):
+        raise TypeError(f"{owner}() argument 'cell_type' must be a cell instance such as "
+                        f"RNNCell() or LSTMCell(), not the class {cell.__name__}")
+    if not isinstance(cell, Model):
+        raise TypeError(f"{owner}() argument 'cell_type' must be a cell model such as "
+                        f"RNNCell() or LSTMCell(), not {type(cell).__name__}")
+    inputs, outputs = cell.input_keys, cell.output_keys
+    missing = ([k for k in ("input", "prev_hidden") if k not in inputs]
+               + [k for k in ("hidden", "hidden_compl", "output") if k not in outputs])
+    if missing:
+        raise TypeError(f"{owner}() argument 'cell_type': {cell.class_name} is not a recurrent "
+                        f"cell, it lacks the terminals {missing} (a cell takes input and "
+                        f"prev_hidden and gives hidden, hidden_compl and output, as RNNCell "
+                        f"and LSTMCell do)")
+    states = [k for k in outputs if f"prev_{k}" in inputs]
+    stepped = {f"prev_{k}" for k in states}
+    shared = [k for k in inputs if k != "input" and k not in stepped]
+    return states, shared
+
+
+def _sequence_length(value: int, argument: str, owner: str) -> int:
+    if value < 1:
+        raise MithrilError(f"{owner}: {argument} must be at least 1, got {value}")
+    return int(value)
+
+
+def _exposed(name: str) -> IOKey:
+    return IOKey(name, expose=True)
+
+
+class ManyToOne(Model):
+    """An encoder: the cell run over input0 .. input{L-1} (each [N_t, 1, d_in],
+    N_0 >= N_1 >= ...), starting from initial_hidden (and initial_cell for an
+    LSTM), every step with the same weights (the cell's names: w_ih, ...).
+
+    Outputs: output{t}, the cell's output at step t, and hidden_concat, the
+    final hidden state of every sequence, along axis 0 in the original's order:
+    hidden_compl of steps 1 .. L-2 (the sequences whose last step was 0 ..
+    L-3), the hidden state of step L-1, then hidden_compl of step L-1 (those
+    whose last step was L-2). The rows initial_hidden has beyond N_0 are not
+    in it (with L = 1 they follow the hidden state, as step 0 is then the last).
+    Canonical input input0, canonical output hidden_concat."""
+
+    def __init__(self, cell_type, max_sequence_length: int, name=None) -> None:
+        states, shared = _cell_terminals(cell_type, "ManyToOne")
+        length = _sequence_length(max_sequence_length, "max_sequence_length", "ManyToOne")
+        super().__init__(name)
+        self.cell_type, self.max_sequence_length = cell_type, length
+        weights = {k: k for k in shared}
+        previous: dict = {f"prev_{k}": f"initial_{k}" for k in states}
+        finals = []
+        for t in range(length):
+            cell = _fresh_copy(cell_type)
+            self |= cell.connect(input=f"input{t}", output=_exposed(f"output{t}"),
+                                 **weights, **previous)
+            previous = {f"prev_{k}": Connection(cell, k) for k in states}
+            if t == length - 1:
+                finals += [Connection(cell, "hidden"), Connection(cell, "hidden_compl")]
+            elif t > 0:
+                finals.append(Connection(cell, "hidden_compl"))
+        self |= Concat(axis=0).connect(input=finals, output=_exposed("hidden_concat"))
+        self._cin, self._cout = self.nets["input0"], self.nets["hidden_concat"]
+
+
+class OneToMany(Model):
+    """A decoder: the cell run max_sequence_length steps from `input`
+    [N_0, 1, d] and initial_hidden (and initial_cell for an LSTM), every step
+    with the same weights. The input of step t >= 1 is the first N_t rows of
+    the output of step t-1 (teacher_forcing=False; the cell's output then has
+    the input's size) or of target{t-1} (teacher_forcing=True), with N_t the
+    batch size (axis 0) of target{t}: target1 .. target{L-1} are inputs that
+    give the batch of each step (and target0 .. target{L-2} the inputs with
+    teacher forcing). Outputs output0 .. output{L-1}; canonical input `input`,
+    canonical output output{L-1}."""
+
+    def __init__(self, cell_type, max_sequence_length: int, teacher_forcing: bool = False,
+                 name=None) -> None:
+        states, shared = _cell_terminals(cell_type, "OneToMany")
+        length = _sequence_length(max_sequence_length, "max_sequence_length", "OneToMany")
+        super().__init__(name)
+        self.cell_type, self.max_sequence_length = cell_type, length
+        self.teacher_forcing = bool(teacher_forcing)
+        c = Composer(self)
+        weights = {k: k for k in shared}
+        previous: dict = {f"prev_{k}": f"initial_{k}" for k in states}
+        step_input = "input"
+        for t in range(length):
+            cell = _fresh_copy(cell_type)
+            if t > 0:
+                source = f"target{t - 1}" if teacher_forcing else f"output{t - 1}"
+                step_input = c(_Rows("head", owner="OneToMany", like_name=f"target{t}"),
+                               input=source, like=f"target{t}")
+            self |= cell.connect(input=step_input, output=_exposed(f"output{t}"),
+                                 **weights, **previous)
+            previous = {f"prev_{k}": Connection(cell, k) for k in states}
+        self._cin, self._cout = self.nets["input"], self.nets[f"output{length - 1}"]
+
+
+class EncoderDecoder(Model):
+    """A ManyToOne encoder and a OneToMany decoder, each with its own weights.
+    The encoder's inputs keep their names (input0 .., initial_hidden, the
+    cell's weights); its hidden_concat, reordered by `indices` (rows
+    hidden_concat[indices], to put the sequences back in the decoder's order),
+    is the decoder's initial_hidden. The decoder's other inputs are named
+    decoder_<name> (decoder_input, decoder_w_ih, decoder_initial_cell, ...)
+    but for its targets, target0 ..; its outputs output0 .. output{T-1} are
+    the model's."""
+
+    def __init__(self, cell_type, max_input_sequence_length: int,
+                 max_target_sequence_length: int, teacher_forcing: bool = False,
+                 name=None) -> None:
+        encoder = ManyToOne(cell_type, max_input_sequence_length)
+        decoder = OneToMany(cell_type, max_target_sequence_length, teacher_forcing)
+        super().__init__(name)
+        self.cell_type = cell_type
+        self.max_input_sequence_length = encoder.max_sequence_length
+        self.max_target_sequence_length = decoder.max_sequence_length
+        self.teacher_forcing = decoder.teacher_forcing
+        self |= encoder.connect(**{k: k for k in encoder.input_keys})
+        self |= PermuteTensor().connect(input=Connection(encoder, "hidden_concat"),
+                                        indices="indices", output="_initial_hidden")
+        self.nets["_initial_hidden"].auto = True
+        bindings = {k: (k if "target" in k else "decoder_" + k)
+                    for k in decoder.input_keys if k != "initial_hidden"}
+        bindings.update({k: _exposed(k) for k in decoder.output_keys})
+        self |= decoder.connect(initial_hidden="_initial_hidden", **bindings)
+        self._cin = self.nets["input0"]
+        self._cout = self.nets[decoder.canonical_output]
+
+
+# Metrics -----------------------------------------------------------------------
+#
+# The original's Metric: label (argmax'ed on its last axis when one-hot) and
+# pred (argmax'ed when one-hot; with is_binary and a pred of probabilities,
+# 1 where pred > threshold, else 0), both as the backend's float type here (the
+# class indices are exact), and metric_out = pred - label. Counts are sums of
+# the backend's floats; nothing here has a gradient.
+
+class _RowCount(Primitive):
+    """input.shape[0] as a scalar of the backend's float type."""
+    op = "shape"
+
+    def emit(self, builder, operands, path, float_dtype="float32"):
+        x = operands["input"]
+        shape = _shape_of(builder, x)
+        if not shape:
+            raise MithrilError(f"{path}: a metric needs labels of rank >= 1 (one per sample), "
+                               f"got a scalar")
+        if shape[0] is not None:
+            return {"output": builder.add_constant(np.array(shape[0], dtype=float_dtype),
+                                                   path + "_rows")}
+        sizes = _op(builder, "shape", [x], {}, path)
+        first = _op(builder, "slice", [sizes], {"axes": [0], "start": [0], "stop": [1],
+                                               "step": [1]}, path)
+        first = _op(builder, "reshape", [first], {"shape": []}, path)
+        return {"output": _op(builder, "cast", [first], {"element_type": float_dtype}, path)}
+
+
+class _DistinctCount(Primitive):
+    """The number of distinct values of the input (its size after the
+    original's Unique), as a scalar of the input's float type: the elements
+    that equal no element before them. With the size known at compile time
+    that is exact; a dynamic size counts sum(1 / multiplicity), rounded."""
+    op = "equal"
+
+    def emit(self, builder, operands, path, float_dtype="float32"):
+        x = operands["input"]
+        _, dtype = builder.type_of(x)
+        shape = _shape_of(builder, x)
+        count = None if any(d is None for d in shape) else int(np.prod(shape, dtype=np.int64))
+        column = _op(builder, "reshape", [x], {"shape": [-1, 1]}, path)
+        row = _op(builder, "reshape", [x], {"shape": [1, -1]}, path)
+        same = _op(builder, "cast", [_op(builder, "equal", [column, row], {}, path)],
+                   {"element_type": dtype}, path)
+
+        def const(value, tag):
+            return builder.add_constant(np.asarray(value, dtype=dtype), f"{path}_{tag}")
+
+        if count is not None:
+            earlier = const(np.tril(np.ones((count, count)), k=-1), "earlier")
+            repeats = _op(builder, "sum", [_op(builder, "multiply", [same, earlier], {}, path)],
+                          {"axes": [1], "keepdim": False}, path)
+            first = _op(builder, "cast", [_op(builder, "equal", [repeats, const(0, "zero")], {},
+                                              path)], {"element_type": dtype}, path)
+            return {"output": _op(builder, "sum", [first], {"keepdim": False}, path)}
+        multiplicity = _op(builder, "sum", [same], {"axes": [1], "keepdim": False}, path)
+        total = _op(builder, "sum", [_op(builder, "reciprocal", [multiplicity], {}, path)],
+                    {"keepdim": False}, path)
+        total = _op(builder, "add", [total, const(0.5, "half")], {}, path)
+        return {"output": _op(builder, "floor_divide", [total, const(1, "one")], {}, path)}
+
+
+_AVERAGES = ("micro", "macro", "weighted")
+
+
+def _check_metric_arguments(owner: str, threshold, is_binary: bool) -> None:
+    if threshold is not None and (isinstance(threshold, (bool, np.bool_))
+                                  or not isinstance(threshold, numbers.Real)):
+        raise TypeError(f"{owner}() argument 'threshold' must be a number or None, not "
+                        f"{type(threshold).__name__}")
+    if is_binary and threshold is None:
+        raise MithrilError(f"{owner}: is_binary=True needs a threshold (pred > threshold is "
+                           f"class 1)")
+
+
+class _MetricBase(Model):
+    """The original's Metric; subclasses add their score as `output`."""
+
+    def _formatted(self, c: Composer, threshold, is_binary: bool, is_pred_one_hot: bool,
+                   is_label_one_hot: bool) -> tuple[str, str, str]:
+        """(pred, label, pred - label) as the backend's floats."""
+        label = c(ArgMax(axis=-1), input="label") if is_label_one_hot else "label"
+        if is_binary and not is_pred_one_hot:
+            pred = c(Where(), cond=c(Greater(), left="pred", right=float(threshold)),
+                     input1=1.0, input2=0.0)
+        elif is_pred_one_hot:
+            pred = c(ArgMax(axis=-1), input="pred")
+        else:
+            pred = "pred"
+        pred, label = c(_FloatCast(), input=pred), c(_FloatCast(), input=label)
+        return pred, label, c(Subtract(), left=pred, right=label)
+
+    @staticmethod
+    def _count(c: Composer, condition: str) -> str:
+        return c(Sum(), input=c(_FloatCast(), input=condition))
+
+
+class Accuracy(_MetricBase):
+    """The fraction of samples whose (formatted) pred equals their label:
+    count(pred == label) / label.shape[0], a scalar. Terminals pred
+    (canonical input), label and output."""
+
+    def __init__(self, threshold: float | None = None, is_binary: bool = False,
+                 is_pred_one_hot: bool = True, is_label_one_hot: bool = True,
+                 name=None) -> None:
+        _check_metric_arguments("Accuracy", threshold, is_binary)
+        super().__init__(name)
+        self.threshold, self.is_binary = threshold, bool(is_binary)
+        self.is_pred_one_hot, self.is_label_one_hot = bool(is_pred_one_hot), bool(is_label_one_hot)
+        c = Composer(self)
+        _, label, difference = self._formatted(c, threshold, is_binary, is_pred_one_hot,
+                                               is_label_one_hot)
+        correct = self._count(c, c(Equal(), left=difference, right=0.0))
+        c(Divide(), numerator=correct, denominator=c(_RowCount(), input=label), output="output")
+        c.finish("pred")
+
+
+class _ClassScore(_MetricBase):
+    """Precision, Recall and F1: "micro" is count(pred == label) / count(all);
+    for class k of range(n_classes), with tp, fp and fn its true positives,
+    false positives and false negatives, the score is tp / denominator(tp, fp,
+    fn) (a denominator of 0 counts as 1); "macro" sums the class scores and
+    divides by the number of distinct labels, "weighted" sums score_k *
+    count(label == k) / label.shape[0]."""
+
+    def _denominator(self, c: Composer, tp: str, fp: str, fn: str) -> str:
+        raise NotImplementedError
+
+    def __init__(self, average: str = "micro", n_classes: int | None = None,
+                 threshold: float | None = None, is_binary: bool = False,
+                 is_pred_one_hot: bool = True, is_label_one_hot: bool = True,
+                 name=None) -> None:
+        owner = type(self).__name__
+        if average not in _AVERAGES:
+            raise MithrilError(f"{owner}: average must be one of {list(_AVERAGES)}, got "
+                               f"{average!r}")
+        if average != "micro" and n_classes is None:
+            raise MithrilError(f"{owner}: average={average!r} needs n_classes")
+        if n_classes is not None and n_classes < 1:
+            raise MithrilError(f"{owner}: n_classes must be positive, got {n_classes}")
+        _check_metric_arguments(owner, threshold, is_binary)
+        super().__init__(name)
+        self.average, self.n_classes, self.threshold = average, n_classes, threshold
+        self.is_binary = bool(is_binary)
+        self.is_pred_one_hot, self.is_label_one_hot = bool(is_pred_one_hot), bool(is_label_one_hot)
+        c = Composer(self)
+        pred, label, difference = self._formatted(c, threshold, is_binary, is_pred_one_hot,
+                                                  is_label_one_hot)
+        correct = c(Equal(), left=difference, right=0.0)
+        if average == "micro":
+            right = self._count(c, correct)
+            wrong = self._count(c, c(NotEqual(), left=difference, right=0.0))
+            c(Divide(), numerator=right, denominator=c(Add(), left=right, right=wrong),
+              output="output")
+            c.finish("pred")
+            return
+        rows = c(_RowCount(), input=label) if average == "weighted" else None
+        total = None
+        for k in range(n_classes):
+            in_class = c(Equal(), left=label, right=float(k))
+            predicted = c(Equal(), left=pred, right=float(k))
+            tp = self._count(c, c(LogicalAnd(), left=correct, right=in_class))
+            fp = self._count(c, c(LogicalAnd(), left=predicted,
+                                  right=c(LogicalNot(), input=in_class)))
+            fn = self._count(c, c(LogicalAnd(), left=c(LogicalNot(), input=predicted),
+                                  right=in_class))
+            denominator = self._denominator(c, tp, fp, fn)
+            denominator = c(Where(), cond=c(Equal(), left=denominator, right=0.0), input1=1.0,
+                            input2=denominator)
+            score = c(Divide(), numerator=tp, denominator=denominator)
+            if average == "weighted":
+                score = c(Divide(), numerator=c(Multiply(), left=score,
+                                                right=self._count(c, in_class)),
+                          denominator=rows)
+            last = k == n_classes - 1 and average == "weighted"
+            if total is None:
+                total = c(Buffer(), input=score, output="output" if last else None)
+            else:
+                total = c(Add(), left=total, right=score, output="output" if last else None)
+        if average == "macro":
+            c(Divide(), numerator=total, denominator=c(_DistinctCount(), input=label),
+              output="output")
+        c.finish("pred")
+
+
+class Precision(_ClassScore):
+    """Precision: tp / (tp + fp) per class (see _ClassScore)."""
+
+    def _denominator(self, c, tp, fp, fn):
+        return c(Add(), left=tp, right=fp)
+
+
+class Recall(_ClassScore):
+    """Recall: tp / (tp + fn) per class (see _ClassScore)."""
+
+    def _denominator(self, c, tp, fp, fn):
+        return c(Add(), left=tp, right=fn)
+
+
+class F1(_ClassScore):
+    """F1: tp / (tp + (fp + fn) / 2) per class (see _ClassScore)."""
+
+    def _denominator(self, c, tp, fp, fn):
+        return c(Add(), left=tp, right=c(Multiply(), left=0.5, right=c(Add(), left=fp,
+                                                                        right=fn)))
+
+
+class AUC(Model):
+    """The area under the ROC curve of each of n_classes classes, averaged.
+    pred is [N, n_classes] scores (or [N] with n_classes=1), label the class
+    indices [N] (or one-hot [N, n_classes], argmax'ed). Class k's positives
+    are the samples of label k; the original's curve has a point (fpr, tpr)
+    at each distinct score, from the highest down, integrated by trapezoids
+    and without the origin. That area is the Mann-Whitney statistic (a
+    positive scored above a negative counts 1, a tie 1/2, over P * N pairs)
+    less the triangle between the origin and the first point, which this
+    computes from all pairs of samples (N^2 comparisons; no sorting)."""
+
+    def __init__(self, n_classes: int, is_label_one_hot: bool = True, name=None) -> None:
+        if n_classes < 1:
+            raise MithrilError(f"AUC: n_classes must be positive, got {n_classes}")
+        super().__init__(name)
+        self.n_classes, self.is_label_one_hot = n_classes, bool(is_label_one_hot)
+        c = Composer(self)
+        label = c(ArgMax(axis=-1), input="label") if is_label_one_hot else "label"
+        label = c(Reshape((-1,)), input=c(_FloatCast(), input=label))
+        total = None
+        for k in range(n_classes):
+            scores = "pred" if n_classes == 1 else c(Slice(k, k + 1, axis=1), input="pred")
+            scores = c(Reshape((-1,)), input=scores)
+            positive = c(_FloatCast(), input=c(Equal(), left=label, right=float(k)))
+            negative = c(Subtract(), left=1.0, right=positive)
+            column = c(Reshape((-1, 1)), input=scores)
+            row = c(Reshape((1, -1)), input=scores)
+            above = c(_FloatCast(), input=c(Greater(), left=column, right=row))
+            tied = c(_FloatCast(), input=c(Equal(), left=column, right=row))
+            wins = c(Add(), left=above, right=c(Multiply(), left=0.5, right=tied))
+            pairs = c(Multiply(), left=c(Reshape((-1, 1)), input=positive),
+                      right=c(Reshape((1, -1)), input=negative))
+            n_pos, n_neg = c(Sum(), input=positive), c(Sum(), input=negative)
+            statistic = c(Divide(), numerator=c(Sum(), input=c(Multiply(), left=pairs,
+                                                               right=wins)),
+                          denominator=c(Multiply(), left=n_pos, right=n_neg))
+            top = c(_FloatCast(), input=c(Equal(), left=scores,
+                                          right=c(Max(), input=scores)))
+            tpr = c(Divide(), numerator=c(Sum(), input=c(Multiply(), left=top, right=positive)),
+                    denominator=n_pos)
+            fpr = c(Divide(), numerator=c(Sum(), input=c(Multiply(), left=top, right=negative)),
+                    denominator=n_neg)
+            area = c(Subtract(), left=statistic,
+                     right=c(Multiply(), left=0.5, right=c(Multiply(), left=tpr, right=fpr)))
+            share = c(Divide(), numerator=area, denominator=float(n_classes),
+                      output="output" if n_classes == 1 else None)
+            if total is None:
+                total = share
+            else:
+                total = c(Add(), left=total, right=share,
+                          output="output" if k == n_classes - 1 else None)
+        c.finish("pred")
