@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from .errors import KeyNotFoundError, MithrilError
+from .expressions import Expr, ExprOps
 
 _uid = itertools.count()
 
@@ -56,7 +57,7 @@ class _ToBeDetermined:
 TBD = _ToBeDetermined()
 
 
-class IOKey:
+class IOKey(ExprOps):
     """Names, exposes, shapes or fixes the value of a terminal connection."""
 
     def __init__(self, name: str | None = None, value: Any = None, shape=None, type=None,
@@ -114,7 +115,7 @@ def _fresh_copy(model: "BaseModel") -> "BaseModel":
     return clone
 
 
-class Connection:
+class Connection(ExprOps):
     """A handle on a terminal: `model.input`, `linear.output`."""
 
     def __init__(self, model: "BaseModel", key: str) -> None:
@@ -146,10 +147,28 @@ class Connection:
         owner.set_differentiability({net.name: flag})
 
 
-@dataclass
-class ExtendInfo:
+@dataclass(eq=False)
+class ExtendInfo(ExprOps):
+    """A model with the connections of its terminals: for `|=` and `+=`, or,
+    used as a connection, the model's output (the original's call result).
+    Unpacking gives each output: `logits, probs = LogisticRegression()(...)`."""
     model: "BaseModel"
     connections: dict
+
+    def __iter__(self):
+        outputs = self.model.output_keys
+        if len(outputs) < 2:
+            raise TypeError(f"{self.model.class_name} has one output: use the call's result "
+                            "as the connection")
+        for key in outputs:
+            yield _OutputOf(self, key)
+
+
+class _OutputOf(ExprOps):
+    """One named output of a model call (an ExtendInfo)."""
+
+    def __init__(self, call: ExtendInfo, key: str) -> None:
+        self.call, self.key = call, key
 
 
 @functools.cache
@@ -608,6 +627,11 @@ class Model(BaseModel):
             return self.nets.get(value) or self._new_net(value)
         if isinstance(value, Connection):
             return self._net_of_connection(value)
+        if isinstance(value, (Expr, ExtendInfo, _OutputOf)):
+            if is_output:
+                raise MithrilError(f"output terminal '{terminal}' of {model.class_name} cannot "
+                                   "be bound to an expression")
+            return self._materialize(value)
         if isinstance(value, IOKey):
             net = self.nets.get(value.name) if value.name is not None else None
             for other in value.connections:
@@ -687,9 +711,11 @@ class Model(BaseModel):
                   for n in self.nets.values()}
         submodels = [(m, dict(b)) for m, b in self.submodels]
         canonical = (self._cin, self._cout)
+        expressions = dict(self.__dict__.get("_expr_nets", {}))
         try:
             self._extend_unchecked(model, connections)
         except BaseException:
+            self._expr_nets = expressions
             self.nets = nets
             for net in nets.values():
                 saved = fields[id(net)]
@@ -701,9 +727,68 @@ class Model(BaseModel):
                 model.parent = None
             raise
 
+    def _materialize(self, value) -> Net:
+        """The net of a connection expression, a model call (ExtendInfo) or
+        one output of a call: the models it needs are added to this
+        composite, once per expression object."""
+        cache = self.__dict__.setdefault("_expr_nets", {})
+        hit = cache.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
+        if isinstance(value, _OutputOf):
+            self._materialize(value.call)
+            bindings = cache[id(value.call)][2]
+            if value.key not in bindings:
+                raise KeyNotFoundError(f"{value.call.model.class_name} has no output "
+                                       f"'{value.key}'")
+            net, bindings = bindings[value.key], None
+        elif isinstance(value, ExtendInfo):
+            self._extend(value.model, dict(value.connections))
+            bindings = self.submodels[-1][1]
+            cout = self.submodels[-1][0].canonical_output
+            if cout is None or cout not in bindings:
+                raise MithrilError(f"{value.model.class_name} has no canonical output to use "
+                                   "as a connection")
+            net = bindings[cout]
+        else:
+            self._extend(value.make(), dict(value.operands))
+            bindings = self.submodels[-1][1]
+            net = bindings[value.output]
+        cache[id(value)] = (value, net, bindings)
+        return net
+
+    @classmethod
+    def create(cls, *outputs, name: str | None = None, **named_outputs) -> "Model":
+        """A model of everything the given expressions or calls need: keywords
+        become outputs of that name, positional ones outputs with generated
+        names; the first is the canonical output."""
+        model = cls(name) if cls is Model else Model(name)
+        first = None
+        for key, value in list(named_outputs.items()) + [(None, v) for v in outputs]:
+            net = model._resolve(value, model, key or "output", False)
+            if net is None:
+                raise TypeError(f"Model.create: {key or 'a positional output'} is not a "
+                                "connection")
+            if key is not None and net.name != key:
+                model._rename(net, key)
+            net.expose = True
+            first = first or net
+        model._cout = first
+        inputs = model._input_nets()
+        model._cin = inputs[0] if inputs else None
+        return model
+
     def _extend_unchecked(self, model: BaseModel, connections: dict) -> None:
         if model is self:
             raise MithrilError("a model cannot contain itself")
+        # Expressions add their models first, so that this one's index below
+        # is its own.
+        for key, value in connections.items():
+            if isinstance(value, (Expr, ExtendInfo, _OutputOf)) and key in model.output_keys:
+                raise MithrilError(f"output terminal '{key}' of {model.class_name} cannot be "
+                                   "bound to an expression")
+        connections = {k: self._materialize(v) if isinstance(v, (Expr, ExtendInfo, _OutputOf))
+                       else v for k, v in connections.items()}
         if model.parent is not None:
             raise MithrilError(
                 f"{model.class_name} is already part of a model; create a new instance")

@@ -1,0 +1,123 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""The original's connection expressions (`a + b`, `x.T`, `h.mean(axis=1)`,
+`x[:, 0]`, calls used as connections, Model.create), checked against numpy
+with gradients against torch."""
+
+import numpy as np
+import pytest
+import torch
+
+import mithril as ml
+from mithril.framework import IOKey
+from mithril.models import Linear, LogisticRegression, Model, Relu
+
+RNG = np.random.default_rng(0)
+A = RNG.standard_normal((3, 4)) + 3.0
+B = RNG.standard_normal((3, 4)) + 3.0
+
+
+def evaluate(expr, **data):
+    model = Model.create(output=expr)
+    data = {k: v for k, v in data.items() if k in model.input_keys}
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64),
+                    shapes={k: list(np.shape(v)) for k, v in data.items()})
+    return pm.evaluate({}, data)["output"]
+
+
+@pytest.mark.parametrize("build, want", [
+    (lambda a, b: a + b, lambda a, b: a + b),
+    (lambda a, b: 2.0 - a * b, lambda a, b: 2.0 - a * b),
+    (lambda a, b: a / b + 1 / a, lambda a, b: a / b + 1 / a),
+    (lambda a, b: a // b, lambda a, b: a // b),
+    (lambda a, b: a ** 2 + 2 ** b, lambda a, b: a ** 2 + 2 ** b),
+    (lambda a, b: a @ b.T, lambda a, b: a @ b.T),
+    (lambda a, b: -a, lambda a, b: -a),
+    (lambda a, b: a > b, lambda a, b: a > b),
+    (lambda a, b: (a <= b) & (a >= 3.0), lambda a, b: (a <= b) & (a >= 3.0)),
+    (lambda a, b: (a < b).or_(a.eq(b)), lambda a, b: (a < b) | (a == b)),
+    (lambda a, b: ~a.ne(b), lambda a, b: ~(a != b)),
+    (lambda a, b: a.exp().sqrt() + a.sin() * a.cos() + (-a).abs(),
+     lambda a, b: np.sqrt(np.exp(a)) + np.sin(a) * np.cos(a) + np.abs(a)),
+    (lambda a, b: a.sum(axis=1) + a.mean(axis=1) + a.max(axis=1) - a.min(axis=1),
+     lambda a, b: a.sum(1) + a.mean(1) + a.max(1) - a.min(1)),
+    (lambda a, b: a.prod(axis=0, keepdim=True) * a.var(axis=0, keepdim=True),
+     lambda a, b: a.prod(0, keepdims=True) * a.var(0, keepdims=True)),
+    (lambda a, b: a.var(correction=1.0), lambda a, b: np.var(a, ddof=1)),
+    (lambda a, b: a.reshape(2, 6).T.transpose(), lambda a, b: a.reshape(2, 6)),
+    (lambda a, b: a.clamp(3.0, 4.0) + b.clamp(max_val=3.5), lambda a, b:
+     np.clip(a, 3.0, 4.0) + np.minimum(b, 3.5)),
+    (lambda a, b: a.floor(), lambda a, b: np.floor(a).astype(np.int64)),
+    (lambda a, b: (a > b).cast(ml.float64) * 2, lambda a, b: (a > b) * 2.0),
+    (lambda a, b: a[1], lambda a, b: a[1]),
+    (lambda a, b: a[:, 2:3] + b[-1], lambda a, b: a[:, 2:3] + b[-1]),
+    (lambda a, b: a[:, 2] * 2, lambda a, b: a[:, 2] * 2),
+    (lambda a, b: a[..., None, :, None], lambda a, b: a[..., None, :, None]),
+    (lambda a, b: a[1:3, ::2], lambda a, b: a[1:3, ::2]),
+    (lambda a, b: a[..., None] * b[:, None, :], lambda a, b: a[..., None] * b[:, None, :]),
+    (lambda a, b: a[None, 0, 1:], lambda a, b: a[None, 0, 1:]),
+])
+def test_expressions_match_numpy(build, want):
+    out = evaluate(build(IOKey("a"), IOKey("b")), a=A, b=B)
+    expected = np.asarray(want(A, B))
+    assert out.shape == expected.shape
+    if expected.dtype == bool or expected.dtype.kind == "i":
+        np.testing.assert_array_equal(out, expected)
+    else:
+        np.testing.assert_allclose(out, expected, rtol=1e-12)
+
+
+def test_expression_gradients_follow_torch():
+    model = Model()
+    model |= Linear(4)(input=IOKey("input", shape=[3, 4]), output="h")
+    h = model.h
+    model |= Relu()(input=((h * h).mean(axis=1, keepdim=True) - h[:, 0:1]).exp() @ h[0:1],
+                    output="output")
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64))
+    params = pm.randomize_params(seed=2)
+    seed = RNG.standard_normal((3, 4))
+    out, grads = pm.evaluate(params, {"input": A}, output_gradients={"output": seed})
+    t = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
+    th = torch.tensor(A) @ t["linear_0.weight"].T + t["linear_0.bias"]
+    ref = torch.relu(((th * th).mean(1, keepdim=True) - th[:, 0:1]).exp() @ th[0:1])
+    ref.backward(torch.tensor(seed))
+    np.testing.assert_allclose(out["output"], ref.detach().numpy(), rtol=1e-12)
+    for key in t:
+        np.testing.assert_allclose(grads[key], t[key].grad.numpy(), rtol=1e-10, err_msg=key)
+
+
+def test_calls_are_connections_and_create_builds_models():
+    x = IOKey("x")
+    hidden = Linear(3)(input=x)
+    logits, probs = LogisticRegression()(input=hidden)
+    model = Model.create(logits=logits, probs=probs, hidden=hidden)
+    assert sorted(model.output_keys) == ["hidden", "logits", "probs"]
+    assert model.input_keys == ["x"]
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={"x": [2, 5]})
+    out = pm.evaluate(pm.randomize_params(seed=0), {"x": np.ones((2, 5))})
+    np.testing.assert_allclose(out["probs"], 1 / (1 + np.exp(-out["logits"])), rtol=1e-12)
+    # The same expression used twice is computed once.
+    y = IOKey("a") * 2.0
+    model = Model.create(first=y + 1.0, second=y - 1.0)
+    assert sum(type(m).__name__ == "Multiply" for m, _ in model.submodels) == 1
+
+
+def test_connections_keep_identity_semantics():
+    a, b = IOKey("a"), IOKey("a")
+    assert a != b and len({a, b}) == 2
+    model = Model()
+    model |= Relu()(input="x", output="y")
+    conn = model.x
+    assert {conn: 1}[conn] == 1 and conn == conn
+
+
+def test_expression_errors():
+    with pytest.raises(TypeError, match="integer-array indexing is not supported"):
+        IOKey("a")[[0, 1]]
+    with pytest.raises(TypeError, match="sizes from connections are not supported"):
+        IOKey("a").reshape(IOKey("n"), -1)
+    with pytest.raises(TypeError, match="has one output"):
+        _, _ = Relu()(input="x")
+    model = Model()
+    with pytest.raises(ml.MithrilError, match="cannot be bound to an expression"):
+        model |= Relu()(input="x", output=IOKey("y") + 1)
