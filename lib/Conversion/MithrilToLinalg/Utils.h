@@ -1,0 +1,175 @@
+//===- Utils.h - helpers shared by mithril-to-linalg patterns ---*- C++ -*-===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+//
+// Internal to the MithrilToLinalg library: the helpers that patterns of more
+// than one op family use, and the per-family pattern population functions
+// that populateMithrilToLinalgPatterns calls.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MITHRIL_LIB_CONVERSION_MITHRILTOLINALG_UTILS_H
+#define MITHRIL_LIB_CONVERSION_MITHRILTOLINALG_UTILS_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/PatternMatch.h"
+#include <functional>
+#include <utility>
+
+namespace mithril::linalg_lowering {
+
+inline constexpr int64_t kDyn = mlir::ShapedType::kDynamic;
+
+//===----------------------------------------------------------------------===//
+// Tensors
+//===----------------------------------------------------------------------===//
+
+mlir::RankedTensorType tensorType(mlir::Value v);
+
+/// The size of dimension `d` of `v` as an index value or attribute.
+mlir::OpFoldResult dimOf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v, int64_t d);
+
+/// A tensor.empty of `type`, taking dynamic sizes from `sizes`.
+mlir::Value emptyTensor(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType type,
+                        llvm::ArrayRef<mlir::OpFoldResult> sizes);
+
+/// A static-shaped tensor of `type` filled with zeros.
+mlir::Value zeroFilled(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType type);
+
+/// A tensor of `type` (its dynamic sizes those of `like`), whose every element `element`
+/// computes from its indices (linalg.index) alone.
+mlir::Value
+generateElements(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType type,
+                 mlir::Value like,
+                 llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location)> element);
+
+//===----------------------------------------------------------------------===//
+// Elementwise computations and scalars
+//===----------------------------------------------------------------------===//
+
+using ScalarFn = llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location, mlir::ValueRange,
+                                                mlir::Type)>;
+
+/// An elementwise linalg.generic computing `fn` over broadcast operands.
+mlir::Value buildElementwise(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::RankedTensorType resultType, mlir::ValueRange operands,
+                             ScalarFn fn);
+
+mlir::Value floatConst(mlir::OpBuilder &b, mlir::Location loc, mlir::Type t, double v);
+
+bool isFloat(mlir::Type t);
+
+/// x for integers, x for floats; the scalar "zero" of type t.
+mlir::Value zeroOf(mlir::OpBuilder &b, mlir::Location loc, mlir::Type t);
+
+/// 1 where `cond` holds and 0 elsewhere, in `et` (float or integer).
+mlir::Value oneWhere(mlir::OpBuilder &b, mlir::Location loc, mlir::Value cond, mlir::Type et);
+
+//===----------------------------------------------------------------------===//
+// Reductions and reshapes
+//===----------------------------------------------------------------------===//
+
+/// The neutral element of a reduction and its combiner. An additive reduction
+/// of floats narrower than f64 accumulates in f64 (see buildReduction): its
+/// combiner is then called on f64 values, so it must not bake in a type.
+struct Reducer {
+  using Combine =
+      std::function<mlir::Value(mlir::OpBuilder &, mlir::Location, mlir::Value, mlir::Value)>;
+  mlir::TypedAttr init;
+  Combine combine;
+  bool additive = false;
+};
+
+/// Reduces `input` over `axes` (normalized) with `reducer`; the result has the
+/// reduced axes removed and the input's element type. A float sum over the
+/// innermost axis, long and static, is taken in two steps: kSumLanes partial
+/// sums of every kSumLanes-th element, then their sum.
+mlir::Value buildReduction(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,
+                           llvm::ArrayRef<int64_t> axes, const Reducer &reducer);
+
+/// Reshapes `input` to `type`, whose dynamic sizes are given by `sizes`, via
+/// collapse to 1-D and expand (both free after bufferization).
+mlir::Value buildReshape(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,
+                         mlir::RankedTensorType type, llvm::ArrayRef<mlir::OpFoldResult> sizes);
+
+/// Adds back the reduced `axes` (normalized) as size-1 dimensions for keepdim;
+/// `reduced` is already of `type` without keepdim. The axes must be given: a
+/// [1, 5] sum reduced to [1, 5, 1] has two unit dimensions that only they tell
+/// apart.
+mlir::Value keepDims(mlir::OpBuilder &b, mlir::Location loc, mlir::Value reduced,
+                     mlir::RankedTensorType type, llvm::ArrayRef<int64_t> axes);
+
+/// Divides every element of `t` by the scalar `s`.
+mlir::Value divideByScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value t, mlir::Value s);
+
+//===----------------------------------------------------------------------===//
+// Windows (convolution and pooling)
+//===----------------------------------------------------------------------===//
+
+/// Zero-pads (or -inf pads) the spatial dimensions of `input`, which start at
+/// `firstSpatial`.
+mlir::Value padSpatial(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,
+                       int64_t firstSpatial, llvm::ArrayRef<int64_t> padding, mlir::Value padValue);
+
+/// For a gather-form window gradient: given input position `i` and window
+/// offset `k` along one spatial dimension, the output position `o` whose
+/// window covers `i` through `k` (when `valid`).
+std::pair<mlir::Value, mlir::Value> windowSource(mlir::OpBuilder &b, mlir::Location loc,
+                                                 mlir::Value i, mlir::Value k, int64_t stride,
+                                                 int64_t padLo, int64_t dilation, int64_t outSize);
+
+//===----------------------------------------------------------------------===//
+// Indices (defined in Indexing.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Checks at run time that every element of the integer tensor `indices` lies
+/// in [0, bound), and reports the smallest (if negative) or else the largest
+/// one out of range through kIndexErrorFunction, naming `op` and where the
+/// indices come from. One pass over the indices: their min and max.
+void reportIndicesOutOfRange(mlir::PatternRewriter &rewriter, mlir::Location loc,
+                             mlir::Operation *op, mlir::Value indices, mlir::OpFoldResult bound);
+
+/// `index` (an integer of any width, as an index) clamped into [0, bound - 1]:
+/// an index out of range reads the nearest row instead of memory outside the
+/// tensor (and is reported where the code reports such indices).
+mlir::Value clampIndex(mlir::OpBuilder &b, mlir::Location loc, mlir::Value index,
+                       mlir::Value bound);
+
+//===----------------------------------------------------------------------===//
+// Patterns, by op family
+//===----------------------------------------------------------------------===//
+
+/// Elementwise ops, broadcast_to and constant (Elementwise.cpp).
+void populateElementwisePatterns(mlir::RewritePatternSet &patterns);
+
+/// sum, mean, max, min, prod, variance, argmax and argmin (Reduction.cpp).
+void populateReductionPatterns(mlir::RewritePatternSet &patterns);
+
+/// matmul (Linear.cpp).
+void populateLinearPatterns(mlir::RewritePatternSet &patterns);
+
+/// Convolutions and their gradients (Convolution.cpp).
+void populateConvolutionPatterns(mlir::RewritePatternSet &patterns);
+
+/// Max and average pooling and their gradients (Pooling.cpp).
+void populatePoolingPatterns(mlir::RewritePatternSet &patterns);
+
+/// transpose, reshapes, concat, slice (and its gradient), shape, reverse and
+/// eye_like (DataMovement.cpp).
+void populateDataMovementPatterns(mlir::RewritePatternSet &patterns);
+
+/// embedding (and its gradient) and one_hot (Indexing.cpp). With
+/// `indexErrors`, embedding reports indices out of range.
+void populateIndexingPatterns(mlir::RewritePatternSet &patterns, bool indexErrors);
+
+/// cross_entropy (Losses.cpp). With `indexErrors`, class indices out of range
+/// are reported.
+void populateLossPatterns(mlir::RewritePatternSet &patterns, bool indexErrors);
+
+} // namespace mithril::linalg_lowering
+
+#endif // MITHRIL_LIB_CONVERSION_MITHRILTOLINALG_UTILS_H
