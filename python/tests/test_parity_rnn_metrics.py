@@ -524,11 +524,8 @@ def test_metrics_in_float32(backend32, rng):
         np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, raises=MithrilError, reason=(
-    "compiler: shape inference has no backward rule for squared_error (InferShapes.cpp), so a "
-    "weight whose rows only the loss's target gives stays ?xN; the original's "
-    "many_to_one example needs shapes={'w_ho': ...} here"))
 def test_weight_rows_from_the_loss_target(backend64, rng):
+    """Shape inference runs the loss's broadcasting rule backward."""
     # The smallest case: Linear() trained on a target of 2 columns.
     train_model = TrainModel(Linear())
     train_model.add_loss(SquaredError(), input="output", target="target", reduce_steps=[Mean()])

@@ -62,3 +62,17 @@ mithril.model @LayerNormTies(data %input: tensor<4x8xf32>, data %x: tensor<3x1xf
   %1 = mithril.add %0, %y : (tensor<3x1xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
   mithril.output %1 : tensor<3x2xf32>
 }
+
+// -----
+
+// Every broadcasting elementwise op runs its shape rule backward, losses
+// included: a weight whose rows only the loss target gives gets them.
+// CHECK-LABEL: mithril.model @LossGivesRows(
+// CHECK-SAME: param %weight: tensor<3x8xf32>
+// CHECK: squared_error %{{.*}}, %target : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+mithril.model @LossGivesRows(data %input: tensor<?x?xf32>, param %weight: tensor<?x?xf32>, data %target: tensor<4x3xf32>) -> (loss: tensor<?x?xf32>) {
+  %wt = mithril.transpose %weight : (tensor<?x?xf32>) -> tensor<?x?xf32>
+  %mm = mithril.matmul %input, %wt : (tensor<?x?xf32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  %l = mithril.squared_error %mm, %target : (tensor<?x?xf32>, tensor<4x3xf32>) -> tensor<?x?xf32>
+  mithril.output %l : tensor<?x?xf32>
+}

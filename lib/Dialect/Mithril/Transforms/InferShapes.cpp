@@ -136,7 +136,7 @@ static FailureOr<bool> refineOperands(Operation *op, const DenseSet<Value> &keep
     for (int64_t d = 0; d < in.getRank(); ++d)
       if (failed(apply(norm.getInput(), d, dimOf(norm.getResult(), d))))
         return failure();
-  } else if (isa<AddOp, SubtractOp, MultiplyOp, DivideOp, MaximumOp, MinimumOp, PowerOp>(op)) {
+  } else if (op->hasTrait<traits::BroadcastingElementwise>()) {
     // Broadcasting: an operand's unknown dimension must equal the result's
     // when the other operand cannot supply it (its dimension is 1 or
     // missing). When both could, the unknown dimension is taken to be the

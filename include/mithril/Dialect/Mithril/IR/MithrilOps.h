@@ -115,6 +115,13 @@ public:
     return verifyNoUnknownAttributes(op);
   }
 };
+
+/// Elementwise ops of two operands with numpy broadcasting (arithmetic,
+/// comparisons, logic, elementwise losses): their result's shape is the
+/// broadcast of the operands', which shape inference also runs backward.
+template <typename ConcreteType>
+class BroadcastingElementwise
+    : public mlir::OpTrait::TraitBase<ConcreteType, BroadcastingElementwise> {};
 } // namespace traits
 
 } // namespace mithril

@@ -23,6 +23,11 @@ def Mithril_NoUnknownAttributes : NativeOpTrait<"NoUnknownAttributes"> {
   let cppNamespace = "::mithril::traits";
 }
 
+// Two operands, numpy broadcasting, elementwise (mithril::traits).
+def Mithril_BroadcastingElementwise : NativeOpTrait<"BroadcastingElementwise"> {
+  let cppNamespace = "::mithril::traits";
+}
+
 class Mithril_Op<string mnemonic, list<Trait> traits = []>
     : Op<Mithril_Dialect, mnemonic, !listconcat([Mithril_NoUnknownAttributes], traits)>;
 
@@ -181,7 +186,7 @@ class Mithril_UnaryFloatOp<string mnemonic, string doc, list<Trait> traits = []>
 // Elementwise op of two operands with numpy broadcasting.
 class Mithril_BinaryOp<string mnemonic, string doc, string kind = "Arith",
                        list<Trait> traits = []>
-    : Mithril_TensorOp<mnemonic, traits> {
+    : Mithril_TensorOp<mnemonic, !listconcat([Mithril_BroadcastingElementwise], traits)> {
   let summary = doc;
   let description = [{
     Elementwise with numpy broadcasting: shapes are aligned on the right and a
@@ -202,7 +207,7 @@ class Mithril_BinaryOp<string mnemonic, string doc, string kind = "Arith",
 
 // Elementwise loss of a prediction and a target, with broadcasting.
 class Mithril_LossOp<string mnemonic, string doc, list<Trait> traits = []>
-    : Mithril_TensorOp<mnemonic, traits> {
+    : Mithril_TensorOp<mnemonic, !listconcat([Mithril_BroadcastingElementwise], traits)> {
   let summary = doc;
   let arguments = (ins RankedTensorOf<[AnyFloat]>:$input, RankedTensorOf<[AnyFloat]>:$target);
   let results = (outs AnyRankedTensor:$result);
