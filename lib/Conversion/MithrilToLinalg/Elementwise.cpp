@@ -251,14 +251,7 @@ struct ElementwisePattern : public RewritePattern {
   ElementwisePattern(MLIRContext *ctx) : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
 
   LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
-    if (!isa<MithrilDialect>(op->getDialect()) || op->getNumResults() != 1 ||
-        !isa<AddOp, SubtractOp, MultiplyOp, DivideOp, FloorDivideOp, PowerOp, MinimumOp, MaximumOp,
-             EqualOp, NotEqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp, LogicalAndOp,
-             LogicalOrOp, LogicalXorOp, ShiftLeftOp, ShiftRightOp, LogicalNotOp, NegateOp, AbsOp,
-             SignOp, SquareOp, StopGradientOp, ExpOp, LogOp, SqrtOp, SinOp, CosOp, ReciprocalOp,
-             ErfOp, TanhOp, ReluOp, SigmoidOp, SoftplusOp, LeakyReluOp, GeluOp, WhereOp,
-             SquaredErrorOp, AbsoluteErrorOp, HingeOp, QuadHingeOp, KLDivergenceOp, QuantileOp,
-             BinaryCrossEntropyOp, CastOp>(op))
+    if (!op->hasTrait<traits::Elementwise>() || op->getNumResults() != 1)
       return failure();
     auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
     Value result = buildElementwise(rewriter, op->getLoc(), resultType, op->getOperands(),

@@ -76,3 +76,16 @@ mithril.model @LossGivesRows(data %input: tensor<?x?xf32>, param %weight: tensor
   %l = mithril.squared_error %mm, %target : (tensor<?x?xf32>, tensor<4x3xf32>) -> tensor<?x?xf32>
   mithril.output %l : tensor<?x?xf32>
 }
+
+// -----
+
+// Every elementwise op of one operand keeps its shape both ways (the
+// Elementwise trait), gelu and sine included.
+// CHECK-LABEL: mithril.model @UnaryBackward(
+// CHECK-SAME: param %w: tensor<8xf32>
+mithril.model @UnaryBackward(data %input: tensor<?x?xf32>, param %w: tensor<?xf32>) -> (y: tensor<?x?xf32>) {
+  %g = mithril.gelu %w : (tensor<?xf32>) -> tensor<?xf32>
+  %s = mithril.sin %g : (tensor<?xf32>) -> tensor<?xf32>
+  %y = mithril.add %input, %s : (tensor<?x?xf32>, tensor<?xf32>) -> tensor<?x?xf32>
+  mithril.output %y : tensor<?x?xf32>
+}

@@ -159,8 +159,8 @@ static FailureOr<bool> refineOperands(Operation *op, const DenseSet<Value> &keep
       }
     }
   } else if (op->hasTrait<OpTrait::SameOperandsAndResultShape>() ||
-             isa<ReluOp, SigmoidOp, TanhOp, ExpOp, LogOp, SqrtOp, NegateOp, AbsOp,
-                 SoftmaxOp, LogSoftmaxOp>(op)) {
+             (op->hasTrait<traits::Elementwise>() && op->getNumOperands() == 1) ||
+             isa<SoftmaxOp, LogSoftmaxOp>(op)) {
     Value in = op->getOperand(0), out = op->getResult(0);
     for (int64_t d = 0; d < cast<RankedTensorType>(in.getType()).getRank(); ++d)
       if (failed(apply(in, d, dimOf(out, d))))

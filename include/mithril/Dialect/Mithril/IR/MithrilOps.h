@@ -116,6 +116,11 @@ public:
   }
 };
 
+/// Ops whose every result element is a scalar function of the operands'
+/// elements at its (broadcast) index: lowered to one linalg.generic.
+template <typename ConcreteType>
+class Elementwise : public mlir::OpTrait::TraitBase<ConcreteType, Elementwise> {};
+
 /// Elementwise ops of two operands with numpy broadcasting (arithmetic,
 /// comparisons, logic, elementwise losses): their result's shape is the
 /// broadcast of the operands', which shape inference also runs backward.

@@ -23,6 +23,13 @@ def Mithril_NoUnknownAttributes : NativeOpTrait<"NoUnknownAttributes"> {
   let cppNamespace = "::mithril::traits";
 }
 
+// Each result element computed from the operands' elements at its (broadcast)
+// index by a scalar body: the linalg lowering builds one linalg.generic, and
+// shape inference keeps a single operand's shape (mithril::traits).
+def Mithril_Elementwise : NativeOpTrait<"Elementwise"> {
+  let cppNamespace = "::mithril::traits";
+}
+
 // Two operands, numpy broadcasting, elementwise (mithril::traits).
 def Mithril_BroadcastingElementwise : NativeOpTrait<"BroadcastingElementwise"> {
   let cppNamespace = "::mithril::traits";
@@ -162,9 +169,12 @@ class Mithril_TensorOp<string mnemonic, list<Trait> traits = []>
   let extraClassDefinition = compatibleReturnTypes;
 }
 
-// Elementwise op of one operand; the result has the operand's type.
-class Mithril_UnaryOp<string mnemonic, string doc, list<Trait> traits = []>
-    : Mithril_TensorOp<mnemonic, traits> {
+// Op of one operand whose result has the operand's type; elementwise unless
+// `elementwise` is 0.
+class Mithril_UnaryOp<string mnemonic, string doc, list<Trait> traits = [],
+                      bit elementwise = 1>
+    : Mithril_TensorOp<mnemonic,
+        !listconcat(!if(elementwise, [Mithril_Elementwise], []<Trait>), traits)> {
   let summary = doc;
   let arguments = (ins AnyRankedTensor:$input);
   let results = (outs AnyRankedTensor:$result);
@@ -178,15 +188,17 @@ class Mithril_UnaryOp<string mnemonic, string doc, list<Trait> traits = []>
 }
 
 // Elementwise float op of one operand.
-class Mithril_UnaryFloatOp<string mnemonic, string doc, list<Trait> traits = []>
-    : Mithril_UnaryOp<mnemonic, doc, traits> {
+class Mithril_UnaryFloatOp<string mnemonic, string doc, list<Trait> traits = [],
+                           bit elementwise = 1>
+    : Mithril_UnaryOp<mnemonic, doc, traits, elementwise> {
   let arguments = (ins RankedTensorOf<[AnyFloat]>:$input);
 }
 
 // Elementwise op of two operands with numpy broadcasting.
 class Mithril_BinaryOp<string mnemonic, string doc, string kind = "Arith",
-                       list<Trait> traits = []>
-    : Mithril_TensorOp<mnemonic, !listconcat([Mithril_BroadcastingElementwise], traits)> {
+                       list<Trait> traits = [], bit elementwise = 1>
+    : Mithril_TensorOp<mnemonic, !listconcat([Mithril_BroadcastingElementwise],
+        !if(elementwise, [Mithril_Elementwise], []<Trait>), traits)> {
   let summary = doc;
   let description = [{
     Elementwise with numpy broadcasting: shapes are aligned on the right and a
@@ -207,7 +219,8 @@ class Mithril_BinaryOp<string mnemonic, string doc, string kind = "Arith",
 
 // Elementwise loss of a prediction and a target, with broadcasting.
 class Mithril_LossOp<string mnemonic, string doc, list<Trait> traits = []>
-    : Mithril_TensorOp<mnemonic, !listconcat([Mithril_BroadcastingElementwise], traits)> {
+    : Mithril_TensorOp<mnemonic,
+        !listconcat([Mithril_BroadcastingElementwise, Mithril_Elementwise], traits)> {
   let summary = doc;
   let arguments = (ins RankedTensorOf<[AnyFloat]>:$input, RankedTensorOf<[AnyFloat]>:$target);
   let results = (outs AnyRankedTensor:$result);
@@ -327,7 +340,7 @@ def Mithril_ShiftRightOp : Mithril_BinaryOp<"shift_right",
 // A robust function of one operand; `threshold` defaults to a per-type
 // constant (see the op descriptions).
 class Mithril_RobustUnaryOp<string mnemonic, string doc>
-    : Mithril_UnaryFloatOp<mnemonic, doc> {
+    : Mithril_UnaryFloatOp<mnemonic, doc, [], /*elementwise=*/0> {
   let arguments = (ins RankedTensorOf<[AnyFloat]>:$input, OptionalAttr<F64Attr>:$threshold);
   let hasVerifier = 1;
 }
@@ -362,7 +375,8 @@ def Mithril_StableReciprocalOp : Mithril_RobustUnaryOp<"stable_reciprocal",
 }
 
 def Mithril_RobustPowerOp : Mithril_BinaryOp<"robust_power",
-    "|lhs| ** rhs, linear near 0 where the power's gradient would be infinite"> {
+    "|lhs| ** rhs, linear near 0 where the power's gradient would be infinite", "Arith", [],
+    /*elementwise=*/0> {
   let description = [{
     `|b| ** e`, except where `|b| < t` and `e < 1 - log(t) / log(|b|)`: there
     the result is `|b| / t`, which keeps the gradient finite at 0 for
@@ -394,7 +408,7 @@ def Mithril_PolynomialFeaturesOp : Mithril_TensorOp<"polynomial_features"> {
 }
 
 def Mithril_ReverseOp : Mithril_UnaryOp<"reverse",
-    "Reverses the order of the elements along axes"> {
+    "Reverses the order of the elements along axes", [], /*elementwise=*/0> {
   let description = [{
     `input[..., n - 1 - i, ...]` along each of `axes`, whose sizes must be
     static (a convolution's gradient flips its kernel this way).
@@ -404,7 +418,7 @@ def Mithril_ReverseOp : Mithril_UnaryOp<"reverse",
 }
 
 def Mithril_EyeLikeOp : Mithril_UnaryOp<"eye_like",
-    "The identity matrix shaped like a matrix operand"> {
+    "The identity matrix shaped like a matrix operand", [], /*elementwise=*/0> {
   let description = [{
     Ones on the main diagonal and zeros elsewhere, with the type of its 2-D
     operand, whose values are not read; its gradient is zero.
@@ -432,18 +446,20 @@ def Mithril_GeluOp : Mithril_UnaryFloatOp<"gelu", "Gaussian error linear unit"> 
   let arguments = (ins RankedTensorOf<[AnyFloat]>:$input,
                        DefaultValuedAttr<BoolAttr, "false">:$approximate);
 }
-def Mithril_SoftmaxOp : Mithril_UnaryFloatOp<"softmax", "exp(x) / sum(exp(x)) along an axis"> {
+def Mithril_SoftmaxOp : Mithril_UnaryFloatOp<"softmax", "exp(x) / sum(exp(x)) along an axis",
+                                              [], /*elementwise=*/0> {
   let arguments = (ins RankedTensorOf<[AnyFloat]>:$input,
                        DefaultValuedAttr<I64Attr, "-1">:$axis);
   let hasVerifier = 1;
 }
-def Mithril_LogSoftmaxOp : Mithril_UnaryFloatOp<"log_softmax", "log(softmax(x)) along an axis, computed stably"> {
+def Mithril_LogSoftmaxOp : Mithril_UnaryFloatOp<"log_softmax",
+    "log(softmax(x)) along an axis, computed stably", [], /*elementwise=*/0> {
   let arguments = (ins RankedTensorOf<[AnyFloat]>:$input,
                        DefaultValuedAttr<I64Attr, "-1">:$axis);
   let hasVerifier = 1;
 }
 
-def Mithril_WhereOp : Mithril_TensorOp<"where"> {
+def Mithril_WhereOp : Mithril_TensorOp<"where", [Mithril_Elementwise]> {
   let summary = "Elementwise select: cond ? lhs : rhs, with broadcasting";
   let arguments = (ins RankedTensorOf<[I1]>:$cond, AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
   let results = (outs AnyRankedTensor:$result);
@@ -566,7 +582,7 @@ def Mithril_SliceOp : Mithril_TensorOp<"slice"> {
                        DenseI64ArrayAttr:$step);
   let results = (outs AnyRankedTensor:$result);
 }
-def Mithril_CastOp : Mithril_TensorOp<"cast"> {
+def Mithril_CastOp : Mithril_TensorOp<"cast", [Mithril_Elementwise]> {
   let summary = "Convert the element type";
   let arguments = (ins AnyRankedTensor:$input, TypeAttr:$element_type);
   let results = (outs AnyRankedTensor:$result);
