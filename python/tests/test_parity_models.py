@@ -17,29 +17,10 @@ from mithril.framework import IOKey, Model
 from mithril.models import (Add, Arange, Clamp, Concat, Eye, Floor, GroupNorm, IsNan, LSTMCell,
                             NanToNum, Ones, PositionalEncoding, ZerosLike,
                             ScaledDotProduct, SiLU, SwapAxes, Tanh)
+from torch_oracle import compile_eval, torch_run
 
 F = torch.nn.functional
 RTOL, ATOL = 1e-10, 1e-12
-
-
-def compile_eval(model, backend, data, params, seeds, shapes=None):
-    """Compiles `model` with every key of `params` trainable, runs it on
-    `data` and `params`, and returns (outputs, gradients)."""
-    given = {**data, **params}
-    shapes = shapes or {k: list(np.shape(v)) for k, v in given.items()}
-    pm = ml.compile(model, backend, shapes=shapes, trainable_keys=list(params))
-    return pm.evaluate(params, data, output_gradients=seeds)
-
-
-def torch_run(fn, data, params, seeds):
-    """fn's outputs (a dict) and the gradients of `params` for the seeds."""
-    td = {k: torch.tensor(v) for k, v in data.items()}
-    tp = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
-    outs = fn(**td, **tp)
-    torch.autograd.backward([outs[k] for k in seeds], [torch.tensor(s) for s in seeds.values()])
-    grads = {k: (v.grad.numpy() if v.grad is not None else np.zeros_like(params[k]))
-             for k, v in tp.items()}
-    return {k: v.detach().numpy() for k, v in outs.items()}, grads
 
 
 def assert_same(got: dict, want: dict) -> None:

@@ -14,30 +14,13 @@ import mithril as ml
 from mithril.errors import MithrilError
 from mithril.models import (AUC, F1, Accuracy, EncoderDecoder, Linear, LSTMCell, ManyToOne, Mean,
                             OneToMany, Precision, Recall, RNNCell, SquaredError, TrainModel)
+from torch_oracle import compile_eval as run_model, torch_run
 
 F = torch.nn.functional
 RTOL, ATOL = 1e-10, 1e-12
 
 
 # Helpers -------------------------------------------------------------------------
-
-def run_model(model, backend, data, params, seeds, shapes=None):
-    """Compiles `model` with every key of `params` trainable and returns
-    (outputs, gradients) for the output seeds."""
-    given = {**data, **params}
-    shapes = shapes or {k: list(np.shape(v)) for k, v in given.items()}
-    pm = ml.compile(model, backend, shapes=shapes, trainable_keys=list(params))
-    return pm.evaluate(params, data, output_gradients=seeds)
-
-
-def torch_run(fn, data, params, seeds):
-    td = {k: torch.tensor(v) for k, v in data.items()}
-    tp = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
-    outs = fn(**td, **tp)
-    torch.autograd.backward([outs[k] for k in seeds], [torch.tensor(s) for s in seeds.values()])
-    grads = {k: (v.grad.numpy() if v.grad is not None else np.zeros_like(params[k]))
-             for k, v in tp.items()}
-    return {k: v.detach().numpy() for k, v in outs.items()}, grads
 
 
 def assert_same(got, want):
