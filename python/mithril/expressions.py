@@ -18,6 +18,105 @@ from collections.abc import Callable
 import numpy as np
 
 
+class Dim:
+    """A size read from a connection's shape when the model is emitted (the
+    original's `x.shape[1]`, `x.size(1)`), and integer arithmetic on sizes
+    (`B * T`, `C // heads`). The shape must be known at compile time there."""
+
+    def __init__(self, kind: str, *args) -> None:
+        self.kind, self.args = kind, args
+
+    def _op(self, other, fn, name, reflected=False):
+        if not isinstance(other, (Dim, numbers.Integral)) or isinstance(other, bool):
+            return NotImplemented
+        a, b = (other, self) if reflected else (self, other)
+        return Dim("op", name, fn, a, b)
+
+    def __add__(self, o): return self._op(o, lambda a, b: a + b, "+")
+    def __radd__(self, o): return self._op(o, lambda a, b: a + b, "+", True)
+    def __sub__(self, o): return self._op(o, lambda a, b: a - b, "-")
+    def __rsub__(self, o): return self._op(o, lambda a, b: a - b, "-", True)
+    def __mul__(self, o): return self._op(o, lambda a, b: a * b, "*")
+    def __rmul__(self, o): return self._op(o, lambda a, b: a * b, "*", True)
+    def __floordiv__(self, o): return self._op(o, lambda a, b: a // b, "//")
+    def __rfloordiv__(self, o): return self._op(o, lambda a, b: a // b, "//", True)
+
+    def values(self) -> list:
+        """The connections this size reads."""
+        if self.kind in ("dim", "numel"):
+            return [self.args[0]]
+        return [v for x in self.args[2:] if isinstance(x, Dim) for v in x.values()]
+
+    def resolve(self, shape_of: Callable) -> int:
+        """The size, given shape_of(connection) -> its compiled shape."""
+        if self.kind == "op":
+            a, b = (x.resolve(shape_of) if isinstance(x, Dim) else int(x) for x in self.args[2:])
+            return self.args[1](a, b)
+        shape = shape_of(self.args[0])
+        if self.kind == "numel":
+            sizes = shape
+        else:
+            axis = self.args[1]
+            if not -len(shape) <= axis < len(shape):
+                raise IndexError(f"shape index {axis} is out of range for a shape of rank "
+                                 f"{len(shape)}")
+            sizes = [shape[axis]]
+        if any(d is None for d in sizes):
+            raise ValueError(f"a size read from the shape {list(shape)} must be known at "
+                             "compile time")
+        return int(np.prod(sizes, dtype=np.int64))
+
+
+class Shape:
+    """`x.shape`: index it for sizes (`x.shape[0]`, `x.shape[:2]`)."""
+
+    def __init__(self, value) -> None:
+        self.value = value
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            if index.step not in (None, 1) or any(
+                    i is not None and (i < 0) for i in (index.start, index.stop)):
+                raise TypeError("x.shape[a:b] takes non-negative bounds and no step")
+            if index.stop is None:
+                raise TypeError("x.shape[a:] needs the rank: write x.shape[a:b]")
+            return tuple(Dim("dim", self.value, i) for i in range(index.start or 0, index.stop))
+        if isinstance(index, numbers.Integral) and not isinstance(index, bool):
+            return Dim("dim", self.value, int(index))
+        raise TypeError(f"x.shape takes an int or a slice, got {type(index).__name__}")
+
+    def __iter__(self):
+        raise TypeError("x.shape cannot be unpacked before the rank is known: index it "
+                        "(x.shape[0], x.shape[:3])")
+
+
+def size_values(*specs) -> list:
+    """The distinct connections the Dims in `specs` (nested lists) read."""
+    found, seen = [], set()
+
+    def walk(x):
+        if isinstance(x, Dim):
+            for v in x.values():
+                if id(v) not in seen:
+                    seen.add(id(v))
+                    found.append(v)
+        elif isinstance(x, (list, tuple)):
+            for y in x:
+                walk(y)
+    for spec in specs:
+        walk(spec)
+    return found
+
+
+def resolve_sizes(spec, shape_of: Callable):
+    """`spec` with every Dim replaced by its size (nested lists kept)."""
+    if isinstance(spec, Dim):
+        return spec.resolve(shape_of)
+    if isinstance(spec, (list, tuple)):
+        return type(spec)(resolve_sizes(x, shape_of) for x in spec)
+    return spec
+
+
 def _models():
     from . import models
     return models
@@ -149,13 +248,33 @@ class ExprOps:
         return self.transpose()
 
     def reshape(self, *shape) -> Expr:
+        """Sizes are ints (one may be -1) or sizes read from shapes
+        (`x.shape[0]`, `B * T`), known at compile time."""
         if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
             shape = tuple(shape[0])
-        if not all(isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in shape):
-            raise TypeError(f"reshape takes ints (and one -1), got {shape}: sizes from "
-                            "connections are not supported")
+        flat = []
+        for d in shape:
+            flat.extend(d if isinstance(d, tuple) else [d])
+        if not all(isinstance(d, Dim) or (isinstance(d, numbers.Integral)
+                                          and not isinstance(d, bool)) for d in flat):
+            raise TypeError(f"reshape takes ints (and one -1) or sizes of shapes, got {shape}")
         models = _models()
-        return Expr(lambda: models.Reshape(shape=[int(d) for d in shape]), {"input": self})
+        refs = size_values(flat)
+        if not refs:
+            return Expr(lambda: models.Reshape(shape=[int(d) for d in flat]), {"input": self})
+        from .models.parity import SizedReshape
+        operands = {"input": self, **{f"size{i}": v for i, v in enumerate(refs)}}
+        return Expr(lambda: SizedReshape(flat, refs), operands)
+
+    def size(self, dim=None):
+        """The original's size(): a dimension's size, or the element count."""
+        if dim is None:
+            return Dim("numel", self)
+        return Dim("dim", self, int(dim))
+
+    @property
+    def shape(self) -> Shape:
+        return Shape(self)
 
     def clamp(self, min_val=None, max_val=None) -> Expr:
         models = _models()

@@ -60,6 +60,10 @@ TBD = _ToBeDetermined()
 class IOKey(ExprOps):
     """Names, exposes, shapes or fixes the value of a terminal connection."""
 
+    # An IOKey's shape is the template it was given (the expressions'
+    # `.shape` is for connections and expressions).
+    shape = None
+
     def __init__(self, name: str | None = None, value: Any = None, shape=None, type=None,
                  expose: bool | None = None, differentiable: bool | None = None,
                  connections=None) -> None:
@@ -783,6 +787,9 @@ class Model(BaseModel):
             raise MithrilError("a model cannot contain itself")
         # Expressions add their models first, so that this one's index below
         # is its own.
+        # A model given as a connection is its call: its output.
+        connections = {k: v.connect() if isinstance(v, BaseModel) else v
+                       for k, v in connections.items()}
         for key, value in connections.items():
             if isinstance(value, (Expr, ExtendInfo, _OutputOf)) and key in model.output_keys:
                 raise MithrilError(f"output terminal '{key}' of {model.class_name} cannot be "

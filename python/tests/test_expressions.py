@@ -114,10 +114,57 @@ def test_connections_keep_identity_semantics():
 def test_expression_errors():
     with pytest.raises(TypeError, match="integer-array indexing is not supported"):
         IOKey("a")[[0, 1]]
-    with pytest.raises(TypeError, match="sizes from connections are not supported"):
+    with pytest.raises(TypeError, match="reshape takes ints \(and one -1\) or sizes of shapes"):
         IOKey("a").reshape(IOKey("n"), -1)
     with pytest.raises(TypeError, match="has one output"):
         _, _ = Relu()(input="x")
     model = Model()
     with pytest.raises(ml.MithrilError, match="cannot be bound to an expression"):
         model |= Relu()(input="x", output=IOKey("y") + 1)
+
+
+def test_sizes_read_from_shapes():
+    """x.shape[i], x.size(i) and arithmetic on them as reshape sizes and
+    Arange bounds, as the original's GPT writes attention heads and
+    positions."""
+    from mithril.models import Add, Arange, Buffer, Embedding
+    model = Model()
+    model |= Linear(12)(input=IOKey("input", shape=[2, 3, 8]), output="h")
+    h = model.h
+    batch, steps = h.shape[0], h.size(1)
+    heads = h.reshape(batch, steps, 4, h.shape[2] // 4).transpose((0, 2, 1, 3))
+    model |= Buffer()(input=heads.reshape(batch * steps, -1), output="output")
+    model |= Buffer()(input=h.reshape(h.shape[:2] + (-1,)), output="same")
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64))
+    params = pm.randomize_params(seed=0)
+    x = RNG.standard_normal((2, 3, 8))
+    out = pm.evaluate(params, {"input": x})
+    hv = x @ params["linear_0.weight"].T + params["linear_0.bias"]
+    np.testing.assert_allclose(out["output"],
+                               hv.reshape(2, 3, 4, 3).transpose(0, 2, 1, 3).reshape(6, -1),
+                               rtol=1e-12)
+    np.testing.assert_allclose(out["same"], hv, rtol=1e-12)
+
+    # Positions: an Arange as long as the token axis; a model given as a
+    # connection is its output.
+    model = Model()
+    model |= Embedding(7, 3)(input=IOKey("input", shape=[2, 5]), output="tok")
+    model |= Embedding(5, 3)(input=Arange(stop=model.tok.shape[1]), output="pos")
+    model |= Add()(left="tok", right="pos", output="output")
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64))
+    params = pm.randomize_params(seed=1)
+    tokens = np.array([[1, 2, 3, 4, 5], [0, 1, 2, 3, 6]])
+    np.testing.assert_allclose(pm.evaluate(params, {"input": tokens})["output"],
+                               params["weight"][tokens] + params["weight_1"], rtol=1e-12)
+
+
+def test_size_errors():
+    from mithril.models import Buffer
+    model = Model()
+    model |= Relu()(input="input", output="h")
+    h = model.h
+    with pytest.raises(TypeError, match="cannot be unpacked"):
+        a, b = h.shape
+    model |= Buffer()(input=h.reshape(h.shape[0], -1), output="output")
+    with pytest.raises(ml.MithrilError, match="must be known at compile time"):
+        ml.compile(model, ml.MlirBackend(), shapes={"input": [None, 3]})

@@ -554,18 +554,42 @@ class Eye(_Constant):
 
 class Arange(_Constant):
     """numpy.arange(start, stop, step): integers of the backend's precision
-    when start, stop and step are all ints, else its float type (or `dtype`)."""
+    when start, stop and step are all ints, else its float type (or `dtype`).
+    Each may be a size read from a shape (`Arange(stop=x.shape[1])`): the
+    connections it reads become inputs `size0`, ... that connect() binds."""
 
     def __init__(self, start=0, stop=None, step=1, dtype=None, name=None) -> None:
-        super().__init__(name)
+        from ..expressions import Dim, size_values
         values = (start, stop, step)
-        if stop is None or not all(isinstance(v, numbers.Real) and not isinstance(v, bool)
-                                   for v in values):
+        if stop is None or not all(isinstance(v, Dim) or (
+                isinstance(v, numbers.Real) and not isinstance(v, bool)) for v in values):
             raise MithrilError(f"Arange: start, stop and step must be numbers known when the "
-                               f"model is built, got {values}")
+                               f"model is built, or sizes of shapes, got {values}")
         if step == 0:
             raise MithrilError("Arange: step must not be 0")
+        self._sources = size_values(values)
+        self.inputs = tuple(f"size{i}" for i in range(len(self._sources)))
+        super().__init__(name)
         self.start, self.stop, self.step, self.dtype = start, stop, step, dtype
+
+    def connect(self, *args, **connections):
+        for i, value in enumerate(self._sources):
+            connections.setdefault(f"size{i}", value)
+        return super().connect(*args, **connections)
+
+    __call__ = connect
+
+    def emit(self, builder, operands, path, float_dtype="float32"):
+        if self._sources:
+            from ..expressions import resolve_sizes
+            by_id = {id(v): operands[f"size{i}"] for i, v in enumerate(self._sources)}
+            try:
+                self.start, self.stop, self.step = resolve_sizes(
+                    [self.start, self.stop, self.step],
+                    lambda value: _shape_of(builder, by_id[id(value)]))
+            except (ValueError, IndexError) as e:
+                raise MithrilError(f"{path}: Arange: {e}") from None
+        return super().emit(builder, operands, path, float_dtype)
 
     def value(self, float_dtype):
         integral = all(isinstance(v, numbers.Integral)
@@ -976,3 +1000,32 @@ class AUC(Model):
                 total = c(Add(), left=total, right=share,
                           output="output" if k == n_classes - 1 else None)
         c.finish("pred")
+
+
+# Sizes read from shapes ------------------------------------------------------
+
+class SizedReshape(Primitive):
+    """reshape to sizes some of which are read from other connections'
+    shapes when the model is emitted (`x.reshape(x.shape[0], T, -1)`); the
+    connections it reads are inputs `size0`, `size1`, ... whose values are
+    not used."""
+    op = "reshape"
+
+    def __init__(self, shape: list, sources: list, name=None) -> None:
+        self.inputs = ("input",) + tuple(f"size{i}" for i in range(len(sources)))
+        super().__init__(name)
+        self.shape_spec = list(shape)
+        self._source_ids = [id(v) for v in sources]
+
+    def emit(self, builder, operands, path, float_dtype="float32"):
+        from ..expressions import resolve_sizes
+        by_id = {vid: operands[f"size{i}"] for i, vid in enumerate(self._source_ids)}
+
+        def shape_of(value):
+            return _shape_of(builder, by_id[id(value)])
+
+        try:
+            shape = resolve_sizes(self.shape_spec, shape_of)
+        except (ValueError, IndexError) as e:
+            raise MithrilError(f"{path}: reshape: {e}") from None
+        return {"output": _op(builder, "reshape", [operands["input"]], {"shape": shape}, path)}
