@@ -114,7 +114,7 @@ def test_connections_keep_identity_semantics():
 def test_expression_errors():
     with pytest.raises(TypeError, match="integer-array indexing is not supported"):
         IOKey("a")[[0, 1]]
-    with pytest.raises(TypeError, match="reshape takes ints \(and one -1\) or sizes of shapes"):
+    with pytest.raises(TypeError, match=r"reshape takes ints \(and one -1\) or sizes of shapes"):
         IOKey("a").reshape(IOKey("n"), -1)
     with pytest.raises(TypeError, match="has one output"):
         _, _ = Relu()(input="x")
