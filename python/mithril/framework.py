@@ -159,6 +159,14 @@ class ExtendInfo(ExprOps):
     model: "BaseModel"
     connections: dict
 
+    def __getitem__(self, index):
+        # A list output (Split's): one of its outputs; else tensor indexing.
+        listed = getattr(self.model, "list_outputs", None)
+        if listed is not None and isinstance(index, numbers.Integral) \
+                and not isinstance(index, bool):
+            return _OutputOf(self, listed[index])
+        return ExprOps.__getitem__(self, index)
+
     def __iter__(self):
         outputs = self.model.output_keys
         if len(outputs) < 2:

@@ -31,7 +31,7 @@ REQUIRED = {
     "OneToMany": lambda: dict(cell_type=M.RNNCell(), max_sequence_length=2),
     "EncoderDecoder": lambda: dict(cell_type=M.RNNCell(), max_input_sequence_length=2,
                                    max_target_sequence_length=2),
-    "AUC": lambda: dict(n_classes=2),
+    "AUC": lambda: dict(n_classes=2), "Split": lambda: dict(split_size=2),
 }
 
 LIBRARY_CLASSES = sorted(name for name in M.__all__

@@ -488,3 +488,40 @@ def test_constant_model_errors():
         Arange(0, 4, 0)
     with pytest.raises(MithrilError, match="Eye: N must be an int"):
         Eye()
+
+
+def test_split_into_equal_chunks_like_the_originals_gpt():
+    """Split(3, -1) on a fused q/k/v projection, its outputs indexed from the
+    call, as the original's GPT example does; against torch.chunk."""
+    from mithril.models import Linear, Split
+    x = IOKey("input", shape=[2, 3, 12])
+    parts = Split(3, -1)(input=Linear(12)(input=x))
+    q, k, v = parts[0], parts[1], parts[2]
+    model = Model.create(output=ScaledDotProduct()(query=q, key=k, value=v) + parts[-1])
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64))
+    params = pm.randomize_params(seed=0)
+    data = np.random.default_rng(0).standard_normal((2, 3, 12))
+    seed = np.random.default_rng(1).standard_normal((2, 3, 4))
+    out, grads = pm.evaluate(params, {"input": data}, output_gradients={"output": seed})
+    t = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
+    h = torch.tensor(data) @ t["linear_0.weight"].T + t["linear_0.bias"]
+    tq, tk, tv = torch.chunk(h, 3, dim=-1)
+    scores = tq @ tk.transpose(-1, -2) / math.sqrt(4)
+    mask = torch.triu(torch.ones(3, 3, dtype=torch.bool), diagonal=1)
+    ref = torch.softmax(scores.masked_fill(mask, float("-inf")), -1) @ tv + tv
+    ref.backward(torch.tensor(seed))
+    np.testing.assert_allclose(out["output"], ref.detach().numpy(), rtol=1e-10)
+    for key in t:
+        np.testing.assert_allclose(grads[key], t[key].grad.numpy(), rtol=1e-9, atol=1e-12,
+                                   err_msg=key)
+
+
+def test_split_errors():
+    from mithril.models import Buffer, Split
+    with pytest.raises(MithrilError, match="split_size .* must be a positive int"):
+        Split(0)
+    model = Model()
+    model |= Split(3, axis=1)(input=IOKey("input", shape=[2, 4]), output0="a")
+    model |= Buffer()(input="a", output="output")
+    with pytest.raises(MithrilError, match="does not split into 3 equal chunks"):
+        ml.compile(model, ml.MlirBackend())

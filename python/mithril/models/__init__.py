@@ -12,7 +12,7 @@ from .layers import (MLP, AvgPool2D, BatchNorm2D, Convolution1D, Convolution2D, 
 from .kernels import KernelizedSVM, PolynomialKernel, QuadraticFormRegularizer, RBFKernel
 from .manifold import (MDS, TSNE, DistanceMatrix, EncoderDistanceMatrix, MDSCore, NormModifier,
                        TSNECore)
-from .parity import (AUC, F1, Accuracy, Arange, Clamp, EncoderDecoder, Eye, Floor, GroupNorm,
+from .parity import (Split, AUC, F1, Accuracy, Arange, Clamp, EncoderDecoder, Eye, Floor, GroupNorm,
                      IsNan, LSTMCell, ManyToOne, NanToNum, OneToMany, Ones, PositionalEncoding,
                      Precision, Recall, ScaledDotProduct, SiLU, SwapAxes, ZerosLike)
 # torch.nn-style layers. Their Flatten and Linear share names with Mithril's
@@ -27,7 +27,7 @@ __all__ = ["IOKey", "Model", "L1", "L2", "TrainModel", "Layer", "LinearSVM", "Lo
            "EncoderDistanceMatrix", "MDSCore", "NormModifier", "TSNECore",
            "AvgPool2d", "BatchNorm2d", "Conv2d", "GlobalAvgPool2d", "MaxPool2d", "ReLU",
            "Clamp", "GroupNorm", "LSTMCell", "PositionalEncoding", "ScaledDotProduct", "SiLU",
-           "SwapAxes", "Arange", "Eye", "Floor", "IsNan", "NanToNum", "Ones", "ZerosLike",
+           "SwapAxes", "Split", "Arange", "Eye", "Floor", "IsNan", "NanToNum", "Ones", "ZerosLike",
            "ManyToOne", "OneToMany", "EncoderDecoder", "Accuracy", "Precision", "Recall", "F1",
            "AUC"] + [
     k for k, v in _p.items() if isinstance(v, type) and not k.startswith("_")

@@ -53,7 +53,7 @@ from .primitives import (Add, ArgMax, Buffer, Concat, Divide, Equal, Greater, Le
                          Reciprocal, Reshape, Shape, Sigmoid, Slice, Softmax, Sqrt, Subtract, Sum,
                          Tanh, Variance, Where)
 
-__all__ = ["Arange", "Clamp", "Eye", "Floor", "GroupNorm", "IsNan", "LSTMCell", "NanToNum",
+__all__ = ["Split", "Arange", "Clamp", "Eye", "Floor", "GroupNorm", "IsNan", "LSTMCell", "NanToNum",
            "Ones", "PositionalEncoding", "ScaledDotProduct", "SiLU", "SwapAxes", "ZerosLike",
            "ManyToOne", "OneToMany", "EncoderDecoder", "Accuracy", "Precision", "Recall", "F1",
            "AUC"]
@@ -1029,3 +1029,47 @@ class SizedReshape(Primitive):
         except (ValueError, IndexError) as e:
             raise MithrilError(f"{path}: reshape: {e}") from None
         return {"output": _op(builder, "reshape", [operands["input"]], {"shape": shape}, path)}
+
+
+class Split(Primitive):
+    """The original's Split(split_size, axis): `split_size` equal chunks of
+    the input along `axis` (the size there must divide). Its list output is
+    the outputs output0, output1, ...; index a call for one
+    (`Split(3, -1)(input=x)[0]`). The chunk size is read from the compiled
+    type."""
+    op = "slice"
+
+    def __init__(self, split_size: int, axis: int = 0, name=None) -> None:
+        if isinstance(split_size, bool) or not isinstance(split_size, numbers.Integral) \
+                or split_size < 1:
+            raise MithrilError(f"Split: split_size (the number of chunks) must be a positive "
+                               f"int, got {split_size!r}")
+        self.outputs = tuple(f"output{i}" for i in range(int(split_size)))
+        super().__init__(name)
+        self.split_size, self.axis = int(split_size), int(axis)
+
+    @property
+    def list_outputs(self) -> tuple:
+        return self.outputs
+
+    def emit(self, builder, operands, path, float_dtype="float32"):
+        x = operands["input"]
+        shape = _shape_of(builder, x)
+        axis = self.axis
+        if not -len(shape) <= axis < len(shape):
+            raise MithrilError(f"{path}: Split axis {axis} is out of range for an input of "
+                               f"shape {_show(shape)}")
+        axis %= len(shape)
+        size = shape[axis]
+        if size is None:
+            raise MithrilError(f"{path}: Split needs the size of axis {axis} known at compile "
+                               f"time; got shape {_show(shape)}")
+        if size % self.split_size:
+            raise MithrilError(f"{path}: Split: axis {axis} of size {size} does not split into "
+                               f"{self.split_size} equal chunks")
+        chunk = size // self.split_size
+        results = {}
+        for i, key in enumerate(self.outputs):
+            attrs = {"axes": [axis], "start": [i * chunk], "stop": [(i + 1) * chunk], "step": [1]}
+            results[key] = _op(builder, "slice", [x], attrs, path)
+        return results
