@@ -346,12 +346,13 @@ static llvm::Error runGpuPipeline(ModuleOp module, const CompileOptions &options
     return makeError("internal error: mithril-gpu-pipeline does not build");
   if (succeeded(pm.run(module)))
     return llvm::Error::success();
-  std::string reproducer = "entry=" + options.entry + " shapes=" +
-                           llvm::join(options.shapes, ",") + " chip=" + options.gpuChip;
-  if (options.gradients)
-    reproducer += " gradients=true";
+  // Every option, as the pipeline prints them: the command reproduces
+  // gradients, optimizers, discards and stages alike.
+  std::string reproducer;
+  llvm::raw_string_ostream os(reproducer);
+  gpu.print(os);
   return makeError(diags.text + "reproduce with: mithril-opt --pass-pipeline='builtin.module(" +
-                   "mithril-gpu-pipeline{" + reproducer + "})' " + options.sourceName);
+                   "mithril-gpu-pipeline" + reproducer + ")' " + options.sourceName);
 }
 
 /// The root model to compile: the named one, or the only un-instantiated one.
@@ -810,7 +811,7 @@ Expected<std::string> CompiledModel::objectCode() const {
   SmallString<128> path;
   if (std::error_code ec = llvm::sys::fs::createTemporaryFile("mithril-model", "o", path))
     return makeError("cannot create a temporary file: " + ec.message());
-  auto remove = llvm::make_scope_exit([&] { llvm::sys::fs::remove(path); });
+  llvm::scope_exit remove([&] { llvm::sys::fs::remove(path); });
   engine_->dumpToObjectFile(path);
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer || (*buffer)->getBufferSize() == 0)
