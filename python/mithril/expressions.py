@@ -27,6 +27,14 @@ class Dim:
         self.kind, self.args = kind, args
 
     def _op(self, other, fn, name, reflected=False):
+        if isinstance(other, ExprOps) and not isinstance(other, Dim):
+            # A size meeting a tensor: the tensor's operator, with the size
+            # as a constant operand.
+            method = {"+": "__radd__", "-": "__rsub__", "*": "__rmul__",
+                      "//": "__rfloordiv__"}[name]
+            if reflected:
+                method = method.replace("__r", "__")
+            return getattr(other, method)(self)
         if not isinstance(other, (Dim, numbers.Integral)) or isinstance(other, bool):
             return NotImplemented
         a, b = (other, self) if reflected else (self, other)
@@ -40,6 +48,10 @@ class Dim:
     def __rmul__(self, o): return self._op(o, lambda a, b: a * b, "*", True)
     def __floordiv__(self, o): return self._op(o, lambda a, b: a // b, "//")
     def __rfloordiv__(self, o): return self._op(o, lambda a, b: a // b, "//", True)
+    def __truediv__(self, o):
+        if isinstance(o, ExprOps) and not isinstance(o, Dim):
+            return o.__rtruediv__(self)
+        return NotImplemented
 
     def values(self) -> list:
         """The connections this size reads."""
@@ -272,6 +284,10 @@ class ExprOps:
             return Dim("numel", self)
         return Dim("dim", self, int(dim))
 
+    def len(self) -> Dim:
+        """The original's len(): the size of the first axis."""
+        return Dim("dim", self, 0)
+
     @property
     def shape(self) -> Shape:
         return Shape(self)
@@ -320,3 +336,31 @@ class Expr(ExprOps):
 
     def __repr__(self) -> str:
         return f"Expr({getattr(self.make, '__name__', 'model')})"
+
+
+def functional(fn: Callable) -> Callable:
+    """The original's @functional: `fn` takes connections and returns an
+    expression (or a dict of them, or a tuple); the decorated function builds
+    a model whose inputs are named after fn's positional parameters, by
+    Model.create. Keyword arguments pass through to `fn` (sizes, options);
+    a dict's keys name the outputs, otherwise the output is "output"."""
+    import functools
+    import inspect
+
+    from .framework import IOKey, Model
+    parameters = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                  and p.default is p.empty]
+
+    @functools.wraps(fn)
+    def build(*args, name: str | None = None, **kwargs) -> Model:
+        given = dict(zip([p.name for p in parameters], args))
+        inputs = {p.name: given.get(p.name, IOKey(p.name)) for p in parameters
+                  if p.name not in kwargs}
+        result = fn(**inputs, **kwargs)
+        if isinstance(result, dict):
+            return Model.create(name=name, **result)
+        if isinstance(result, (list, tuple)):
+            return Model.create(*result, name=name)
+        return Model.create(name=name, output=result)
+    return build

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from .errors import KeyNotFoundError, MithrilError
-from .expressions import Expr, ExprOps
+from .expressions import Dim, Expr, ExprOps, size_values
 
 _uid = itertools.count()
 
@@ -174,6 +174,14 @@ class ExtendInfo(ExprOps):
                             "as the connection")
         for key in outputs:
             yield _OutputOf(self, key)
+
+
+def _size_constant(size: Dim) -> Expr:
+    """A size used as a tensor: a constant, read when the model is emitted."""
+    from .models.parity import SizedConstant
+    sources = size_values([size])
+    return Expr(lambda: SizedConstant(size, sources),
+                {f"size{i}": v for i, v in enumerate(sources)})
 
 
 class _OutputOf(ExprOps):
@@ -795,8 +803,10 @@ class Model(BaseModel):
             raise MithrilError("a model cannot contain itself")
         # Expressions add their models first, so that this one's index below
         # is its own.
-        # A model given as a connection is its call: its output.
-        connections = {k: v.connect() if isinstance(v, BaseModel) else v
+        # A model given as a connection is its call: its output. A size read
+        # from a shape is a constant of the backend's float type.
+        connections = {k: v.connect() if isinstance(v, BaseModel) else
+                       _size_constant(v) if isinstance(v, Dim) else v
                        for k, v in connections.items()}
         for key, value in connections.items():
             if isinstance(value, (Expr, ExtendInfo, _OutputOf)) and key in model.output_keys:

@@ -168,3 +168,33 @@ def test_size_errors():
     model |= Buffer()(input=h.reshape(h.shape[0], -1), output="output")
     with pytest.raises(ml.MithrilError, match="must be known at compile time"):
         ml.compile(model, ml.MlirBackend(), shapes={"input": [None, 3]})
+
+
+def test_functional_builds_a_model_named_after_its_parameters():
+    from mithril.models import Sigmoid, functional
+
+    @functional
+    def gated(input, gate, width=3):
+        hidden = Linear(width)(input=input)
+        return {"output": hidden * Sigmoid()(input=gate), "rows": input.len() * 0 + hidden}
+
+    model = gated(width=2)
+    assert sorted(model.input_keys) == ["gate", "input"]
+    assert sorted(model.output_keys) == ["output", "rows"]
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64),
+                    shapes={"input": [3, 4], "gate": [3, 2]})
+    params = pm.randomize_params(seed=0)
+    x, gate = RNG.standard_normal((3, 4)), RNG.standard_normal((3, 2))
+    out = pm.evaluate(params, {"input": x, "gate": gate})
+    hidden = x @ params["linear_0.weight"].T + params["linear_0.bias"]
+    np.testing.assert_allclose(out["output"], hidden / (1 + np.exp(-gate)), rtol=1e-12)
+    np.testing.assert_allclose(out["rows"], hidden, rtol=1e-12)
+
+
+def test_sizes_as_tensors():
+    """A size read from a shape, met with a tensor, is a constant: the
+    attention scale 1 / sqrt(E) written from the query's shape."""
+    q = IOKey("q")
+    model = Model.create(output=q / q.size(-1) + q.size(0) - 2 * q.len())
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={"q": [3, 4]})
+    np.testing.assert_allclose(pm.evaluate({}, {"q": A})["output"], A / 4 + 3 - 6, rtol=1e-12)

@@ -3,6 +3,7 @@
 """The model library: primitives, layers and losses with Mithril's names."""
 
 from ..framework import IOKey, Model
+from ..expressions import functional
 from .primitives import *  # noqa: F401,F403
 from .primitives import __dict__ as _p
 from .train import L1, L2, TrainModel
@@ -20,7 +21,7 @@ from .parity import (Split, AUC, F1, Accuracy, Arange, Clamp, EncoderDecoder, Ey
 from . import torch_layers
 from .torch_layers import AvgPool2d, BatchNorm2d, Conv2d, GlobalAvgPool2d, MaxPool2d, ReLU
 
-__all__ = ["IOKey", "Model", "L1", "L2", "TrainModel", "Layer", "LinearSVM", "LogisticRegression", "MLP", "AvgPool2D", "BatchNorm2D", "Convolution1D",
+__all__ = ["IOKey", "Model", "functional", "L1", "L2", "TrainModel", "Layer", "LinearSVM", "LogisticRegression", "MLP", "AvgPool2D", "BatchNorm2D", "Convolution1D",
            "Convolution2D", "LayerNorm", "Linear", "MaxPool1D", "MaxPool2D", "RNNCell",
            "PolynomialRegression", "KernelizedSVM", "PolynomialKernel",
            "QuadraticFormRegularizer", "RBFKernel", "MDS", "TSNE", "DistanceMatrix",

@@ -1004,6 +1004,26 @@ class AUC(Model):
 
 # Sizes read from shapes ------------------------------------------------------
 
+class SizedConstant(Primitive):
+    """A size read from shapes (`x.shape[1]`, `B * T`) used as a tensor: a
+    scalar constant of the backend's float type, as a Python int meeting a
+    float tensor becomes in the original."""
+
+    def __init__(self, size, sources: list, name=None) -> None:
+        self.inputs = tuple(f"size{i}" for i in range(len(sources)))
+        super().__init__(name)
+        self.size = size
+        self._source_ids = [id(v) for v in sources]
+
+    def emit(self, builder, operands, path, float_dtype="float32"):
+        by_id = {vid: operands[f"size{i}"] for i, vid in enumerate(self._source_ids)}
+        try:
+            value = self.size.resolve(lambda v: _shape_of(builder, by_id[id(v)]))
+        except (ValueError, IndexError) as e:
+            raise MithrilError(f"{path}: {e}") from None
+        return {"output": builder.add_constant(np.array(value, dtype=float_dtype), path)}
+
+
 class SizedReshape(Primitive):
     """reshape to sizes some of which are read from other connections'
     shapes when the model is emitted (`x.reshape(x.shape[0], T, -1)`); the
