@@ -184,6 +184,9 @@ class _LayerNormOp(Primitive):
 class LayerNorm(Model):
     """Normalizes over the last axis, then scales and shifts."""
 
+    # The original's LayerNorm.connect(input, output, ...).
+    _connect_order = ("input", "output")
+
     def __init__(self, use_scale: bool = True, use_bias: bool = True, eps: float = 1e-5,
                  name=None) -> None:
         super().__init__(name)
