@@ -1441,9 +1441,13 @@ def _batchnorm_params(a, s):
             "weight": ((c,), "normal"), "bias": ((c,), "normal")}
 
 
+# Inference batch norm written out: torch 1.13's batch_norm backward gets a
+# permuted (non-contiguous) output gradient wrong (seed 2026 trial 44794: a
+# Transpose after it; the bias gradient came back as another permutation's).
 spec("BatchNorm2D", "M.BatchNorm2D", ["input"],
-     lambda i, p, a, dt: f"F.batch_norm({i['input']}, {p['running_mean']}, {p['running_var']}, "
-                         f"{p['weight']}, {p['bias']}, False, 0.0, {a.get('eps', 1e-5)!r})",
+     lambda i, p, a, dt: f"(({i['input']} - {p['running_mean']}[:, None, None]) / "
+                         f"torch.sqrt({p['running_var']}[:, None, None] + {a.get('eps', 1e-5)!r})"
+                         f" * {p['weight']}[:, None, None] + {p['bias']}[:, None, None])",
      _batchnorm_propose, params=_batchnorm_params, consts=("running_mean", "running_var"),
      # Without num_features the parameters' size is not known: give it.
      bind_params=lambda a: a.get("num_features") is None)
