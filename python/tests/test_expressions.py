@@ -198,3 +198,19 @@ def test_sizes_as_tensors():
     model = Model.create(output=q / q.size(-1) + q.size(0) - 2 * q.len())
     pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={"q": [3, 4]})
     np.testing.assert_allclose(pm.evaluate({}, {"q": A})["output"], A / 4 + 3 - 6, rtol=1e-12)
+
+
+def test_sizes_are_read_again_for_other_shapes():
+    """A model compiled twice, for two lengths: the Arange reads each."""
+    from mithril.models import Add, Arange, Embedding
+    model = Model()
+    model |= Embedding(7, 3)(input="input", output="tok")
+    model |= Embedding(5, 3)(input=Arange(stop=model.tok.shape[1]), output="pos")
+    model |= Add()(left="tok", right="pos", output="output")
+    for length in (5, 4):
+        pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={"input": [2, length]})
+        params = pm.randomize_params(seed=1)
+        tokens = np.ones((2, length), dtype=np.int64)
+        np.testing.assert_allclose(pm.evaluate(params, {"input": tokens})["output"],
+                                   params["weight"][tokens] + params["weight_1"][:length],
+                                   rtol=1e-12)

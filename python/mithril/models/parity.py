@@ -552,6 +552,17 @@ class Eye(_Constant):
         return np.eye(self.N, self.M, dtype=_dtype_or(self.dtype, float_dtype, "Eye"))
 
 
+def _resolve_sized(builder, operands, sources: list, spec, path: str, what: str):
+    """`spec` with the sizes read from shapes resolved: each of `sources`
+    (the connections the sizes read) is the operand `size<i>`."""
+    from ..expressions import resolve_sizes
+    by_id = {id(v): operands[f"size{i}"] for i, v in enumerate(sources)}
+    try:
+        return resolve_sizes(spec, lambda value: _shape_of(builder, by_id[id(value)]))
+    except (ValueError, IndexError) as e:
+        raise MithrilError(f"{path}: {what}: {e}") from None
+
+
 class Arange(_Constant):
     """numpy.arange(start, stop, step): integers of the backend's precision
     when start, stop and step are all ints, else its float type (or `dtype`).
@@ -580,23 +591,19 @@ class Arange(_Constant):
     __call__ = connect
 
     def emit(self, builder, operands, path, float_dtype="float32"):
-        if self._sources:
-            from ..expressions import resolve_sizes
-            by_id = {id(v): operands[f"size{i}"] for i, v in enumerate(self._sources)}
-            try:
-                self.start, self.stop, self.step = resolve_sizes(
-                    [self.start, self.stop, self.step],
-                    lambda value: _shape_of(builder, by_id[id(value)]))
-            except (ValueError, IndexError) as e:
-                raise MithrilError(f"{path}: Arange: {e}") from None
-        return super().emit(builder, operands, path, float_dtype)
+        # Resolved per emission: a model compiled again for other shapes
+        # reads its sizes again.
+        bounds = _resolve_sized(builder, operands, self._sources,
+                                [self.start, self.stop, self.step], path, "Arange")
+        return {"output": builder.add_constant(self._values(*bounds, float_dtype), path)}
 
     def value(self, float_dtype):
-        integral = all(isinstance(v, numbers.Integral)
-                       for v in (self.start, self.stop, self.step))
+        return self._values(self.start, self.stop, self.step, float_dtype)
+
+    def _values(self, start, stop, step, float_dtype):
+        integral = all(isinstance(v, numbers.Integral) for v in (start, stop, step))
         default = _int_like(float_dtype) if integral else float_dtype
-        return np.arange(self.start, self.stop, self.step,
-                         dtype=_dtype_or(self.dtype, default, "Arange"))
+        return np.arange(start, stop, step, dtype=_dtype_or(self.dtype, default, "Arange"))
 
 
 # Recurrent models ------------------------------------------------------------
@@ -1013,14 +1020,10 @@ class SizedConstant(Primitive):
         self.inputs = tuple(f"size{i}" for i in range(len(sources)))
         super().__init__(name)
         self.size = size
-        self._source_ids = [id(v) for v in sources]
+        self._sources = list(sources)
 
     def emit(self, builder, operands, path, float_dtype="float32"):
-        by_id = {vid: operands[f"size{i}"] for i, vid in enumerate(self._source_ids)}
-        try:
-            value = self.size.resolve(lambda v: _shape_of(builder, by_id[id(v)]))
-        except (ValueError, IndexError) as e:
-            raise MithrilError(f"{path}: {e}") from None
+        value = _resolve_sized(builder, operands, self._sources, self.size, path, "size")
         return {"output": builder.add_constant(np.array(value, dtype=float_dtype), path)}
 
 
@@ -1035,19 +1038,11 @@ class SizedReshape(Primitive):
         self.inputs = ("input",) + tuple(f"size{i}" for i in range(len(sources)))
         super().__init__(name)
         self.shape_spec = list(shape)
-        self._source_ids = [id(v) for v in sources]
+        self._sources = list(sources)
 
     def emit(self, builder, operands, path, float_dtype="float32"):
-        from ..expressions import resolve_sizes
-        by_id = {vid: operands[f"size{i}"] for i, vid in enumerate(self._source_ids)}
-
-        def shape_of(value):
-            return _shape_of(builder, by_id[id(value)])
-
-        try:
-            shape = resolve_sizes(self.shape_spec, shape_of)
-        except (ValueError, IndexError) as e:
-            raise MithrilError(f"{path}: reshape: {e}") from None
+        shape = _resolve_sized(builder, operands, self._sources, self.shape_spec, path,
+                               "reshape")
         return {"output": _op(builder, "reshape", [operands["input"]], {"shape": shape}, path)}
 
 
