@@ -17,7 +17,7 @@ from mithril.framework import IOKey, Model
 from mithril.models import (Add, Arange, Clamp, Concat, Eye, Floor, GroupNorm, IsNan, LSTMCell,
                             NanToNum, Ones, PositionalEncoding, ZerosLike,
                             ScaledDotProduct, SiLU, SwapAxes, Tanh)
-from torch_oracle import compile_eval, torch_run
+from torch_oracle import compile_eval, lstm_step, torch_run
 
 F = torch.nn.functional
 RTOL, ATOL = 1e-10, 1e-12
@@ -283,18 +283,9 @@ def test_positional_encoding_errors(backend64):
 
 # LSTMCell -----------------------------------------------------------------------
 
-def lstm_reference(input, prev_hidden, prev_cell, w_f, w_i, w_c, w_o, w_out,
-                   bias_f, bias_i, bias_c, bias_o, bias_out):
-    n = input.shape[0]
-    x = torch.cat([input, prev_hidden[:n]], dim=-1)
-    f = torch.sigmoid(F.linear(x, w_f, bias_f))
-    i = torch.sigmoid(F.linear(x, w_i, bias_i))
-    c = torch.tanh(F.linear(x, w_c, bias_c))
-    o = torch.sigmoid(F.linear(x, w_o, bias_o))
-    cell = prev_cell[:n] * f + i * c
-    hidden = torch.tanh(cell) * o
-    return {"hidden": hidden, "cell": cell, "hidden_compl": prev_hidden[n:],
-            "output": F.linear(hidden, w_out, bias_out)}
+def lstm_reference(input, prev_hidden, prev_cell, **weights):
+    state, hidden_compl, output = lstm_step(input, prev_hidden, prev_cell, **weights)
+    return {**state, "hidden_compl": hidden_compl, "output": output}
 
 
 def lstm_params(rng, n, m, d_in, d_hid, d_out):

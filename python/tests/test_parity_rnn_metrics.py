@@ -14,7 +14,7 @@ import mithril as ml
 from mithril.errors import MithrilError
 from mithril.models import (AUC, F1, Accuracy, EncoderDecoder, Linear, LSTMCell, ManyToOne, Mean,
                             OneToMany, Precision, Recall, RNNCell, SquaredError, TrainModel)
-from torch_oracle import compile_eval as run_model, torch_run
+from torch_oracle import compile_eval as run_model, lstm_step, torch_run
 
 F = torch.nn.functional
 RTOL, ATOL = 1e-10, 1e-12
@@ -48,18 +48,6 @@ def rnn_step(x, hidden, w_ih, w_hh, w_ho, bias_h, bias_o):
     h = torch.tanh(hidden[:n] @ w_hh.T + x @ w_ih.T + bias_h)
     return {"hidden": h}, hidden[n:], h @ w_ho.T + bias_o
 
-
-def lstm_step(x, hidden, cell, w_f, w_i, w_c, w_o, w_out, bias_f, bias_i, bias_c, bias_o,
-              bias_out):
-    n = x.shape[0]
-    joint = torch.cat([x, hidden[:n]], dim=-1)
-    forget = torch.sigmoid(F.linear(joint, w_f, bias_f))
-    admit = torch.sigmoid(F.linear(joint, w_i, bias_i))
-    candidate = torch.tanh(F.linear(joint, w_c, bias_c))
-    out_gate = torch.sigmoid(F.linear(joint, w_o, bias_o))
-    c = cell[:n] * forget + admit * candidate
-    h = torch.tanh(c) * out_gate
-    return {"hidden": h, "cell": c}, hidden[n:], F.linear(h, w_out, bias_out)
 
 
 RNN_WEIGHTS = ("w_ih", "w_hh", "w_ho", "bias_h", "bias_o")

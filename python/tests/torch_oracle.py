@@ -5,6 +5,7 @@ the same computation in torch."""
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 import mithril as ml
 
@@ -27,3 +28,18 @@ def torch_run(fn, data, params, seeds):
     grads = {k: (v.grad.numpy() if v.grad is not None else np.zeros_like(params[k]))
              for k, v in tp.items()}
     return {k: v.detach().numpy() for k, v in outs.items()}, grads
+
+
+def lstm_step(x, hidden, cell, w_f, w_i, w_c, w_o, w_out, bias_f, bias_i, bias_c, bias_o,
+              bias_out):
+    """One step of Mithril's LSTMCell: the first N rows of the state advance
+    (N = x's rows); returns (hidden and cell, the other rows, output)."""
+    n = x.shape[0]
+    joint = torch.cat([x, hidden[:n]], dim=-1)
+    forget = torch.sigmoid(F.linear(joint, w_f, bias_f))
+    admit = torch.sigmoid(F.linear(joint, w_i, bias_i))
+    candidate = torch.tanh(F.linear(joint, w_c, bias_c))
+    out_gate = torch.sigmoid(F.linear(joint, w_o, bias_o))
+    c = cell[:n] * forget + admit * candidate
+    h = torch.tanh(c) * out_gate
+    return {"hidden": h, "cell": c}, hidden[n:], F.linear(h, w_out, bias_out)
