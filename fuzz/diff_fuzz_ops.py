@@ -1445,9 +1445,10 @@ def _batchnorm_params(a, s):
 # permuted (non-contiguous) output gradient wrong (seed 2026 trial 44794: a
 # Transpose after it; the bias gradient came back as another permutation's).
 spec("BatchNorm2D", "M.BatchNorm2D", ["input"],
-     lambda i, p, a, dt: f"(({i['input']} - {p['running_mean']}[:, None, None]) / "
-                         f"torch.sqrt({p['running_var']}[:, None, None] + {a.get('eps', 1e-5)!r})"
-                         f" * {p['weight']}[:, None, None] + {p['bias']}[:, None, None])",
+     lambda i, p, a, dt: (lambda c: f"(({i['input']} - {p['running_mean']}{c}) / "
+                          f"torch.sqrt({p['running_var']}{c} + {a.get('eps', 1e-5)!r})"
+                          f" * {p['weight']}{c} + {p['bias']}{c})")(
+         f".reshape([-1] + [1] * ({i['input']}.dim() - 2))"),
      _batchnorm_propose, params=_batchnorm_params, consts=("running_mean", "running_var"),
      # Without num_features the parameters' size is not known: give it.
      bind_params=lambda a: a.get("num_features") is None)
