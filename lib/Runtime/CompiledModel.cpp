@@ -1413,6 +1413,13 @@ Expected<std::string> mithril::runtime::runPasses(StringRef source, StringRef pi
   PassManager pm(ctx.get());
   std::string parseErrors;
   llvm::raw_string_ostream errors(parseErrors);
+  // The manager is anchored on the module already: an explicit
+  // `builtin.module(...)` around the pipeline (mithril-opt's --pass-pipeline
+  // form) would nest it under modules inside this one, and it would run on
+  // nothing.
+  StringRef passes = pipeline.trim();
+  if (passes.consume_front("builtin.module(") && passes.consume_back(")"))
+    pipeline = passes;
   if (failed(parsePassPipeline(pipeline, pm, errors)))
     return makeError("pass pipeline '" + pipeline + "': " + parseErrors);
   if (failed(pm.run(**module)))

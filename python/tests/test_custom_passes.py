@@ -69,3 +69,13 @@ def test_bad_custom_passes_are_errors():
     with pytest.raises(ml.MithrilError, match="custom pass breaks_the_graph returned IR that "
                                               "does not verify"):
         ml.compile(mlp(), backend, shapes={"input": [3, 5]}, custom_passes=[breaks_the_graph])
+
+
+def test_pipeline_in_mithril_opt_form_runs():
+    # mithril-opt's --pass-pipeline='builtin.module(...)' form, wrapper and
+    # all, runs the passes (it once nested them under the module and ran them
+    # on nothing).
+    seen = []
+    ml.compile(mlp(), ml.MlirBackend(dtype=ml.float64), shapes={"input": [3, 5]},
+               custom_passes=["builtin.module(mithril-flatten)", lambda ir: seen.append(ir)])
+    assert len(seen) == 1 and "instance" not in seen[0] and "= matmul" in seen[0]

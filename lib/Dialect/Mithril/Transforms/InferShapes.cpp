@@ -7,6 +7,8 @@
 
 #include "mithril/Dialect/Mithril/Transforms/Passes.h"
 
+#include "mithril/Dialect/Mithril/IR/ShapeRefiner.h"
+
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringExtras.h"
 
@@ -60,113 +62,18 @@ static RankedTensorType meet(RankedTensorType a, RankedTensorType b) {
   return RankedTensorType::get(shape, a.getElementType());
 }
 
-/// Refines the type of `value` with one dimension; returns true on change.
-/// Fails with a diagnostic on a conflict.
-static FailureOr<bool> refineDim(Operation *user, Value value, int64_t dim, int64_t size) {
-  auto type = cast<RankedTensorType>(value.getType());
-  if (ShapedType::isDynamic(size) || dim < 0 || dim >= type.getRank())
-    return false;
-  if (!type.isDynamicDim(dim)) {
-    if (type.getDimSize(dim) == size)
-      return false;
-    user->emitOpError("needs dimension ")
-        << dim << " of " << describeValue(value) << " (" << formatShape(type.getShape())
-        << ") to be " << size;
-    return failure();
-  }
-  SmallVector<int64_t> shape(type.getShape());
-  shape[dim] = size;
-  value.setType(RankedTensorType::get(shape, type.getElementType()));
-  return true;
-}
-
-/// Backward rules: dimensions of operands that an op's semantics fix from its
-/// other operands or its result. Parameters such as Linear's weight get their
-/// input dimension this way.
-/// Backward rules. Values in `keepDynamic` (computed from data inputs whose
-/// sizes are left dynamic on purpose) are not given a size by broadcasting.
+/// Backward rule: the op's own (ShapeRefinementOpInterface), or its
+/// family's from its traits. Returns true on change.
 static FailureOr<bool> refineOperands(Operation *op, const DenseSet<Value> &keepDynamic) {
-  bool changed = false;
-  auto apply = [&](Value v, int64_t dim, int64_t size) -> LogicalResult {
-    FailureOr<bool> r = refineDim(op, v, dim, size);
-    if (failed(r))
-      return failure();
-    changed |= *r;
-    return success();
-  };
-  auto dimOf = [](Value v, int64_t d) {
-    auto t = cast<RankedTensorType>(v.getType());
-    return d >= 0 && d < t.getRank() ? t.getDimSize(d) : kDyn;
-  };
-  if (auto mm = dyn_cast<MatmulOp>(op)) {
-    auto lt = mm.getLhs().getType(), rt = mm.getRhs().getType();
-    int64_t lk = lt.getRank() - 1, rk = rt.getRank() == 1 ? 0 : rt.getRank() - 2;
-    if (failed(apply(mm.getLhs(), lk, dimOf(mm.getRhs(), rk))) ||
-        failed(apply(mm.getRhs(), rk, dimOf(mm.getLhs(), lk))))
-      return failure();
-    // The result's rows come from the lhs and its columns from the rhs.
-    auto out = mm.getType();
-    int64_t outRank = out.getRank();
-    if (lt.getRank() >= 2 && rt.getRank() >= 2 &&
-        (failed(apply(mm.getLhs(), lt.getRank() - 2, out.getDimSize(outRank - 2))) ||
-         failed(apply(mm.getRhs(), rt.getRank() - 1, out.getDimSize(outRank - 1)))))
-      return failure();
-  } else if (auto tr = dyn_cast<TransposeOp>(op)) {
-    for (auto [i, p] : llvm::enumerate(tr.getPermutationOrDefault()))
-      if (failed(apply(tr.getInput(), p, dimOf(tr.getResult(), i))))
-        return failure();
-  } else if (isa<Conv1DOp, Conv2DOp>(op)) {
-    Value input = op->getOperand(0), weight = op->getOperand(1);
-    int64_t groups = cast<IntegerAttr>(op->getAttr("groups")).getInt();
-    int64_t cin = dimOf(input, 1);
-    if (!ShapedType::isDynamic(cin) && cin % groups == 0)
-      if (failed(apply(weight, 1, cin / groups)))
-        return failure();
-    if (op->getNumOperands() == 3 && failed(apply(op->getOperand(2), 0, dimOf(weight, 0))))
-      return failure();
-  } else if (auto norm = dyn_cast<LayerNormOp>(op)) {
-    // Weight and bias have the normalized axes' shape, both ways.
-    auto in = norm.getInput().getType();
-    int64_t n = norm.getNumAxes(), first = in.getRank() - n;
-    for (Value param : norm.getAffine())
-      for (int64_t i = 0; i < n && first >= 0; ++i)
-        if (failed(apply(param, i, dimOf(norm.getInput(), first + i))) ||
-            failed(apply(norm.getInput(), first + i, dimOf(param, i))))
-          return failure();
-    for (int64_t d = 0; d < in.getRank(); ++d)
-      if (failed(apply(norm.getInput(), d, dimOf(norm.getResult(), d))))
-        return failure();
-  } else if (op->hasTrait<traits::BroadcastingElementwise>()) {
-    // Broadcasting: an operand's unknown dimension must equal the result's
-    // when the other operand cannot supply it (its dimension is 1 or
-    // missing). When both could, the unknown dimension is taken to be the
-    // full size: unknown sizes come from parameters whose shapes are not
-    // given, and those are not stored broadcast. Were it really 1, the
-    // forward rules would report the conflict instead of computing wrongly.
-    Value out = op->getResult(0);
-    auto rt = cast<RankedTensorType>(out.getType());
-    for (unsigned i = 0; i < 2; ++i) {
-      Value self = op->getOperand(i);
-      if (keepDynamic.contains(self))
-        continue;
-      auto st = cast<RankedTensorType>(self.getType());
-      for (int64_t d = 0; d < st.getRank(); ++d) {
-        if (!st.isDynamicDim(d))
-          continue;
-        int64_t rd = d + rt.getRank() - st.getRank();
-        if (failed(apply(self, d, rt.getDimSize(rd))))
-          return failure();
-      }
-    }
-  } else if (op->hasTrait<OpTrait::SameOperandsAndResultShape>() ||
-             (op->hasTrait<traits::Elementwise>() && op->getNumOperands() == 1) ||
-             isa<SoftmaxOp, LogSoftmaxOp>(op)) {
-    Value in = op->getOperand(0), out = op->getResult(0);
-    for (int64_t d = 0; d < cast<RankedTensorType>(in.getType()).getRank(); ++d)
-      if (failed(apply(in, d, dimOf(out, d))))
-        return failure();
-  }
-  return changed;
+  ShapeRefiner refiner(op, keepDynamic);
+  LogicalResult result = success();
+  if (auto rule = dyn_cast<ShapeRefinementOpInterface>(op))
+    result = rule.refineOperandShapes(refiner);
+  else
+    result = refineOperandShapesByTraits(refiner);
+  if (failed(result))
+    return failure();
+  return refiner.changed();
 }
 
 /// Forward rule: re-infer an op's result types from its operands.

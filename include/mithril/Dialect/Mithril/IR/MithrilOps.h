@@ -127,9 +127,18 @@ class Elementwise : public mlir::OpTrait::TraitBase<ConcreteType, Elementwise> {
 template <typename ConcreteType>
 class BroadcastingElementwise
     : public mlir::OpTrait::TraitBase<ConcreteType, BroadcastingElementwise> {};
+/// Ops that move, copy or select elements without computing with their
+/// values: exact in any element type.
+template <typename ConcreteType>
+class DataMovement : public mlir::OpTrait::TraitBase<ConcreteType, DataMovement> {};
 } // namespace traits
 
+class GradientBuilder;
+class ShapeRefiner;
+
 } // namespace mithril
+
+#include "mithril/Dialect/Mithril/IR/MithrilInterfaces.h.inc"
 
 #define GET_OP_CLASSES
 #include "mithril/Dialect/Mithril/IR/MithrilOps.h.inc"

@@ -9,6 +9,7 @@
 #define MITHRIL_DIALECT_MITHRIL_IR_MITHRILOPS_TD
 
 include "mithril/Dialect/Mithril/IR/MithrilDialect.td"
+include "mithril/Dialect/Mithril/IR/MithrilInterfaces.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/OpAsmInterface.td"
@@ -32,6 +33,13 @@ def Mithril_Elementwise : NativeOpTrait<"Elementwise"> {
 
 // Two operands, numpy broadcasting, elementwise (mithril::traits).
 def Mithril_BroadcastingElementwise : NativeOpTrait<"BroadcastingElementwise"> {
+  let cppNamespace = "::mithril::traits";
+}
+
+// Moves, copies or selects elements without computing with their values
+// (reshapes, transposes, slices, gathers): exact in any element type, so
+// mithril-widen-low-precision leaves it in its storage type.
+def Mithril_DataMovement : NativeOpTrait<"DataMovement"> {
   let cppNamespace = "::mithril::traits";
 }
 
@@ -220,7 +228,8 @@ class Mithril_BinaryOp<string mnemonic, string doc, string kind = "Arith",
 // Elementwise loss of a prediction and a target, with broadcasting.
 class Mithril_LossOp<string mnemonic, string doc, list<Trait> traits = []>
     : Mithril_TensorOp<mnemonic,
-        !listconcat([Mithril_BroadcastingElementwise, Mithril_Elementwise], traits)> {
+        !listconcat([Mithril_BroadcastingElementwise, Mithril_Elementwise,
+                     Mithril_Differentiable], traits)> {
   let summary = doc;
   let arguments = (ins RankedTensorOf<[AnyFloat]>:$input, RankedTensorOf<[AnyFloat]>:$target);
   let results = (outs AnyRankedTensor:$result);
@@ -237,7 +246,7 @@ class Mithril_LossOp<string mnemonic, string doc, list<Trait> traits = []>
 
 // Reduction over `axes` (all axes when absent), optionally keeping them.
 class Mithril_ReduceOp<string mnemonic, string doc, list<Trait> traits = []>
-    : Mithril_TensorOp<mnemonic, traits> {
+    : Mithril_TensorOp<mnemonic, !listconcat([Mithril_Differentiable], traits)> {
   let summary = doc;
   let description = [{
     Reduces `input` over `axes` (every axis when `axes` is absent; negative
@@ -277,24 +286,32 @@ def Mithril_ConstantOp : Mithril_Op<"constant", [
 // Elementwise arithmetic
 //===----------------------------------------------------------------------===//
 
-def Mithril_AddOp : Mithril_BinaryOp<"add", "Elementwise addition", "Arith", [Commutative]> {
+def Mithril_AddOp : Mithril_BinaryOp<"add", "Elementwise addition", "Arith",
+    [Commutative, Mithril_Differentiable]> {
   let hasFolder = 1;
 }
-def Mithril_SubtractOp : Mithril_BinaryOp<"subtract", "Elementwise subtraction"> {
+def Mithril_SubtractOp : Mithril_BinaryOp<"subtract", "Elementwise subtraction", "Arith",
+    [Mithril_Differentiable]> {
   let hasFolder = 1;
 }
-def Mithril_MultiplyOp : Mithril_BinaryOp<"multiply", "Elementwise multiplication", "Arith", [Commutative]> {
+def Mithril_MultiplyOp : Mithril_BinaryOp<"multiply", "Elementwise multiplication", "Arith",
+    [Commutative, Mithril_Differentiable]> {
   let hasFolder = 1;
 }
-def Mithril_DivideOp : Mithril_BinaryOp<"divide", "Elementwise true division"> {
+def Mithril_DivideOp : Mithril_BinaryOp<"divide", "Elementwise true division", "Arith",
+    [Mithril_Differentiable]> {
   let hasFolder = 1;
 }
-def Mithril_FloorDivideOp : Mithril_BinaryOp<"floor_divide", "Elementwise division rounded towards minus infinity">;
-def Mithril_PowerOp : Mithril_BinaryOp<"power", "Elementwise power lhs ** rhs"> {
+def Mithril_FloorDivideOp : Mithril_BinaryOp<"floor_divide", "Elementwise division rounded towards minus infinity",
+    "Arith", [Mithril_ZeroGradient]>;
+def Mithril_PowerOp : Mithril_BinaryOp<"power", "Elementwise power lhs ** rhs", "Arith",
+    [Mithril_Differentiable]> {
   let hasFolder = 1;
 }
-def Mithril_MinimumOp : Mithril_BinaryOp<"minimum", "Elementwise minimum", "Arith", [Commutative]>;
-def Mithril_MaximumOp : Mithril_BinaryOp<"maximum", "Elementwise maximum", "Arith", [Commutative]>;
+def Mithril_MinimumOp : Mithril_BinaryOp<"minimum", "Elementwise minimum", "Arith",
+    [Commutative, Mithril_Differentiable]>;
+def Mithril_MaximumOp : Mithril_BinaryOp<"maximum", "Elementwise maximum", "Arith",
+    [Commutative, Mithril_Differentiable]>;
 
 def Mithril_EqualOp : Mithril_BinaryOp<"equal", "Elementwise ==, giving i1", "Compare", [Commutative]>;
 def Mithril_NotEqualOp : Mithril_BinaryOp<"not_equal", "Elementwise !=, giving i1", "Compare", [Commutative]>;
@@ -306,22 +323,33 @@ def Mithril_LogicalAndOp : Mithril_BinaryOp<"logical_and", "Elementwise and of i
 def Mithril_LogicalOrOp : Mithril_BinaryOp<"logical_or", "Elementwise or of i1 tensors", "Logical", [Commutative]>;
 def Mithril_LogicalXorOp : Mithril_BinaryOp<"logical_xor", "Elementwise xor of i1 tensors", "Logical", [Commutative]>;
 
-def Mithril_NegateOp : Mithril_UnaryOp<"negate", "Elementwise negation"> {
+def Mithril_NegateOp : Mithril_UnaryOp<"negate", "Elementwise negation",
+    [Mithril_Differentiable]> {
   let hasFolder = 1;
 }
-def Mithril_AbsOp : Mithril_UnaryOp<"abs", "Elementwise absolute value">;
-def Mithril_SignOp : Mithril_UnaryOp<"sign", "Elementwise sign: -1, 0 or 1">;
-def Mithril_SquareOp : Mithril_UnaryOp<"square", "Elementwise x * x">;
+def Mithril_AbsOp : Mithril_UnaryOp<"abs", "Elementwise absolute value",
+    [Mithril_Differentiable]>;
+def Mithril_SignOp : Mithril_UnaryOp<"sign", "Elementwise sign: -1, 0 or 1",
+    [Mithril_ZeroGradient]>;
+def Mithril_SquareOp : Mithril_UnaryOp<"square", "Elementwise x * x",
+    [Mithril_Differentiable]>;
 def Mithril_LogicalNotOp : Mithril_UnaryOp<"logical_not", "Elementwise not of an i1 tensor">;
 def Mithril_StopGradientOp : Mithril_UnaryOp<"stop_gradient",
-    "Identity whose gradient is zero">;
-def Mithril_ExpOp : Mithril_UnaryFloatOp<"exp", "Elementwise e ** x">;
-def Mithril_LogOp : Mithril_UnaryFloatOp<"log", "Elementwise natural logarithm">;
-def Mithril_SqrtOp : Mithril_UnaryFloatOp<"sqrt", "Elementwise square root">;
-def Mithril_SinOp : Mithril_UnaryFloatOp<"sin", "Elementwise sine">;
-def Mithril_CosOp : Mithril_UnaryFloatOp<"cos", "Elementwise cosine">;
-def Mithril_ReciprocalOp : Mithril_UnaryFloatOp<"reciprocal", "Elementwise 1 / x">;
-def Mithril_ErfOp : Mithril_UnaryFloatOp<"erf", "Elementwise error function">;
+    "Identity whose gradient is zero", [Mithril_ZeroGradient]>;
+def Mithril_ExpOp : Mithril_UnaryFloatOp<"exp", "Elementwise e ** x",
+    [Mithril_Differentiable]>;
+def Mithril_LogOp : Mithril_UnaryFloatOp<"log", "Elementwise natural logarithm",
+    [Mithril_Differentiable]>;
+def Mithril_SqrtOp : Mithril_UnaryFloatOp<"sqrt", "Elementwise square root",
+    [Mithril_Differentiable]>;
+def Mithril_SinOp : Mithril_UnaryFloatOp<"sin", "Elementwise sine",
+    [Mithril_Differentiable]>;
+def Mithril_CosOp : Mithril_UnaryFloatOp<"cos", "Elementwise cosine",
+    [Mithril_Differentiable]>;
+def Mithril_ReciprocalOp : Mithril_UnaryFloatOp<"reciprocal", "Elementwise 1 / x",
+    [Mithril_Differentiable]>;
+def Mithril_ErfOp : Mithril_UnaryFloatOp<"erf", "Elementwise error function",
+    [Mithril_Differentiable]>;
 
 def Mithril_ShiftLeftOp : Mithril_BinaryOp<"shift_left", "Elementwise integer lhs << rhs"> {
   let arguments = (ins RankedTensorOf<[AnySignlessInteger]>:$lhs,
@@ -408,7 +436,9 @@ def Mithril_PolynomialFeaturesOp : Mithril_TensorOp<"polynomial_features"> {
 }
 
 def Mithril_ReverseOp : Mithril_UnaryOp<"reverse",
-    "Reverses the order of the elements along axes", [], /*elementwise=*/0> {
+    "Reverses the order of the elements along axes",
+    [Mithril_Differentiable, Mithril_DataMovement],
+    /*elementwise=*/0> {
   let description = [{
     `input[..., n - 1 - i, ...]` along each of `axes`, whose sizes must be
     static (a convolution's gradient flips its kernel this way).
@@ -418,7 +448,8 @@ def Mithril_ReverseOp : Mithril_UnaryOp<"reverse",
 }
 
 def Mithril_EyeLikeOp : Mithril_UnaryOp<"eye_like",
-    "The identity matrix shaped like a matrix operand", [], /*elementwise=*/0> {
+    "The identity matrix shaped like a matrix operand", [Mithril_ZeroGradient],
+    /*elementwise=*/0> {
   let description = [{
     Ones on the main diagonal and zeros elsewhere, with the type of its 2-D
     operand, whose values are not read; its gradient is zero.
@@ -430,15 +461,21 @@ def Mithril_EyeLikeOp : Mithril_UnaryOp<"eye_like",
 // Activations
 //===----------------------------------------------------------------------===//
 
-def Mithril_ReluOp : Mithril_UnaryFloatOp<"relu", "max(x, 0)">;
-def Mithril_SigmoidOp : Mithril_UnaryFloatOp<"sigmoid", "1 / (1 + exp(-x))">;
-def Mithril_TanhOp : Mithril_UnaryFloatOp<"tanh", "Hyperbolic tangent">;
-def Mithril_SoftplusOp : Mithril_UnaryFloatOp<"softplus", "log(1 + exp(x)), computed stably">;
-def Mithril_LeakyReluOp : Mithril_UnaryFloatOp<"leaky_relu", "x if x > 0 else slope * x"> {
+def Mithril_ReluOp : Mithril_UnaryFloatOp<"relu", "max(x, 0)",
+    [Mithril_Differentiable]>;
+def Mithril_SigmoidOp : Mithril_UnaryFloatOp<"sigmoid", "1 / (1 + exp(-x))",
+    [Mithril_Differentiable]>;
+def Mithril_TanhOp : Mithril_UnaryFloatOp<"tanh", "Hyperbolic tangent",
+    [Mithril_Differentiable]>;
+def Mithril_SoftplusOp : Mithril_UnaryFloatOp<"softplus", "log(1 + exp(x)), computed stably",
+    [Mithril_Differentiable]>;
+def Mithril_LeakyReluOp : Mithril_UnaryFloatOp<"leaky_relu", "x if x > 0 else slope * x",
+    [Mithril_Differentiable]> {
   let arguments = (ins RankedTensorOf<[AnyFloat]>:$input,
                        DefaultValuedAttr<F64Attr, "0.01">:$slope);
 }
-def Mithril_GeluOp : Mithril_UnaryFloatOp<"gelu", "Gaussian error linear unit"> {
+def Mithril_GeluOp : Mithril_UnaryFloatOp<"gelu", "Gaussian error linear unit",
+    [Mithril_Differentiable]> {
   let description = [{
     `x * Phi(x)` with the exact error function, or the tanh approximation
     when `approximate` is set.
@@ -447,19 +484,21 @@ def Mithril_GeluOp : Mithril_UnaryFloatOp<"gelu", "Gaussian error linear unit"> 
                        DefaultValuedAttr<BoolAttr, "false">:$approximate);
 }
 def Mithril_SoftmaxOp : Mithril_UnaryFloatOp<"softmax", "exp(x) / sum(exp(x)) along an axis",
-                                              [], /*elementwise=*/0> {
+                                              [SameOperandsAndResultShape], /*elementwise=*/0> {
   let arguments = (ins RankedTensorOf<[AnyFloat]>:$input,
                        DefaultValuedAttr<I64Attr, "-1">:$axis);
   let hasVerifier = 1;
 }
 def Mithril_LogSoftmaxOp : Mithril_UnaryFloatOp<"log_softmax",
-    "log(softmax(x)) along an axis, computed stably", [], /*elementwise=*/0> {
+    "log(softmax(x)) along an axis, computed stably", [SameOperandsAndResultShape],
+    /*elementwise=*/0> {
   let arguments = (ins RankedTensorOf<[AnyFloat]>:$input,
                        DefaultValuedAttr<I64Attr, "-1">:$axis);
   let hasVerifier = 1;
 }
 
-def Mithril_WhereOp : Mithril_TensorOp<"where", [Mithril_Elementwise]> {
+def Mithril_WhereOp : Mithril_TensorOp<"where",
+    [Mithril_Elementwise, Mithril_Differentiable]> {
   let summary = "Elementwise select: cond ? lhs : rhs, with broadcasting";
   let arguments = (ins RankedTensorOf<[I1]>:$cond, AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
   let results = (outs AnyRankedTensor:$result);
@@ -481,7 +520,8 @@ def Mithril_OneHotOp : Mithril_TensorOp<"one_hot"> {
 // Linear algebra
 //===----------------------------------------------------------------------===//
 
-def Mithril_MatmulOp : Mithril_TensorOp<"matmul"> {
+def Mithril_MatmulOp : Mithril_TensorOp<"matmul",
+    [Mithril_Differentiable, Mithril_RefinesOperandShapes]> {
   let summary = "Matrix product with numpy batch broadcasting";
   let description = [{
     `numpy.matmul` semantics: 1-D operands are promoted to matrices and the
@@ -502,7 +542,7 @@ def Mithril_MeanOp : Mithril_ReduceOp<"mean", "Mean over axes">;
 def Mithril_MaxOp : Mithril_ReduceOp<"max", "Maximum over axes">;
 def Mithril_MinOp : Mithril_ReduceOp<"min", "Minimum over axes">;
 def Mithril_ProdOp : Mithril_ReduceOp<"prod", "Product over axes">;
-def Mithril_VarianceOp : Mithril_TensorOp<"variance"> {
+def Mithril_VarianceOp : Mithril_TensorOp<"variance", [Mithril_Differentiable]> {
   let summary = "Variance over axes, with a degrees-of-freedom correction";
   let arguments = (ins RankedTensorOf<[AnyFloat]>:$input,
                        OptionalAttr<DenseI64ArrayAttr>:$axes,
@@ -527,13 +567,15 @@ def Mithril_ArgMinOp : Mithril_ArgReduceOp<"argmin", "Index of the minimum along
 // Shape manipulation
 //===----------------------------------------------------------------------===//
 
-def Mithril_ReshapeOp : Mithril_TensorOp<"reshape"> {
+def Mithril_ReshapeOp : Mithril_TensorOp<"reshape",
+    [Mithril_Differentiable, Mithril_DataMovement]> {
   let summary = "Reshape to `shape`; one entry may be -1 (inferred)";
   let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$shape);
   let results = (outs AnyRankedTensor:$result);
   let hasFolder = 1;
 }
-def Mithril_TransposeOp : Mithril_TensorOp<"transpose"> {
+def Mithril_TransposeOp : Mithril_TensorOp<"transpose",
+    [Mithril_Differentiable, Mithril_RefinesOperandShapes, Mithril_DataMovement]> {
   let summary = "Permute axes (reverse them when `permutation` is absent)";
   let arguments = (ins AnyRankedTensor:$input, OptionalAttr<DenseI64ArrayAttr>:$permutation);
   let results = (outs AnyRankedTensor:$result);
@@ -543,34 +585,40 @@ def Mithril_TransposeOp : Mithril_TensorOp<"transpose"> {
     ::llvm::SmallVector<int64_t> getPermutationOrDefault();
   }];
 }
-def Mithril_FlattenOp : Mithril_TensorOp<"flatten"> {
+def Mithril_FlattenOp : Mithril_TensorOp<"flatten",
+    [Mithril_Differentiable, Mithril_DataMovement]> {
   let summary = "Merge axes start_dim..end_dim into one";
   let arguments = (ins AnyRankedTensor:$input,
                        DefaultValuedAttr<I64Attr, "0">:$start_dim,
                        DefaultValuedAttr<I64Attr, "-1">:$end_dim);
   let results = (outs AnyRankedTensor:$result);
 }
-def Mithril_SqueezeOp : Mithril_TensorOp<"squeeze"> {
+def Mithril_SqueezeOp : Mithril_TensorOp<"squeeze",
+    [Mithril_Differentiable, Mithril_DataMovement]> {
   let summary = "Drop size-1 axes (the given ones, or all)";
   let arguments = (ins AnyRankedTensor:$input, OptionalAttr<DenseI64ArrayAttr>:$axes);
   let results = (outs AnyRankedTensor:$result);
 }
-def Mithril_UnsqueezeOp : Mithril_TensorOp<"unsqueeze"> {
+def Mithril_UnsqueezeOp : Mithril_TensorOp<"unsqueeze",
+    [Mithril_Differentiable, Mithril_DataMovement]> {
   let summary = "Insert a size-1 axis at `axis`";
   let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis);
   let results = (outs AnyRankedTensor:$result);
 }
-def Mithril_ConcatOp : Mithril_TensorOp<"concat"> {
+def Mithril_ConcatOp : Mithril_TensorOp<"concat",
+    [Mithril_Differentiable, Mithril_DataMovement]> {
   let summary = "Join tensors along an existing axis";
   let arguments = (ins Variadic<AnyRankedTensor>:$inputs, DefaultValuedAttr<I64Attr, "0">:$axis);
   let results = (outs AnyRankedTensor:$result);
 }
-def Mithril_BroadcastToOp : Mithril_TensorOp<"broadcast_to"> {
+def Mithril_BroadcastToOp : Mithril_TensorOp<"broadcast_to",
+    [Mithril_Differentiable, Mithril_DataMovement]> {
   let summary = "Broadcast to `shape` with numpy rules";
   let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$shape);
   let results = (outs AnyRankedTensor:$result);
 }
-def Mithril_SliceOp : Mithril_TensorOp<"slice"> {
+def Mithril_SliceOp : Mithril_TensorOp<"slice",
+    [Mithril_Differentiable, Mithril_DataMovement]> {
   let summary = "Python-style slice start:stop:step along each given axis";
   let description = [{
     For each entry `i`, takes `start[i]:stop[i]:step[i]` along `axes[i]` with
@@ -582,13 +630,14 @@ def Mithril_SliceOp : Mithril_TensorOp<"slice"> {
                        DenseI64ArrayAttr:$step);
   let results = (outs AnyRankedTensor:$result);
 }
-def Mithril_CastOp : Mithril_TensorOp<"cast", [Mithril_Elementwise]> {
+def Mithril_CastOp : Mithril_TensorOp<"cast",
+    [Mithril_Elementwise, Mithril_Differentiable]> {
   let summary = "Convert the element type";
   let arguments = (ins AnyRankedTensor:$input, TypeAttr:$element_type);
   let results = (outs AnyRankedTensor:$result);
   let hasFolder = 1;
 }
-def Mithril_ShapeOp : Mithril_TensorOp<"shape"> {
+def Mithril_ShapeOp : Mithril_TensorOp<"shape", [Mithril_DataMovement]> {
   let summary = "The shape of a tensor as a 1-D i64 tensor";
   let arguments = (ins AnyRankedTensor:$input);
   let results = (outs RankedTensorOf<[I64]>:$result);
@@ -599,7 +648,8 @@ def Mithril_ShapeOp : Mithril_TensorOp<"shape"> {
 // Convolution, pooling and normalization
 //===----------------------------------------------------------------------===//
 
-class Mithril_ConvOp<string mnemonic, int rank> : Mithril_TensorOp<mnemonic> {
+class Mithril_ConvOp<string mnemonic, int rank>
+    : Mithril_TensorOp<mnemonic, [Mithril_Differentiable, Mithril_RefinesOperandShapes]> {
   let summary = "Convolution over " # rank # " spatial dimensions, channels first";
   let description = [{
     `input` is `[N, C_in, spatial...]`, `weight` is
@@ -619,7 +669,8 @@ class Mithril_ConvOp<string mnemonic, int rank> : Mithril_TensorOp<mnemonic> {
 def Mithril_Conv1DOp : Mithril_ConvOp<"conv1d", 1>;
 def Mithril_Conv2DOp : Mithril_ConvOp<"conv2d", 2>;
 
-class Mithril_PoolOp<string mnemonic, string doc> : Mithril_TensorOp<mnemonic> {
+class Mithril_PoolOp<string mnemonic, string doc>
+    : Mithril_TensorOp<mnemonic, [Mithril_Differentiable]> {
   let summary = doc;
   let description = [{
     Pools `[N, C, spatial...]` (or `[C, spatial...]`) with a window of
@@ -638,12 +689,14 @@ def Mithril_MaxPool1DOp : Mithril_PoolOp<"max_pool1d", "Max pooling over one spa
 def Mithril_MaxPool2DOp : Mithril_PoolOp<"max_pool2d", "Max pooling over two spatial dimensions">;
 def Mithril_AvgPool2DOp : Mithril_PoolOp<"avg_pool2d", "Average pooling over two spatial dimensions">;
 
-def Mithril_EmbeddingOp : Mithril_TensorOp<"embedding"> {
+def Mithril_EmbeddingOp : Mithril_TensorOp<"embedding",
+    [Mithril_Differentiable, Mithril_DataMovement]> {
   let summary = "Gather rows of `weight` [V, D] at integer `indices`";
   let arguments = (ins RankedTensorOf<[AnyInteger]>:$indices, RankedTensorOf<[AnyFloat]>:$weight);
   let results = (outs AnyRankedTensor:$result);
 }
-def Mithril_LayerNormOp : Mithril_TensorOp<"layer_norm"> {
+def Mithril_LayerNormOp : Mithril_TensorOp<"layer_norm",
+    [Mithril_Differentiable, Mithril_RefinesOperandShapes]> {
   let summary = "Normalize over the last `num_axes` axes: (x - mean) / sqrt(var + eps)";
   let description = [{
     With `scaled`, the first of `affine` is a weight the result is multiplied
@@ -719,7 +772,7 @@ def Mithril_EmbeddingGradOp : Mithril_TensorOp<"embedding_grad"> {
                        I64Attr:$num_embeddings);
   let results = (outs AnyRankedTensor:$result);
 }
-def Mithril_SliceGradOp : Mithril_TensorOp<"slice_grad"> {
+def Mithril_SliceGradOp : Mithril_TensorOp<"slice_grad", [Mithril_DataMovement]> {
   let summary = "Gradient of a slice: the slice's gradient placed into zeros";
   let arguments = (ins AnyRankedTensor:$grad, DenseI64ArrayAttr:$input_shape,
                        DenseI64ArrayAttr:$axes, DenseI64ArrayAttr:$start,
@@ -747,7 +800,7 @@ def Mithril_BinaryCrossEntropyOp : Mithril_LossOp<"binary_cross_entropy",
   let arguments = (ins RankedTensorOf<[AnyFloat]>:$input, RankedTensorOf<[AnyFloat]>:$target,
                        DefaultValuedAttr<BoolAttr, "false">:$from_logits);
 }
-def Mithril_CrossEntropyOp : Mithril_TensorOp<"cross_entropy"> {
+def Mithril_CrossEntropyOp : Mithril_TensorOp<"cross_entropy", [Mithril_Differentiable]> {
   let summary = "Cross entropy over the class axis (axis 1)";
   let description = [{
     `input` is `[N, C, ...]` holding probabilities, logits (`from_logits`) or
