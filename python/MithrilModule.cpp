@@ -78,6 +78,10 @@ std::optional<DType> parseDType(const std::string &name) {
     return DType::I64;
   if (name == "bool" || name == "i1")
     return DType::Bool;
+  if (name == "float16" || name == "f16")
+    return DType::F16;
+  if (name == "bfloat16" || name == "bf16")
+    return DType::BF16;
   return std::nullopt;
 }
 
@@ -93,8 +97,13 @@ DType dtypeOf(const py::array &array) {
     return DType::I64;
   if (dt.is(py::dtype::of<bool>()))
     return DType::Bool;
+  if (dt.is(py::dtype("float16")))
+    return DType::F16;
+  // bfloat16 travels as its bit patterns (the package converts).
+  if (dt.is(py::dtype::of<uint16_t>()))
+    return DType::BF16;
   raise("unsupported array dtype " + std::string(py::str(dt)) +
-        " (supported: float32, float64, int32, int64, bool)");
+        " (supported: float32, float64, float16, int32, int64, bool)");
 }
 
 /// A module under construction, holding its own context.

@@ -114,6 +114,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
 
   if (wanted("linalg")) {
     pm.addPass(createMithrilDecompose());
+    pm.addPass(createMithrilWidenLowPrecision());
     if (options.fold)
       pm.addPass(createCanonicalizerPass());
     ConvertMithrilToLinalgOptions lowering;
@@ -203,6 +204,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     pm.addPass(memref::createExpandStridedMetadataPass());
     pm.addPass(createLowerAffinePass());
     pm.addPass(createConvertMathToLibmPass());
+    pm.addPass(createMithrilExpandBF16());
     // Multi-dimensional reductions the vectorizer produced become 1-D ones.
     pm.addNestedPass<func::FuncOp>(vector::createLowerVectorMultiReductionPass());
     // Register-tile contractions become outer products: broadcasts and FMAs.

@@ -8,6 +8,7 @@
 #include "mithril/Runtime/Array.h"
 
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/APFloat.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -26,8 +27,46 @@ size_t mithril::runtime::dtypeSize(DType dtype) {
     return 8;
   case DType::Bool:
     return 1;
+  case DType::F16:
+  case DType::BF16:
+    return 2;
   }
   return 1;
+}
+
+bool mithril::runtime::isFloatDType(DType dtype) {
+  return dtype == DType::F32 || dtype == DType::F64 || dtype == DType::F16 || dtype == DType::BF16;
+}
+
+float mithril::runtime::halfToFloat(uint16_t bits) {
+  llvm::APFloat half(llvm::APFloat::IEEEhalf(), llvm::APInt(16, bits));
+  bool lost;
+  half.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven, &lost);
+  return half.convertToFloat();
+}
+
+uint16_t mithril::runtime::floatToHalf(float value) {
+  llvm::APFloat f(value);
+  bool lost;
+  f.convert(llvm::APFloat::IEEEhalf(), llvm::APFloat::rmNearestTiesToEven, &lost);
+  return static_cast<uint16_t>(f.bitcastToAPInt().getZExtValue());
+}
+
+float mithril::runtime::bfloat16ToFloat(uint16_t bits) {
+  uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &wide, sizeof(value));
+  return value;
+}
+
+uint16_t mithril::runtime::floatToBfloat16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((bits >> 16) | 0x40); // a quiet NaN
+  // Round to nearest even on the 16 bits dropped.
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
 }
 
 llvm::StringRef mithril::runtime::dtypeName(DType dtype) {
@@ -42,6 +81,10 @@ llvm::StringRef mithril::runtime::dtypeName(DType dtype) {
     return "int64";
   case DType::Bool:
     return "bool";
+  case DType::F16:
+    return "float16";
+  case DType::BF16:
+    return "bfloat16";
   }
   return "?";
 }
@@ -58,6 +101,10 @@ mlir::Type mithril::runtime::dtypeToType(DType dtype, mlir::MLIRContext *ctx) {
     return mlir::IntegerType::get(ctx, 64);
   case DType::Bool:
     return mlir::IntegerType::get(ctx, 1);
+  case DType::F16:
+    return mlir::Float16Type::get(ctx);
+  case DType::BF16:
+    return mlir::BFloat16Type::get(ctx);
   }
   return {};
 }
@@ -73,6 +120,10 @@ std::optional<DType> mithril::runtime::typeToDType(mlir::Type type) {
     return DType::I64;
   if (type.isInteger(1))
     return DType::Bool;
+  if (type.isF16())
+    return DType::F16;
+  if (type.isBF16())
+    return DType::BF16;
   return std::nullopt;
 }
 
@@ -155,6 +206,36 @@ double Array::getAsDouble(int64_t i) const {
     return static_cast<double>(as<int64_t>()[i]);
   case DType::Bool:
     return as<uint8_t>()[i] ? 1.0 : 0.0;
+  case DType::F16:
+    return halfToFloat(as<uint16_t>()[i]);
+  case DType::BF16:
+    return bfloat16ToFloat(as<uint16_t>()[i]);
   }
   return 0;
+}
+
+void Array::setFromDouble(int64_t i, double value) {
+  switch (dtype_) {
+  case DType::F32:
+    as<float>()[i] = static_cast<float>(value);
+    return;
+  case DType::F64:
+    as<double>()[i] = value;
+    return;
+  case DType::I32:
+    as<int32_t>()[i] = static_cast<int32_t>(value);
+    return;
+  case DType::I64:
+    as<int64_t>()[i] = static_cast<int64_t>(value);
+    return;
+  case DType::Bool:
+    as<uint8_t>()[i] = value != 0;
+    return;
+  case DType::F16:
+    as<uint16_t>()[i] = floatToHalf(static_cast<float>(value));
+    return;
+  case DType::BF16:
+    as<uint16_t>()[i] = floatToBfloat16(static_cast<float>(value));
+    return;
+  }
 }

@@ -1342,6 +1342,11 @@ static StringRef cType(DType dtype) {
   case DType::I32: return "int32_t";
   case DType::I64: return "int64_t";
   case DType::Bool: return "bool";
+  // IEEE half and bfloat16 bit patterns.
+  case DType::F16:
+    return "uint16_t";
+  case DType::BF16:
+    return "uint16_t";
   }
   return "void";
 }

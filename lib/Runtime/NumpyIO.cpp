@@ -68,6 +68,12 @@ static std::optional<DType> parseDescr(StringRef descr, bool &swapped) {
     return DType::I64;
   if (kind == "b1")
     return DType::Bool;
+  if (kind == "f2")
+    return DType::F16;
+  // bfloat16, which numpy lacks, as raw 2-byte data (ml_dtypes' bfloat16
+  // arrays view it back).
+  if (kind == "V2")
+    return DType::BF16;
   return std::nullopt;
 }
 
@@ -109,8 +115,10 @@ Expected<Array> mithril::runtime::parseNpy(ArrayRef<uint8_t> bytes, StringRef so
   bool swapped;
   std::optional<DType> dtype = parseDescr(descr, swapped);
   if (!dtype)
-    return error(source, "unsupported dtype '" + descr +
-                             "' (supported: float32, float64, int32, int64, bool)");
+    return error(source,
+                 "unsupported dtype '" + descr +
+                     "' (supported: float32, float64, float16, bfloat16 as raw 2-byte 'V2' data, "
+                     "int32, int64, bool)");
   if (swapped)
     return error(source, "big-endian arrays are not supported");
   if (fortranText->starts_with("True"))
@@ -159,6 +167,12 @@ std::vector<uint8_t> mithril::runtime::serializeNpy(const Array &array) {
   case DType::I32: descr = "<i4"; break;
   case DType::I64: descr = "<i8"; break;
   case DType::Bool: descr = "|b1"; break;
+  case DType::F16:
+    descr = "<f2";
+    break;
+  case DType::BF16:
+    descr = "|V2";
+    break;
   }
   std::string shape = "(";
   for (int64_t d : array.shape())

@@ -9,13 +9,17 @@ import numpy as np
 float32 = np.float32
 float64 = np.float64
 
-_DTYPE_NAMES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64"}
+_FLOAT_NAMES = ("float32", "float64", "float16", "bfloat16")
 
 
 class MlirBackend:
     """Compiles through mithril-cpu-pipeline and runs native code.
 
-    `dtype` is the floating-point type of every float terminal. `device` is
+    `dtype` is the floating-point type of every float terminal: float32,
+    float64, or float16 / bfloat16 (ml.float16, ml.bfloat16), which compiled
+    code stores as such and computes in float32, rounding each op's result
+    once; bfloat16 arrays come back as float32 (ml_dtypes.bfloat16 where
+    installed). `device` is
     "cpu", or "cuda": the model's kernels are compiled to PTX for `chip` (see
     PhysicalModel.ptx) and run on the GPU through libmithril_cuda_runtime;
     without a GPU, evaluate raises MithrilError("no CUDA device: ...").
@@ -33,31 +37,30 @@ class MlirBackend:
                                         not isinstance(num_threads, int) or num_threads < 1):
             raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
         self.num_threads = num_threads
-        from .types import Dtype
-        dt = np.dtype(dtype.name) if isinstance(dtype, Dtype) and dtype.name in (
-            "float32", "float64") else dtype
+        from .types import dtype_name, user_dtype
         try:
-            dt = np.dtype(dt)
-        except TypeError:
-            raise ValueError(f"MlirBackend dtype must be float32 or float64, got {dtype!r}") \
-                from None
-        if dt not in _DTYPE_NAMES:
-            raise ValueError(f"MlirBackend dtype must be float32 or float64, got {dt}")
+            name = dtype_name(dtype)
+        except (TypeError, ValueError):
+            name = None
+        if name not in _FLOAT_NAMES:
+            raise ValueError("MlirBackend dtype must be float32, float64, float16 or bfloat16, "
+                             f"got {dtype!r}")
         if device not in ("cpu", "cuda"):
             raise ValueError(f"unknown device '{device}' (expected 'cpu' or 'cuda')")
         if gpu_tiles_on_host and device != "cpu":
             raise ValueError("gpu_tiles_on_host runs the GPU schedule on device='cpu'")
-        self.dtype = dt
+        # float16 and bfloat16 are stored as such and computed in float32,
+        # rounded once per op. `dtype` is the numpy dtype of the arrays the
+        # helpers and evaluate return (float32 for bfloat16 without
+        # ml_dtypes); `float_name` is the compiled type.
+        self.float_name = name
+        self.dtype = user_dtype(name)
         self.device = device
         self.gpu_tiles_on_host = bool(gpu_tiles_on_host)
         if not (isinstance(chip, str) and chip.startswith("sm_") and chip[3:].isdigit()):
             raise ValueError(f"chip must name an NVIDIA architecture such as 'sm_90', got {chip!r}")
         self.chip = chip
         self._rng = np.random.default_rng(seed)
-
-    @property
-    def float_name(self) -> str:
-        return _DTYPE_NAMES[self.dtype]
 
     # Mithril's array helpers; they return numpy arrays of the backend dtype.
     def array(self, data, dtype=None) -> np.ndarray:

@@ -13,9 +13,11 @@ from .errors import KeyNotFoundError, MissingShapeError, ShapeError
 from .framework import BaseModel
 from .options import resolve as resolve_controls
 from .physical import PhysicalModel
+from .types import compiled_dtype_name
 
 
 def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = None,
+            types: Mapping | None = None,
             constant_keys: Mapping | None = None, data_keys: Iterable[str] | None = None,
             discard_keys: Iterable[str] | None = None, trainable_keys: Iterable[str] | None = None,
             inference: bool = False, jit: bool = True, file_path: str | None = None,
@@ -35,6 +37,11 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
                     are compiled for each set of sizes they meet). Where nothing gives
                     an input's shape, the model is compiled at its first call, for the
                     shapes of the arrays given (a DeferredPhysicalModel)
+    types           {input: dtype} (ml.float16, "int32", np.float64, ...): the input's
+                    element type. A float input given another float type than the
+                    backend's is stored and passed in that type and converted to the
+                    backend's where it enters the model (types={"input": ml.float16}
+                    halves the input's memory; the model computes in its precision)
     constant_keys   inputs fixed at compile time: they become constants
     data_keys       inputs that are data, not trainable parameters
     trainable_keys  inputs that are trainable parameters (gradients are returned)
@@ -90,7 +97,8 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
     if hasattr(model, "finalize"):
         model.finalize()  # TrainModel: build final_cost from the losses
     # What a Trainer needs to compile the model again with a loss.
-    compile_args = {"shapes": shapes, "constant_keys": constant_keys, "data_keys": data_keys,
+    compile_args = {"shapes": shapes, "types": types, "constant_keys": constant_keys,
+                    "data_keys": data_keys,
                     "trainable_keys": trainable_keys, "safe_names": safe_names,
                     "optimization_level": optimization_level, "optimizations": optimizations,
                     "jit_options": jit_options, "cpu_options": cpu_options,
@@ -133,6 +141,11 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
         if "." not in key and key not in known:
             raise KeyNotFoundError(f"shapes: '{key}' is not an input of the model (inputs: "
                                    f"{sorted(known)})")
+    types = {k: compiled_dtype_name(v, f"types['{k}']") for k, v in (types or {}).items()}
+    for key in types:
+        if key not in known:
+            raise KeyNotFoundError(f"types: '{key}' is not an input terminal of the model "
+                                   f"(inputs: {sorted(known)})")
     for key in discard:
         if key not in model.output_keys:
             raise KeyNotFoundError(
@@ -149,7 +162,7 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
     shapes = {k: v for k, v in shapes.items() if k not in constants}
     emitter = Emitter(backend.float_name)
     try:
-        entry, _ = emitter.emit_top(model, shapes, kinds, constants)
+        entry, _ = emitter.emit_top(model, shapes, kinds, constants, types)
     except MissingShapeError as e:
         # Nothing gives an input's shape: compiled at the first call, for
         # the shapes of its arrays (and again for new ones), as jax.jit does.

@@ -16,6 +16,7 @@ import numpy as np
 from . import _mithril
 from .errors import MissingShapeError, MithrilError, ShapeError
 from .framework import BaseModel, Model, Net, Primitive, TerminalSpec
+from .types import FLOATS
 
 
 def _shape_ints(shape) -> list[int]:
@@ -24,6 +25,7 @@ def _shape_ints(shape) -> list[int]:
 
 class Emitter:
     def __init__(self, float_dtype: str) -> None:
+        self._top_types: dict = {}
         self.float_dtype = float_dtype
         self.module = _mithril.Module()
         self._names: set[str] = set()
@@ -50,9 +52,14 @@ class Emitter:
         return builder.add_constant(np.require(array, dtype=np.dtype(dtype), requirements="C"), path)
 
     def emit_top(self, model: BaseModel, shapes: dict, kinds: dict,
-                 constants: dict) -> tuple[str, list[str]]:
+                 constants: dict, types: dict | None = None) -> tuple[str, list[str]]:
         """Emits `model` as the entry. `shapes` fixes input shapes, `kinds`
-        overrides input roles, `constants` replaces inputs by values."""
+        overrides input roles, `constants` replaces inputs by values, `types`
+        (names from types.dtype_name) sets input terminals' element types: a
+        float input of another float type than the model's is converted to
+        the model's where it enters (stored in its own type, computed in the
+        model's)."""
+        self._top_types = dict(types or {})
         if isinstance(model, Primitive):
             wrapper = Model(name=model.name or model.class_name)
             model.parent = None
@@ -87,6 +94,14 @@ class Emitter:
                         raise MissingShapeError(message, net.name)
                     raise ShapeError(message)
                 dtype = self._dtype(spec)
+            given = self._top_types.get(net.name) if top else None
+            if given is not None and given != dtype:
+                value = builder.add_input(net.name, kind, _shape_ints(shape), given)
+                if given in FLOATS and dtype in FLOATS:
+                    value = builder.add_op("cast", [value], {"element_type": dtype},
+                                           net.name)[0]
+                values[id(net)] = value
+                continue
             values[id(net)] = builder.add_input(net.name, kind, _shape_ints(shape), dtype)
 
         for net in model.nets.values():

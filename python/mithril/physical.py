@@ -11,11 +11,13 @@ import numpy as np
 from . import _mithril, profiling
 from .errors import KeyNotFoundError, MithrilError, ShapeError
 from .options import CompileControls
+from .types import FLOATS, from_storage, to_storage, user_dtype
 
 _SAVE_FORMAT = "mithril-physical-model"
 
 _NP_DTYPES = {"float32": np.float32, "float64": np.float64, "int32": np.int32,
-              "int64": np.int64, "bool": np.bool_}
+              "int64": np.int64, "bool": np.bool_, "float16": np.float16,
+              "bfloat16": np.uint16}  # the buffers' types: bfloat16 as bits
 
 
 def _shape_spec(name: str, shape) -> str:
@@ -119,7 +121,8 @@ class PhysicalModel:
                                    "size in shapes=... to randomize it")
             fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else max(shape[0] if shape else 1, 1)
             bound = 1.0 / np.sqrt(max(fan_in, 1))
-            params[t["name"]] = rng.uniform(-bound, bound, shape).astype(_NP_DTYPES[t["dtype"]])
+            values = rng.uniform(-bound, bound, shape)
+            params[t["name"]] = from_storage(to_storage(values, t["dtype"]), t["dtype"])
         return params
 
     # Evaluation ----------------------------------------------------------
@@ -133,11 +136,11 @@ class PhysicalModel:
             # The common case costs a few attribute reads: small models run
             # in microseconds, and the native call checks again anyway.
             if (type(value) is np.ndarray and value.dtype == _NP_DTYPES[t["dtype"]]
+                    and t["dtype"] != "bfloat16"
                     and value.flags.c_contiguous and value.shape == t.get("_shape")):
                 arrays.append(value)
                 continue
-            # np.require keeps 0-d arrays 0-d (ascontiguousarray would not).
-            array = np.require(value, dtype=_NP_DTYPES[t["dtype"]], requirements="C")
+            array = to_storage(value, t["dtype"])
             if not _fits(array.shape, t["shape"]):
                 raise MithrilError(f"{what} '{t['name']}': expected shape {list(t['shape'])}, "
                                    f"got {list(array.shape)}")
@@ -180,11 +183,11 @@ class PhysicalModel:
         outputs = [np.empty(shape, dtype=_NP_DTYPES[t["dtype"]])
                    for t, shape in zip(self._outputs, shapes)]
         self._device_forward().run(inputs, outputs)
-        return {t["name"]: o for t, o in zip(self._outputs, outputs)}
+        return {t["name"]: from_storage(o, t["dtype"]) for t, o in zip(self._outputs, outputs)}
 
     def _unit_seeds(self, given: Mapping) -> dict:
         """output_gradients=True: the unit cotangents."""
-        floats = [t for t in self._outputs if t["dtype"] in ("float32", "float64")]
+        floats = [t for t in self._outputs if t["dtype"] in FLOATS]
         if any(t["name"] == "final_cost" for t in floats):
             floats = [t for t in floats if t["name"] == "final_cost"]
         if not floats:
@@ -196,7 +199,7 @@ class PhysicalModel:
             by_name = {t["name"]: s for t, s in zip(self._outputs, shapes)}
         else:
             by_name = {t["name"]: tuple(t["shape"]) for t in self._outputs}
-        return {t["name"]: np.ones(by_name[t["name"]], dtype=_NP_DTYPES[t["dtype"]])
+        return {t["name"]: np.ones(by_name[t["name"]], dtype=user_dtype(t["dtype"]))
                 for t in floats}
 
     def __call__(self, *args, **kwargs):
@@ -332,6 +335,7 @@ class PhysicalModel:
         model.run(inputs, outputs)
         values, grads = {}, {}
         for t, o in zip(model_outputs, outputs):
+            o = from_storage(o, t["dtype"])
             if t["name"].startswith("grad:"):
                 grads[t["name"][5:]] = o
             else:
@@ -366,6 +370,10 @@ class PhysicalModel:
                                      profile=profile, **self._native)
             compiled = self._gradient_models[key] = _compiled(model)
         model, model_inputs, model_outputs = compiled
+        if any(t["dtype"] == "bfloat16" for t in model_inputs):
+            raise MithrilError("train_step: training bfloat16 parameters in place is not "
+                               "supported yet; keep float32 parameters (mixed precision is "
+                               "issue 19)")
         optimizer.steps += 1
         dtype = _NP_DTYPES[self._outputs[0]["dtype"]] if self._outputs else np.float32
         for t in model_inputs:
@@ -488,7 +496,7 @@ class PhysicalModel:
     def get_types(self) -> dict[str, type]:
         """Every input and output terminal's element type, as a numpy type
         (ml.float32 is np.float32)."""
-        return {t["name"]: _NP_DTYPES[t["dtype"]] for t in self._inputs + self._outputs}
+        return {t["name"]: user_dtype(t["dtype"]).type for t in self._inputs + self._outputs}
 
     @property
     def stages(self) -> list[tuple]:

@@ -35,9 +35,66 @@ class Dtype(enum.IntEnum):
 # The original's aliases.
 half, short, long = Dtype.float16, Dtype.int16, Dtype.int64
 
-# What compiled code computes in today; the others are issue 19 (low
-# precision) or have no use yet.
-COMPILED = ("float32", "float64", "int32", "int64", "bool")
+# What compiled code stores and computes with. float16 and bfloat16 are
+# stored as such and computed in float32, rounded once per op.
+COMPILED = ("float32", "float64", "float16", "bfloat16", "int32", "int64", "bool")
+FLOATS = ("float32", "float64", "float16", "bfloat16")
+
+try:  # bfloat16 arrays for numpy, where installed
+    import ml_dtypes as _ml_dtypes
+except ImportError:  # pragma: no cover - depends on the environment
+    _ml_dtypes = None
+
+
+def user_dtype(name: str) -> np.dtype:
+    """The numpy dtype of the arrays the package returns for a terminal of
+    type `name`: numpy has no bfloat16, so bfloat16 values come back as
+    ml_dtypes.bfloat16 arrays where ml_dtypes is installed, else as float32
+    arrays (which hold them exactly)."""
+    if name == "bfloat16":
+        return np.dtype(_ml_dtypes.bfloat16) if _ml_dtypes else np.dtype(np.float32)
+    return np.dtype(np.bool_ if name == "bool" else name)
+
+
+def storage_dtype(name: str) -> np.dtype:
+    """The numpy dtype of the buffers compiled code reads and writes:
+    bfloat16 as its 16-bit patterns (uint16)."""
+    return np.dtype(np.uint16) if name == "bfloat16" else user_dtype(name)
+
+
+def to_bfloat16_bits(values) -> np.ndarray:
+    """The bfloat16 bit patterns of `values`, rounded to nearest even (NaN
+    stays NaN), as compiled code rounds."""
+    arr = np.asarray(values)
+    if _ml_dtypes is not None and arr.dtype == _ml_dtypes.bfloat16:
+        return np.ascontiguousarray(arr).reshape(-1).view(np.uint16).reshape(arr.shape)
+    bits = np.ascontiguousarray(arr, dtype=np.float32).view(np.uint32)
+    with np.errstate(over="ignore"):
+        rounded = ((bits + np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1))) >> 16)
+    nan = (bits & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+    rounded = np.where(nan, (bits >> 16) | np.uint32(0x40), rounded)
+    return rounded.astype(np.uint16)
+
+
+def from_bfloat16_bits(bits: np.ndarray) -> np.ndarray:
+    """bfloat16 bit patterns as the arrays user_dtype("bfloat16") names."""
+    # (0-d arrays cannot change their itemsize through view: go through 1-D.)
+    flat = np.ascontiguousarray(bits).reshape(-1)
+    if _ml_dtypes is not None:
+        return flat.view(_ml_dtypes.bfloat16).reshape(bits.shape)
+    return (flat.astype(np.uint32) << 16).view(np.float32).reshape(bits.shape)
+
+
+def to_storage(value, name: str) -> np.ndarray:
+    """`value` as a C-contiguous buffer of storage_dtype(name)."""
+    if name == "bfloat16":
+        return to_bfloat16_bits(value)
+    # np.require keeps 0-d arrays 0-d (ascontiguousarray would not).
+    return np.require(value, dtype=storage_dtype(name), requirements="C")
+
+
+def from_storage(array: np.ndarray, name: str) -> np.ndarray:
+    return from_bfloat16_bits(array) if name == "bfloat16" else array
 
 _ALIASES = {"f32": "float32", "f64": "float64", "i32": "int32", "i64": "int64", "i1": "bool",
             "float": "float32", "double": "float64", "int": "int32", "short": "int16",
@@ -74,5 +131,5 @@ def compiled_dtype_name(dtype, what: str) -> str:
     name = dtype_name(dtype)
     if name not in COMPILED:
         raise ValueError(f"{what}: {name} is not supported by compiled code yet (it computes in "
-                         f"{', '.join(COMPILED)}; float16 and bfloat16 are issue 19)")
+                         f"{', '.join(COMPILED)})")
     return name

@@ -36,7 +36,7 @@ def test_bad_dtypes_are_errors():
         dtype_name(np.complex128)
     with pytest.raises(ValueError, match="Cast: int16 is not supported by compiled code yet"):
         Cast(dtype=ml.int16)
-    with pytest.raises(ValueError, match="MlirBackend dtype must be float32 or float64"):
+    with pytest.raises(ValueError, match="MlirBackend dtype must be float32, float64, float16 or "):
         ml.MlirBackend(dtype=ml.Dtype.int32)
 
 

@@ -173,13 +173,12 @@ static void randomFill(Array &array, std::mt19937_64 &rng, bool isParam) {
   auto sample = [&]() { return isParam ? uniform(rng) : normal(rng); };
   std::uniform_int_distribution<int> ints(0, 9), bits(0, 1);
   for (int64_t i = 0, n = array.size(); i < n; ++i) {
-    switch (array.dtype()) {
-    case DType::F32: array.as<float>()[i] = sample(); break;
-    case DType::F64: array.as<double>()[i] = sample(); break;
-    case DType::I32: array.as<int32_t>()[i] = ints(rng); break;
-    case DType::I64: array.as<int64_t>()[i] = ints(rng); break;
-    case DType::Bool: array.as<uint8_t>()[i] = bits(rng); break;
-    }
+    if (isFloatDType(array.dtype()))
+      array.setFromDouble(i, sample());
+    else if (array.dtype() == DType::Bool)
+      array.setFromDouble(i, bits(rng));
+    else
+      array.setFromDouble(i, ints(rng));
   }
 }
 
@@ -189,7 +188,7 @@ static void printArray(raw_ostream &os, const Array &a) {
   std::function<void(size_t, int64_t, int)> rec = [&](size_t dim, int64_t offset, int indent) {
     if (dim == shape.size()) {
       double v = a.getAsDouble(offset);
-      if (a.dtype() == DType::F32 || a.dtype() == DType::F64)
+      if (isFloatDType(a.dtype()))
         os << format("%.6g", v);
       else
         os << (int64_t)v;

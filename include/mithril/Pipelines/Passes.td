@@ -89,6 +89,19 @@ def MithrilFuseElementwise : Pass<"mithril-fuse-elementwise", "mlir::ModuleOp"> 
                            "mlir::affine::AffineDialect"];
 }
 
+def MithrilExpandBF16 : Pass<"mithril-expand-bf16", "mlir::ModuleOp"> {
+  let summary = "Lower bfloat16 conversions to integer arithmetic";
+  let description = [{
+    `arith.extf` from and `arith.truncf` to bfloat16 become integer shifts and
+    round-to-nearest-even arithmetic on the bits (upstream's bf16 expansion
+    patterns). Without it LLVM calls `__truncsfbf2` on CPUs without
+    AVX512-BF16, which the JIT cannot resolve on hosts whose libgcc predates
+    it, and which serializes the conversion one element at a time. Run it
+    before the lowering to LLVM.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::vector::VectorDialect"];
+}
+
 def MithrilLowerScalarTransfers : Pass<"mithril-lower-scalar-transfers", "mlir::ModuleOp"> {
   let summary = "Lower vector transfers of one element to memref loads and stores";
   let description = [{

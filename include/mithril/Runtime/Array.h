@@ -23,7 +23,8 @@
 namespace mithril::runtime {
 
 /// Element types that cross the boundary between the host and compiled code.
-enum class DType { F32, F64, I32, I64, Bool };
+/// F16 and BF16 are stored as their 2-byte bit patterns.
+enum class DType { F32, F64, I32, I64, Bool, F16, BF16 };
 
 /// Size of one element in bytes.
 size_t dtypeSize(DType dtype);
@@ -33,6 +34,16 @@ llvm::StringRef dtypeName(DType dtype);
 mlir::Type dtypeToType(DType dtype, mlir::MLIRContext *ctx);
 /// The dtype of an MLIR element type, if it has one.
 std::optional<DType> typeToDType(mlir::Type type);
+
+/// Whether `dtype` is a floating-point type.
+bool isFloatDType(DType dtype);
+
+/// IEEE half and bfloat16 bit patterns to and from float, rounding to the
+/// nearest even (NaN stays NaN).
+float halfToFloat(uint16_t bits);
+uint16_t floatToHalf(float value);
+float bfloat16ToFloat(uint16_t bits);
+uint16_t floatToBfloat16(float value);
 
 /// Number of elements of a shape; nullopt if it overflows int64.
 std::optional<int64_t> numElements(llvm::ArrayRef<int64_t> shape);
@@ -71,6 +82,8 @@ public:
 
   /// Element `i` (flat index) converted to double, for printing and checks.
   double getAsDouble(int64_t i) const;
+  /// Sets element `i` (flat index) to `value`, rounded to the element type.
+  void setFromDouble(int64_t i, double value);
 
 private:
   DType dtype_ = DType::F32;

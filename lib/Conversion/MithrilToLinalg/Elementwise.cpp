@@ -217,10 +217,14 @@ static Value scalarBody(Operation *op, OpBuilder &b, Location loc, ValueRange ar
         Type to = resultType;
         if (t == to)
           return x;
-        if (isFloat(t) && isFloat(to))
-          return t.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth()
+        if (isFloat(t) && isFloat(to)) {
+          // f16 <-> bf16: same width, neither holds the other; through f32.
+          if (t.getIntOrFloatBitWidth() == to.getIntOrFloatBitWidth())
+            x = arith::ExtFOp::create(b, loc, b.getF32Type(), x);
+          return x.getType().getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth()
                      ? arith::ExtFOp::create(b, loc, to, x).getResult()
                      : arith::TruncFOp::create(b, loc, to, x).getResult();
+        }
         if (isFloat(t)) {
           if (to.isInteger(1))
             return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, x, c(0.0));

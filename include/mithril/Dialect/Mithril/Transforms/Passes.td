@@ -112,6 +112,22 @@ def MithrilAutodiff : Pass<"mithril-autodiff", "mlir::ModuleOp"> {
   let dependentDialects = ["mithril::MithrilDialect"];
 }
 
+def MithrilWidenLowPrecision : Pass<"mithril-widen-low-precision", "mlir::ModuleOp"> {
+  let summary = "Compute float16 and bfloat16 ops in float32, rounding once per op";
+  let description = [{
+    Every op that computes with float16 or bfloat16 values gets its operands
+    cast to float32, computes in float32 (so sums, matrix products and
+    convolutions accumulate in float32, or wider where float32 does), and
+    has its result cast back to the op's type: the values between ops, the
+    terminals and the memory they take keep the low-precision type, and each
+    op's result is rounded once. Ops with the `Mithril_DataMovement` trait
+    (reshapes, transposes, slices, gathers) are exact in any type and keep
+    theirs. Fusion then puts each widening, the computation and the rounding
+    in one loop.
+  }];
+  let dependentDialects = ["mithril::MithrilDialect"];
+}
+
 def MithrilOptimizer : Pass<"mithril-optimizer", "mlir::ModuleOp"> {
   let summary = "Append an optimizer's parameter update after mithril-autodiff";
   let description = [{

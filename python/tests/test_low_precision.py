@@ -1,0 +1,136 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""float16 and bfloat16 (issue 19): stored as such, computed in float32 with
+each op's result rounded once (mithril-widen-low-precision), against numpy's
+float16 arithmetic, bit-exact rounding, and torch in float64 with tolerances
+scaled by the reference's RMS."""
+
+import numpy as np
+import pytest
+import torch
+
+import mithril as ml
+from mithril.models import Add, Linear, Model, Multiply, Sum, Tanh
+from mithril.types import from_bfloat16_bits, to_bfloat16_bits
+
+
+def bf16(values):
+    """values rounded to bfloat16, as float32."""
+    return from_bfloat16_bits(to_bfloat16_bits(values)).astype(np.float32)
+
+
+def mlp():
+    model = Model()
+    model |= Linear(16)(input="input", output="h")
+    model |= Tanh()(input="h", output="a")
+    model |= Linear(4)(input="a", output="output")
+    return model
+
+
+def close(got, ref, rel):
+    """|got - ref| within rel times the RMS of ref (elementwise)."""
+    got = np.asarray(got, dtype=np.float64)
+    scale = np.sqrt(np.mean(np.square(ref))) + 1e-30
+    assert got.shape == ref.shape
+    err = np.max(np.abs(got - ref)) / scale
+    assert err <= rel, f"max error {err:.3g} x rms(ref) > {rel}"
+
+
+def torch_mlp(params, x):
+    t = {k: torch.tensor(np.asarray(v, dtype=np.float64), requires_grad=True)
+         for k, v in params.items()}
+    h = torch.tanh(torch.tensor(np.asarray(x, np.float64)) @ t["linear_0.weight"].T
+                   + t["linear_0.bias"])
+    out = h @ t["linear_1.weight"].T + t["linear_1.bias"]
+    out.sum().backward()
+    return out.detach().numpy(), {k: v.grad.numpy() for k, v in t.items()}
+
+
+@pytest.mark.parametrize("dtype,rel", [(ml.float16, 5e-3), (ml.bfloat16, 4e-2)])
+def test_mlp_outputs_and_gradients_against_torch(dtype, rel):
+    backend = ml.MlirBackend(dtype=dtype)
+    pm = ml.compile(mlp(), backend, shapes={"input": [8, 32]})
+    params = pm.randomize_params(seed=3)
+    x = np.random.default_rng(0).standard_normal((8, 32))
+    outputs, grads = pm.evaluate(params, {"input": x}, output_gradients=True)
+    # The reference runs in float64 on the same (already rounded) values.
+    stored_x = x.astype(np.float16) if dtype is ml.float16 else bf16(x)
+    want, want_grads = torch_mlp(params, stored_x)
+    close(outputs["output"], want, rel)
+    for k in params:
+        close(grads[k], want_grads[k], rel)
+    # What comes back: float16 arrays, and bfloat16 values as float32 (numpy
+    # has no bfloat16) that are exactly bfloat16.
+    if dtype is ml.float16:
+        assert outputs["output"].dtype == np.float16 and grads["linear_0.weight"].dtype == np.float16
+        assert pm.get_types()["input"] is np.float16
+    else:
+        out = outputs["output"]
+        assert out.dtype == np.float32
+        np.testing.assert_array_equal(bf16(out), out)
+
+
+def test_float16_rounds_once_per_op_like_numpy():
+    # numpy's float16 arithmetic computes in float32 and rounds each result:
+    # the semantics the widening gives, so the numbers are bit-identical.
+    model = Model()
+    model |= Multiply()(left="a", right="b", output="p")
+    model |= Add()(left="p", right="c", output="output")
+    rng = np.random.default_rng(1)
+    a, b, c = (rng.standard_normal(257).astype(np.float16) for _ in range(3))
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float16), shapes={k: [257] for k in "abc"})
+    got = pm.evaluate({}, {"a": a, "b": b, "c": c})["output"]
+    np.testing.assert_array_equal(got, a * b + c)
+
+
+def test_bfloat16_rounds_to_nearest_even():
+    model = Model()
+    model |= Multiply()(left="a", right="b", output="output")
+    rng = np.random.default_rng(2)
+    a, b = bf16(rng.standard_normal(1000)), bf16(rng.standard_normal(1000))
+    # Ties and specials: 1 + 2^-8 is halfway between two bfloat16 numbers.
+    a[:4] = [1.0, np.inf, np.nan, -0.0]
+    b[:4] = [1.0 + 2.0**-8, 1.0, 1.0, 1.0]
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.bfloat16), shapes={"a": [1000], "b": [1000]})
+    got = pm.evaluate({}, {"a": a, "b": b})["output"]
+    want = bf16(a.astype(np.float32) * b.astype(np.float32))
+    np.testing.assert_array_equal(got, want)
+    assert got[0] == 1.0  # the tie rounds to even
+
+
+@pytest.mark.parametrize("dtype", [ml.float16, ml.bfloat16])
+def test_sums_accumulate_in_float32(dtype):
+    # 4096 ones: a float16 accumulator stops at 2048, a bfloat16 one at 256.
+    model = Model()
+    model |= Sum()(input="input", output="output")
+    pm = ml.compile(model, ml.MlirBackend(dtype=dtype), shapes={"input": [4096]})
+    got = pm.evaluate({}, {"input": np.ones(4096)})["output"]
+    assert float(got) == 4096.0
+
+
+def test_low_precision_ir_and_dtypes():
+    pm = ml.compile(mlp(), ml.MlirBackend(dtype=ml.bfloat16), shapes={"input": [2, 3]})
+    assert "bf16" in pm.ir
+    assert ml.MlirBackend(dtype=ml.float16).dtype == np.float16
+    assert repr(ml.MlirBackend(dtype="bfloat16")) == "MlirBackend(dtype=bfloat16, device='cpu')"
+    with pytest.raises(ValueError, match="float32, float64, float16 or bfloat16"):
+        ml.MlirBackend(dtype=np.int32)
+
+
+
+def test_types_float16_input_of_a_float32_model():
+    # The documents' types={"input": ml.float16}: the input is stored and
+    # passed in float16 and converted where it enters; the model computes in
+    # float32.
+    pm = ml.compile(mlp(), ml.MlirBackend(), shapes={"input": [8, 32]},
+                    types={"input": ml.float16})
+    assert pm.get_types()["input"] is np.float16 and pm.get_types()["output"] is np.float32
+    params = pm.randomize_params(seed=0)
+    x = np.random.default_rng(5).standard_normal((8, 32))
+    out = pm.evaluate(params, {"input": x})["output"]
+    want, _ = torch_mlp(params, x.astype(np.float16))
+    close(out, want, 1e-5)
+    with pytest.raises(ml.KeyNotFoundError, match="types: 'nope' is not an input"):
+        ml.compile(mlp(), ml.MlirBackend(), shapes={"input": [8, 32]}, types={"nope": ml.float16})
+    with pytest.raises(ValueError, match="int16 is not supported"):
+        ml.compile(mlp(), ml.MlirBackend(), shapes={"input": [8, 32]}, types={"input": ml.int16})

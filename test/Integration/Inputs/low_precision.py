@@ -1,0 +1,35 @@
+# low-precision.test: float16 .npy files, and bfloat16 as raw 2-byte ('V2')
+# data holding the bit patterns; the outputs against numpy.
+#   low_precision.py gen DIR      write x.npy, w.npy (float16), b.npy (bfloat16)
+#   low_precision.py check DIR OUT
+import sys
+
+import numpy as np
+
+
+def bf16_bits(values):
+    bits = np.asarray(values, dtype=np.float32).view(np.uint32)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def bf16_values(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+if sys.argv[1] == "gen":
+    d = sys.argv[2]
+    rng = np.random.default_rng(3)
+    np.save(f"{d}/x.npy", rng.standard_normal((4, 8)).astype(np.float16))
+    np.save(f"{d}/w.npy", (rng.standard_normal((8, 3)) * 0.3).astype(np.float16))
+    np.save(f"{d}/b.npy", bf16_bits(rng.standard_normal(5)).view("V2"))
+else:
+    d, out = sys.argv[2], np.load(sys.argv[3])
+    x, w = np.load(f"{d}/x.npy"), np.load(f"{d}/w.npy")
+    b = bf16_values(np.load(f"{d}/b.npy").view(np.uint16))
+    y, z = out["y"], out["z"]
+    assert y.dtype == np.float16 and z.dtype == np.dtype("V2"), (y.dtype, z.dtype)
+    want_y = np.tanh(x.astype(np.float32) @ w.astype(np.float32))
+    assert np.max(np.abs(y - want_y)) <= 2e-3, np.max(np.abs(y - want_y))
+    # One rounding of the float32 product: bit-exact.
+    assert (z.view(np.uint16) == bf16_bits(b * b)).all()
+    print("low precision matches numpy")
