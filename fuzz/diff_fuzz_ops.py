@@ -968,8 +968,16 @@ spec("Flatten", "M.Flatten", ["input"],
 
 def _squeeze_propose(g):
     t = g.float_in(pred=lambda u: 1 in u.shape) if g.rng.random() < 0.8 else g.float_in()
-    ones = [i for i, s in enumerate(t.shape) if s == 1]
+    # A limitation: in a dynamic graph a batch-sized axis is never squeezed,
+    # nor is every size-1 axis (Squeeze() without axes): a size the compiled
+    # code has as dynamic (any size computed from the batch, even one the
+    # batches tried leave at 1) that is 1 at run time would change the rank
+    # the code was compiled for, which is a clear error, not a wrong answer.
+    dynamic_axis = t.bdim if g.dynamic else None
+    ones = [i for i, s in enumerate(t.shape) if s == 1 and i != dynamic_axis]
     if not ones or g.rng.random() < 0.3:
+        if g.dynamic:
+            raise Reject("Squeeze() without axes in a dynamic graph")
         return {}, {"input": t}
     ax = g.rng.sample(ones, g.rng.randint(1, len(ones)))
     ax = [a - t.rank if g.rng.random() < 0.3 else a for a in ax]
@@ -1269,7 +1277,10 @@ def _conv_propose(spatial):
         if g.rng.random() < 0.25:
             args["use_bias"] = False
         def ok(u):
-            return u.rank == spatial + 2 and u.shape[1] == cin
+            # A limitation: convolutions need static spatial sizes (a dynamic
+            # one is a clear compile-time error).
+            return (u.rank == spatial + 2 and u.shape[1] == cin and
+                    not (g.dynamic and u.bdim not in (None, 0)))
         x = g.pick(g.candidates("f", (), spatial + 2, spatial + 2, ok), 0.4)
         if x is None:
             shape = [g.rng.randint(1, 3), cin] + [g.rng.randint(1, 9) for _ in range(spatial)]

@@ -186,7 +186,8 @@ def ref_mlp(x, weights, biases, activations):
 
 
 def ref_rnn_cell(x, h, w_ih, w_hh, w_ho, bias_h, bias_o):
-    hidden = torch.tanh(x @ w_ih.T + h @ w_hh.T + bias_h)
+    # Mithril's cell advances the first N rows of the state (N: x's rows).
+    hidden = torch.tanh(x @ w_ih.T + h[:x.shape[0]] @ w_hh.T + bias_h)
     return hidden, hidden @ w_ho.T + bias_o
 
 

@@ -527,3 +527,25 @@ def test_layer_norm_gradient_is_one_expression(width):
         for k in grads:
             ref = t[k].grad.numpy()
             assert np.max(np.abs(grads[k] - ref)) <= tol * max(1.0, np.max(np.abs(ref))), k
+
+
+def test_convolution_with_a_dynamic_spatial_size_is_a_clear_error():
+    # Seed 2026 trial 86294: "failed to legalize" alone did not say why.
+    from mithril.models import Convolution2D
+    model = Model()
+    model |= Convolution2D(kernel_size=3, out_channels=2)(input="input", output="output")
+    with pytest.raises(ml.MithrilError, match="needs static spatial sizes.*only the batch size"):
+        pm = ml.compile(model, ml.MlirBackend(), shapes={"input": [None, 1, None, 8]})
+        pm.evaluate(pm.randomize_params(), {"input": np.ones((1, 1, 5, 8), np.float32)})
+
+
+def test_squeeze_of_a_dynamic_size_that_is_one_says_why():
+    # Seed 2026 trial 77154: a size computed from a dynamic one is 1 at run
+    # time, which changes a Squeeze()'s rank from the compiled one.
+    from mithril.models import Squeeze
+    model = Model()
+    model |= Squeeze()(input="input", output="output")
+    pm = ml.compile(model, ml.MlirBackend(), shapes={"input": [None, 1]})
+    assert pm.evaluate({}, {"input": np.ones((3, 1), np.float32)})["output"].shape == (3,)
+    with pytest.raises(ml.MithrilError, match="change its rank here"):
+        pm.evaluate({}, {"input": np.ones((1, 1), np.float32)})

@@ -548,10 +548,14 @@ template <typename OpT> struct ConvPattern : OpRewritePattern<OpT> {
     int64_t spatial = out.getRank() - 2;
     int64_t groups = op.getGroups();
     int64_t cg = wt.getDimSize(1), fTotal = wt.getDimSize(0);
+    // The one pattern for the op: say why it cannot lower rather than leave
+    // the conversion's "failed to legalize".
     if (ShapedType::isDynamic(cg) || ShapedType::isDynamic(fTotal))
-      return rewriter.notifyMatchFailure(op, "dynamic channel counts");
+      return op.emitOpError("needs static channel counts, but its weight is ")
+             << wt << "; give the weight's shape";
     if (llvm::any_of(out.getShape().drop_front(2), ShapedType::isDynamic))
-      return rewriter.notifyMatchFailure(op, "dynamic spatial dimensions");
+      return op.emitOpError("needs static spatial sizes, but its input is ")
+             << op.getInput().getType() << "; only the batch size (axis 0) may be dynamic";
     int64_t fg = fTotal / groups;
     Type et = out.getElementType();
     Value zero = floatConst(rewriter, loc, et, 0.0);

@@ -93,8 +93,14 @@ static FailureOr<bool> refineResults(Operation *op) {
     RankedTensorType joined = meet(cast<RankedTensorType>(result.getType()),
                                    dyn_cast<RankedTensorType>(type));
     if (!joined) {
-      op->emitOpError("result is declared as ")
-          << result.getType() << " but its operands give " << type;
+      InFlightDiagnostic diag = op->emitOpError("result is declared as ")
+                                << result.getType() << " but its operands give " << type;
+      auto declared = cast<RankedTensorType>(result.getType());
+      auto given = dyn_cast<RankedTensorType>(type);
+      if (given && given.getRank() != declared.getRank() && !declared.hasStaticShape())
+        diag << " (sizes that were dynamic when it was compiled change its rank here, as a "
+                "size of 1 does for a squeeze without axes: compile it for static shapes, "
+                "or name the axes)";
       return failure();
     }
     if (joined != result.getType()) {
