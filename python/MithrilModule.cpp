@@ -460,7 +460,8 @@ PYBIND11_MODULE(_mithril, m) {
          double weightDecay, unsigned threads, bool dynamicShapes, bool gpuTilesOnHost,
          const std::string &target, const std::string &chip, const std::string &optimizationLevel,
          const std::vector<std::pair<std::string, bool>> &optimizations, int llvmLevel,
-         bool profile, unsigned checkpointSegments) {
+         bool profile, unsigned checkpointSegments, const std::string &precision,
+         bool precisionTerminals) {
         std::unique_ptr<CompiledModel> result;
         {
           // Compilation does not touch Python objects.
@@ -485,6 +486,8 @@ PYBIND11_MODULE(_mithril, m) {
             options.optLevel = static_cast<unsigned>(llvmLevel);
           options.profile = profile;
           options.checkpointSegments = checkpointSegments;
+          options.precision = precision;
+          options.precisionTerminals = precisionTerminals;
           auto model = CompiledModel::compile(source, options);
           if (!model) {
             std::string message = llvm::toString(model.takeError());
@@ -504,7 +507,8 @@ PYBIND11_MODULE(_mithril, m) {
       py::arg("target") = "cpu", py::arg("chip") = "sm_90",
       py::arg("optimization_level") = "medium",
       py::arg("optimizations") = std::vector<std::pair<std::string, bool>>{},
-      py::arg("llvm_level") = -1, py::arg("profile") = false, py::arg("checkpoint_segments") = 0u);
+      py::arg("llvm_level") = -1, py::arg("profile") = false, py::arg("checkpoint_segments") = 0u,
+      py::arg("precision") = "", py::arg("precision_terminals") = false);
   m.def(
       "run_passes",
       [](const std::string &source, const std::string &pipeline, const std::string &name) {

@@ -86,6 +86,13 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     shapes.shapes.assign(options.shapes.begin(), options.shapes.end());
     shapes.dynamicData = options.dynamicData;
     pm.addPass(createMithrilInferShapes(shapes));
+    if (!options.precision.empty()) {
+      MithrilMixedPrecisionOptions precision;
+      precision.entry = options.entry;
+      precision.type = options.precision;
+      precision.terminals = options.precisionTerminals;
+      pm.addPass(createMithrilMixedPrecision(precision));
+    }
     if (options.dce || !options.discard.empty()) {
       MithrilDCEOptions dce;
       dce.discard.assign(options.discard.begin(), options.discard.end());

@@ -221,6 +221,11 @@ static std::string pipelineOptions(const CompileOptions &options, StringRef stop
     add("discard", llvm::join(options.discard, ","));
   if (options.dynamicShapes)
     add("dynamic-data", "true");
+  if (!options.precision.empty()) {
+    add("precision", options.precision);
+    if (options.precisionTerminals)
+      add("precision-terminals", "true");
+  }
   if (options.gradients) {
     add("gradients", "true");
     if (!options.wrt.empty())

@@ -19,7 +19,9 @@ class MlirBackend:
     float64, or float16 / bfloat16 (ml.float16, ml.bfloat16), which compiled
     code stores as such and computes in float32, rounding each op's result
     once; bfloat16 arrays come back as float32 (ml_dtypes.bfloat16 where
-    installed). `device` is
+    installed). `precision` ("bfloat16" or "float16") is the compute type of
+    compile(..., mixed_precision=True): float32 terminals (master weights),
+    low-precision values between the ops. `device` is
     "cpu", or "cuda": the model's kernels are compiled to PTX for `chip` (see
     PhysicalModel.ptx) and run on the GPU through libmithril_cuda_runtime;
     without a GPU, evaluate raises MithrilError("no CUDA device: ...").
@@ -32,7 +34,7 @@ class MlirBackend:
 
     def __init__(self, dtype=float32, device: str = "cpu", seed: int = 0,
                  num_threads: int | None = None, gpu_tiles_on_host: bool = False,
-                 chip: str = "sm_90") -> None:
+                 chip: str = "sm_90", precision=None) -> None:
         if num_threads is not None and (isinstance(num_threads, bool) or
                                         not isinstance(num_threads, int) or num_threads < 1):
             raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
@@ -55,6 +57,16 @@ class MlirBackend:
         # ml_dtypes); `float_name` is the compiled type.
         self.float_name = name
         self.dtype = user_dtype(name)
+        # The compute type of compile(mixed_precision=True).
+        self.mixed_precision_dtype = None
+        if precision is not None:
+            try:
+                low = dtype_name(precision)
+            except (TypeError, ValueError):
+                low = None
+            if low not in ("bfloat16", "float16"):
+                raise ValueError(f"precision must be bfloat16 or float16, got {precision!r}")
+            self.mixed_precision_dtype = low
         self.device = device
         self.gpu_tiles_on_host = bool(gpu_tiles_on_host)
         if not (isinstance(chip, str) and chip.startswith("sm_") and chip[3:].isdigit()):
@@ -77,6 +89,17 @@ class MlirBackend:
 
     def rand(self, *shape, dtype=None) -> np.ndarray:
         return self._rng.random(_shape(shape)).astype(dtype or self.dtype)
+
+    @property
+    def precision(self) -> int:
+        """Bits of the float type of the terminals (Mithril's backends')."""
+        return {"float64": 64, "float32": 32, "float16": 16, "bfloat16": 16}[self.float_name]
+
+    @property
+    def emit_float_name(self) -> str:
+        """The float type models are built in: float16 and bfloat16 models are
+        built in float32 and converted by mithril-mixed-precision."""
+        return "float32" if self.float_name in ("float16", "bfloat16") else self.float_name
 
     def __repr__(self) -> str:
         return f"MlirBackend(dtype={self.float_name}, device='{self.device}')"

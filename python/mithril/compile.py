@@ -13,7 +13,7 @@ from .errors import KeyNotFoundError, MissingShapeError, ShapeError
 from .framework import BaseModel
 from .options import resolve as resolve_controls
 from .physical import PhysicalModel
-from .types import compiled_dtype_name
+from .types import compiled_dtype_name, dtype_name
 
 
 def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = None,
@@ -29,7 +29,7 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
             static_inference: bool | None = None, gradient_checkpointing: bool | None = None,
             checkpoint_segments: int | None = None, memory_planning=None,
             memory_optimization: bool | None = None, custom_passes: Iterable | None = None,
-            _defer: bool = True) -> PhysicalModel:
+            mixed_precision=None, _defer: bool = True) -> PhysicalModel:
     """Compiles `model` for `backend`.
 
     shapes          input (or parameter) shapes; None marks a size left dynamic: the
@@ -83,6 +83,13 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
                     "none": temporaries live until the end of the call
     memory_optimization  True: both of the above
 
+    mixed_precision True (the backend's precision=, else bfloat16), or "bfloat16" /
+                    "float16": the terminals keep the backend's float32 (parameters are
+                    float32 master weights, gradients come back in float32) and the values
+                    between the ops take the low-precision type, each op computing in
+                    float32 and rounding once (mithril-mixed-precision; the casts are in
+                    pm.ir)
+
     custom_passes   graph passes run on the model's mithril IR, in order, before the
                     pipeline: a string is an MLIR pass pipeline ("canonicalize,cse",
                     "mithril-flatten", any pass mithril-opt knows); a callable takes the
@@ -107,11 +114,12 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
                     "checkpoint_segments": checkpoint_segments,
                     "memory_planning": memory_planning,
                     "memory_optimization": memory_optimization,
-                    "custom_passes": custom_passes}
+                    "custom_passes": custom_passes, "mixed_precision": mixed_precision}
     controls = resolve_controls(optimization_level, optimizations, jit_options, cpu_options,
                                 target_hardware, static_shapes, verbose, backend,
                                 gradient_checkpointing, checkpoint_segments, memory_planning,
                                 memory_optimization)
+    _precision_controls(controls, backend, mixed_precision)
     batch_range = _check_hints(hints)
     if optimize_for is not None and optimize_for not in ("latency", "throughput"):
         raise ValueError(f"optimize_for must be 'latency' or 'throughput', got {optimize_for!r}")
@@ -160,7 +168,7 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
     kinds = {k: "data" for k in data_keys} | {k: "param" for k in trainable_keys}
     # Constants are values, not terminals: their shapes come with them.
     shapes = {k: v for k, v in shapes.items() if k not in constants}
-    emitter = Emitter(backend.float_name)
+    emitter = Emitter(backend.emit_float_name)
     try:
         entry, _ = emitter.emit_top(model, shapes, kinds, constants, types)
     except MissingShapeError as e:
@@ -183,6 +191,33 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
     if file_path is not None and _file_kind(file_path) != "mlir":
         _write_file(pm, str(file_path))
     return pm
+
+
+def _precision_controls(controls, backend: MlirBackend, mixed_precision) -> None:
+    """The backend's dtype and mixed_precision= as mithril-mixed-precision's
+    options."""
+    short = {"bfloat16": "bf16", "float16": "f16"}
+    if backend.float_name in short:
+        # Built in float32, then every value and terminal converted.
+        controls.precision = short[backend.float_name]
+        controls.precision_terminals = True
+    if mixed_precision is None or mixed_precision is False:
+        return
+    if mixed_precision is True:
+        low = backend.mixed_precision_dtype or "bfloat16"
+    else:
+        try:
+            low = dtype_name(mixed_precision)
+        except (TypeError, ValueError):
+            low = None
+        if low not in short:
+            raise ValueError("mixed_precision must be True, False, 'bfloat16' or 'float16', "
+                             f"got {mixed_precision!r}")
+    if backend.float_name != "float32":
+        raise ValueError(f"mixed_precision keeps float32 terminals: it needs a float32 backend, "
+                         f"not {backend.float_name}")
+    controls.precision = short[low]
+    controls.precision_terminals = False
 
 
 def _file_kind(path) -> str:

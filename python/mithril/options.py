@@ -48,11 +48,16 @@ class CompileControls:
     verbose: bool = False
     chip: str | None = None
     checkpoint_segments: int = 0
+    # mithril-mixed-precision: "bf16" or "f16" ("": none); with
+    # precision_terminals the terminals take the type too.
+    precision: str = ""
+    precision_terminals: bool = False
 
     def native_kwargs(self) -> dict:
         """The keyword arguments of _mithril.compile these controls set."""
         return {"optimization_level": self.level, "optimizations": list(self.optimizations),
-                "llvm_level": self.llvm_level, "checkpoint_segments": self.checkpoint_segments}
+                "llvm_level": self.llvm_level, "checkpoint_segments": self.checkpoint_segments,
+                "precision": self.precision, "precision_terminals": self.precision_terminals}
 
 
 def _check_bool(what: str, value) -> bool:

@@ -129,7 +129,6 @@ NOT_YET = {
     ("001", 6): "shapes={'input': ...} for 001 #4's model, whose input is 'image'",
     ("001", 7): "device_mesh= (issue 21)",
     ("001", 8): "compiled_model from 001 #6",
-    ("003", 9): "precision= and mixed_precision= (issue 19)",
     ("003", 11): "file_path= writes compiled code, which needs the shapes the document's "
                  "model leaves to its first call",
     ("003", 12): "randomize_params() of a model compiled without shapes= (parameter shapes "

@@ -108,6 +108,16 @@ static cl::opt<unsigned> checkpointSegments(
              "of the forward ops and recompute the others in the backward pass (less memory, "
              "more time; default 0: keep every forward value)"),
     cl::init(0), cl::cat(trainCategory));
+static cl::opt<std::string> precision(
+    "precision",
+    cl::desc("Compute a float32 model in bf16 or f16 (mithril-mixed-precision): the values "
+             "between ops take that type, each op computes in float32 and rounds once; the "
+             "terminals stay float32 (mixed precision) unless --precision-terminals"),
+    cl::init(""), cl::cat(category));
+static cl::opt<bool> precisionTerminals(
+    "precision-terminals",
+    cl::desc("With --precision: the terminals (inputs, parameters, outputs) take that type too"),
+    cl::init(false), cl::cat(category));
 static cl::opt<bool> dynamicShapes(
     "dynamic",
     cl::desc("Compile once with the dimensions --shape does not fix left dynamic, rather than "
@@ -131,10 +141,17 @@ static cl::list<std::string> disabledOptimizations(
              "dead_code_elimination, fusion, vectorization, memory_planning (comma-separated)"),
     cl::CommaSeparated, cl::cat(category));
 
-/// The --optimization-level, --disable and -O flags applied to `options`.
+/// The --optimization-level, --disable, -O and --precision flags applied to
+/// `options`.
 static Error applyOptimizationFlags(CompileOptions &options) {
   if (Error err = setOptimizationLevel(options, optimizationLevel))
     return err;
+  if (!precision.empty() && precision != "bf16" && precision != "f16")
+    return createStringError("--precision must be bf16 or f16, got '" + precision + "'");
+  if (precisionTerminals && precision.empty())
+    return createStringError("--precision-terminals needs --precision");
+  options.precision = precision;
+  options.precisionTerminals = precisionTerminals;
   for (const std::string &name : disabledOptimizations)
     if (Error err = setOptimization(options, name, false))
       return err;

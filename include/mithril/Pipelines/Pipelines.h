@@ -56,6 +56,16 @@ struct ModelPipelineOptions : public mlir::PassPipelineOptions<Derived> {
   Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"), llvm::cl::init(0.0)};
   Option<double> weightDecay{*this, "weight-decay", llvm::cl::desc("L2 weight decay"),
                              llvm::cl::init(0.0)};
+  Option<std::string> precision{
+      *this, "precision",
+      llvm::cl::desc("Compute the model in bf16 or f16 (mithril-mixed-precision): its values "
+                     "between ops take that type; the terminals keep float32 unless "
+                     "precision-terminals is set"),
+      llvm::cl::init("")};
+  Option<bool> precisionTerminals{
+      *this, "precision-terminals",
+      llvm::cl::desc("With precision: the terminals take the low-precision type too"),
+      llvm::cl::init(false)};
   Option<unsigned> checkpointSegments{
       *this, "checkpoint-segments",
       llvm::cl::desc("With gradients: gradient checkpointing in this many runs of forward ops "
@@ -77,6 +87,8 @@ template <typename To, typename From> void copyModelOptions(To &to, const From &
   to.momentum = from.momentum;
   to.weightDecay = from.weightDecay;
   to.checkpointSegments = from.checkpointSegments;
+  to.precision = from.precision;
+  to.precisionTerminals = from.precisionTerminals;
 }
 
 struct CpuPipelineOptions : public ModelPipelineOptions<CpuPipelineOptions> {

@@ -65,6 +65,10 @@ struct CompileOptions {
   /// With gradients: gradient checkpointing in this many runs of forward
   /// ops (mithril-autodiff's checkpoint-segments; 0: off).
   unsigned checkpointSegments = 0;
+  /// Compute in "bf16" or "f16" (mithril-mixed-precision); empty: the model's
+  /// own types. `precisionTerminals`: the terminals take that type too.
+  std::string precision;
+  bool precisionTerminals = false;
   /// Where the code runs: "cpu", or "cuda" (NVIDIA GPUs, through
   /// mithril-gpu-pipeline) with the architecture `gpuChip`. "cuda" loads
   /// libmithril_cuda_runtime, and fails with "no CUDA device" where it or a

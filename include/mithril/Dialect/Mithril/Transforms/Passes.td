@@ -112,6 +112,31 @@ def MithrilAutodiff : Pass<"mithril-autodiff", "mlir::ModuleOp"> {
   let dependentDialects = ["mithril::MithrilDialect"];
 }
 
+def MithrilMixedPrecision : Pass<"mithril-mixed-precision", "mlir::ModuleOp"> {
+  let summary = "Compute a float32 model in float16 or bfloat16";
+  let description = [{
+    Every float32 value of the model `entry` (every model when empty)
+    becomes `type` (f16 or bf16): constants are rounded to it, element-type
+    attributes that name float32 (a cast to the model's float type) name it
+    instead, and every op's result type is inferred again. The terminals
+    keep float32 (mixed precision: float32 parameters, the master weights an
+    optimizer updates, and float32 data in and out, with casts at the model's
+    edges, so gradients come back in float32) unless `terminals` is set, which
+    makes them `type` too (a model that is low precision throughout). Later,
+    mithril-widen-low-precision computes each op in float32 and rounds its
+    result once.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
+           "The model to convert (default: every model)">,
+    Option<"type", "type", "std::string", /*default=*/"\"bf16\"",
+           "The compute type: bf16 or f16">,
+    Option<"terminals", "terminals", "bool", /*default=*/"false",
+           "Convert the terminals too (default: they keep float32)">
+  ];
+  let dependentDialects = ["mithril::MithrilDialect"];
+}
+
 def MithrilWidenLowPrecision : Pass<"mithril-widen-low-precision", "mlir::ModuleOp"> {
   let summary = "Compute float16 and bfloat16 ops in float32, rounding once per op";
   let description = [{
