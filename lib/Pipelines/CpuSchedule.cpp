@@ -17,14 +17,15 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
-#include "mlir/Dialect/Utils/StaticValueUtils.h"
-#include "mlir/Interfaces/TilingInterface.h"
 #include "mlir/Dialect/Transform/IR/TransformDialect.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Interfaces/TilingInterface.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
+#include "llvm/TargetParser/Host.h"
 
 namespace mithril {
 #define GEN_PASS_DEF_MITHRILCPUSCHEDULE
@@ -103,13 +104,39 @@ static SmallVector<int64_t> gemvInterchange(linalg::LinalgOp op) {
   return order;
 }
 
-/// Columns of a register tile: two 512-bit registers of the op's element
-/// type per row (32 f32, 16 f64).
-static int64_t registerColumns(linalg::LinalgOp op) {
-  Type et = getElementTypeOrSelf(op->getResult(0).getType());
-  unsigned bits = et.isIntOrFloat() ? et.getIntOrFloatBitWidth() : 32;
-  return bits >= 64 ? 16 : 32;
-}
+namespace {
+/// The vector registers the schedule sizes its register tiles for: 32 of
+/// 512 bits with AVX-512, 16 of 256 bits with AVX2 (and 16 of 128 without
+/// AVX). A register tile of rows x two registers of accumulators must leave
+/// registers for the operands it broadcasts and loads: 8 x 2 = 16 of 32, or
+/// 6 x 2 = 12 of 16 (a tile sized for the other would spill, or leave FMA
+/// units idle).
+struct VectorRegisters {
+  unsigned bits = 512;
+
+  /// The host's, from LLVM's reading of CPUID.
+  static VectorRegisters host() {
+    llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
+    if (features.lookup("avx512f"))
+      return {512};
+    if (features.lookup("avx"))
+      return {256};
+    return {128};
+  }
+
+  /// Rows of a matmul register tile.
+  int64_t rows() const { return bits >= 512 ? 8 : 6; }
+  /// Columns of a register tile: two registers of the op's element type per
+  /// row (32 f32 or 16 f64 with AVX-512; 16 or 8 with AVX2).
+  int64_t columns(linalg::LinalgOp op) const {
+    Type et = getElementTypeOrSelf(op->getResult(0).getType());
+    unsigned elementBits = et.isIntOrFloat() ? et.getIntOrFloatBitWidth() : 32;
+    return 2 * static_cast<int64_t>(bits) / std::max(elementBits, 32u);
+  }
+  /// Columns of the tile of any other op: two registers of f32.
+  int64_t elementwiseColumns() const { return bits / 16; }
+};
+} // namespace
 
 /// Convolutions tiled in two levels (tileForRegisters) and with their unit
 /// loops dropped before vectorization.
@@ -148,21 +175,21 @@ static std::optional<unsigned> smallWindowColumns(linalg::LinalgOp op) {
 /// a time; the ops the lowering or this pass mark get their own register
 /// tiles; every other op tiles its last two loops to 8 x 32 and the others
 /// to 1, so that no vector grows beyond a few registers.
-static SmallVector<int64_t> hostTileSizes(linalg::LinalgOp op) {
+static SmallVector<int64_t> hostTileSizes(linalg::LinalgOp op, const VectorRegisters &regs) {
   if (op->hasAttr(kPackedMatmulMarker) && op.getNumLoops() == 4) {
     // 8 rows x one panel's columns, one reduction step at a time.
-    return {8, 1, registerColumns(op), 1};
+    return {regs.rows(), 1, regs.columns(op), 1};
   }
   if (op->hasAttr(mithril::kConvFlatAttr) && op.getNumLoops() == 6) {
     // Loops n, f, p, c, kh, kw: 8 output channels x a row of flat positions
     // accumulate in registers, one input channel and kernel position at a
     // time, broadcasting a weight per channel against contiguous input.
-    return {1, 8, registerColumns(op), 1, 1, 1};
+    return {1, regs.rows(), regs.columns(op), 1, 1, 1};
   }
   if (op->hasAttr(mithril::kConvFlatWeightGradAttr) && op.getNumLoops() == 7) {
     // Loops f, c, kh, kw, lane, n, block: 4 output x 4 input channels (2
     // for f64) of lane vectors accumulate over blocks of flat positions.
-    return {4, registerColumns(op) == 32 ? 4 : 2, 1, 1, mithril::kConvFlatLanes, 1, 1};
+    return {4, regs.columns(op) >= 32 ? 4 : 2, 1, 1, mithril::kConvFlatLanes, 1, 1};
   }
   if (auto whole = op->getAttrOfType<DenseI64ArrayAttr>(mithril::kPoolWindowAttr)) {
     // Pooling over non-overlapping windows: a row of output columns with
@@ -203,8 +230,8 @@ static SmallVector<int64_t> hostTileSizes(linalg::LinalgOp op) {
     int64_t s = spatial.getInt();
     SmallVector<int64_t> sizes(op.getNumLoops(), 1);
     if (sizes.size() == static_cast<size_t>(4 + 2 * s) && s >= 1) {
-      sizes[2] = 8;
-      sizes[2 + s] = 32;
+      sizes[2] = regs.rows();
+      sizes[2 + s] = regs.columns(op);
       return sizes;
     }
   }
@@ -221,9 +248,9 @@ static SmallVector<int64_t> hostTileSizes(linalg::LinalgOp op) {
     }
   }
   if (isa<linalg::MatmulOp>(op.getOperation()))
-    return {8, registerColumns(op), 1};
+    return {regs.rows(), regs.columns(op), 1};
   if (isa<linalg::BatchMatmulOp>(op.getOperation()))
-    return {1, 8, registerColumns(op), 1};
+    return {1, regs.rows(), regs.columns(op), 1};
   unsigned loops = op.getNumLoops();
   SmallVector<int64_t> sizes(loops, 1);
   if (std::optional<unsigned> columns = smallWindowColumns(op)) {
@@ -235,7 +262,7 @@ static SmallVector<int64_t> hostTileSizes(linalg::LinalgOp op) {
     return sizes;
   }
   if (loops >= 1)
-    sizes[loops - 1] = 32;
+    sizes[loops - 1] = regs.elementwiseColumns();
   if (loops >= 2)
     sizes[loops - 2] = 8;
   return sizes;
@@ -246,7 +273,7 @@ static SmallVector<int64_t> hostTileSizes(linalg::LinalgOp op) {
 /// register tile, with chunks rounded to whole register tiles. Matmuls
 /// prefer their column loop, so that each thread reads half the weights.
 static std::optional<std::pair<unsigned, int64_t>>
-parallelSplit(linalg::LinalgOp op, unsigned threads, int64_t minWork) {
+parallelSplit(linalg::LinalgOp op, unsigned threads, int64_t minWork, const VectorRegisters &regs) {
   if (threads < 2)
     return std::nullopt;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
@@ -268,7 +295,7 @@ parallelSplit(linalg::LinalgOp op, unsigned threads, int64_t minWork) {
                                     : minWork;
   if (work < threshold)
     return std::nullopt;
-  SmallVector<int64_t> tiles = hostTileSizes(op);
+  SmallVector<int64_t> tiles = hostTileSizes(op, regs);
   SmallVector<unsigned> order;
   if (isa<linalg::MatmulOp>(op.getOperation()))
     order = {1, 0};
@@ -379,6 +406,9 @@ struct DropUnitDimOfTransferWrite : OpRewritePattern<vector::TransferWriteOp> {
 struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedulePass> {
   using MithrilCpuScheduleBase::MithrilCpuScheduleBase;
 
+  /// The register file the tiles are sized for (vector-bits, or the host's).
+  VectorRegisters registers;
+
   /// A matmul with at most kGemvMaxRows rows whose right operand is a
   /// transposed matrix (a Linear layer's weight, stored [out, in]) becomes a
   /// matrix-vector product on the weight's own layout: the reduction is split
@@ -442,7 +472,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
       if (!isa<linalg::MatmulOp>(op.getOperation()) || op->hasAttr(kGemvMarker))
         continue;
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-      int64_t cols = registerColumns(op);
+      int64_t cols = registers.columns(op);
       if (ranges.size() != 3 || ShapedType::isDynamic(ranges[1]) || ranges[1] <= cols ||
           ranges[1] % cols == 0 || ShapedType::isDynamic(ranges[0]) || ranges[0] < 8)
         continue;
@@ -502,7 +532,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     for (linalg::LinalgOp op : ops) {
       if (op->hasAttr(kWholeTileMarker))
         continue;
-      SmallVector<int64_t> sizes = hostTileSizes(op);
+      SmallVector<int64_t> sizes = hostTileSizes(op, registers);
       fitTilesToLoops(sizes, op.getStaticLoopRanges(), /*tileDynamic=*/true);
       SmallVector<SmallVector<int64_t>> levels = {sizes};
       if (isConvolutionTile(op)) {
@@ -572,7 +602,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
       if (!partial || !partial->hasAttr(kGemvMarker) || !partial->hasOneUse())
         continue;
       // The partial sums' register tile on the rows and columns of the result.
-      SmallVector<int64_t> partialTile = hostTileSizes(partial);
+      SmallVector<int64_t> partialTile = hostTileSizes(partial, registers);
       AffineMap out = partial.getIndexingMapMatchingResult(partial->getResult(0));
       AffineMap lanesIn = lanes.getMatchingIndexingMap(lanes.getDpsInputOperand(0));
       SmallVector<int64_t> sizes(lanes.getNumLoops(), 0);
@@ -703,7 +733,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     Value c = block.getDpsInitOperand(0)->get();
     auto bt = dyn_cast<RankedTensorType>(b.getType());
     auto ct = dyn_cast<RankedTensorType>(c.getType());
-    int64_t cols = registerColumns(cast<linalg::LinalgOp>(block.getOperation()));
+    int64_t cols = registers.columns(cast<linalg::LinalgOp>(block.getOperation()));
     if (!bt || !ct || !bt.hasStaticShape() || !ct.hasStaticShape() ||
         !isa<FloatType>(bt.getElementType()) || bt.getDimSize(1) % cols != 0 ||
         bt.getDimSize(1) <= cols || ct.getDimSize(0) < 16)
@@ -764,7 +794,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
       // A fill is split with the op whose initial value it is.
       if (isa<linalg::FillOp>(op.getOperation()))
         continue;
-      auto split = parallelSplit(op, threads, minParallelWork);
+      auto split = parallelSplit(op, threads, minParallelWork, registers);
       if (!split)
         continue;
       SmallVector<linalg::LinalgOp> chain = elementwiseChain(op);
@@ -862,6 +892,13 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (vectorBits != 0 && vectorBits != 128 && vectorBits != 256 && vectorBits != 512) {
+      module.emitError("mithril-cpu-schedule: vector-bits must be 0 (the host's), 128, 256 "
+                       "or 512, got ")
+          << vectorBits;
+      return signalPassFailure();
+    }
+    registers = vectorBits ? VectorRegisters{vectorBits} : VectorRegisters::host();
     IRRewriter rewriter(&getContext());
     foldEmptyLoops(rewriter, collectTensorOps(module));
     if (failed(rewriteMatrixVectorProducts(rewriter, collectTensorOps(module))))

@@ -139,6 +139,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     if (options.schedule && !options.gpuTilesOnHost) {
       MithrilCpuScheduleOptions schedule;
       schedule.threads = options.threads;
+      schedule.vectorBits = options.vectorBits;
       pm.addPass(createMithrilCpuSchedule(schedule));
       addGraphCleanups(pm, options);
     }

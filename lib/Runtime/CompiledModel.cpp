@@ -40,6 +40,7 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/X86TargetParser.h"
 
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringSet.h"
@@ -205,6 +206,21 @@ llvm::Error mithril::runtime::setOptimizationLevel(CompileOptions &options, Stri
   return llvm::Error::success();
 }
 
+/// The vector register width of an x86 CPU by name, from LLVM's table of
+/// its features: 512 with AVX-512, 256 with AVX, 128 otherwise; none for a
+/// name LLVM does not know.
+static std::optional<unsigned> vectorBitsOfCpu(StringRef cpu) {
+  if (llvm::X86::parseArchX86(cpu, /*Only64Bit=*/true) == llvm::X86::CK_None)
+    return std::nullopt;
+  SmallVector<StringRef> features;
+  llvm::X86::getFeaturesForCPU(cpu, features);
+  if (llvm::is_contained(features, "avx512f"))
+    return 512;
+  if (llvm::is_contained(features, "avx"))
+    return 256;
+  return 128;
+}
+
 static std::string pipelineOptions(const CompileOptions &options, StringRef stopAfter,
                                    StringRef startAfter) {
   std::string s;
@@ -244,6 +260,8 @@ static std::string pipelineOptions(const CompileOptions &options, StringRef stop
   bool scheduled = llvm::is_contained({"fusion", "bufferize", "loops", "llvm"}, stopAfter);
   if (unsigned threads = resolvedThreads(options); threads != 1 && scheduled)
     add("threads", std::to_string(threads));
+  if (!options.targetCpu.empty() && scheduled)
+    add("vector-bits", std::to_string(vectorBitsOfCpu(options.targetCpu).value_or(0)));
   if (options.gpuTilesOnHost)
     add("gpu-tiles-on-host", "true");
   if (options.profile)
@@ -295,6 +313,8 @@ static llvm::Error runPipeline(ModuleOp module, const CompileOptions &options, S
     pipelineOpts.schedule = options.schedule;
     pipelineOpts.profile = options.profile;
     pipelineOpts.profileFirstId = options.profileFirstId;
+    if (!options.targetCpu.empty())
+      pipelineOpts.vectorBits = vectorBitsOfCpu(options.targetCpu).value_or(0);
   };
   {
     CpuPipelineOptions whole;
@@ -452,11 +472,20 @@ static std::vector<SummaryRow> summarize(ModelOp model) {
   return rows;
 }
 
-static Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(unsigned optLevel) {
+/// The target machine code is compiled for: the host's, or `cpu`'s.
+static Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(unsigned optLevel,
+                                                                        StringRef cpu = "") {
   initializeLLVM();
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!builder)
     return builder.takeError();
+  if (!cpu.empty()) {
+    if (!vectorBitsOfCpu(cpu))
+      return makeError("unknown target CPU '" + cpu +
+                       "' (an x86-64 CPU LLVM knows: znver2, skylake-avx512, sapphirerapids, ...)");
+    builder->setCPU(cpu.str());
+    builder->setFeatures("");
+  }
   builder->setCodeGenOptLevel(optLevel >= 3 ? llvm::CodeGenOptLevel::Aggressive
                                             : llvm::CodeGenOptLevel::Default);
   // A product feeding a sum becomes one fused multiply-add, as in BLAS
@@ -1458,6 +1487,9 @@ Expected<std::string> mithril::runtime::emit(StringRef source, const CompileOpti
     return entry.takeError();
   CompileOptions opts = options;
   opts.entry = entry->getSymName().str();
+  if (!opts.targetCpu.empty() && !vectorBitsOfCpu(opts.targetCpu))
+    return makeError("unknown target CPU '" + opts.targetCpu +
+                     "' (an x86-64 CPU LLVM knows: znver2, skylake-avx512, sapphirerapids, ...)");
   if (format == "h")
     return emitHeader(**module, opts);
   if (options.target == "cuda")
@@ -1476,7 +1508,7 @@ Expected<std::string> mithril::runtime::emit(StringRef source, const CompileOpti
   std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(**module, llvmContext);
   if (!llvmModule)
     return makeError("translation to LLVM IR failed");
-  auto tm = hostTargetMachine(options.optLevel);
+  auto tm = hostTargetMachine(options.optLevel, options.targetCpu);
   if (!tm)
     return tm.takeError();
   ExecutionEngine::setupTargetTripleAndDataLayout(llvmModule.get(), tm->get());

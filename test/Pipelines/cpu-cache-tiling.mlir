@@ -5,8 +5,8 @@
 // that a register tile reads its panel contiguously; the 8 x 32 register
 // tiles then sweep the panels (panels outermost) with their accumulator
 // hoisted out of the reduction. Smaller matmuls get the register tiles only.
-// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=fusion" | FileCheck %s
-// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=linalg" | not mithril-opt --mithril-cpu-schedule="cache-tile=1,2,3,4" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=fusion" | FileCheck %s
+// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=linalg" | not mithril-opt --mithril-cpu-schedule="cache-tile=1,2,3,4" 2>&1 | FileCheck %s --check-prefix=BAD
 
 mithril.model @Gemm(data %a: tensor<512x512xf32>, data %b: tensor<512x512xf32>) -> (c: tensor<512x512xf32>) {
   %c = mithril.matmul %a, %b : (tensor<512x512xf32>, tensor<512x512xf32>) -> tensor<512x512xf32>

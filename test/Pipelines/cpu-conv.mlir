@@ -6,9 +6,9 @@
 // vector FMAs, broadcasting one weight per channel; the accumulator is read
 // once before the reduction loops and written once after them. The two
 // columns past the output width are computed and dropped by a view.
-// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=fusion" | FileCheck %s
-// RUN: mithril-opt %s --mithril-cpu-pipeline="entry=Strided gradients=true wrt=x,w stop-after=linalg" | FileCheck %s --check-prefix=GRAD
-// RUN: mithril-opt %s --mithril-cpu-pipeline="entry=DilatedRows stop-after=linalg" | FileCheck %s --check-prefix=DILATED
+// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=fusion" | FileCheck %s
+// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 entry=Strided gradients=true wrt=x,w stop-after=linalg" | FileCheck %s --check-prefix=GRAD
+// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 entry=DilatedRows stop-after=linalg" | FileCheck %s --check-prefix=DILATED
 
 mithril.model @Conv(data %x: tensor<2x4x28x28xf32>, param %w: tensor<16x4x3x3xf32>) -> (y: tensor<2x16x28x28xf32>) {
   %y = mithril.conv2d %x, %w {dilation = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x4x28x28xf32>, tensor<16x4x3x3xf32>) -> tensor<2x16x28x28xf32>

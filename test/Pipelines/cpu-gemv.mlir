@@ -3,8 +3,8 @@
 // steps of 16 lanes of partial sums held in registers (8 output columns x 16
 // lanes, starting from zero), and each tile sums its lanes in registers once
 // the steps are done: the partial sums never go to memory.
-// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=fusion" | FileCheck %s
-// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=loops" | FileCheck %s --check-prefix=LOOPS
+// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=fusion" | FileCheck %s
+// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=loops" | FileCheck %s --check-prefix=LOOPS
 
 mithril.model @Linear1(data %x: tensor<1x784xf32>, param %w: tensor<512x784xf32>) -> (y: tensor<1x512xf32>) {
   %wt = mithril.transpose %w : (tensor<512x784xf32>) -> tensor<784x512xf32>

@@ -1,14 +1,14 @@
 // The graph-level switches of mithril-cpu-pipeline (the Python package's
 // optimization_level= and optimizations=, mithril-run's --optimization-level
 // and --disable), each shown on the same layer at stop-after=fusion.
-// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=fusion schedule=false" | FileCheck %s --check-prefix=FUSED
-// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=fusion schedule=false fusion=false" | FileCheck %s --check-prefix=UNFUSED
-// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=shapes" | FileCheck %s --check-prefix=DCE
-// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=shapes dce=false fold=false cse=false" | FileCheck %s --check-prefix=NODCE
-// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=shapes fold=false" | FileCheck %s --check-prefix=NOFOLD
-// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=shapes cse=false fold=false dce=false" | FileCheck %s --check-prefix=NOCSE
-// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=bufferize schedule=false fusion=false" | FileCheck %s --check-prefix=PLAN
-// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=bufferize schedule=false fusion=false memory-planning=false" | FileCheck %s --check-prefix=NOPLAN
+// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=fusion schedule=false" | FileCheck %s --check-prefix=FUSED
+// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=fusion schedule=false fusion=false" | FileCheck %s --check-prefix=UNFUSED
+// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=shapes" | FileCheck %s --check-prefix=DCE
+// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=shapes dce=false fold=false cse=false" | FileCheck %s --check-prefix=NODCE
+// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=shapes fold=false" | FileCheck %s --check-prefix=NOFOLD
+// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=shapes cse=false fold=false dce=false" | FileCheck %s --check-prefix=NOCSE
+// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=bufferize schedule=false fusion=false" | FileCheck %s --check-prefix=PLAN
+// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=bufferize schedule=false fusion=false memory-planning=false" | FileCheck %s --check-prefix=NOPLAN
 
 mithril.model @Layer(data %x: tensor<4x8xf32>, param %b: tensor<8xf32>) -> (y: tensor<4x8xf32>) {
   %a = mithril.add %x, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>

@@ -1,7 +1,7 @@
 // The CPU pipeline's stages, each shown on the same dense layer.
-// RUN: mithril-opt %s --mithril-cpu-pipeline=stop-after=fusion | FileCheck %s --check-prefix=FUSION
-// RUN: mithril-opt %s --mithril-cpu-pipeline=stop-after=bufferize | FileCheck %s --check-prefix=BUFFERS
-// RUN: mithril-opt %s --mithril-cpu-pipeline | FileCheck %s --check-prefix=LLVM
+// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=fusion" | FileCheck %s --check-prefix=FUSION
+// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=bufferize" | FileCheck %s --check-prefix=BUFFERS
+// RUN: mithril-opt %s --mithril-cpu-pipeline=vector-bits=512 | FileCheck %s --check-prefix=LLVM
 
 mithril.model @Dense(data %x: tensor<8x16xf32>, param %w: tensor<16x32xf32>, param %b: tensor<32xf32>) -> (y: tensor<8x32xf32>) {
   %mm = mithril.matmul %x, %w : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>

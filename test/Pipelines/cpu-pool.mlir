@@ -1,7 +1,7 @@
 // Max pooling over non-overlapping 2x2 windows, with the ReLU before it fused
 // in by elementwise fusion: a tile is one output row, 14 columns with their
 // 2x2 windows read in one transfer and reduced in registers.
-// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=fusion" | FileCheck %s
+// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=fusion" | FileCheck %s
 
 mithril.model @ReluPool(data %x: tensor<2x4x28x28xf32>) -> (y: tensor<2x4x14x14xf32>) {
   %r = mithril.relu %x : (tensor<2x4x28x28xf32>) -> tensor<2x4x28x28xf32>

@@ -1,4 +1,4 @@
-// RUN: mithril-opt %s --mithril-cpu-schedule | FileCheck %s
+// RUN: mithril-opt %s --mithril-cpu-schedule=vector-bits=512 | FileCheck %s
 
 // An elementwise op is tiled into 8 x 32 register tiles and vectorized.
 // CHECK-LABEL: func.func @relu

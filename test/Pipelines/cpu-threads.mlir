@@ -1,10 +1,10 @@
 // Large ops are split across threads with their elementwise epilogue and
 // their fill: one scf.forall per chain, which becomes tasks of the MLIR async
 // runtime. Small ops stay on one thread.
-// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=fusion threads=2" | FileCheck %s --check-prefix=FUSION
-// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=loops threads=2" | FileCheck %s --check-prefix=LOOPS
-// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=fusion threads=1" | FileCheck %s --check-prefix=SERIAL
-// RUN: mithril-opt %s --mithril-cpu-pipeline="threads=2" | FileCheck %s --check-prefix=LLVM
+// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=fusion threads=2" | FileCheck %s --check-prefix=FUSION
+// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=loops threads=2" | FileCheck %s --check-prefix=LOOPS
+// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=fusion threads=1" | FileCheck %s --check-prefix=SERIAL
+// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 threads=2" | FileCheck %s --check-prefix=LLVM
 
 mithril.model @Big(data %x: tensor<256x512xf32>, param %w: tensor<512x512xf32>, param %b: tensor<512xf32>) -> (y: tensor<256x512xf32>) {
   %mm = mithril.matmul %x, %w : (tensor<256x512xf32>, tensor<512x512xf32>) -> tensor<256x512xf32>

@@ -1,8 +1,8 @@
 // mithril-profile-kernels: host timer calls around each kernel of the
 // bufferized model, named by the logical ops (model paths) it computes.
-// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=bufferize" -mlir-print-debuginfo | mithril-opt --mithril-profile-kernels=first-id=7 | FileCheck %s
+// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=bufferize" -mlir-print-debuginfo | mithril-opt --mithril-profile-kernels=first-id=7 | FileCheck %s
 // The pipeline adds it at the start of the loops stage with profile=true.
-// RUN: mithril-opt %s --mithril-cpu-pipeline="stop-after=loops profile=true profile-first-id=3" | FileCheck %s --check-prefix=PIPELINE
+// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=loops profile=true profile-first-id=3" | FileCheck %s --check-prefix=PIPELINE
 
 mithril.model @Dense(data %x: tensor<8x16xf32>, param %w: tensor<16x32xf32>) -> (y: tensor<8xf32>) {
   %mm = mithril.matmul %x, %w : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32> loc("dense.matmul")

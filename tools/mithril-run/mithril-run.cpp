@@ -118,6 +118,12 @@ static cl::opt<bool> precisionTerminals(
     "precision-terminals",
     cl::desc("With --precision: the terminals (inputs, parameters, outputs) take that type too"),
     cl::init(false), cl::cat(category));
+static cl::opt<std::string> targetCpu(
+    "target-cpu",
+    cl::desc("With --emit=asm, obj or llvm: compile for this x86-64 CPU (znver2, "
+             "skylake-avx512, sapphirerapids, ...) instead of the host, register tiles sized "
+             "for its vector registers"),
+    cl::init(""), cl::cat(category));
 static cl::opt<bool> dynamicShapes(
     "dynamic",
     cl::desc("Compile once with the dimensions --shape does not fix left dynamic, rather than "
@@ -152,6 +158,7 @@ static Error applyOptimizationFlags(CompileOptions &options) {
     return createStringError("--precision-terminals needs --precision");
   options.precision = precision;
   options.precisionTerminals = precisionTerminals;
+  options.targetCpu = targetCpu;
   for (const std::string &name : disabledOptimizations)
     if (Error err = setOptimization(options, name, false))
       return err;
@@ -492,6 +499,9 @@ int main(int argc, char **argv) {
     return fail("--gpu-tiles-on-host runs the GPU schedule on --target=cpu");
   if (train && target != "cpu")
     return fail("--train runs on --target=cpu");
+  if (!targetCpu.empty() && emitFormat.empty())
+    return fail("--target-cpu compiles code for another CPU: it needs --emit (asm, obj, llvm or "
+                "mlir); code run here is compiled for the host");
   if (train)
     return runTraining((*source)->getBuffer(), given);
 

@@ -13,8 +13,10 @@ include "mlir/Pass/PassBase.td"
 def MithrilCpuSchedule : Pass<"mithril-cpu-schedule", "mlir::ModuleOp"> {
   let summary = "Tile and vectorize linalg on tensors for the host CPU";
   let description = [{
-    Tiles every linalg op for the host: matmuls to a register block (8 rows
-    by 32 columns by 1, sixteen 512-bit accumulators in f32; 8 x 16 in f64),
+    Tiles every linalg op for the host's vector registers (`vector-bits`):
+    matmuls to a register block of two registers per row, 8 rows by 32
+    columns by 1 with AVX-512 (sixteen 512-bit accumulators in f32; 8 x 16 in
+    f64), 6 x 16 with AVX2 (twelve of its sixteen 256-bit registers),
     other ops to 8 x 32 tiles of their last two loops; then applies a
     transform-dialect script that vectorizes the tiles and hoists the matmul
     accumulators out of the reduction loop while still on tensors. Run it
@@ -48,7 +50,11 @@ def MithrilCpuSchedule : Pass<"mithril-cpu-schedule", "mlir::ModuleOp"> {
     Option<"minParallelWork", "min-parallel-work", "int64_t", /*default=*/"1 << 19",
            "The loop iterations an op needs before it is split across threads">,
     ListOption<"cacheTile", "cache-tile", "int64_t",
-               "Cache block of large matmuls: rows, columns, reduction (default 128,256,256)">
+               "Cache block of large matmuls: rows, columns, reduction (default 128,256,256)">,
+    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"0",
+           "The vector registers to size register tiles for: 512 (AVX-512: 32 registers, "
+           "8 x 32 f32 matmul tiles), 256 (AVX2: 16 registers, 6 x 16), 128, or 0: the "
+           "host's">
   ];
   let dependentDialects = [
     "mlir::transform::TransformDialect",

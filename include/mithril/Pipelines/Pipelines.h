@@ -127,6 +127,11 @@ struct CpuPipelineOptions : public ModelPipelineOptions<CpuPipelineOptions> {
                      "block and thread loops) and run those loops in order on the host: the "
                      "GPU schedule's numbers, checked without a GPU (implies schedule=false)"),
       llvm::cl::init(false)};
+  Option<unsigned> vectorBits{
+      *this, "vector-bits",
+      llvm::cl::desc("The vector registers register tiles are sized for (mithril-cpu-schedule): "
+                     "512 (AVX-512), 256 (AVX2), 128, or 0: the host's"),
+      llvm::cl::init(0)};
   Option<unsigned> threads{
       *this, "threads",
       llvm::cl::desc("Threads for large ops: above 1, they are split into chunks that run on "
