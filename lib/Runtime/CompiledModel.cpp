@@ -939,6 +939,29 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
     return makeError("unknown target '" + options.target + "' (expected cpu or cuda)");
   if (options.gpuTilesOnHost && options.target != "cpu")
     return makeError("gpuTilesOnHost runs the GPU schedule on target 'cpu'");
+  if (!options.targetCpu.empty()) {
+    // Code for another CPU runs here only if this host has all its features
+    // (znver2's code on a Zen 5, say): anything else dies of SIGILL.
+    if (!vectorBitsOfCpu(options.targetCpu))
+      return makeError("unknown target CPU '" + options.targetCpu +
+                       "' (an x86-64 CPU LLVM knows: znver2, skylake-avx512, sapphirerapids, "
+                       "...)");
+    SmallVector<StringRef> features, missing;
+    llvm::X86::getFeaturesForCPU(options.targetCpu, features);
+    llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+    // System instructions compiled code never uses, which hypervisors hide.
+    static const StringRef kSystemOnly[] = {"x87",     "mwaitx", "wbnoinvd", "rdpru",    "clzero",
+                                            "invpcid", "sgx",    "ptwrite",  "pconfig",  "tsxldtrk",
+                                            "waitpkg", "enqcmd", "uintr",    "serialize"};
+    for (StringRef feature : features)
+      if (!host.lookup(feature) && !llvm::is_contained(kSystemOnly, feature))
+        missing.push_back(feature);
+    if (!missing.empty())
+      return makeError("code compiled for a " + options.targetCpu + " cannot run on this host (" +
+                       llvm::sys::getHostCPUName() + "), which lacks " +
+                       llvm::join(ArrayRef<StringRef>(missing).take_front(8), ", ") +
+                       (missing.size() > 8 ? ", ..." : ""));
+  }
   std::unique_ptr<CompiledModel> model(new CompiledModel());
   model->context_ = createContext();
   MLIRContext &ctx = *model->context_;
@@ -1012,7 +1035,7 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
                      " does not take its outputs as destination buffers");
 
   start = Clock::now();
-  auto tm = hostTargetMachine(options.optLevel);
+  auto tm = hostTargetMachine(options.optLevel, options.targetCpu);
   if (!tm)
     return tm.takeError();
   ExecutionEngineOptions engineOptions;

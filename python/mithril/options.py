@@ -52,12 +52,15 @@ class CompileControls:
     # precision_terminals the terminals take the type too.
     precision: str = ""
     precision_terminals: bool = False
+    # cpu_options["target_cpu"]: the x86-64 CPU code is compiled for ("": the host).
+    target_cpu: str = ""
 
     def native_kwargs(self) -> dict:
         """The keyword arguments of _mithril.compile these controls set."""
         return {"optimization_level": self.level, "optimizations": list(self.optimizations),
                 "llvm_level": self.llvm_level, "checkpoint_segments": self.checkpoint_segments,
-                "precision": self.precision, "precision_terminals": self.precision_terminals}
+                "precision": self.precision, "precision_terminals": self.precision_terminals,
+                "target_cpu": self.target_cpu}
 
 
 def _check_bool(what: str, value) -> bool:
@@ -173,9 +176,14 @@ def resolve(optimization_level="medium", optimizations: Mapping | None = None,
             elif key == "vectorize":
                 controls.optimizations.append(("vectorization",
                                                _check_bool("cpu_options['vectorize']", value)))
+            elif key == "target_cpu":
+                if not isinstance(value, str) or not value:
+                    raise ValueError("cpu_options['target_cpu'] must name an x86-64 CPU "
+                                     f"('znver2', 'skylake-avx512', ...), got {value!r}")
+                controls.target_cpu = "" if value in ("host", "native") else value
             else:
                 raise ValueError(f"unknown cpu_options key {key!r} (known: num_threads, "
-                                 "vectorize)")
+                                 "vectorize, target_cpu)")
 
     if target_hardware is not None:
         device = getattr(backend, "device", "cpu")

@@ -160,6 +160,33 @@ def test_cpu_options_and_threads():
     np.testing.assert_allclose(a, numpy_mlp(params, x), rtol=1e-12)
 
 
+def test_cpu_options_target_cpu():
+    # Code for an AVX2 CPU (6 x 16 register tiles, ymm only) runs on any
+    # x86-64 host with AVX2, and gives the host code's numbers.
+    x = np.random.default_rng(0).standard_normal((64, 40))
+    model = Model()
+    model |= Linear(48)(input="input", output="output")
+    host = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={"input": [64, 40]})
+    params = host.randomize_params(seed=1)
+    want = x @ params["linear_0.weight"].T + params["linear_0.bias"]
+    avx2 = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={"input": [64, 40]},
+                      cpu_options={"target_cpu": "haswell"})
+    np.testing.assert_allclose(avx2.evaluate(params, {"input": x})["output"], want, rtol=1e-12)
+    with pytest.raises(ml.MithrilError, match="unknown target CPU 'pentium9'"):
+        ml.compile(model, ml.MlirBackend(), shapes={"input": [64, 40]},
+                   cpu_options={"target_cpu": "pentium9"})
+    # A CPU whose features this host lacks is refused (AMX here, unless the
+    # host is a Sapphire Rapids, where it runs).
+    try:
+        spr = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={"input": [64, 40]},
+                         cpu_options={"target_cpu": "sapphirerapids"})
+    except ml.MithrilError as e:
+        assert "cannot run on this host" in str(e) and "lacks" in str(e)
+    else:
+        np.testing.assert_allclose(spr.evaluate(params, {"input": x})["output"], want,
+                                   rtol=1e-12)
+
+
 def test_static_shapes_and_batch_hints():
     with pytest.raises(ml.ShapeError, match="static_shapes=True"):
         ml.compile(mlp(), ml.MlirBackend(), shapes={"input": [None, 7]}, static_shapes=True)

@@ -69,9 +69,10 @@ struct CompileOptions {
   /// own types. `precisionTerminals`: the terminals take that type too.
   std::string precision;
   bool precisionTerminals = false;
-  /// For emitted code (--emit=asm/obj/llvm): an x86 CPU to compile for
-  /// ("znver2", "skylake-avx512", "sapphirerapids"), whose vector registers
-  /// the schedule then sizes its tiles for; empty: the host.
+  /// An x86 CPU to compile for ("znver2", "skylake-avx512",
+  /// "sapphirerapids"), whose vector registers the schedule then sizes its
+  /// tiles for; empty: the host. Emitted code may target any CPU; JIT code
+  /// only one whose features the host has (AVX2 code on an AVX-512 host).
   std::string targetCpu;
   /// Where the code runs: "cpu", or "cuda" (NVIDIA GPUs, through
   /// mithril-gpu-pipeline) with the architecture `gpuChip`. "cuda" loads
