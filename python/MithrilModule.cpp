@@ -461,7 +461,7 @@ PYBIND11_MODULE(_mithril, m) {
          const std::string &target, const std::string &chip, const std::string &optimizationLevel,
          const std::vector<std::pair<std::string, bool>> &optimizations, int llvmLevel,
          bool profile, unsigned checkpointSegments, const std::string &precision,
-         bool precisionTerminals, const std::string &targetCpu) {
+         bool precisionTerminals, const std::string &targetCpu, const std::string &quantize) {
         std::unique_ptr<CompiledModel> result;
         {
           // Compilation does not touch Python objects.
@@ -489,6 +489,7 @@ PYBIND11_MODULE(_mithril, m) {
           options.precision = precision;
           options.precisionTerminals = precisionTerminals;
           options.targetCpu = targetCpu;
+          options.quantize = quantize;
           auto model = CompiledModel::compile(source, options);
           if (!model) {
             std::string message = llvm::toString(model.takeError());
@@ -509,8 +510,8 @@ PYBIND11_MODULE(_mithril, m) {
       py::arg("optimization_level") = "medium",
       py::arg("optimizations") = std::vector<std::pair<std::string, bool>>{},
       py::arg("llvm_level") = -1, py::arg("profile") = false, py::arg("checkpoint_segments") = 0u,
-      py::arg("precision") = "", py::arg("precision_terminals") = false,
-      py::arg("target_cpu") = "");
+      py::arg("precision") = "", py::arg("precision_terminals") = false, py::arg("target_cpu") = "",
+      py::arg("quantize") = "");
   m.def(
       "run_passes",
       [](const std::string &source, const std::string &pipeline, const std::string &name) {

@@ -121,6 +121,8 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
 
   if (wanted("linalg")) {
     pm.addPass(createMithrilDecompose());
+    if (options.quantize == "int8")
+      pm.addPass(createMithrilQuantizeInt8());
     pm.addPass(createMithrilWidenLowPrecision());
     if (options.fold)
       pm.addPass(createCanonicalizerPass());

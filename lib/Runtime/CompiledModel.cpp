@@ -237,6 +237,8 @@ static std::string pipelineOptions(const CompileOptions &options, StringRef stop
     add("discard", llvm::join(options.discard, ","));
   if (options.dynamicShapes)
     add("dynamic-data", "true");
+  if (!options.quantize.empty())
+    add("quantize", options.quantize);
   if (!options.precision.empty()) {
     add("precision", options.precision);
     if (options.precisionTerminals)

@@ -21,7 +21,10 @@ class MlirBackend:
     once; bfloat16 arrays come back as float32 (ml_dtypes.bfloat16 where
     installed). `precision` ("bfloat16" or "float16") is the compute type of
     compile(..., mixed_precision=True): float32 terminals (master weights),
-    low-precision values between the ops. `device` is
+    low-precision values between the ops. `quantize="int8"`: inference with
+    the matrix products of weights (Linear layers) in 8-bit integers, weights
+    per output column and activations per tensor, scaled on each call
+    (dynamic quantization); gradients and training are refused. `device` is
     "cpu", or "cuda": the model's kernels are compiled to PTX for `chip` (see
     PhysicalModel.ptx) and run on the GPU through libmithril_cuda_runtime;
     without a GPU, evaluate raises MithrilError("no CUDA device: ...").
@@ -34,7 +37,7 @@ class MlirBackend:
 
     def __init__(self, dtype=float32, device: str = "cpu", seed: int = 0,
                  num_threads: int | None = None, gpu_tiles_on_host: bool = False,
-                 chip: str = "sm_90", precision=None) -> None:
+                 chip: str = "sm_90", precision=None, quantize: str | None = None) -> None:
         if num_threads is not None and (isinstance(num_threads, bool) or
                                         not isinstance(num_threads, int) or num_threads < 1):
             raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
@@ -57,6 +60,9 @@ class MlirBackend:
         # ml_dtypes); `float_name` is the compiled type.
         self.float_name = name
         self.dtype = user_dtype(name)
+        if quantize not in (None, "int8"):
+            raise ValueError(f"quantize must be 'int8' or None, got {quantize!r}")
+        self.quantize = quantize
         # The compute type of compile(mixed_precision=True).
         self.mixed_precision_dtype = None
         if precision is not None:
@@ -102,7 +108,8 @@ class MlirBackend:
         return "float32" if self.float_name in ("float16", "bfloat16") else self.float_name
 
     def __repr__(self) -> str:
-        return f"MlirBackend(dtype={self.float_name}, device='{self.device}')"
+        quantize = f", quantize='{self.quantize}'" if self.quantize else ""
+        return f"MlirBackend(dtype={self.float_name}, device='{self.device}'{quantize})"
 
 
 def _shape(shape) -> tuple:

@@ -196,6 +196,7 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
 def _precision_controls(controls, backend: MlirBackend, mixed_precision) -> None:
     """The backend's dtype and mixed_precision= as mithril-mixed-precision's
     options."""
+    controls.quantize = getattr(backend, "quantize", None) or ""
     short = {"bfloat16": "bf16", "float16": "f16"}
     if backend.float_name in short:
         # Built in float32, then every value and terminal converted.

@@ -54,13 +54,15 @@ class CompileControls:
     precision_terminals: bool = False
     # cpu_options["target_cpu"]: the x86-64 CPU code is compiled for ("": the host).
     target_cpu: str = ""
+    # The backend's quantize= ("int8", or "" for none).
+    quantize: str = ""
 
     def native_kwargs(self) -> dict:
         """The keyword arguments of _mithril.compile these controls set."""
         return {"optimization_level": self.level, "optimizations": list(self.optimizations),
                 "llvm_level": self.llvm_level, "checkpoint_segments": self.checkpoint_segments,
                 "precision": self.precision, "precision_terminals": self.precision_terminals,
-                "target_cpu": self.target_cpu}
+                "target_cpu": self.target_cpu, "quantize": self.quantize}
 
 
 def _check_bool(what: str, value) -> bool:

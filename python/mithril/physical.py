@@ -320,6 +320,9 @@ class PhysicalModel:
     def _evaluate_with_gradients(self, given, output_gradients):
         if self.inference:
             raise MithrilError("the model was compiled with inference=True: no gradients")
+        if getattr(self.backend, "quantize", None):
+            raise MithrilError(f"the model is quantized (quantize='{self.backend.quantize}'), "
+                               "for inference: gradients need a float backend")
         unknown = [k for k in output_gradients if k not in self.output_keys]
         if unknown:
             raise KeyNotFoundError(f"output_gradients names unknown output(s) {unknown}; "
@@ -354,6 +357,9 @@ class PhysicalModel:
         the optimizer's state are updated in place; returns the outputs."""
         if self.inference:
             raise MithrilError("the model was compiled with inference=True: it cannot train")
+        if getattr(self.backend, "quantize", None):
+            raise MithrilError(f"the model is quantized (quantize='{self.backend.quantize}'), "
+                               "for inference: training needs a float backend")
         if loss not in self.output_keys:
             raise KeyNotFoundError(f"no output '{loss}' to minimize (outputs: {self.output_keys})")
         specs = self._static_specs({**params, **(data or {})})

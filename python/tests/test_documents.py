@@ -125,7 +125,6 @@ PLACEHOLDERS = {
 
 # Snippets that do not run yet: (document, index) -> why.
 NOT_YET = {
-    ("001", 5): "quantize= (int8, issue 19)",
     ("001", 6): "shapes={'input': ...} for 001 #4's model, whose input is 'image'",
     ("001", 7): "device_mesh= (issue 21)",
     ("001", 8): "compiled_model from 001 #6",

@@ -118,6 +118,11 @@ static cl::opt<bool> precisionTerminals(
     "precision-terminals",
     cl::desc("With --precision: the terminals (inputs, parameters, outputs) take that type too"),
     cl::init(false), cl::cat(category));
+static cl::opt<std::string> quantize(
+    "quantize",
+    cl::desc("int8: matrix products of weights in 8-bit integers, weights per output column "
+             "and activations per tensor, exact 32-bit accumulation (inference only)"),
+    cl::init(""), cl::cat(category));
 static cl::opt<std::string> targetCpu(
     "target-cpu",
     cl::desc("With --emit=asm, obj or llvm: compile for this x86-64 CPU (znver2, "
@@ -159,6 +164,9 @@ static Error applyOptimizationFlags(CompileOptions &options) {
   options.precision = precision;
   options.precisionTerminals = precisionTerminals;
   options.targetCpu = targetCpu;
+  if (!quantize.empty() && quantize != "int8")
+    return createStringError("--quantize must be int8, got '" + quantize + "'");
+  options.quantize = quantize;
   for (const std::string &name : disabledOptimizations)
     if (Error err = setOptimization(options, name, false))
       return err;
@@ -502,6 +510,8 @@ int main(int argc, char **argv) {
   if (!targetCpu.empty() && emitFormat.empty())
     return fail("--target-cpu compiles code for another CPU: it needs --emit (asm, obj, llvm or "
                 "mlir); code run here is compiled for the host");
+  if (train && !quantize.empty())
+    return fail("--quantize=int8 is for inference: --train needs float arithmetic");
   if (train)
     return runTraining((*source)->getBuffer(), given);
 

@@ -62,6 +62,11 @@ struct ModelPipelineOptions : public mlir::PassPipelineOptions<Derived> {
                      "between ops take that type; the terminals keep float32 unless "
                      "precision-terminals is set"),
       llvm::cl::init("")};
+  Option<std::string> quantize{
+      *this, "quantize",
+      llvm::cl::desc("int8: matrix products of weights in 8-bit integers, for inference "
+                     "(mithril-quantize-int8)"),
+      llvm::cl::init("")};
   Option<bool> precisionTerminals{
       *this, "precision-terminals",
       llvm::cl::desc("With precision: the terminals take the low-precision type too"),
@@ -89,6 +94,7 @@ template <typename To, typename From> void copyModelOptions(To &to, const From &
   to.checkpointSegments = from.checkpointSegments;
   to.precision = from.precision;
   to.precisionTerminals = from.precisionTerminals;
+  to.quantize = from.quantize;
 }
 
 struct CpuPipelineOptions : public ModelPipelineOptions<CpuPipelineOptions> {

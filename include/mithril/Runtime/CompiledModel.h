@@ -69,6 +69,8 @@ struct CompileOptions {
   /// own types. `precisionTerminals`: the terminals take that type too.
   std::string precision;
   bool precisionTerminals = false;
+  /// "int8": matrix products of weights in 8-bit integers (inference only).
+  std::string quantize;
   /// An x86 CPU to compile for ("znver2", "skylake-avx512",
   /// "sapphirerapids"), whose vector registers the schedule then sizes its
   /// tiles for; empty: the host. Emitted code may target any CPU; JIT code

@@ -137,6 +137,23 @@ def MithrilMixedPrecision : Pass<"mithril-mixed-precision", "mlir::ModuleOp"> {
   let dependentDialects = ["mithril::MithrilDialect"];
 }
 
+def MithrilQuantizeInt8 : Pass<"mithril-quantize-int8", "mlir::ModuleOp"> {
+  let summary = "Int8 inference: matrix products of weights in 8-bit integers";
+  let description = [{
+    Post-training dynamic quantization, as ONNX Runtime's: every `matmul`
+    whose right operand is a parameter (or a transposed one, a Linear
+    layer's weight) takes its weight per output column and its activation
+    per tensor to symmetric 8-bit integers, `q = round(x / s)` with
+    `s = max|x| / 127` (rounding half away from zero), multiplies them with
+    exact 32-bit integer accumulation, and scales the sums back:
+    `y = acc * s_x * s_w[n]`. The activation scale is computed on each call
+    from the data. The result is the product of the int8-rounded operands,
+    which an int8 kernel would compute; for inference only (the rounding has
+    no useful gradient).
+  }];
+  let dependentDialects = ["mithril::MithrilDialect"];
+}
+
 def MithrilWidenLowPrecision : Pass<"mithril-widen-low-precision", "mlir::ModuleOp"> {
   let summary = "Compute float16 and bfloat16 ops in float32, rounding once per op";
   let description = [{

@@ -1,0 +1,71 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""MlirBackend(quantize="int8") (issue 19): dynamic int8 quantization of the
+matrix products of weights (mithril-quantize-int8), against a numpy
+emulation of the same integer arithmetic, and its accuracy against float32."""
+
+import numpy as np
+import pytest
+
+import mithril as ml
+from mithril.models import Linear, Model, Relu
+
+
+def mlp():
+    model = Model()
+    model |= Linear(64)(input="input", output="h")
+    model |= Relu()(input="h", output="a")
+    model |= Linear(10)(input="a", output="output")
+    return model
+
+
+def int8_product(x, w):
+    """x @ w with x per tensor and w per column in symmetric int8, as the
+    compiled code computes it (float32 scales, exact integer sums)."""
+    def levels(v, axis):
+        amax = np.abs(v).max(axis=axis, keepdims=axis is not None)
+        s = (np.maximum(amax, np.float32(1e-30)) / np.float32(127)).astype(np.float32)
+        t = (v / s).astype(np.float32)
+        return (np.sign(t) * np.floor(np.abs(t) + np.float32(0.5))).astype(np.int64), s
+    xq, sx = levels(x, None)
+    wq, sw = levels(w, 0)
+    return ((xq @ wq).astype(np.float32) * sx).astype(np.float32) * sw
+
+
+def test_int8_linear_layers_match_the_integer_arithmetic():
+    pm = ml.compile(mlp(), ml.MlirBackend(quantize="int8"), shapes={"input": [32, 128]})
+    params = pm.randomize_params(seed=0)
+    x = np.random.default_rng(1).standard_normal((32, 128)).astype(np.float32)
+    got = pm.evaluate(params, {"input": x})["output"]
+    h = np.maximum(int8_product(x, params["linear_0.weight"].T) + params["linear_0.bias"], 0)
+    want = int8_product(h.astype(np.float32), params["linear_1.weight"].T) \
+        + params["linear_1.bias"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    # Against float32: int8's error, a few percent of the output's RMS, not
+    # float32's (the option does something).
+    exact = ml.compile(mlp(), ml.MlirBackend(), shapes={"input": [32, 128]})
+    ref = exact.evaluate(params, {"input": x})["output"]
+    err = np.abs(got - ref).max() / np.sqrt(np.mean(ref ** 2))
+    assert 1e-3 < err < 0.1, err
+
+
+def test_int8_is_for_inference():
+    pm = ml.compile(mlp(), ml.MlirBackend(quantize="int8"), shapes={"input": [4, 128]})
+    params = pm.randomize_params(seed=0)
+    with pytest.raises(ml.MithrilError, match="quantized.*for inference"):
+        pm.evaluate(params, {"input": np.ones((4, 128), np.float32)}, output_gradients=True)
+    with pytest.raises(ValueError, match="quantize must be 'int8'"):
+        ml.MlirBackend(quantize="int4")
+    assert repr(ml.MlirBackend(quantize="int8")) == \
+        "MlirBackend(dtype=float32, device='cpu', quantize='int8')"
+
+
+def test_all_zero_activations_give_zero():
+    # max|x| = 0 would divide by zero: the scale has a floor.
+    pm = ml.compile(mlp(), ml.MlirBackend(quantize="int8"), shapes={"input": [2, 128]})
+    params = pm.randomize_params(seed=0)
+    got = pm.evaluate(params, {"input": np.zeros((2, 128), np.float32)})["output"]
+    want = int8_product(np.maximum(params["linear_0.bias"], 0)[None].repeat(2, 0),
+                        params["linear_1.weight"].T) + params["linear_1.bias"]
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
