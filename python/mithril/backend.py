@@ -42,14 +42,8 @@ class MlirBackend:
                                         not isinstance(num_threads, int) or num_threads < 1):
             raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
         self.num_threads = num_threads
-        from .types import dtype_name, user_dtype
-        try:
-            name = dtype_name(dtype)
-        except (TypeError, ValueError):
-            name = None
-        if name not in _FLOAT_NAMES:
-            raise ValueError("MlirBackend dtype must be float32, float64, float16 or bfloat16, "
-                             f"got {dtype!r}")
+        from .types import dtype_name_among, user_dtype
+        name = dtype_name_among(dtype, _FLOAT_NAMES, "MlirBackend dtype")
         if device not in ("cpu", "cuda"):
             raise ValueError(f"unknown device '{device}' (expected 'cpu' or 'cuda')")
         if gpu_tiles_on_host and device != "cpu":
@@ -66,13 +60,8 @@ class MlirBackend:
         # The compute type of compile(mixed_precision=True).
         self.mixed_precision_dtype = None
         if precision is not None:
-            try:
-                low = dtype_name(precision)
-            except (TypeError, ValueError):
-                low = None
-            if low not in ("bfloat16", "float16"):
-                raise ValueError(f"precision must be bfloat16 or float16, got {precision!r}")
-            self.mixed_precision_dtype = low
+            self.mixed_precision_dtype = dtype_name_among(precision, ("bfloat16", "float16"),
+                                                          "precision")
         self.device = device
         self.gpu_tiles_on_host = bool(gpu_tiles_on_host)
         if not (isinstance(chip, str) and chip.startswith("sm_") and chip[3:].isdigit()):

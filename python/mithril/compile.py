@@ -13,7 +13,7 @@ from .errors import KeyNotFoundError, MissingShapeError, ShapeError
 from .framework import BaseModel
 from .options import resolve as resolve_controls
 from .physical import PhysicalModel
-from .types import compiled_dtype_name, dtype_name
+from .types import compiled_dtype_name, dtype_name_among
 
 
 def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = None,
@@ -207,13 +207,8 @@ def _precision_controls(controls, backend: MlirBackend, mixed_precision) -> None
     if mixed_precision is True:
         low = backend.mixed_precision_dtype or "bfloat16"
     else:
-        try:
-            low = dtype_name(mixed_precision)
-        except (TypeError, ValueError):
-            low = None
-        if low not in short:
-            raise ValueError("mixed_precision must be True, False, 'bfloat16' or 'float16', "
-                             f"got {mixed_precision!r}")
+        low = dtype_name_among(mixed_precision, ("bfloat16", "float16"),
+                               "mixed_precision (True, False or a type)")
     if backend.float_name != "float32":
         raise ValueError(f"mixed_precision keeps float32 terminals: it needs a float32 backend, "
                          f"not {backend.float_name}")

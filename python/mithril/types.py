@@ -126,6 +126,19 @@ def dtype_name(dtype) -> str:
     return name
 
 
+def dtype_name_among(dtype, allowed: tuple, what: str) -> str:
+    """dtype_name(dtype), which must be one of `allowed`: a ValueError saying
+    `what` must be one of them otherwise (also for what is no dtype)."""
+    try:
+        name = dtype_name(dtype)
+    except (TypeError, ValueError):
+        name = None
+    if name not in allowed:
+        raise ValueError(f"{what} must be {', '.join(allowed[:-1])} or {allowed[-1]}, "
+                         f"got {dtype!r}")
+    return name
+
+
 def compiled_dtype_name(dtype, what: str) -> str:
     """dtype_name(dtype), checked to be one compiled code computes in."""
     name = dtype_name(dtype)
