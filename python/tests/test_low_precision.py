@@ -196,5 +196,5 @@ def test_mixed_precision_errors():
     with pytest.raises(ValueError, match="needs a float32 backend"):
         ml.compile(mlp(), ml.MlirBackend(dtype=ml.float64), shapes={"input": [2, 3]},
                    mixed_precision=True)
-    with pytest.raises(ValueError, match="mixed_precision must be"):
+    with pytest.raises(ValueError, match=r"mixed_precision \(True, False or a type\) must be"):
         ml.compile(mlp(), ml.MlirBackend(), shapes={"input": [2, 3]}, mixed_precision="int8")
