@@ -376,16 +376,12 @@ class PhysicalModel:
                                      profile=profile, **self._native)
             compiled = self._gradient_models[key] = _compiled(model)
         model, model_inputs, model_outputs = compiled
-        if any(t["dtype"] == "bfloat16" for t in model_inputs):
-            raise MithrilError("train_step: training bfloat16 parameters in place is not "
-                               "supported yet; keep float32 parameters (mixed precision is "
-                               "issue 19)")
         optimizer.steps += 1
-        dtype = _NP_DTYPES[self._outputs[0]["dtype"]] if self._outputs else np.float32
+        dtype = user_dtype(self._outputs[0]["dtype"]) if self._outputs else np.float32
         for t in model_inputs:
             name = t["name"]
             if name.startswith("state:") and name not in optimizer.state:
-                optimizer.state[name] = np.zeros(tuple(t["shape"]), _NP_DTYPES[t["dtype"]])
+                optimizer.state[name] = np.zeros(tuple(t["shape"]), user_dtype(t["dtype"]))
         feeds = dict(params)
         feeds.update(data or {})
         feeds.update(optimizer.state)
@@ -398,13 +394,17 @@ class PhysicalModel:
         outputs = []
         for t in model_outputs:
             buf = optimizer._spare.get(t["name"])
-            if buf is None or buf.shape != tuple(t["shape"]):
-                buf = np.empty(tuple(t["shape"]), dtype=_NP_DTYPES[t["dtype"]])
+            storage = np.dtype(_NP_DTYPES[t["dtype"]])
+            if buf is None or buf.shape != tuple(t["shape"]) or buf.dtype != storage:
+                buf = np.empty(tuple(t["shape"]), dtype=storage)
             outputs.append(buf)
         model.run(inputs, outputs)
         results = {}
         for t, out in zip(model_outputs, outputs):
             name = t["name"]
+            # bfloat16 buffers hold bit patterns: parameters, state and
+            # outputs go back as the arrays evaluate returns (new ones).
+            out = from_storage(out, t["dtype"])
             if name.startswith("new:state:"):
                 target = name[4:]
                 optimizer._spare[name] = optimizer.state[target]

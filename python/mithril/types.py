@@ -67,8 +67,9 @@ def to_bfloat16_bits(values) -> np.ndarray:
     stays NaN), as compiled code rounds."""
     arr = np.asarray(values)
     if _ml_dtypes is not None and arr.dtype == _ml_dtypes.bfloat16:
-        return np.ascontiguousarray(arr).reshape(-1).view(np.uint16).reshape(arr.shape)
-    bits = np.ascontiguousarray(arr, dtype=np.float32).view(np.uint32)
+        return np.require(arr, requirements="C").reshape(-1).view(np.uint16).reshape(arr.shape)
+    # (np.ascontiguousarray would make a 0-d array 1-d.)
+    bits = np.require(arr, np.float32, "C").reshape(-1).view(np.uint32).reshape(arr.shape)
     with np.errstate(over="ignore"):
         rounded = ((bits + np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1))) >> 16)
     nan = (bits & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)

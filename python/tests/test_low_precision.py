@@ -198,3 +198,28 @@ def test_mixed_precision_errors():
                    mixed_precision=True)
     with pytest.raises(ValueError, match=r"mixed_precision \(True, False or a type\) must be"):
         ml.compile(mlp(), ml.MlirBackend(), shapes={"input": [2, 3]}, mixed_precision="int8")
+
+
+@pytest.mark.parametrize("dtype", [ml.float16, ml.bfloat16])
+def test_low_precision_parameters_train_in_place(dtype):
+    from mithril.models import SquaredError, TrainModel
+    model = Model()
+    model |= Linear(1)(input="input", output="output")
+    train = TrainModel(model)
+    train.add_loss(SquaredError(), input="output", target="target", reduce_steps=[ml.models.Mean()])
+    pm = ml.compile(train, ml.MlirBackend(dtype=dtype), shapes={"input": [64, 3], "target": [64, 1]})
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 3))
+    y = x @ np.array([[1.5], [-2.0], [0.5]]) + 0.25
+    params = pm.randomize_params(seed=0)
+    opt = ml.Adam(lr=0.05)
+    losses = [float(pm.train_step(params, {"input": x, "target": y}, opt)["final_cost"])
+              for _ in range(150)]
+    # The weights stay in the backend's type (float32 arrays of bf16 values
+    # for bfloat16) and approach the truth within its precision.
+    w = params["linear_0.weight"]
+    assert w.dtype == ml.MlirBackend(dtype=dtype).dtype
+    if dtype is ml.bfloat16:
+        np.testing.assert_array_equal(bf16(w), w)
+    np.testing.assert_allclose(w.astype(np.float64), [[1.5, -2.0, 0.5]], atol=0.1)
+    assert losses[-1] < 1e-2 * losses[0]

@@ -21,3 +21,18 @@ mithril.model @Fit(data %x: tensor<4x2xf32>, param %w: tensor<2xf32>) -> (loss: 
 // ADAM: sqrt
 
 // NOGRAD: the model has no gradient outputs; run mithril-autodiff first
+
+// bfloat16 parameters: the update is computed in float32 (0.999 is 1 in
+// bfloat16) and rounded once; terminals keep their type.
+// RUN: mithril-opt %s -split-input-file -mithril-autodiff="entry=Half" -mithril-optimizer="entry=Half algorithm=adam" | FileCheck %s --check-prefix=BF16
+// BF16-LABEL: mithril.model @Half(
+// BF16-SAME: data %optimizer.lr: tensor<bf16>, data %optimizer.step: tensor<bf16>
+// BF16-SAME: "new:w": tensor<2xbf16>
+// BF16-DAG: constant dense<9.990000e-01> : tensor<f32>
+// BF16-DAG: cast %w {element_type = f32} : (tensor<2xbf16>) -> tensor<2xf32>
+// BF16: %[[NEW:.*]] = cast %{{.*}} {element_type = bf16} : (tensor<2xf32>) -> tensor<2xbf16>
+mithril.model @Half(data %x: tensor<4x2xbf16>, param %w: tensor<2xbf16>) -> (loss: tensor<bf16>) {
+  %0 = mithril.multiply %x, %w : (tensor<4x2xbf16>, tensor<2xbf16>) -> tensor<4x2xbf16>
+  %1 = mithril.mean %0 : (tensor<4x2xbf16>) -> tensor<bf16>
+  mithril.output %1 : tensor<bf16>
+}

@@ -65,8 +65,19 @@ struct OptimizerPass : public mithril::impl::MithrilOptimizerBase<OptimizerPass>
                                "mithril-autodiff first");
     Type et = cast<RankedTensorType>(output.getValues()[grads[0].first].getType()).getElementType();
     auto scalarType = RankedTensorType::get({}, et);
+    // The update of float16 and bfloat16 parameters is computed in float32
+    // and rounded once: Adam's 0.999 is 1 in bfloat16, and its bias
+    // correction would divide by zero.
+    Type ct = isa<Float16Type, BFloat16Type>(et) ? Type(b.getF32Type()) : et;
+    auto wide = [&](Value v) -> Value {
+      return ct == et ? v : CastOp::create(b, loc, v, TypeAttr::get(ct)).getResult();
+    };
+    auto narrow = [&](Value v) -> Value {
+      return ct == et ? v : CastOp::create(b, loc, v, TypeAttr::get(et)).getResult();
+    };
     auto cst = [&](double v) -> Value {
-      return ConstantOp::create(b, loc, DenseElementsAttr::get(scalarType, b.getFloatAttr(et, v)));
+      return ConstantOp::create(
+          b, loc, DenseElementsAttr::get(RankedTensorType::get({}, ct), b.getFloatAttr(ct, v)));
     };
     Value lr = addInput(model, b, "optimizer.lr", scalarType);
     Value step;
@@ -74,6 +85,9 @@ struct OptimizerPass : public mithril::impl::MithrilOptimizerBase<OptimizerPass>
       step = addInput(model, b, "optimizer.step", scalarType);
     if (!lr || (algorithm == "adam" && !step))
       return failure();
+    lr = wide(lr);
+    if (step)
+      step = wide(step);
 
     SmallVector<Value> values(output.getValues());
     SmallVector<Attribute> names(model.getResAttrsAttr().getValue());
@@ -87,10 +101,11 @@ struct OptimizerPass : public mithril::impl::MithrilOptimizerBase<OptimizerPass>
       std::optional<unsigned> in = model.lookupInput(param);
       if (!in)
         return model.emitOpError("mithril-optimizer: gradient of unknown input '") << param << "'";
-      Value p = model.getBodyBlock().getArgument(*in);
-      Value g = values[index];
+      Value stored = model.getBodyBlock().getArgument(*in);
+      Value p = wide(stored);
+      Value g = wide(values[index]);
       drop.set(index);
-      Type type = p.getType();
+      Type type = stored.getType();
       if (weightDecay != 0.0)
         g = AddOp::create(b, loc, g, MultiplyOp::create(b, loc, p, cst(weightDecay)));
       Value update;
@@ -101,21 +116,23 @@ struct OptimizerPass : public mithril::impl::MithrilOptimizerBase<OptimizerPass>
           Value v = addInput(model, b, name, type);
           if (!v)
             return failure();
-          update = AddOp::create(b, loc, MultiplyOp::create(b, loc, v, cst(momentum)), g);
-          addOutput("new:" + name, update);
+          update = AddOp::create(b, loc, MultiplyOp::create(b, loc, wide(v), cst(momentum)), g);
+          addOutput("new:" + name, narrow(update));
         }
       } else {
         std::string mName = "state:" + param + ".m", vName = "state:" + param + ".v";
         Value m = addInput(model, b, mName, type), v = addInput(model, b, vName, type);
         if (!m || !v)
           return failure();
+        m = wide(m);
+        v = wide(v);
         Value m2 = AddOp::create(b, loc, MultiplyOp::create(b, loc, m, cst(beta1)),
                                  MultiplyOp::create(b, loc, g, cst(1.0 - beta1)));
         Value v2 = AddOp::create(b, loc, MultiplyOp::create(b, loc, v, cst(beta2)),
                                  MultiplyOp::create(b, loc, SquareOp::create(b, loc, g),
                                                     cst(1.0 - beta2)));
-        addOutput("new:" + mName, m2);
-        addOutput("new:" + vName, v2);
+        addOutput("new:" + mName, narrow(m2));
+        addOutput("new:" + vName, narrow(v2));
         // Bias corrections 1 - beta^t, computed from the step input.
         Value c1 = SubtractOp::create(b, loc, cst(1.0), PowerOp::create(b, loc, cst(beta1), step));
         Value c2 = SubtractOp::create(b, loc, cst(1.0), PowerOp::create(b, loc, cst(beta2), step));
@@ -125,7 +142,7 @@ struct OptimizerPass : public mithril::impl::MithrilOptimizerBase<OptimizerPass>
                                   AddOp::create(b, loc, SqrtOp::create(b, loc, vHat), cst(epsilon)));
       }
       addOutput("new:" + param,
-                SubtractOp::create(b, loc, p, MultiplyOp::create(b, loc, update, lr)));
+                narrow(SubtractOp::create(b, loc, p, MultiplyOp::create(b, loc, update, lr))));
     }
     // The gradient outputs give way to the updated parameters.
     SmallVector<Value> kept;
