@@ -9,8 +9,38 @@ import re
 
 from ..errors import KeyNotFoundError, MithrilError
 from ..framework import BaseModel, IOKey, Model
-from .primitives import (Absolute, Add, Cast, Divide, Mean, Multiply, Prod, Shape, Square,
-                         Sum)
+from .primitives import (Absolute, Add, Cast, Divide, Mean, Multiply, Power, Prod, Shape,
+                         Square, Sum)
+
+
+def _terminal_dependencies(model: BaseModel) -> dict[str, set[str]]:
+    """For each input terminal of `model`, the output terminals computed from
+    it (a primitive's outputs depend on all its inputs)."""
+    if not isinstance(model, Model):
+        return {i: set(model.output_keys) for i in model.input_keys}
+    sources = _net_sources(model)
+    deps = {i: set() for i in model.input_keys}
+    for net in model._output_nets():
+        for source in sources.get(id(net), ()):
+            deps.setdefault(source, set()).add(net.name)
+    return deps
+
+
+def _net_sources(model: Model) -> dict[int, set[str]]:
+    """For each net of `model` (by id), the input terminals it is computed from."""
+    from ..emit import Emitter
+    sources = {id(net): {net.name} for net in model._input_nets()}
+    for index in Emitter._topological_order(model):
+        sub, bindings = model.submodels[index]
+        deps = _terminal_dependencies(sub)
+        for terminal, net in bindings.items():
+            if terminal in sub.input_specs:
+                continue
+            found = sources.setdefault(id(net), set())
+            for i, outs in deps.items():
+                if terminal in outs and i in bindings:
+                    found |= sources.get(id(bindings[i]), set())
+    return sources
 
 
 class TrainModel(Model):
@@ -46,9 +76,12 @@ class TrainModel(Model):
         self |= loss_model.connect(**connections, output=unreduced)
         current = unreduced
         steps = [Mean()] if reduce_steps is None else list(reduce_steps)
+        means = []
         for step in steps:
             nxt = self._key("reduced")
             self |= step.connect(input=current, output=nxt)
+            if isinstance(step, Mean):
+                means.append((current, nxt))
             current = nxt
         if coef is not None:
             scaled = self._key("scaled")
@@ -56,8 +89,9 @@ class TrainModel(Model):
             current = scaled
         if key_name is not None:
             self |= _Identity().connect(input=current, output=IOKey(key_name, expose=True))
-        self._losses.append((current, unreduced if any(isinstance(s, Mean) for s in steps)
-                             else None))
+        # (reduced loss, unreduced loss, the (input, output) nets of its Mean
+        # steps, which say how much it is divided by).
+        self._losses.append((current, unreduced, means))
 
     def add_regularization(self, model: BaseModel, coef: float, reg_key=None,
                            key_name: str | None = None, **connections) -> None:
@@ -78,7 +112,31 @@ class TrainModel(Model):
             self |= Sum().connect(input=out, output=total)
             scaled = self._key("reg_scaled")
             self |= Multiply().connect(left=total, right=float(coef), output=scaled)
-            self._regularizations.append(scaled)
+            self._regularizations.append((scaled, key))
+
+    def _element_count(self, net: str) -> str:
+        """A net holding the number of elements of `net`, as a float."""
+        shape, count, fcount = self._key("shape"), self._key("count"), self._key("n")
+        self |= Shape().connect(input=net, output=shape)
+        self |= Prod().connect(input=shape, output=count)
+        self |= Cast(dtype="float_like").connect(input=count, output=fcount)
+        return fcount
+
+    def _mean_factor(self, means: list) -> str | None:
+        """A net holding how much a loss's Mean steps divide by: the product
+        of their input's over their output's element counts; None for none."""
+        factor = None
+        for before, after in means:
+            ratio = self._key("meanfactor")
+            self |= Divide().connect(numerator=self._element_count(before),
+                                     denominator=self._element_count(after), output=ratio)
+            if factor is None:
+                factor = ratio
+            else:
+                nxt = self._key("meanfactors")
+                self |= Multiply().connect(left=factor, right=ratio, output=nxt)
+                factor = nxt
+        return factor
 
     def _match(self, pattern) -> list[str]:
         if hasattr(pattern, "key"):
@@ -107,7 +165,7 @@ class TrainModel(Model):
             raise MithrilError("a TrainModel needs at least one loss (add_loss)")
         self._finalized = True
         total = self._losses[0][0]
-        for loss, _ in self._losses[1:]:
+        for loss, _, _ in self._losses[1:]:
             nxt = self._key("sum")
             self |= Add().connect(left=total, right=loss, output=nxt)
             total = nxt
@@ -117,21 +175,38 @@ class TrainModel(Model):
                                      output=nxt)
             total = nxt
         if self._regularizations:
-            reg = self._regularizations[0]
-            for r in self._regularizations[1:]:
-                nxt = self._key("regsum")
-                self |= Add().connect(left=reg, right=r, output=nxt)
-                reg = nxt
-            # Regularization is per sample: scaled like a mean-reduced loss.
-            unreduced = self._losses[0][1]
-            if unreduced is not None:
-                shape, count, fcount = self._key("shape"), self._key("count"), self._key("n")
-                self |= Shape().connect(input=unreduced, output=shape)
-                self |= Prod().connect(input=shape, output=count)
-                self |= Cast(dtype="float_like").connect(input=count, output=fcount)
-                nxt = self._key("regmean")
-                self |= Divide().connect(numerator=reg, denominator=fcount, output=nxt)
-                reg = nxt
+            # As Mithril's: each term is divided by the geometric mean, over
+            # the losses computed from its parameter, of how much their Mean
+            # steps divide (the elements they average; 1 for a sum), so that
+            # it weighs as much as a per-sample loss term.
+            sources = _net_sources(self)
+            reg = None
+            for scaled, key in self._regularizations:
+                dependent = [means for _, unreduced, means in self._losses
+                             if key in sources.get(id(self.nets[unreduced]), ())]
+                # A loss without Mean steps counts with a factor of 1.
+                factors = [f for f in map(self._mean_factor, dependent) if f is not None]
+                term = scaled
+                if factors:
+                    product = factors[0]
+                    for f in factors[1:]:
+                        nxt = self._key("regfactor")
+                        self |= Multiply().connect(left=product, right=f, output=nxt)
+                        product = nxt
+                    if len(dependent) > 1:
+                        nxt = self._key("reggeomean")
+                        self |= Power().connect(base=product, exponent=1.0 / len(dependent),
+                                                output=nxt)
+                        product = nxt
+                    nxt = self._key("regmean")
+                    self |= Divide().connect(numerator=scaled, denominator=product, output=nxt)
+                    term = nxt
+                if reg is None:
+                    reg = term
+                else:
+                    nxt = self._key("regsum")
+                    self |= Add().connect(left=reg, right=term, output=nxt)
+                    reg = nxt
             nxt = self._key("total")
             self |= Add().connect(left=total, right=reg, output=nxt)
             total = nxt
