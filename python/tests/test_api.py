@@ -221,3 +221,20 @@ def test_dynamic_batch_compiles_once_and_runs_any_size():
         np.testing.assert_allclose(grads["weight1"], tw.grad.numpy(), rtol=1e-12)
     with pytest.raises(ml.MithrilError, match=r"input 'input': expected shape \[None, 5\]"):
         pm.evaluate(params, {"input": np.ones((2, 4))})
+
+
+def test_dict_to_model_tensor_constants():
+    # Mithril's JSON writes an unnamed tensor constant as {"tensor": v}
+    # (models_directed_test's test_composite_extend_numbers).
+    from mithril.utils import dict_to_model
+    from mithril.utils.dict_to_model import ModelDictError
+    spec = {"name": "Model", "submodels": {"m1": {"name": "Multiply"}},
+            "connections": {"m1": {"left": "input", "right": {"tensor": [2.0, 3.0]},
+                                   "output": "output"}}}
+    pm = ml.compile(dict_to_model(spec), ml.MlirBackend(dtype=ml.float64),
+                    shapes={"input": [2]})
+    np.testing.assert_array_equal(pm.evaluate({}, {"input": np.array([1.0, 2.0])})["output"],
+                                  [2.0, 6.0])
+    spec["connections"]["m1"]["right"] = {"tensr": 1}
+    with pytest.raises(ModelDictError, match="expected a key, a tensor or a constant"):
+        dict_to_model(spec)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .. import models
 from ..errors import KeyNotFoundError, MithrilError
 from ..framework import BaseModel, Connection, IOKey, Model
@@ -146,6 +148,15 @@ def _connection(value: Any, submodels: dict, parent: Model, path: str) -> Any:
         _expect(name is None or isinstance(name, str), f"{path}.key.name", "expected a string")
         return IOKey(name=name, value=key.get("value"), expose=key.get("expose"),
                      differentiable=key.get("differentiable"), connections=ready)
+    if isinstance(value, dict) and set(value) == {"tensor"}:
+        # An unnamed tensor constant ({"tensor": 1} where a raw 1 would be a
+        # scalar).
+        try:
+            return np.asarray(value["tensor"])
+        except (TypeError, ValueError) as e:
+            raise ModelDictError(f"{path}.tensor: not an array ({e})") from None
+    _expect(not isinstance(value, dict), path,
+            f"expected a key, a tensor or a constant, got a dict with {sorted(value)}")
     return value  # a constant
 
 
