@@ -1,15 +1,16 @@
 // RUN: mithril-opt %s -split-input-file -mithril-widen-low-precision | FileCheck %s
 
 // Ops that compute take float32 operands and round their result once; a
-// transpose (data movement) stays in float16.
+// transpose that feeds one is widened before it, so that the consumer still
+// reads a transpose (the schedule reads a Linear weight in place through it).
 // CHECK-LABEL: mithril.model @Half
 // CHECK-SAME: (data %[[X:.*]]: tensor<4x8xf16>, param %[[W:.*]]: tensor<8x3xf16>)
 // CHECK: %[[XW:.*]] = cast %[[X]] {{.*}} -> tensor<4x8xf32>
 // CHECK: %[[WW:.*]] = cast %[[W]] {{.*}} -> tensor<8x3xf32>
 // CHECK: %[[MM:.*]] = matmul %[[XW]], %[[WW]] : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
 // CHECK: %[[Y:.*]] = cast %[[MM]] {{.*}} -> tensor<4x3xf16>
-// CHECK: %[[T:.*]] = transpose %[[Y]] {{.*}} -> tensor<3x4xf16>
-// CHECK: %[[TW:.*]] = cast %[[T]] {{.*}} -> tensor<3x4xf32>
+// CHECK: %[[YW:.*]] = cast %[[Y]] {{.*}} -> tensor<4x3xf32>
+// CHECK: %[[TW:.*]] = transpose %[[YW]] {{.*}} -> tensor<3x4xf32>
 // CHECK: %[[S:.*]] = sum %[[TW]] {{.*}} -> tensor<3xf32>
 // CHECK: %[[R:.*]] = cast %[[S]] {{.*}} -> tensor<3xf16>
 // CHECK: output %[[R]]

@@ -29,36 +29,73 @@ bool isLowPrecision(Type type) {
   return tensor && isa<Float16Type, BFloat16Type>(tensor.getElementType());
 }
 
+/// A copy of `op` on `operands`, with its result types inferred again (their
+/// sizes kept: shape inference may know more than the shape rules alone).
+FailureOr<Operation *> rebuild(OpBuilder &b, Operation *op, ValueRange operands) {
+  Operation *copy = b.clone(*op);
+  copy->setOperands(operands);
+  auto infer = dyn_cast<InferTypeOpInterface>(copy);
+  SmallVector<Type> types;
+  if (!infer ||
+      failed(infer.inferReturnTypes(b.getContext(), op->getLoc(), copy->getOperands(),
+                                    copy->getRawDictionaryAttrs(), copy->getPropertiesStorage(),
+                                    copy->getRegions(), types))) {
+    copy->erase();
+    return op->emitOpError("computes in a low-precision type but its shape rule cannot "
+                           "rebuild it in float32");
+  }
+  for (auto [old, result, type] : llvm::zip(op->getResults(), copy->getResults(), types)) {
+    auto oldType = dyn_cast<RankedTensorType>(old.getType());
+    auto newType = dyn_cast<RankedTensorType>(type);
+    result.setType(oldType && newType ? oldType.clone(newType.getElementType()) : type);
+  }
+  return copy;
+}
+
+/// `v` in float32. A transpose of a low-precision value is widened before it
+/// moves the data, so that the op reading it still sees a transpose (the
+/// CPU schedule reads a Linear layer's weight in place through it).
+FailureOr<Value> widenValue(OpBuilder &b, Value v) {
+  Type f32 = b.getF32Type();
+  if (auto transpose = v.getDefiningOp<TransposeOp>();
+      transpose && isLowPrecision(transpose.getInput().getType())) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(transpose);
+    FailureOr<Value> input = widenValue(b, transpose.getInput());
+    if (failed(input))
+      return failure();
+    FailureOr<Operation *> wide = rebuild(b, transpose, ValueRange{*input});
+    if (failed(wide))
+      return failure();
+    return (*wide)->getResult(0);
+  }
+  return CastOp::create(b, v.getLoc(), v, TypeAttr::get(f32)).getResult();
+}
+
 /// Rebuilds `op` on float32 operands; its results are cast back to their
 /// types.
 LogicalResult widen(Operation *op) {
   OpBuilder b(op);
   Location loc = op->getLoc();
-  Type f32 = b.getF32Type();
   SmallVector<Value> operands;
-  for (Value v : op->getOperands())
-    operands.push_back(isLowPrecision(v.getType())
-                           ? CastOp::create(b, loc, v, TypeAttr::get(f32)).getResult()
-                           : v);
-  Operation *wide = b.clone(*op);
-  wide->setOperands(operands);
-  auto infer = dyn_cast<InferTypeOpInterface>(wide);
-  if (!infer)
-    return op->emitOpError("computes in ") << "a low-precision type but has no shape rule "
-                                              "to rebuild it in float32";
-  SmallVector<Type> types;
-  if (failed(infer.inferReturnTypes(b.getContext(), loc, wide->getOperands(),
-                                    wide->getRawDictionaryAttrs(), wide->getPropertiesStorage(),
-                                    wide->getRegions(), types)))
+  for (Value v : op->getOperands()) {
+    if (!isLowPrecision(v.getType())) {
+      operands.push_back(v);
+      continue;
+    }
+    FailureOr<Value> wide = widenValue(b, v);
+    if (failed(wide))
+      return failure();
+    operands.push_back(*wide);
+  }
+  FailureOr<Operation *> wide = rebuild(b, op, operands);
+  if (failed(wide))
     return failure();
-  for (auto [result, type] : llvm::zip(wide->getResults(), types))
-    result.setType(type);
-  for (auto [old, result] : llvm::zip(op->getResults(), wide->getResults())) {
+  for (auto [old, result] : llvm::zip(op->getResults(), (*wide)->getResults())) {
     Value replacement = result;
     if (old.getType() != result.getType()) {
       auto elementType = cast<RankedTensorType>(old.getType()).getElementType();
       replacement = CastOp::create(b, loc, result, TypeAttr::get(elementType));
-      // Keep the static sizes shape inference found.
       replacement.setType(old.getType());
     }
     old.replaceAllUsesWith(replacement);
