@@ -522,6 +522,29 @@ PYBIND11_MODULE(_mithril, m) {
       },
       py::arg("source"), py::arg("pipeline"), py::arg("name") = "<python>",
       "Runs a textual pass pipeline (mithril-opt's --pass-pipeline) on mithril IR");
+  m.def(
+      "to_bfloat16_bits",
+      [](py::array_t<float, py::array::c_style | py::array::forcecast> values) {
+        py::array_t<uint16_t> bits(
+            std::vector<py::ssize_t>(values.shape(), values.shape() + values.ndim()));
+        const auto *in = reinterpret_cast<const uint32_t *>(values.data());
+        uint16_t *out = bits.mutable_data();
+        py::ssize_t n = values.size();
+        {
+          py::gil_scoped_release release;
+          // floatToBfloat16 without its branch, so that the loop vectorizes.
+          for (py::ssize_t i = 0; i < n; ++i) {
+            uint32_t v = in[i];
+            uint32_t rounded = (v + 0x7fffu + ((v >> 16) & 1u)) >> 16;
+            uint32_t quietNan = (v >> 16) | 0x40u;
+            out[i] = static_cast<uint16_t>((v & 0x7fffffffu) > 0x7f800000u ? quietNan : rounded);
+          }
+        }
+        return bits;
+      },
+      py::arg("values"),
+      "The bfloat16 bit patterns of float32 values, rounded to nearest even (as compiled "
+      "code rounds)");
   m.def("buffer_bytes", &bufferBytes,
         "(live, peak): bytes of compiled code's buffers now and at most since reset_peak_bytes");
   m.def("reset_peak_bytes", &resetPeakBufferBytes);

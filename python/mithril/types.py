@@ -68,6 +68,11 @@ def to_bfloat16_bits(values) -> np.ndarray:
     arr = np.asarray(values)
     if _ml_dtypes is not None and arr.dtype == _ml_dtypes.bfloat16:
         return np.require(arr, requirements="C").reshape(-1).view(np.uint16).reshape(arr.shape)
+    try:  # the extension's loop: numpy's would take several passes
+        from . import _mithril
+        return _mithril.to_bfloat16_bits(arr)
+    except (ImportError, AttributeError):  # pragma: no cover - a partial build
+        pass
     # (np.ascontiguousarray would make a 0-d array 1-d.)
     bits = np.require(arr, np.float32, "C").reshape(-1).view(np.uint32).reshape(arr.shape)
     with np.errstate(over="ignore"):

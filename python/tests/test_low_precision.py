@@ -223,3 +223,20 @@ def test_low_precision_parameters_train_in_place(dtype):
         np.testing.assert_array_equal(bf16(w), w)
     np.testing.assert_allclose(w.astype(np.float64), [[1.5, -2.0, 0.5]], atol=0.1)
     assert losses[-1] < 1e-2 * losses[0]
+
+
+def test_bfloat16_conversion_matches_the_reference_rounding():
+    # The extension's branch-free loop against round-to-nearest-even written
+    # out in numpy (ties, NaN, infinities, subnormals, the largest finite).
+    from mithril import _mithril
+    rng = np.random.default_rng(7)
+    x = np.concatenate([rng.standard_normal(10000).astype(np.float32) * 1e3,
+                        np.array([1 + 2**-8, 1 + 3 * 2**-8, np.nan, -np.nan, np.inf, -np.inf,
+                                  1e-40, -1e-45, 0.0, -0.0, np.finfo(np.float32).max],
+                                 np.float32)])
+    bits = x.view(np.uint32).astype(np.uint64)
+    want = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(x)
+    want[nan] = ((bits[nan] >> 16) | 0x40).astype(np.uint16)
+    np.testing.assert_array_equal(_mithril.to_bfloat16_bits(x), want)
+    assert _mithril.to_bfloat16_bits(np.float32(2.5)).shape == ()
