@@ -122,21 +122,29 @@ class TrainModel(Model):
         self |= Cast(dtype="float_like").connect(input=count, output=fcount)
         return fcount
 
+    def _fold(self, nets: list, binary, prefix: str) -> str | None:
+        """A net holding `binary` (Add, Multiply) over `nets`, left to right;
+        None for none."""
+        result = None
+        for net in nets:
+            if result is None:
+                result = net
+                continue
+            nxt = self._key(prefix)
+            self |= binary().connect(left=result, right=net, output=nxt)
+            result = nxt
+        return result
+
     def _mean_factor(self, means: list) -> str | None:
         """A net holding how much a loss's Mean steps divide by: the product
         of their input's over their output's element counts; None for none."""
-        factor = None
+        ratios = []
         for before, after in means:
             ratio = self._key("meanfactor")
             self |= Divide().connect(numerator=self._element_count(before),
                                      denominator=self._element_count(after), output=ratio)
-            if factor is None:
-                factor = ratio
-            else:
-                nxt = self._key("meanfactors")
-                self |= Multiply().connect(left=factor, right=ratio, output=nxt)
-                factor = nxt
-        return factor
+            ratios.append(ratio)
+        return self._fold(ratios, Multiply, "meanfactors")
 
     def _match(self, pattern) -> list[str]:
         if hasattr(pattern, "key"):
@@ -164,11 +172,7 @@ class TrainModel(Model):
         if not self._losses:
             raise MithrilError("a TrainModel needs at least one loss (add_loss)")
         self._finalized = True
-        total = self._losses[0][0]
-        for loss, _, _ in self._losses[1:]:
-            nxt = self._key("sum")
-            self |= Add().connect(left=total, right=loss, output=nxt)
-            total = nxt
+        total = self._fold([loss for loss, _, _ in self._losses], Add, "sum")
         if self._combiner == "Mean" and len(self._losses) > 1:
             nxt = self._key("mean")
             self |= Divide().connect(numerator=total, denominator=float(len(self._losses)),
@@ -180,7 +184,7 @@ class TrainModel(Model):
             # steps divide (the elements they average; 1 for a sum), so that
             # it weighs as much as a per-sample loss term.
             sources = _net_sources(self)
-            reg = None
+            terms = []
             for scaled, key in self._regularizations:
                 dependent = [means for _, unreduced, means in self._losses
                              if key in sources.get(id(self.nets[unreduced]), ())]
@@ -188,11 +192,7 @@ class TrainModel(Model):
                 factors = [f for f in map(self._mean_factor, dependent) if f is not None]
                 term = scaled
                 if factors:
-                    product = factors[0]
-                    for f in factors[1:]:
-                        nxt = self._key("regfactor")
-                        self |= Multiply().connect(left=product, right=f, output=nxt)
-                        product = nxt
+                    product = self._fold(factors, Multiply, "regfactor")
                     if len(dependent) > 1:
                         nxt = self._key("reggeomean")
                         self |= Power().connect(base=product, exponent=1.0 / len(dependent),
@@ -201,12 +201,8 @@ class TrainModel(Model):
                     nxt = self._key("regmean")
                     self |= Divide().connect(numerator=scaled, denominator=product, output=nxt)
                     term = nxt
-                if reg is None:
-                    reg = term
-                else:
-                    nxt = self._key("regsum")
-                    self |= Add().connect(left=reg, right=term, output=nxt)
-                    reg = nxt
+                terms.append(term)
+            reg = self._fold(terms, Add, "regsum")
             nxt = self._key("total")
             self |= Add().connect(left=total, right=reg, output=nxt)
             total = nxt
