@@ -26,6 +26,7 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/X86TargetParser.h"
 
 namespace mithril {
 #define GEN_PASS_DEF_MITHRILCPUSCHEDULE
@@ -113,16 +114,6 @@ namespace {
 /// units idle).
 struct VectorRegisters {
   unsigned bits = 512;
-
-  /// The host's, from LLVM's reading of CPUID.
-  static VectorRegisters host() {
-    llvm::StringMap<bool> features = llvm::sys::getHostCPUFeatures();
-    if (features.lookup("avx512f"))
-      return {512};
-    if (features.lookup("avx"))
-      return {256};
-    return {128};
-  }
 
   /// Rows of a matmul register tile.
   int64_t rows() const { return bits >= 512 ? 8 : 6; }
@@ -898,7 +889,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
           << vectorBits;
       return signalPassFailure();
     }
-    registers = vectorBits ? VectorRegisters{vectorBits} : VectorRegisters::host();
+    registers = VectorRegisters{vectorBits ? vectorBits : *mithril::vectorRegisterBits()};
     IRRewriter rewriter(&getContext());
     foldEmptyLoops(rewriter, collectTensorOps(module));
     if (failed(rewriteMatrixVectorProducts(rewriter, collectTensorOps(module))))
@@ -977,3 +968,22 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
   }
 };
 } // namespace
+
+std::optional<unsigned> mithril::vectorRegisterBits(StringRef cpu) {
+  llvm::StringMap<bool> features;
+  if (cpu.empty()) {
+    features = llvm::sys::getHostCPUFeatures();
+  } else {
+    if (llvm::X86::parseArchX86(cpu, /*Only64Bit=*/true) == llvm::X86::CK_None)
+      return std::nullopt;
+    SmallVector<StringRef> names;
+    llvm::X86::getFeaturesForCPU(cpu, names);
+    for (StringRef name : names)
+      features[name] = true;
+  }
+  if (features.lookup("avx512f"))
+    return 512;
+  if (features.lookup("avx"))
+    return 256;
+  return 128;
+}

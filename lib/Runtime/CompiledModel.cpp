@@ -206,19 +206,12 @@ llvm::Error mithril::runtime::setOptimizationLevel(CompileOptions &options, Stri
   return llvm::Error::success();
 }
 
-/// The vector register width of an x86 CPU by name, from LLVM's table of
-/// its features: 512 with AVX-512, 256 with AVX, 128 otherwise; none for a
-/// name LLVM does not know.
-static std::optional<unsigned> vectorBitsOfCpu(StringRef cpu) {
-  if (llvm::X86::parseArchX86(cpu, /*Only64Bit=*/true) == llvm::X86::CK_None)
-    return std::nullopt;
-  SmallVector<StringRef> features;
-  llvm::X86::getFeaturesForCPU(cpu, features);
-  if (llvm::is_contained(features, "avx512f"))
-    return 512;
-  if (llvm::is_contained(features, "avx"))
-    return 256;
-  return 128;
+/// Success for no target CPU or one LLVM knows; an error naming it otherwise.
+static llvm::Error checkTargetCpu(StringRef cpu) {
+  if (cpu.empty() || vectorRegisterBits(cpu))
+    return llvm::Error::success();
+  return makeError("unknown target CPU '" + cpu +
+                   "' (an x86-64 CPU LLVM knows: znver2, skylake-avx512, sapphirerapids, ...)");
 }
 
 static std::string pipelineOptions(const CompileOptions &options, StringRef stopAfter,
@@ -263,7 +256,7 @@ static std::string pipelineOptions(const CompileOptions &options, StringRef stop
   if (unsigned threads = resolvedThreads(options); threads != 1 && scheduled)
     add("threads", std::to_string(threads));
   if (!options.targetCpu.empty() && scheduled)
-    add("vector-bits", std::to_string(vectorBitsOfCpu(options.targetCpu).value_or(0)));
+    add("vector-bits", std::to_string(vectorRegisterBits(options.targetCpu).value_or(0)));
   if (options.gpuTilesOnHost)
     add("gpu-tiles-on-host", "true");
   if (options.profile)
@@ -316,7 +309,7 @@ static llvm::Error runPipeline(ModuleOp module, const CompileOptions &options, S
     pipelineOpts.profile = options.profile;
     pipelineOpts.profileFirstId = options.profileFirstId;
     if (!options.targetCpu.empty())
-      pipelineOpts.vectorBits = vectorBitsOfCpu(options.targetCpu).value_or(0);
+      pipelineOpts.vectorBits = vectorRegisterBits(options.targetCpu).value_or(0);
   };
   {
     CpuPipelineOptions whole;
@@ -481,10 +474,9 @@ static Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(unsigned
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!builder)
     return builder.takeError();
+  if (llvm::Error err = checkTargetCpu(cpu))
+    return std::move(err);
   if (!cpu.empty()) {
-    if (!vectorBitsOfCpu(cpu))
-      return makeError("unknown target CPU '" + cpu +
-                       "' (an x86-64 CPU LLVM knows: znver2, skylake-avx512, sapphirerapids, ...)");
     builder->setCPU(cpu.str());
     builder->setFeatures("");
   }
@@ -944,10 +936,8 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
   if (!options.targetCpu.empty()) {
     // Code for another CPU runs here only if this host has all its features
     // (znver2's code on a Zen 5, say): anything else dies of SIGILL.
-    if (!vectorBitsOfCpu(options.targetCpu))
-      return makeError("unknown target CPU '" + options.targetCpu +
-                       "' (an x86-64 CPU LLVM knows: znver2, skylake-avx512, sapphirerapids, "
-                       "...)");
+    if (llvm::Error err = checkTargetCpu(options.targetCpu))
+      return std::move(err);
     SmallVector<StringRef> features, missing;
     llvm::X86::getFeaturesForCPU(options.targetCpu, features);
     llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
@@ -1512,9 +1502,8 @@ Expected<std::string> mithril::runtime::emit(StringRef source, const CompileOpti
     return entry.takeError();
   CompileOptions opts = options;
   opts.entry = entry->getSymName().str();
-  if (!opts.targetCpu.empty() && !vectorBitsOfCpu(opts.targetCpu))
-    return makeError("unknown target CPU '" + opts.targetCpu +
-                     "' (an x86-64 CPU LLVM knows: znver2, skylake-avx512, sapphirerapids, ...)");
+  if (llvm::Error err = checkTargetCpu(opts.targetCpu))
+    return std::move(err);
   if (format == "h")
     return emitHeader(**module, opts);
   if (options.target == "cuda")

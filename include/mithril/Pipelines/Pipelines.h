@@ -222,6 +222,12 @@ llvm::ArrayRef<llvm::StringRef> getCpuPipelineStages();
 /// order), or "".
 std::string checkCpuPipelineOptions(const CpuPipelineOptions &options);
 
+/// The width in bits of an x86-64 CPU's vector registers, which the CPU
+/// schedule sizes its register tiles for: `cpu` by LLVM's name (from its
+/// table of the CPU's features), or the host's (CPUID) when empty. 512 with
+/// AVX-512, 256 with AVX, 128 otherwise; none for a name LLVM does not know.
+std::optional<unsigned> vectorRegisterBits(llvm::StringRef cpu = "");
+
 /// Builds the CPU pipeline: flatten, infer shapes, simplify, differentiate,
 /// decompose, lower to linalg, fuse, bufferize, lower to loops and to the
 /// LLVM dialect, from after `start-after` up to `stop-after`. Fails where

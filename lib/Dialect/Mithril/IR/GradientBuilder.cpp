@@ -17,8 +17,7 @@ void GradientBuilder::accumulateUnbroadcast(Value operand, Value grad) {
 }
 
 Value GradientBuilder::cst(Type elementType, double v) {
-  auto type = RankedTensorType::get({}, elementType);
-  return ConstantOp::create(b, loc, DenseElementsAttr::get(type, b.getFloatAttr(elementType, v)));
+  return scalarConstant(b, loc, elementType, v);
 }
 
 Value GradientBuilder::cstLike(Value like, double v) {

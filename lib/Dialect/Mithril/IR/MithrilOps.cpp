@@ -494,5 +494,11 @@ LogicalResult InstanceOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return success();
 }
 
+Value mithril::scalarConstant(OpBuilder &b, Location loc, Type elementType, double value) {
+  auto type = RankedTensorType::get({}, elementType);
+  return ConstantOp::create(b, loc,
+                            DenseElementsAttr::get(type, b.getFloatAttr(elementType, value)));
+}
+
 #define GET_OP_CLASSES
 #include "mithril/Dialect/Mithril/IR/MithrilOps.cpp.inc"

@@ -1088,3 +1088,26 @@ LogicalResult LayerNormOp::refineOperandShapes(ShapeRefiner &refiner) {
       return failure();
   return success();
 }
+
+LogicalResult mithril::inferResultTypes(Operation *op, SmallVectorImpl<Type> &types) {
+  auto infer = dyn_cast<InferTypeOpInterface>(op);
+  if (!infer)
+    return op->emitOpError("has no shape rule to infer its result types");
+  return infer.inferReturnTypes(op->getContext(), op->getLoc(), op->getOperands(),
+                                op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
+                                op->getRegions(), types);
+}
+
+LogicalResult mithril::reinferElementTypes(Operation *op) {
+  if (!isa<InferTypeOpInterface>(op))
+    return success();
+  SmallVector<Type> types;
+  if (failed(inferResultTypes(op, types)))
+    return failure();
+  for (auto [result, type] : llvm::zip(op->getResults(), types)) {
+    auto sized = dyn_cast<RankedTensorType>(result.getType());
+    auto inferred = dyn_cast<RankedTensorType>(type);
+    result.setType(sized && inferred ? sized.clone(inferred.getElementType()) : type);
+  }
+  return success();
+}

@@ -20,9 +20,7 @@ using namespace mithril;
 
 /// A scalar constant of `elementType`, broadcast by the elementwise ops.
 static Value scalar(PatternRewriter &rewriter, Location loc, Type elementType, double v) {
-  auto type = RankedTensorType::get({}, elementType);
-  return ConstantOp::create(rewriter, loc,
-                            DenseElementsAttr::get(type, rewriter.getFloatAttr(elementType, v)));
+  return scalarConstant(rewriter, loc, elementType, v);
 }
 
 static Type elementTypeOf(Value v) { return cast<RankedTensorType>(v.getType()).getElementType(); }

@@ -78,13 +78,10 @@ static FailureOr<bool> refineOperands(Operation *op, const DenseSet<Value> &keep
 
 /// Forward rule: re-infer an op's result types from its operands.
 static FailureOr<bool> refineResults(Operation *op) {
-  auto infer = dyn_cast<InferTypeOpInterface>(op);
-  if (!infer)
+  if (!isa<InferTypeOpInterface>(op))
     return false;
   SmallVector<Type> inferred;
-  if (failed(infer.inferReturnTypes(op->getContext(), op->getLoc(), op->getOperands(),
-                                    op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
-                                    op->getRegions(), inferred)))
+  if (failed(inferResultTypes(op, inferred)))
     return failure();
   bool changed = false;
   for (auto [result, type] : llvm::zip(op->getResults(), inferred)) {

@@ -101,19 +101,8 @@ struct MixedPrecisionPass : public mithril::impl::MithrilMixedPrecisionBase<Mixe
         if (auto typeAttr = dyn_cast<TypeAttr>(attr.getValue());
             typeAttr && typeAttr.getValue() == f32)
           op.setAttr(attr.getName(), TypeAttr::get(to));
-      auto infer = dyn_cast<InferTypeOpInterface>(&op);
-      if (!infer)
-        continue;
-      SmallVector<Type> types;
-      if (failed(infer.inferReturnTypes(ctx(), op.getLoc(), op.getOperands(),
-                                        op.getRawDictionaryAttrs(), op.getPropertiesStorage(),
-                                        op.getRegions(), types)))
+      if (failed(reinferElementTypes(&op)))
         return failure();
-      for (auto [result, inferred] : llvm::zip(op.getResults(), types)) {
-        // Keep the sizes shape inference found: only the element type moves.
-        auto old = cast<RankedTensorType>(result.getType());
-        result.setType(old.clone(cast<RankedTensorType>(inferred).getElementType()));
-      }
     }
 
     // Outputs: back to float32 where they leave, unless terminals convert.
@@ -132,7 +121,5 @@ struct MixedPrecisionPass : public mithril::impl::MithrilMixedPrecisionBase<Mixe
     model.syncFunctionType();
     return success();
   }
-
-  MLIRContext *ctx() { return &getContext(); }
 };
 } // namespace

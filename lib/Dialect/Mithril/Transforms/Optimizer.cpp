@@ -75,10 +75,7 @@ struct OptimizerPass : public mithril::impl::MithrilOptimizerBase<OptimizerPass>
     auto narrow = [&](Value v) -> Value {
       return ct == et ? v : CastOp::create(b, loc, v, TypeAttr::get(et)).getResult();
     };
-    auto cst = [&](double v) -> Value {
-      return ConstantOp::create(
-          b, loc, DenseElementsAttr::get(RankedTensorType::get({}, ct), b.getFloatAttr(ct, v)));
-    };
+    auto cst = [&](double v) { return scalarConstant(b, loc, ct, v); };
     Value lr = addInput(model, b, "optimizer.lr", scalarType);
     Value step;
     if (algorithm == "adam")

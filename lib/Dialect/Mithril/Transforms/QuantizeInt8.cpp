@@ -55,10 +55,7 @@ struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<Quantize
     Value x = mm.getLhs(), w = mm.getRhs();
     Type et = cast<RankedTensorType>(x.getType()).getElementType();
     Type i32 = b.getI32Type();
-    auto scalar = [&](double v) -> Value {
-      auto type = RankedTensorType::get({}, et);
-      return ConstantOp::create(b, loc, DenseElementsAttr::get(type, b.getFloatAttr(et, v)));
-    };
+    auto scalar = [&](double v) { return scalarConstant(b, loc, et, v); };
     // s = max(max|v| over axes, tiny) / 127: an all-zero tensor keeps s > 0.
     auto scale = [&](Value v, ArrayRef<int64_t> axes) -> Value {
       Value amax = MaxOp::create(b, loc, AbsOp::create(b, loc, v),

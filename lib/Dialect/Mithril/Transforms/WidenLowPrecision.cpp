@@ -34,20 +34,10 @@ bool isLowPrecision(Type type) {
 FailureOr<Operation *> rebuild(OpBuilder &b, Operation *op, ValueRange operands) {
   Operation *copy = b.clone(*op);
   copy->setOperands(operands);
-  auto infer = dyn_cast<InferTypeOpInterface>(copy);
-  SmallVector<Type> types;
-  if (!infer ||
-      failed(infer.inferReturnTypes(b.getContext(), op->getLoc(), copy->getOperands(),
-                                    copy->getRawDictionaryAttrs(), copy->getPropertiesStorage(),
-                                    copy->getRegions(), types))) {
+  if (!isa<InferTypeOpInterface>(copy) || failed(reinferElementTypes(copy))) {
     copy->erase();
     return op->emitOpError("computes in a low-precision type but its shape rule cannot "
                            "rebuild it in float32");
-  }
-  for (auto [old, result, type] : llvm::zip(op->getResults(), copy->getResults(), types)) {
-    auto oldType = dyn_cast<RankedTensorType>(old.getType());
-    auto newType = dyn_cast<RankedTensorType>(type);
-    result.setType(oldType && newType ? oldType.clone(newType.getElementType()) : type);
   }
   return copy;
 }

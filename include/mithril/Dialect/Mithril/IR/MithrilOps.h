@@ -70,6 +70,22 @@ llvm::LogicalResult inferReduction(mlir::MLIRContext *ctx,
                                    bool keepdim, mlir::Type resultElementType,
                                    llvm::SmallVectorImpl<mlir::Type> &types);
 
+/// A 0-d float constant of `elementType`, which the elementwise ops
+/// broadcast.
+mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc, mlir::Type elementType,
+                           double value);
+
+/// The result types `op`'s shape rule (InferTypeOpInterface) gives for its
+/// current operands and attributes. Fails, with the rule's diagnostic, when
+/// the rule rejects them or the op has none.
+llvm::LogicalResult inferResultTypes(mlir::Operation *op, llvm::SmallVectorImpl<mlir::Type> &types);
+
+/// Gives `op`'s results the element types its shape rule infers now (after
+/// its operands' element types changed), keeping their sizes: shape
+/// inference may know more than the rule alone. Ops without a shape rule are
+/// left as they are.
+llvm::LogicalResult reinferElementTypes(mlir::Operation *op);
+
 /// Broadcasts two shapes with numpy rules; fails when a pair of static
 /// dimensions differ and neither is 1.
 llvm::FailureOr<llvm::SmallVector<int64_t>>
