@@ -19,8 +19,10 @@
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/Dialect/Transform/IR/TransformDialect.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/Interfaces/TilingInterface.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -74,6 +76,8 @@ static constexpr llvm::StringLiteral kGemvMarker = "mithril.gemv";
 /// Marks a matmul block on a packed right operand (see packRightOperand):
 /// loops m, panel, column in panel, k.
 static constexpr llvm::StringLiteral kPackedMatmulMarker = "mithril.packed_matmul";
+/// Pairs of bf16 multiplied into an f32 lane by one vdpbf16ps.
+static constexpr int64_t kBF16Pair = 2;
 /// Marks a tile of a transpose generalized to drop its unit dimensions.
 static constexpr llvm::StringLiteral kTransposeTileMarker = "mithril.transpose_tile";
 static constexpr int64_t kGemvLanes = 16;
@@ -114,6 +118,9 @@ namespace {
 /// units idle).
 struct VectorRegisters {
   unsigned bits = 512;
+  /// Whether bf16 matmuls multiply pairs of bf16 into f32 lanes (vdpbf16ps)
+  /// rather than widen each element first.
+  bool bf16DotProduct = false;
 
   /// Rows of a matmul register tile.
   int64_t rows() const { return bits >= 512 ? 8 : 6; }
@@ -170,6 +177,11 @@ static SmallVector<int64_t> hostTileSizes(linalg::LinalgOp op, const VectorRegis
   if (op->hasAttr(kPackedMatmulMarker) && op.getNumLoops() == 4) {
     // 8 rows x one panel's columns, one reduction step at a time.
     return {regs.rows(), 1, regs.columns(op), 1};
+  }
+  if (op->hasAttr(kPackedMatmulMarker) && op.getNumLoops() == 5) {
+    // Pairs of bf16 (packBF16Pairs): 8 rows x one panel's columns, one pair
+    // of reduction steps at a time.
+    return {regs.rows(), 1, regs.columns(op), 1, 0};
   }
   if (op->hasAttr(mithril::kConvFlatAttr) && op.getNumLoops() == 6) {
     // Loops n, f, p, c, kh, kw: 8 output channels x a row of flat positions
@@ -734,6 +746,9 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     Type et = bt.getElementType();
     int64_t k = bt.getDimSize(0), n = bt.getDimSize(1), m = ct.getDimSize(0), panels = n / cols;
     rewriter.setInsertionPoint(block);
+    if (registers.bf16DotProduct && et.isBF16() && getElementTypeOrSelf(a.getType()).isBF16() &&
+        ct.getElementType().isF32() && k % kBF16Pair == 0 && cols % 16 == 0)
+      return packBF16Pairs(rewriter, block, a, b, c), true;
     SmallVector<ReassociationIndices> split = {{0}, {1, 2}};
     Value empty = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{panels, k, cols}, et);
     Value packed;
@@ -754,8 +769,14 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
                                            ArrayRef<int64_t>{1, 0, 2})
                    .getResult()[0];
     }
+    // Narrow operands without a dot product for their type (f16, or bf16
+    // without AVX512-BF16) widen once here: the packed panels, and A's block
+    // (reused by every panel), rather than each element in the kernel.
+    Type accumulator = ct.getElementType();
+    packed = widenElements(rewriter, loc, packed, accumulator);
+    a = widenElements(rewriter, loc, a, accumulator);
     Value cPanels = tensor::ExpandShapeOp::create(
-        rewriter, loc, RankedTensorType::get({m, panels, cols}, et), c, split);
+        rewriter, loc, RankedTensorType::get({m, panels, cols}, accumulator), c, split);
     AffineExpr dm, dj, dn, dk;
     bindDims(ctx, dm, dj, dn, dk);
     SmallVector<AffineMap> maps = {AffineMap::get(4, 0, {dm, dk}, ctx),
@@ -771,6 +792,108 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
                                                               product.getResult(0), split)
                                   .getResult());
     return true;
+  }
+
+  /// Matmuls that kept narrow operands (bf16 or f16 into f32) but were not
+  /// packed (too few columns: a Linear layer of 10 outputs) read them
+  /// widened: extending each element inside the register tile made a 256 x
+  /// 512 x 10 bf16 product 10 times slower than in f32.
+  static void widenUnpackedOperands(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
+    for (linalg::LinalgOp op : ops) {
+      if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op.getOperation()))
+        continue;
+      Type accumulator = getElementTypeOrSelf(op->getResult(0).getType());
+      SmallVector<Value> inputs;
+      for (OpOperand *input : op.getDpsInputOperands())
+        inputs.push_back(input->get());
+      if (llvm::all_of(inputs, [&](Value v) { return getElementTypeOrSelf(v) == accumulator; }))
+        continue;
+      rewriter.setInsertionPoint(op);
+      for (Value &v : inputs)
+        v = widenElements(rewriter, op.getLoc(), v, accumulator);
+      Operation *wide;
+      if (isa<linalg::MatmulOp>(op.getOperation()))
+        wide = linalg::MatmulOp::create(rewriter, op.getLoc(), op->getResultTypes(), inputs,
+                                        op.getDpsInits());
+      else
+        wide = linalg::BatchMatmulOp::create(rewriter, op.getLoc(), op->getResultTypes(), inputs,
+                                             op.getDpsInits());
+      wide->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+      rewriter.replaceOp(op, wide->getResults());
+    }
+  }
+
+  /// `v` with its elements extended to `type` (a float at least as wide).
+  static Value widenElements(IRRewriter &rewriter, Location loc, Value v, Type type) {
+    auto tensor = cast<RankedTensorType>(v.getType());
+    if (tensor.getElementType() == type)
+      return v;
+    Value empty = tensor::EmptyOp::create(rewriter, loc, tensor.getShape(), type);
+    SmallVector<AffineMap> maps(2, rewriter.getMultiDimIdentityMap(tensor.getRank()));
+    SmallVector<utils::IteratorType> iterators(tensor.getRank(), utils::IteratorType::parallel);
+    return linalg::GenericOp::create(rewriter, loc, TypeRange{empty.getType()}, ValueRange{v},
+                                     ValueRange{empty}, maps, iterators,
+                                     [&](OpBuilder &b, Location l, ValueRange args) {
+                                       linalg::YieldOp::create(
+                                           b, l,
+                                           arith::ExtFOp::create(b, l, type, args[0]).getResult());
+                                     })
+        .getResult(0);
+  }
+
+  /// The bf16 form of packRightOperand, for vdpbf16ps: B is packed as pairs
+  /// of consecutive reduction steps side by side, [columns / cols][k / 2]
+  /// [cols][2], so that one 32-bit lane holds the two bf16 a dot product
+  /// multiplies by a broadcast pair of A (A viewed as [m][k / 2][2]). The
+  /// product is a generic over (m, panel, column in panel, k / 2, pair).
+  void packBF16Pairs(IRRewriter &rewriter, linalg::MatmulOp block, Value a, Value b, Value c) {
+    MLIRContext *ctx = &getContext();
+    Location loc = block.getLoc();
+    auto ct = cast<RankedTensorType>(c.getType());
+    Type bf16 = rewriter.getBF16Type(), f32 = ct.getElementType();
+    int64_t cols = registers.columns(cast<linalg::LinalgOp>(block.getOperation()));
+    auto bt = cast<RankedTensorType>(b.getType());
+    int64_t k = bt.getDimSize(0), n = bt.getDimSize(1), m = ct.getDimSize(0);
+    int64_t panels = n / cols, pairs = k / kBF16Pair;
+    Value empty = tensor::EmptyOp::create(rewriter, loc,
+                                          ArrayRef<int64_t>{panels, pairs, cols, kBF16Pair}, bf16);
+    Value packed;
+    if (Value weightBlock = transposedSource(rewriter, b)) {
+      // W [n][k]: each pair is already contiguous in a row of W.
+      Value wPanels = tensor::ExpandShapeOp::create(
+          rewriter, loc, RankedTensorType::get({panels, cols, pairs, kBF16Pair}, bf16), weightBlock,
+          SmallVector<ReassociationIndices>{{0, 1}, {2, 3}});
+      packed =
+          linalg::TransposeOp::create(rewriter, loc, wPanels, empty, ArrayRef<int64_t>{0, 2, 1, 3})
+              .getResult()[0];
+    } else {
+      Value bPairs = tensor::ExpandShapeOp::create(
+          rewriter, loc, RankedTensorType::get({pairs, kBF16Pair, panels, cols}, bf16), b,
+          SmallVector<ReassociationIndices>{{0, 1}, {2, 3}});
+      packed =
+          linalg::TransposeOp::create(rewriter, loc, bPairs, empty, ArrayRef<int64_t>{2, 0, 3, 1})
+              .getResult()[0];
+    }
+    Value aPairs = tensor::ExpandShapeOp::create(rewriter, loc,
+                                                 RankedTensorType::get({m, pairs, kBF16Pair}, bf16),
+                                                 a, SmallVector<ReassociationIndices>{{0}, {1, 2}});
+    SmallVector<ReassociationIndices> split = {{0}, {1, 2}};
+    Value cPanels = tensor::ExpandShapeOp::create(
+        rewriter, loc, RankedTensorType::get({m, panels, cols}, f32), c, split);
+    AffineExpr dm, dj, dn, dk, dp;
+    bindDims(ctx, dm, dj, dn, dk, dp);
+    SmallVector<AffineMap> maps = {AffineMap::get(5, 0, {dm, dk, dp}, ctx),
+                                   AffineMap::get(5, 0, {dj, dk, dn, dp}, ctx),
+                                   AffineMap::get(5, 0, {dm, dj, dn}, ctx)};
+    SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
+    iterators.append(2, utils::IteratorType::reduction);
+    auto product = linalg::GenericOp::create(rewriter, loc, TypeRange{cPanels.getType()},
+                                             ValueRange{aPairs, packed}, ValueRange{cPanels}, maps,
+                                             iterators, mithril::yieldMultiplyAdd);
+    product->setAttr(kPackedMatmulMarker, rewriter.getUnitAttr());
+    rewriter.replaceOp(
+        block, tensor::CollapseShapeOp::create(rewriter, loc, ct, product.getResult(0), split)
+                   .getResult());
   }
 
   /// Splits each op with enough work, together with the elementwise chain
@@ -864,8 +987,91 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     for (linalg::GenericOp op : tiles) {
       rewriter.setInsertionPoint(op);
       FailureOr<linalg::DropUnitDimsResult> dropped = linalg::dropUnitDims(rewriter, op, dropUnit);
-      if (succeeded(dropped))
-        rewriter.replaceOp(op, dropped->replacements);
+      if (failed(dropped))
+        continue;
+      // A packed product's tile keeps its marker (lowerBF16PairTiles).
+      if (op->hasAttr(kPackedMatmulMarker) && dropped->resultOp)
+        dropped->resultOp->setAttr(kPackedMatmulMarker, rewriter.getUnitAttr());
+      rewriter.replaceOp(op, dropped->replacements);
+    }
+  }
+
+  /// Writes the register tiles of packBF16Pairs' products as vdpbf16ps dot
+  /// products: per row, the row's pair of A broadcast to every 32-bit lane,
+  /// times 16 columns' pairs of B, summed into 16 f32 accumulators. Each tile
+  /// is (after dropTileUnitDims) a generic over (m, n, pair) reading A[m][p],
+  /// B[n][p] and accumulating C[m][n]; one that is not stays for the
+  /// vectorizer, which widens every element (the same numbers, slower).
+  static void lowerBF16PairTiles(IRRewriter &rewriter, ModuleOp module) {
+    SmallVector<linalg::GenericOp> tiles;
+    module.walk([&](linalg::GenericOp op) {
+      if (op->hasAttr(kPackedMatmulMarker) && op.hasPureTensorSemantics() &&
+          op.getNumLoops() == 3 && op.getNumDpsInputs() == 2 &&
+          getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType()).isBF16())
+        tiles.push_back(op);
+    });
+    for (linalg::GenericOp op : tiles) {
+      MLIRContext *ctx = op.getContext();
+      AffineExpr dm, dn, dp;
+      bindDims(ctx, dm, dn, dp);
+      SmallVector<AffineMap> expected = {AffineMap::get(3, 0, {dm, dp}, ctx),
+                                         AffineMap::get(3, 0, {dn, dp}, ctx),
+                                         AffineMap::get(3, 0, {dm, dn}, ctx)};
+      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      if (op.getIndexingMapsArray() != expected || ranges[2] != kBF16Pair ||
+          ShapedType::isDynamic(ranges[0]) || ShapedType::isDynamic(ranges[1]) ||
+          ranges[1] % 16 != 0)
+        continue;
+      int64_t rows = ranges[0], cols = ranges[1];
+      Location loc = op.getLoc();
+      rewriter.setInsertionPoint(op);
+      Type bf16 = rewriter.getBF16Type(), f32 = rewriter.getF32Type(), i32 = rewriter.getI32Type();
+      Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+      auto read = [&](Value tensor, ArrayRef<int64_t> shape, Type et) -> Value {
+        auto pad = ub::PoisonOp::create(rewriter, loc, et);
+        SmallVector<Value> indices(shape.size(), zero);
+        return vector::TransferReadOp::create(rewriter, loc, VectorType::get(shape, et), tensor,
+                                              indices, pad, SmallVector<bool>(shape.size(), true));
+      };
+      Value a = read(op.getDpsInputOperand(0)->get(), {rows, kBF16Pair}, bf16);
+      // B's tile is contiguous: one 1-D read (a 2-D one becomes a read per
+      // column).
+      Value bFlat = tensor::CollapseShapeOp::create(rewriter, loc, op.getDpsInputOperand(1)->get(),
+                                                    SmallVector<ReassociationIndices>{{0, 1}});
+      Value b = read(bFlat, {cols * kBF16Pair}, bf16);
+      Value c = read(op.getDpsInitOperand(0)->get(), {rows, cols}, f32);
+      // A row's pair as one 32-bit lane, and B's pairs of 16 columns as one
+      // vector<32xbf16> each.
+      Value aLanes = vector::BitCastOp::create(rewriter, loc, VectorType::get({rows, 1}, i32), a);
+      Value bChunks =
+          vector::ShapeCastOp::create(rewriter, loc, VectorType::get({cols / 16, 32}, bf16), b);
+      auto pairs = VectorType::get({32}, bf16);
+      SmallVector<Value> bChunk;
+      for (int64_t j = 0; j < cols / 16; ++j)
+        bChunk.push_back(vector::ExtractOp::create(rewriter, loc, bChunks, ArrayRef<int64_t>{j}));
+      Value result = c;
+      for (int64_t i = 0; i < rows; ++i) {
+        Value lane = vector::ExtractOp::create(rewriter, loc, aLanes, ArrayRef<int64_t>{i, 0});
+        Value broadcast = vector::BitCastOp::create(
+            rewriter, loc, pairs,
+            vector::BroadcastOp::create(rewriter, loc, VectorType::get({16}, i32), lane));
+        Value row = vector::ExtractOp::create(rewriter, loc, result, ArrayRef<int64_t>{i});
+        for (int64_t j = 0; j < cols / 16; ++j) {
+          Value acc =
+              vector::ExtractStridedSliceOp::create(rewriter, loc, row, ArrayRef<int64_t>{16 * j},
+                                                    ArrayRef<int64_t>{16}, ArrayRef<int64_t>{1});
+          Value dot =
+              x86vector::DotBF16Op::create(rewriter, loc, acc.getType(), acc, broadcast, bChunk[j]);
+          row = vector::InsertStridedSliceOp::create(
+              rewriter, loc, dot, row, ArrayRef<int64_t>{16 * j}, ArrayRef<int64_t>{1});
+        }
+        result = vector::InsertOp::create(rewriter, loc, row, result, ArrayRef<int64_t>{i});
+      }
+      Value written =
+          vector::TransferWriteOp::create(rewriter, loc, result, op.getDpsInitOperand(0)->get(),
+                                          SmallVector<Value>(2, zero), SmallVector<bool>(2, true))
+              .getResult();
+      rewriter.replaceOp(op, written);
     }
   }
 
@@ -889,7 +1095,14 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
           << vectorBits;
       return signalPassFailure();
     }
-    registers = VectorRegisters{vectorBits ? vectorBits : *mithril::vectorRegisterBits()};
+    std::optional<mithril::CpuTarget> target = mithril::cpuTarget(targetCpu);
+    if (!target) {
+      module.emitError("mithril-cpu-schedule: unknown target-cpu '")
+          << targetCpu << "' (an x86-64 CPU LLVM knows: znver2, znver4, sapphirerapids, ...)";
+      return signalPassFailure();
+    }
+    registers.bits = vectorBits ? vectorBits : target->vectorBits;
+    registers.bf16DotProduct = target->bf16DotProduct && registers.bits >= 512;
     IRRewriter rewriter(&getContext());
     foldEmptyLoops(rewriter, collectTensorOps(module));
     if (failed(rewriteMatrixVectorProducts(rewriter, collectTensorOps(module))))
@@ -904,6 +1117,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     // tiles sweep them.
     if (failed(tileForCache(rewriter, collectTensorOps(module))))
       return signalPassFailure();
+    widenUnpackedOperands(rewriter, collectTensorOps(module));
     if (failed(fuseMatrixVectorLanes(rewriter, collectTensorOps(module))))
       return signalPassFailure();
     {
@@ -918,6 +1132,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     if (failed(tileForRegisters(rewriter, collectTensorOps(module))))
       return signalPassFailure();
     dropTileUnitDims(rewriter, module);
+    lowerBF16PairTiles(rewriter, module);
     // Vectorize the tiles. Booleans stay scalar: a vector of i1 is stored as
     // packed bits, while a tensor of i1 is one byte per element in memory.
     SmallVector<linalg::LinalgOp> tiles;
@@ -969,7 +1184,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
 };
 } // namespace
 
-std::optional<unsigned> mithril::vectorRegisterBits(StringRef cpu) {
+std::optional<mithril::CpuTarget> mithril::cpuTarget(StringRef cpu) {
   llvm::StringMap<bool> features;
   if (cpu.empty()) {
     features = llvm::sys::getHostCPUFeatures();
@@ -981,9 +1196,15 @@ std::optional<unsigned> mithril::vectorRegisterBits(StringRef cpu) {
     for (StringRef name : names)
       features[name] = true;
   }
-  if (features.lookup("avx512f"))
-    return 512;
-  if (features.lookup("avx"))
-    return 256;
-  return 128;
+  CpuTarget target;
+  target.vectorBits = features.lookup("avx512f") ? 512 : features.lookup("avx") ? 256 : 128;
+  target.bf16DotProduct = features.lookup("avx512f") && features.lookup("avx512bf16");
+  target.int8DotProduct = features.lookup("avx512f") && features.lookup("avx512vnni");
+  return target;
+}
+
+std::optional<unsigned> mithril::vectorRegisterBits(StringRef cpu) {
+  if (std::optional<CpuTarget> target = cpuTarget(cpu))
+    return target->vectorBits;
+  return std::nullopt;
 }

@@ -8,6 +8,7 @@
 #include "mithril/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -54,11 +55,85 @@ static bool shouldFuse(OpOperand *fused) {
   return true;
 }
 
+/// The narrow tensor that `v` widens, when `v` is the result of a linalg op
+/// that only extends each element of it to a wider float (the lowering of a
+/// cast from bf16 or f16 to f32).
+static Value widenedSource(Value v) {
+  auto generic = v.getDefiningOp<linalg::GenericOp>();
+  if (!generic || generic.getNumDpsInputs() != 1 || generic.getNumDpsInits() != 1 ||
+      !llvm::all_of(generic.getIndexingMapsArray(),
+                    [](AffineMap map) { return map.isIdentity(); }) ||
+      generic.getNumParallelLoops() != generic.getNumLoops())
+    return Value();
+  Block &body = generic.getRegion().front();
+  if (body.getOperations().size() != 2)
+    return Value();
+  auto ext = dyn_cast<arith::ExtFOp>(body.front());
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  if (!ext || ext.getIn() != body.getArgument(0) || yield.getValues().front() != ext.getResult())
+    return Value();
+  return generic.getDpsInputOperand(0)->get();
+}
+
 namespace {
+/// A matrix product of widened operands reads the narrow ones: linalg.matmul
+/// extends its inputs to the accumulator's type itself. A bf16 or f16 matmul
+/// then accumulates in f32 without a widened copy of each operand (twice the
+/// memory traffic), and the CPU schedule can pick a kernel that multiplies
+/// the narrow type directly (vdpbf16ps). A transposed widened operand (a
+/// Linear layer's weight) is transposed narrow.
+template <typename ContractionOp>
+struct FoldWideningIntoContraction : OpRewritePattern<ContractionOp> {
+  using OpRewritePattern<ContractionOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(ContractionOp op, PatternRewriter &rewriter) const override {
+    if (!op.hasPureTensorSemantics() || op.hasUserDefinedMaps())
+      return failure();
+    SmallVector<Value> inputs;
+    bool changed = false;
+    for (OpOperand *input : op.getDpsInputOperands()) {
+      Value v = input->get();
+      if (Value narrow = widenedSource(v)) {
+        inputs.push_back(narrow);
+        changed = true;
+        continue;
+      }
+      auto transpose = v.getDefiningOp<linalg::TransposeOp>();
+      Value narrow = transpose ? widenedSource(transpose.getInput()) : Value();
+      if (!narrow) {
+        inputs.push_back(v);
+        continue;
+      }
+      SmallVector<OpFoldResult> sizes =
+          tensor::getMixedSizes(rewriter, transpose.getLoc(), transpose.getInit());
+      Value init = tensor::EmptyOp::create(rewriter, transpose.getLoc(), sizes,
+                                           getElementTypeOrSelf(narrow.getType()));
+      inputs.push_back(linalg::TransposeOp::create(rewriter, transpose.getLoc(), narrow, init,
+                                                   transpose.getPermutation())
+                           .getResult()[0]);
+      changed = true;
+    }
+    if (!changed)
+      return failure();
+    // A new op: the body's block arguments take the narrow types.
+    auto product = ContractionOp::create(rewriter, op.getLoc(), op->getResultTypes(), inputs,
+                                         op.getDpsInits());
+    product->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+    rewriter.replaceOp(op, product->getResults());
+    return success();
+  }
+};
+
 struct FuseElementwisePass
     : public mithril::impl::MithrilFuseElementwiseBase<FuseElementwisePass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
+    // First, before their widening casts fuse with the ops that produce the
+    // narrow values.
+    RewritePatternSet contractions(ctx);
+    contractions.add<FoldWideningIntoContraction<linalg::MatmulOp>,
+                     FoldWideningIntoContraction<linalg::BatchMatmulOp>>(ctx);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(contractions))))
+      return signalPassFailure();
     RewritePatternSet patterns(ctx);
     linalg::populateElementwiseOpsFusionPatterns(patterns, shouldFuse);
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, shouldFuse);

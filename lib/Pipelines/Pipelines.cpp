@@ -142,6 +142,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
       MithrilCpuScheduleOptions schedule;
       schedule.threads = options.threads;
       schedule.vectorBits = options.vectorBits;
+      schedule.targetCpu = options.targetCpu;
       pm.addPass(createMithrilCpuSchedule(schedule));
       addGraphCleanups(pm, options);
     }
@@ -221,6 +222,8 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     ConvertVectorToLLVMPassOptions vectorToLLVM;
     vectorToLLVM.vectorContractLowering = vector::VectorContractLowering::OuterProduct;
     vectorToLLVM.reassociateFPReductions = true;
+    // The dot products the schedule picked for the target (vdpbf16ps).
+    vectorToLLVM.x86Vector = true;
     pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
     if (options.threads > 1)
       pm.addPass(createConvertAsyncToLLVMPass());

@@ -256,7 +256,7 @@ static std::string pipelineOptions(const CompileOptions &options, StringRef stop
   if (unsigned threads = resolvedThreads(options); threads != 1 && scheduled)
     add("threads", std::to_string(threads));
   if (!options.targetCpu.empty() && scheduled)
-    add("vector-bits", std::to_string(vectorRegisterBits(options.targetCpu).value_or(0)));
+    add("target-cpu", options.targetCpu);
   if (options.gpuTilesOnHost)
     add("gpu-tiles-on-host", "true");
   if (options.profile)
@@ -308,8 +308,7 @@ static llvm::Error runPipeline(ModuleOp module, const CompileOptions &options, S
     pipelineOpts.schedule = options.schedule;
     pipelineOpts.profile = options.profile;
     pipelineOpts.profileFirstId = options.profileFirstId;
-    if (!options.targetCpu.empty())
-      pipelineOpts.vectorBits = vectorRegisterBits(options.targetCpu).value_or(0);
+    pipelineOpts.targetCpu = options.targetCpu;
   };
   {
     CpuPipelineOptions whole;
@@ -942,9 +941,9 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
     llvm::X86::getFeaturesForCPU(options.targetCpu, features);
     llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
     // System instructions compiled code never uses, which hypervisors hide.
-    static const StringRef kSystemOnly[] = {"x87",     "mwaitx", "wbnoinvd", "rdpru",    "clzero",
-                                            "invpcid", "sgx",    "ptwrite",  "pconfig",  "tsxldtrk",
-                                            "waitpkg", "enqcmd", "uintr",    "serialize"};
+    static const StringRef kSystemOnly[] = {
+        "x87",     "mwaitx",   "wbnoinvd", "rdpru",  "clzero", "invpcid",   "sgx", "ptwrite",
+        "pconfig", "tsxldtrk", "waitpkg",  "enqcmd", "uintr",  "serialize", "pku"};
     for (StringRef feature : features)
       if (!host.lookup(feature) && !llvm::is_contained(kSystemOnly, feature))
         missing.push_back(feature);

@@ -240,3 +240,40 @@ def test_bfloat16_conversion_matches_the_reference_rounding():
     want[nan] = ((bits[nan] >> 16) | 0x40).astype(np.uint16)
     np.testing.assert_array_equal(_mithril.to_bfloat16_bits(x), want)
     assert _mithril.to_bfloat16_bits(np.float32(2.5)).shape == ()
+
+
+def _bf16_products():
+    """A plain product and a Linear layer's (its weight transposed), large
+    enough for the packed schedule (and for vdpbf16ps where the CPU has it)."""
+    from mithril.models import MatrixMultiply
+    model = Model()
+    model |= MatrixMultiply()(left="a", right="b", output=ml.IOKey("y"))
+    model |= Linear(128, use_bias=False)(input="a", output=ml.IOKey("z"))
+    return model
+
+
+@pytest.mark.parametrize("target_cpu", ["host", "haswell"])
+def test_bfloat16_matmul_accumulates_in_float32(target_cpu):
+    # Inputs exact in bfloat16: the products are exact in float32 and the sums
+    # accumulate in float32, so each output is the float64 product rounded once
+    # to bfloat16 (half an ulp: at most 2^-8 relative) up to float32 rounding of the
+    # sums. A bf16 accumulator would be off by about 1e-2 of the RMS. The
+    # host's kernel (vdpbf16ps with AVX512-BF16) and the AVX2 kernel (operands
+    # widened when packed) are held to the same bound.
+    rng = np.random.default_rng(5)
+    a = bf16(rng.standard_normal((48, 512)))
+    b = bf16(rng.standard_normal((512, 512)))
+    w = bf16(rng.standard_normal((128, 512)))
+    options = {"cpu_options": {"target_cpu": target_cpu}}
+    try:
+        pm = ml.compile(_bf16_products(), ml.MlirBackend(dtype=ml.bfloat16),
+                        shapes={"a": [48, 512], "b": [512, 512]}, jit=True, **options)
+    except ml.MithrilError as error:  # a host without AVX2
+        pytest.skip(str(error))
+    out = pm.evaluate({"linear_0.weight": w} if "linear_0.weight" in pm.input_keys else
+                      {"weight": w}, {"a": a, "b": b})
+    for name, ref in [("y", a.astype(np.float64) @ b), ("z", a.astype(np.float64) @ w.T)]:
+        got = np.asarray(out[name], np.float64)
+        rms = np.sqrt(np.mean(ref ** 2))
+        err = np.abs(got - ref) - 2.0 ** -8 * np.abs(ref)
+        assert np.max(err) <= 1e-5 * rms, f"{name}: {np.max(err) / rms:.3g} x rms"

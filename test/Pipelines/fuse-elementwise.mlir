@@ -101,3 +101,48 @@ func.func @no_fuse_init_reader(%s: tensor<f32>, %v: tensor<3xf32>) -> tensor<3xf
   } -> tensor<3xf32>
   return %out : tensor<3xf32>
 }
+
+// -----
+
+// A matmul of widened bf16 operands reads the bf16 ones (linalg.matmul widens
+// its inputs itself), a transposed one transposed in bf16, before the
+// widening would fuse with the ReLU that produces it.
+// CHECK-LABEL: func.func @matmul_reads_narrow
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xbf16>, %[[W:.*]]: tensor<16x8xbf16>)
+// CHECK: %[[R:.*]] = linalg.generic {{.*}} ins(%[[X]] : tensor<4x8xbf16>) outs(%{{.*}} : tensor<4x8xbf16>)
+// CHECK:   arith.maximumf
+// CHECK: %[[T:.*]] = linalg.transpose ins(%[[W]] : tensor<16x8xbf16>) outs(%{{.*}} : tensor<8x16xbf16>) permutation = [1, 0]
+// CHECK: linalg.matmul ins(%[[R]], %[[T]] : tensor<4x8xbf16>, tensor<8x16xbf16>) outs(%{{.*}} : tensor<4x16xf32>)
+// CHECK-NOT: arith.extf
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @matmul_reads_narrow(%x: tensor<4x8xbf16>, %w: tensor<16x8xbf16>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.0 : bf16
+  %e0 = tensor.empty() : tensor<4x8xbf16>
+  %relu = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x8xbf16>) outs(%e0 : tensor<4x8xbf16>) {
+  ^bb0(%a: bf16, %o: bf16):
+    %r = arith.maximumf %a, %zero : bf16
+    linalg.yield %r : bf16
+  } -> tensor<4x8xbf16>
+  %e1 = tensor.empty() : tensor<4x8xf32>
+  %xw = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%relu : tensor<4x8xbf16>) outs(%e1 : tensor<4x8xf32>) {
+  ^bb0(%a: bf16, %o: f32):
+    %r = arith.extf %a : bf16 to f32
+    linalg.yield %r : f32
+  } -> tensor<4x8xf32>
+  %e2 = tensor.empty() : tensor<16x8xf32>
+  %ww = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<16x8xbf16>) outs(%e2 : tensor<16x8xf32>) {
+  ^bb0(%a: bf16, %o: f32):
+    %r = arith.extf %a : bf16 to f32
+    linalg.yield %r : f32
+  } -> tensor<16x8xf32>
+  %e3 = tensor.empty() : tensor<8x16xf32>
+  %t = linalg.transpose ins(%ww : tensor<16x8xf32>) outs(%e3 : tensor<8x16xf32>) permutation = [1, 0]
+  %fzero = arith.constant 0.0 : f32
+  %e4 = tensor.empty() : tensor<4x16xf32>
+  %acc = linalg.fill ins(%fzero : f32) outs(%e4 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %y = linalg.matmul ins(%xw, %t : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
+}

@@ -54,14 +54,19 @@ def MithrilCpuSchedule : Pass<"mithril-cpu-schedule", "mlir::ModuleOp"> {
     Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"0",
            "The vector registers to size register tiles for: 512 (AVX-512: 32 registers, "
            "8 x 32 f32 matmul tiles), 256 (AVX2: 16 registers, 6 x 16), 128, or 0: the "
-           "host's">
+           "host's">,
+    Option<"targetCpu", "target-cpu", "std::string", /*default=*/"",
+           "The x86-64 CPU to pick kernels for (its vector registers unless vector-bits is "
+           "given, and its dot products: vdpbf16ps for bf16 matmuls with AVX512-BF16); "
+           "empty: the host">
   ];
   let dependentDialects = [
     "mlir::transform::TransformDialect",
     "mlir::vector::VectorDialect",
     "mlir::scf::SCFDialect",
     "mlir::tensor::TensorDialect",
-    "mlir::arith::ArithDialect"
+    "mlir::arith::ArithDialect",
+    "mlir::x86vector::X86VectorDialect"
   ];
 }
 

@@ -138,6 +138,12 @@ struct CpuPipelineOptions : public ModelPipelineOptions<CpuPipelineOptions> {
       llvm::cl::desc("The vector registers register tiles are sized for (mithril-cpu-schedule): "
                      "512 (AVX-512), 256 (AVX2), 128, or 0: the host's"),
       llvm::cl::init(0)};
+  Option<std::string> targetCpu{
+      *this, "target-cpu",
+      llvm::cl::desc("The x86-64 CPU the schedule picks its kernels for (znver2, znver4, "
+                     "sapphirerapids, ...): its vector registers, unless vector-bits is given, "
+                     "and its bf16 and int8 dot products; empty: the host's"),
+      llvm::cl::init("")};
   Option<unsigned> threads{
       *this, "threads",
       llvm::cl::desc("Threads for large ops: above 1, they are split into chunks that run on "
@@ -221,6 +227,21 @@ llvm::ArrayRef<llvm::StringRef> getCpuPipelineStages();
 /// What is wrong with the options (an unknown stage, or stages out of
 /// order), or "".
 std::string checkCpuPipelineOptions(const CpuPipelineOptions &options);
+
+/// What the CPU schedule needs to know of an x86-64 CPU: the width of its
+/// vector registers (512 with AVX-512, 256 with AVX, 128 otherwise) and the
+/// low-precision dot products it has.
+struct CpuTarget {
+  unsigned vectorBits = 128;
+  /// vdpbf16ps: pairs of bf16 multiplied and summed into f32 (AVX512-BF16).
+  bool bf16DotProduct = false;
+  /// vpdpbusd: quads of u8 x s8 summed into i32 (AVX512-VNNI).
+  bool int8DotProduct = false;
+};
+
+/// The CPU named `cpu` by LLVM (from its table of the CPU's features), or
+/// the host (CPUID) when empty; none for a name LLVM does not know.
+std::optional<CpuTarget> cpuTarget(llvm::StringRef cpu = "");
 
 /// The width in bits of an x86-64 CPU's vector registers, which the CPU
 /// schedule sizes its register tiles for: `cpu` by LLVM's name (from its

@@ -300,16 +300,22 @@ struct TileBuilder {
     Value columnBase =
         arith::MulIOp::create(b, loc, blocks.getInductionVar(2), index(blockColumns));
 
-    Type element = cast<MemRefType>(op.getDpsInits()[0].getType()).getElementType();
-    auto sharedType = [&](ArrayRef<int64_t> shape) {
+    // Each tile holds its operand's type (bf16 or f16 operands stay narrow
+    // in shared memory; the body widens them as it multiplies).
+    auto elementOf = [&](unsigned operand) {
+      return cast<MemRefType>(op->getOperand(operand).getType()).getElementType();
+    };
+    auto sharedType = [&](ArrayRef<int64_t> shape, Type element) {
       return MemRefType::get(shape, element, AffineMap(), memorySpace);
     };
-    Value lhsTile = memref::AllocOp::create(b, loc, sharedType({blockRows, tile}));
-    Value rhsTile = memref::AllocOp::create(b, loc, sharedType({tile, blockColumns}));
+    Value lhsTile =
+        memref::AllocOp::create(b, loc, sharedType({blockRows, tile}, elementOf(view.lhs)));
+    Value rhsTile =
+        memref::AllocOp::create(b, loc, sharedType({tile, blockColumns}, elementOf(view.rhs)));
     // Indexed by the thread first: each thread's sums are its own, which
     // mithril-gpu-map-forall turns into registers.
-    Value accTile =
-        memref::AllocOp::create(b, loc, sharedType({tile, tile, rowsEach, columnsEach}));
+    Value accTile = memref::AllocOp::create(
+        b, loc, sharedType({tile, tile, rowsEach, columnsEach}, elementOf(2)));
 
     // Element (i, j) of thread (row, column): its iteration and whether it
     // lies inside C.

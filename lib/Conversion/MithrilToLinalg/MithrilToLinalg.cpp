@@ -23,9 +23,15 @@ using namespace mithril;
 using namespace mithril::linalg_lowering;
 
 void mithril::yieldMultiplyAdd(OpBuilder &b, Location loc, ValueRange args) {
+  // Narrower operands (bf16 or f16 into an f32 accumulator) widen first.
+  Type accumulator = args[2].getType();
+  auto widen = [&](Value v) -> Value {
+    return v.getType() == accumulator ? v : arith::ExtFOp::create(b, loc, accumulator, v);
+  };
   linalg::YieldOp::create(
       b, loc,
-      arith::AddFOp::create(b, loc, args[2], arith::MulFOp::create(b, loc, args[0], args[1]))
+      arith::AddFOp::create(b, loc, args[2],
+                            arith::MulFOp::create(b, loc, widen(args[0]), widen(args[1])))
           .getResult());
 }
 
