@@ -7,7 +7,7 @@ JOBS    ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
 .PHONY: all deps configure build demo check check-lit check-unit check-python docs \
-        check-conformance check-install bench sanitize fuzz fuzz-diff clean help
+        check-conformance check-install bench bench-lowprecision sanitize fuzz fuzz-diff clean help
 
 all: build
 
@@ -15,6 +15,7 @@ help:
 	@echo "make demo    install what is missing, build, and run the example models"
 	@echo "make check   build and run every test suite"
 	@echo "make bench   measure against numpy (OpenBLAS) and torch into bench/results.md"
+	@echo "make bench-lowprecision  bf16/f16/int8 against our f32 into bench/lowprecision.md"
 
 deps:
 	@bash scripts/install-deps.sh
@@ -53,6 +54,9 @@ check-install: build
 bench: build
 	@MITHRIL_WITH_BENCH=1 bash scripts/install-deps.sh
 	@bash bench/run.sh $(BUILD)
+
+bench-lowprecision: build
+	@cd bench && PYTHONPATH=$(abspath $(BUILD))/python_packages $(PYTHON) lowprecision.py
 
 docs: build
 	ninja -C $(BUILD) mithril-docs

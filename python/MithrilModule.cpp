@@ -10,11 +10,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "mithril/Builder/ModelBuilder.h"
+#include "mithril/Pipelines/Pipelines.h"
 #include "mithril/Runtime/CompiledModel.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Host.h"
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -557,6 +559,22 @@ PYBIND11_MODULE(_mithril, m) {
         return l;
       },
       "(model, kernel, calls, seconds) of every profiled kernel so far");
+  m.def(
+      "cpu_target",
+      [](const std::string &cpu) {
+        std::optional<mithril::CpuTarget> target = mithril::cpuTarget(cpu);
+        if (!target)
+          raise("unknown target CPU '" + cpu + "'");
+        py::dict d;
+        d["cpu"] = cpu.empty() ? llvm::sys::getHostCPUName().str() : cpu;
+        d["vector_bits"] = target->vectorBits;
+        d["bf16_dot_product"] = target->bf16DotProduct;
+        d["int8_dot_product"] = target->int8DotProduct;
+        return d;
+      },
+      py::arg("cpu") = "",
+      "What the CPU schedule picks its kernels from for `cpu` (LLVM's name; the host's when "
+      "empty): vector_bits, bf16_dot_product (vdpbf16ps), int8_dot_product (vpdpbusd)");
   m.def("host_cpu", &CompiledModel::hostCPU,
         "The host's CPU name and features, as saved models record them");
   m.def(

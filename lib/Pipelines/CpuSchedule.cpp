@@ -76,8 +76,14 @@ static constexpr llvm::StringLiteral kGemvMarker = "mithril.gemv";
 /// Marks a matmul block on a packed right operand (see packRightOperand):
 /// loops m, panel, column in panel, k.
 static constexpr llvm::StringLiteral kPackedMatmulMarker = "mithril.packed_matmul";
-/// Pairs of bf16 multiplied into an f32 lane by one vdpbf16ps.
-static constexpr int64_t kBF16Pair = 2;
+/// The elements one 32-bit lane of a dot-product instruction multiplies and
+/// sums along the reduction: pairs of bf16 (vdpbf16ps), quads of i8
+/// (vpdpbusd).
+static int64_t dotProductGroup(Type element) { return element.isBF16() ? 2 : 4; }
+/// vpdpbusd multiplies unsigned by signed bytes: the signed activations are
+/// offset by this (their sign bit flipped), and the products of the offset by
+/// each column's weights are subtracted again.
+static constexpr int64_t kInt8Offset = 128;
 /// Marks a tile of a transpose generalized to drop its unit dimensions.
 static constexpr llvm::StringLiteral kTransposeTileMarker = "mithril.transpose_tile";
 static constexpr int64_t kGemvLanes = 16;
@@ -121,6 +127,8 @@ struct VectorRegisters {
   /// Whether bf16 matmuls multiply pairs of bf16 into f32 lanes (vdpbf16ps)
   /// rather than widen each element first.
   bool bf16DotProduct = false;
+  /// Whether i8 matmuls multiply quads of bytes into i32 lanes (vpdpbusd).
+  bool int8DotProduct = false;
 
   /// Rows of a matmul register tile.
   int64_t rows() const { return bits >= 512 ? 8 : 6; }
@@ -179,8 +187,8 @@ static SmallVector<int64_t> hostTileSizes(linalg::LinalgOp op, const VectorRegis
     return {regs.rows(), 1, regs.columns(op), 1};
   }
   if (op->hasAttr(kPackedMatmulMarker) && op.getNumLoops() == 5) {
-    // Pairs of bf16 (packBF16Pairs): 8 rows x one panel's columns, one pair
-    // of reduction steps at a time.
+    // Pairs of bf16 or quads of i8 (packDotProductGroups): 8 rows x one
+    // panel's columns, one group of reduction steps at a time.
     return {regs.rows(), 1, regs.columns(op), 1, 0};
   }
   if (op->hasAttr(mithril::kConvFlatAttr) && op.getNumLoops() == 6) {
@@ -738,17 +746,22 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     auto ct = dyn_cast<RankedTensorType>(c.getType());
     int64_t cols = registers.columns(cast<linalg::LinalgOp>(block.getOperation()));
     if (!bt || !ct || !bt.hasStaticShape() || !ct.hasStaticShape() ||
-        !isa<FloatType>(bt.getElementType()) || bt.getDimSize(1) % cols != 0 ||
-        bt.getDimSize(1) <= cols || ct.getDimSize(0) < 16)
+        bt.getDimSize(1) % cols != 0 || bt.getDimSize(1) <= cols || ct.getDimSize(0) < 16)
       return false;
     MLIRContext *ctx = &getContext();
     Location loc = block.getLoc();
     Type et = bt.getElementType();
     int64_t k = bt.getDimSize(0), n = bt.getDimSize(1), m = ct.getDimSize(0), panels = n / cols;
     rewriter.setInsertionPoint(block);
-    if (registers.bf16DotProduct && et.isBF16() && getElementTypeOrSelf(a.getType()).isBF16() &&
-        ct.getElementType().isF32() && k % kBF16Pair == 0 && cols % 16 == 0)
-      return packBF16Pairs(rewriter, block, a, b, c), true;
+    Type at = getElementTypeOrSelf(a.getType()), accumulator = ct.getElementType();
+    bool bf16Dot = registers.bf16DotProduct && et.isBF16() && at.isBF16() && accumulator.isF32();
+    bool int8Dot =
+        registers.int8DotProduct && et.isInteger(8) && at.isInteger(8) && accumulator.isInteger(32);
+    if ((bf16Dot || int8Dot) && k % dotProductGroup(et) == 0 && cols % 16 == 0)
+      return packDotProductGroups(rewriter, block, a, b, c), true;
+    // Integers without a dot product stay unpacked (widenUnpackedOperands).
+    if (!isa<FloatType>(et))
+      return false;
     SmallVector<ReassociationIndices> split = {{0}, {1, 2}};
     Value empty = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{panels, k, cols}, et);
     Value packed;
@@ -772,7 +785,6 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     // Narrow operands without a dot product for their type (f16, or bf16
     // without AVX512-BF16) widen once here: the packed panels, and A's block
     // (reused by every panel), rather than each element in the kernel.
-    Type accumulator = ct.getElementType();
     packed = widenElements(rewriter, loc, packed, accumulator);
     a = widenElements(rewriter, loc, a, accumulator);
     Value cPanels = tensor::ExpandShapeOp::create(
@@ -831,69 +843,141 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     Value empty = tensor::EmptyOp::create(rewriter, loc, tensor.getShape(), type);
     SmallVector<AffineMap> maps(2, rewriter.getMultiDimIdentityMap(tensor.getRank()));
     SmallVector<utils::IteratorType> iterators(tensor.getRank(), utils::IteratorType::parallel);
-    return linalg::GenericOp::create(rewriter, loc, TypeRange{empty.getType()}, ValueRange{v},
-                                     ValueRange{empty}, maps, iterators,
-                                     [&](OpBuilder &b, Location l, ValueRange args) {
-                                       linalg::YieldOp::create(
-                                           b, l,
-                                           arith::ExtFOp::create(b, l, type, args[0]).getResult());
-                                     })
+    return linalg::GenericOp::create(
+               rewriter, loc, TypeRange{empty.getType()}, ValueRange{v}, ValueRange{empty}, maps,
+               iterators,
+               [&](OpBuilder &b, Location l, ValueRange args) {
+                 Value wide = isa<FloatType>(type)
+                                  ? arith::ExtFOp::create(b, l, type, args[0]).getResult()
+                                  : arith::ExtSIOp::create(b, l, type, args[0]).getResult();
+                 linalg::YieldOp::create(b, l, wide);
+               })
         .getResult(0);
   }
 
-  /// The bf16 form of packRightOperand, for vdpbf16ps: B is packed as pairs
-  /// of consecutive reduction steps side by side, [columns / cols][k / 2]
-  /// [cols][2], so that one 32-bit lane holds the two bf16 a dot product
-  /// multiplies by a broadcast pair of A (A viewed as [m][k / 2][2]). The
-  /// product is a generic over (m, panel, column in panel, k / 2, pair).
-  void packBF16Pairs(IRRewriter &rewriter, linalg::MatmulOp block, Value a, Value b, Value c) {
+  /// The dot-product form of packRightOperand (vdpbf16ps for bf16, vpdpbusd
+  /// for i8): B is packed in groups of g consecutive reduction steps side by
+  /// side (g = 2 for bf16, 4 for i8), [columns / cols][k / g][cols][g], so
+  /// that one 32-bit lane holds the g elements an instruction multiplies by a
+  /// broadcast group of A (A viewed as [m][k / g][g]). The product is a
+  /// generic over (m, panel, column in panel, k / g, group) that
+  /// lowerDotProductTiles writes as dot products. For i8, A's bytes enter the
+  /// unsigned operand offset by 128, and 128 times each column's sum of B is
+  /// subtracted from the block's sums.
+  void packDotProductGroups(IRRewriter &rewriter, linalg::MatmulOp block, Value a, Value b,
+                            Value c) {
     MLIRContext *ctx = &getContext();
     Location loc = block.getLoc();
     auto ct = cast<RankedTensorType>(c.getType());
-    Type bf16 = rewriter.getBF16Type(), f32 = ct.getElementType();
-    int64_t cols = registers.columns(cast<linalg::LinalgOp>(block.getOperation()));
     auto bt = cast<RankedTensorType>(b.getType());
+    Type et = bt.getElementType(), accumulator = ct.getElementType();
+    int64_t group = dotProductGroup(et);
+    int64_t cols = registers.columns(cast<linalg::LinalgOp>(block.getOperation()));
     int64_t k = bt.getDimSize(0), n = bt.getDimSize(1), m = ct.getDimSize(0);
-    int64_t panels = n / cols, pairs = k / kBF16Pair;
-    Value empty = tensor::EmptyOp::create(rewriter, loc,
-                                          ArrayRef<int64_t>{panels, pairs, cols, kBF16Pair}, bf16);
+    int64_t panels = n / cols, groups = k / group;
+    Value empty =
+        tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{panels, groups, cols, group}, et);
     Value packed;
     if (Value weightBlock = transposedSource(rewriter, b)) {
-      // W [n][k]: each pair is already contiguous in a row of W.
+      // W [n][k]: each group is already contiguous in a row of W.
       Value wPanels = tensor::ExpandShapeOp::create(
-          rewriter, loc, RankedTensorType::get({panels, cols, pairs, kBF16Pair}, bf16), weightBlock,
+          rewriter, loc, RankedTensorType::get({panels, cols, groups, group}, et), weightBlock,
           SmallVector<ReassociationIndices>{{0, 1}, {2, 3}});
       packed =
           linalg::TransposeOp::create(rewriter, loc, wPanels, empty, ArrayRef<int64_t>{0, 2, 1, 3})
               .getResult()[0];
     } else {
-      Value bPairs = tensor::ExpandShapeOp::create(
-          rewriter, loc, RankedTensorType::get({pairs, kBF16Pair, panels, cols}, bf16), b,
+      Value bGroups = tensor::ExpandShapeOp::create(
+          rewriter, loc, RankedTensorType::get({groups, group, panels, cols}, et), b,
           SmallVector<ReassociationIndices>{{0, 1}, {2, 3}});
       packed =
-          linalg::TransposeOp::create(rewriter, loc, bPairs, empty, ArrayRef<int64_t>{2, 0, 3, 1})
+          linalg::TransposeOp::create(rewriter, loc, bGroups, empty, ArrayRef<int64_t>{2, 0, 3, 1})
               .getResult()[0];
     }
-    Value aPairs = tensor::ExpandShapeOp::create(rewriter, loc,
-                                                 RankedTensorType::get({m, pairs, kBF16Pair}, bf16),
-                                                 a, SmallVector<ReassociationIndices>{{0}, {1, 2}});
+    Value aGroups =
+        tensor::ExpandShapeOp::create(rewriter, loc, RankedTensorType::get({m, groups, group}, et),
+                                      a, SmallVector<ReassociationIndices>{{0}, {1, 2}});
     SmallVector<ReassociationIndices> split = {{0}, {1, 2}};
     Value cPanels = tensor::ExpandShapeOp::create(
-        rewriter, loc, RankedTensorType::get({m, panels, cols}, f32), c, split);
+        rewriter, loc, RankedTensorType::get({m, panels, cols}, accumulator), c, split);
     AffineExpr dm, dj, dn, dk, dp;
     bindDims(ctx, dm, dj, dn, dk, dp);
+    if (et.isInteger(8))
+      cPanels = subtractOffsetProducts(rewriter, loc, packed, cPanels);
     SmallVector<AffineMap> maps = {AffineMap::get(5, 0, {dm, dk, dp}, ctx),
                                    AffineMap::get(5, 0, {dj, dk, dn, dp}, ctx),
                                    AffineMap::get(5, 0, {dm, dj, dn}, ctx)};
     SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
     iterators.append(2, utils::IteratorType::reduction);
-    auto product = linalg::GenericOp::create(rewriter, loc, TypeRange{cPanels.getType()},
-                                             ValueRange{aPairs, packed}, ValueRange{cPanels}, maps,
-                                             iterators, mithril::yieldMultiplyAdd);
+    auto product = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{cPanels.getType()}, ValueRange{aGroups, packed},
+        ValueRange{cPanels}, maps, iterators, [&](OpBuilder &b, Location l, ValueRange args) {
+          if (!et.isInteger(8))
+            return mithril::yieldMultiplyAdd(b, l, args);
+          // What the kernel computes: (a + 128) * b, the offset's products
+          // taken off beforehand (subtractOffsetProducts). The generic says
+          // so too, for whoever lowers it other than lowerDotProductTiles.
+          Value offset = arith::ConstantOp::create(b, l, b.getI32IntegerAttr(kInt8Offset));
+          Value lhs = arith::AddIOp::create(
+              b, l, arith::ExtSIOp::create(b, l, accumulator, args[0]), offset);
+          Value rhs = arith::ExtSIOp::create(b, l, accumulator, args[1]);
+          linalg::YieldOp::create(
+              b, l,
+              arith::AddIOp::create(b, l, args[2], arith::MulIOp::create(b, l, lhs, rhs))
+                  .getResult());
+        });
     product->setAttr(kPackedMatmulMarker, rewriter.getUnitAttr());
     rewriter.replaceOp(
         block, tensor::CollapseShapeOp::create(rewriter, loc, ct, product.getResult(0), split)
                    .getResult());
+  }
+
+  /// `cPanels` [m][panel][col] minus 128 times each column's sum of the
+  /// packed i8 block [panel][k / 4][col][4]: the products of vpdpbusd's
+  /// offset, which the block's dot products add.
+  static Value subtractOffsetProducts(IRRewriter &rewriter, Location loc, Value packed,
+                                      Value cPanels) {
+    MLIRContext *ctx = rewriter.getContext();
+    auto pt = cast<RankedTensorType>(packed.getType());
+    auto ct = cast<RankedTensorType>(cPanels.getType());
+    Type i32 = ct.getElementType();
+    int64_t panels = pt.getDimSize(0), cols = pt.getDimSize(2);
+    AffineExpr d0, d1, d2, d3;
+    bindDims(ctx, d0, d1, d2, d3);
+    Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getZeroAttr(i32));
+    Value sumsInit = linalg::FillOp::create(rewriter, loc, zero,
+                                            tensor::EmptyOp::create(
+                                                rewriter, loc, ArrayRef<int64_t>{panels, cols}, i32)
+                                                .getResult())
+                         .getResult(0);
+    // Loops (panel, col, k / 4, 4).
+    SmallVector<AffineMap> sumMaps = {AffineMap::get(4, 0, {d0, d2, d1, d3}, ctx),
+                                      AffineMap::get(4, 0, {d0, d1}, ctx)};
+    SmallVector<utils::IteratorType> sumIterators = {
+        utils::IteratorType::parallel, utils::IteratorType::parallel,
+        utils::IteratorType::reduction, utils::IteratorType::reduction};
+    Value sums =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{sumsInit.getType()}, ValueRange{packed}, ValueRange{sumsInit},
+            sumMaps, sumIterators,
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              Value wide = arith::ExtSIOp::create(b, l, i32, args[0]);
+              linalg::YieldOp::create(b, l, arith::AddIOp::create(b, l, args[1], wide).getResult());
+            })
+            .getResult(0);
+    // Loops (m, panel, col).
+    SmallVector<AffineMap> maps = {AffineMap::get(3, 0, {d1, d2}, ctx),
+                                   AffineMap::get(3, 0, {d0, d1, d2}, ctx)};
+    SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
+    return linalg::GenericOp::create(
+               rewriter, loc, TypeRange{ct}, ValueRange{sums}, ValueRange{cPanels}, maps, iterators,
+               [&](OpBuilder &b, Location l, ValueRange args) {
+                 Value offset = arith::ConstantOp::create(b, l, b.getI32IntegerAttr(kInt8Offset));
+                 Value products = arith::MulIOp::create(b, l, args[0], offset);
+                 linalg::YieldOp::create(
+                     b, l, arith::SubIOp::create(b, l, args[1], products).getResult());
+               })
+        .getResult(0);
   }
 
   /// Splits each op with enough work, together with the elementwise chain
@@ -996,72 +1080,115 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     }
   }
 
-  /// Writes the register tiles of packBF16Pairs' products as vdpbf16ps dot
-  /// products: per row, the row's pair of A broadcast to every 32-bit lane,
-  /// times 16 columns' pairs of B, summed into 16 f32 accumulators. Each tile
-  /// is (after dropTileUnitDims) a generic over (m, n, pair) reading A[m][p],
-  /// B[n][p] and accumulating C[m][n]; one that is not stays for the
-  /// vectorizer, which widens every element (the same numbers, slower).
-  static void lowerBF16PairTiles(IRRewriter &rewriter, ModuleOp module) {
+  /// Writes the register tiles of packDotProductGroups' products as dot
+  /// products: per row, the row's group of A (a pair of bf16, or a quad of i8
+  /// offset to unsigned) broadcast to every 32-bit lane, times 16 columns'
+  /// groups of B, summed into 16 accumulators by one vdpbf16ps or vpdpbusd.
+  /// Each tile is (after dropTileUnitDims) a generic over (m, n, group)
+  /// reading A[m][g], B[n][g] and accumulating C[m][n]; one that is not stays
+  /// for the vectorizer, which computes the same numbers element by element.
+  static void lowerDotProductTiles(IRRewriter &rewriter, ModuleOp module) {
     SmallVector<linalg::GenericOp> tiles;
     module.walk([&](linalg::GenericOp op) {
-      if (op->hasAttr(kPackedMatmulMarker) && op.hasPureTensorSemantics() &&
-          op.getNumLoops() == 3 && op.getNumDpsInputs() == 2 &&
-          getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType()).isBF16())
+      if (!op->hasAttr(kPackedMatmulMarker) || !op.hasPureTensorSemantics() ||
+          op.getNumLoops() != 3 || op.getNumDpsInputs() != 2)
+        return;
+      Type et = getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType());
+      if (et.isBF16() || et.isInteger(8))
         tiles.push_back(op);
     });
     for (linalg::GenericOp op : tiles) {
       MLIRContext *ctx = op.getContext();
-      AffineExpr dm, dn, dp;
-      bindDims(ctx, dm, dn, dp);
-      SmallVector<AffineMap> expected = {AffineMap::get(3, 0, {dm, dp}, ctx),
-                                         AffineMap::get(3, 0, {dn, dp}, ctx),
+      Type et = getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType());
+      Type accumulator = getElementTypeOrSelf(op->getResult(0).getType());
+      int64_t group = dotProductGroup(et);
+      AffineExpr dm, dn, dg;
+      bindDims(ctx, dm, dn, dg);
+      SmallVector<AffineMap> expected = {AffineMap::get(3, 0, {dm, dg}, ctx),
+                                         AffineMap::get(3, 0, {dn, dg}, ctx),
                                          AffineMap::get(3, 0, {dm, dn}, ctx)};
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-      if (op.getIndexingMapsArray() != expected || ranges[2] != kBF16Pair ||
+      if (op.getIndexingMapsArray() != expected || ranges[2] != group ||
           ShapedType::isDynamic(ranges[0]) || ShapedType::isDynamic(ranges[1]) ||
           ranges[1] % 16 != 0)
         continue;
       int64_t rows = ranges[0], cols = ranges[1];
       Location loc = op.getLoc();
       rewriter.setInsertionPoint(op);
-      Type bf16 = rewriter.getBF16Type(), f32 = rewriter.getF32Type(), i32 = rewriter.getI32Type();
+      Type i32 = rewriter.getI32Type();
       Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
-      auto read = [&](Value tensor, ArrayRef<int64_t> shape, Type et) -> Value {
-        auto pad = ub::PoisonOp::create(rewriter, loc, et);
+      auto read = [&](Value tensor, ArrayRef<int64_t> shape, Type type) -> Value {
+        auto pad = ub::PoisonOp::create(rewriter, loc, type);
         SmallVector<Value> indices(shape.size(), zero);
-        return vector::TransferReadOp::create(rewriter, loc, VectorType::get(shape, et), tensor,
+        return vector::TransferReadOp::create(rewriter, loc, VectorType::get(shape, type), tensor,
                                               indices, pad, SmallVector<bool>(shape.size(), true));
       };
-      Value a = read(op.getDpsInputOperand(0)->get(), {rows, kBF16Pair}, bf16);
+      Value a = read(op.getDpsInputOperand(0)->get(), {rows, group}, et);
       // B's tile is contiguous: one 1-D read (a 2-D one becomes a read per
       // column).
       Value bFlat = tensor::CollapseShapeOp::create(rewriter, loc, op.getDpsInputOperand(1)->get(),
                                                     SmallVector<ReassociationIndices>{{0, 1}});
-      Value b = read(bFlat, {cols * kBF16Pair}, bf16);
-      Value c = read(op.getDpsInitOperand(0)->get(), {rows, cols}, f32);
-      // A row's pair as one 32-bit lane, and B's pairs of 16 columns as one
-      // vector<32xbf16> each.
+      Value b = read(bFlat, {cols * group}, et);
+      Value c = read(op.getDpsInitOperand(0)->get(), {rows, cols}, accumulator);
+      // A row's group as one 32-bit lane, and B's groups of 16 columns as one
+      // 512-bit vector each.
+      auto operandType = VectorType::get({16 * group}, et);
       Value aLanes = vector::BitCastOp::create(rewriter, loc, VectorType::get({rows, 1}, i32), a);
-      Value bChunks =
-          vector::ShapeCastOp::create(rewriter, loc, VectorType::get({cols / 16, 32}, bf16), b);
-      auto pairs = VectorType::get({32}, bf16);
+      Value bChunks = vector::ShapeCastOp::create(rewriter, loc,
+                                                  VectorType::get({cols / 16, 16 * group}, et), b);
       SmallVector<Value> bChunk;
       for (int64_t j = 0; j < cols / 16; ++j)
         bChunk.push_back(vector::ExtractOp::create(rewriter, loc, bChunks, ArrayRef<int64_t>{j}));
+      // i8: the products of 16 columns as the contraction vpdpbusd computes,
+      // unsigned bytes of A (offset by 128: their sign bits flipped) times
+      // signed bytes of B, each quad summed into an i32 lane; the contraction
+      // becomes the instruction after bufferization (mithril-x86-dot-
+      // products), as an intrinsic call here would stop bufferization.
+      Value signBits, quads;
+      SmallVector<Value> bWide;
+      AffineExpr column, step;
+      bindDims(ctx, column, step);
+      auto quadMaps = rewriter.getAffineMapArrayAttr({AffineMap::get(2, 0, {step}, ctx),
+                                                      AffineMap::get(2, 0, {column, step}, ctx),
+                                                      AffineMap::get(2, 0, {column}, ctx)});
+      auto quadIterators = rewriter.getArrayAttr(
+          {vector::IteratorTypeAttr::get(ctx, vector::IteratorType::parallel),
+           vector::IteratorTypeAttr::get(ctx, vector::IteratorType::reduction)});
+      if (et.isInteger(8)) {
+        signBits = arith::ConstantOp::create(
+            rewriter, loc,
+            DenseElementsAttr::get(VectorType::get({group}, et), rewriter.getI8IntegerAttr(-128)));
+        quads = a;
+        for (Value chunk : bChunk)
+          bWide.push_back(arith::ExtSIOp::create(
+              rewriter, loc, VectorType::get({16, group}, i32),
+              vector::ShapeCastOp::create(rewriter, loc, VectorType::get({16, group}, et), chunk)));
+      }
       Value result = c;
       for (int64_t i = 0; i < rows; ++i) {
-        Value lane = vector::ExtractOp::create(rewriter, loc, aLanes, ArrayRef<int64_t>{i, 0});
-        Value broadcast = vector::BitCastOp::create(
-            rewriter, loc, pairs,
-            vector::BroadcastOp::create(rewriter, loc, VectorType::get({16}, i32), lane));
         Value row = vector::ExtractOp::create(rewriter, loc, result, ArrayRef<int64_t>{i});
+        Value broadcast, quad;
+        if (et.isBF16()) {
+          Value lane = vector::ExtractOp::create(rewriter, loc, aLanes, ArrayRef<int64_t>{i, 0});
+          broadcast = vector::BitCastOp::create(
+              rewriter, loc, operandType,
+              vector::BroadcastOp::create(rewriter, loc, VectorType::get({16}, i32), lane));
+        } else {
+          Value bytes = vector::ExtractOp::create(rewriter, loc, quads, ArrayRef<int64_t>{i});
+          quad = arith::ExtUIOp::create(rewriter, loc, VectorType::get({group}, i32),
+                                        arith::XOrIOp::create(rewriter, loc, bytes, signBits));
+        }
         for (int64_t j = 0; j < cols / 16; ++j) {
           Value acc =
               vector::ExtractStridedSliceOp::create(rewriter, loc, row, ArrayRef<int64_t>{16 * j},
                                                     ArrayRef<int64_t>{16}, ArrayRef<int64_t>{1});
-          Value dot =
-              x86vector::DotBF16Op::create(rewriter, loc, acc.getType(), acc, broadcast, bChunk[j]);
+          Value dot;
+          if (et.isBF16())
+            dot = x86vector::DotBF16Op::create(rewriter, loc, acc.getType(), acc, broadcast,
+                                               bChunk[j]);
+          else
+            dot = vector::ContractionOp::create(rewriter, loc, quad, bWide[j], acc, quadMaps,
+                                                quadIterators);
           row = vector::InsertStridedSliceOp::create(
               rewriter, loc, dot, row, ArrayRef<int64_t>{16 * j}, ArrayRef<int64_t>{1});
         }
@@ -1103,6 +1230,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     }
     registers.bits = vectorBits ? vectorBits : target->vectorBits;
     registers.bf16DotProduct = target->bf16DotProduct && registers.bits >= 512;
+    registers.int8DotProduct = target->int8DotProduct && registers.bits >= 512;
     IRRewriter rewriter(&getContext());
     foldEmptyLoops(rewriter, collectTensorOps(module));
     if (failed(rewriteMatrixVectorProducts(rewriter, collectTensorOps(module))))
@@ -1132,7 +1260,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     if (failed(tileForRegisters(rewriter, collectTensorOps(module))))
       return signalPassFailure();
     dropTileUnitDims(rewriter, module);
-    lowerBF16PairTiles(rewriter, module);
+    lowerDotProductTiles(rewriter, module);
     // Vectorize the tiles. Booleans stay scalar: a vector of i1 is stored as
     // packed bits, while a tensor of i1 is one byte per element in memory.
     SmallVector<linalg::LinalgOp> tiles;

@@ -56,8 +56,8 @@ static bool shouldFuse(OpOperand *fused) {
 }
 
 /// The narrow tensor that `v` widens, when `v` is the result of a linalg op
-/// that only extends each element of it to a wider float (the lowering of a
-/// cast from bf16 or f16 to f32).
+/// that only extends each element of it to a wider float or signed integer
+/// (the lowering of a cast from bf16 or f16 to f32, or from i8 to i32).
 static Value widenedSource(Value v) {
   auto generic = v.getDefiningOp<linalg::GenericOp>();
   if (!generic || generic.getNumDpsInputs() != 1 || generic.getNumDpsInits() != 1 ||
@@ -68,9 +68,10 @@ static Value widenedSource(Value v) {
   Block &body = generic.getRegion().front();
   if (body.getOperations().size() != 2)
     return Value();
-  auto ext = dyn_cast<arith::ExtFOp>(body.front());
+  Operation &ext = body.front();
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  if (!ext || ext.getIn() != body.getArgument(0) || yield.getValues().front() != ext.getResult())
+  if (!isa<arith::ExtFOp, arith::ExtSIOp>(ext) || ext.getOperand(0) != body.getArgument(0) ||
+      yield.getValues().front() != ext.getResult(0))
     return Value();
   return generic.getDpsInputOperand(0)->get();
 }
@@ -78,10 +79,11 @@ static Value widenedSource(Value v) {
 namespace {
 /// A matrix product of widened operands reads the narrow ones: linalg.matmul
 /// extends its inputs to the accumulator's type itself. A bf16 or f16 matmul
-/// then accumulates in f32 without a widened copy of each operand (twice the
-/// memory traffic), and the CPU schedule can pick a kernel that multiplies
-/// the narrow type directly (vdpbf16ps). A transposed widened operand (a
-/// Linear layer's weight) is transposed narrow.
+/// then accumulates in f32 (an i8 one in i32) without a widened copy of each
+/// operand (twice or four times the memory traffic), and the CPU schedule can
+/// pick a kernel that multiplies the narrow type directly (vdpbf16ps,
+/// vpdpbusd). A transposed widened operand (a Linear layer's weight) is
+/// transposed narrow.
 template <typename ContractionOp>
 struct FoldWideningIntoContraction : OpRewritePattern<ContractionOp> {
   using OpRewritePattern<ContractionOp>::OpRewritePattern;

@@ -216,6 +216,8 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     pm.addPass(createLowerAffinePass());
     pm.addPass(createConvertMathToLibmPass());
     pm.addPass(createMithrilExpandBF16());
+    // The schedule's int8 register tiles as vpdpbusd (AVX512-VNNI targets).
+    pm.addPass(createMithrilX86DotProducts());
     // Multi-dimensional reductions the vectorizer produced become 1-D ones.
     pm.addNestedPass<func::FuncOp>(vector::createLowerVectorMultiReductionPass());
     // Register-tile contractions become outer products: broadcasts and FMAs.

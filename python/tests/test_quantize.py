@@ -69,3 +69,27 @@ def test_all_zero_activations_give_zero():
                         params["linear_1.weight"].T) + params["linear_1.bias"]
     assert np.all(np.isfinite(got))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("target_cpu", ["host", "haswell"])
+def test_int8_blocked_products_are_exact(target_cpu):
+    # Products large enough for the packed, cache-blocked schedule: with
+    # AVX512-VNNI the register tiles are vpdpbusd dot products of bytes
+    # offset to unsigned, the offset's products subtracted per block; without
+    # it (haswell) 32-bit integer products. Both are the exact integer sums.
+    model = Model()
+    model |= Linear(512)(input="input", output="h")
+    model |= Relu()(input="h", output="a")
+    model |= Linear(96)(input="a", output="output")
+    try:
+        pm = ml.compile(model, ml.MlirBackend(quantize="int8"), shapes={"input": [64, 1024]},
+                        cpu_options={"target_cpu": target_cpu})
+    except ml.MithrilError as error:  # a host without AVX2
+        pytest.skip(str(error))
+    params = pm.randomize_params(seed=4)
+    x = np.random.default_rng(2).standard_normal((64, 1024)).astype(np.float32)
+    got = pm.evaluate(params, {"input": x})["output"]
+    h = np.maximum(int8_product(x, params["linear_0.weight"].T) + params["linear_0.bias"], 0)
+    want = int8_product(h.astype(np.float32), params["linear_1.weight"].T) \
+        + params["linear_1.bias"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -57,7 +57,8 @@ def MithrilCpuSchedule : Pass<"mithril-cpu-schedule", "mlir::ModuleOp"> {
            "host's">,
     Option<"targetCpu", "target-cpu", "std::string", /*default=*/"",
            "The x86-64 CPU to pick kernels for (its vector registers unless vector-bits is "
-           "given, and its dot products: vdpbf16ps for bf16 matmuls with AVX512-BF16); "
+           "given, and its dot products: vdpbf16ps for bf16 matmuls with AVX512-BF16, "
+           "vpdpbusd for int8 ones with AVX512-VNNI); "
            "empty: the host">
   ];
   let dependentDialects = [
@@ -111,6 +112,21 @@ def MithrilExpandBF16 : Pass<"mithril-expand-bf16", "mlir::ModuleOp"> {
     before the lowering to LLVM.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::vector::VectorDialect"];
+}
+
+def MithrilX86DotProducts : Pass<"mithril-x86-dot-products", "mlir::ModuleOp"> {
+  let summary = "The i8 contractions of the CPU schedule's register tiles as vpdpbusd";
+  let description = [{
+    `mithril-cpu-schedule` writes each 16 columns of an int8 register tile
+    (AVX512-VNNI targets) as a `vector.contract` of one row's quad of
+    unsigned bytes (`arith.extui` of a `vector<4xi8>`) with 16 columns' quads
+    of signed bytes (`arith.extsi` of a `vector<16x4xi8>`) into a
+    `vector<16xi32>`: what one `vpdpbusd` computes. This pass, run after
+    bufferization (which an intrinsic call would stop), rewrites exactly
+    those contractions into `llvm.x86.avx512.vpdpbusd.512`; any other
+    contraction is left to the vector lowering.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::vector::VectorDialect"];
 }
 
 def MithrilLowerScalarTransfers : Pass<"mithril-lower-scalar-transfers", "mlir::ModuleOp"> {

@@ -70,7 +70,11 @@ struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<Quantize
       Value magnitude = FloorDivideOp::create(
           b, loc, AddOp::create(b, loc, AbsOp::create(b, loc, t), scalar(0.5)), scalar(1.0));
       Value rounded = MultiplyOp::create(b, loc, SignOp::create(b, loc, t), magnitude);
-      return CastOp::create(b, loc, rounded, TypeAttr::get(i32));
+      // Stored in 8 bits, read by the product as 32-bit integers: the
+      // lowering's matmul then multiplies the bytes and accumulates in 32
+      // bits (vpdpbusd where the CPU has AVX512-VNNI).
+      Value bytes = CastOp::create(b, loc, rounded, TypeAttr::get(b.getI8Type()));
+      return CastOp::create(b, loc, bytes, TypeAttr::get(i32));
     };
     Value sx = scale(x, {});
     Value sw = scale(w, {0}); // [1, N]: one scale per output column

@@ -1,0 +1,194 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""The low-precision table (issue 19): bf16, f16 and int8 against our own
+float32 on this machine, one thread, with the kernel variant the host gets
+named, and torch's bf16 matmul as a peer. Writes bench/lowprecision.md.
+
+Every case first checks its result against float64 (relative Frobenius
+error, reported); the candidates then run alternately (bench.median_times).
+Ratios are our float32 time over the variant's (above 1: the variant is
+faster). Inputs are handed over in the variant's own storage type (float16
+arrays; bfloat16 as float32 values that are exact in bfloat16, which the
+runtime converts to bits on each call, as without ml_dtypes it must).
+
+    PYTHONPATH=build/python_packages python3 bench/lowprecision.py [--quick]
+"""
+
+import argparse
+import os
+import platform
+import time
+
+import numpy as np
+
+import mithril as ml
+from mithril import _mithril
+from mithril.models import MatrixMultiply, Model
+from mithril.types import from_bfloat16_bits, to_bfloat16_bits
+
+from bench import median_times, mlp
+
+try:
+    import torch
+except ImportError:  # optional peer
+    torch = None
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def variant(kind: str) -> str:
+    target = _mithril.cpu_target()
+    if kind == "bf16":
+        return ("vdpbf16ps (AVX512-BF16), bf16 pairs packed" if target["bf16_dot_product"]
+                else "widened to f32 when packed, f32 FMA kernel")
+    if kind == "f16":
+        return "widened to f32 when packed (F16C), f32 FMA kernel"
+    if kind == "int8":
+        return "int8 levels in 32-bit integers (no VNNI kernel yet)"
+    return f"f32 FMA kernel, {target['vector_bits']}-bit registers"
+
+
+def bf16(values):
+    return from_bfloat16_bits(to_bfloat16_bits(values)).astype(np.float32)
+
+
+def gemm():
+    model = Model()
+    model |= MatrixMultiply()(left="a", right="b", output=ml.IOKey("out"))
+    return model
+
+
+def relerr(got, ref):
+    got = np.asarray(got, np.float64)
+    return float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
+
+
+def run(quick: bool):
+    rows = []
+    repeats = 5 if quick else 15
+    rng = np.random.default_rng(0)
+    sizes = [1024] if quick else [1024, 2048]
+    backends = {"f32": (ml.MlirBackend(num_threads=1), {}, np.float32),
+                "bf16": (ml.MlirBackend(dtype=ml.bfloat16, num_threads=1), {}, np.float32),
+                "f16": (ml.MlirBackend(dtype=ml.float16, num_threads=1), {}, np.float16)}
+    for n in sizes:
+        a, b = bf16(rng.standard_normal((n, n))), bf16(rng.standard_normal((n, n)))
+        ref = a.astype(np.float64) @ b
+        calls, errs = {}, {}
+        for kind, (backend, extra, storage) in backends.items():
+            pm = ml.compile(gemm(), backend, shapes={"a": [n, n], "b": [n, n]}, jit=True, **extra)
+            data = {"a": a.astype(storage), "b": b.astype(storage)}
+            errs[kind] = relerr(pm.evaluate({}, data)["out"], ref)
+            calls[kind] = (lambda pm=pm, data=data: pm.evaluate({}, data))
+        peers = {}
+        if torch is not None:
+            torch.set_num_threads(1)
+            ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+            ta16, tb16 = ta.to(torch.bfloat16), tb.to(torch.bfloat16)
+            peers["torch bf16"] = lambda: torch.matmul(ta16, tb16)
+        names = list(calls) + list(peers)
+        times = dict(zip(names, median_times(list(calls.values()) + list(peers.values()),
+                                             repeats)))
+        flops = 2 * n ** 3
+        for kind in calls:
+            rows.append((f"sgemm {n} ({kind})", times[kind], times["f32"] / times[kind],
+                         flops / times[kind] / 1e9, errs[kind], variant(kind)))
+        for name in peers:
+            rows.append((f"sgemm {n} ({name})", times[name], times["f32"] / times[name],
+                         flops / times[name] / 1e9, None, "torch.matmul on bfloat16 tensors"))
+
+    for batch in ([256] if quick else [16, 256]):
+        x = rng.standard_normal((batch, 784)).astype(np.float32)
+        cases = {"f32": (ml.MlirBackend(num_threads=1), {}, np.float32),
+                 "bf16": (ml.MlirBackend(dtype=ml.bfloat16, num_threads=1), {}, np.float32),
+                 "mixed bf16": (ml.MlirBackend(precision="bfloat16", num_threads=1),
+                                {"mixed_precision": True}, np.float32),
+                 "f16": (ml.MlirBackend(dtype=ml.float16, num_threads=1), {}, np.float16),
+                 "int8": (ml.MlirBackend(quantize="int8", num_threads=1), {}, np.float32)}
+        calls, errs, ref, params = {}, {}, None, None
+        for kind, (backend, extra, storage) in cases.items():
+            pm = ml.compile(mlp(), backend, shapes={"input": [batch, 784]}, jit=True, **extra)
+            if params is None:
+                params = {k: bf16(v) for k, v in pm.randomize_params(seed=2).items()}
+            p = {k: v.astype(storage) for k, v in params.items()}
+            data = {"input": x.astype(storage)}
+            out = np.asarray(pm.evaluate(p, data)["logits"], np.float64)
+            if ref is None:
+                ref = out
+            errs[kind] = relerr(out, ref) if kind != "f32" else 0.0
+            calls[kind] = (lambda pm=pm, p=p, data=data: pm.evaluate(p, data))
+        times = dict(zip(calls, median_times(list(calls.values()), repeats)))
+        for kind in calls:
+            name = "mixed-precision bf16" if kind == "mixed bf16" else kind
+            rows.append((f"MLP 784-512-512-10 b{batch} ({name})", times[kind],
+                         times["f32"] / times[kind], None, errs[kind],
+                         variant(kind.split()[-1])))
+
+    batch = 256
+    x = rng.standard_normal((batch, 784)).astype(np.float32)
+    seeds = {"logits": np.ones((batch, 10), np.float32)}
+    cases = {"f32": (ml.MlirBackend(num_threads=1), {}),
+             "mixed bf16": (ml.MlirBackend(precision="bfloat16", num_threads=1),
+                            {"mixed_precision": True}),
+             "mixed f16": (ml.MlirBackend(precision="float16", num_threads=1),
+                           {"mixed_precision": True})}
+    calls, errs, ref = {}, {}, None
+    for kind, (backend, extra) in cases.items():
+        pm = ml.compile(mlp(), backend, shapes={"input": [batch, 784]}, jit=True, **extra)
+        p = pm.randomize_params(seed=3)
+        _, grads = pm.evaluate(p, {"input": x}, output_gradients=seeds)
+        flat = np.concatenate([np.ravel(grads[k]) for k in sorted(grads)]).astype(np.float64)
+        if ref is None:
+            ref = flat
+        errs[kind] = relerr(flat, ref) if kind != "f32" else 0.0
+        calls[kind] = (lambda pm=pm, p=p: pm.evaluate(p, {"input": x}, output_gradients=seeds))
+    times = dict(zip(calls, median_times(list(calls.values()), repeats)))
+    for kind in calls:
+        rows.append((f"MLP gradients b{batch} ({kind})", times[kind], times["f32"] / times[kind],
+                     None, errs[kind], variant(kind.split()[-1])))
+    return rows
+
+
+def write(rows, path):
+    target = _mithril.cpu_target()
+    lines = ["# Low precision", "",
+             f"Measured by `make bench-lowprecision` on {cpu_model()} (LLVM: {target['cpu']}; "
+             f"{target['vector_bits']}-bit vectors, AVX512-BF16 "
+             f"{'yes' if target['bf16_dot_product'] else 'no'}, AVX512-VNNI "
+             f"{'yes' if target['int8_dot_product'] else 'no'}), one thread, "
+             f"{time.strftime('%Y-%m-%d %H:%M')}; torch "
+             f"{torch.__version__ if torch else 'absent'}. Times are medians of alternating "
+             "blocks; `vs f32` is our float32 time over the row's (above 1: faster than f32). "
+             "Error: relative Frobenius error of the result against float64 on the same "
+             "(bfloat16-exact) inputs for matmuls, against our float32 for the MLP.", "",
+             "| case | time | vs f32 | GFLOP/s | error | kernel |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for case, seconds, ratio, gflops, err, kernel in rows:
+        lines.append(f"| {case} | {seconds * 1e3:.3f} ms | {ratio:.2f}x | "
+                     f"{f'{gflops:.1f}' if gflops else '-'} | "
+                     f"{f'{err:.1e}' if err is not None else '-'} | {kernel} |")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("-o", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                   "lowprecision.md"))
+    args = parser.parse_args()
+    write(run(args.quick), args.o)
+
+
+if __name__ == "__main__":
+    main()

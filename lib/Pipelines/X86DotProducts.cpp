@@ -1,0 +1,73 @@
+//===- X86DotProducts.cpp - i8 register-tile contractions as vpdpbusd -----===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mithril/Pipelines/Pipelines.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mithril {
+#define GEN_PASS_DEF_MITHRILX86DOTPRODUCTS
+#include "mithril/Pipelines/Passes.h.inc"
+} // namespace mithril
+
+using namespace mlir;
+
+namespace {
+/// acc[n] += sum_q zext(a[q]) * sext(b[n][q]) over vector<4xi8> a,
+/// vector<16x4xi8> b and vector<16xi32> acc: one vpdpbusd, with a's quad
+/// broadcast to each 32-bit lane.
+struct ContractionToVpdpbusd : OpRewritePattern<vector::ContractionOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(vector::ContractionOp op,
+                                PatternRewriter &rewriter) const override {
+    MLIRContext *ctx = op.getContext();
+    auto lhs = op.getLhs().getDefiningOp<arith::ExtUIOp>();
+    auto rhs = op.getRhs().getDefiningOp<arith::ExtSIOp>();
+    auto accType = dyn_cast<VectorType>(op.getAccType());
+    Type i8 = rewriter.getI8Type(), i32 = rewriter.getI32Type();
+    if (!lhs || !rhs || op.getKind() != vector::CombiningKind::ADD || !accType ||
+        accType != VectorType::get({16}, i32) ||
+        lhs.getIn().getType() != VectorType::get({4}, i8) ||
+        rhs.getIn().getType() != VectorType::get({16, 4}, i8))
+      return failure();
+    AffineExpr n, q;
+    bindDims(ctx, n, q);
+    SmallVector<AffineMap> expected = {AffineMap::get(2, 0, {q}, ctx),
+                                       AffineMap::get(2, 0, {n, q}, ctx),
+                                       AffineMap::get(2, 0, {n}, ctx)};
+    if (op.getIndexingMapsArray() != expected)
+      return failure();
+    Location loc = op.getLoc();
+    auto bytes = VectorType::get({64}, i8);
+    Value quad = vector::ExtractOp::create(
+        rewriter, loc,
+        vector::BitCastOp::create(rewriter, loc, VectorType::get({1}, i32), lhs.getIn()),
+        ArrayRef<int64_t>{0});
+    Value broadcast = vector::BitCastOp::create(
+        rewriter, loc, bytes, vector::BroadcastOp::create(rewriter, loc, accType, quad));
+    Value columns = vector::ShapeCastOp::create(rewriter, loc, bytes, rhs.getIn());
+    rewriter.replaceOp(
+        op, LLVM::CallIntrinsicOp::create(rewriter, loc, accType,
+                                          StringAttr::get(ctx, "llvm.x86.avx512.vpdpbusd.512"),
+                                          ValueRange{op.getAcc(), broadcast, columns})
+                .getResults());
+    return success();
+  }
+};
+
+struct X86DotProductsPass : public mithril::impl::MithrilX86DotProductsBase<X86DotProductsPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<ContractionToVpdpbusd>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace
