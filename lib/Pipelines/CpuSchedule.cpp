@@ -473,23 +473,53 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     return success();
   }
 
-  /// Splits a matmul whose columns are not a multiple of the register tile's
-  /// (784 = 24 x 32 + 16) into the whole tiles and the rest: register tiles
-  /// must divide their loop to keep static shapes, and with the largest
-  /// divisor (28 for 784) a 512 x 64 x 784 matmul took 8 ms instead of 0.25
-  /// (partial vectors, and no packing).
-  LogicalResult peelMatmulColumns(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
-    for (linalg::LinalgOp op : ops) {
-      if (!isa<linalg::MatmulOp>(op.getOperation()) || op->hasAttr(kGemvMarker))
-        continue;
+  /// The cache block of large matmuls: rows, columns, reduction.
+  SmallVector<int64_t> cacheBlock() const {
+    SmallVector<int64_t> block(cacheTile.begin(), cacheTile.end());
+    if (block.empty())
+      block = {128, 256, 256};
+    return block;
+  }
+
+  /// Splits a matmul whose sizes the register tiles and cache blocks do not
+  /// divide into the part they divide and the rest, until they do: columns
+  /// at a multiple of the register tile's (784 = 24 x 32 + 16), then of the
+  /// cache block's (992 = 3 x 256 + 224), and rows at a multiple of the
+  /// register tile's. Tiles must divide their loop to keep static shapes,
+  /// and with the largest divisor instead (28 columns for 784, 248 x 31 for
+  /// 1000 x 992) a 512 x 64 x 784 matmul took 8 ms instead of 0.25, and a
+  /// 1000^3 one ran at 5 GFLOP/s (partial vectors, and no packing).
+  LogicalResult peelMatmulRemainders(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
+    int64_t blockColumns = cacheBlock().size() == 3 ? cacheBlock()[1] : 256;
+    SmallVector<Operation *> work;
+    for (linalg::LinalgOp op : ops)
+      if (isa<linalg::MatmulOp>(op.getOperation()) && !op->hasAttr(kGemvMarker))
+        work.push_back(op);
+    while (!work.empty()) {
+      auto op = cast<linalg::LinalgOp>(work.pop_back_val());
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-      int64_t cols = registers.columns(op);
-      if (ranges.size() != 3 || ShapedType::isDynamic(ranges[1]) || ranges[1] <= cols ||
-          ranges[1] % cols == 0 || ShapedType::isDynamic(ranges[0]) || ranges[0] < 8)
+      if (ranges.size() != 3 || ShapedType::isDynamic(ranges[0]) ||
+          ShapedType::isDynamic(ranges[1]) || ranges[0] < 8)
         continue;
+      int64_t rows = registers.rows(), cols = registers.columns(op);
+      unsigned dimension;
+      int64_t split;
+      if (ranges[1] > cols && ranges[1] % cols != 0) {
+        dimension = 1, split = ranges[1] - ranges[1] % cols;
+      } else if (ranges[1] > blockColumns && ranges[1] % blockColumns != 0 &&
+                 blockColumns % cols == 0) {
+        dimension = 1, split = ranges[1] - ranges[1] % blockColumns;
+      } else if (ranges[0] > rows && ranges[0] % rows != 0) {
+        dimension = 0, split = ranges[0] - ranges[0] % rows;
+      } else {
+        continue;
+      }
       rewriter.setInsertionPoint(op);
-      linalg::splitOp(rewriter, cast<TilingInterface>(op.getOperation()), /*dimension=*/1,
-                      rewriter.getIndexAttr(ranges[1] - ranges[1] % cols));
+      auto [whole, rest] = linalg::splitOp(rewriter, cast<TilingInterface>(op.getOperation()),
+                                           dimension, rewriter.getIndexAttr(split));
+      for (TilingInterface part : {whole, rest})
+        if (part && isa<linalg::MatmulOp>(part.getOperation()))
+          work.push_back(part);
     }
     return success();
   }
@@ -662,9 +692,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
   /// (rows, columns, reduction): the register tiles then reuse a block of
   /// the right operand from L2 instead of streaming it from memory.
   LogicalResult tileForCache(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
-    SmallVector<int64_t> block(cacheTile.begin(), cacheTile.end());
-    if (block.empty())
-      block = {128, 256, 256};
+    SmallVector<int64_t> block = cacheBlock();
     if (block.size() != 3 || llvm::any_of(block, [](int64_t b) { return b <= 0; }))
       return getOperation().emitError(
           "mithril-cpu-schedule: cache-tile needs 3 positive sizes (rows, columns, reduction)");
@@ -674,6 +702,15 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
       SmallVector<int64_t> sizes = block;
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
       fitTilesToLoops(sizes, ranges, /*tileDynamic=*/false);
+      // Row blocks of whole register tiles (1000 rows: 40, not 125, which
+      // would leave tiles of 5 rows).
+      int64_t rows = registers.rows();
+      if (sizes[0] % rows != 0 && !ShapedType::isDynamic(ranges[0]) && ranges[0] % rows == 0)
+        for (int64_t m = block[0] / rows * rows; m >= rows; m -= rows)
+          if (ranges[0] % m == 0) {
+            sizes[0] = m;
+            break;
+          }
       // Reduction blocks of whole 16-element rows when the reduction allows
       // one of at least 64 (784 -> 112 rather than 196): packing a
       // transposed operand then moves 16 x 16 register blocks.
@@ -1235,7 +1272,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     foldEmptyLoops(rewriter, collectTensorOps(module));
     if (failed(rewriteMatrixVectorProducts(rewriter, collectTensorOps(module))))
       return signalPassFailure();
-    if (failed(peelMatmulColumns(rewriter, collectTensorOps(module))))
+    if (failed(peelMatmulRemainders(rewriter, collectTensorOps(module))))
       return signalPassFailure();
     // Split large ops across threads: an scf.forall of `threads` chunks
     // around smaller ops, which the register tiling below then tiles.

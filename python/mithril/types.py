@@ -64,10 +64,13 @@ def storage_dtype(name: str) -> np.dtype:
 
 def to_bfloat16_bits(values) -> np.ndarray:
     """The bfloat16 bit patterns of `values`, rounded to nearest even (NaN
-    stays NaN), as compiled code rounds."""
+    stays NaN), as compiled code rounds. uint16 arrays are bit patterns
+    already (the representation without ml_dtypes) and pass unchanged."""
     arr = np.asarray(values)
     if _ml_dtypes is not None and arr.dtype == _ml_dtypes.bfloat16:
         return np.require(arr, requirements="C").reshape(-1).view(np.uint16).reshape(arr.shape)
+    if arr.dtype == np.uint16:
+        return np.require(arr, requirements="C")
     try:  # the extension's loop: numpy's would take several passes
         from . import _mithril
         return _mithril.to_bfloat16_bits(arr)

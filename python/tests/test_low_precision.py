@@ -277,3 +277,20 @@ def test_bfloat16_matmul_accumulates_in_float32(target_cpu):
         rms = np.sqrt(np.mean(ref ** 2))
         err = np.abs(got - ref) - 2.0 ** -8 * np.abs(ref)
         assert np.max(err) <= 1e-5 * rms, f"{name}: {np.max(err) / rms:.3g} x rms"
+
+
+def test_bfloat16_bit_patterns_pass_unconverted():
+    # uint16 arrays for a bfloat16 terminal are its bit patterns (numpy has no
+    # bfloat16): the same outputs as the float32 values they encode.
+    pm = ml.compile(mlp(), ml.MlirBackend(dtype=ml.bfloat16), shapes={"input": [3, 5]})
+    params = pm.randomize_params(seed=7)
+    x = bf16(np.random.default_rng(3).standard_normal((3, 5)))
+    want = pm.evaluate(params, {"input": x})["output"]
+    bits = {k: to_bfloat16_bits(v) for k, v in params.items()}
+    assert all(v.dtype == np.uint16 for v in bits.values())
+    got = pm.evaluate(bits, {"input": to_bfloat16_bits(x)})["output"]
+    np.testing.assert_array_equal(np.asarray(got, np.float32), np.asarray(want, np.float32))
+    # Not read as numbers: 0x3F80 is 1.0, not 16256.
+    one = pm.evaluate(bits, {"input": np.full((3, 5), 0x3F80, np.uint16)})["output"]
+    ref = pm.evaluate(params, {"input": np.ones((3, 5), np.float32)})["output"]
+    np.testing.assert_array_equal(np.asarray(one, np.float32), np.asarray(ref, np.float32))

@@ -21,6 +21,15 @@ mithril.model @Wide(data %a: tensor<512x64xf32>, data %b: tensor<64x784xf32>) ->
   mithril.output %c : tensor<512x784xf32>
 }
 
+// 1000 x 1000: the columns split at a multiple of the register tile (992)
+// and of the cache block (768 = 3 x 256, then 224), the rows into 8-row
+// register tiles in blocks of 40 (not 125, which left tiles of 5 x 31 and
+// ran at 5 GFLOP/s).
+mithril.model @Odd(data %a: tensor<1000x1000xf32>, data %b: tensor<1000x1000xf32>) -> (c: tensor<1000x1000xf32>) {
+  %c = mithril.matmul %a, %b : (tensor<1000x1000xf32>, tensor<1000x1000xf32>) -> tensor<1000x1000xf32>
+  mithril.output %c : tensor<1000x1000xf32>
+}
+
 mithril.model @Linear(data %x: tensor<64x784xf32>, param %w: tensor<512x784xf32>) -> (y: tensor<64x512xf32>) {
   %wt = mithril.transpose %w : (tensor<512x784xf32>) -> tensor<784x512xf32>
   %y = mithril.matmul %x, %wt : (tensor<64x784xf32>, tensor<784x512xf32>) -> tensor<64x512xf32>
@@ -47,6 +56,16 @@ mithril.model @Linear(data %x: tensor<64x784xf32>, param %w: tensor<512x784xf32>
 // CHECK: vector.transfer_read {{.*}} : tensor<8x64x32xf32>, vector<32xf32>
 // CHECK: tensor.extract_slice %{{.+}}[0, 768] [512, 16] [1, 1]
 // CHECK: vector<8x16xf32>
+
+// CHECK-LABEL: func.func @Odd(
+// CHECK: %[[COLS:.+]] = tensor.extract_slice %arg1[0, 0] [1000, 992] [1, 1]
+// CHECK: tensor.extract_slice %[[COLS]][0, 0] [1000, 768] [1, 1]
+// CHECK: scf.for %{{.+}} = %c0 to %c1000 step %c40
+// CHECK: vector.transfer_read {{.*}} : tensor<8x1x32xf32>, vector<8x32xf32>
+// CHECK-NEXT: scf.for {{.*}} to %c250 step %c1 {{.*}} -> (vector<8x32xf32>)
+// CHECK: tensor.extract_slice %[[COLS]][0, 768] [1000, 224] [1, 1]
+// CHECK: tensor.extract_slice %{{.+}}[0, 992] [1000, 8] [1, 1]
+// CHECK: vector.transfer_read %arg1[%{{.+}}, %c992]{{.*}} vector<1x8xf32>
 
 // A Linear layer's weight [out, in] is packed straight from its own layout,
 // 16 x 16 blocks transposed in registers (AVX-512 shuffles), and its
