@@ -118,9 +118,16 @@ def run(quick: bool):
                  "mixed bf16": (ml.MlirBackend(precision="bfloat16", num_threads=1),
                                 {"mixed_precision": True}, np.float32),
                  "f16": (ml.MlirBackend(dtype=ml.float16, num_threads=1), {}, np.float16),
-                 "int8": (ml.MlirBackend(quantize="int8", num_threads=1), {}, np.float32)}
+                 "int8": (ml.MlirBackend(quantize="int8", num_threads=1), {}, np.float32),
+                 "int8 static": (ml.MlirBackend(quantize="int8", num_threads=1),
+                                 {"calibration": True}, np.float32)}
         calls, errs, ref, params = {}, {}, None, None
         for kind, (backend, extra, storage) in cases.items():
+            if extra.pop("calibration", False):
+                # Static activation scales from four calibration batches.
+                extra = {"calibration_data": [
+                    {**params, "input": rng.standard_normal((batch, 784)).astype(np.float32)}
+                    for _ in range(4)]}
             pm = ml.compile(mlp(), backend, shapes={"input": [batch, 784]}, jit=True, **extra)
             if params is None:
                 params = {k: bf16(v) for k, v in pm.randomize_params(seed=2).items()}
@@ -133,10 +140,12 @@ def run(quick: bool):
             calls[kind] = (lambda pm=pm, p=p, data=data: pm.evaluate(p, data))
         times = dict(zip(calls, median_times(list(calls.values()), repeats)))
         for kind in calls:
-            name = "mixed-precision bf16" if kind == "mixed bf16" else kind
+            name = {"mixed bf16": "mixed-precision bf16",
+                    "int8 static": "int8, calibrated scales"}.get(kind, kind)
             rows.append((f"MLP 784-512-512-10 b{batch} ({name})", times[kind],
                          times["f32"] / times[kind], None, errs[kind],
-                         variant(kind.split()[-1])))
+                         variant(kind.split()[0] if kind.startswith("int8") else
+                                 kind.split()[-1])))
 
     batch = 256
     x = rng.standard_normal((batch, 784)).astype(np.float32)

@@ -463,7 +463,8 @@ PYBIND11_MODULE(_mithril, m) {
          const std::string &target, const std::string &chip, const std::string &optimizationLevel,
          const std::vector<std::pair<std::string, bool>> &optimizations, int llvmLevel,
          bool profile, unsigned checkpointSegments, const std::string &precision,
-         bool precisionTerminals, const std::string &targetCpu, const std::string &quantize) {
+         bool precisionTerminals, const std::string &targetCpu, const std::string &quantize,
+         bool quantizeObserve, const std::vector<double> &activationScales) {
         std::unique_ptr<CompiledModel> result;
         {
           // Compilation does not touch Python objects.
@@ -492,6 +493,8 @@ PYBIND11_MODULE(_mithril, m) {
           options.precisionTerminals = precisionTerminals;
           options.targetCpu = targetCpu;
           options.quantize = quantize;
+          options.quantizeObserve = quantizeObserve;
+          options.activationScales = activationScales;
           auto model = CompiledModel::compile(source, options);
           if (!model) {
             std::string message = llvm::toString(model.takeError());
@@ -513,7 +516,8 @@ PYBIND11_MODULE(_mithril, m) {
       py::arg("optimizations") = std::vector<std::pair<std::string, bool>>{},
       py::arg("llvm_level") = -1, py::arg("profile") = false, py::arg("checkpoint_segments") = 0u,
       py::arg("precision") = "", py::arg("precision_terminals") = false, py::arg("target_cpu") = "",
-      py::arg("quantize") = "");
+      py::arg("quantize") = "", py::arg("quantize_observe") = false,
+      py::arg("activation_scales") = std::vector<double>{});
   m.def(
       "run_passes",
       [](const std::string &source, const std::string &pipeline, const std::string &name) {

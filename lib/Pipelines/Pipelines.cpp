@@ -99,6 +99,14 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
       pm.addPass(createMithrilDCE(dce));
     }
     addGraphCleanups(pm, options, /*afterAutodiff=*/false);
+    // A calibration run adds its outputs here, before the terminals are read
+    // (the products are the same ones the linalg stage quantizes: nothing in
+    // between adds, drops or reorders matrix products).
+    if (options.quantize == "int8" && options.quantizeObserve) {
+      MithrilQuantizeInt8Options observe;
+      observe.observe = true;
+      pm.addPass(createMithrilQuantizeInt8(observe));
+    }
   }
 
   if (wanted("autodiff") && options.gradients) {
@@ -121,8 +129,13 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
 
   if (wanted("linalg")) {
     pm.addPass(createMithrilDecompose());
-    if (options.quantize == "int8")
-      pm.addPass(createMithrilQuantizeInt8());
+    if (options.quantize == "int8" && !options.quantizeObserve) {
+      MithrilQuantizeInt8Options quantize;
+      quantize.observe = options.quantizeObserve;
+      quantize.activationScales.assign(options.activationScales.begin(),
+                                       options.activationScales.end());
+      pm.addPass(createMithrilQuantizeInt8(quantize));
+    }
     pm.addPass(createMithrilWidenLowPrecision());
     if (options.fold)
       pm.addPass(createCanonicalizerPass());

@@ -36,6 +36,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
@@ -232,6 +233,15 @@ static std::string pipelineOptions(const CompileOptions &options, StringRef stop
     add("dynamic-data", "true");
   if (!options.quantize.empty())
     add("quantize", options.quantize);
+  if (options.quantizeObserve)
+    add("quantize-observe", "true");
+  if (!options.activationScales.empty()) {
+    std::string scales;
+    llvm::raw_string_ostream os(scales);
+    llvm::interleave(
+        options.activationScales, os, [&](double v) { os << llvm::formatv("{0:e9}", v); }, ",");
+    add("activation-scales", scales);
+  }
   if (!options.precision.empty()) {
     add("precision", options.precision);
     if (options.precisionTerminals)

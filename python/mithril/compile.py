@@ -4,7 +4,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
+
+import numpy as np
 
 from .backend import MlirBackend
 from .emit import Emitter
@@ -29,7 +32,8 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
             static_inference: bool | None = None, gradient_checkpointing: bool | None = None,
             checkpoint_segments: int | None = None, memory_planning=None,
             memory_optimization: bool | None = None, custom_passes: Iterable | None = None,
-            mixed_precision=None, _defer: bool = True) -> PhysicalModel:
+            mixed_precision=None, calibration_data: Iterable | None = None,
+            _defer: bool = True) -> PhysicalModel:
     """Compiles `model` for `backend`.
 
     shapes          input (or parameter) shapes; None marks a size left dynamic: the
@@ -89,6 +93,13 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
                     between the ops take the low-precision type, each op computing in
                     float32 and rounding once (mithril-mixed-precision; the casts are in
                     pm.ir)
+
+    calibration_data  with MlirBackend(quantize="int8"): a few representative inputs, each
+                    a dict of every input of the model, parameters included (or a
+                    (params, data) pair); the largest |activation| each quantized product
+                    sees over them fixes its activation scale at compile time (static
+                    quantization; values beyond it are clamped), instead of computing it
+                    from each call's data
 
     custom_passes   graph passes run on the model's mithril IR, in order, before the
                     pipeline: a string is an MLIR pass pipeline ("canonicalize,cse",
@@ -183,6 +194,9 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
     if file_path is not None and _file_kind(file_path) == "mlir":
         with open(file_path, "w") as f:
             f.write(source)
+    if calibration_data is not None:
+        controls.activation_scales = _calibrate(source, entry, backend, shapes, discard,
+                                                controls, calibration_data)
     pm = PhysicalModel(source, entry, backend, shapes, discard, inference, controls,
                        dynamic=controls.static_shapes is False or batch_range is not None,
                        batch_range=batch_range)
@@ -191,6 +205,45 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
     if file_path is not None and _file_kind(file_path) != "mlir":
         _write_file(pm, str(file_path))
     return pm
+
+
+def _calibrate(source, entry, backend, shapes, discard, controls, calibration_data) -> list:
+    """Static activation scales of a quantize="int8" model: its calibration
+    run (mithril-quantize-int8's observe: each quantized product's max|x| as
+    an output calibration:<i>) evaluated on every calibration input, the
+    largest of each over 127."""
+    if controls.quantize != "int8":
+        raise ValueError("calibration_data is for quantized models: use "
+                         "ml.MlirBackend(quantize='int8')")
+    samples = list(calibration_data)
+    if not samples:
+        raise ValueError("calibration_data is empty: give at least one input dict")
+    observe = dataclasses.replace(controls, quantize_observe=True, activation_scales=[])
+    observer = PhysicalModel(source, entry, backend, shapes, discard, True, observe)
+    names = sorted((k for k in observer.output_keys if k.startswith("calibration:")),
+                   key=lambda k: int(k.split(":", 1)[1]))
+    if not names:
+        raise ValueError("calibration_data: the model has no matrix product of a weight to "
+                         "quantize")
+    inputs = set(observer.input_keys)
+    largest = [0.0] * len(names)
+    for i, sample in enumerate(samples):
+        if isinstance(sample, tuple) and len(sample) == 2:
+            given = {**dict(sample[0] or {}), **dict(sample[1] or {})}
+        elif isinstance(sample, Mapping):
+            given = dict(sample)
+        else:
+            raise TypeError(f"calibration_data[{i}] must be a dict of the model's inputs or a "
+                            f"(params, data) pair, got {type(sample).__name__}")
+        missing = sorted(inputs - set(given))
+        if missing:
+            raise KeyNotFoundError(f"calibration_data[{i}] lacks input(s) {missing}: give every "
+                                   "input, parameters included (the scales depend on them)")
+        outputs = observer.evaluate({k: v for k, v in given.items() if k in inputs})
+        for j, name in enumerate(names):
+            largest[j] = max(largest[j], float(np.asarray(outputs[name])))
+    # An activation that was zero throughout keeps a usable scale.
+    return [max(m, 1e-30) / 127.0 for m in largest]
 
 
 def _precision_controls(controls, backend: MlirBackend, mixed_precision) -> None:

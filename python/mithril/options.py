@@ -54,15 +54,20 @@ class CompileControls:
     precision_terminals: bool = False
     # cpu_options["target_cpu"]: the x86-64 CPU code is compiled for ("": the host).
     target_cpu: str = ""
-    # The backend's quantize= ("int8", or "" for none).
+    # The backend's quantize= ("int8", or "" for none); quantize_observe: a
+    # calibration run; activation_scales: static scales from one.
     quantize: str = ""
+    quantize_observe: bool = False
+    activation_scales: list = field(default_factory=list)
 
     def native_kwargs(self) -> dict:
         """The keyword arguments of _mithril.compile these controls set."""
         return {"optimization_level": self.level, "optimizations": list(self.optimizations),
                 "llvm_level": self.llvm_level, "checkpoint_segments": self.checkpoint_segments,
                 "precision": self.precision, "precision_terminals": self.precision_terminals,
-                "target_cpu": self.target_cpu, "quantize": self.quantize}
+                "target_cpu": self.target_cpu, "quantize": self.quantize,
+                "quantize_observe": self.quantize_observe,
+                "activation_scales": list(self.activation_scales)}
 
 
 def _check_bool(what: str, value) -> bool:

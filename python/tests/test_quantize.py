@@ -93,3 +93,58 @@ def test_int8_blocked_products_are_exact(target_cpu):
     want = int8_product(h.astype(np.float32), params["linear_1.weight"].T) \
         + params["linear_1.bias"]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_calibration_data_fixes_the_activation_scales():
+    # Static quantization: the scale of each product's activation comes from
+    # the calibration inputs (the largest |x| each product saw, over 127), not
+    # from each call's data; values beyond the calibrated range are clamped.
+    backend = ml.MlirBackend(quantize="int8")
+    probe = ml.compile(mlp(), backend, shapes={"input": [32, 128]})
+    params = probe.randomize_params(seed=0)
+    rng = np.random.default_rng(1)
+    batches = [rng.standard_normal((32, 128)).astype(np.float32) for _ in range(3)]
+    pm = ml.compile(mlp(), backend, shapes={"input": [32, 128]},
+                    calibration_data=[{**params, "input": x} for x in batches])
+
+    def static_product(x, w, amax):
+        s = np.float32(amax) / np.float32(127)
+        t = (x / s).astype(np.float32)
+        xq = (np.sign(t) * np.minimum(np.floor(np.abs(t) + np.float32(0.5)), 127)).astype(np.int64)
+        wamax = np.abs(w).max(axis=0, keepdims=True)
+        sw = (np.maximum(wamax, np.float32(1e-30)) / np.float32(127)).astype(np.float32)
+        tw = (w / sw).astype(np.float32)
+        wq = (np.sign(tw) * np.floor(np.abs(tw) + np.float32(0.5))).astype(np.int64)
+        return ((xq @ wq).astype(np.float32) * s).astype(np.float32) * sw
+
+    # The activation ranges the calibration saw, in float32 arithmetic.
+    amax0 = max(np.abs(x).max() for x in batches)
+    # (The calibration run computes in float32: the second product's
+    # activation is the first layer's float32 output.)
+    hidden = [np.maximum(x @ params["linear_0.weight"].T + params["linear_0.bias"], 0)
+              for x in batches]
+    amax1 = max(np.abs(h).max() for h in hidden)
+
+    # A new input twice as large: its values beyond the calibrated range clamp.
+    x = 2 * rng.standard_normal((32, 128)).astype(np.float32)
+    got = pm.evaluate(params, {"input": x})["output"]
+    h = np.maximum(static_product(x, params["linear_0.weight"].T, amax0)
+                   + params["linear_0.bias"], 0)
+    want = static_product(h.astype(np.float32), params["linear_1.weight"].T, amax1) \
+        + params["linear_1.bias"]
+    np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3)
+    # Not the dynamic scales: those would follow this input's larger range.
+    dynamic = probe.evaluate(params, {"input": x})["output"]
+    assert np.abs(dynamic - got).max() > 1e-2
+
+    # Errors say what is wrong.
+    with pytest.raises(ValueError, match="quantize='int8'"):
+        ml.compile(mlp(), ml.MlirBackend(), shapes={"input": [32, 128]},
+                   calibration_data=[{**params, "input": batches[0]}])
+    with pytest.raises(ml.KeyNotFoundError, match="lacks input.*linear_0.weight"):
+        ml.compile(mlp(), backend, shapes={"input": [32, 128]},
+                   calibration_data=[{"input": batches[0]}])
+    # (params, data) pairs work as dicts do.
+    pairs = ml.compile(mlp(), backend, shapes={"input": [32, 128]},
+                       calibration_data=[(params, {"input": b}) for b in batches])
+    np.testing.assert_array_equal(pairs.evaluate(params, {"input": x})["output"], got)

@@ -123,6 +123,16 @@ static cl::opt<std::string> quantize(
     cl::desc("int8: matrix products of weights in 8-bit integers, weights per output column "
              "and activations per tensor, exact 32-bit accumulation (inference only)"),
     cl::init(""), cl::cat(category));
+static cl::list<double> activationScales(
+    "activation-scales",
+    cl::desc("With --quantize=int8: static activation scales, one per quantized product in "
+             "order (max|x| / 127 from a --quantize-observe run), instead of each call's"),
+    cl::CommaSeparated, cl::cat(category));
+static cl::opt<bool> quantizeObserve(
+    "quantize-observe",
+    cl::desc("With --quantize=int8: a calibration run: quantize nothing and output each "
+             "product's activation max|x| as calibration:<i>"),
+    cl::init(false), cl::cat(category));
 static cl::opt<std::string> targetCpu(
     "target-cpu",
     cl::desc("With --emit=asm, obj or llvm: compile for this x86-64 CPU (znver2, "
@@ -167,6 +177,10 @@ static Error applyOptimizationFlags(CompileOptions &options) {
   if (!quantize.empty() && quantize != "int8")
     return createStringError("--quantize must be int8, got '" + quantize + "'");
   options.quantize = quantize;
+  if ((quantizeObserve || !activationScales.empty()) && quantize.empty())
+    return createStringError("--quantize-observe and --activation-scales need --quantize=int8");
+  options.quantizeObserve = quantizeObserve;
+  options.activationScales.assign(activationScales.begin(), activationScales.end());
   for (const std::string &name : disabledOptimizations)
     if (Error err = setOptimization(options, name, false))
       return err;

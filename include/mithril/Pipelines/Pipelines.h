@@ -67,6 +67,15 @@ struct ModelPipelineOptions : public mlir::PassPipelineOptions<Derived> {
       llvm::cl::desc("int8: matrix products of weights in 8-bit integers, for inference "
                      "(mithril-quantize-int8)"),
       llvm::cl::init("")};
+  Option<bool> quantizeObserve{
+      *this, "quantize-observe",
+      llvm::cl::desc("With quantize=int8: quantize nothing, and output each quantized "
+                     "product's activation max|x| as calibration:<i> (a calibration run)"),
+      llvm::cl::init(false)};
+  ListOption<double> activationScales{
+      *this, "activation-scales",
+      llvm::cl::desc("With quantize=int8: static activation scales, one per quantized product "
+                     "(from a quantize-observe run); default: computed on each call")};
   Option<bool> precisionTerminals{
       *this, "precision-terminals",
       llvm::cl::desc("With precision: the terminals take the low-precision type too"),
@@ -95,6 +104,8 @@ template <typename To, typename From> void copyModelOptions(To &to, const From &
   to.precision = from.precision;
   to.precisionTerminals = from.precisionTerminals;
   to.quantize = from.quantize;
+  to.quantizeObserve = from.quantizeObserve;
+  to.activationScales = from.activationScales;
 }
 
 struct CpuPipelineOptions : public ModelPipelineOptions<CpuPipelineOptions> {

@@ -17,3 +17,23 @@ mithril.model @Layer(data %x: tensor<4x8xf32>, param %w: tensor<3x8xf32>, data %
   %1 = mithril.matmul %x, %x2 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   mithril.output %0, %1 : tensor<4x3xf32>, tensor<4x8xf32>
 }
+
+// Calibration: with observe, nothing is quantized and the activation's
+// max|x| of each product becomes an output; with activation-scales, that
+// static scale replaces the per-call one and the levels are clamped to 127.
+// RUN: mithril-opt %s -mithril-quantize-int8=observe | FileCheck %s --check-prefix=OBSERVE
+// OBSERVE-LABEL: mithril.model @Layer
+// OBSERVE-SAME: "calibration:0": tensor<f32>
+// OBSERVE-NOT: i32
+// OBSERVE: %[[A:.*]] = abs %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
+// OBSERVE: %[[M:.*]] = max %[[A]] : (tensor<4x8xf32>) -> tensor<f32>
+// OBSERVE: output %{{.*}}, %{{.*}}, %[[M]]
+// RUN: mithril-opt %s -mithril-quantize-int8=activation-scales=0.25 | FileCheck %s --check-prefix=STATIC
+// STATIC-LABEL: mithril.model @Layer
+// STATIC: constant dense<2.500000e-01>
+// STATIC: minimum %{{.*}}, %{{.*}} : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+// STATIC: matmul %{{.*}}, %{{.*}} : (tensor<4x8xi32>, tensor<8x3xi32>) -> tensor<4x3xi32>
+// RUN: not mithril-opt %s -mithril-quantize-int8=activation-scales=0.25,0.5 2>&1 | FileCheck %s --check-prefix=COUNT
+// COUNT: mithril-quantize-int8: activation-scales has 2 values, but the model has 1 matrix products of weights to quantize
+// RUN: not mithril-opt %s -mithril-quantize-int8=activation-scales=-1 2>&1 | FileCheck %s --check-prefix=SIGN
+// SIGN: activation scale 0 must be positive, got -1

@@ -3,6 +3,7 @@
 #   low_precision.py gen DIR      write x.npy, w.npy (float16), b.npy (bfloat16)
 #   low_precision.py check DIR OUT
 #   low_precision.py check-mlp DIR OUT   reference.py's mlp, run with --precision=bf16 or --quantize=int8
+#   low_precision.py scales DIR OUT      a --quantize-observe run's maxima, as --activation-scales
 import sys
 
 import numpy as np
@@ -32,6 +33,20 @@ if sys.argv[1] == "check-mlp":
     # after 3 layers.
     assert 1e-4 < err < 6e-2, err
     print("low-precision mlp within tolerance")
+elif sys.argv[1] == "scales":
+    # The calibration run's outputs: each product's activation max|x|, as
+    # --activation-scales (max / 127), checked against numpy's float32 run.
+    d, out = sys.argv[2], np.load(sys.argv[3])
+    x = np.load(f"{d}/input.npy")
+    p = dict(np.load(f"{d}/params.npz"))
+    want, h = [], x
+    for i, layer in enumerate(("layer1", "layer2", "layer3")):
+        want.append(np.abs(h).max())
+        h = h @ p[layer + ".weight"].T + p[layer + ".bias"]
+        h = np.maximum(h, 0) if i < 2 else h
+    got = [float(out[f"calibration:{i}"]) for i in range(3)]
+    assert np.allclose(got, want, rtol=1e-5), (got, want)
+    print(",".join(f"{g / 127:.9e}" for g in got))
 elif sys.argv[1] == "gen":
     d = sys.argv[2]
     rng = np.random.default_rng(3)

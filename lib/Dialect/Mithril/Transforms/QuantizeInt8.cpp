@@ -35,7 +35,10 @@ bool isParameter(ModelOp model, Value v) {
 }
 
 struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<QuantizeInt8Pass> {
+  using MithrilQuantizeInt8Base::MithrilQuantizeInt8Base;
+
   void runOnOperation() override {
+    unsigned index = 0;
     for (ModelOp model : getOperation().getOps<ModelOp>()) {
       SmallVector<MatmulOp> products;
       model.getBodyBlock().walk([&](MatmulOp mm) {
@@ -44,12 +47,62 @@ struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<Quantize
             isParameter(model, mm.getRhs()))
           products.push_back(mm);
       });
-      for (MatmulOp mm : products)
-        quantize(mm);
+      if (observe) {
+        addCalibrationOutputs(model, products, index);
+        continue;
+      }
+      for (MatmulOp mm : products) {
+        std::optional<double> scale;
+        if (!activationScales.empty()) {
+          if (index >= activationScales.size()) {
+            ++index;
+            continue;
+          }
+          scale = activationScales[index];
+          if (!(*scale > 0.0)) {
+            mm.emitOpError("mithril-quantize-int8: activation scale ")
+                << index << " must be positive, got " << *scale;
+            return signalPassFailure();
+          }
+        }
+        quantize(mm, scale);
+        ++index;
+      }
+    }
+    if (!observe && !activationScales.empty() && index != activationScales.size()) {
+      getOperation().emitError("mithril-quantize-int8: activation-scales has ")
+          << activationScales.size() << " values, but the model has " << index
+          << " matrix products of weights to quantize";
+      signalPassFailure();
     }
   }
 
-  void quantize(MatmulOp mm) {
+  /// The calibration run: each product's max|x| over its activation as an
+  /// output named calibration:<i>.
+  void addCalibrationOutputs(ModelOp model, ArrayRef<MatmulOp> products, unsigned &index) {
+    OutputOp output = model.getOutputOp();
+    if (!output)
+      return;
+    OpBuilder b(output);
+    SmallVector<Value> values(output.getValues());
+    SmallVector<Attribute> names;
+    if (ArrayAttr attrs = model.getResAttrsAttr())
+      names.append(attrs.begin(), attrs.end());
+    for (MatmulOp mm : products) {
+      Location loc = mm.getLoc();
+      values.push_back(MaxOp::create(b, loc, AbsOp::create(b, loc, mm.getLhs()),
+                                     DenseI64ArrayAttr(), b.getBoolAttr(false)));
+      names.push_back(b.getDictionaryAttr({b.getNamedAttr(
+          kTerminalNameAttr, b.getStringAttr("calibration:" + std::to_string(index++)))}));
+    }
+    output.getValuesMutable().assign(values);
+    model.setResAttrsAttr(b.getArrayAttr(names));
+    model.syncFunctionType();
+  }
+
+  /// `mm` on int8 levels; the activation's scale is `staticScale` when
+  /// given (its levels clamped to +-127), else computed on each call.
+  void quantize(MatmulOp mm, std::optional<double> staticScale) {
     OpBuilder b(mm);
     Location loc = mm.getLoc();
     Value x = mm.getLhs(), w = mm.getRhs();
@@ -65,10 +118,13 @@ struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<Quantize
       return DivideOp::create(b, loc, floor, scalar(kLevels));
     };
     // round(v / s), half away from zero: sign(t) * floor(|t| + 1/2).
-    auto levels = [&](Value v, Value s) -> Value {
+    auto levels = [&](Value v, Value s, bool clamp) -> Value {
       Value t = DivideOp::create(b, loc, v, s);
       Value magnitude = FloorDivideOp::create(
           b, loc, AddOp::create(b, loc, AbsOp::create(b, loc, t), scalar(0.5)), scalar(1.0));
+      // A static scale may not cover values beyond the calibrated range.
+      if (clamp)
+        magnitude = MinimumOp::create(b, loc, magnitude, scalar(kLevels));
       Value rounded = MultiplyOp::create(b, loc, SignOp::create(b, loc, t), magnitude);
       // Stored in 8 bits, read by the product as 32-bit integers: the
       // lowering's matmul then multiplies the bytes and accumulates in 32
@@ -76,9 +132,10 @@ struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<Quantize
       Value bytes = CastOp::create(b, loc, rounded, TypeAttr::get(b.getI8Type()));
       return CastOp::create(b, loc, bytes, TypeAttr::get(i32));
     };
-    Value sx = scale(x, {});
+    Value sx = staticScale ? scalar(*staticScale) : scale(x, {});
     Value sw = scale(w, {0}); // [1, N]: one scale per output column
-    Value acc = MatmulOp::create(b, loc, levels(x, sx), levels(w, sw));
+    Value acc = MatmulOp::create(b, loc, levels(x, sx, staticScale.has_value()),
+                                 levels(w, sw, /*clamp=*/false));
     Value y = CastOp::create(b, loc, acc, TypeAttr::get(et));
     y = MultiplyOp::create(b, loc, MultiplyOp::create(b, loc, y, sx), sw);
     if (y.getType() != mm.getType())

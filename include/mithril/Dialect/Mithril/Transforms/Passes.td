@@ -150,7 +150,23 @@ def MithrilQuantizeInt8 : Pass<"mithril-quantize-int8", "mlir::ModuleOp"> {
     from the data. The result is the product of the int8-rounded operands,
     which an int8 kernel would compute; for inference only (the rounding has
     no useful gradient).
+
+    Static activation scales (calibration, as ONNX Runtime's static
+    quantization): with `observe`, nothing is quantized and each product's
+    `max|x|` over its activation becomes an output named `calibration:<i>`
+    (products numbered in the order this pass visits them); run on
+    calibration data, the largest of each gives `activation-scales`
+    (`max / 127`, one per product, in that order), which then replace the
+    per-call scales, levels beyond the calibrated range clamped to +-127.
   }];
+  let options = [
+    Option<"observe", "observe", "bool", /*default=*/"false",
+           "Quantize nothing: output each product's activation max|x| as "
+           "calibration:<i> (for activation-scales)">,
+    ListOption<"activationScales", "activation-scales", "double",
+               "Static activation scales, one per quantized product in order (default: "
+               "computed from the data on each call)">
+  ];
   let dependentDialects = ["mithril::MithrilDialect"];
 }
 
