@@ -231,6 +231,9 @@ static SmallVector<int64_t> hostTileSizes(linalg::LinalgOp op, const VectorRegis
         sizes[i] = 1;
     sizes[out.getDimPosition(0)] = rows;
     sizes[out.getDimPosition(1)] = cols;
+    // The bf16 form (rewriteBF16MatrixVectorProduct): each pair whole.
+    if (op.getNumLoops() == 5)
+      sizes[4] = 0;
     return sizes;
   }
   if (auto spatial = op->getAttrOfType<IntegerAttr>(mithril::kConvSpatialAttr)) {
@@ -438,6 +441,9 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
         continue;
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
       Type et = getElementTypeOrSelf(op->getResult(0).getType());
+      if (!llvm::any_of(ranges, ShapedType::isDynamic) && ranges[0] <= kGemvMaxRows &&
+          succeeded(rewriteBF16MatrixVectorProduct(rewriter, matmul, transpose)))
+        continue;
       if (llvm::any_of(ranges, ShapedType::isDynamic) || ranges[0] > kGemvMaxRows ||
           ranges[2] % kGemvLanes != 0 || ranges[2] < 2 * kGemvLanes || !isa<FloatType>(et))
         continue;
@@ -470,6 +476,108 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
       split->splitLinalgOp->setAttr(kGemvMarker, rewriter.getUnitAttr());
       split->resultCombiningLinalgOp->setAttr(kGemvLanesMarker, rewriter.getUnitAttr());
     }
+    return success();
+  }
+
+  /// The bf16 form of a matrix-vector product for vdpbf16ps: A [m][k] and
+  /// the weight W [n][k] viewed as [.][k / 32][16][2], partial sums P[m][n]
+  /// [16] accumulating A[m][kk][l][p] * W[n][kk][l][p] over kk and p (one
+  /// vdpbf16ps per row, column and 32 reduction steps: both operands read
+  /// contiguously), then summed over the 16 lanes. Fails (and leaves the
+  /// matmul) unless both operands are bf16, the target has AVX512-BF16 and
+  /// the reduction is a multiple of 32.
+  LogicalResult rewriteBF16MatrixVectorProduct(IRRewriter &rewriter, linalg::MatmulOp matmul,
+                                               linalg::TransposeOp transpose) {
+    MLIRContext *ctx = &getContext();
+    Value a = matmul.getDpsInputOperand(0)->get(), w = transpose.getInput();
+    Value c = matmul.getDpsInitOperand(0)->get();
+    auto at = cast<RankedTensorType>(a.getType());
+    auto wt = cast<RankedTensorType>(w.getType());
+    auto ct = cast<RankedTensorType>(c.getType());
+    if (!registers.bf16DotProduct || !at.getElementType().isBF16() ||
+        !wt.getElementType().isBF16() || !ct.getElementType().isF32() || !at.hasStaticShape() ||
+        !wt.hasStaticShape())
+      return failure();
+    int64_t m = at.getDimSize(0), k = at.getDimSize(1), n = wt.getDimSize(0);
+    constexpr int64_t lanes = 16, pair = 2;
+    if (k < 2 * lanes * pair)
+      return failure();
+    if (k % (lanes * pair) != 0) {
+      // 784 = 24 x 32 + 16: the whole groups here, the rest in a second
+      // product that accumulates onto this one's result.
+      int64_t whole = k - k % (lanes * pair);
+      rewriter.setInsertionPoint(matmul);
+      Location loc = matmul.getLoc();
+      auto slice = [&](Value v, int64_t rowCount, int64_t offset, int64_t size) -> Value {
+        return tensor::ExtractSliceOp::create(
+            rewriter, loc, v,
+            SmallVector<OpFoldResult>{rewriter.getIndexAttr(0), rewriter.getIndexAttr(offset)},
+            SmallVector<OpFoldResult>{rewriter.getIndexAttr(rowCount), rewriter.getIndexAttr(size)},
+            SmallVector<OpFoldResult>{rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)});
+      };
+      auto transposed = [&](Value v) -> linalg::TransposeOp {
+        auto type = cast<RankedTensorType>(v.getType());
+        Value empty = tensor::EmptyOp::create(
+            rewriter, loc, ArrayRef<int64_t>{type.getDimSize(1), type.getDimSize(0)},
+            type.getElementType());
+        return linalg::TransposeOp::create(rewriter, loc, v, empty, ArrayRef<int64_t>{1, 0});
+      };
+      linalg::TransposeOp headT = transposed(slice(w, n, 0, whole));
+      auto head = linalg::MatmulOp::create(rewriter, loc, TypeRange{ct},
+                                           ValueRange{slice(a, m, 0, whole), headT.getResult()[0]},
+                                           ValueRange{c});
+      linalg::TransposeOp tailT = transposed(slice(w, n, whole, k - whole));
+      auto tail =
+          linalg::MatmulOp::create(rewriter, loc, TypeRange{ct},
+                                   ValueRange{slice(a, m, whole, k - whole), tailT.getResult()[0]},
+                                   ValueRange{head.getResult(0)});
+      rewriter.replaceOp(matmul, tail.getResult(0));
+      if (transpose->use_empty())
+        rewriter.eraseOp(transpose);
+      return rewriteBF16MatrixVectorProduct(rewriter, head, headT);
+    }
+    int64_t steps = k / (lanes * pair);
+    Location loc = matmul.getLoc();
+    Type bf16 = rewriter.getBF16Type(), f32 = rewriter.getF32Type();
+    rewriter.setInsertionPoint(matmul);
+    SmallVector<ReassociationIndices> groups = {{0}, {1, 2, 3}};
+    Value aGroups = tensor::ExpandShapeOp::create(
+        rewriter, loc, RankedTensorType::get({m, steps, lanes, pair}, bf16), a, groups);
+    Value wGroups = tensor::ExpandShapeOp::create(
+        rewriter, loc, RankedTensorType::get({n, steps, lanes, pair}, bf16), w, groups);
+    Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getZeroAttr(f32));
+    Value partialInit =
+        linalg::FillOp::create(
+            rewriter, loc, zero,
+            tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{m, n, lanes}, f32).getResult())
+            .getResult(0);
+    AffineExpr dm, dn, dk, dl, dp;
+    bindDims(ctx, dm, dn, dk, dl, dp);
+    SmallVector<AffineMap> maps = {AffineMap::get(5, 0, {dm, dk, dl, dp}, ctx),
+                                   AffineMap::get(5, 0, {dn, dk, dl, dp}, ctx),
+                                   AffineMap::get(5, 0, {dm, dn, dl}, ctx)};
+    using utils::IteratorType;
+    SmallVector<IteratorType> iterators = {IteratorType::parallel, IteratorType::parallel,
+                                           IteratorType::reduction, IteratorType::parallel,
+                                           IteratorType::reduction};
+    auto partial = linalg::GenericOp::create(rewriter, loc, TypeRange{partialInit.getType()},
+                                             ValueRange{aGroups, wGroups}, ValueRange{partialInit},
+                                             maps, iterators, mithril::yieldMultiplyAdd);
+    partial->setAttr(kGemvMarker, rewriter.getUnitAttr());
+    // The lanes summed into C (which holds the matmul's initial value).
+    SmallVector<AffineMap> sumMaps = {AffineMap::get(3, 0, {dm, dn, dk}, ctx),
+                                      AffineMap::get(3, 0, {dm, dn}, ctx)};
+    auto sum = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{ct}, ValueRange{partial.getResult(0)}, ValueRange{c}, sumMaps,
+        SmallVector<IteratorType>{IteratorType::parallel, IteratorType::parallel,
+                                  IteratorType::reduction},
+        [](OpBuilder &b, Location l, ValueRange args) {
+          linalg::YieldOp::create(b, l, arith::AddFOp::create(b, l, args[1], args[0]).getResult());
+        });
+    sum->setAttr(kGemvLanesMarker, rewriter.getUnitAttr());
+    rewriter.replaceOp(matmul, sum.getResult(0));
+    if (transpose->use_empty())
+      rewriter.eraseOp(transpose);
     return success();
   }
 
@@ -1239,6 +1347,63 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     }
   }
 
+  /// Writes the register tiles of rewriteBF16MatrixVectorProduct's partial
+  /// sums as vdpbf16ps: a tile over (rows, columns, one step, 16 lanes,
+  /// pair) reads each row of A and of the weight as 32 contiguous bf16 and
+  /// adds their pairwise products to the (row, column) lanes.
+  static void lowerBF16MatrixVectorTiles(IRRewriter &rewriter, ModuleOp module) {
+    SmallVector<linalg::GenericOp> tiles;
+    module.walk([&](linalg::GenericOp op) {
+      if (op->hasAttr(kGemvMarker) && op.hasPureTensorSemantics() && op.getNumLoops() == 5 &&
+          op.getNumDpsInputs() == 2 &&
+          getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType()).isBF16())
+        tiles.push_back(op);
+    });
+    for (linalg::GenericOp op : tiles) {
+      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      if (llvm::any_of(ranges, ShapedType::isDynamic) || ranges[2] != 1 || ranges[3] != 16 ||
+          ranges[4] != 2)
+        continue;
+      int64_t rows = ranges[0], cols = ranges[1];
+      Location loc = op.getLoc();
+      rewriter.setInsertionPoint(op);
+      Type bf16 = rewriter.getBF16Type(), f32 = rewriter.getF32Type();
+      Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+      auto read = [&](Value tensor, ArrayRef<int64_t> shape, Type type) -> Value {
+        auto pad = ub::PoisonOp::create(rewriter, loc, type);
+        SmallVector<Value> indices(shape.size(), zero);
+        return vector::TransferReadOp::create(rewriter, loc, VectorType::get(shape, type), tensor,
+                                              indices, pad, SmallVector<bool>(shape.size(), true));
+      };
+      // [rows][1][16][2] -> [rows][32]: each row's 32 reduction steps.
+      auto rowsOf = [&](Value tile, int64_t count) {
+        Value flat = tensor::CollapseShapeOp::create(
+            rewriter, loc, tile, SmallVector<ReassociationIndices>{{0}, {1, 2, 3}});
+        return read(flat, {count, 32}, bf16);
+      };
+      Value a = rowsOf(op.getDpsInputOperand(0)->get(), rows);
+      Value w = rowsOf(op.getDpsInputOperand(1)->get(), cols);
+      Value p = read(op.getDpsInitOperand(0)->get(), {rows, cols, 16}, f32);
+      SmallVector<Value> aRows, wRows;
+      for (int64_t r = 0; r < rows; ++r)
+        aRows.push_back(vector::ExtractOp::create(rewriter, loc, a, ArrayRef<int64_t>{r}));
+      for (int64_t c = 0; c < cols; ++c)
+        wRows.push_back(vector::ExtractOp::create(rewriter, loc, w, ArrayRef<int64_t>{c}));
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) {
+          Value acc = vector::ExtractOp::create(rewriter, loc, p, ArrayRef<int64_t>{r, c});
+          Value dot =
+              x86vector::DotBF16Op::create(rewriter, loc, acc.getType(), acc, aRows[r], wRows[c]);
+          p = vector::InsertOp::create(rewriter, loc, dot, p, ArrayRef<int64_t>{r, c});
+        }
+      Value written =
+          vector::TransferWriteOp::create(rewriter, loc, p, op.getDpsInitOperand(0)->get(),
+                                          SmallVector<Value>(3, zero), SmallVector<bool>(3, true))
+              .getResult();
+      rewriter.replaceOp(op, written);
+    }
+  }
+
   /// An op with a loop of static size 0 computes nothing: its results are its
   /// inits (an empty tensor, or the fill of a reduction over nothing). Tiling
   /// it would divide by the zero range.
@@ -1298,6 +1463,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
       return signalPassFailure();
     dropTileUnitDims(rewriter, module);
     lowerDotProductTiles(rewriter, module);
+    lowerBF16MatrixVectorTiles(rewriter, module);
     // Vectorize the tiles. Booleans stay scalar: a vector of i1 is stored as
     // packed bits, while a tensor of i1 is one byte per element in memory.
     SmallVector<linalg::LinalgOp> tiles;

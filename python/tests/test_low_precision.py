@@ -294,3 +294,26 @@ def test_bfloat16_bit_patterns_pass_unconverted():
     one = pm.evaluate(bits, {"input": np.full((3, 5), 0x3F80, np.uint16)})["output"]
     ref = pm.evaluate(params, {"input": np.ones((3, 5), np.float32)})["output"]
     np.testing.assert_array_equal(np.asarray(one, np.float32), np.asarray(ref, np.float32))
+
+
+@pytest.mark.parametrize("target_cpu", ["host", "haswell"])
+@pytest.mark.parametrize("batch", [1, 4, 16])
+def test_bfloat16_matrix_vector_products_accumulate_in_float32(target_cpu, batch):
+    # Few rows: a matrix-vector product on the weight's own layout (with
+    # AVX512-BF16, vdpbf16ps on 32 contiguous steps of a row and of the
+    # weight; 784 = 24 x 32 + 16, the rest in a second product). The same
+    # bound as the blocked products: one bf16 rounding of the exact sums.
+    model = Model()
+    model |= Linear(256, use_bias=False)(input="x", output=ml.IOKey("y"))
+    try:
+        pm = ml.compile(model, ml.MlirBackend(dtype=ml.bfloat16), shapes={"x": [batch, 784]},
+                        cpu_options={"target_cpu": target_cpu})
+    except ml.MithrilError as error:  # a host without AVX2
+        pytest.skip(str(error))
+    params = {k: bf16(v) for k, v in pm.randomize_params(seed=1).items()}
+    (weight,) = params.values()
+    x = bf16(np.random.default_rng(0).standard_normal((batch, 784)))
+    got = np.asarray(pm.evaluate(params, {"x": x})["y"], np.float64)
+    ref = x.astype(np.float64) @ weight.T.astype(np.float64)
+    rms = np.sqrt(np.mean(ref ** 2))
+    assert np.max(np.abs(got - ref) - 2.0 ** -8 * np.abs(ref)) <= 1e-5 * rms
