@@ -1,0 +1,1003 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""Measures models compiled by this compiler against other ML compilers and
+runtimes on this machine: ONNX Runtime, OpenVINO, JAX (XLA), IREE and torch
+inductor. Writes bench/peers.md.
+
+The orchestrator (this file, under Debian's python3) generates every case's
+inputs and parameters once (numpy, fixed seeds) into a temporary folder as
+.npy files, with a float64 reference result computed by numpy. Each
+candidate then runs in its own fresh process (this file's worker mode),
+pinned with taskset to the first N cores and with its own thread knob set to
+N: ours under Debian's python3 with the build's package, peers under the
+virtual environment that scripts/bench-peers.sh installs. A worker builds its
+model, times the compile up to the first result, checks that result against
+the reference (a float32 result more than 1e-4 away, relative, is reported as
+wrong and not timed), then times blocks of calls and reports their median.
+Every (candidate, case) is launched several times, the candidates of a case
+taking turns, and the table gives the median of the launch medians and the
+min-max spread across launches.
+
+    scripts/bench-peers.sh [VENV_DIR] [--quick] [--threads 1,2]
+    python3 bench/peers.py --venv-python VENV/bin/python [--quick] [--threads 1,2]
+        [--cases sgemm1024,mlp16] [--candidates ours,jax] [--launches 3] [-o bench/peers.md]
+"""
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import numpy as np
+
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+CANDIDATES = ("ours", "ort", "openvino", "jax", "iree", "torch")
+TITLES = {"ours": "ours", "ort": "ONNX Runtime", "openvino": "OpenVINO", "jax": "JAX",
+          "iree": "IREE", "torch": "torch inductor"}
+PEERS = CANDIDATES[1:]
+LR = 0.01  # SGD learning rate of the training steps
+INFERENCE_ONLY = "inference-only runtime: no training step"
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    title: str
+    kind: str               # "sgemm", "mlp" (784-512-512-10) or "cnn" (bench.cnn)
+    size: int               # n of an n x n sgemm, else the batch
+    train: bool = False     # one SGD step on the mean cross entropy, not a forward
+    precision: str = "f32"  # "f32", "int8" (dynamic, Linear weights) or "bf16"
+    tol: float = 1e-4       # relative error against float64 beyond which a result is wrong
+    skip: tuple = ()        # (candidate, reason) pairs not run for this case
+
+
+_TRAIN_SKIP = (("ort", INFERENCE_ONLY), ("openvino", INFERENCE_ONLY), ("iree", INFERENCE_ONLY))
+_INT8_SKIP = tuple((c, "not in the int8 comparison (ours against ONNX Runtime's "
+                       "quantize_dynamic)") for c in ("openvino", "jax", "iree", "torch"))
+_BF16_SKIP = tuple((c, "not in the bf16 comparison (ours against OpenVINO's bf16 hint and "
+                       "torch autocast)") for c in ("ort", "jax", "iree"))
+# int8 and bf16 errors are reported against the float64 reference; their
+# tolerances only catch broken results.
+CASES = {c.id: c for c in (
+    Case("sgemm1024", "sgemm 1024", "sgemm", 1024),
+    Case("sgemm2048", "sgemm 2048", "sgemm", 2048),
+    Case("mlp1", "MLP b1", "mlp", 1),
+    Case("mlp16", "MLP b16", "mlp", 16),
+    Case("mlp256", "MLP b256", "mlp", 256),
+    Case("mlptrain64", "MLP train step b64", "mlp", 64, train=True, skip=_TRAIN_SKIP),
+    Case("cnn16", "CNN forward b16", "cnn", 16),
+    Case("cnntrain16", "CNN train step b16", "cnn", 16, train=True, skip=_TRAIN_SKIP),
+    Case("int8mlp16", "int8 MLP b16", "mlp", 16, precision="int8", tol=0.2, skip=_INT8_SKIP),
+    Case("int8mlp256", "int8 MLP b256", "mlp", 256, precision="int8", tol=0.2,
+         skip=_INT8_SKIP),
+    Case("bf16mlp256", "bf16 MLP b256", "mlp", 256, precision="bf16", tol=5e-2,
+         skip=_BF16_SKIP),
+)}
+QUICK_CASES = ("sgemm1024", "mlp16", "mlp256", "cnn16")
+
+# Parameter names and shapes, as our models name them (Linear weights are
+# [out, in] and convolution weights OIHW, as in torch).
+MLP_PARAMS = {"linear_0.weight": (512, 784), "linear_0.bias": (512,),
+              "linear_1.weight": (512, 512), "linear_1.bias": (512,),
+              "linear_2.weight": (10, 512), "linear_2.bias": (10,)}
+CNN_PARAMS = {"convolution2d_0.weight": (32, 1, 3, 3), "convolution2d_0.bias": (32,),
+              "convolution2d_1.weight": (64, 32, 3, 3), "convolution2d_1.bias": (64,),
+              "linear_0.weight": (10, 3136), "linear_0.bias": (10,)}
+
+
+def input_shape(case):
+    return [case.size, 784] if case.kind == "mlp" else [case.size, 1, 28, 28]
+
+
+# float64 references (numpy only), with hand-written backward passes for the
+# training steps.
+
+def mlp64(p, x):
+    """Logits and a function from their gradient to the parameters'."""
+    acts = [x]
+    for i in range(3):
+        z = acts[-1] @ p[f"linear_{i}.weight"].T + p[f"linear_{i}.bias"]
+        acts.append(np.maximum(z, 0) if i < 2 else z)
+
+    def backward(g):
+        grads = {}
+        for i in reversed(range(3)):
+            if i < 2:
+                g = g * (acts[i + 1] > 0)
+            grads[f"linear_{i}.weight"] = g.T @ acts[i]
+            grads[f"linear_{i}.bias"] = g.sum(0)
+            g = g @ p[f"linear_{i}.weight"]
+        return grads
+    return acts[-1], backward
+
+
+def conv64(x, w, b):
+    """3x3 convolution, stride 1, padding 1, by im2col."""
+    n, c, hgt, wid = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    cols = np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(2, 3))
+    cols = cols.transpose(0, 2, 3, 1, 4, 5).reshape(n * hgt * wid, c * 9)
+    wm = w.reshape(len(w), -1)
+    out = (cols @ wm.T + b).reshape(n, hgt, wid, -1).transpose(0, 3, 1, 2)
+
+    def backward(g):
+        g2 = g.transpose(0, 2, 3, 1).reshape(-1, len(w))
+        dcols = (g2 @ wm).reshape(n, hgt, wid, c, 3, 3)
+        dxp = np.zeros_like(xp)
+        for i in range(3):
+            for j in range(3):
+                dxp[:, :, i:i + hgt, j:j + wid] += dcols[..., i, j].transpose(0, 3, 1, 2)
+        return dxp[:, :, 1:-1, 1:-1], (g2.T @ cols).reshape(w.shape), g2.sum(0)
+    return out, backward
+
+
+def pool64(x):
+    """2x2 max pooling, stride 2. Ties (zeros after a ReLU) all get the
+    gradient, which the ReLU before then drops."""
+    n, c, hgt, wid = x.shape
+    blocks = x.reshape(n, c, hgt // 2, 2, wid // 2, 2)
+    out = blocks.max(axis=(3, 5))
+
+    def backward(g):
+        mask = blocks == out[:, :, :, None, :, None]
+        return (mask * g[:, :, :, None, :, None]).reshape(x.shape)
+    return out, backward
+
+
+def cnn64(p, x):
+    """bench.cnn: conv 32, ReLU, pool, conv 64, ReLU, pool, flatten, Linear 10."""
+    z1, conv1_back = conv64(x, p["convolution2d_0.weight"], p["convolution2d_0.bias"])
+    h1, pool1_back = pool64(np.maximum(z1, 0))
+    z2, conv2_back = conv64(h1, p["convolution2d_1.weight"], p["convolution2d_1.bias"])
+    h2, pool2_back = pool64(np.maximum(z2, 0))
+    flat = h2.reshape(len(x), -1)
+    logits = flat @ p["linear_0.weight"].T + p["linear_0.bias"]
+
+    def backward(g):
+        grads = {"linear_0.weight": g.T @ flat, "linear_0.bias": g.sum(0)}
+        g = pool2_back((g @ p["linear_0.weight"]).reshape(h2.shape)) * (z2 > 0)
+        g, grads["convolution2d_1.weight"], grads["convolution2d_1.bias"] = conv2_back(g)
+        g = pool1_back(g) * (z1 > 0)
+        _, grads["convolution2d_0.weight"], grads["convolution2d_0.bias"] = conv1_back(g)
+        return grads
+    return logits, backward
+
+
+def cross_entropy64(z, y):
+    """Mean cross entropy of logits `z` on integer targets, and its gradient."""
+    m = z.max(1, keepdims=True)
+    e = np.exp(z - m)
+    s = e.sum(1, keepdims=True)
+    rows = np.arange(len(y))
+    loss = float(np.mean(np.log(s[:, 0]) + m[:, 0] - z[rows, y]))
+    g = e / s
+    g[rows, y] -= 1
+    return loss, g / len(y)
+
+
+def make_data(case, folder):
+    """Writes the case's inputs, parameters and float64 reference as .npy."""
+    os.makedirs(folder, exist_ok=True)
+    rng = np.random.default_rng(zlib.crc32(case.id.encode()))
+    save = lambda name, value: np.save(os.path.join(folder, name + ".npy"), value)
+    if case.kind == "sgemm":
+        a, b = (rng.standard_normal((case.size, case.size)).astype(np.float32) for _ in "ab")
+        save("a", a)
+        save("b", b)
+        save("ref", a.astype(np.float64) @ b.astype(np.float64))
+        names = []
+    else:
+        shapes = MLP_PARAMS if case.kind == "mlp" else CNN_PARAMS
+        params = {}
+        for name, shape in shapes.items():  # torch's default initialization
+            weight = shapes[name.rsplit(".", 1)[0] + ".weight"]
+            bound = 1 / np.sqrt(np.prod(weight[1:]))
+            params[name] = rng.uniform(-bound, bound, shape).astype(np.float32)
+        x = rng.standard_normal(input_shape(case)).astype(np.float32)
+        for name, value in params.items():
+            save("p_" + name, value)
+        save("x", x)
+        p64 = {k: v.astype(np.float64) for k, v in params.items()}
+        logits, backward = (mlp64 if case.kind == "mlp" else cnn64)(p64, x.astype(np.float64))
+        if case.train:
+            y = rng.integers(0, 10, case.size)
+            save("y", y)
+            loss, g = cross_entropy64(logits, y)
+            save("ref_loss", np.array(loss))
+            for name, grad in backward(g).items():
+                save("ref_p_" + name, p64[name] - LR * grad)
+        else:
+            save("ref", logits)
+        names = list(params)
+    with open(os.path.join(folder, "meta.json"), "w") as f:
+        json.dump({"params": names}, f)
+
+
+def load_data(folder):
+    load = lambda name: np.load(os.path.join(folder, name + ".npy"))
+    with open(os.path.join(folder, "meta.json")) as f:
+        names = json.load(f)["params"]
+    d = {"params": {k: load("p_" + k) for k in names}}
+    for name in ("a", "b", "x", "y", "ref", "ref_loss"):
+        if os.path.exists(os.path.join(folder, name + ".npy")):
+            d[name] = load(name)
+    d["ref_params"] = {k: load("ref_p_" + k) for k in names
+                       if os.path.exists(os.path.join(folder, f"ref_p_{k}.npy"))}
+    return d
+
+
+# The worker: one candidate, one case, in its own process. setup_* imports
+# and sets thread knobs (not timed); build_* makes the model and returns
+# (run, params): run() computes one result (a training step returns its
+# loss), params() the parameters after the steps run so far (training only).
+
+def setup_ours(threads):
+    # bench.py imports torch when it can: Debian's torch stays out of our process.
+    sys.modules.setdefault("torch", None)
+    sys.path.insert(0, HERE)
+    import mithril as ml
+    from mithril import models
+    from mithril.types import to_bfloat16_bits
+    import bench
+    return SimpleNamespace(ml=ml, models=models, bench=bench, to_bf16=to_bfloat16_bits)
+
+
+def build_ours(lib, case, d, threads, scratch):
+    ml, models = lib.ml, lib.models
+    options = {"num_threads": threads}
+    if case.precision == "int8":
+        options["quantize"] = "int8"
+    elif case.precision == "bf16":
+        options["dtype"] = ml.bfloat16
+    backend = ml.MlirBackend(**options)
+    if case.kind == "sgemm":
+        model = models.Model()
+        model |= models.MatrixMultiply().connect(left="a", right="b", output=ml.IOKey("c"))
+        n = case.size
+        pm = ml.compile(model, backend, shapes={"a": [n, n], "b": [n, n]}, inference=True)
+        data = {"a": d["a"], "b": d["b"]}
+        return (lambda: pm.evaluate({}, data)["c"]), None
+    net = lib.bench.mlp() if case.kind == "mlp" else lib.bench.cnn()
+    params = dict(d["params"])
+    if case.train:
+        train = models.TrainModel(net)
+        train.add_loss(models.CrossEntropy(), reduce_steps=[models.Mean()], input="logits",
+                       target="target")
+        pm = ml.compile(train, backend, shapes={"input": input_shape(case),
+                                                "target": [case.size]})
+        data, opt = {"input": d["x"], "target": d["y"]}, ml.SGD(lr=LR)
+        # train_step replaces the entries of `params` with the updated ones.
+        return (lambda: pm.train_step(params, data, opt)["final_cost"]), (lambda: params)
+    pm = ml.compile(net, backend, shapes={"input": input_shape(case)}, inference=True)
+    x = d["x"]
+    if case.precision == "bf16":  # bfloat16 bit patterns pass unconverted
+        params = {k: lib.to_bf16(v) for k, v in params.items()}
+        x = lib.to_bf16(x)
+    return (lambda: pm.evaluate(params, {"input": x})["logits"]), None
+
+
+def write_onnx(case, d, path):
+    """The case's model as an ONNX graph (opset 17), weights as initializers.
+    Linear layers are MatMul + Add, which quantize_dynamic turns to int8."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    nodes, inits = [], []
+
+    def const(name, value):
+        inits.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
+        return name
+
+    def node(op, inputs, **attrs):
+        out = f"t{len(nodes)}"
+        nodes.append(helper.make_node(op, inputs, [out], **attrs))
+        return out
+
+    def linear(h, p, name):
+        h = node("MatMul", [h, const(name + ".wt", p[name + ".weight"].T)])
+        return node("Add", [h, const(name + ".b", p[name + ".bias"])])
+
+    value = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+    if case.kind == "sgemm":
+        n = case.size
+        inputs, out, out_shape = [value("a", [n, n]), value("b", [n, n])], None, [n, n]
+        out = node("MatMul", ["a", "b"])
+    else:
+        p, h = d["params"], "x"
+        inputs, out_shape = [value("x", input_shape(case))], [case.size, 10]
+        if case.kind == "mlp":
+            for i in range(3):
+                h = linear(h, p, f"linear_{i}")
+                h = node("Relu", [h]) if i < 2 else h
+        else:
+            for i in range(2):
+                name = f"convolution2d_{i}"
+                h = node("Conv", [h, const(name + ".w", p[name + ".weight"]),
+                                  const(name + ".b", p[name + ".bias"])],
+                         kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+                h = node("MaxPool", [node("Relu", [h])], kernel_shape=[2, 2], strides=[2, 2])
+            h = linear(node("Flatten", [h], axis=1), p, "linear_0")
+        out = h
+    graph = helper.make_graph(nodes, case.id, inputs, [value(out, out_shape)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+    return path
+
+
+def onnx_feeds(case, d):
+    return {"a": d["a"], "b": d["b"]} if case.kind == "sgemm" else {"x": d["x"]}
+
+
+def setup_ort(threads):
+    import onnx  # write_onnx's, imported before the clock starts
+    import onnxruntime
+    return SimpleNamespace(onnx=onnx, ort=onnxruntime)
+
+
+def build_ort(lib, case, d, threads, scratch):
+    ort = lib.ort
+    path = write_onnx(case, d, os.path.join(scratch, "model.onnx"))
+    if case.precision == "int8":
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+        quantized = os.path.join(scratch, "model.int8.onnx")
+        quantize_dynamic(path, quantized, weight_type=QuantType.QInt8, per_channel=True)
+        path = quantized
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    feeds = onnx_feeds(case, d)
+    return (lambda: session.run(None, feeds)[0]), None
+
+
+def setup_openvino(threads):
+    import onnx  # write_onnx's, imported before the clock starts
+    import openvino
+    return SimpleNamespace(onnx=onnx, ov=openvino)
+
+
+def build_openvino(lib, case, d, threads, scratch):
+    core = lib.ov.Core()
+    model = core.read_model(write_onnx(case, d, os.path.join(scratch, "model.onnx")))
+    # f32 is asked for explicitly: the CPU plugin defaults to bf16 where the
+    # CPU has it.
+    config = {"INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1,
+              "PERFORMANCE_HINT": "LATENCY",
+              "INFERENCE_PRECISION_HINT": "bf16" if case.precision == "bf16" else "f32"}
+    compiled = core.compile_model(model, "CPU", config)
+    request = compiled.create_infer_request()
+    feeds = dict(enumerate(onnx_feeds(case, d).values()))
+
+    def run():
+        request.infer(feeds, share_inputs=True)
+        return request.get_output_tensor(0).data
+    if case.precision == "bf16":  # the CPU plugin falls back to f32 without bf16 support
+        precision = compiled.get_property("INFERENCE_PRECISION_HINT")
+        run.note = f"computes in {getattr(precision, 'to_string', precision.__str__)()}"
+    return run, None
+
+
+def setup_jax(threads):
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+    return SimpleNamespace(jax=jax, jnp=jnp, lax=lax)
+
+
+def jax_forward(lib, kind):
+    """The model as a jnp function of (params, x), x in NCHW as for everyone.
+    The convolutions run in NHWC with HWIO weights (jax_params), the layout
+    XLA and IREE compile best on CPUs (IREE's NCHW convolution is some 25x
+    slower here); the result is back in NCHW before the flatten."""
+    jnp, lax = lib.jnp, lib.lax
+    relu = lambda h: jnp.maximum(h, 0)
+    linear = lambda h, p, name: h @ p[name + ".weight"].T + p[name + ".bias"]
+    if kind == "mlp":
+        return lambda p, x: linear(relu(linear(relu(linear(x, p, "linear_0")), p, "linear_1")),
+                                   p, "linear_2")
+
+    def conv(h, p, name):
+        h = lax.conv_general_dilated(h, p[name + ".weight"], (1, 1), ((1, 1), (1, 1)),
+                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return h + p[name + ".bias"]
+
+    pool = lambda h: lax.reduce_window(h, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+
+    def forward(p, x):
+        h = pool(relu(conv(x.transpose(0, 2, 3, 1), p, "convolution2d_0")))
+        h = pool(relu(conv(h, p, "convolution2d_1"))).transpose(0, 3, 1, 2)
+        return linear(h.reshape(h.shape[0], -1), p, "linear_0")
+    return forward
+
+
+def jax_params(params, inverse=False):
+    """Our parameters with convolution weights OIHW -> HWIO (or back)."""
+    axes = (3, 2, 0, 1) if inverse else (2, 3, 1, 0)
+    return {k: np.ascontiguousarray(v.transpose(axes)) if v.ndim == 4 else v
+            for k, v in params.items()}
+
+
+def build_jax(lib, case, d, threads, scratch):
+    jax, jnp = lib.jax, lib.jnp
+    if case.kind == "sgemm":
+        matmul = jax.jit(lambda a, b: a @ b)
+        a, b = jax.device_put(d["a"]), jax.device_put(d["b"])
+        return (lambda: matmul(a, b).block_until_ready()), None
+    forward = jax_forward(lib, case.kind)
+    params = {k: jax.device_put(v) for k, v in jax_params(d["params"]).items()}
+    x = jax.device_put(d["x"])
+    if not case.train:
+        f = jax.jit(forward)
+        return (lambda: f(params, x).block_until_ready()), None
+    y = jax.device_put(d["y"].astype(np.int32))
+
+    def loss_fn(p, x, y):
+        z = forward(p, x)
+        return jnp.mean(jax.nn.logsumexp(z, axis=1) - jnp.take_along_axis(z, y[:, None], 1)[:, 0])
+
+    def step(p, x, y):
+        loss, grads = jax.value_and_grad(loss_fn)(p, x, y)
+        return jax.tree_util.tree_map(lambda w, g: w - LR * g, p, grads), loss
+    step = jax.jit(step, donate_argnums=0)  # parameters updated in place
+    state = {"p": params}
+
+    def run():
+        state["p"], loss = step(state["p"], x, y)
+        return loss.block_until_ready()
+    return run, (lambda: jax_params({k: np.asarray(v) for k, v in state["p"].items()},
+                                    inverse=True))
+
+
+def setup_iree(threads):
+    import iree.compiler
+    import iree.runtime
+    # Before the first device: N task executors' worth of threads.
+    iree.runtime.flags.parse_flags(f"--task_topology_max_group_count={threads}")
+    lib = setup_jax(threads)
+    lib.compiler, lib.rt = iree.compiler, iree.runtime
+    return lib
+
+
+def build_iree(lib, case, d, threads, scratch):
+    """JAX's StableHLO export of the model (parameters as arguments, as for
+    JAX), compiled by IREE for this CPU and run on its local-task driver."""
+    jax, rt = lib.jax, lib.rt
+    if case.kind == "sgemm":
+        fn, args = (lambda a, b: a @ b), [d["a"], d["b"]]
+    else:
+        params, forward = jax_params(d["params"]), jax_forward(lib, case.kind)
+        fn = lambda x, *weights: forward(dict(zip(params, weights)), x)
+        args = [d["x"]] + list(params.values())
+    exported = jax.export.export(jax.jit(fn))(
+        *[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args])
+    vmfb = lib.compiler.compile_str(exported.mlir_module(), target_backends=["llvm-cpu"],
+                                    input_type="stablehlo",
+                                    extra_args=["--iree-llvmcpu-target-cpu=host"])
+    config = rt.Config("local-task")
+    context = rt.SystemContext(config=config)
+    module = rt.VmModule.copy_buffer(context.instance, vmfb)
+    context.add_vm_module(module)
+    main = context.modules[module.name]["main"]
+    device_args = [rt.asdevicearray(config.device, a) for a in args]
+    return (lambda: main(*device_args).to_host()), None
+
+
+def setup_torch(threads):
+    import torch
+    import torch._inductor.config
+    torch.set_num_threads(threads)
+    torch.set_num_interop_threads(1)
+    return SimpleNamespace(torch=torch)
+
+
+def torch_net(torch, kind, params):
+    """The model as an nn.Sequential holding `params`, and the index of each
+    parameterized layer to its name in ours."""
+    nn = torch.nn
+    if kind == "mlp":
+        layers = [nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                  nn.Linear(512, 10)]
+        names = {0: "linear_0", 2: "linear_1", 4: "linear_2"}
+    else:
+        layers = [nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                  nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                  nn.Linear(3136, 10)]
+        names = {0: "convolution2d_0", 3: "convolution2d_1", 7: "linear_0"}
+    net = nn.Sequential(*layers)
+    with torch.no_grad():
+        for i, name in names.items():
+            net[i].weight.copy_(torch.from_numpy(params[name + ".weight"]))
+            net[i].bias.copy_(torch.from_numpy(params[name + ".bias"]))
+    return net, names
+
+
+def build_torch(lib, case, d, threads, scratch):
+    """torch.compile with the inductor backend; inference with autograd off
+    and inductor's freezing (weights folded as constants and prepacked)."""
+    torch = lib.torch
+    if not case.train:
+        torch.set_grad_enabled(False)
+        torch._inductor.config.freezing = True
+    if case.kind == "sgemm":
+        matmul = torch.compile(lambda a, b: a @ b, backend="inductor")
+        a, b = torch.from_numpy(d["a"]), torch.from_numpy(d["b"])
+        return (lambda: matmul(a, b)), None
+    net, names = torch_net(torch, case.kind, d["params"])
+    x = torch.from_numpy(d["x"])
+    if not case.train:
+        net.eval()
+        f = torch.compile(net, backend="inductor")
+        if case.precision != "bf16":
+            return (lambda: f(x)), None
+
+        def autocast_run():
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                return f(x).float()
+        return autocast_run, None
+    y = torch.from_numpy(d["y"])
+    loss_fn = torch.compile(lambda x, y: torch.nn.functional.cross_entropy(net(x), y),
+                            backend="inductor")  # forward and backward graphs compiled
+    opt = torch.optim.SGD(net.parameters(), lr=LR)
+
+    def run():
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(x, y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    def params():
+        return {f"{name}.{kind}": getattr(net[i], kind).detach().numpy().copy()
+                for i, name in names.items() for kind in ("weight", "bias")}
+    return run, params
+
+
+SETUP = {"ours": setup_ours, "ort": setup_ort, "openvino": setup_openvino, "jax": setup_jax,
+         "iree": setup_iree, "torch": setup_torch}
+BUILD = {"ours": build_ours, "ort": build_ort, "openvino": build_openvino, "jax": build_jax,
+         "iree": build_iree, "torch": build_torch}
+
+
+def relerr(got, ref):
+    """Relative Frobenius error; inf where the result is not finite."""
+    got = np.asarray(got, np.float64).reshape(np.shape(ref))
+    err = float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
+    return err if np.isfinite(err) else float("inf")
+
+
+def train_error(loss, params, d):
+    """The larger of the loss's relative error and the parameter update's.
+    The update is lr * gradient, thousands of times smaller than the weights:
+    storing the updated weights in float32 rounds them by up to an ulp, which
+    alone is some 1e-4 of the update. So differences within one float32 ulp
+    of the reference's updated weight are not counted, and the rest is
+    relative to the reference's update (a gradient 1e-3 off still shows)."""
+    ref_loss = float(d["ref_loss"])
+    loss_err = abs(float(np.asarray(loss, np.float64)) - ref_loss) / abs(ref_loss)
+    names = sorted(d["params"])
+    got = np.concatenate([np.ravel(np.asarray(params[k], np.float64)) for k in names])
+    want = np.concatenate([np.ravel(d["ref_params"][k]) for k in names])
+    start = np.concatenate([np.ravel(d["params"][k]) for k in names]).astype(np.float64)
+    ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+    beyond = np.maximum(np.abs(got - want) - ulp, 0)
+    err = max(loss_err, float(np.linalg.norm(beyond) / np.linalg.norm(want - start)))
+    return err if np.isfinite(err) else float("inf")
+
+
+def block_median(run, blocks, block_s):
+    """The median seconds of a call over `blocks` blocks of calls (each at
+    least block_s and 4 calls; a block's first call is not counted), after one
+    warm-up call."""
+    run()
+    times = []
+    for _ in range(blocks):
+        start, calls = time.perf_counter(), 0
+        while True:
+            t0 = time.perf_counter()
+            run()
+            t1 = time.perf_counter()
+            calls += 1
+            if calls > 1:
+                times.append(t1 - t0)
+            if calls >= 4 and t1 - start >= block_s:
+                break
+    return statistics.median(times), len(times)
+
+
+def worker(args):
+    case = CASES[args.case]
+    try:
+        d = load_data(os.path.join(args.data, case.id))
+        lib = SETUP[args.worker](args.threads)
+        start = time.perf_counter()
+        run, params = BUILD[args.worker](lib, case, d, args.threads, args.scratch)
+        first = run()
+        compile_s = time.perf_counter() - start
+        err = train_error(first, params(), d) if case.train else relerr(first, d["ref"])
+        result = {"status": "ok", "compile_s": compile_s, "error": err,
+                  "note": getattr(run, "note", None)}
+        if not err <= case.tol:
+            result["status"] = "wrong"
+        else:
+            result["median_s"], result["calls"] = block_median(run, args.blocks, args.block_s)
+    except Exception as e:  # reported, not raised: the orchestrator footnotes it
+        result = {"status": "error", "reason": f"{type(e).__name__}: {e}"}
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+def info_worker():
+    """Versions and the host's target, as this interpreter sees them."""
+    from importlib import metadata
+    out = {"python": platform.python_version(), "versions": {}}
+    for pkg in ("numpy", "onnx", "onnxruntime", "openvino", "jax", "jaxlib",
+                "iree-base-compiler", "iree-base-runtime", "iree-compiler", "iree-runtime",
+                "torch"):
+        try:
+            out["versions"][pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            pass
+    try:
+        from mithril import _mithril
+        out["cpu_target"] = _mithril.cpu_target()
+    except ImportError:
+        pass
+    print("RESULT " + json.dumps(out), flush=True)
+
+
+# The orchestrator.
+
+def worker_env(cand, threads, scratch, build):
+    env = dict(os.environ)
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        env[var] = str(threads)
+    env.pop("PYTHONPATH", None)
+    if cand == "ours":
+        env["PYTHONPATH"] = os.path.join(build, "python_packages")
+    if cand in ("jax", "iree"):
+        env["JAX_PLATFORMS"] = "cpu"
+        env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    if cand == "jax" and threads == 1:
+        # XLA sizes its intra-op thread pool from the affinity mask (taskset's
+        # N cores); it has no flag for the count (TensorFlow's
+        # intra_op_parallelism_threads is not one: XLA_FLAGS without a leading
+        # one of its own flags aborts). At one thread Eigen's pool is off too.
+        env["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false"
+    if cand == "torch":
+        # A fresh inductor cache, and a fresh temporary folder for its
+        # precompiled headers: every launch compiles from scratch, like the others.
+        env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(scratch, "inductor")
+        env["TMPDIR"] = scratch
+    return env
+
+
+def launch(cand, case, threads, data, args):
+    """Runs one worker in a fresh process; its result dict."""
+    scratch = tempfile.mkdtemp(prefix=f"{cand}-", dir=data)
+    python = "/usr/bin/python3" if cand == "ours" else args.venv_python
+    cmd = [python, os.path.abspath(__file__), "--worker", cand, "--case", case.id,
+           "--threads", str(threads), "--data", data, "--scratch", scratch,
+           "--blocks", str(args.blocks), "--block-s", str(args.block_s)]
+    if shutil.which("taskset"):
+        cmd = ["taskset", "-c", ",".join(str(i) for i in range(threads))] + cmd
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=HERE, env=worker_env(cand, threads, scratch, args.build),
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the worker's own group: its compiler jobs too
+        proc.communicate()
+        return {"status": "error", "reason": f"timed out after {args.timeout} s"}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    for line in reversed(out.splitlines()):
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    tail = [line for line in err.splitlines() if line.strip()][-1:] or ["no output"]
+    tail = re.sub(r"^[FEW]\d{4} [\d:.]+ +\d+ \S+\] ", "", tail[0])  # a glog prefix
+    return {"status": "error", "reason": f"exit {proc.returncode}: {tail[:300]}"}
+
+
+def query(python, env_extra):
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)  # only ours' interpreter gets the build's package
+    env.update(env_extra)
+    try:
+        out = subprocess.run([python, os.path.abspath(__file__), "--worker-info"], env=env,
+                             capture_output=True, text=True, timeout=120).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
+    return json.loads(lines[-1][len("RESULT "):]) if lines else {}
+
+
+def peer_missing(peer, versions):
+    """Why `peer` cannot run with these installed packages, or None."""
+    need = {"ort": [("onnx",), ("onnxruntime",)], "openvino": [("onnx",), ("openvino",)],
+            "jax": [("jax",), ("jaxlib",)],
+            "iree": [("jax",), ("jaxlib",), ("iree-base-compiler", "iree-compiler"),
+                     ("iree-base-runtime", "iree-runtime")],
+            "torch": [("torch",)]}[peer]
+    missing = [alts[0] for alts in need if not any(a in versions for a in alts)]
+    return f"not installed ({', '.join(missing)}): run scripts/bench-peers.sh" if missing else None
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+def cpu_isa():
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f
+                          if line.startswith("flags")), [])
+    except OSError:
+        flags = []
+    wanted = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16", "avx_vnni",
+              "amx_tile", "amx_bf16", "amx_int8")
+    return [f for f in wanted if f in flags]
+
+
+def run_all(args, cases, candidates):
+    data = tempfile.mkdtemp(prefix="mithril-peers-")
+    try:
+        for case in cases:
+            make_data(case, os.path.join(data, case.id))
+        ours_info = query("/usr/bin/python3",
+                          {"PYTHONPATH": os.path.join(args.build, "python_packages")})
+        peer_info = query(args.venv_python, {}) if args.venv_python else {}
+        versions = peer_info.get("versions", {})
+        missing = {p: (peer_missing(p, versions) if args.venv_python else
+                       "no --venv-python given: run scripts/bench-peers.sh") for p in PEERS}
+        if "cpu_target" not in ours_info:
+            missing["ours"] = f"mithril not importable from {args.build}/python_packages"
+        results = {}  # (threads, case id, candidate) -> {"runs": [...]} or {"skip": reason}
+        load_before = os.getloadavg()
+        for threads in args.threads:
+            for case in cases:
+                skips = dict(case.skip)
+                active = []
+                for cand in candidates:
+                    reason = skips.get(cand) or missing.get(cand)
+                    results[threads, case.id, cand] = {"skip": reason} if reason else {"runs": []}
+                    if not reason:
+                        active.append(cand)
+                # The candidates take turns, launch after launch; one that
+                # fails or is wrong is not launched again.
+                for i in range(args.launches):
+                    for cand in list(active):
+                        r = launch(cand, case, threads, data, args)
+                        results[threads, case.id, cand]["runs"].append(r)
+                        shown = (f"{r['median_s'] * 1e3:.3f} ms, compile {r['compile_s']:.2f} s, "
+                                 f"error {r['error']:.1e}" if "median_s" in r else
+                                 f"{r['status']}: {r.get('reason') or r.get('error')}")
+                        print(f"[{threads}t] {case.title}: {TITLES[cand]} launch {i + 1}/"
+                              f"{args.launches}: {shown}", file=sys.stderr, flush=True)
+                        if r["status"] != "ok":
+                            active.remove(cand)
+        load_after = os.getloadavg()
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+    return results, ours_info, peer_info, (load_before, load_after)
+
+
+def summarize(entry):
+    """A cell's numbers, or its reason for being empty."""
+    if "skip" in entry:
+        return {"reason": entry["skip"]}
+    runs = entry["runs"]
+    bad = next((r for r in runs if r["status"] != "ok"), None)
+    if bad is not None and bad["status"] == "wrong":
+        return {"wrong": bad["error"]}
+    if bad is not None:
+        return {"reason": bad["reason"]}
+    medians = [r["median_s"] for r in runs]
+    return {"time": statistics.median(medians), "lo": min(medians), "hi": max(medians),
+            "compile": statistics.median(r["compile_s"] for r in runs),
+            "error": max(r["error"] for r in runs), "launches": len(runs),
+            "notes": sorted({r["note"] for r in runs if r.get("note")})}
+
+
+def fmt_ms(seconds):
+    ms = seconds * 1e3
+    return f"{ms:.3f}" if ms < 10 else f"{ms:.2f}" if ms < 100 else f"{ms:.1f}"
+
+
+def fmt_s(seconds):
+    return f"{seconds:.2f}" if seconds < 10 else f"{seconds:.1f}"
+
+
+def report(args, cases, candidates, results, ours_info, peer_info, loads):
+    footnotes = {}  # text -> (number, the candidates or cells it is about)
+
+    def note(text, who):
+        number, whom = footnotes.setdefault(text, (len(footnotes) + 1, []))
+        if who not in whom:
+            whom.append(who)
+        return number
+
+    v = peer_info.get("versions", {})
+    ver = lambda *pkgs: next((v[p] for p in pkgs if p in v), "absent")
+    try:
+        ours_rev = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
+                                  capture_output=True, text=True).stdout.strip() or "unknown"
+    except OSError:
+        ours_rev = "unknown"
+    target = ours_info.get("cpu_target", {})
+    lines = [
+        "# Peer benchmarks", "",
+        f"Measured by `scripts/bench-peers.sh{' --quick' if args.quick else ''}` "
+        f"(bench/peers.py) on {cpu_model()}, {os.cpu_count()} cores; LLVM CPU "
+        f"`{target.get('cpu', 'unknown')}`; ISA: {', '.join(cpu_isa()) or 'unknown'}; "
+        f"{time.strftime('%Y-%m-%d %H:%M %Z')}. Load average "
+        f"{loads[0][0]:.2f} before and {loads[1][0]:.2f} after the runs"
+        f"{' (quick mode: fewer cases, shorter timing)' if args.quick else ''}.", "",
+        f"Versions: ours {ours_rev} (Python {ours_info.get('python', '?')}, numpy "
+        f"{ours_info.get('versions', {}).get('numpy', '?')}); peers under Python "
+        f"{peer_info.get('python', '?')} with numpy {ver('numpy')}: ONNX Runtime "
+        f"{ver('onnxruntime')} (onnx {ver('onnx')}), OpenVINO {ver('openvino')}, JAX "
+        f"{ver('jax')} (jaxlib {ver('jaxlib')}), IREE "
+        f"{ver('iree-base-compiler', 'iree-compiler')} (compiler) / "
+        f"{ver('iree-base-runtime', 'iree-runtime')} (runtime), torch {ver('torch')} "
+        "(inductor).", "",
+        "Each candidate runs in a fresh process pinned by taskset to the first N cores, with "
+        "its own thread knob at N (ours: MlirBackend(num_threads=N); ONNX Runtime: "
+        "intra_op_num_threads=N, inter_op 1; OpenVINO: INFERENCE_NUM_THREADS=N, one stream; "
+        "JAX: XLA's pool sized by the affinity mask, OMP_NUM_THREADS=N, and "
+        "--xla_cpu_multi_thread_eigen=false at 1 thread; IREE: local-task with "
+        "--task_topology_max_group_count=N; torch: set_num_threads(N), one inter-op thread; "
+        "torch's inductor cache and precompiled headers start empty in every launch). "
+        "ONNX Runtime and OpenVINO load one ONNX graph (opset 17, weights as "
+        "initializers); JAX jits a jnp function (convolutions in NHWC, their best layout); "
+        "IREE compiles the same function's StableHLO export "
+        "(`--iree-llvmcpu-target-cpu=host`); torch compiles an nn.Module with inductor "
+        "(inference: autograd off, freezing on; training: forward, loss and backward "
+        "compiled, SGD eager); ours and JAX/IREE take the parameters as "
+        "arguments of each call. Every result is first checked against a float64 "
+        "reference computed by numpy from the same float32 data (training: the loss and "
+        "the parameter update of one SGD step, lr 0.01, where differences within a float32 "
+        "ulp of the updated weights are not counted); a float32 result more than 1e-4 "
+        "away (relative Frobenius error) is marked wrong and not timed. int8 (dynamic, "
+        "per-channel weights) and bf16 report their error against the same reference "
+        "instead (bound only for broken results: 0.2 int8, 5e-2 bf16).", "",
+        f"Times: the median over {args.launches} launches of each launch's median call "
+        f"({args.blocks} blocks of at least {args.block_s} s and 4 calls, after one warm-up "
+        "call), in ms; the candidates of a case take turns, launch after launch. "
+        "`best peer / ours` is the fastest peer's time over ours (above 1: we are faster); "
+        "`compile ours / best peer` is our compile-to-first-result time over that peer's "
+        "(below 1: we compile faster).",
+    ]
+    for threads in args.threads:
+        cells = {(c.id, cand): summarize(results[threads, c.id, cand])
+                 for c in cases for cand in candidates}
+        peers = [p for p in candidates if p != "ours"]
+        head = ["case"] + [TITLES[c] for c in candidates]
+        table = ["| " + " | ".join(head + ["best peer / ours", "compile ours / best peer"]) + " |",
+                 "|" + " --- |" * (len(head) + 2)]
+        spread = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+        compile_t = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+        for case in cases:
+            row, srow, crow = [case.title], [case.title], [case.title]
+            for cand in candidates:
+                s = cells[case.id, cand]
+                where = f"{TITLES[cand]} on {case.title} ({threads}t)"
+                if "time" in s:
+                    row.append(fmt_ms(s["time"]))
+                    srow.append(f"{fmt_ms(s['lo'])}-{fmt_ms(s['hi'])}, err {s['error']:.1e}")
+                    crow.append(fmt_s(s["compile"]))
+                    for text in s["notes"]:
+                        note(text, where)
+                elif "wrong" in s:
+                    n = note(f"wrong: relative error {s['wrong']:.1e} > {case.tol:g}", where)
+                    row.append(f"wrong [{n}]")
+                    srow.append(f"err {s['wrong']:.1e}")
+                    crow.append("-")
+                else:
+                    n = note(s["reason"], TITLES[cand])
+                    row.append(f"- [{n}]")
+                    srow.append("-")
+                    crow.append("-")
+            ours = cells[case.id, "ours"] if "ours" in candidates else {}
+            timed = [p for p in peers if "time" in cells[case.id, p]]
+            best = min(timed, key=lambda p: cells[case.id, p]["time"]) if timed else None
+            if best and "time" in ours:
+                b = cells[case.id, best]
+                row.append(f"{b['time'] / ours['time']:.2f}x ({TITLES[best]})")
+                row.append(f"{ours['compile'] / b['compile']:.2f}x ({fmt_s(ours['compile'])} s / "
+                           f"{fmt_s(b['compile'])} s)")
+            else:
+                row += ["-", "-"]
+            table.append("| " + " | ".join(row) + " |")
+            spread.append("| " + " | ".join(srow) + " |")
+            compile_t.append("| " + " | ".join(crow) + " |")
+        lines += ["", f"## {threads} thread{'s' if threads > 1 else ''} "
+                      f"(taskset -c {','.join(str(i) for i in range(threads))})", ""] + table
+        lines += ["", "Launch spread (min-max of the launch medians, ms) and relative error "
+                      "against the float64 reference:", ""] + spread
+        lines += ["", "Compile to first result (s, median over launches; imports not "
+                      "counted):", ""] + compile_t
+    if footnotes:
+        lines += ["", "## Notes", ""] + [f"{n}. {', '.join(whom)}: {text}"
+                                         for text, (n, whom) in footnotes.items()]
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--venv-python", help="the python of the peers' virtual environment")
+    parser.add_argument("--threads", default="1,2", help="thread counts, e.g. 1,2")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"only {', '.join(QUICK_CASES)}, shorter timing")
+    parser.add_argument("--cases", help=f"case ids, from {', '.join(CASES)}")
+    parser.add_argument("--candidates", help=f"from {', '.join(CANDIDATES)} (default: all)")
+    parser.add_argument("--launches", type=int, default=3, help="fresh processes per cell")
+    parser.add_argument("--timeout", type=int, default=300, help="seconds per worker")
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("-o", default=os.path.join(HERE, "peers.md"))
+    # Worker mode (started by the orchestrator).
+    parser.add_argument("--worker", choices=CANDIDATES, help=argparse.SUPPRESS)
+    parser.add_argument("--worker-info", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--case", choices=list(CASES), help=argparse.SUPPRESS)
+    parser.add_argument("--data", help=argparse.SUPPRESS)
+    parser.add_argument("--scratch", help=argparse.SUPPRESS)
+    parser.add_argument("--blocks", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--block-s", type=float, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker_info:
+        return info_worker()
+    if args.worker:
+        args.threads = int(args.threads)
+        return worker(args)
+
+    args.threads = [int(t) for t in args.threads.split(",")]
+    args.build = os.path.abspath(args.build)
+    if args.blocks is None:
+        args.blocks = 3 if args.quick else 8
+    if args.block_s is None:
+        args.block_s = 0.1 if args.quick else 0.25
+    if args.launches < 1:
+        parser.error("--launches must be at least 1")
+    if args.venv_python and not os.access(args.venv_python, os.X_OK):
+        print(f"peers: {args.venv_python} is not executable; peers are skipped", file=sys.stderr)
+        args.venv_python = None
+    ids = (args.cases.split(",") if args.cases else
+           list(QUICK_CASES) if args.quick else list(CASES))
+    unknown = [i for i in ids if i not in CASES]
+    if unknown:
+        parser.error(f"unknown cases {unknown}; known: {', '.join(CASES)}")
+    candidates = args.candidates.split(",") if args.candidates else list(CANDIDATES)
+    if any(c not in CANDIDATES for c in candidates):
+        parser.error(f"candidates are {', '.join(CANDIDATES)}")
+    cases = [CASES[i] for i in ids]
+    results, ours_info, peer_info, loads = run_all(args, cases, candidates)
+    text = report(args, cases, candidates, results, ours_info, peer_info, loads)
+    with open(args.o, "w") as f:
+        f.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
