@@ -15,7 +15,6 @@ arrays; bfloat16 as uint16 bit patterns, which pass unconverted).
 
 import argparse
 import os
-import platform
 import time
 
 import numpy as np
@@ -26,22 +25,12 @@ from mithril.models import MatrixMultiply, Model
 from mithril.types import from_bfloat16_bits, to_bfloat16_bits
 
 from bench import median_times, mlp
+from hostinfo import host_cpu
 
 try:
     import torch
 except ImportError:  # optional peer
     torch = None
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def variant(kind: str) -> str:
@@ -175,7 +164,7 @@ def run(quick: bool):
 def write(rows, path):
     target = _mithril.cpu_target()
     lines = ["# Low precision", "",
-             f"Measured by `make bench-lowprecision` on {cpu_model()} (LLVM: {target['cpu']}; "
+             f"Measured by `make bench-lowprecision` on {host_cpu()} (LLVM: {target['cpu']}; "
              f"{target['vector_bits']}-bit vectors, AVX512-BF16 "
              f"{'yes' if target['bf16_dot_product'] else 'no'}, AVX512-VNNI "
              f"{'yes' if target['int8_dot_product'] else 'no'}), one thread, "

@@ -9,11 +9,12 @@ call, for each control, as ratios to memory_planning=False.
 
 import argparse
 import os
-import platform
 import sys
 import time
 
 import numpy as np
+
+from hostinfo import host_cpu
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import mithril as ml  # noqa: E402
@@ -28,17 +29,6 @@ CONTROLS = [
     ("gradient_checkpointing, 8 segments", {"gradient_checkpointing": True,
                                             "checkpoint_segments": 8}),
 ]
-
-
-def host_cpu() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def mlp(depth: int, width: int) -> Model:

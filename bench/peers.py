@@ -41,6 +41,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from hostinfo import host_cpu
+
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -738,17 +740,6 @@ def peer_missing(peer, versions):
     return f"not installed ({', '.join(missing)}): run scripts/bench-peers.sh" if missing else None
 
 
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
 def cpu_isa():
     try:
         with open("/proc/cpuinfo") as f:
@@ -850,7 +841,7 @@ def report(args, cases, candidates, results, ours_info, peer_info, loads):
     lines = [
         "# Peer benchmarks", "",
         f"Measured by `scripts/bench-peers.sh{' --quick' if args.quick else ''}` "
-        f"(bench/peers.py) on {cpu_model()}, {os.cpu_count()} cores; LLVM CPU "
+        f"(bench/peers.py) on {host_cpu()}, {os.cpu_count()} cores; LLVM CPU "
         f"`{target.get('cpu', 'unknown')}`; ISA: {', '.join(cpu_isa()) or 'unknown'}; "
         f"{time.strftime('%Y-%m-%d %H:%M %Z')}. Load average "
         f"{loads[0][0]:.2f} before and {loads[1][0]:.2f} after the runs"
