@@ -227,6 +227,13 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     pm.addPass(createConvertBufferizationToMemRefPass());
     pm.addPass(memref::createExpandStridedMetadataPass());
     pm.addPass(createLowerAffinePass());
+    // Math with an LLVM intrinsic (abs, floor, ceil, sqrt, fma, ...) stays
+    // vector code; the libm lowering, first, called fabsf and floorf once per
+    // element (3,500 calls in an int8 MLP). libm takes the rest (tanh, erf,
+    // ...), and log1p: the intrinsic form would compute log(1 + x).
+    ConvertMathToLLVMPassOptions mathToLLVM;
+    mathToLLVM.approximateLog1p = false;
+    pm.addPass(createConvertMathToLLVMPass(mathToLLVM));
     pm.addPass(createConvertMathToLibmPass());
     pm.addPass(createMithrilExpandBF16());
     // The schedule's int8 register tiles as vpdpbusd (AVX512-VNNI targets).
