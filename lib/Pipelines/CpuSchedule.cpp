@@ -1022,23 +1022,19 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     int64_t panels = n / cols, groups = k / group;
     Value empty =
         tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{panels, groups, cols, group}, et);
-    Value packed;
-    if (Value weightBlock = transposedSource(rewriter, b)) {
-      // W [n][k]: each group is already contiguous in a row of W.
-      Value wPanels = tensor::ExpandShapeOp::create(
-          rewriter, loc, RankedTensorType::get({panels, cols, groups, group}, et), weightBlock,
-          SmallVector<ReassociationIndices>{{0, 1}, {2, 3}});
-      packed =
-          linalg::TransposeOp::create(rewriter, loc, wPanels, empty, ArrayRef<int64_t>{0, 2, 1, 3})
-              .getResult()[0];
-    } else {
-      Value bGroups = tensor::ExpandShapeOp::create(
-          rewriter, loc, RankedTensorType::get({groups, group, panels, cols}, et), b,
-          SmallVector<ReassociationIndices>{{0, 1}, {2, 3}});
-      packed =
-          linalg::TransposeOp::create(rewriter, loc, bGroups, empty, ArrayRef<int64_t>{2, 0, 3, 1})
-              .getResult()[0];
-    }
+    // The source's two dimensions split in two each, then permuted into
+    // [panels][k / g][cols][g].
+    auto pack = [&](Value source, ArrayRef<int64_t> split, ArrayRef<int64_t> permutation) {
+      Value view =
+          tensor::ExpandShapeOp::create(rewriter, loc, RankedTensorType::get(split, et), source,
+                                        SmallVector<ReassociationIndices>{{0, 1}, {2, 3}});
+      return linalg::TransposeOp::create(rewriter, loc, view, empty, permutation).getResult()[0];
+    };
+    // W [n][k] (a transposed weight): each group is already contiguous in a
+    // row of W; B [k][n]: rows g apart are interleaved.
+    Value weightBlock = transposedSource(rewriter, b);
+    Value packed = weightBlock ? pack(weightBlock, {panels, cols, groups, group}, {0, 2, 1, 3})
+                               : pack(b, {groups, group, panels, cols}, {2, 0, 3, 1});
     Value aGroups =
         tensor::ExpandShapeOp::create(rewriter, loc, RankedTensorType::get({m, groups, group}, et),
                                       a, SmallVector<ReassociationIndices>{{0}, {1, 2}});
