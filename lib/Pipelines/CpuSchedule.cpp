@@ -1221,6 +1221,26 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     }
   }
 
+  /// All of a static tile as one vector (the dot-product lowerings read
+  /// their operands and accumulators whole).
+  static Value readWholeTile(IRRewriter &rewriter, Location loc, Value tensor, VectorType type) {
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value pad = ub::PoisonOp::create(rewriter, loc, type.getElementType());
+    return vector::TransferReadOp::create(rewriter, loc, type, tensor,
+                                          SmallVector<Value>(type.getRank(), zero), pad,
+                                          SmallVector<bool>(type.getRank(), true));
+  }
+
+  /// `vector` written over all of the static tile `tensor`; the new tensor.
+  static Value writeWholeTile(IRRewriter &rewriter, Location loc, Value vector, Value tensor) {
+    int64_t rank = cast<VectorType>(vector.getType()).getRank();
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    return vector::TransferWriteOp::create(rewriter, loc, vector, tensor,
+                                           SmallVector<Value>(rank, zero),
+                                           SmallVector<bool>(rank, true))
+        .getResult();
+  }
+
   /// Writes the register tiles of packDotProductGroups' products as dot
   /// products: per row, the row's group of A (a pair of bf16, or a quad of i8
   /// offset to unsigned) broadcast to every 32-bit lane, times 16 columns'
@@ -1257,12 +1277,8 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
       Location loc = op.getLoc();
       rewriter.setInsertionPoint(op);
       Type i32 = rewriter.getI32Type();
-      Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
-      auto read = [&](Value tensor, ArrayRef<int64_t> shape, Type type) -> Value {
-        auto pad = ub::PoisonOp::create(rewriter, loc, type);
-        SmallVector<Value> indices(shape.size(), zero);
-        return vector::TransferReadOp::create(rewriter, loc, VectorType::get(shape, type), tensor,
-                                              indices, pad, SmallVector<bool>(shape.size(), true));
+      auto read = [&](Value tensor, ArrayRef<int64_t> shape, Type type) {
+        return readWholeTile(rewriter, loc, tensor, VectorType::get(shape, type));
       };
       Value a = read(op.getDpsInputOperand(0)->get(), {rows, group}, et);
       // B's tile is contiguous: one 1-D read (a 2-D one becomes a read per
@@ -1335,11 +1351,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
         }
         result = vector::InsertOp::create(rewriter, loc, row, result, ArrayRef<int64_t>{i});
       }
-      Value written =
-          vector::TransferWriteOp::create(rewriter, loc, result, op.getDpsInitOperand(0)->get(),
-                                          SmallVector<Value>(2, zero), SmallVector<bool>(2, true))
-              .getResult();
-      rewriter.replaceOp(op, written);
+      rewriter.replaceOp(op, writeWholeTile(rewriter, loc, result, op.getDpsInitOperand(0)->get()));
     }
   }
 
@@ -1364,12 +1376,8 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
       Location loc = op.getLoc();
       rewriter.setInsertionPoint(op);
       Type bf16 = rewriter.getBF16Type(), f32 = rewriter.getF32Type();
-      Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
-      auto read = [&](Value tensor, ArrayRef<int64_t> shape, Type type) -> Value {
-        auto pad = ub::PoisonOp::create(rewriter, loc, type);
-        SmallVector<Value> indices(shape.size(), zero);
-        return vector::TransferReadOp::create(rewriter, loc, VectorType::get(shape, type), tensor,
-                                              indices, pad, SmallVector<bool>(shape.size(), true));
+      auto read = [&](Value tensor, ArrayRef<int64_t> shape, Type type) {
+        return readWholeTile(rewriter, loc, tensor, VectorType::get(shape, type));
       };
       // [rows][1][16][2] -> [rows][32]: each row's 32 reduction steps.
       auto rowsOf = [&](Value tile, int64_t count) {
@@ -1392,11 +1400,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
               x86vector::DotBF16Op::create(rewriter, loc, acc.getType(), acc, aRows[r], wRows[c]);
           p = vector::InsertOp::create(rewriter, loc, dot, p, ArrayRef<int64_t>{r, c});
         }
-      Value written =
-          vector::TransferWriteOp::create(rewriter, loc, p, op.getDpsInitOperand(0)->get(),
-                                          SmallVector<Value>(3, zero), SmallVector<bool>(3, true))
-              .getResult();
-      rewriter.replaceOp(op, written);
+      rewriter.replaceOp(op, writeWholeTile(rewriter, loc, p, op.getDpsInitOperand(0)->get()));
     }
   }
 

@@ -32,14 +32,19 @@ def int8_product(x, w):
     return ((xq @ wq).astype(np.float32) * sx).astype(np.float32) * sw
 
 
+def int8_mlp(params, x):
+    """Two Linear layers with a ReLU between, as int8_product computes them."""
+    h = np.maximum(int8_product(x, params["linear_0.weight"].T) + params["linear_0.bias"], 0)
+    return int8_product(h.astype(np.float32), params["linear_1.weight"].T) \
+        + params["linear_1.bias"]
+
+
 def test_int8_linear_layers_match_the_integer_arithmetic():
     pm = ml.compile(mlp(), ml.MlirBackend(quantize="int8"), shapes={"input": [32, 128]})
     params = pm.randomize_params(seed=0)
     x = np.random.default_rng(1).standard_normal((32, 128)).astype(np.float32)
     got = pm.evaluate(params, {"input": x})["output"]
-    h = np.maximum(int8_product(x, params["linear_0.weight"].T) + params["linear_0.bias"], 0)
-    want = int8_product(h.astype(np.float32), params["linear_1.weight"].T) \
-        + params["linear_1.bias"]
+    want = int8_mlp(params, x)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     # Against float32: int8's error, a few percent of the output's RMS, not
     # float32's (the option does something).
@@ -89,9 +94,7 @@ def test_int8_blocked_products_are_exact(target_cpu):
     params = pm.randomize_params(seed=4)
     x = np.random.default_rng(2).standard_normal((64, 1024)).astype(np.float32)
     got = pm.evaluate(params, {"input": x})["output"]
-    h = np.maximum(int8_product(x, params["linear_0.weight"].T) + params["linear_0.bias"], 0)
-    want = int8_product(h.astype(np.float32), params["linear_1.weight"].T) \
-        + params["linear_1.bias"]
+    want = int8_mlp(params, x)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
