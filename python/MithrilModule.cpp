@@ -12,6 +12,7 @@
 #include "mithril/Builder/ModelBuilder.h"
 #include "mithril/Pipelines/Pipelines.h"
 #include "mithril/Runtime/CompiledModel.h"
+#include "mithril/Runtime/Distributed.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -464,7 +465,8 @@ PYBIND11_MODULE(_mithril, m) {
          const std::vector<std::pair<std::string, bool>> &optimizations, int llvmLevel,
          bool profile, unsigned checkpointSegments, const std::string &precision,
          bool precisionTerminals, const std::string &targetCpu, const std::string &quantize,
-         bool quantizeObserve, const std::vector<double> &activationScales) {
+         bool quantizeObserve, const std::vector<double> &activationScales,
+         bool allReduceGradients) {
         std::unique_ptr<CompiledModel> result;
         {
           // Compilation does not touch Python objects.
@@ -495,6 +497,7 @@ PYBIND11_MODULE(_mithril, m) {
           options.quantize = quantize;
           options.quantizeObserve = quantizeObserve;
           options.activationScales = activationScales;
+          options.allReduceGradients = allReduceGradients;
           auto model = CompiledModel::compile(source, options);
           if (!model) {
             std::string message = llvm::toString(model.takeError());
@@ -517,7 +520,108 @@ PYBIND11_MODULE(_mithril, m) {
       py::arg("llvm_level") = -1, py::arg("profile") = false, py::arg("checkpoint_segments") = 0u,
       py::arg("precision") = "", py::arg("precision_terminals") = false, py::arg("target_cpu") = "",
       py::arg("quantize") = "", py::arg("quantize_observe") = false,
-      py::arg("activation_scales") = std::vector<double>{});
+      py::arg("activation_scales") = std::vector<double>{},
+      py::arg("all_reduce_gradients") = false);
+  m.def(
+      "batch_sharding",
+      [](const std::string &source, const std::string &entry,
+         const std::vector<std::string> &shapes, const std::vector<std::string> &discard,
+         const std::vector<std::string> &batched, const std::string &sourceName) {
+        CompileOptions options;
+        options.entry = entry;
+        options.shapes = shapes;
+        options.discard = discard;
+        options.sourceName = sourceName;
+        auto outputs = analyzeDataParallel(source, options, batched);
+        if (!outputs)
+          raise(llvm::toString(outputs.takeError()));
+        py::list l;
+        for (const OutputDistribution &o : *outputs) {
+          const char *kind = "replicated";
+          switch (o.sharding.kind) {
+          case BatchSharding::Kind::Replicated:
+            break;
+          case BatchSharding::Kind::Sharded:
+            kind = "sharded";
+            break;
+          case BatchSharding::Kind::PartialSum:
+            kind = "partial_sum";
+            break;
+          case BatchSharding::Kind::PartialMean:
+            kind = "partial_mean";
+            break;
+          }
+          l.append(py::make_tuple(o.name, kind, o.sharding.axis));
+        }
+        return l;
+      },
+      py::arg("source"), py::arg("entry"), py::arg("shapes"), py::arg("discard"),
+      py::arg("batched"), py::arg("source_name") = "<python>",
+      "How each output is spread over the ranks when `batched` inputs are split along axis "
+      "0 (mithril-batch-sharding): a list of (name, kind, axis)");
+  m.def(
+      "distributed_init",
+      [] {
+        auto info = initDistributed();
+        if (!info)
+          raise(llvm::toString(info.takeError()));
+        return py::make_tuple(info->rank, info->size, info->library);
+      },
+      "Starts MPI once per process: (rank, size, the MPI library's version)");
+  m.def(
+      "all_reduce_sum",
+      [](py::array array) {
+        bool isDouble = array.dtype().is(py::dtype::of<double>());
+        if (!(isDouble || array.dtype().is(py::dtype::of<float>())) ||
+            !(array.flags() & py::array::c_style) || !array.writeable())
+          throw py::type_error("all_reduce_sum takes a writable C-contiguous float32 or "
+                               "float64 array");
+        void *data = array.mutable_data();
+        int64_t count = array.size();
+        llvm::Error err = llvm::Error::success();
+        {
+          py::gil_scoped_release release;
+          err = allReduceSum(data, count, isDouble);
+        }
+        if (err)
+          raise(llvm::toString(std::move(err)));
+      },
+      py::arg("array"), "Sums the array over the ranks, in place (MPI_Allreduce)");
+  m.def(
+      "all_gather_bytes",
+      [](py::bytes local, const std::vector<int64_t> &counts) {
+        std::string send = local;
+        int64_t total = 0;
+        for (int64_t c : counts)
+          total += c;
+        std::string recv(static_cast<size_t>(total), '\0');
+        llvm::Error err = llvm::Error::success();
+        {
+          py::gil_scoped_release release;
+          err = allGatherBytes(send.data(), static_cast<int64_t>(send.size()), recv.data(), counts);
+        }
+        if (err)
+          raise(llvm::toString(std::move(err)));
+        return py::bytes(recv);
+      },
+      py::arg("local"), py::arg("counts"),
+      "Every rank's bytes in rank order (MPI_Allgatherv); counts[r] is rank r's length");
+  m.def(
+      "broadcast",
+      [](py::array array, int root) {
+        if (!(array.flags() & py::array::c_style) || !array.writeable())
+          throw py::type_error("broadcast takes a writable C-contiguous array");
+        void *data = array.mutable_data();
+        int64_t bytes = array.nbytes();
+        llvm::Error err = llvm::Error::success();
+        {
+          py::gil_scoped_release release;
+          err = broadcastBytes(data, bytes, root);
+        }
+        if (err)
+          raise(llvm::toString(std::move(err)));
+      },
+      py::arg("array"), py::arg("root") = 0, "Rank root's array on every rank, in place");
   m.def(
       "run_passes",
       [](const std::string &source, const std::string &pipeline, const std::string &name) {

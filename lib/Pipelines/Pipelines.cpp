@@ -116,6 +116,11 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     autodiff.seeds.assign(options.seeds.begin(), options.seeds.end());
     autodiff.checkpointSegments = options.checkpointSegments;
     pm.addPass(createMithrilAutodiff(autodiff));
+    if (options.allReduceGradients) {
+      MithrilAllReduceGradientsOptions allReduce;
+      allReduce.entry = options.entry;
+      pm.addPass(createMithrilAllReduceGradients(allReduce));
+    }
     if (!options.optimizer.empty()) {
       MithrilOptimizerOptions optimizer;
       optimizer.entry = options.entry;

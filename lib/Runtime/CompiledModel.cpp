@@ -8,6 +8,7 @@
 #include "mithril/Runtime/CompiledModel.h"
 #include "CudaDevice.h"
 #include "TaskPool.h"
+#include "mithril/Runtime/Distributed.h"
 
 #include "mithril/Dialect/Mithril/IR/MithrilOps.h"
 #include "mithril/Dialect/Mithril/Transforms/Passes.h"
@@ -255,6 +256,8 @@ static std::string pipelineOptions(const CompileOptions &options, StringRef stop
       add("seeds", llvm::join(options.seeds, ","));
     if (options.checkpointSegments)
       add("checkpoint-segments", std::to_string(options.checkpointSegments));
+    if (options.allReduceGradients)
+      add("all-reduce-gradients", "true");
     if (!options.optimizer.empty()) {
       add("optimizer", options.optimizer);
       add("momentum", std::to_string(options.momentum));
@@ -836,6 +839,8 @@ static llvm::orc::SymbolMap hostSymbols(llvm::orc::MangleAndInterner &interner,
   add("mithrilIndexError", reinterpret_cast<void *>(&mithrilIndexError));
   add("mithrilProfileEnter", reinterpret_cast<void *>(&mithrilProfileEnter));
   add("mithrilProfileExit", reinterpret_cast<void *>(&mithrilProfileExit));
+  add("mithrilAllReduceF32", reinterpret_cast<void *>(&mithrilAllReduceF32));
+  add("mithrilAllReduceF64", reinterpret_cast<void *>(&mithrilAllReduceF64));
   if (asyncSymbols)
     for (const auto &symbol : *asyncSymbols)
       add(symbol.getKey(), symbol.getValue());
@@ -942,6 +947,13 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
     return makeError("unknown target '" + options.target + "' (expected cpu or cuda)");
   if (options.gpuTilesOnHost && options.target != "cpu")
     return makeError("gpuTilesOnHost runs the GPU schedule on target 'cpu'");
+  if (options.allReduceGradients) {
+    if (options.target != "cpu")
+      return makeError("summing gradients over ranks (data parallelism) runs on target 'cpu'");
+    // The compiled code calls MPI: it must be there, and started.
+    if (auto info = initDistributed(); !info)
+      return info.takeError();
+  }
   if (!options.targetCpu.empty()) {
     // Code for another CPU runs here only if this host has all its features
     // (znver2's code on a Zen 5, say): anything else dies of SIGILL.
@@ -1457,6 +1469,42 @@ static Expected<std::string> emitHeader(ModuleOp module, const CompileOptions &o
     os << (i ? ", " : "") << params[i].first << " *" << params[i].second;
   os << ");\n\n#ifdef __cplusplus\n}\n#endif\n\n#endif // " << guard << "\n";
   return out;
+}
+
+Expected<std::vector<OutputDistribution>>
+mithril::runtime::analyzeDataParallel(StringRef source, const CompileOptions &options,
+                                      ArrayRef<std::string> batchedInputs) {
+  auto ctx = createContext();
+  auto module = parseSource(*ctx, source, options.sourceName);
+  if (!module)
+    return module.takeError();
+  CompileOptions front = options;
+  front.dynamicShapes = true;
+  front.gradients = false;
+  if (llvm::Error err = runPipeline(**module, front, "shapes"))
+    return std::move(err);
+  auto model = findEntry(**module, options.entry);
+  if (!model)
+    return model.takeError();
+  SmallVector<unsigned> batched;
+  for (const std::string &name : batchedInputs) {
+    std::optional<unsigned> index = model->lookupInput(name);
+    if (!index)
+      return makeError("data parallelism: the model has no input '" + name + "'");
+    batched.push_back(*index);
+  }
+  DiagnosticCollector diags(*ctx);
+  FailureOr<SmallVector<BatchSharding>> outputs = analyzeBatchSharding(*model, batched);
+  if (failed(outputs)) {
+    std::string reproduce = pipelineOptions(front, "shapes", "");
+    return makeError(diags.text + "reproduce with: mithril-opt --pass-pipeline='builtin.module(" +
+                     "mithril-cpu-pipeline{" + reproduce + "},mithril-batch-sharding{inputs=" +
+                     llvm::join(batchedInputs, ",") + "})' " + options.sourceName);
+  }
+  std::vector<OutputDistribution> result;
+  for (auto [i, sharding] : llvm::enumerate(*outputs))
+    result.push_back({model->getOutputName(i).str(), sharding});
+  return result;
 }
 
 Expected<std::string> mithril::runtime::runPasses(StringRef source, StringRef pipeline,

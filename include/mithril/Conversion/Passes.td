@@ -39,6 +39,7 @@ def ConvertMithrilToLinalg : Pass<"convert-mithril-to-linalg", "mlir::ModuleOp">
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect",
+    "mlir::bufferization::BufferizationDialect",
     "mlir::func::FuncDialect",
     "mlir::linalg::LinalgDialect",
     "mlir::math::MathDialect",

@@ -86,6 +86,12 @@ struct ModelPipelineOptions : public mlir::PassPipelineOptions<Derived> {
                      "(mithril-autodiff); CSE, which would merge the recomputed ops back, "
                      "does not run after autodiff then"),
       llvm::cl::init(0)};
+  Option<bool> allReduceGradients{
+      *this, "all-reduce-gradients",
+      llvm::cl::desc("With gradients: sum the parameter gradients over the ranks of a "
+                     "data-parallel run before the optimizer uses them "
+                     "(mithril-all-reduce-gradients)"),
+      llvm::cl::init(false)};
 };
 
 /// Copies the ModelPipelineOptions fields between option structs with those
@@ -101,6 +107,7 @@ template <typename To, typename From> void copyModelOptions(To &to, const From &
   to.momentum = from.momentum;
   to.weightDecay = from.weightDecay;
   to.checkpointSegments = from.checkpointSegments;
+  to.allReduceGradients = from.allReduceGradients;
   to.precision = from.precision;
   to.precisionTerminals = from.precisionTerminals;
   to.quantize = from.quantize;

@@ -65,6 +65,10 @@ struct CompileOptions {
   /// With gradients: gradient checkpointing in this many runs of forward
   /// ops (mithril-autodiff's checkpoint-segments; 0: off).
   unsigned checkpointSegments = 0;
+  /// With gradients: sum the parameter gradients over the ranks of a
+  /// data-parallel run (mithril-all-reduce-gradients); the code then calls
+  /// MPI through the runtime, which initDistributed() must have started.
+  bool allReduceGradients = false;
   /// Compute in "bf16" or "f16" (mithril-mixed-precision); empty: the model's
   /// own types. `precisionTerminals`: the terminals take that type too.
   std::string precision;

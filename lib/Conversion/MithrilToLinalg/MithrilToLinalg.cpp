@@ -10,6 +10,7 @@
 
 #include "Utils.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace mithril {
@@ -90,9 +91,9 @@ struct ConvertMithrilToLinalgPass
 
     MLIRContext *ctx = &getContext();
     ConversionTarget target(*ctx);
-    target.addLegalDialect<arith::ArithDialect, func::FuncDialect, linalg::LinalgDialect,
-                           math::MathDialect, memref::MemRefDialect, scf::SCFDialect,
-                           tensor::TensorDialect>();
+    target.addLegalDialect<arith::ArithDialect, bufferization::BufferizationDialect,
+                           func::FuncDialect, linalg::LinalgDialect, math::MathDialect,
+                           memref::MemRefDialect, scf::SCFDialect, tensor::TensorDialect>();
     target.addIllegalDialect<MithrilDialect>();
     RewritePatternSet patterns(ctx);
     populateMithrilToLinalgPatterns(patterns, indexErrors);
@@ -117,4 +118,5 @@ void mithril::populateMithrilToLinalgPatterns(RewritePatternSet &patterns, bool 
   populateDataMovementPatterns(patterns);
   populateConvolutionPatterns(patterns);
   populatePoolingPatterns(patterns);
+  populateCollectivePatterns(patterns);
 }

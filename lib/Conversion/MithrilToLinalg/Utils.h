@@ -170,6 +170,9 @@ void populateIndexingPatterns(mlir::RewritePatternSet &patterns, bool indexError
 /// are reported.
 void populateLossPatterns(mlir::RewritePatternSet &patterns, bool indexErrors);
 
+/// all_reduce, as a call of the host's collective (Collectives.cpp).
+void populateCollectivePatterns(mlir::RewritePatternSet &patterns);
+
 } // namespace mithril::linalg_lowering
 
 #endif // MITHRIL_LIB_CONVERSION_MITHRILTOLINALG_UTILS_H

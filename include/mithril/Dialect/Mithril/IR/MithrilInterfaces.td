@@ -62,6 +62,34 @@ def Mithril_ShapeRefinementOpInterface : OpInterface<"ShapeRefinementOpInterface
   ];
 }
 
+def Mithril_BatchShardingOpInterface : OpInterface<"BatchShardingOpInterface"> {
+  let cppNamespace = "::mithril";
+  let description = [{
+    How an op computes when the batch is split across ranks (data
+    parallelism): given how each operand is distributed (replicated, split
+    along one axis, or a partial sum or mean that ranks add up), the
+    distribution of the result, or a reason why the op needs values that live
+    on other ranks (a softmax along the batch axis, batch statistics).
+
+    `mithril-batch-sharding` runs the rules forward from the inputs split
+    along their batch axis. It runs on a model whose batch sizes are dynamic
+    (`?`), so that a value's split axis is its dynamic dimension, and the
+    rules read the result types. Ops with no split or partial operand give a
+    replicated result without asking; ops of the elementwise families get
+    their rule from their traits (`Mithril_Elementwise`,
+    `Mithril_BroadcastingElementwise`); others implement this interface.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        The distribution of the op's only result given its operands', or
+        failure with `reason` set to why the op cannot run on batch shards.
+      }],
+      "::mlir::FailureOr<::mithril::BatchSharding>", "inferBatchSharding",
+      (ins "::llvm::ArrayRef<::mithril::BatchSharding>":$operands,
+           "::std::string &":$reason)>
+  ];
+}
+
 // The op builds its own vector-Jacobian product (buildGradient in
 // MithrilGradients.cpp).
 defvar Mithril_Differentiable =
@@ -71,6 +99,11 @@ defvar Mithril_Differentiable =
 // (refineOperandShapes in MithrilShapes.cpp).
 defvar Mithril_RefinesOperandShapes =
     DeclareOpInterfaceMethods<Mithril_ShapeRefinementOpInterface>;
+
+// The op says how it computes on batch shards (inferBatchSharding in
+// MithrilBatchSharding.cpp).
+defvar Mithril_BatchParallel =
+    DeclareOpInterfaceMethods<Mithril_BatchShardingOpInterface>;
 
 // The op's gradient is zero almost everywhere: piecewise constant results.
 defvar Mithril_ZeroGradient = Mithril_GradientOpInterface;

@@ -8,6 +8,7 @@
 #ifndef MITHRIL_DIALECT_MITHRIL_IR_MITHRILOPS_H
 #define MITHRIL_DIALECT_MITHRIL_IR_MITHRILOPS_H
 
+#include "mithril/Dialect/Mithril/IR/BatchSharding.h"
 #include "mithril/Dialect/Mithril/IR/MithrilDialect.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"

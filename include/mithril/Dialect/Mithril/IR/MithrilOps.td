@@ -246,7 +246,7 @@ class Mithril_LossOp<string mnemonic, string doc, list<Trait> traits = []>
 
 // Reduction over `axes` (all axes when absent), optionally keeping them.
 class Mithril_ReduceOp<string mnemonic, string doc, list<Trait> traits = []>
-    : Mithril_TensorOp<mnemonic, !listconcat([Mithril_Differentiable], traits)> {
+    : Mithril_TensorOp<mnemonic, !listconcat([Mithril_Differentiable, Mithril_BatchParallel], traits)> {
   let summary = doc;
   let description = [{
     Reduces `input` over `axes` (every axis when `axes` is absent; negative
@@ -287,19 +287,19 @@ def Mithril_ConstantOp : Mithril_Op<"constant", [
 //===----------------------------------------------------------------------===//
 
 def Mithril_AddOp : Mithril_BinaryOp<"add", "Elementwise addition", "Arith",
-    [Commutative, Mithril_Differentiable]> {
+    [Commutative, Mithril_Differentiable, Mithril_BatchParallel]> {
   let hasFolder = 1;
 }
 def Mithril_SubtractOp : Mithril_BinaryOp<"subtract", "Elementwise subtraction", "Arith",
-    [Mithril_Differentiable]> {
+    [Mithril_Differentiable, Mithril_BatchParallel]> {
   let hasFolder = 1;
 }
 def Mithril_MultiplyOp : Mithril_BinaryOp<"multiply", "Elementwise multiplication", "Arith",
-    [Commutative, Mithril_Differentiable]> {
+    [Commutative, Mithril_Differentiable, Mithril_BatchParallel]> {
   let hasFolder = 1;
 }
 def Mithril_DivideOp : Mithril_BinaryOp<"divide", "Elementwise true division", "Arith",
-    [Mithril_Differentiable]> {
+    [Mithril_Differentiable, Mithril_BatchParallel]> {
   let hasFolder = 1;
 }
 def Mithril_FloorDivideOp : Mithril_BinaryOp<"floor_divide", "Elementwise division rounded towards minus infinity",
@@ -324,7 +324,7 @@ def Mithril_LogicalOrOp : Mithril_BinaryOp<"logical_or", "Elementwise or of i1 t
 def Mithril_LogicalXorOp : Mithril_BinaryOp<"logical_xor", "Elementwise xor of i1 tensors", "Logical", [Commutative]>;
 
 def Mithril_NegateOp : Mithril_UnaryOp<"negate", "Elementwise negation",
-    [Mithril_Differentiable]> {
+    [Mithril_Differentiable, Mithril_BatchParallel]> {
   let hasFolder = 1;
 }
 def Mithril_AbsOp : Mithril_UnaryOp<"abs", "Elementwise absolute value",
@@ -335,7 +335,7 @@ def Mithril_SquareOp : Mithril_UnaryOp<"square", "Elementwise x * x",
     [Mithril_Differentiable]>;
 def Mithril_LogicalNotOp : Mithril_UnaryOp<"logical_not", "Elementwise not of an i1 tensor">;
 def Mithril_StopGradientOp : Mithril_UnaryOp<"stop_gradient",
-    "Identity whose gradient is zero", [Mithril_ZeroGradient]>;
+    "Identity whose gradient is zero", [Mithril_ZeroGradient, Mithril_BatchParallel]>;
 def Mithril_ExpOp : Mithril_UnaryFloatOp<"exp", "Elementwise e ** x",
     [Mithril_Differentiable]>;
 def Mithril_LogOp : Mithril_UnaryFloatOp<"log", "Elementwise natural logarithm",
@@ -421,7 +421,7 @@ def Mithril_RobustPowerOp : Mithril_BinaryOp<"robust_power",
 // Feature maps
 //===----------------------------------------------------------------------===//
 
-def Mithril_PolynomialFeaturesOp : Mithril_TensorOp<"polynomial_features"> {
+def Mithril_PolynomialFeaturesOp : Mithril_TensorOp<"polynomial_features", [Mithril_BatchParallel]> {
   let summary = "Every monomial of the input columns up to a degree";
   let description = [{
     For an input `[N, d]`, the monomials of degree 1 to `degree` of the `d`
@@ -437,7 +437,7 @@ def Mithril_PolynomialFeaturesOp : Mithril_TensorOp<"polynomial_features"> {
 
 def Mithril_ReverseOp : Mithril_UnaryOp<"reverse",
     "Reverses the order of the elements along axes",
-    [Mithril_Differentiable, Mithril_DataMovement],
+    [Mithril_Differentiable, Mithril_DataMovement, Mithril_BatchParallel],
     /*elementwise=*/0> {
   let description = [{
     `input[..., n - 1 - i, ...]` along each of `axes`, whose sizes must be
@@ -448,7 +448,7 @@ def Mithril_ReverseOp : Mithril_UnaryOp<"reverse",
 }
 
 def Mithril_EyeLikeOp : Mithril_UnaryOp<"eye_like",
-    "The identity matrix shaped like a matrix operand", [Mithril_ZeroGradient],
+    "The identity matrix shaped like a matrix operand", [Mithril_ZeroGradient, Mithril_BatchParallel],
     /*elementwise=*/0> {
   let description = [{
     Ones on the main diagonal and zeros elsewhere, with the type of its 2-D
@@ -484,13 +484,13 @@ def Mithril_GeluOp : Mithril_UnaryFloatOp<"gelu", "Gaussian error linear unit",
                        DefaultValuedAttr<BoolAttr, "false">:$approximate);
 }
 def Mithril_SoftmaxOp : Mithril_UnaryFloatOp<"softmax", "exp(x) / sum(exp(x)) along an axis",
-                                              [SameOperandsAndResultShape], /*elementwise=*/0> {
+                                              [SameOperandsAndResultShape, Mithril_BatchParallel], /*elementwise=*/0> {
   let arguments = (ins RankedTensorOf<[AnyFloat]>:$input,
                        DefaultValuedAttr<I64Attr, "-1">:$axis);
   let hasVerifier = 1;
 }
 def Mithril_LogSoftmaxOp : Mithril_UnaryFloatOp<"log_softmax",
-    "log(softmax(x)) along an axis, computed stably", [SameOperandsAndResultShape],
+    "log(softmax(x)) along an axis, computed stably", [SameOperandsAndResultShape, Mithril_BatchParallel],
     /*elementwise=*/0> {
   let arguments = (ins RankedTensorOf<[AnyFloat]>:$input,
                        DefaultValuedAttr<I64Attr, "-1">:$axis);
@@ -504,7 +504,7 @@ def Mithril_WhereOp : Mithril_TensorOp<"where",
   let results = (outs AnyRankedTensor:$result);
 }
 
-def Mithril_OneHotOp : Mithril_TensorOp<"one_hot"> {
+def Mithril_OneHotOp : Mithril_TensorOp<"one_hot", [Mithril_BatchParallel]> {
   let summary = "One-hot encoding of integer indices along a new axis";
   let description = [{
     For indices of shape `[d0, ..., dn]` the result has a new axis of size
@@ -521,7 +521,7 @@ def Mithril_OneHotOp : Mithril_TensorOp<"one_hot"> {
 //===----------------------------------------------------------------------===//
 
 def Mithril_MatmulOp : Mithril_TensorOp<"matmul",
-    [Mithril_Differentiable, Mithril_RefinesOperandShapes]> {
+    [Mithril_Differentiable, Mithril_RefinesOperandShapes, Mithril_BatchParallel]> {
   let summary = "Matrix product with numpy batch broadcasting";
   let description = [{
     `numpy.matmul` semantics: 1-D operands are promoted to matrices and the
@@ -542,7 +542,7 @@ def Mithril_MeanOp : Mithril_ReduceOp<"mean", "Mean over axes">;
 def Mithril_MaxOp : Mithril_ReduceOp<"max", "Maximum over axes">;
 def Mithril_MinOp : Mithril_ReduceOp<"min", "Minimum over axes">;
 def Mithril_ProdOp : Mithril_ReduceOp<"prod", "Product over axes">;
-def Mithril_VarianceOp : Mithril_TensorOp<"variance", [Mithril_Differentiable]> {
+def Mithril_VarianceOp : Mithril_TensorOp<"variance", [Mithril_Differentiable, Mithril_BatchParallel]> {
   let summary = "Variance over axes, with a degrees-of-freedom correction";
   let arguments = (ins RankedTensorOf<[AnyFloat]>:$input,
                        OptionalAttr<DenseI64ArrayAttr>:$axes,
@@ -550,7 +550,8 @@ def Mithril_VarianceOp : Mithril_TensorOp<"variance", [Mithril_Differentiable]> 
                        DefaultValuedAttr<F64Attr, "0.0">:$correction);
   let results = (outs AnyRankedTensor:$result);
 }
-class Mithril_ArgReduceOp<string mnemonic, string doc> : Mithril_TensorOp<mnemonic> {
+class Mithril_ArgReduceOp<string mnemonic, string doc>
+    : Mithril_TensorOp<mnemonic, [Mithril_BatchParallel]> {
   let summary = doc;
   let description = [{
     Index (i64) of the first extreme element along `axis`, or in the
@@ -568,14 +569,15 @@ def Mithril_ArgMinOp : Mithril_ArgReduceOp<"argmin", "Index of the minimum along
 //===----------------------------------------------------------------------===//
 
 def Mithril_ReshapeOp : Mithril_TensorOp<"reshape",
-    [Mithril_Differentiable, Mithril_DataMovement]> {
+    [Mithril_Differentiable, Mithril_DataMovement, Mithril_BatchParallel]> {
   let summary = "Reshape to `shape`; one entry may be -1 (inferred)";
   let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$shape);
   let results = (outs AnyRankedTensor:$result);
   let hasFolder = 1;
 }
 def Mithril_TransposeOp : Mithril_TensorOp<"transpose",
-    [Mithril_Differentiable, Mithril_RefinesOperandShapes, Mithril_DataMovement]> {
+    [Mithril_Differentiable, Mithril_RefinesOperandShapes, Mithril_DataMovement,
+     Mithril_BatchParallel]> {
   let summary = "Permute axes (reverse them when `permutation` is absent)";
   let arguments = (ins AnyRankedTensor:$input, OptionalAttr<DenseI64ArrayAttr>:$permutation);
   let results = (outs AnyRankedTensor:$result);
@@ -586,7 +588,7 @@ def Mithril_TransposeOp : Mithril_TensorOp<"transpose",
   }];
 }
 def Mithril_FlattenOp : Mithril_TensorOp<"flatten",
-    [Mithril_Differentiable, Mithril_DataMovement]> {
+    [Mithril_Differentiable, Mithril_DataMovement, Mithril_BatchParallel]> {
   let summary = "Merge axes start_dim..end_dim into one";
   let arguments = (ins AnyRankedTensor:$input,
                        DefaultValuedAttr<I64Attr, "0">:$start_dim,
@@ -594,31 +596,31 @@ def Mithril_FlattenOp : Mithril_TensorOp<"flatten",
   let results = (outs AnyRankedTensor:$result);
 }
 def Mithril_SqueezeOp : Mithril_TensorOp<"squeeze",
-    [Mithril_Differentiable, Mithril_DataMovement]> {
+    [Mithril_Differentiable, Mithril_DataMovement, Mithril_BatchParallel]> {
   let summary = "Drop size-1 axes (the given ones, or all)";
   let arguments = (ins AnyRankedTensor:$input, OptionalAttr<DenseI64ArrayAttr>:$axes);
   let results = (outs AnyRankedTensor:$result);
 }
 def Mithril_UnsqueezeOp : Mithril_TensorOp<"unsqueeze",
-    [Mithril_Differentiable, Mithril_DataMovement]> {
+    [Mithril_Differentiable, Mithril_DataMovement, Mithril_BatchParallel]> {
   let summary = "Insert a size-1 axis at `axis`";
   let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis);
   let results = (outs AnyRankedTensor:$result);
 }
 def Mithril_ConcatOp : Mithril_TensorOp<"concat",
-    [Mithril_Differentiable, Mithril_DataMovement]> {
+    [Mithril_Differentiable, Mithril_DataMovement, Mithril_BatchParallel]> {
   let summary = "Join tensors along an existing axis";
   let arguments = (ins Variadic<AnyRankedTensor>:$inputs, DefaultValuedAttr<I64Attr, "0">:$axis);
   let results = (outs AnyRankedTensor:$result);
 }
 def Mithril_BroadcastToOp : Mithril_TensorOp<"broadcast_to",
-    [Mithril_Differentiable, Mithril_DataMovement]> {
+    [Mithril_Differentiable, Mithril_DataMovement, Mithril_BatchParallel]> {
   let summary = "Broadcast to `shape` with numpy rules";
   let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$shape);
   let results = (outs AnyRankedTensor:$result);
 }
 def Mithril_SliceOp : Mithril_TensorOp<"slice",
-    [Mithril_Differentiable, Mithril_DataMovement]> {
+    [Mithril_Differentiable, Mithril_DataMovement, Mithril_BatchParallel]> {
   let summary = "Python-style slice start:stop:step along each given axis";
   let description = [{
     For each entry `i`, takes `start[i]:stop[i]:step[i]` along `axes[i]` with
@@ -631,13 +633,13 @@ def Mithril_SliceOp : Mithril_TensorOp<"slice",
   let results = (outs AnyRankedTensor:$result);
 }
 def Mithril_CastOp : Mithril_TensorOp<"cast",
-    [Mithril_Elementwise, Mithril_Differentiable]> {
+    [Mithril_Elementwise, Mithril_Differentiable, Mithril_BatchParallel]> {
   let summary = "Convert the element type";
   let arguments = (ins AnyRankedTensor:$input, TypeAttr:$element_type);
   let results = (outs AnyRankedTensor:$result);
   let hasFolder = 1;
 }
-def Mithril_ShapeOp : Mithril_TensorOp<"shape", [Mithril_DataMovement]> {
+def Mithril_ShapeOp : Mithril_TensorOp<"shape", [Mithril_DataMovement, Mithril_BatchParallel]> {
   let summary = "The shape of a tensor as a 1-D i64 tensor";
   let arguments = (ins AnyRankedTensor:$input);
   let results = (outs RankedTensorOf<[I64]>:$result);
@@ -645,11 +647,36 @@ def Mithril_ShapeOp : Mithril_TensorOp<"shape", [Mithril_DataMovement]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+def Mithril_AllReduceOp : Mithril_Op<"all_reduce", [
+    SameOperandsAndResultType, InferTypeOpInterface]> {
+  let summary = "Sum of a tensor over the ranks of a data-parallel run";
+  let description = [{
+    Every rank of the run (MPI's world communicator) contributes its
+    `input`; every rank gets their elementwise sum. Inserted by
+    mithril-all-reduce-gradients on parameter gradients; lowered to a call of
+    the runtime's collective (MPI_Allreduce). Not pure: each rank must call
+    the collectives in the same order, so it is never moved, merged or
+    dropped.
+
+    ```mlir
+    %sum = mithril.all_reduce %grad : (tensor<512x784xf32>) -> tensor<512x784xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32, F64]>:$input);
+  let results = (outs RankedTensorOf<[F32, F64]>:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
 // Convolution, pooling and normalization
 //===----------------------------------------------------------------------===//
 
 class Mithril_ConvOp<string mnemonic, int rank>
-    : Mithril_TensorOp<mnemonic, [Mithril_Differentiable, Mithril_RefinesOperandShapes]> {
+    : Mithril_TensorOp<mnemonic, [Mithril_Differentiable, Mithril_RefinesOperandShapes,
+                                  Mithril_BatchParallel]> {
   let summary = "Convolution over " # rank # " spatial dimensions, channels first";
   let description = [{
     `input` is `[N, C_in, spatial...]`, `weight` is
@@ -670,7 +697,7 @@ def Mithril_Conv1DOp : Mithril_ConvOp<"conv1d", 1>;
 def Mithril_Conv2DOp : Mithril_ConvOp<"conv2d", 2>;
 
 class Mithril_PoolOp<string mnemonic, string doc>
-    : Mithril_TensorOp<mnemonic, [Mithril_Differentiable]> {
+    : Mithril_TensorOp<mnemonic, [Mithril_Differentiable, Mithril_BatchParallel]> {
   let summary = doc;
   let description = [{
     Pools `[N, C, spatial...]` (or `[C, spatial...]`) with a window of
@@ -690,13 +717,13 @@ def Mithril_MaxPool2DOp : Mithril_PoolOp<"max_pool2d", "Max pooling over two spa
 def Mithril_AvgPool2DOp : Mithril_PoolOp<"avg_pool2d", "Average pooling over two spatial dimensions">;
 
 def Mithril_EmbeddingOp : Mithril_TensorOp<"embedding",
-    [Mithril_Differentiable, Mithril_DataMovement]> {
+    [Mithril_Differentiable, Mithril_DataMovement, Mithril_BatchParallel]> {
   let summary = "Gather rows of `weight` [V, D] at integer `indices`";
   let arguments = (ins RankedTensorOf<[AnyInteger]>:$indices, RankedTensorOf<[AnyFloat]>:$weight);
   let results = (outs AnyRankedTensor:$result);
 }
 def Mithril_LayerNormOp : Mithril_TensorOp<"layer_norm",
-    [Mithril_Differentiable, Mithril_RefinesOperandShapes]> {
+    [Mithril_Differentiable, Mithril_RefinesOperandShapes, Mithril_BatchParallel]> {
   let summary = "Normalize over the last `num_axes` axes: (x - mean) / sqrt(var + eps)";
   let description = [{
     With `scaled`, the first of `affine` is a weight the result is multiplied
@@ -713,7 +740,7 @@ def Mithril_LayerNormOp : Mithril_TensorOp<"layer_norm",
                        DefaultValuedAttr<BoolAttr, "false">:$shifted);
   let results = (outs AnyRankedTensor:$result);
 }
-def Mithril_BatchNormOp : Mithril_TensorOp<"batch_norm"> {
+def Mithril_BatchNormOp : Mithril_TensorOp<"batch_norm", [Mithril_BatchParallel]> {
   let summary = "Inference batch normalization over axis 1 with running statistics";
   let description = [{
     `(x - mean) / sqrt(var + eps) * weight + bias`, where `mean`, `var`,
@@ -800,7 +827,7 @@ def Mithril_BinaryCrossEntropyOp : Mithril_LossOp<"binary_cross_entropy",
   let arguments = (ins RankedTensorOf<[AnyFloat]>:$input, RankedTensorOf<[AnyFloat]>:$target,
                        DefaultValuedAttr<BoolAttr, "false">:$from_logits);
 }
-def Mithril_CrossEntropyOp : Mithril_TensorOp<"cross_entropy", [Mithril_Differentiable]> {
+def Mithril_CrossEntropyOp : Mithril_TensorOp<"cross_entropy", [Mithril_Differentiable, Mithril_BatchParallel]> {
   let summary = "Cross entropy over the class axis (axis 1)";
   let description = [{
     `input` is `[N, C, ...]` holding probabilities, logits (`from_logits`) or

@@ -37,6 +37,14 @@ inferModelShapes(ModelOp model,
                  llvm::ArrayRef<std::pair<std::string, llvm::SmallVector<int64_t>>> given,
                  bool dynamicData = false);
 
+/// The distribution over ranks of each output of `model` when the inputs at
+/// `batchedInputs` are split along axis 0 (data parallelism; see
+/// BatchSharding.h). The model's shapes must be inferred with those axes
+/// dynamic and every other size static. An op that cannot run on batch
+/// shards is an error on that op naming it and why.
+llvm::FailureOr<llvm::SmallVector<BatchSharding>>
+analyzeBatchSharding(ModelOp model, llvm::ArrayRef<unsigned> batchedInputs);
+
 } // namespace mithril
 
 #endif // MITHRIL_DIALECT_MITHRIL_TRANSFORMS_PASSES_H

@@ -112,6 +112,48 @@ def MithrilAutodiff : Pass<"mithril-autodiff", "mlir::ModuleOp"> {
   let dependentDialects = ["mithril::MithrilDialect"];
 }
 
+def MithrilBatchSharding : Pass<"mithril-batch-sharding", "mlir::ModuleOp"> {
+  let summary = "Check that a model runs data-parallel; report its outputs' distribution";
+  let description = [{
+    Data parallelism runs the model on each rank's share of the batch. This
+    analysis splits the data inputs named by `inputs` along their axis 0
+    (which must be dynamic, `?`) and asks every op of the model `entry`
+    (every model when empty), through BatchShardingOpInterface or its
+    elementwise traits, how it computes on batch shards. Each output is then
+    `sharded<axis>` (the ranks' results concatenate along that axis),
+    `partial_sum` or `partial_mean` (they add up, or average weighted by the
+    ranks' batch shares: a loss's mean over the batch) or `replicated`; the
+    pass reports each as a remark. An op that needs rows of other ranks (a
+    softmax along the batch axis, batch-norm statistics, a maximum over the
+    batch) is an error naming it and why. The IR is unchanged.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
+           "The model (default: every model)">,
+    ListOption<"inputs", "inputs", "std::string",
+               "The data inputs split along their axis 0">
+  ];
+}
+
+def MithrilAllReduceGradients : Pass<"mithril-all-reduce-gradients", "mlir::ModuleOp"> {
+  let summary = "Sum the parameter gradients over the ranks (data parallelism)";
+  let description = [{
+    After mithril-autodiff, each output `grad:<input>` of the model `entry`
+    (every model when empty) is replaced by `mithril.all_reduce` of it, placed
+    right after the op that computes it, so that the sum over ranks of the
+    gradients of the first layers' parameters can start while the backward
+    pass is still running for the others. mithril-optimizer, run after this
+    pass, then updates every rank's parameters with the same summed
+    gradient. Each rank feeds its share of the seed (its batch share of a
+    mean), so the sums are the gradients over the whole batch.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
+           "The model (default: every model)">
+  ];
+  let dependentDialects = ["mithril::MithrilDialect"];
+}
+
 def MithrilMixedPrecision : Pass<"mithril-mixed-precision", "mlir::ModuleOp"> {
   let summary = "Compute a float32 model in float16 or bfloat16";
   let description = [{

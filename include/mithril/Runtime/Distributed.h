@@ -1,0 +1,79 @@
+//===- Distributed.h - data-parallel runs over MPI ---------------*- C++ -*-===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+//
+// The ranks of a data-parallel run and their collectives. MPI comes from
+// libmithril_mpi_runtime, built where an MPI library is found and loaded on
+// first use (MITHRIL_MPI_RUNTIME names another copy), so that nothing else
+// links MPI. Compiled code sums gradients through mithrilAllReduceF32/F64;
+// the Python package gathers outputs and sums losses through these
+// functions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MITHRIL_RUNTIME_DISTRIBUTED_H
+#define MITHRIL_RUNTIME_DISTRIBUTED_H
+
+#include "mithril/Dialect/Mithril/IR/BatchSharding.h"
+#include "mithril/Runtime/CompiledModel.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+
+namespace mithril::runtime {
+
+struct DistributedInfo {
+  int rank = 0;
+  int size = 1;
+  /// The MPI library's own description of itself.
+  std::string library;
+};
+
+/// Starts MPI (once per process) and gives this process's rank and the
+/// number of ranks. Fails, naming what is missing, where this build has no
+/// MPI runtime or MPI does not start.
+llvm::Expected<DistributedInfo> initDistributed();
+
+/// Sums `count` float32 (`isDouble`: float64) values over the ranks, in place.
+llvm::Error allReduceSum(void *data, int64_t count, bool isDouble);
+
+/// Gathers each rank's `sendBytes` bytes in rank order into `recv`;
+/// `counts[r]` is rank r's byte count.
+llvm::Error allGatherBytes(const void *send, int64_t sendBytes, void *recv,
+                           llvm::ArrayRef<int64_t> counts);
+
+/// Rank `root`'s `bytes` bytes at `data`, on every rank.
+llvm::Error broadcastBytes(void *data, int64_t bytes, int root);
+
+struct OutputDistribution {
+  std::string name;
+  BatchSharding sharding;
+};
+
+/// How each output of the model `options` describes is spread over the ranks
+/// when the data inputs `batchedInputs` are split along axis 0
+/// (mithril-batch-sharding on the flattened model, with those axes dynamic:
+/// give them as `?` in options.shapes). An op that cannot run on batch
+/// shards is an error naming it, and the mithril-opt command that shows it.
+llvm::Expected<std::vector<OutputDistribution>>
+analyzeDataParallel(llvm::StringRef source, const CompileOptions &options,
+                    llvm::ArrayRef<std::string> batchedInputs);
+
+} // namespace mithril::runtime
+
+/// Called by compiled code (mithril.all_reduce): sums the memref at
+/// (srcRank, srcDescriptor) over the ranks into the one at (dstRank,
+/// dstDescriptor), as unranked memrefs pass. A failed collective ends the
+/// job (MPI_Abort): the other ranks would wait for this one forever.
+extern "C" void mithrilAllReduceF32(int64_t srcRank, void *srcDescriptor, int64_t dstRank,
+                                    void *dstDescriptor);
+extern "C" void mithrilAllReduceF64(int64_t srcRank, void *srcDescriptor, int64_t dstRank,
+                                    void *dstDescriptor);
+
+#endif // MITHRIL_RUNTIME_DISTRIBUTED_H

@@ -1,0 +1,221 @@
+//===- Distributed.cpp - MPI, loaded on demand ----------------------------===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mithril/Runtime/Distributed.h"
+
+#include "llvm/Support/DynamicLibrary.h"
+#include "llvm/Support/FileSystem.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+using namespace mithril::runtime;
+
+namespace {
+struct MpiRuntime {
+  std::string path;
+  int (*init)() = nullptr;
+  int (*rank)() = nullptr;
+  int (*size)() = nullptr;
+  const char *(*libraryVersion)() = nullptr;
+  const char *(*takeError)() = nullptr;
+  int (*allReduceSum)(const void *, void *, int64_t, int32_t) = nullptr;
+  int (*allGatherBytes)(const void *, int64_t, void *, const int64_t *) = nullptr;
+  int (*broadcastBytes)(void *, int64_t, int32_t) = nullptr;
+  void (*abort)(int32_t) = nullptr;
+};
+} // namespace
+
+static llvm::Error mpiError(const llvm::Twine &why) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "data parallelism needs MPI: " + why);
+}
+
+static llvm::Expected<MpiRuntime> load() {
+  std::string path;
+  if (const char *env = std::getenv("MITHRIL_MPI_RUNTIME"); env && *env)
+    path = env;
+  else
+    for (const char *candidate : {MITHRIL_MPI_RUNTIME_BUILD, MITHRIL_MPI_RUNTIME_INSTALL})
+      if (llvm::sys::fs::exists(candidate)) {
+        path = candidate;
+        break;
+      }
+  if (path.empty())
+    return mpiError("this installation has no libmithril_mpi_runtime (it is built where an "
+                    "MPI library is found: apt-get install libopenmpi-dev openmpi-bin, then "
+                    "rebuild); set MITHRIL_MPI_RUNTIME to one");
+  std::string error;
+  // Global symbols: Open MPI's own plugins resolve against libmpi.
+  auto library = llvm::sys::DynamicLibrary::getPermanentLibrary(path.c_str(), &error);
+  if (!library.isValid())
+    return mpiError("cannot load " + path + ": " + error);
+  MpiRuntime runtime;
+  runtime.path = path;
+  auto bind = [&](auto &function, const char *name) {
+    function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(
+        library.getAddressOfSymbol(name));
+    return function != nullptr;
+  };
+  if (!bind(runtime.init, "mithrilMpiInit") || !bind(runtime.rank, "mithrilMpiRank") ||
+      !bind(runtime.size, "mithrilMpiSize") ||
+      !bind(runtime.libraryVersion, "mithrilMpiLibraryVersion") ||
+      !bind(runtime.takeError, "mithrilMpiTakeError") ||
+      !bind(runtime.allReduceSum, "mithrilMpiAllReduceSum") ||
+      !bind(runtime.allGatherBytes, "mithrilMpiAllGatherBytes") ||
+      !bind(runtime.broadcastBytes, "mithrilMpiBroadcastBytes") ||
+      !bind(runtime.abort, "mithrilMpiAbort"))
+    return mpiError(path + " is not a mithril MPI runtime library of this version");
+  if (runtime.init() != 0)
+    return mpiError(std::string("MPI did not start: ") + runtime.takeError());
+  return runtime;
+}
+
+static std::mutex mutex;
+static std::optional<MpiRuntime> loaded;
+
+/// The started runtime, or null before initDistributed succeeded.
+static const MpiRuntime *started() {
+  std::lock_guard<std::mutex> lock(mutex);
+  return loaded ? &*loaded : nullptr;
+}
+
+llvm::Expected<DistributedInfo> mithril::runtime::initDistributed() {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!loaded) {
+      auto runtime = load();
+      if (!runtime)
+        return runtime.takeError();
+      loaded = std::move(*runtime);
+    }
+  }
+  const MpiRuntime *mpi = started();
+  std::string library = mpi->libraryVersion();
+  // The first line: Open MPI's and MPICH's version strings run on.
+  library = library.substr(0, library.find('\n'));
+  return DistributedInfo{mpi->rank(), mpi->size(), library};
+}
+
+static llvm::Error collectiveError(const MpiRuntime *mpi, int code) {
+  if (code == 0)
+    return llvm::Error::success();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), mpi->takeError());
+}
+
+static llvm::Expected<const MpiRuntime *> requireStarted() {
+  if (const MpiRuntime *mpi = started())
+    return mpi;
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "MPI has not been started (initDistributed)");
+}
+
+llvm::Error mithril::runtime::allReduceSum(void *data, int64_t count, bool isDouble) {
+  auto mpi = requireStarted();
+  if (!mpi)
+    return mpi.takeError();
+  return collectiveError(*mpi, (*mpi)->allReduceSum(nullptr, data, count, isDouble));
+}
+
+llvm::Error mithril::runtime::allGatherBytes(const void *send, int64_t sendBytes, void *recv,
+                                             llvm::ArrayRef<int64_t> counts) {
+  auto mpi = requireStarted();
+  if (!mpi)
+    return mpi.takeError();
+  if (static_cast<int>(counts.size()) != (*mpi)->size())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "allGatherBytes: one count per rank is needed");
+  return collectiveError(*mpi, (*mpi)->allGatherBytes(send, sendBytes, recv, counts.data()));
+}
+
+llvm::Error mithril::runtime::broadcastBytes(void *data, int64_t bytes, int root) {
+  auto mpi = requireStarted();
+  if (!mpi)
+    return mpi.takeError();
+  return collectiveError(*mpi, (*mpi)->broadcastBytes(data, bytes, root));
+}
+
+/// An unranked memref's descriptor: {allocated, aligned, offset, sizes[rank],
+/// strides[rank]}.
+template <typename T> struct StridedView {
+  T *data;
+  std::vector<int64_t> sizes, strides;
+
+  StridedView(int64_t rank, void *descriptor) {
+    auto *fields = static_cast<int64_t *>(descriptor);
+    T *aligned = reinterpret_cast<T *>(fields[1]);
+    data = aligned + fields[2];
+    sizes.assign(fields + 3, fields + 3 + rank);
+    strides.assign(fields + 3 + rank, fields + 3 + 2 * rank);
+  }
+  int64_t count() const {
+    int64_t n = 1;
+    for (int64_t s : sizes)
+      n *= s;
+    return n;
+  }
+  bool contiguous() const {
+    int64_t expected = 1;
+    for (size_t i = sizes.size(); i-- > 0;) {
+      if (sizes[i] != 1 && strides[i] != expected)
+        return false;
+      expected *= sizes[i];
+    }
+    return true;
+  }
+  /// Copies the elements in row-major order into `out`.
+  void pack(T *out) const {
+    std::vector<int64_t> index(sizes.size(), 0);
+    for (int64_t n = 0, total = count(); n < total; ++n) {
+      int64_t offset = 0;
+      for (size_t d = 0; d < sizes.size(); ++d)
+        offset += index[d] * strides[d];
+      out[n] = data[offset];
+      for (size_t d = sizes.size(); d-- > 0;) {
+        if (++index[d] < sizes[d])
+          break;
+        index[d] = 0;
+      }
+    }
+  }
+};
+
+template <typename T>
+static void allReduceMemref(int64_t srcRank, void *srcDescriptor, int64_t dstRank,
+                            void *dstDescriptor) {
+  StridedView<T> src(srcRank, srcDescriptor), dst(dstRank, dstDescriptor);
+  const MpiRuntime *mpi = started();
+  if (!mpi) {
+    std::fprintf(stderr, "mithril: compiled code sums gradients over ranks, but MPI has not "
+                         "been started\n");
+    std::abort();
+  }
+  // The result buffer is a fresh, contiguous allocation.
+  if (src.contiguous())
+    std::memcpy(dst.data, src.data, sizeof(T) * src.count());
+  else
+    src.pack(dst.data);
+  if (int code = mpi->allReduceSum(nullptr, dst.data, dst.count(), sizeof(T) == sizeof(double))) {
+    std::fprintf(stderr, "mithril: summing gradients over the ranks failed: %s\n",
+                 mpi->takeError());
+    mpi->abort(code);
+  }
+}
+
+extern "C" void mithrilAllReduceF32(int64_t srcRank, void *srcDescriptor, int64_t dstRank,
+                                    void *dstDescriptor) {
+  allReduceMemref<float>(srcRank, srcDescriptor, dstRank, dstDescriptor);
+}
+
+extern "C" void mithrilAllReduceF64(int64_t srcRank, void *srcDescriptor, int64_t dstRank,
+                                    void *dstDescriptor) {
+  allReduceMemref<double>(srcRank, srcDescriptor, dstRank, dstDescriptor);
+}
