@@ -532,11 +532,11 @@ PYBIND11_MODULE(_mithril, m) {
         options.shapes = shapes;
         options.discard = discard;
         options.sourceName = sourceName;
-        auto outputs = analyzeDataParallel(source, options, batched);
-        if (!outputs)
-          raise(llvm::toString(outputs.takeError()));
+        auto plan = analyzeDataParallel(source, options, batched);
+        if (!plan)
+          raise(llvm::toString(plan.takeError()));
         py::list l;
-        for (const OutputDistribution &o : *outputs) {
+        for (const OutputDistribution &o : plan->outputs) {
           const char *kind = "replicated";
           switch (o.sharding.kind) {
           case BatchSharding::Kind::Replicated:
@@ -553,12 +553,13 @@ PYBIND11_MODULE(_mithril, m) {
           }
           l.append(py::make_tuple(o.name, kind, o.sharding.axis));
         }
-        return l;
+        return py::make_tuple(plan->batchedInputs, l);
       },
       py::arg("source"), py::arg("entry"), py::arg("shapes"), py::arg("discard"),
       py::arg("batched"), py::arg("source_name") = "<python>",
-      "How each output is spread over the ranks when `batched` inputs are split along axis "
-      "0 (mithril-batch-sharding): a list of (name, kind, axis)");
+      "How each output is spread over the ranks when the `batched` inputs (empty: every "
+      "data input whose axis 0 is dynamic) are split along axis 0 (mithril-batch-sharding): "
+      "(the split inputs, [(output, kind, axis)])");
   m.def(
       "distributed_init",
       [] {

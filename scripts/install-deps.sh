@@ -16,6 +16,8 @@ packages=(
   python3 python3-dev python3-numpy python3-pybind11 pybind11-dev python3-pytest python3-torch
   # The digits data set of the training example.
   python3-sklearn
+  # Data parallelism (device_mesh): MPI, and the tests' mpirun.
+  openmpi-bin libopenmpi-dev
 )
 if [ "${MITHRIL_WITH_BENCH:-0}" = 1 ]; then
   # Benchmark peers: OpenBLAS behind numpy and torch, and a plot.

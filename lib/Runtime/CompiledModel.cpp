@@ -1471,7 +1471,7 @@ static Expected<std::string> emitHeader(ModuleOp module, const CompileOptions &o
   return out;
 }
 
-Expected<std::vector<OutputDistribution>>
+Expected<DataParallelPlan>
 mithril::runtime::analyzeDataParallel(StringRef source, const CompileOptions &options,
                                       ArrayRef<std::string> batchedInputs) {
   auto ctx = createContext();
@@ -1493,18 +1493,34 @@ mithril::runtime::analyzeDataParallel(StringRef source, const CompileOptions &op
       return makeError("data parallelism: the model has no input '" + name + "'");
     batched.push_back(*index);
   }
+  std::vector<std::string> batchedNames(batchedInputs.begin(), batchedInputs.end());
+  if (batchedInputs.empty()) {
+    // Every data input whose axis 0 is left dynamic.
+    for (unsigned i = 0; i < model->getNumInputs(); ++i) {
+      auto type = dyn_cast<RankedTensorType>(model->getArgumentTypes()[i]);
+      if (model->getInputKind(i) == InputKind::Data && type && type.getRank() > 0 &&
+          type.isDynamicDim(0)) {
+        batched.push_back(i);
+        batchedNames.push_back(model->getInputName(i).str());
+      }
+    }
+    if (batched.empty())
+      return makeError("data parallelism: no data input has a dynamic batch axis (axis 0) to "
+                       "split across ranks");
+  }
   DiagnosticCollector diags(*ctx);
   FailureOr<SmallVector<BatchSharding>> outputs = analyzeBatchSharding(*model, batched);
   if (failed(outputs)) {
     std::string reproduce = pipelineOptions(front, "shapes", "");
     return makeError(diags.text + "reproduce with: mithril-opt --pass-pipeline='builtin.module(" +
                      "mithril-cpu-pipeline{" + reproduce + "},mithril-batch-sharding{inputs=" +
-                     llvm::join(batchedInputs, ",") + "})' " + options.sourceName);
+                     llvm::join(batchedNames, ",") + "})' " + options.sourceName);
   }
-  std::vector<OutputDistribution> result;
+  DataParallelPlan plan;
+  plan.batchedInputs = std::move(batchedNames);
   for (auto [i, sharding] : llvm::enumerate(*outputs))
-    result.push_back({model->getOutputName(i).str(), sharding});
-  return result;
+    plan.outputs.push_back({model->getOutputName(i).str(), sharding});
+  return plan;
 }
 
 Expected<std::string> mithril::runtime::runPasses(StringRef source, StringRef pipeline,

@@ -33,11 +33,17 @@ class MlirBackend:
     `gpu_tiles_on_host` (device "cpu") tiles matmuls and convolutions as the
     GPU pipeline does, shared-memory tiles in block and thread loops, and runs
     those loops in order on the CPU: the GPU schedule's numbers, gradients
-    included, checked without a GPU."""
+    included, checked without a GPU. `device_mesh=(N,)`: data parallelism
+    over N MPI ranks (run the script as `mpirun -n N python3 script.py`):
+    every rank passes the global arrays and gets the global outputs and
+    gradients, computing on its share of the batch (see docs/distributed.md);
+    a mesh of 1 needs no MPI, and a second axis above 1 (tensor parallelism)
+    is refused for now."""
 
     def __init__(self, dtype=float32, device: str = "cpu", seed: int = 0,
                  num_threads: int | None = None, gpu_tiles_on_host: bool = False,
-                 chip: str = "sm_90", precision=None, quantize: str | None = None) -> None:
+                 chip: str = "sm_90", precision=None, quantize: str | None = None,
+                 device_mesh=None) -> None:
         if num_threads is not None and (isinstance(num_threads, bool) or
                                         not isinstance(num_threads, int) or num_threads < 1):
             raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
@@ -68,6 +74,26 @@ class MlirBackend:
             raise ValueError(f"chip must name an NVIDIA architecture such as 'sm_90', got {chip!r}")
         self.chip = chip
         self._rng = np.random.default_rng(seed)
+        from .distributed import Ranks, parse_mesh
+        self.device_mesh = device_mesh
+        ranks = parse_mesh(device_mesh)
+        if ranks > 1 and device != "cpu":
+            raise ValueError("device_mesh runs data parallelism on device='cpu'")
+        if ranks > 1 and quantize:
+            raise ValueError("device_mesh splits training and inference batches of float "
+                             "models; quantize='int8' is for one process")
+        # Starts MPI: a mesh that does not match the run is an error here.
+        self._ranks = Ranks(ranks) if ranks > 1 else None
+
+    @property
+    def rank(self) -> int:
+        """This process's rank in a data-parallel run (0 without one)."""
+        return self._ranks.rank if self._ranks else 0
+
+    @property
+    def world_size(self) -> int:
+        """The number of ranks of a data-parallel run (1 without one)."""
+        return self._ranks.size if self._ranks else 1
 
     # Mithril's array helpers; they return numpy arrays of the backend dtype.
     def array(self, data, dtype=None) -> np.ndarray:
@@ -98,7 +124,8 @@ class MlirBackend:
 
     def __repr__(self) -> str:
         quantize = f", quantize='{self.quantize}'" if self.quantize else ""
-        return f"MlirBackend(dtype={self.float_name}, device='{self.device}'{quantize})"
+        mesh = f", device_mesh={self.device_mesh!r}" if self.device_mesh is not None else ""
+        return f"MlirBackend(dtype={self.float_name}, device='{self.device}'{quantize}{mesh})"
 
 
 def _shape(shape) -> tuple:

@@ -170,8 +170,9 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
             raise KeyNotFoundError(
                 f"'{key}' is not an output of the model (outputs: {model.output_keys})")
 
-    if batch_range is not None:
-        # Axis 0 of every data input whose shape is given becomes dynamic.
+    if batch_range is not None or getattr(backend, "_ranks", None) is not None:
+        # Axis 0 of every data input whose shape is given becomes dynamic
+        # (data parallelism: each rank runs its share of the batch).
         for key, shape in shapes.items():
             if shape and "." not in key and key not in trainable_keys:
                 shape[0] = None
@@ -198,7 +199,8 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
         controls.activation_scales = _calibrate(source, entry, backend, shapes, discard,
                                                 controls, calibration_data)
     pm = PhysicalModel(source, entry, backend, shapes, discard, inference, controls,
-                       dynamic=controls.static_shapes is False or batch_range is not None,
+                       dynamic=(controls.static_shapes is False or batch_range is not None
+                                or getattr(backend, "_ranks", None) is not None),
                        batch_range=batch_range)
     pm.logical_model = model
     pm.compile_args = compile_args

@@ -81,6 +81,14 @@ class PhysicalModel:
             self.print_stages()
         self._inputs = _with_shape_tuples(self._forward.inputs)
         self._outputs = self._forward.outputs
+        # Data parallelism: how the outputs of each rank's share of the
+        # batch make the global ones (mithril-batch-sharding).
+        self._dp = None
+        if getattr(backend, "_ranks", None) is not None:
+            from .distributed import DataParallelPlan
+            batched, outputs = _mithril.batch_sharding(source, entry, self._shape_specs, discard,
+                                                       [], f"<model {entry}>")
+            self._dp = DataParallelPlan(backend._ranks, batched, outputs)
         # Gradient and training models: (compiled model, its inputs, its
         # outputs), the terminals read from C++ once.
         self._gradient_models: dict[tuple, tuple] = {}
@@ -171,12 +179,17 @@ class PhysicalModel:
                                    f"{self.input_keys}")
         if self._batch_range is not None:
             self._check_batch(given)
+        if self._dp is not None:
+            return self._evaluate_data_parallel(given, output_gradients)
         if output_gradients is True:
             output_gradients = self._unit_seeds(given)
         elif output_gradients is False:
             output_gradients = None
         if output_gradients is not None:
             return self._evaluate_with_gradients(given, output_gradients)
+        return self._evaluate_outputs(given)
+
+    def _evaluate_outputs(self, given: Mapping) -> dict:
         inputs = self._arrays(self._inputs, given, "input")
         shapes = ([tuple(t["shape"]) for t in self._outputs] if not self._dynamic else
                   self._forward.output_shapes([list(a.shape) for a in inputs]))
@@ -184,6 +197,24 @@ class PhysicalModel:
                    for t, shape in zip(self._outputs, shapes)]
         self._device_forward().run(inputs, outputs)
         return {t["name"]: from_storage(o, t["dtype"]) for t, o in zip(self._outputs, outputs)}
+
+    def _evaluate_data_parallel(self, given: Mapping, output_gradients):
+        """evaluate on this rank's share of the batch, the outputs put back
+        together and the gradients summed over the ranks (by the compiled
+        code) as one process's run over the whole batch gives them."""
+        local, weight = self._dp.shard(dict(given))
+        if output_gradients is None or output_gradients is False:
+            return self._dp.combine(self._evaluate_outputs(local), weight)
+        if output_gradients is True:
+            seeds = self._dp.local_seeds(self._unit_seeds(local), weight, sliced=True)
+        else:
+            unknown = [k for k in output_gradients if k not in self.output_keys]
+            if unknown:
+                raise KeyNotFoundError(f"output_gradients names unknown output(s) {unknown}; "
+                                       f"the outputs are {self.output_keys}")
+            seeds = self._dp.local_seeds(output_gradients, weight, sliced=False)
+        values, grads = self._evaluate_with_gradients(local, seeds)
+        return self._dp.combine(values, weight), grads
 
     def _unit_seeds(self, given: Mapping) -> dict:
         """output_gradients=True: the unit cotangents."""
@@ -313,7 +344,8 @@ class PhysicalModel:
                                      list(seeds), threads=self._threads,
                                      gpu_tiles_on_host=self.backend.gpu_tiles_on_host,
                                      target=self.backend.device, chip=self._chip,
-                                     profile=profile, **self._native)
+                                     profile=profile, all_reduce_gradients=self._dp is not None,
+                                     **self._native)
             compiled = self._gradient_models[key] = _compiled(model)
         return compiled
 
@@ -362,6 +394,10 @@ class PhysicalModel:
                                "for inference: training needs a float backend")
         if loss not in self.output_keys:
             raise KeyNotFoundError(f"no output '{loss}' to minimize (outputs: {self.output_keys})")
+        weight = None
+        if self._dp is not None:
+            # This rank's share of the batch, and of the loss's seed.
+            data, weight = self._dp.shard(dict(data or {}))
         specs = self._static_specs({**params, **(data or {})})
         profile = profiling.active() and self.backend.device == "cpu"
         key = ("train", loss, profile) + optimizer.key() + tuple(specs)
@@ -373,7 +409,8 @@ class PhysicalModel:
                                      optimizer.weight_decay, threads=self._threads,
                                      gpu_tiles_on_host=self.backend.gpu_tiles_on_host,
                                      target=self.backend.device, chip=self._chip,
-                                     profile=profile, **self._native)
+                                     profile=profile, all_reduce_gradients=self._dp is not None,
+                                     **self._native)
             compiled = self._gradient_models[key] = _compiled(model)
         model, model_inputs, model_outputs = compiled
         optimizer.steps += 1
@@ -385,7 +422,10 @@ class PhysicalModel:
         feeds = dict(params)
         feeds.update(data or {})
         feeds.update(optimizer.state)
-        feeds[f"grad:{loss}"] = np.ones((), dtype)
+        seed = np.ones((), dtype)
+        if self._dp is not None:
+            seed = self._dp.local_seeds({loss: seed}, weight, sliced=True)[loss]
+        feeds[f"grad:{loss}"] = seed
         feeds["optimizer.lr"] = np.array(optimizer.lr, dtype)
         feeds["optimizer.step"] = np.array(optimizer.steps, dtype)
         inputs = self._arrays(model_inputs, feeds, "input")
@@ -415,6 +455,8 @@ class PhysicalModel:
                 params[target] = out
             else:
                 results[name] = out
+        if self._dp is not None:
+            results = self._dp.combine(results, weight)
         return results
 
     # Saving and loading --------------------------------------------------
@@ -429,6 +471,8 @@ class PhysicalModel:
         import zipfile
         if self.backend.device != "cpu":
             raise MithrilError("save: only models compiled for device='cpu' keep object code")
+        if self._dp is not None and self.backend.rank != 0:
+            return  # one file, written by rank 0 (every rank holds the same)
         c = self._controls
         meta = {"format": _SAVE_FORMAT, "version": 1, "entry": self.entry,
                 "shapes": {k: list(v) for k, v in self._shapes.items()},
@@ -520,7 +564,8 @@ class PhysicalModel:
             lines.append(f"  {name:<18} {ops}  {seconds * 1e3:9.2f} ms")
         lines.append(f"  {'total':<18} {' ' * 20}  {total * 1e3:9.2f} ms")
         text = "\n".join(lines)
-        print(text)
+        if getattr(self.backend, "rank", 0) == 0:
+            print(text)
         return text
 
     def summary(self) -> str:
@@ -548,8 +593,11 @@ class PhysicalModel:
         for t in self._outputs:
             lines.append(f"  {t['name']}: {t['dtype']} {list(t['shape'])}")
         lines.append(f"Trainable parameters: {total}")
+        if self._dp is not None:
+            lines.append(self._dp.describe())
         text = "\n".join(lines)
-        print(text)
+        if getattr(self.backend, "rank", 0) == 0:
+            print(text)
         return text
 
     @property

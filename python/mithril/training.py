@@ -109,6 +109,8 @@ class Trainer:
         self.backend = backend
         self.target_key = target_key
         self.progress = sys.stderr.isatty() if progress is None else bool(progress)
+        # A data-parallel run shows one progress bar: rank 0's.
+        self.progress = self.progress and getattr(backend, "rank", 0) == 0
         self.history: list[dict] = []
 
         from .compile import compile as compile_model

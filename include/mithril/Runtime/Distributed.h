@@ -56,14 +56,21 @@ struct OutputDistribution {
   BatchSharding sharding;
 };
 
+struct DataParallelPlan {
+  /// The data inputs split along axis 0.
+  std::vector<std::string> batchedInputs;
+  std::vector<OutputDistribution> outputs;
+};
+
 /// How each output of the model `options` describes is spread over the ranks
 /// when the data inputs `batchedInputs` are split along axis 0
 /// (mithril-batch-sharding on the flattened model, with those axes dynamic:
-/// give them as `?` in options.shapes). An op that cannot run on batch
+/// give them as `?` in options.shapes). With no `batchedInputs`, every data
+/// input whose axis 0 stays dynamic is split. An op that cannot run on batch
 /// shards is an error naming it, and the mithril-opt command that shows it.
-llvm::Expected<std::vector<OutputDistribution>>
-analyzeDataParallel(llvm::StringRef source, const CompileOptions &options,
-                    llvm::ArrayRef<std::string> batchedInputs);
+llvm::Expected<DataParallelPlan> analyzeDataParallel(llvm::StringRef source,
+                                                     const CompileOptions &options,
+                                                     llvm::ArrayRef<std::string> batchedInputs);
 
 } // namespace mithril::runtime
 

@@ -1,0 +1,155 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""Data parallelism over MPI: ml.MlirBackend(device_mesh=(N,)).
+
+Every rank runs the same script (`mpirun -n N python3 script.py`) and passes
+the same global arrays. Each rank computes on its share of the batch (axis 0
+of the data inputs, split as evenly as it goes); the compiler's
+mithril-batch-sharding analysis says how each output is then spread over the
+ranks, and this module puts the global value back together: outputs split
+along an axis are gathered, partial sums and means (a loss's mean over the
+batch) are summed over the ranks. Parameter gradients are summed by the
+compiled code itself (mithril.all_reduce, inserted by
+mithril-all-reduce-gradients), before an optimizer step uses them, so every
+rank applies the same update."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _mithril
+from .errors import MithrilError, ShapeError
+
+
+def parse_mesh(device_mesh) -> int:
+    """The number of data-parallel ranks of a device_mesh (None: 1)."""
+    if device_mesh is None:
+        return 1
+    if isinstance(device_mesh, int) and not isinstance(device_mesh, bool):
+        device_mesh = (device_mesh,)
+    if (not isinstance(device_mesh, tuple) or not device_mesh or len(device_mesh) > 2
+            or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in device_mesh)):
+        raise ValueError(f"device_mesh must be (data,) or (data, tensor) with positive sizes, "
+                         f"got {device_mesh!r}")
+    if len(device_mesh) == 2 and device_mesh[1] > 1:
+        raise MithrilError(f"device_mesh={device_mesh}: tensor parallelism (a second axis above "
+                           "1) is not supported yet; use data parallelism, device_mesh="
+                           f"({device_mesh[0] * device_mesh[1]},)")
+    return device_mesh[0]
+
+
+class Ranks:
+    """This process's place in a data-parallel run of `size` ranks."""
+
+    def __init__(self, size: int) -> None:
+        rank, world, library = _mithril.distributed_init()
+        if world != size:
+            raise MithrilError(
+                f"device_mesh asks for {size} ranks, but this run has {world}: start it as "
+                f"`mpirun -n {size} python3 script.py`")
+        self.rank, self.size, self.library = rank, world, library
+
+    def split(self, n: int) -> list[int]:
+        """Each rank's share of a batch of n: as even as it goes."""
+        if n < self.size:
+            raise ShapeError(f"a batch of {n} cannot be split across {self.size} ranks")
+        return [n // self.size + (1 if r < n % self.size else 0) for r in range(self.size)]
+
+    def gather(self, local: np.ndarray, axis: int) -> np.ndarray:
+        """The ranks' arrays concatenated along `axis`, on every rank."""
+        moved = np.ascontiguousarray(np.moveaxis(local, axis, 0))
+        rows = np.array([moved.shape[0]], dtype=np.int64)
+        counts = np.frombuffer(_mithril.all_gather_bytes(rows.tobytes(), [8] * self.size),
+                               dtype=np.int64)
+        row_bytes = int(np.prod(moved.shape[1:], dtype=np.int64)) * moved.dtype.itemsize
+        data = _mithril.all_gather_bytes(moved.tobytes(), [int(c) * row_bytes for c in counts])
+        whole = np.frombuffer(data, dtype=moved.dtype).reshape(
+            (int(counts.sum()),) + moved.shape[1:])
+        return np.ascontiguousarray(np.moveaxis(whole, 0, axis))
+
+    def sum(self, local: np.ndarray) -> np.ndarray:
+        """The elementwise sum of the ranks' arrays, on every rank."""
+        dtype = local.dtype
+        work = np.array(local, dtype=np.float64 if dtype == np.float64 else np.float32,
+                        copy=True, order="C")
+        _mithril.all_reduce_sum(work)
+        return work.astype(dtype, copy=False)
+
+
+class DataParallelPlan:
+    """What a data-parallel physical model does around its local runs: the
+    inputs it splits and how each output comes back together."""
+
+    def __init__(self, ranks: Ranks, batched: list[str], outputs: list[tuple]) -> None:
+        self.ranks = ranks
+        self.batched = list(batched)
+        self.outputs = {name: (kind, axis) for name, kind, axis in outputs}
+
+    def describe(self) -> str:
+        rows = [f"data parallel over {self.ranks.size} ranks (MPI: {self.ranks.library})",
+                f"  split along axis 0: {', '.join(self.batched)}"]
+        for name, (kind, axis) in self.outputs.items():
+            shown = f"sharded along axis {axis} (gathered)" if kind == "sharded" else {
+                "partial_sum": "partial sum (summed over ranks)",
+                "partial_mean": "partial mean (averaged over ranks by batch share)",
+                "replicated": "replicated"}[kind]
+            rows.append(f"  output {name}: {shown}")
+        return "\n".join(rows)
+
+    def shard(self, given: dict) -> tuple[dict, float]:
+        """This rank's share of the batch-split inputs, and its weight in the
+        batch (its share over the whole)."""
+        sizes = {k: np.shape(given[k])[0] for k in self.batched if k in given
+                 and np.ndim(given[k]) > 0}
+        if len(set(sizes.values())) > 1:
+            raise ShapeError(f"data parallelism splits the batch (axis 0) of {sorted(sizes)}, "
+                             f"but their sizes differ: {sizes}")
+        if not sizes:
+            return dict(given), 1.0 / self.ranks.size
+        n = next(iter(sizes.values()))
+        counts = self.ranks.split(n)
+        start = sum(counts[:self.ranks.rank])
+        stop = start + counts[self.ranks.rank]
+        local = dict(given)
+        for k in sizes:
+            local[k] = np.asarray(given[k])[start:stop]
+        return local, counts[self.ranks.rank] / n
+
+    def local_seeds(self, seeds: dict, weight: float, sliced: bool) -> dict:
+        """Each rank's share of the output cotangents: a slice of a split
+        output's (unless `sliced` already), the rank's weight of a partial
+        mean's, all of a partial sum's, and a replicated output's on rank 0
+        only (the ranks' gradients are summed)."""
+        local = {}
+        for name, seed in seeds.items():
+            kind, axis = self.outputs[name]
+            seed = np.asarray(seed)
+            if kind == "sharded" and not sliced:
+                n = seed.shape[axis]
+                counts = self.ranks.split(n)
+                start = sum(counts[:self.ranks.rank])
+                index = [slice(None)] * seed.ndim
+                index[axis] = slice(start, start + counts[self.ranks.rank])
+                seed = seed[tuple(index)]
+            elif kind == "partial_mean":
+                seed = seed * np.asarray(weight, dtype=seed.dtype)
+            elif kind == "replicated" and self.ranks.rank != 0:
+                seed = np.zeros_like(seed)
+            local[name] = np.array(seed, order="C")  # 0-d stays 0-d
+        return local
+
+    def combine(self, outputs: dict, weight: float) -> dict:
+        """The global outputs from this rank's."""
+        combined = {}
+        for name, value in outputs.items():
+            kind, axis = self.outputs.get(name, ("replicated", -1))
+            if kind == "sharded":
+                combined[name] = self.ranks.gather(np.asarray(value), axis)
+            elif kind == "partial_sum":
+                combined[name] = self.ranks.sum(np.asarray(value))
+            elif kind == "partial_mean":
+                value = np.asarray(value)
+                combined[name] = self.ranks.sum(value * np.asarray(weight, dtype=value.dtype))
+            else:
+                combined[name] = value
+        return combined

@@ -1,0 +1,103 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""Run under `mpirun -n N`: a data-parallel run (device_mesh=(N,)) against
+the same model in one process (no mesh), on every rank. Checks outputs,
+seeded gradients and 5 SGD-with-momentum / Adam training steps; exits 1 on a
+mismatch, printing it. Usage: dp_check.py float64|float32 [batch]."""
+
+import os
+import sys
+
+import numpy as np
+
+import mithril as ml
+from mithril.models import CrossEntropy, Linear, Mean, Model, Relu, Sigmoid, TrainModel
+
+dtype_name = sys.argv[1] if len(sys.argv) > 1 else "float64"
+batch = int(sys.argv[2]) if len(sys.argv) > 2 else 12
+dtype = {"float64": ml.float64, "float32": ml.float32}[dtype_name]
+rtol = 1e-10 if dtype_name == "float64" else 1e-5
+atol = 1e-12 if dtype_name == "float64" else 1e-6
+
+
+def mlp():
+    model = Model()
+    model |= Linear(16).connect(input="input")
+    model += Relu()
+    model += Linear(8)
+    model += Sigmoid()
+    model += Linear(5).connect(output="logits")
+    return model
+
+
+def train_model():
+    train = TrainModel(mlp())
+    train.add_loss(CrossEntropy(), reduce_steps=[Mean()], input="logits", target="target")
+    return train
+
+
+rng = np.random.default_rng(7)
+x = rng.standard_normal((batch, 6)).astype(dtype)
+y = rng.integers(0, 5, batch)
+failures = []
+
+
+def check(what, got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape or not np.allclose(got, want, rtol=rtol, atol=atol):
+        err = np.max(np.abs(got - want)) if got.shape == want.shape else "shape"
+        failures.append(f"{what}: max |difference| {err} (shapes {got.shape} {want.shape})")
+
+
+one = ml.MlirBackend(dtype=dtype, num_threads=1)
+ranks = int(os.environ.get("OMPI_COMM_WORLD_SIZE") or os.environ.get("PMI_SIZE") or 1)
+dp_backend = ml.MlirBackend(dtype=dtype, num_threads=1, device_mesh=(ranks,))
+assert dp_backend.world_size == ranks
+
+shapes = {"input": [batch, 6], "target": [batch]}
+ref = ml.compile(train_model(), one, shapes=shapes)
+dp = ml.compile(train_model(), dp_backend, shapes=shapes)
+params = ref.randomize_params(seed=3)
+data = {"input": x, "target": y}
+
+# Outputs, and gradients seeded at the loss (unit) and at the logits.
+want = ref.evaluate(params, data)
+got = dp.evaluate(params, data)
+for k in want:
+    check(f"output {k}", got[k], want[k])
+want_out, want_grads = ref.evaluate(params, data, output_gradients=True)
+got_out, got_grads = dp.evaluate(params, data, output_gradients=True)
+for k in want_grads:
+    check(f"gradient {k} (output_gradients=True)", got_grads[k], want_grads[k])
+seed = rng.standard_normal((batch, 5)).astype(dtype)
+_, want_grads = ref.evaluate(params, data, output_gradients={"logits": seed, "final_cost": 0.5})
+_, got_grads = dp.evaluate(params, data, output_gradients={"logits": seed, "final_cost": 0.5})
+for k in want_grads:
+    check(f"gradient {k} (seeded logits and loss)", got_grads[k], want_grads[k])
+
+# Training: the parameters stay equal to one process's, on every rank.
+for make in (lambda: ml.SGD(lr=0.1, momentum=0.9), lambda: ml.Adam(lr=0.01)):
+    p_ref = {k: v.copy() for k, v in params.items()}
+    p_dp = {k: v.copy() for k, v in params.items()}
+    o_ref, o_dp = make(), make()
+    for step in range(5):
+        i = rng.permutation(batch)
+        step_data = {"input": x[i], "target": y[i]}
+        l_ref = ref.train_step(p_ref, step_data, o_ref)["final_cost"]
+        l_dp = dp.train_step(p_dp, step_data, o_dp)["final_cost"]
+        check(f"{type(o_ref).__name__} step {step} loss", l_dp, l_ref)
+    for k in p_ref:
+        check(f"{type(o_ref).__name__} parameter {k} after 5 steps", p_dp[k], p_ref[k])
+
+# Inference models split their batch too.
+infer_ref = ml.compile(mlp(), one, shapes={"input": [batch, 6]}, inference=True)
+infer_dp = ml.compile(mlp(), dp_backend, shapes={"input": [batch, 6]}, inference=True)
+p = infer_ref.randomize_params(seed=5)
+check("inference logits", infer_dp.evaluate(p, {"input": x})["logits"],
+      infer_ref.evaluate(p, {"input": x})["logits"])
+
+rank = dp_backend.rank
+if failures:
+    print(f"rank {rank}/{ranks}: FAILED", *failures, sep="\n  ")
+    sys.exit(1)
+print(f"rank {rank}/{ranks}: data-parallel {dtype_name} batch {batch} equals one process")

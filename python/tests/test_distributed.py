@@ -1,0 +1,118 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""Data parallelism (device_mesh): the same model in several MPI ranks equals
+one process. The multi-rank runs go through mpirun (Open MPI or MPICH) and are
+skipped, saying why, where MPI or the runtime's MPI library is missing."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mithril as ml
+from mithril import _mithril
+from mithril.errors import MithrilError
+from mithril.models import Linear, Model, Relu, Softmax
+
+HERE = Path(__file__).parent
+CHECK = HERE / "distributed" / "dp_check.py"
+
+
+def _mpi_runtime() -> Path | None:
+    build = Path(_mithril.__file__).resolve().parents[2] / "lib" / "libmithril_mpi_runtime.so"
+    env = os.environ.get("MITHRIL_MPI_RUNTIME")
+    return Path(env) if env else (build if build.exists() else None)
+
+
+needs_mpi = pytest.mark.skipif(
+    shutil.which("mpirun") is None or _mpi_runtime() is None,
+    reason="needs mpirun and libmithril_mpi_runtime (apt-get install openmpi-bin "
+           "libopenmpi-dev, then rebuild)")
+
+
+def _mpirun(ranks: int, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    # Open MPI refuses root without these; CI runs as root.
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    command = ["mpirun", "-n", str(ranks), sys.executable, *args]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+
+
+@needs_mpi
+@pytest.mark.parametrize("ranks,dtype,batch", [(2, "float64", 12), (2, "float32", 13),
+                                               (4, "float64", 13)])
+def test_data_parallel_equals_one_process(ranks, dtype, batch):
+    result = _mpirun(ranks, str(CHECK), dtype, str(batch))
+    assert result.returncode == 0, result.stdout + result.stderr
+    for rank in range(ranks):
+        assert f"rank {rank}/{ranks}: data-parallel {dtype} batch {batch} equals one " \
+               "process" in result.stdout
+
+
+@needs_mpi
+def test_mesh_must_match_the_ranks(tmp_path):
+    script = tmp_path / "mismatch.py"
+    script.write_text("import mithril as ml\n"
+                      "try:\n    ml.MlirBackend(device_mesh=(3,))\n"
+                      "except ml.MithrilError as e:\n    print('ERROR', e)\n")
+    result = _mpirun(2, str(script))
+    assert result.returncode == 0, result.stderr
+    assert "device_mesh asks for 3 ranks, but this run has 2" in result.stdout
+    assert "mpirun -n 3" in result.stdout
+
+
+def test_mesh_of_one_needs_no_mpi():
+    backend = ml.MlirBackend(device_mesh=(1,))
+    assert backend.rank == 0 and backend.world_size == 1
+    model = Model()
+    model |= Linear(3).connect(input="input", output="output")
+    pm = ml.compile(model, backend, shapes={"input": [4, 2]})
+    one = ml.compile(model, ml.MlirBackend(), shapes={"input": [4, 2]})
+    params = pm.randomize_params(seed=0)
+    x = np.random.default_rng(0).standard_normal((4, 2)).astype(np.float32)
+    np.testing.assert_array_equal(pm.evaluate(params, {"input": x})["output"],
+                                  one.evaluate(params, {"input": x})["output"])
+
+
+def test_mesh_errors():
+    with pytest.raises(ValueError, match="device_mesh must be"):
+        ml.MlirBackend(device_mesh=(0,))
+    with pytest.raises(ValueError, match="device_mesh must be"):
+        ml.MlirBackend(device_mesh="2")
+    with pytest.raises(MithrilError, match="tensor parallelism"):
+        ml.MlirBackend(device_mesh=(2, 4))
+
+
+def _source(model, shapes):
+    from mithril.emit import Emitter
+    emitter = Emitter("float32")
+    entry, _ = emitter.emit_top(model, shapes, {"input": "data"}, {}, {})
+    return emitter.module.text(), entry
+
+
+def test_analysis_names_the_op_that_mixes_the_batch():
+    # A softmax along the batch axis needs every rank's rows: refused at
+    # compile time, naming the op (no MPI needed to analyse).
+    model = Model()
+    model |= Linear(4).connect(input="input")
+    model += Softmax(axis=0).connect(output="output")
+    source, entry = _source(model, {"input": [None, 3]})
+    with pytest.raises(MithrilError, match=r"(?s)'mithril.softmax' cannot run on batch shards: it "
+                                           r"works across axis 0.*mithril-batch-sharding"):
+        _mithril.batch_sharding(source, entry, ["input:?x3"], [], [])
+
+
+def test_analysis_of_a_classifier():
+    model = Model()
+    model |= Linear(4).connect(input="input")
+    model += Relu().connect(output="output")
+    source, entry = _source(model, {"input": [None, 3]})
+    batched, outputs = _mithril.batch_sharding(source, entry, ["input:?x3"], [], [])
+    assert batched == ["input"]
+    assert outputs == [("output", "sharded", 0)]
