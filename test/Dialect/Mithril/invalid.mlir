@@ -274,3 +274,11 @@ mithril.model @layer_norm_affine_count(data %x: tensor<2x5xf32>, param %w: tenso
   %0 = mithril.layer_norm %x, %w : (tensor<2x5xf32>, tensor<5xf32>) -> tensor<2x5xf32>
   mithril.output %0 : tensor<2x5xf32>
 }
+
+// -----
+
+mithril.model @all_reduce_integers(data %g: tensor<4xi32>) -> (s: tensor<4xi32>) {
+  // expected-error @+1 {{'mithril.all_reduce' op operand #0 must be ranked tensor of 32-bit float or 64-bit float values}}
+  %0 = mithril.all_reduce %g : (tensor<4xi32>) -> tensor<4xi32>
+  mithril.output %0 : tensor<4xi32>
+}

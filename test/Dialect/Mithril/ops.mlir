@@ -218,3 +218,10 @@ mithril.model @robust(data %x: tensor<4x3xf64>, data %e: tensor<3xf64>, data %i:
 // CHECK-NEXT: %{{[0-9]+}} = shift_left %i, %i : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
 // CHECK-NEXT: %{{[0-9]+}} = shift_right %i, %i : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
 // CHECK-NEXT: %{{[0-9]+}} = reverse %x {axes = array<i64: 1>} : (tensor<4x3xf64>) -> tensor<4x3xf64>
+
+// CHECK-LABEL: mithril.model @collectives
+// CHECK-NEXT: %{{[0-9]+}} = all_reduce %g : (tensor<4x3xf32>) -> tensor<4x3xf32>
+mithril.model @collectives(data %g: tensor<4x3xf32>) -> (s: tensor<4x3xf32>) {
+  %0 = mithril.all_reduce %g : (tensor<4x3xf32>) -> tensor<4x3xf32>
+  mithril.output %0 : tensor<4x3xf32>
+}
