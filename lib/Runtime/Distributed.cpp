@@ -12,7 +12,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -198,12 +197,14 @@ static void allReduceMemref(int64_t srcRank, void *srcDescriptor, int64_t dstRan
                          "been started\n");
     std::abort();
   }
-  // The result buffer is a fresh, contiguous allocation.
-  if (src.contiguous())
-    std::memcpy(dst.data, src.data, sizeof(T) * src.count());
-  else
+  // The result buffer is a fresh, contiguous allocation: MPI reads a
+  // contiguous operand in place, a strided one is packed into it first.
+  const T *send = src.data;
+  if (!src.contiguous()) {
     src.pack(dst.data);
-  if (int code = mpi->allReduceSum(nullptr, dst.data, dst.count(), sizeof(T) == sizeof(double))) {
+    send = nullptr;
+  }
+  if (int code = mpi->allReduceSum(send, dst.data, dst.count(), sizeof(T) == sizeof(double))) {
     std::fprintf(stderr, "mithril: summing gradients over the ranks failed: %s\n",
                  mpi->takeError());
     mpi->abort(code);

@@ -1,0 +1,120 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""Data parallelism: the MLP 784-512-512-10 training step (SGD, cross-entropy,
+batch 256) in one process with one thread against device_mesh=(2,) over
+`mpirun -n 2` with one thread per rank, and the share of the step the
+gradient all-reduce takes. Each configuration runs in its own processes,
+alternately, ROUNDS times; the table gives medians.
+
+    /usr/bin/python3 bench/distributed.py [--rounds 3] [--steps 30]
+
+Writes the table to stdout (bench/results.md keeps a copy per host)."""
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+BATCH = 256
+
+
+def run_case(ranks: int, steps: int) -> dict:
+    """In a launched process: time `steps` training steps; rank 0 prints JSON."""
+    import mithril as ml
+    from mithril import _mithril
+    from mithril.models import CrossEntropy, Mean, TrainModel
+
+    from bench import mlp
+    mesh = (ranks,) if ranks > 1 else None
+    backend = ml.MlirBackend(dtype=ml.float32, num_threads=1, device_mesh=mesh)
+    train = TrainModel(mlp())
+    train.add_loss(CrossEntropy(), reduce_steps=[Mean()], input="logits", target="target")
+    start = time.perf_counter()
+    pm = ml.compile(train, backend, shapes={"input": [BATCH, 784], "target": [BATCH]})
+    params = pm.randomize_params(seed=0)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((BATCH, 784)).astype(np.float32)
+    y = rng.integers(0, 10, BATCH)
+    optimizer = ml.SGD(lr=0.01)
+    pm.train_step(params, {"input": x, "target": y}, optimizer)  # compiles the step
+    compile_s = time.perf_counter() - start
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        pm.train_step(params, {"input": x, "target": y}, optimizer)
+        times.append(time.perf_counter() - t0)
+    result = {"ranks": ranks, "step_ms": float(np.median(times[steps // 5:]) * 1e3),
+              "compile_s": compile_s}
+    if ranks > 1:
+        # The all-reduce alone: one buffer the size of all the gradients
+        # (the step sums them one parameter at a time).
+        total = sum(int(np.prod(v.shape)) for v in params.values())
+        buffer = np.ones(total, np.float32)
+        reduce_times = []
+        for _ in range(steps):
+            t0 = time.perf_counter()
+            _mithril.all_reduce_sum(buffer)
+            reduce_times.append(time.perf_counter() - t0)
+        result["allreduce_ms"] = float(np.median(reduce_times) * 1e3)
+        result["gradient_floats"] = total
+    if backend.rank == 0:
+        print("RESULT " + json.dumps(result), flush=True)
+    return result
+
+
+def launch(ranks: int, steps: int) -> dict:
+    env = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    command = [sys.executable, __file__, "--case", str(ranks), "--steps", str(steps)]
+    if ranks > 1:
+        # One core per rank.
+        command = ["mpirun", "-n", str(ranks), "--bind-to", "core"] + command
+    else:
+        command = ["taskset", "-c", "0"] + command
+    out = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
+    line = next(l for l in out.splitlines() if l.startswith("RESULT "))
+    return json.loads(line[len("RESULT "):])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--case", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.case is not None:
+        run_case(args.case, args.steps)
+        return
+    if shutil.which("mpirun") is None:
+        sys.exit("bench/distributed.py needs mpirun (apt-get install openmpi-bin libopenmpi-dev)")
+    from hostinfo import host_cpu
+    one, two = [], []
+    for _ in range(args.rounds):
+        one.append(launch(1, args.steps))
+        two.append(launch(2, args.steps))
+    step1 = float(np.median([r["step_ms"] for r in one]))
+    step2 = float(np.median([r["step_ms"] for r in two]))
+    reduce2 = float(np.median([r["allreduce_ms"] for r in two]))
+    print(f"Host: {host_cpu()}, {os.cpu_count()} cores; Open MPI via mpirun, one thread per rank")
+    print(f"MLP 784-512-512-10 training step (SGD), batch {BATCH}, float32, "
+          f"median of {args.rounds} launches x {args.steps} steps\n")
+    print("| configuration | step (ms) | speed-up | all-reduce of the gradients (ms) | share |")
+    print("|---|---:|---:|---:|---:|")
+    print(f"| 1 process x 1 thread | {step1:.2f} | 1.00x | - | - |")
+    print(f"| device_mesh=(2,): 2 ranks x 1 thread | {step2:.2f} | {step1 / step2:.2f}x | "
+          f"{reduce2:.2f} ({two[0]['gradient_floats'] * 4 / 2**20:.1f} MiB) | "
+          f"{reduce2 / step2:.0%} |")
+    print(f"\ncompile (first step included): 1 process {np.median([r['compile_s'] for r in one]):.2f} s, "
+          f"2 ranks {np.median([r['compile_s'] for r in two]):.2f} s")
+
+
+if __name__ == "__main__":
+    main()
