@@ -98,21 +98,25 @@ class DataParallelPlan:
 
     def shard(self, given: dict) -> tuple[dict, float]:
         """This rank's share of the batch-split inputs, and its weight in the
-        batch (its share over the whole)."""
+        batch (its share over the whole). The first split input's axis 0 is
+        the batch; another's may hold a whole multiple of it (GPT's targets
+        [B*T] against tokens [B, T]) and is split in proportion."""
         sizes = {k: np.shape(given[k])[0] for k in self.batched if k in given
                  and np.ndim(given[k]) > 0}
-        if len(set(sizes.values())) > 1:
-            raise ShapeError(f"data parallelism splits the batch (axis 0) of {sorted(sizes)}, "
-                             f"but their sizes differ: {sizes}")
         if not sizes:
             return dict(given), 1.0 / self.ranks.size
-        n = next(iter(sizes.values()))
+        first = next(iter(sizes))
+        n = sizes[first]
         counts = self.ranks.split(n)
         start = sum(counts[:self.ranks.rank])
         stop = start + counts[self.ranks.rank]
         local = dict(given)
-        for k in sizes:
-            local[k] = np.asarray(given[k])[start:stop]
+        for k, size in sizes.items():
+            if size % n:
+                raise ShapeError(f"data parallelism splits the batch (axis 0) of {sorted(sizes)}: "
+                                 f"'{k}' has {size} rows, not a multiple of '{first}''s {n}")
+            factor = size // n
+            local[k] = np.asarray(given[k])[start * factor:stop * factor]
         return local, counts[self.ranks.rank] / n
 
     def local_seeds(self, seeds: dict, weight: float, sliced: bool) -> dict:
