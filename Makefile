@@ -7,7 +7,7 @@ JOBS    ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
 .PHONY: all deps configure build demo check check-lit check-unit check-python docs \
-        check-conformance check-install bench bench-lowprecision bench-peers sanitize fuzz fuzz-diff clean help
+        check-conformance check-install bench bench-lowprecision bench-distributed bench-peers sanitize fuzz fuzz-diff clean help
 
 all: build
 
@@ -16,6 +16,7 @@ help:
 	@echo "make check   build and run every test suite"
 	@echo "make bench   measure against numpy (OpenBLAS) and torch into bench/results.md"
 	@echo "make bench-lowprecision  bf16/f16/int8 against our f32 into bench/lowprecision.md"
+	@echo "make bench-distributed   MLP training step on 2 MPI ranks against one process"
 	@echo "make bench-peers  against ONNX Runtime, OpenVINO, JAX, IREE, torch inductor (a venv) into bench/peers.md"
 
 deps:
@@ -61,6 +62,9 @@ bench-peers: build
 
 bench-lowprecision: build
 	@cd bench && PYTHONPATH=$(abspath $(BUILD))/python_packages $(PYTHON) lowprecision.py
+
+bench-distributed: build
+	@PYTHONPATH=$(abspath $(BUILD))/python_packages $(PYTHON) bench/distributed.py
 
 docs: build
 	ninja -C $(BUILD) mithril-docs
