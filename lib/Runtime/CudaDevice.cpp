@@ -7,6 +7,8 @@
 
 #include "CudaDevice.h"
 
+#include "RuntimeLibrary.h"
+
 #include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/FileSystem.h"
 
@@ -28,15 +30,7 @@ llvm::Error CudaRuntime::takenError(llvm::StringRef what) const {
 }
 
 static llvm::Expected<CudaRuntime> load() {
-  std::string path;
-  if (const char *env = std::getenv("MITHRIL_CUDA_RUNTIME"); env && *env)
-    path = env;
-  else
-    for (const char *candidate : {MITHRIL_CUDA_RUNTIME_BUILD, MITHRIL_CUDA_RUNTIME_INSTALL})
-      if (llvm::sys::fs::exists(candidate)) {
-        path = candidate;
-        break;
-      }
+  std::string path = findRuntimeLibrary("MITHRIL_CUDA_RUNTIME", {MITHRIL_CUDA_RUNTIME_BUILD, MITHRIL_CUDA_RUNTIME_INSTALL});
   if (path.empty())
     return noDevice("this installation has no libmithril_cuda_runtime (it is built where a "
                     "CUDA toolkit is found); set MITHRIL_CUDA_RUNTIME to one");

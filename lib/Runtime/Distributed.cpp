@@ -7,6 +7,8 @@
 
 #include "mithril/Runtime/Distributed.h"
 
+#include "RuntimeLibrary.h"
+
 #include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/FileSystem.h"
 
@@ -39,15 +41,7 @@ static llvm::Error mpiError(const llvm::Twine &why) {
 }
 
 static llvm::Expected<MpiRuntime> load() {
-  std::string path;
-  if (const char *env = std::getenv("MITHRIL_MPI_RUNTIME"); env && *env)
-    path = env;
-  else
-    for (const char *candidate : {MITHRIL_MPI_RUNTIME_BUILD, MITHRIL_MPI_RUNTIME_INSTALL})
-      if (llvm::sys::fs::exists(candidate)) {
-        path = candidate;
-        break;
-      }
+  std::string path = findRuntimeLibrary("MITHRIL_MPI_RUNTIME", {MITHRIL_MPI_RUNTIME_BUILD, MITHRIL_MPI_RUNTIME_INSTALL});
   if (path.empty())
     return mpiError("this installation has no libmithril_mpi_runtime (it is built where an "
                     "MPI library is found: apt-get install libopenmpi-dev openmpi-bin, then "

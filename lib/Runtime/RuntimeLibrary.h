@@ -1,0 +1,34 @@
+//===- RuntimeLibrary.h - optional runtime libraries, found at run time ---===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MITHRIL_LIB_RUNTIME_RUNTIMELIBRARY_H
+#define MITHRIL_LIB_RUNTIME_RUNTIMELIBRARY_H
+
+#include "llvm/Support/FileSystem.h"
+
+#include <cstdlib>
+#include <initializer_list>
+#include <string>
+
+namespace mithril::runtime {
+
+/// Where an optional runtime library (CUDA, MPI) is: the path in the
+/// environment variable `override` if set, else the first of `candidates`
+/// (the build tree's, then the installed one) that exists; empty if none.
+inline std::string findRuntimeLibrary(const char *override,
+                                      std::initializer_list<const char *> candidates) {
+  if (const char *env = std::getenv(override); env && *env)
+    return env;
+  for (const char *candidate : candidates)
+    if (llvm::sys::fs::exists(candidate))
+      return candidate;
+  return "";
+}
+
+} // namespace mithril::runtime
+
+#endif // MITHRIL_LIB_RUNTIME_RUNTIMELIBRARY_H
