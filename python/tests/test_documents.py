@@ -126,7 +126,9 @@ PLACEHOLDERS = {
 # Snippets that do not run yet: (document, index) -> why.
 NOT_YET = {
     ("001", 6): "shapes={'input': ...} for 001 #4's model, whose input is 'image'",
-    ("001", 7): "device_mesh= (issue 21)",
+    ("001", 7): "device_mesh=(8,) runs under `mpirun -n 8` (data parallelism, tested under "
+                "mpirun in test_distributed.py); (2, 4) is tensor parallelism, not done "
+                "(issue 21)",
     ("001", 8): "compiled_model from 001 #6",
     ("003", 11): "file_path= writes compiled code, which needs the shapes the document's "
                  "model leaves to its first call",
