@@ -439,12 +439,12 @@ FailureOr<BatchSharding> EyeLikeOp::inferBatchSharding(ArrayRef<BatchSharding> o
 
 FailureOr<BatchSharding> SoftmaxOp::inferBatchSharding(ArrayRef<BatchSharding> operands,
                                                        std::string &reason) {
-  return rowwiseBatchSharding(*this, operands, {getAxis()}, reason);
+  return rowwiseBatchSharding(*this, operands, {static_cast<int64_t>(getAxis())}, reason);
 }
 
 FailureOr<BatchSharding> LogSoftmaxOp::inferBatchSharding(ArrayRef<BatchSharding> operands,
                                                           std::string &reason) {
-  return rowwiseBatchSharding(*this, operands, {getAxis()}, reason);
+  return rowwiseBatchSharding(*this, operands, {static_cast<int64_t>(getAxis())}, reason);
 }
 
 FailureOr<BatchSharding> PolynomialFeaturesOp::inferBatchSharding(ArrayRef<BatchSharding> operands,
