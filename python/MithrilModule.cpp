@@ -38,6 +38,18 @@ py::object errorType;
 /// mithril.errors.OutOfMemoryError (a MemoryError), set at module import.
 py::object outOfMemoryType;
 
+[[noreturn]] void raise(const std::string &message);
+
+Group parseGroup(const std::string &name) {
+  if (name == "world")
+    return Group::World;
+  if (name == "data")
+    return Group::Data;
+  if (name == "tensor")
+    return Group::Tensor;
+  throw py::value_error("unknown group '" + name + "' (world, data or tensor)");
+}
+
 [[noreturn]] void raise(const std::string &message) {
   // The runtime's allocation failures say so first (CompiledModel::run).
   bool outOfMemory = llvm::StringRef(message).starts_with("out of memory");
@@ -300,6 +312,8 @@ py::dict terminalInfo(const TerminalInfo &t) {
   for (int64_t dim : t.shape)
     shape.append(ShapedType::isDynamic(dim) ? py::object(py::none()) : py::object(py::int_(dim)));
   d["shape"] = py::tuple(shape);
+  if (t.tensorSplit >= 0)
+    d["tensor_split"] = t.tensorSplit;
   return d;
 }
 
@@ -465,8 +479,8 @@ PYBIND11_MODULE(_mithril, m) {
          const std::vector<std::pair<std::string, bool>> &optimizations, int llvmLevel,
          bool profile, unsigned checkpointSegments, const std::string &precision,
          bool precisionTerminals, const std::string &targetCpu, const std::string &quantize,
-         bool quantizeObserve, const std::vector<double> &activationScales,
-         bool allReduceGradients) {
+         bool quantizeObserve, const std::vector<double> &activationScales, bool allReduceGradients,
+         unsigned tensorParallel) {
         std::unique_ptr<CompiledModel> result;
         {
           // Compilation does not touch Python objects.
@@ -498,6 +512,7 @@ PYBIND11_MODULE(_mithril, m) {
           options.quantizeObserve = quantizeObserve;
           options.activationScales = activationScales;
           options.allReduceGradients = allReduceGradients;
+          options.tensorParallel = tensorParallel;
           auto model = CompiledModel::compile(source, options);
           if (!model) {
             std::string message = llvm::toString(model.takeError());
@@ -520,8 +535,8 @@ PYBIND11_MODULE(_mithril, m) {
       py::arg("llvm_level") = -1, py::arg("profile") = false, py::arg("checkpoint_segments") = 0u,
       py::arg("precision") = "", py::arg("precision_terminals") = false, py::arg("target_cpu") = "",
       py::arg("quantize") = "", py::arg("quantize_observe") = false,
-      py::arg("activation_scales") = std::vector<double>{},
-      py::arg("all_reduce_gradients") = false);
+      py::arg("activation_scales") = std::vector<double>{}, py::arg("all_reduce_gradients") = false,
+      py::arg("tensor_parallel") = 1u);
   m.def(
       "batch_sharding",
       [](const std::string &source, const std::string &entry,
@@ -570,8 +585,24 @@ PYBIND11_MODULE(_mithril, m) {
       },
       "Starts MPI once per process: (rank, size, the MPI library's version)");
   m.def(
+      "setup_mesh",
+      [](int data, int tensor) {
+        if (llvm::Error err = setupMesh(data, tensor))
+          raise(llvm::toString(std::move(err)));
+        auto d = groupRankAndSize(Group::Data);
+        auto t = groupRankAndSize(Group::Tensor);
+        if (!d)
+          raise(llvm::toString(d.takeError()));
+        if (!t)
+          raise(llvm::toString(t.takeError()));
+        return py::make_tuple(d->first, t->first);
+      },
+      py::arg("data"), py::arg("tensor"),
+      "Arranges the ranks as a data x tensor mesh: (this rank's index in its data group, in "
+      "its tensor group)");
+  m.def(
       "all_reduce_sum",
-      [](py::array array) {
+      [](py::array array, const std::string &group) {
         bool isDouble = array.dtype().is(py::dtype::of<double>());
         if (!(isDouble || array.dtype().is(py::dtype::of<float>())) ||
             !(array.flags() & py::array::c_style) || !array.writeable())
@@ -582,15 +613,17 @@ PYBIND11_MODULE(_mithril, m) {
         llvm::Error err = llvm::Error::success();
         {
           py::gil_scoped_release release;
-          err = allReduceSum(data, count, isDouble);
+          err = allReduceSum(data, count, isDouble, parseGroup(group));
         }
         if (err)
           raise(llvm::toString(std::move(err)));
       },
-      py::arg("array"), "Sums the array over the ranks, in place (MPI_Allreduce)");
+      py::arg("array"), py::arg("group") = "world",
+      "Sums the array over the ranks of group ('world', 'data' or 'tensor'), in place "
+      "(MPI_Allreduce)");
   m.def(
       "all_gather_bytes",
-      [](py::bytes local, const std::vector<int64_t> &counts) {
+      [](py::bytes local, const std::vector<int64_t> &counts, const std::string &group) {
         std::string send = local;
         int64_t total = 0;
         for (int64_t c : counts)
@@ -599,17 +632,18 @@ PYBIND11_MODULE(_mithril, m) {
         llvm::Error err = llvm::Error::success();
         {
           py::gil_scoped_release release;
-          err = allGatherBytes(send.data(), static_cast<int64_t>(send.size()), recv.data(), counts);
+          err = allGatherBytes(send.data(), static_cast<int64_t>(send.size()), recv.data(), counts,
+                               parseGroup(group));
         }
         if (err)
           raise(llvm::toString(std::move(err)));
         return py::bytes(recv);
       },
-      py::arg("local"), py::arg("counts"),
+      py::arg("local"), py::arg("counts"), py::arg("group") = "world",
       "Every rank's bytes in rank order (MPI_Allgatherv); counts[r] is rank r's length");
   m.def(
       "broadcast",
-      [](py::array array, int root) {
+      [](py::array array, int root, const std::string &group) {
         if (!(array.flags() & py::array::c_style) || !array.writeable())
           throw py::type_error("broadcast takes a writable C-contiguous array");
         void *data = array.mutable_data();
@@ -617,12 +651,13 @@ PYBIND11_MODULE(_mithril, m) {
         llvm::Error err = llvm::Error::success();
         {
           py::gil_scoped_release release;
-          err = broadcastBytes(data, bytes, root);
+          err = broadcastBytes(data, bytes, root, parseGroup(group));
         }
         if (err)
           raise(llvm::toString(std::move(err)));
       },
-      py::arg("array"), py::arg("root") = 0, "Rank root's array on every rank, in place");
+      py::arg("array"), py::arg("root") = 0, py::arg("group") = "world",
+      "Rank root's array on every rank of group, in place");
   m.def(
       "run_passes",
       [](const std::string &source, const std::string &pipeline, const std::string &name) {

@@ -109,6 +109,15 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     }
   }
 
+  // Tensor parallelism splits parameters before any gradient is built, so
+  // that the forward and backward code are one rank's share.
+  if (wanted("shapes") && options.tensorParallel > 1) {
+    MithrilTensorParallelOptions split;
+    split.entry = options.entry;
+    split.size = options.tensorParallel;
+    pm.addPass(createMithrilTensorParallel(split));
+  }
+
   if (wanted("autodiff") && options.gradients) {
     MithrilAutodiffOptions autodiff;
     autodiff.entry = options.entry;

@@ -264,6 +264,8 @@ static std::string pipelineOptions(const CompileOptions &options, StringRef stop
       add("weight-decay", std::to_string(options.weightDecay));
     }
   }
+  if (options.tensorParallel > 1)
+    add("tensor-parallel", std::to_string(options.tensorParallel));
   // Threads shape the code from the fusion stage (the schedule) on.
   bool scheduled = llvm::is_contained({"fusion", "bufferize", "loops", "llvm"}, stopAfter);
   if (unsigned threads = resolvedThreads(options); threads != 1 && scheduled)
@@ -737,6 +739,9 @@ llvm::Error CompiledModel::describe(Operation *rootOp, bool dynamicShapes) {
                                  root.getInputKind(i), true, dynamicShapes);
     if (!info)
       return info.takeError();
+    if (DictionaryAttr attrs = root.getArgAttrDict(i))
+      if (auto axis = dyn_cast_or_null<IntegerAttr>(attrs.get(kTensorSplitAttr)))
+        info->tensorSplit = axis.getInt();
     inputs_.push_back(*info);
   }
   for (unsigned i = 0, e = root.getNumOutputs(); i < e; ++i) {

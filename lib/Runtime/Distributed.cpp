@@ -24,14 +24,17 @@ namespace {
 struct MpiRuntime {
   std::string path;
   int (*init)() = nullptr;
-  int (*rank)() = nullptr;
-  int (*size)() = nullptr;
+  int (*rank)(int32_t) = nullptr;
+  int (*size)(int32_t) = nullptr;
+  int (*split)(int32_t, int32_t, int32_t, int32_t *) = nullptr;
   const char *(*libraryVersion)() = nullptr;
   const char *(*takeError)() = nullptr;
-  int (*allReduceSum)(const void *, void *, int64_t, int32_t) = nullptr;
-  int (*allGatherBytes)(const void *, int64_t, void *, const int64_t *) = nullptr;
-  int (*broadcastBytes)(void *, int64_t, int32_t) = nullptr;
+  int (*allReduceSum)(int32_t, const void *, void *, int64_t, int32_t) = nullptr;
+  int (*allGatherBytes)(int32_t, const void *, int64_t, void *, const int64_t *) = nullptr;
+  int (*broadcastBytes)(int32_t, void *, int64_t, int32_t) = nullptr;
   void (*abort)(int32_t) = nullptr;
+  /// The communicators of the mesh's groups (0: MPI_COMM_WORLD).
+  int32_t groups[3] = {0, 0, 0};
 };
 } // namespace
 
@@ -59,7 +62,7 @@ static llvm::Expected<MpiRuntime> load() {
     return function != nullptr;
   };
   if (!bind(runtime.init, "mithrilMpiInit") || !bind(runtime.rank, "mithrilMpiRank") ||
-      !bind(runtime.size, "mithrilMpiSize") ||
+      !bind(runtime.size, "mithrilMpiSize") || !bind(runtime.split, "mithrilMpiSplit") ||
       !bind(runtime.libraryVersion, "mithrilMpiLibraryVersion") ||
       !bind(runtime.takeError, "mithrilMpiTakeError") ||
       !bind(runtime.allReduceSum, "mithrilMpiAllReduceSum") ||
@@ -74,6 +77,10 @@ static llvm::Expected<MpiRuntime> load() {
 
 static std::mutex mutex;
 static std::optional<MpiRuntime> loaded;
+
+static int32_t communicatorOf(const MpiRuntime *mpi, Group group) {
+  return mpi->groups[static_cast<int>(group)];
+}
 
 /// The started runtime, or null before initDistributed succeeded.
 static const MpiRuntime *started() {
@@ -95,7 +102,7 @@ llvm::Expected<DistributedInfo> mithril::runtime::initDistributed() {
   std::string library = mpi->libraryVersion();
   // The first line: Open MPI's and MPICH's version strings run on.
   library = library.substr(0, library.find('\n'));
-  return DistributedInfo{mpi->rank(), mpi->size(), library};
+  return DistributedInfo{mpi->rank(0), mpi->size(0), library};
 }
 
 static llvm::Error collectiveError(const MpiRuntime *mpi, int code) {
@@ -111,29 +118,64 @@ static llvm::Expected<const MpiRuntime *> requireStarted() {
                                  "MPI has not been started (initDistributed)");
 }
 
-llvm::Error mithril::runtime::allReduceSum(void *data, int64_t count, bool isDouble) {
+llvm::Error mithril::runtime::setupMesh(int data, int tensor) {
   auto mpi = requireStarted();
   if (!mpi)
     return mpi.takeError();
-  return collectiveError(*mpi, (*mpi)->allReduceSum(nullptr, data, count, isDouble));
+  int size = (*mpi)->size(0), rank = (*mpi)->rank(0);
+  if (data < 1 || tensor < 1 || data * tensor != size)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "a mesh of " + std::to_string(data) + " x " + std::to_string(tensor) + " needs " +
+            std::to_string(data * tensor) + " ranks, this run has " + std::to_string(size));
+  std::lock_guard<std::mutex> lock(mutex);
+  MpiRuntime &runtime = *loaded;
+  // Rank r is (d, t) = (r / tensor, r % tensor): a data group holds the
+  // ranks of one t, a tensor group those of one d.
+  int32_t dataGroup = 0, tensorGroup = 0;
+  if (int code = runtime.split(0, rank % tensor, rank / tensor, &dataGroup))
+    return collectiveError(&runtime, code);
+  if (int code = runtime.split(0, rank / tensor, rank % tensor, &tensorGroup))
+    return collectiveError(&runtime, code);
+  runtime.groups[static_cast<int>(Group::Data)] = dataGroup;
+  runtime.groups[static_cast<int>(Group::Tensor)] = tensorGroup;
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::pair<int, int>> mithril::runtime::groupRankAndSize(Group group) {
+  auto mpi = requireStarted();
+  if (!mpi)
+    return mpi.takeError();
+  int32_t comm = communicatorOf(*mpi, group);
+  return std::make_pair((*mpi)->rank(comm), (*mpi)->size(comm));
+}
+
+llvm::Error mithril::runtime::allReduceSum(void *data, int64_t count, bool isDouble, Group group) {
+  auto mpi = requireStarted();
+  if (!mpi)
+    return mpi.takeError();
+  return collectiveError(
+      *mpi, (*mpi)->allReduceSum(communicatorOf(*mpi, group), nullptr, data, count, isDouble));
 }
 
 llvm::Error mithril::runtime::allGatherBytes(const void *send, int64_t sendBytes, void *recv,
-                                             llvm::ArrayRef<int64_t> counts) {
+                                             llvm::ArrayRef<int64_t> counts, Group group) {
   auto mpi = requireStarted();
   if (!mpi)
     return mpi.takeError();
-  if (static_cast<int>(counts.size()) != (*mpi)->size())
+  int32_t comm = communicatorOf(*mpi, group);
+  if (static_cast<int>(counts.size()) != (*mpi)->size(comm))
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "allGatherBytes: one count per rank is needed");
-  return collectiveError(*mpi, (*mpi)->allGatherBytes(send, sendBytes, recv, counts.data()));
+  return collectiveError(*mpi, (*mpi)->allGatherBytes(comm, send, sendBytes, recv, counts.data()));
 }
 
-llvm::Error mithril::runtime::broadcastBytes(void *data, int64_t bytes, int root) {
+llvm::Error mithril::runtime::broadcastBytes(void *data, int64_t bytes, int root, Group group) {
   auto mpi = requireStarted();
   if (!mpi)
     return mpi.takeError();
-  return collectiveError(*mpi, (*mpi)->broadcastBytes(data, bytes, root));
+  return collectiveError(*mpi,
+                         (*mpi)->broadcastBytes(communicatorOf(*mpi, group), data, bytes, root));
 }
 
 /// An unranked memref's descriptor: {allocated, aligned, offset, sizes[rank],
@@ -182,7 +224,7 @@ template <typename T> struct StridedView {
 };
 
 template <typename T>
-static void allReduceMemref(int64_t srcRank, void *srcDescriptor, int64_t dstRank,
+static void allReduceMemref(int64_t group, int64_t srcRank, void *srcDescriptor, int64_t dstRank,
                             void *dstDescriptor) {
   StridedView<T> src(srcRank, srcDescriptor), dst(dstRank, dstDescriptor);
   const MpiRuntime *mpi = started();
@@ -198,19 +240,21 @@ static void allReduceMemref(int64_t srcRank, void *srcDescriptor, int64_t dstRan
     src.pack(dst.data);
     send = nullptr;
   }
-  if (int code = mpi->allReduceSum(send, dst.data, dst.count(), sizeof(T) == sizeof(double))) {
+  Group which = group == 1 ? Group::Tensor : Group::Data;
+  if (int code = mpi->allReduceSum(communicatorOf(mpi, which), send, dst.data, dst.count(),
+                                   sizeof(T) == sizeof(double))) {
     std::fprintf(stderr, "mithril: summing gradients over the ranks failed: %s\n",
                  mpi->takeError());
     mpi->abort(code);
   }
 }
 
-extern "C" void mithrilAllReduceF32(int64_t srcRank, void *srcDescriptor, int64_t dstRank,
-                                    void *dstDescriptor) {
-  allReduceMemref<float>(srcRank, srcDescriptor, dstRank, dstDescriptor);
+extern "C" void mithrilAllReduceF32(int64_t group, int64_t srcRank, void *srcDescriptor,
+                                    int64_t dstRank, void *dstDescriptor) {
+  allReduceMemref<float>(group, srcRank, srcDescriptor, dstRank, dstDescriptor);
 }
 
-extern "C" void mithrilAllReduceF64(int64_t srcRank, void *srcDescriptor, int64_t dstRank,
-                                    void *dstDescriptor) {
-  allReduceMemref<double>(srcRank, srcDescriptor, dstRank, dstDescriptor);
+extern "C" void mithrilAllReduceF64(int64_t group, int64_t srcRank, void *srcDescriptor,
+                                    int64_t dstRank, void *dstDescriptor) {
+  allReduceMemref<double>(group, srcRank, srcDescriptor, dstRank, dstDescriptor);
 }

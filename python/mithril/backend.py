@@ -37,8 +37,9 @@ class MlirBackend:
     over N MPI ranks (run the script as `mpirun -n N python3 script.py`):
     every rank passes the global arrays and gets the global outputs and
     gradients, computing on its share of the batch (see docs/distributed.md);
-    a mesh of 1 needs no MPI, and a second axis above 1 (tensor parallelism)
-    is refused for now."""
+    a mesh of 1 needs no MPI. `device_mesh=(dp, tp)` adds tensor
+    parallelism: each group of tp ranks splits Linear layer pairs (columns,
+    then rows), over `mpirun -n dp*tp`."""
 
     def __init__(self, dtype=float32, device: str = "cpu", seed: int = 0,
                  num_threads: int | None = None, gpu_tiles_on_host: bool = False,
@@ -76,24 +77,24 @@ class MlirBackend:
         self._rng = np.random.default_rng(seed)
         from .distributed import Ranks, parse_mesh
         self.device_mesh = device_mesh
-        ranks = parse_mesh(device_mesh)
-        if ranks > 1 and device != "cpu":
-            raise ValueError("device_mesh runs data parallelism on device='cpu'")
-        if ranks > 1 and quantize:
+        data, tensor = parse_mesh(device_mesh)
+        if data * tensor > 1 and device != "cpu":
+            raise ValueError("device_mesh runs on device='cpu'")
+        if data * tensor > 1 and quantize:
             raise ValueError("device_mesh splits training and inference batches of float "
                              "models; quantize='int8' is for one process")
         # Starts MPI: a mesh that does not match the run is an error here.
-        self._ranks = Ranks(ranks) if ranks > 1 else None
+        self._ranks = Ranks(data, tensor) if data * tensor > 1 else None
 
     @property
     def rank(self) -> int:
-        """This process's rank in a data-parallel run (0 without one)."""
-        return self._ranks.rank if self._ranks else 0
+        """This process's rank in a parallel run (0 without one)."""
+        return self._ranks.world_rank if self._ranks else 0
 
     @property
     def world_size(self) -> int:
-        """The number of ranks of a data-parallel run (1 without one)."""
-        return self._ranks.size if self._ranks else 1
+        """The number of ranks of a parallel run (1 without one)."""
+        return self._ranks.size * self._ranks.tensor_size if self._ranks else 1
 
     # Mithril's array helpers; they return numpy arrays of the backend dtype.
     def array(self, data, dtype=None) -> np.ndarray:

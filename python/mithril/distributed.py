@@ -1,6 +1,7 @@
 # Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
 # Exceptions. See LICENSE for license information.
-"""Data parallelism over MPI: ml.MlirBackend(device_mesh=(N,)).
+"""Data and tensor parallelism over MPI: ml.MlirBackend(device_mesh=(dp,) or
+(dp, tp)).
 
 Every rank runs the same script (`mpirun -n N python3 script.py`) and passes
 the same global arrays. Each rank computes on its share of the batch (axis 0
@@ -11,7 +12,13 @@ along an axis are gathered, partial sums and means (a loss's mean over the
 batch) are summed over the ranks. Parameter gradients are summed by the
 compiled code itself (mithril.all_reduce, inserted by
 mithril-all-reduce-gradients), before an optimizer step uses them, so every
-rank applies the same update."""
+rank applies the same update.
+
+With a second mesh axis, tensor parallelism: each group of tp ranks that
+share a batch share splits Linear layer pairs Megatron-style
+(mithril-tensor-parallel). Every rank still passes the global parameters;
+this module hands the compiled code each rank's slice of the split ones and
+gathers their gradients and updates back to global arrays."""
 
 from __future__ import annotations
 
@@ -21,33 +28,34 @@ from . import _mithril
 from .errors import MithrilError, ShapeError
 
 
-def parse_mesh(device_mesh) -> int:
-    """The number of data-parallel ranks of a device_mesh (None: 1)."""
+def parse_mesh(device_mesh) -> tuple[int, int]:
+    """(data, tensor) ranks of a device_mesh (None: (1, 1))."""
     if device_mesh is None:
-        return 1
+        return 1, 1
     if isinstance(device_mesh, int) and not isinstance(device_mesh, bool):
         device_mesh = (device_mesh,)
     if (not isinstance(device_mesh, tuple) or not device_mesh or len(device_mesh) > 2
             or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in device_mesh)):
         raise ValueError(f"device_mesh must be (data,) or (data, tensor) with positive sizes, "
                          f"got {device_mesh!r}")
-    if len(device_mesh) == 2 and device_mesh[1] > 1:
-        raise MithrilError(f"device_mesh={device_mesh}: tensor parallelism (a second axis above "
-                           "1) is not supported yet; use data parallelism, device_mesh="
-                           f"({device_mesh[0] * device_mesh[1]},)")
-    return device_mesh[0]
+    return device_mesh[0], (device_mesh[1] if len(device_mesh) == 2 else 1)
 
 
 class Ranks:
-    """This process's place in a data-parallel run of `size` ranks."""
+    """This process's place in a run of data x tensor ranks: `rank` and
+    `size` count the data group (the ranks that split the batch), `tensor_rank`
+    and `tensor_size` the tensor group (those that split the layer pairs)."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, data: int, tensor: int = 1) -> None:
         rank, world, library = _mithril.distributed_init()
-        if world != size:
+        if world != data * tensor:
+            mesh = f"({data},)" if tensor == 1 else f"({data}, {tensor})"
             raise MithrilError(
-                f"device_mesh asks for {size} ranks, but this run has {world}: start it as "
-                f"`mpirun -n {size} python3 script.py`")
-        self.rank, self.size, self.library = rank, world, library
+                f"device_mesh={mesh} asks for {data * tensor} ranks, but this run has {world}: "
+                f"start it as `mpirun -n {data * tensor} python3 script.py`")
+        self.world_rank, self.library = rank, library
+        self.rank, self.tensor_rank = _mithril.setup_mesh(data, tensor)
+        self.size, self.tensor_size = data, tensor
 
     def split(self, n: int) -> list[int]:
         """Each rank's share of a batch of n: as even as it goes."""
@@ -55,24 +63,26 @@ class Ranks:
             raise ShapeError(f"a batch of {n} cannot be split across {self.size} ranks")
         return [n // self.size + (1 if r < n % self.size else 0) for r in range(self.size)]
 
-    def gather(self, local: np.ndarray, axis: int) -> np.ndarray:
-        """The ranks' arrays concatenated along `axis`, on every rank."""
+    def gather(self, local: np.ndarray, axis: int, group: str = "data") -> np.ndarray:
+        """The group's arrays concatenated along `axis`, on every rank."""
+        size = self.size if group == "data" else self.tensor_size
         moved = np.ascontiguousarray(np.moveaxis(local, axis, 0))
         rows = np.array([moved.shape[0]], dtype=np.int64)
-        counts = np.frombuffer(_mithril.all_gather_bytes(rows.tobytes(), [8] * self.size),
+        counts = np.frombuffer(_mithril.all_gather_bytes(rows.tobytes(), [8] * size, group),
                                dtype=np.int64)
         row_bytes = int(np.prod(moved.shape[1:], dtype=np.int64)) * moved.dtype.itemsize
-        data = _mithril.all_gather_bytes(moved.tobytes(), [int(c) * row_bytes for c in counts])
+        data = _mithril.all_gather_bytes(moved.tobytes(), [int(c) * row_bytes for c in counts],
+                                         group)
         whole = np.frombuffer(data, dtype=moved.dtype).reshape(
             (int(counts.sum()),) + moved.shape[1:])
         return np.ascontiguousarray(np.moveaxis(whole, 0, axis))
 
     def sum(self, local: np.ndarray) -> np.ndarray:
-        """The elementwise sum of the ranks' arrays, on every rank."""
+        """The elementwise sum of the data group's arrays, on every rank."""
         dtype = local.dtype
         work = np.array(local, dtype=np.float64 if dtype == np.float64 else np.float32,
                         copy=True, order="C")
-        _mithril.all_reduce_sum(work)
+        _mithril.all_reduce_sum(work, "data")
         return work.astype(dtype, copy=False)
 
 
@@ -86,7 +96,9 @@ class DataParallelPlan:
         self.outputs = {name: (kind, axis) for name, kind, axis in outputs}
 
     def describe(self) -> str:
-        rows = [f"data parallel over {self.ranks.size} ranks (MPI: {self.ranks.library})",
+        tensor = (f" x tensor parallel over {self.ranks.tensor_size}"
+                  if self.ranks.tensor_size > 1 else "")
+        rows = [f"data parallel over {self.ranks.size} ranks{tensor} (MPI: {self.ranks.library})",
                 f"  split along axis 0: {', '.join(self.batched)}"]
         for name, (kind, axis) in self.outputs.items():
             shown = f"sharded along axis {axis} (gathered)" if kind == "sharded" else {
@@ -157,3 +169,36 @@ class DataParallelPlan:
             else:
                 combined[name] = value
         return combined
+
+    # Tensor parallelism: the split parameters ---------------------------
+
+    def local_parameters(self, given: dict, terminals: list) -> dict:
+        """`given` with each split parameter (a terminal with tensor_split)
+        replaced by this rank's slice of the global array."""
+        if self.ranks.tensor_size == 1:
+            return given
+        local = dict(given)
+        for t in terminals:
+            axis = t.get("tensor_split", -1)
+            if axis < 0 or t["name"] not in given:
+                continue
+            value = np.asarray(given[t["name"]])
+            n = t["shape"][axis]
+            if value.ndim != len(t["shape"]) or value.shape[axis] != n * self.ranks.tensor_size:
+                raise ShapeError(f"parameter '{t['name']}': expected the global shape, "
+                                 f"{n * self.ranks.tensor_size} on axis {axis} (this rank "
+                                 f"holds {n} of them), got {list(value.shape)}")
+            index = [slice(None)] * value.ndim
+            index[axis] = slice(self.ranks.tensor_rank * n, (self.ranks.tensor_rank + 1) * n)
+            local[t["name"]] = np.ascontiguousarray(value[tuple(index)])
+        return local
+
+    def global_parameters(self, arrays: dict, terminals: list, prefix: str = "") -> dict:
+        """Arrays named `prefix + name` of split parameters gathered from
+        the tensor group into global ones."""
+        if self.ranks.tensor_size == 1:
+            return arrays
+        splits = {prefix + t["name"]: t["tensor_split"] for t in terminals
+                  if t.get("tensor_split", -1) >= 0}
+        return {k: self.ranks.gather(np.asarray(v), splits[k], "tensor") if k in splits else v
+                for k, v in arrays.items()}

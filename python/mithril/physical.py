@@ -55,7 +55,10 @@ class PhysicalModel:
         self.backend = backend
         self.inference = inference
         self._controls = controls or CompileControls()
-        self._native = self._controls.native_kwargs()
+        self._native = dict(self._controls.native_kwargs())
+        ranks = getattr(backend, "_ranks", None)
+        if ranks is not None and ranks.tensor_size > 1:
+            self._native["tensor_parallel"] = ranks.tensor_size
         self._chip = self._controls.chip or backend.chip
         self._batch_range = batch_range
         self._shapes = dict(shapes)
@@ -124,6 +127,10 @@ class PhysicalModel:
             if t["kind"] != "param":
                 continue
             shape = tuple(t["shape"])
+            if self._dp is not None and t.get("tensor_split", -1) >= 0:
+                # The global parameter, whose slices the tensor group holds.
+                shape = tuple(d * self._dp.ranks.tensor_size if i == t["tensor_split"] else d
+                              for i, d in enumerate(shape))
             if None in shape:
                 raise MithrilError(f"parameter '{t['name']}' has shape {list(shape)}: give its "
                                    "size in shapes=... to randomize it")
@@ -203,6 +210,7 @@ class PhysicalModel:
         together and the gradients summed over the ranks (by the compiled
         code) as one process's run over the whole batch gives them."""
         local, weight = self._dp.shard(dict(given))
+        local = self._dp.local_parameters(local, self._inputs)
         if output_gradients is None or output_gradients is False:
             return self._dp.combine(self._evaluate_outputs(local), weight)
         if output_gradients is True:
@@ -214,7 +222,8 @@ class PhysicalModel:
                                        f"the outputs are {self.output_keys}")
             seeds = self._dp.local_seeds(output_gradients, weight, sliced=False)
         values, grads = self._evaluate_with_gradients(local, seeds)
-        return self._dp.combine(values, weight), grads
+        return (self._dp.combine(values, weight),
+                self._dp.global_parameters(grads, self._inputs))
 
     def _unit_seeds(self, given: Mapping) -> dict:
         """output_gradients=True: the unit cotangents."""
@@ -420,6 +429,8 @@ class PhysicalModel:
             if name.startswith("state:") and name not in optimizer.state:
                 optimizer.state[name] = np.zeros(tuple(t["shape"]), user_dtype(t["dtype"]))
         feeds = dict(params)
+        if self._dp is not None:
+            feeds = self._dp.local_parameters(feeds, self._inputs)
         feeds.update(data or {})
         feeds.update(optimizer.state)
         seed = np.ones((), dtype)
@@ -439,6 +450,13 @@ class PhysicalModel:
                 buf = np.empty(tuple(t["shape"]), dtype=storage)
             outputs.append(buf)
         model.run(inputs, outputs)
+        if self._dp is not None and self._dp.ranks.tensor_size > 1:
+            # The tensor group's slices of the updated parameters, gathered.
+            updated = self._dp.global_parameters(
+                {t["name"]: o for t, o in zip(model_outputs, outputs)
+                 if t["name"].startswith("new:") and not t["name"].startswith("new:state:")},
+                self._inputs, prefix="new:")
+            outputs = [updated.get(t["name"], o) for t, o in zip(model_outputs, outputs)]
         results = {}
         for t, out in zip(model_outputs, outputs):
             name = t["name"]

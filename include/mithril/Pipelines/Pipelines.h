@@ -86,6 +86,11 @@ struct ModelPipelineOptions : public mlir::PassPipelineOptions<Derived> {
                      "(mithril-autodiff); CSE, which would merge the recomputed ops back, "
                      "does not run after autodiff then"),
       llvm::cl::init(0)};
+  Option<unsigned> tensorParallel{
+      *this, "tensor-parallel",
+      llvm::cl::desc("Split Linear layer pairs over this many ranks, the first by columns and "
+                     "the second by rows (mithril-tensor-parallel); 1: none"),
+      llvm::cl::init(1)};
   Option<bool> allReduceGradients{
       *this, "all-reduce-gradients",
       llvm::cl::desc("With gradients: sum the parameter gradients over the ranks of a "
@@ -108,6 +113,7 @@ template <typename To, typename From> void copyModelOptions(To &to, const From &
   to.weightDecay = from.weightDecay;
   to.checkpointSegments = from.checkpointSegments;
   to.allReduceGradients = from.allReduceGradients;
+  to.tensorParallel = from.tensorParallel;
   to.precision = from.precision;
   to.precisionTerminals = from.precisionTerminals;
   to.quantize = from.quantize;

@@ -44,6 +44,9 @@ struct TerminalInfo {
   InputKind kind = InputKind::Data; // inputs only
   DType dtype = DType::F32;
   llvm::SmallVector<int64_t> shape;
+  /// A parameter mithril-tensor-parallel splits: the axis of the global
+  /// parameter whose slice `shape` is (-1: not split).
+  int64_t tensorSplit = -1;
 };
 
 struct CompileOptions {
@@ -65,6 +68,9 @@ struct CompileOptions {
   /// With gradients: gradient checkpointing in this many runs of forward
   /// ops (mithril-autodiff's checkpoint-segments; 0: off).
   unsigned checkpointSegments = 0;
+  /// Tensor parallelism over this many ranks (mithril-tensor-parallel: Linear
+  /// layer pairs split column- then row-wise); 1: none.
+  unsigned tensorParallel = 1;
   /// With gradients: sum the parameter gradients over the ranks of a
   /// data-parallel run (mithril-all-reduce-gradients); the code then calls
   /// MPI through the runtime, which initDistributed() must have started.

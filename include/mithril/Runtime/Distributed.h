@@ -40,16 +40,29 @@ struct DistributedInfo {
 /// MPI runtime or MPI does not start.
 llvm::Expected<DistributedInfo> initDistributed();
 
-/// Sums `count` float32 (`isDouble`: float64) values over the ranks, in place.
-llvm::Error allReduceSum(void *data, int64_t count, bool isDouble);
+/// The ranks a collective runs over: all of them, or, on a data x tensor
+/// mesh, the ranks that hold the same part of the parameters (a data group:
+/// each has its share of the batch) or the same share of the batch (a tensor
+/// group: each has its part of the parameters). Without a mesh, Data is World.
+enum class Group { World = 0, Data = 1, Tensor = 2 };
+
+/// Arranges the ranks as a `data` x `tensor` mesh (rank r is (r / tensor,
+/// r % tensor)) and makes its groups. Every rank must call it.
+llvm::Error setupMesh(int data, int tensor);
+
+/// This rank's index in `group`, and the group's size.
+llvm::Expected<std::pair<int, int>> groupRankAndSize(Group group);
+
+/// Sums `count` float32 (`isDouble`: float64) values over `group`, in place.
+llvm::Error allReduceSum(void *data, int64_t count, bool isDouble, Group group = Group::World);
 
 /// Gathers each rank's `sendBytes` bytes in rank order into `recv`;
-/// `counts[r]` is rank r's byte count.
+/// `counts[r]` is the byte count of rank r of `group`.
 llvm::Error allGatherBytes(const void *send, int64_t sendBytes, void *recv,
-                           llvm::ArrayRef<int64_t> counts);
+                           llvm::ArrayRef<int64_t> counts, Group group = Group::World);
 
-/// Rank `root`'s `bytes` bytes at `data`, on every rank.
-llvm::Error broadcastBytes(void *data, int64_t bytes, int root);
+/// Rank `root`'s `bytes` bytes at `data`, on every rank of `group`.
+llvm::Error broadcastBytes(void *data, int64_t bytes, int root, Group group = Group::World);
 
 struct OutputDistribution {
   std::string name;
@@ -75,12 +88,13 @@ llvm::Expected<DataParallelPlan> analyzeDataParallel(llvm::StringRef source,
 } // namespace mithril::runtime
 
 /// Called by compiled code (mithril.all_reduce): sums the memref at
-/// (srcRank, srcDescriptor) over the ranks into the one at (dstRank,
-/// dstDescriptor), as unranked memrefs pass. A failed collective ends the
-/// job (MPI_Abort): the other ranks would wait for this one forever.
-extern "C" void mithrilAllReduceF32(int64_t srcRank, void *srcDescriptor, int64_t dstRank,
-                                    void *dstDescriptor);
-extern "C" void mithrilAllReduceF64(int64_t srcRank, void *srcDescriptor, int64_t dstRank,
-                                    void *dstDescriptor);
+/// (srcRank, srcDescriptor) over the ranks of `group` (0: the data group, 1:
+/// the tensor group) into the one at (dstRank, dstDescriptor), as unranked
+/// memrefs pass. A failed collective ends the job (MPI_Abort): the other
+/// ranks would wait for this one forever.
+extern "C" void mithrilAllReduceF32(int64_t group, int64_t srcRank, void *srcDescriptor,
+                                    int64_t dstRank, void *dstDescriptor);
+extern "C" void mithrilAllReduceF64(int64_t group, int64_t srcRank, void *srcDescriptor,
+                                    int64_t dstRank, void *dstDescriptor);
 
 #endif // MITHRIL_RUNTIME_DISTRIBUTED_H

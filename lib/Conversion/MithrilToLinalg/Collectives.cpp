@@ -9,6 +9,7 @@
 
 #include "mithril/Dialect/Mithril/IR/MithrilOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -21,7 +22,8 @@ using namespace mithril::linalg_lowering;
 namespace {
 
 /// all_reduce: the host's collective (mithrilAllReduceF32 / F64, which call
-/// MPI_Allreduce) reads the operand's buffer and writes a new one. Both go
+/// MPI_Allreduce over the op's group) reads the operand's buffer and writes a
+/// new one. Both go
 /// as unranked memrefs, whose descriptors give the sizes and strides.
 struct AllReducePattern : OpRewritePattern<AllReduceOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -36,8 +38,9 @@ struct AllReducePattern : OpRewritePattern<AllReduceOp> {
     if (!SymbolTable::lookupSymbolIn(module, callee)) {
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointToStart(module.getBody());
-      auto decl = func::FuncOp::create(rewriter, loc, callee,
-                                       rewriter.getFunctionType({unranked, unranked}, {}));
+      auto decl = func::FuncOp::create(
+          rewriter, loc, callee,
+          rewriter.getFunctionType({rewriter.getI64Type(), unranked, unranked}, {}));
       decl.setPrivate();
     }
     // The operand's buffer may be a strided view: any layout.
@@ -53,8 +56,11 @@ struct AllReducePattern : OpRewritePattern<AllReduceOp> {
     auto resultBuffer = MemRefType::get(type.getShape(), element);
     Value sum = memref::AllocOp::create(rewriter, loc, resultBuffer, dynamicSizes,
                                         rewriter.getI64IntegerAttr(64));
+    // The runtime's group numbers: 0 data, 1 tensor.
+    Value group = arith::ConstantOp::create(
+        rewriter, loc, rewriter.getI64IntegerAttr(op.getGroup() == "tensor" ? 1 : 0));
     func::CallOp::create(rewriter, loc, callee, TypeRange{},
-                         ValueRange{memref::CastOp::create(rewriter, loc, unranked, source),
+                         ValueRange{group, memref::CastOp::create(rewriter, loc, unranked, source),
                                     memref::CastOp::create(rewriter, loc, unranked, sum)});
     rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(op, type, sum, /*restrict=*/true,
                                                            /*writable=*/true);
@@ -62,8 +68,17 @@ struct AllReducePattern : OpRewritePattern<AllReduceOp> {
   }
 };
 
+/// replicate: the identity forward (its sum is in the gradient).
+struct ReplicatePattern : OpRewritePattern<ReplicateOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReplicateOp op, PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, op.getInput());
+    return success();
+  }
+};
+
 } // namespace
 
 void mithril::linalg_lowering::populateCollectivePatterns(RewritePatternSet &patterns) {
-  patterns.add<AllReducePattern>(patterns.getContext());
+  patterns.add<AllReducePattern, ReplicatePattern>(patterns.getContext());
 }

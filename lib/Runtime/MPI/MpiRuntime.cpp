@@ -25,6 +25,15 @@
 namespace {
 std::string lastError;
 bool initializedHere = false;
+/// The communicators collectives name by index: 0 is MPI_COMM_WORLD, the
+/// others come from mithrilMpiSplit (a mesh's data and tensor groups).
+std::vector<MPI_Comm> communicators;
+
+MPI_Comm communicator(int32_t index) {
+  if (index < 0 || static_cast<size_t>(index) >= communicators.size())
+    return MPI_COMM_WORLD;
+  return communicators[index];
+}
 
 int check(int code, const char *what) {
   if (code == MPI_SUCCESS)
@@ -58,6 +67,8 @@ const char *mithrilMpiTakeError() {
 int mithrilMpiInit() {
   int initialized = 0;
   MPI_Initialized(&initialized);
+  if (communicators.empty())
+    communicators.push_back(MPI_COMM_WORLD);
   if (initialized)
     return 0;
   int provided = 0;
@@ -72,16 +83,28 @@ int mithrilMpiInit() {
   return 0;
 }
 
-int mithrilMpiRank() {
+int mithrilMpiRank(int32_t comm) {
   int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_rank(communicator(comm), &rank);
   return rank;
 }
 
-int mithrilMpiSize() {
+int mithrilMpiSize(int32_t comm) {
   int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_size(communicator(comm), &size);
   return size;
+}
+
+/// Splits communicator `parent` by `color` (ranks ordered by `key`), as
+/// MPI_Comm_split; `*index` names the new one in the other calls.
+int mithrilMpiSplit(int32_t parent, int32_t color, int32_t key, int32_t *index) {
+  MPI_Comm split;
+  if (int code = check(MPI_Comm_split(communicator(parent), color, key, &split), "MPI_Comm_split"))
+    return code;
+  MPI_Comm_set_errhandler(split, MPI_ERRORS_RETURN);
+  communicators.push_back(split);
+  *index = static_cast<int32_t>(communicators.size() - 1);
+  return 0;
 }
 
 const char *mithrilMpiLibraryVersion() {
@@ -93,7 +116,8 @@ const char *mithrilMpiLibraryVersion() {
 
 /// Sums `count` floats (`isDouble`: doubles) over the ranks into `recv`;
 /// `send` null sums `recv` in place.
-int mithrilMpiAllReduceSum(const void *send, void *recv, int64_t count, int32_t isDouble) {
+int mithrilMpiAllReduceSum(int32_t comm, const void *send, void *recv, int64_t count,
+                           int32_t isDouble) {
   MPI_Datatype type = isDouble ? MPI_DOUBLE : MPI_FLOAT;
   size_t elementBytes = isDouble ? sizeof(double) : sizeof(float);
   const char *in = static_cast<const char *>(send);
@@ -102,9 +126,9 @@ int mithrilMpiAllReduceSum(const void *send, void *recv, int64_t count, int32_t 
   for (int64_t done = 0; done < count;) {
     int piece = static_cast<int>(std::min<int64_t>(count - done, INT_MAX / 2));
     const void *from = in ? in + done * elementBytes : MPI_IN_PLACE;
-    if (int code = check(
-            MPI_Allreduce(from, out + done * elementBytes, piece, type, MPI_SUM, MPI_COMM_WORLD),
-            "MPI_Allreduce"))
+    if (int code = check(MPI_Allreduce(from, out + done * elementBytes, piece, type, MPI_SUM,
+                                       communicator(comm)),
+                         "MPI_Allreduce"))
       return code;
     done += piece;
   }
@@ -113,9 +137,9 @@ int mithrilMpiAllReduceSum(const void *send, void *recv, int64_t count, int32_t 
 
 /// Every rank's `sendBytes` bytes, in rank order, into `recv`; `counts[r]`
 /// is rank r's byte count.
-int mithrilMpiAllGatherBytes(const void *send, int64_t sendBytes, void *recv,
+int mithrilMpiAllGatherBytes(int32_t comm, const void *send, int64_t sendBytes, void *recv,
                              const int64_t *counts) {
-  int size = mithrilMpiSize();
+  int size = mithrilMpiSize(comm);
   std::vector<int> sizes(size), offsets(size);
   int64_t offset = 0;
   for (int r = 0; r < size; ++r) {
@@ -128,16 +152,17 @@ int mithrilMpiAllGatherBytes(const void *send, int64_t sendBytes, void *recv,
     offset += counts[r];
   }
   return check(MPI_Allgatherv(send, static_cast<int>(sendBytes), MPI_BYTE, recv, sizes.data(),
-                              offsets.data(), MPI_BYTE, MPI_COMM_WORLD),
+                              offsets.data(), MPI_BYTE, communicator(comm)),
                "MPI_Allgatherv");
 }
 
 /// Rank `root`'s `bytes` bytes at `data` on every rank.
-int mithrilMpiBroadcastBytes(void *data, int64_t bytes, int32_t root) {
+int mithrilMpiBroadcastBytes(int32_t comm, void *data, int64_t bytes, int32_t root) {
   char *p = static_cast<char *>(data);
   for (int64_t done = 0; done < bytes;) {
     int piece = static_cast<int>(std::min<int64_t>(bytes - done, INT_MAX / 2));
-    if (int code = check(MPI_Bcast(p + done, piece, MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast"))
+    if (int code =
+            check(MPI_Bcast(p + done, piece, MPI_BYTE, root, communicator(comm)), "MPI_Bcast"))
       return code;
     done += piece;
   }

@@ -1,9 +1,10 @@
 # Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
 # Exceptions. See LICENSE for license information.
-"""Run under `mpirun -n N`: a data-parallel run (device_mesh=(N,)) against
-the same model in one process (no mesh), on every rank. Checks outputs,
-seeded gradients and 5 SGD-with-momentum / Adam training steps; exits 1 on a
-mismatch, printing it. Usage: dp_check.py float64|float32 [batch]."""
+"""Run under `mpirun -n N`: a parallel run (device_mesh=(N,), or (D, T) with
+D*T = N) against the same model in one process (no mesh), on every rank.
+Checks outputs, seeded gradients and 5 SGD-with-momentum / Adam training
+steps; exits 1 on a mismatch, printing it.
+Usage: dp_check.py float64|float32 [batch] [mesh: N or DxT]."""
 
 import os
 import sys
@@ -11,21 +12,26 @@ import sys
 import numpy as np
 
 import mithril as ml
-from mithril.models import CrossEntropy, Linear, Mean, Model, Relu, Sigmoid, TrainModel
+from mithril.models import CrossEntropy, Linear, Mean, Model, Relu, Sigmoid, Tanh, TrainModel
 
 dtype_name = sys.argv[1] if len(sys.argv) > 1 else "float64"
 batch = int(sys.argv[2]) if len(sys.argv) > 2 else 12
+mesh_arg = sys.argv[3] if len(sys.argv) > 3 else None
 dtype = {"float64": ml.float64, "float32": ml.float32}[dtype_name]
 rtol = 1e-10 if dtype_name == "float64" else 1e-5
 atol = 1e-12 if dtype_name == "float64" else 1e-6
 
 
 def mlp():
+    # With tensor parallelism, two Linear pairs: the second's input carries
+    # gradients, which its replicate sums over the tensor group.
     model = Model()
     model |= Linear(16).connect(input="input")
     model += Relu()
     model += Linear(8)
     model += Sigmoid()
+    model += Linear(12)
+    model += Tanh()
     model += Linear(5).connect(output="logits")
     return model
 
@@ -51,7 +57,8 @@ def check(what, got, want):
 
 one = ml.MlirBackend(dtype=dtype, num_threads=1)
 ranks = int(os.environ.get("OMPI_COMM_WORLD_SIZE") or os.environ.get("PMI_SIZE") or 1)
-dp_backend = ml.MlirBackend(dtype=dtype, num_threads=1, device_mesh=(ranks,))
+mesh = tuple(int(d) for d in mesh_arg.split("x")) if mesh_arg else (ranks,)
+dp_backend = ml.MlirBackend(dtype=dtype, num_threads=1, device_mesh=mesh)
 assert dp_backend.world_size == ranks
 
 shapes = {"input": [batch, 6], "target": [batch]}
@@ -100,4 +107,4 @@ rank = dp_backend.rank
 if failures:
     print(f"rank {rank}/{ranks}: FAILED", *failures, sep="\n  ")
     sys.exit(1)
-print(f"rank {rank}/{ranks}: data-parallel {dtype_name} batch {batch} equals one process")
+print(f"rank {rank}/{ranks}: mesh {mesh} {dtype_name} batch {batch} equals one process")

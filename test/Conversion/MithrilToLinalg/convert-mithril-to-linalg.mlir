@@ -144,17 +144,24 @@ mithril.model @dynamic_reshapes(data %a: tensor<?x?xf32>, data %b: tensor<?x?x?x
 
 // -----
 
-// all_reduce calls the host's collective on the operand's buffer (any
-// layout) and a fresh one, which becomes the result.
-// CHECK: func.func private @mithrilAllReduceF64(memref<*xf64>, memref<*xf64>)
+// all_reduce calls the host's collective with its group (0 data, 1 tensor)
+// on the operand's buffer (any layout) and a fresh one, which becomes the
+// result; replicate is the identity forward.
+// CHECK: func.func private @mithrilAllReduceF64(i64, memref<*xf64>, memref<*xf64>)
 // CHECK-LABEL: func.func @all_reduce(
 // CHECK: %[[SRC:.+]] = bufferization.to_buffer %{{.+}} read_only : tensor<3x2xf64> to memref<3x2xf64, strided<[?, ?], offset: ?>>
 // CHECK: %[[DST:.+]] = memref.alloc() {alignment = 64 : i64} : memref<3x2xf64>
+// CHECK: %[[GROUP:.+]] = arith.constant 0 : i64
 // CHECK: %[[S:.+]] = memref.cast %[[SRC]] : memref<3x2xf64, strided<[?, ?], offset: ?>> to memref<*xf64>
 // CHECK: %[[D:.+]] = memref.cast %[[DST]] : memref<3x2xf64> to memref<*xf64>
-// CHECK: call @mithrilAllReduceF64(%[[S]], %[[D]])
-// CHECK: bufferization.to_tensor %[[DST]] restrict writable
+// CHECK: call @mithrilAllReduceF64(%[[GROUP]], %[[S]], %[[D]])
+// CHECK: %[[SUM:.+]] = bufferization.to_tensor %[[DST]] restrict writable
+// CHECK: %[[TGROUP:.+]] = arith.constant 1 : i64
+// CHECK: call @mithrilAllReduceF64(%[[TGROUP]],
+// CHECK-NOT: replicate
 mithril.model @all_reduce(data %g: tensor<3x2xf64>) -> (sum: tensor<3x2xf64>) {
   %s = mithril.all_reduce %g : (tensor<3x2xf64>) -> tensor<3x2xf64>
-  mithril.output %s : tensor<3x2xf64>
+  %r = mithril.replicate %s : (tensor<3x2xf64>) -> tensor<3x2xf64>
+  %t = mithril.all_reduce %r {group = "tensor"} : (tensor<3x2xf64>) -> tensor<3x2xf64>
+  mithril.output %t : tensor<3x2xf64>
 }

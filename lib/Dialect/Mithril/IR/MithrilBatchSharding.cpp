@@ -221,6 +221,17 @@ FailureOr<BatchSharding> CastOp::inferBatchSharding(ArrayRef<BatchSharding> oper
   return linearUnarySharding(*this, operands, reason);
 }
 
+/// Collectives over the tensor group leave the batch split as it is.
+FailureOr<BatchSharding> AllReduceOp::inferBatchSharding(ArrayRef<BatchSharding> operands,
+                                                         std::string &reason) {
+  return operands[0];
+}
+
+FailureOr<BatchSharding> ReplicateOp::inferBatchSharding(ArrayRef<BatchSharding> operands,
+                                                         std::string &reason) {
+  return operands[0];
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//

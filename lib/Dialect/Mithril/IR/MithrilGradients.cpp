@@ -90,6 +90,23 @@ LogicalResult MaximumOp::buildGradient(GradientBuilder &g, Value grad) {
   return extremumGradient(g, grad, getLhs(), getRhs(), /*isMax=*/true);
 }
 
+LogicalResult AllReduceOp::buildGradient(GradientBuilder &g, Value grad) {
+  // Only a tensor group's sum is differentiated (the data group's sums come
+  // after autodiff): its cotangent is the same on every rank of the group,
+  // and each rank's partial product gets all of it.
+  if (getGroup() != "tensor")
+    return emitOpError("a sum over the data group is not differentiable; "
+                       "mithril-all-reduce-gradients runs after mithril-autodiff");
+  g.accumulate(getInput(), grad);
+  return success();
+}
+
+LogicalResult ReplicateOp::buildGradient(GradientBuilder &g, Value grad) {
+  auto sum = AllReduceOp::create(g.b, g.loc, grad, g.b.getStringAttr(getGroup()));
+  g.accumulate(getInput(), sum.getResult());
+  return success();
+}
+
 LogicalResult NegateOp::buildGradient(GradientBuilder &g, Value grad) {
   g.accumulate(getInput(), g.neg(grad));
   return success();

@@ -40,6 +40,9 @@ struct TerminalSpec {
 /// results.
 inline constexpr llvm::StringLiteral kTerminalNameAttr = "mithril.name";
 inline constexpr llvm::StringLiteral kInputKindAttr = "mithril.kind";
+/// On a parameter mithril-tensor-parallel split: the axis of the global
+/// parameter the rank holds a slice of.
+inline constexpr llvm::StringLiteral kTensorSplitAttr = "mithril.tensor_split";
 
 /// How the element type of an elementwise binary op's result is formed.
 enum class BinaryResultKind { Arith, Compare, Logical };

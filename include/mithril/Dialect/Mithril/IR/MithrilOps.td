@@ -650,22 +650,52 @@ def Mithril_ShapeOp : Mithril_TensorOp<"shape", [Mithril_DataMovement, Mithril_B
 // Collectives
 //===----------------------------------------------------------------------===//
 
+// The ranks a collective runs over (see mithril::runtime::Group).
+def Mithril_CollectiveGroupAttr : StringBasedAttr<
+    And<[StrAttrPred, CPred<"::llvm::is_contained({\"data\", \"tensor\"}, "
+                            "::llvm::cast<::mlir::StringAttr>($_self).getValue())">]>,
+    "\"data\" or \"tensor\"">;
+
 def Mithril_AllReduceOp : Mithril_Op<"all_reduce", [
-    SameOperandsAndResultType, InferTypeOpInterface]> {
-  let summary = "Sum of a tensor over the ranks of a data-parallel run";
+    SameOperandsAndResultType, InferTypeOpInterface, Mithril_Differentiable,
+    Mithril_BatchParallel]> {
+  let summary = "Sum of a tensor over a group of ranks";
   let description = [{
-    Every rank of the run (MPI's world communicator) contributes its
-    `input`; every rank gets their elementwise sum. Inserted by
-    mithril-all-reduce-gradients on parameter gradients; lowered to a call of
-    the runtime's collective (MPI_Allreduce). Not pure: each rank must call
-    the collectives in the same order, so it is never moved, merged or
-    dropped.
+    Every rank of `group` contributes its `input`; every rank gets their
+    elementwise sum. `group = "data"` (the default) is the ranks that share
+    the parameters and split the batch (all of them without tensor
+    parallelism): mithril-all-reduce-gradients sums parameter gradients over
+    it. `group = "tensor"` is the ranks that split the parameters of a layer
+    pair (mithril-tensor-parallel): the row-parallel layer's partial products
+    add up to its output there. Its gradient passes the (replicated)
+    cotangent to every rank's partial product. Lowered to a call of the
+    runtime's collective (MPI_Allreduce). Not pure: each rank must call the
+    collectives in the same order, so it is never moved, merged or dropped.
 
     ```mlir
     %sum = mithril.all_reduce %grad : (tensor<512x784xf32>) -> tensor<512x784xf32>
+    %out = mithril.all_reduce %partial {group = "tensor"} : (tensor<64x10xf32>) -> tensor<64x10xf32>
     ```
   }];
-  let arguments = (ins RankedTensorOf<[F32, F64]>:$input);
+  let arguments = (ins RankedTensorOf<[F32, F64]>:$input,
+                       DefaultValuedAttr<Mithril_CollectiveGroupAttr, "\"data\"">:$group);
+  let results = (outs RankedTensorOf<[F32, F64]>:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Mithril_ReplicateOp : Mithril_Op<"replicate", [
+    Pure, SameOperandsAndResultType, InferTypeOpInterface, Mithril_Differentiable,
+    Mithril_BatchParallel]> {
+  let summary = "The input of a column-parallel layer: identity, summed in the backward pass";
+  let description = [{
+    Forward, the identity: every rank of the tensor group holds the same
+    value. Its gradient is the sum over the group of the ranks' cotangents,
+    each the contribution of the rank's columns of the layer it feeds
+    (Megatron's `f` operator); mithril-tensor-parallel puts it before a
+    column-parallel layer.
+  }];
+  let arguments = (ins RankedTensorOf<[F32, F64]>:$input,
+                       DefaultValuedAttr<Mithril_CollectiveGroupAttr, "\"tensor\"">:$group);
   let results = (outs RankedTensorOf<[F32, F64]>:$result);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }

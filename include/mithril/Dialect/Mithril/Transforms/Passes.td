@@ -135,6 +135,31 @@ def MithrilBatchSharding : Pass<"mithril-batch-sharding", "mlir::ModuleOp"> {
   ];
 }
 
+def MithrilTensorParallel : Pass<"mithril-tensor-parallel", "mlir::ModuleOp"> {
+  let summary = "Split Linear layer pairs across the ranks of a tensor group (Megatron)";
+  let description = [{
+    Finds, in the model `entry` (every model when empty), pairs of Linear
+    layers joined by elementwise ops: `matmul(x, transpose(W1))`, an optional
+    `add` of a bias `b1`, unary elementwise ops (an activation), then
+    `matmul(., transpose(W2))`, with W1, b1 and W2 parameters used nowhere
+    else. Each rank of a tensor group of `size` ranks then holds W1's and
+    b1's rows (the first layer's output columns) and W2's matching columns:
+    the first layer needs no communication, the second's partial products
+    are summed over the group (`mithril.all_reduce {group = "tensor"}`) before
+    its bias. The pair's input goes through `mithril.replicate`, whose
+    gradient sums the ranks' contributions. The parameters take their local
+    shapes and carry `mithril.tensor_split` (the axis of the global parameter
+    they slice); the hidden size must divide by `size`. A model with no such
+    pair is an error.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
+           "The model (default: every model)">,
+    Option<"size", "size", "unsigned", /*default=*/"2", "The ranks of a tensor group">
+  ];
+  let dependentDialects = ["mithril::MithrilDialect"];
+}
+
 def MithrilAllReduceGradients : Pass<"mithril-all-reduce-gradients", "mlir::ModuleOp"> {
   let summary = "Sum the parameter gradients over the ranks (data parallelism)";
   let description = [{
