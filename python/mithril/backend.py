@@ -39,12 +39,15 @@ class MlirBackend:
     gradients, computing on its share of the batch (see docs/distributed.md);
     a mesh of 1 needs no MPI. `device_mesh=(dp, tp)` adds tensor
     parallelism: each group of tp ranks splits Linear layer pairs (columns,
-    then rows), over `mpirun -n dp*tp`."""
+    then rows), over `mpirun -n dp*tp`. `local_shards=True`: each rank
+    passes only its own rows of the batch-split inputs (from a loader that
+    reads its share) and gets its own rows of the batch-split outputs; sums
+    and means over the batch (losses) and gradients are still global."""
 
     def __init__(self, dtype=float32, device: str = "cpu", seed: int = 0,
                  num_threads: int | None = None, gpu_tiles_on_host: bool = False,
                  chip: str = "sm_90", precision=None, quantize: str | None = None,
-                 device_mesh=None) -> None:
+                 device_mesh=None, local_shards: bool = False) -> None:
         if num_threads is not None and (isinstance(num_threads, bool) or
                                         not isinstance(num_threads, int) or num_threads < 1):
             raise ValueError(f"num_threads must be a positive int or None, got {num_threads!r}")
@@ -85,6 +88,7 @@ class MlirBackend:
                              "models; quantize='int8' is for one process")
         # Starts MPI: a mesh that does not match the run is an error here.
         self._ranks = Ranks(data, tensor) if data * tensor > 1 else None
+        self.local_shards = bool(local_shards)
 
     @property
     def rank(self) -> int:

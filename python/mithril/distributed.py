@@ -90,8 +90,12 @@ class DataParallelPlan:
     """What a data-parallel physical model does around its local runs: the
     inputs it splits and how each output comes back together."""
 
-    def __init__(self, ranks: Ranks, batched: list[str], outputs: list[tuple]) -> None:
+    def __init__(self, ranks: Ranks, batched: list[str], outputs: list[tuple],
+                 local_shards: bool = False) -> None:
         self.ranks = ranks
+        # Each rank passes (and gets) its own share of the batch instead of
+        # the global arrays.
+        self.local_shards = local_shards
         self.batched = list(batched)
         self.outputs = {name: (kind, axis) for name, kind, axis in outputs}
 
@@ -119,6 +123,10 @@ class DataParallelPlan:
             return dict(given), 1.0 / self.ranks.size
         first = next(iter(sizes))
         n = sizes[first]
+        if self.local_shards:
+            # The rank's own rows: its weight is its share of all ranks' rows.
+            total = self.ranks.sum(np.array([float(n)]))[0]
+            return dict(given), n / total
         counts = self.ranks.split(n)
         start = sum(counts[:self.ranks.rank])
         stop = start + counts[self.ranks.rank]
@@ -140,7 +148,7 @@ class DataParallelPlan:
         for name, seed in seeds.items():
             kind, axis = self.outputs[name]
             seed = np.asarray(seed)
-            if kind == "sharded" and not sliced:
+            if kind == "sharded" and not sliced and not self.local_shards:
                 n = seed.shape[axis]
                 counts = self.ranks.split(n)
                 start = sum(counts[:self.ranks.rank])
@@ -160,7 +168,8 @@ class DataParallelPlan:
         for name, value in outputs.items():
             kind, axis = self.outputs.get(name, ("replicated", -1))
             if kind == "sharded":
-                combined[name] = self.ranks.gather(np.asarray(value), axis)
+                combined[name] = (value if self.local_shards else
+                                  self.ranks.gather(np.asarray(value), axis))
             elif kind == "partial_sum":
                 combined[name] = self.ranks.sum(np.asarray(value))
             elif kind == "partial_mean":

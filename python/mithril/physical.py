@@ -91,7 +91,8 @@ class PhysicalModel:
             from .distributed import DataParallelPlan
             batched, outputs = _mithril.batch_sharding(source, entry, self._shape_specs, discard,
                                                        [], f"<model {entry}>")
-            self._dp = DataParallelPlan(backend._ranks, batched, outputs)
+            self._dp = DataParallelPlan(backend._ranks, batched, outputs,
+                                        local_shards=getattr(backend, "local_shards", False))
         # Gradient and training models: (compiled model, its inputs, its
         # outputs), the terminals read from C++ once.
         self._gradient_models: dict[tuple, tuple] = {}

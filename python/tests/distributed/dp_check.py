@@ -103,6 +103,20 @@ p = infer_ref.randomize_params(seed=5)
 check("inference logits", infer_dp.evaluate(p, {"input": x})["logits"],
       infer_ref.evaluate(p, {"input": x})["logits"])
 
+# Each rank passing its own rows (local_shards=True): its rows of the
+# logits, the global loss and gradients.
+local_backend = ml.MlirBackend(dtype=dtype, num_threads=1, device_mesh=mesh, local_shards=True)
+local_pm = ml.compile(train_model(), local_backend, shapes=shapes)
+data_rank, data_size = local_backend._ranks.rank, local_backend._ranks.size
+rows = np.array_split(np.arange(batch), data_size)[data_rank]
+mine = {"input": x[rows], "target": y[rows]}
+want_out, want_grads = ref.evaluate(params, data, output_gradients=True)
+got_out, got_grads = local_pm.evaluate(params, mine, output_gradients=True)
+check("local_shards logits", got_out["logits"], want_out["logits"][rows])
+check("local_shards loss", got_out["final_cost"], want_out["final_cost"])
+for k in want_grads:
+    check(f"local_shards gradient {k}", got_grads[k], want_grads[k])
+
 rank = dp_backend.rank
 if failures:
     print(f"rank {rank}/{ranks}: FAILED", *failures, sep="\n  ")
