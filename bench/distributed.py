@@ -1,9 +1,9 @@
 # Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
 # Exceptions. See LICENSE for license information.
-"""Data parallelism: the MLP 784-512-512-10 training step (SGD, cross-entropy,
-batch 256) in one process with one thread against device_mesh=(2,) over
-`mpirun -n 2` with one thread per rank, and the share of the step the
-gradient all-reduce takes. Each configuration runs in its own processes,
+"""Parallelism: the MLP 784-512-512-10 training step (SGD, cross-entropy,
+batch 256) in one process with one thread against device_mesh=(2,) (data)
+and (1, 2) (tensor: the 784-512-512 pair split) over `mpirun -n 2` with one
+thread per rank, and the share of the step the gradient all-reduce takes. Each configuration runs in its own processes,
 alternately, ROUNDS times; the table gives medians.
 
     /usr/bin/python3 bench/distributed.py [--rounds 3] [--steps 30]
@@ -26,15 +26,16 @@ sys.path.insert(0, HERE)
 BATCH = 256
 
 
-def run_case(ranks: int, steps: int) -> dict:
+def run_case(mesh: tuple, steps: int) -> dict:
     """In a launched process: time `steps` training steps; rank 0 prints JSON."""
     import mithril as ml
     from mithril import _mithril
     from mithril.models import CrossEntropy, Mean, TrainModel
 
     from bench import mlp
-    mesh = (ranks,) if ranks > 1 else None
-    backend = ml.MlirBackend(dtype=ml.float32, num_threads=1, device_mesh=mesh)
+    ranks = int(np.prod(mesh))
+    backend = ml.MlirBackend(dtype=ml.float32, num_threads=1,
+                             device_mesh=mesh if ranks > 1 else None)
     train = TrainModel(mlp())
     train.add_loss(CrossEntropy(), reduce_steps=[Mean()], input="logits", target="target")
     start = time.perf_counter()
@@ -51,9 +52,9 @@ def run_case(ranks: int, steps: int) -> dict:
         t0 = time.perf_counter()
         pm.train_step(params, {"input": x, "target": y}, optimizer)
         times.append(time.perf_counter() - t0)
-    result = {"ranks": ranks, "step_ms": float(np.median(times[steps // 5:]) * 1e3),
+    result = {"mesh": list(mesh), "step_ms": float(np.median(times[steps // 5:]) * 1e3),
               "compile_s": compile_s}
-    if ranks > 1:
+    if mesh[0] > 1:
         # The all-reduce alone: one buffer the size of all the gradients
         # (the step sums them one parameter at a time).
         total = sum(int(np.prod(v.shape)) for v in params.values())
@@ -70,10 +71,12 @@ def run_case(ranks: int, steps: int) -> dict:
     return result
 
 
-def launch(ranks: int, steps: int) -> dict:
+def launch(mesh: tuple, steps: int) -> dict:
+    ranks = int(np.prod(mesh))
     env = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    command = [sys.executable, __file__, "--case", str(ranks), "--steps", str(steps)]
+    command = [sys.executable, __file__, "--case", "x".join(map(str, mesh)), "--steps",
+               str(steps)]
     if ranks > 1:
         # One core per rank.
         command = ["mpirun", "-n", str(ranks), "--bind-to", "core"] + command
@@ -88,20 +91,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--case", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--case", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.case is not None:
-        run_case(args.case, args.steps)
+        run_case(tuple(int(d) for d in args.case.split("x")), args.steps)
         return
     if shutil.which("mpirun") is None:
         sys.exit("bench/distributed.py needs mpirun (apt-get install openmpi-bin libopenmpi-dev)")
     from hostinfo import host_cpu
-    one, two = [], []
+    one, two, tensor = [], [], []
     for _ in range(args.rounds):
-        one.append(launch(1, args.steps))
-        two.append(launch(2, args.steps))
+        one.append(launch((1,), args.steps))
+        two.append(launch((2,), args.steps))
+        tensor.append(launch((1, 2), args.steps))
     step1 = float(np.median([r["step_ms"] for r in one]))
     step2 = float(np.median([r["step_ms"] for r in two]))
+    step_t = float(np.median([r["step_ms"] for r in tensor]))
     reduce2 = float(np.median([r["allreduce_ms"] for r in two]))
     print(f"Host: {host_cpu()}, {os.cpu_count()} cores; Open MPI via mpirun, one thread per rank")
     print(f"MLP 784-512-512-10 training step (SGD), batch {BATCH}, float32, "
@@ -112,8 +117,11 @@ def main() -> None:
     print(f"| device_mesh=(2,): 2 ranks x 1 thread | {step2:.2f} | {step1 / step2:.2f}x | "
           f"{reduce2:.2f} ({two[0]['gradient_floats'] * 4 / 2**20:.1f} MiB) | "
           f"{reduce2 / step2:.0%} |")
+    print(f"| device_mesh=(1, 2): tensor-parallel pair, 2 ranks x 1 thread | {step_t:.2f} | "
+          f"{step1 / step_t:.2f}x | - | - |")
     print(f"\ncompile (first step included): 1 process {np.median([r['compile_s'] for r in one]):.2f} s, "
-          f"2 ranks {np.median([r['compile_s'] for r in two]):.2f} s")
+          f"2 ranks {np.median([r['compile_s'] for r in two]):.2f} s, tensor-parallel "
+          f"{np.median([r['compile_s'] for r in tensor]):.2f} s")
 
 
 if __name__ == "__main__":
