@@ -541,13 +541,14 @@ PYBIND11_MODULE(_mithril, m) {
       "batch_sharding",
       [](const std::string &source, const std::string &entry,
          const std::vector<std::string> &shapes, const std::vector<std::string> &discard,
-         const std::vector<std::string> &batched, const std::string &sourceName) {
+         const std::vector<std::string> &batched, const std::string &sourceName,
+         const std::string &doubledSource, const std::vector<std::string> &doubledShapes) {
         CompileOptions options;
         options.entry = entry;
         options.shapes = shapes;
         options.discard = discard;
         options.sourceName = sourceName;
-        auto plan = analyzeDataParallel(source, options, batched);
+        auto plan = analyzeDataParallel(source, options, batched, doubledSource, doubledShapes);
         if (!plan)
           raise(llvm::toString(plan.takeError()));
         py::list l;
@@ -571,10 +572,12 @@ PYBIND11_MODULE(_mithril, m) {
         return py::make_tuple(plan->batchedInputs, l);
       },
       py::arg("source"), py::arg("entry"), py::arg("shapes"), py::arg("discard"),
-      py::arg("batched"), py::arg("source_name") = "<python>",
+      py::arg("batched"), py::arg("source_name") = "<python>", py::arg("doubled_source") = "",
+      py::arg("doubled_shapes") = std::vector<std::string>{},
       "How each output is spread over the ranks when the `batched` inputs (empty: every "
       "data input whose axis 0 is dynamic) are split along axis 0 (mithril-batch-sharding): "
-      "(the split inputs, [(output, kind, axis)])");
+      "(the split inputs, [(output, kind, axis)]). With `doubled_source` (the model for "
+      "twice the batch of `source`, both static), the sizes that differ are the batch's.");
   m.def(
       "distributed_init",
       [] {

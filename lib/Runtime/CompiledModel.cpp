@@ -1476,21 +1476,74 @@ static Expected<std::string> emitHeader(ModuleOp module, const CompileOptions &o
   return out;
 }
 
+/// Gives `model` (shape-inferred for one batch size) dynamic sizes where
+/// `other` (the same source, for another batch size) differs from it: the
+/// sizes that follow the batch. The two graphs must match op for op.
+static llvm::Error markBatchSizes(ModelOp model, ModelOp other) {
+  auto merge = [](Type a, Type b) -> Type {
+    auto ta = dyn_cast<RankedTensorType>(a), tb = dyn_cast<RankedTensorType>(b);
+    if (!ta || !tb || ta.getRank() != tb.getRank())
+      return a;
+    SmallVector<int64_t> shape(ta.getShape());
+    for (auto [i, size] : llvm::enumerate(tb.getShape()))
+      if (shape[i] != size)
+        shape[i] = ShapedType::kDynamic;
+    return ta.clone(shape);
+  };
+  if (model.getNumInputs() != other.getNumInputs())
+    return makeError("data parallelism: the model's inputs differ between batch sizes");
+  for (unsigned i = 0; i < model.getNumInputs(); ++i)
+    model.setInputType(i, merge(model.getArgumentTypes()[i], other.getArgumentTypes()[i]));
+  Block &a = model.getBodyBlock(), &b = other.getBodyBlock();
+  auto opsA = a.without_terminator(), opsB = b.without_terminator();
+  if (std::distance(opsA.begin(), opsA.end()) != std::distance(opsB.begin(), opsB.end()))
+    return makeError("data parallelism: the model's graph differs between batch sizes, so "
+                     "its batch axis cannot be traced");
+  for (auto [opA, opB] : llvm::zip(opsA, opsB)) {
+    if (opA.getName() != opB.getName() || opA.getNumResults() != opB.getNumResults())
+      return makeError("data parallelism: the model's graph differs between batch sizes ('" +
+                       opA.getName().getStringRef().str() + "' against '" +
+                       opB.getName().getStringRef().str() +
+                       "'), so its batch axis cannot be traced");
+    for (auto [ra, rb] : llvm::zip(opA.getResults(), opB.getResults()))
+      ra.setType(merge(ra.getType(), rb.getType()));
+  }
+  return llvm::Error::success();
+}
+
 Expected<DataParallelPlan>
 mithril::runtime::analyzeDataParallel(StringRef source, const CompileOptions &options,
-                                      ArrayRef<std::string> batchedInputs) {
+                                      ArrayRef<std::string> batchedInputs, StringRef doubledSource,
+                                      ArrayRef<std::string> doubledShapes) {
   auto ctx = createContext();
   auto module = parseSource(*ctx, source, options.sourceName);
   if (!module)
     return module.takeError();
   CompileOptions front = options;
-  front.dynamicShapes = true;
+  front.dynamicShapes = doubledSource.empty();
   front.gradients = false;
   if (llvm::Error err = runPipeline(**module, front, "shapes"))
     return std::move(err);
   auto model = findEntry(**module, options.entry);
   if (!model)
     return model.takeError();
+  OwningOpRef<ModuleOp> doubled;
+  if (!doubledSource.empty()) {
+    // Static sizes, twice: the sizes that change with the batch are its.
+    auto parsed = parseSource(*ctx, doubledSource, options.sourceName);
+    if (!parsed)
+      return parsed.takeError();
+    doubled = std::move(*parsed);
+    CompileOptions frontDoubled = front;
+    frontDoubled.shapes.assign(doubledShapes.begin(), doubledShapes.end());
+    if (llvm::Error err = runPipeline(*doubled, frontDoubled, "shapes"))
+      return std::move(err);
+    auto other = findEntry(*doubled, options.entry);
+    if (!other)
+      return other.takeError();
+    if (llvm::Error err = markBatchSizes(*model, *other))
+      return std::move(err);
+  }
   SmallVector<unsigned> batched;
   for (const std::string &name : batchedInputs) {
     std::optional<unsigned> index = model->lookupInput(name);

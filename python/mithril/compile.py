@@ -170,7 +170,28 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
             raise KeyNotFoundError(
                 f"'{key}' is not an output of the model (outputs: {model.output_keys})")
 
-    if batch_range is not None or getattr(backend, "_ranks", None) is not None:
+    ranks = getattr(backend, "_ranks", None)
+    doubled_shapes = None
+    if ranks is not None and batch_range is None and not backend.local_shards:
+        # Data parallelism with the batch given: each rank compiles its own
+        # share, static (models may read the batch size from a shape), and
+        # the batch's sizes are traced from the model at twice that share.
+        batch = {k: v for k, v in shapes.items()
+                 if v and "." not in k and k not in trainable_keys and k not in constants}
+        if batch and all(v[0] is not None for v in batch.values()):
+            first = "input" if "input" in batch else next(iter(batch))
+            total = batch[first][0]
+            mine = ranks.split(total)[ranks.rank]
+            doubled_shapes = {k: list(v) for k, v in shapes.items()}
+            for key, shape in batch.items():
+                if shape[0] % total:
+                    raise ShapeError(f"data parallelism splits the batch (axis 0) of "
+                                     f"{sorted(batch)}: '{key}' has {shape[0]} rows, not a "
+                                     f"multiple of '{first}''s {total}")
+                factor = shape[0] // total
+                shape[0] = mine * factor
+                doubled_shapes[key][0] = 2 * mine * factor
+    if batch_range is not None or (ranks is not None and doubled_shapes is None):
         # Axis 0 of every data input whose shape is given becomes dynamic
         # (data parallelism: each rank runs its share of the batch).
         for key, shape in shapes.items():
@@ -190,6 +211,12 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
             raise
         return DeferredPhysicalModel(model, backend, call_kwargs, e)
     source = emitter.module.text()
+    doubled = None
+    if doubled_shapes is not None:
+        doubled_shapes = {k: v for k, v in doubled_shapes.items() if k not in constants}
+        twice = Emitter(backend.emit_float_name)
+        twice.emit_top(model, doubled_shapes, kinds, constants, types)
+        doubled = (twice.module.text(), doubled_shapes)
     if custom_passes is not None:
         source = _apply_custom_passes(source, custom_passes)
     if file_path is not None and _file_kind(file_path) == "mlir":
@@ -200,8 +227,8 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
                                                 controls, calibration_data)
     pm = PhysicalModel(source, entry, backend, shapes, discard, inference, controls,
                        dynamic=(controls.static_shapes is False or batch_range is not None
-                                or getattr(backend, "_ranks", None) is not None),
-                       batch_range=batch_range)
+                                or (ranks is not None and doubled is None)),
+                       batch_range=batch_range, _doubled=doubled)
     pm.logical_model = model
     pm.compile_args = compile_args
     if file_path is not None and _file_kind(file_path) != "mlir":

@@ -49,7 +49,7 @@ class PhysicalModel:
     def __init__(self, source: str, entry: str, backend, shapes: dict, discard: list,
                  inference: bool, controls: CompileControls | None = None,
                  dynamic: bool = False, batch_range: tuple | None = None,
-                 _forward=None) -> None:
+                 _forward=None, _doubled=None) -> None:
         self.source = source
         self.entry = entry
         self.backend = backend
@@ -89,8 +89,15 @@ class PhysicalModel:
         self._dp = None
         if getattr(backend, "_ranks", None) is not None:
             from .distributed import DataParallelPlan
+            # `_doubled`: the model for twice this rank's batch (a static
+            # compile), else the batch sizes are dynamic.
+            doubled_source, doubled_specs = "", []
+            if _doubled is not None:
+                doubled_source = _doubled[0]
+                doubled_specs = [_shape_spec(k, v) for k, v in _doubled[1].items()]
             batched, outputs = _mithril.batch_sharding(source, entry, self._shape_specs, discard,
-                                                       [], f"<model {entry}>")
+                                                       [], f"<model {entry}>", doubled_source,
+                                                       doubled_specs)
             self._dp = DataParallelPlan(backend._ranks, batched, outputs,
                                         local_shards=getattr(backend, "local_shards", False))
         # Gradient and training models: (compiled model, its inputs, its

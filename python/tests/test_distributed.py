@@ -58,6 +58,16 @@ def test_parallel_equals_one_process(mesh, dtype, batch):
 
 
 @needs_mpi
+def test_gpt_data_parallel_equals_one_process():
+    # The GPT example reads the batch size from its input's shape: each rank
+    # compiles its share statically, and the batch is traced at twice it.
+    result = _mpirun(2, str(HERE / "distributed" / "gpt_check.py"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    for rank in range(2):
+        assert f"rank {rank}/2: GPT data-parallel equals one process" in result.stdout
+
+
+@needs_mpi
 def test_mesh_must_match_the_ranks(tmp_path):
     script = tmp_path / "mismatch.py"
     script.write_text("import mithril as ml\n"

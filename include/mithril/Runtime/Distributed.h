@@ -81,9 +81,15 @@ struct DataParallelPlan {
 /// give them as `?` in options.shapes). With no `batchedInputs`, every data
 /// input whose axis 0 stays dynamic is split. An op that cannot run on batch
 /// shards is an error naming it, and the mithril-opt command that shows it.
-llvm::Expected<DataParallelPlan> analyzeDataParallel(llvm::StringRef source,
-                                                     const CompileOptions &options,
-                                                     llvm::ArrayRef<std::string> batchedInputs);
+///
+/// Models whose graph reads the batch size (a reshape to `input.shape[0]`)
+/// cannot leave it dynamic: for them, `source` has one static batch size and
+/// `doubledSource` (with `doubledShapes`) twice it; the sizes that differ
+/// between the two are the batch's.
+llvm::Expected<DataParallelPlan>
+analyzeDataParallel(llvm::StringRef source, const CompileOptions &options,
+                    llvm::ArrayRef<std::string> batchedInputs, llvm::StringRef doubledSource = "",
+                    llvm::ArrayRef<std::string> doubledShapes = {});
 
 } // namespace mithril::runtime
 
