@@ -44,7 +44,8 @@ static llvm::Error mpiError(const llvm::Twine &why) {
 }
 
 static llvm::Expected<MpiRuntime> load() {
-  std::string path = findRuntimeLibrary("MITHRIL_MPI_RUNTIME", {MITHRIL_MPI_RUNTIME_BUILD, MITHRIL_MPI_RUNTIME_INSTALL});
+  std::string path = findRuntimeLibrary("MITHRIL_MPI_RUNTIME",
+                                        {MITHRIL_MPI_RUNTIME_BUILD, MITHRIL_MPI_RUNTIME_INSTALL});
   if (path.empty())
     return mpiError("this installation has no libmithril_mpi_runtime (it is built where an "
                     "MPI library is found: apt-get install libopenmpi-dev openmpi-bin, then "
@@ -132,11 +133,14 @@ llvm::Error mithril::runtime::setupMesh(int data, int tensor) {
   MpiRuntime &runtime = *loaded;
   // Rank r is (d, t) = (r / tensor, r % tensor): a data group holds the
   // ranks of one t, a tensor group those of one d.
+  // A group of every rank is MPI_COMM_WORLD itself.
   int32_t dataGroup = 0, tensorGroup = 0;
-  if (int code = runtime.split(0, rank % tensor, rank / tensor, &dataGroup))
-    return collectiveError(&runtime, code);
-  if (int code = runtime.split(0, rank / tensor, rank % tensor, &tensorGroup))
-    return collectiveError(&runtime, code);
+  if (tensor > 1)
+    if (int code = runtime.split(0, rank % tensor, rank / tensor, &dataGroup))
+      return collectiveError(&runtime, code);
+  if (data > 1)
+    if (int code = runtime.split(0, rank / tensor, rank % tensor, &tensorGroup))
+      return collectiveError(&runtime, code);
   runtime.groups[static_cast<int>(Group::Data)] = dataGroup;
   runtime.groups[static_cast<int>(Group::Tensor)] = tensorGroup;
   return llvm::Error::success();
