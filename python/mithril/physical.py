@@ -497,8 +497,14 @@ class PhysicalModel:
         import zipfile
         if self.backend.device != "cpu":
             raise MithrilError("save: only models compiled for device='cpu' keep object code")
-        if self._dp is not None and self.backend.rank != 0:
-            return  # one file, written by rank 0 (every rank holds the same)
+        if self._dp is not None:
+            # One file, written by rank 0: the model as one process compiles
+            # it (each rank's code is for its share), with the global
+            # parameters every rank holds.
+            if self.backend.rank == 0:
+                self._single_process_model().save(
+                    path, params if params is not None else getattr(self, "_call_params", None))
+            return
         c = self._controls
         meta = {"format": _SAVE_FORMAT, "version": 1, "entry": self.entry,
                 "shapes": {k: list(v) for k, v in self._shapes.items()},
@@ -518,6 +524,22 @@ class PhysicalModel:
                 buffer = io.BytesIO()
                 np.savez(buffer, **{k: np.asarray(v) for k, v in params.items()})
                 z.writestr("params.npz", buffer.getvalue())
+
+    def _single_process_model(self) -> "PhysicalModel":
+        """This model compiled for one process (no device_mesh)."""
+        from .backend import MlirBackend
+        from .compile import compile as compile_model
+        logical = getattr(self, "logical_model", None)
+        if logical is None:
+            raise MithrilError("save: a model compiled on a device_mesh is saved from its logical "
+                               "model, which this physical model lacks (compile it with ml.compile)")
+        b = self.backend
+        single = MlirBackend(dtype=b.float_name, num_threads=b.num_threads,
+                             precision=b.mixed_precision_dtype)
+        args = dict(self.compile_args)
+        args.setdefault("discard_keys", list(self._discard))
+        args.setdefault("inference", self.inference)
+        return compile_model(logical, single, **args)
 
     @classmethod
     def load(cls, path, backend) -> "PhysicalModel":

@@ -12,6 +12,7 @@ import sys
 import numpy as np
 
 import mithril as ml
+from mithril import _mithril
 from mithril.models import CrossEntropy, Linear, Mean, Model, Relu, Sigmoid, Tanh, TrainModel
 
 dtype_name = sys.argv[1] if len(sys.argv) > 1 else "float64"
@@ -103,6 +104,19 @@ p = infer_ref.randomize_params(seed=5)
 check("inference logits", infer_dp.evaluate(p, {"input": x})["logits"],
       infer_ref.evaluate(p, {"input": x})["logits"])
 
+# ml.Trainer: the same history and parameters as in one process.
+loader = [(x[i:i + 4], y[i:i + 4]) for i in range(0, batch - 3, 4)]
+histories, trained = [], []
+for backend in (one, dp_backend):
+    trainer = ml.Trainer(mlp(), optimizer=ml.Adam(lr=0.01), loss=ml.CrossEntropyLoss(),
+                         backend=backend, params=params, input_key="input", progress=False)
+    histories.append(trainer.train(loader, epochs=2))
+    trained.append(trainer.params)
+for e, (h_ref, h_dp) in enumerate(zip(*histories)):
+    check(f"Trainer epoch {e} loss", h_dp["loss"], h_ref["loss"])
+for k in trained[0]:
+    check(f"Trainer parameter {k}", trained[1][k], trained[0][k])
+
 # Each rank passing its own rows (local_shards=True): its rows of the
 # logits, the global loss and gradients.
 local_backend = ml.MlirBackend(dtype=dtype, num_threads=1, device_mesh=mesh, local_shards=True)
@@ -116,6 +130,17 @@ check("local_shards logits", got_out["logits"], want_out["logits"][rows])
 check("local_shards loss", got_out["final_cost"], want_out["final_cost"])
 for k in want_grads:
     check(f"local_shards gradient {k}", got_grads[k], want_grads[k])
+
+# save writes one file, from rank 0, that one process loads and runs.
+import tempfile  # noqa: E402
+path = os.path.join(tempfile.gettempdir(), f"dp_check_{os.getppid()}.mithril")
+infer_dp.save(path, p)
+_mithril.all_reduce_sum(np.zeros(1), "world")  # every rank waits for rank 0's file
+loaded = ml.PhysicalModel.load(path, one)
+check("saved and loaded logits", loaded(x), infer_ref.evaluate(p, {"input": x})["logits"])
+_mithril.all_reduce_sum(np.zeros(1), "world")
+if dp_backend.rank == 0:
+    os.remove(path)
 
 rank = dp_backend.rank
 if failures:
