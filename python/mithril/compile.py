@@ -216,7 +216,7 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
         doubled_shapes = {k: v for k, v in doubled_shapes.items() if k not in constants}
         twice = Emitter(backend.emit_float_name)
         twice.emit_top(model, doubled_shapes, kinds, constants, types)
-        doubled = (twice.module.text(), doubled_shapes)
+        doubled = (twice.module.text(), doubled_shapes, total)
     if custom_passes is not None:
         source = _apply_custom_passes(source, custom_passes)
     if file_path is not None and _file_kind(file_path) == "mlir":

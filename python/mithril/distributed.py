@@ -91,8 +91,11 @@ class DataParallelPlan:
     inputs it splits and how each output comes back together."""
 
     def __init__(self, ranks: Ranks, batched: list[str], outputs: list[tuple],
-                 local_shards: bool = False) -> None:
+                 local_shards: bool = False, batch: int | None = None) -> None:
         self.ranks = ranks
+        # The global batch each rank's code was compiled for a share of
+        # (None: any batch).
+        self.batch = batch
         # Each rank passes (and gets) its own share of the batch instead of
         # the global arrays.
         self.local_shards = local_shards
@@ -127,6 +130,10 @@ class DataParallelPlan:
             # The rank's own rows: its weight is its share of all ranks' rows.
             total = self.ranks.sum(np.array([float(n)]))[0]
             return dict(given), n / total
+        if self.batch is not None and n != self.batch:
+            raise ShapeError(f"input '{first}': the model was compiled for a batch of "
+                             f"{self.batch} split across {self.ranks.size} ranks, got {n} rows; "
+                             f"give shapes={{'{first}': [None, ...]}} to ml.compile for any batch")
         counts = self.ranks.split(n)
         start = sum(counts[:self.ranks.rank])
         stop = start + counts[self.ranks.rank]

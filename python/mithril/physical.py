@@ -99,7 +99,8 @@ class PhysicalModel:
                                                        [], f"<model {entry}>", doubled_source,
                                                        doubled_specs)
             self._dp = DataParallelPlan(backend._ranks, batched, outputs,
-                                        local_shards=getattr(backend, "local_shards", False))
+                                        local_shards=getattr(backend, "local_shards", False),
+                                        batch=_doubled[2] if _doubled is not None else None)
         # Gradient and training models: (compiled model, its inputs, its
         # outputs), the terminals read from C++ once.
         self._gradient_models: dict[tuple, tuple] = {}

@@ -104,6 +104,14 @@ p = infer_ref.randomize_params(seed=5)
 check("inference logits", infer_dp.evaluate(p, {"input": x})["logits"],
       infer_ref.evaluate(p, {"input": x})["logits"])
 
+# A batch other than the one compiled in is a clear error on every rank.
+try:
+    dp.evaluate(params, {"input": x[:batch - 2], "target": y[:batch - 2]})
+    failures.append("a batch of another size was accepted")
+except ml.ShapeError as e:
+    if f"compiled for a batch of {batch}" not in str(e):
+        failures.append(f"unclear batch error: {e}")
+
 # ml.Trainer: the same history and parameters as in one process.
 loader = [(x[i:i + 4], y[i:i + 4]) for i in range(0, batch - 3, 4)]
 histories, trained = [], []
