@@ -312,8 +312,10 @@ py::dict terminalInfo(const TerminalInfo &t) {
   for (int64_t dim : t.shape)
     shape.append(ShapedType::isDynamic(dim) ? py::object(py::none()) : py::object(py::int_(dim)));
   d["shape"] = py::tuple(shape);
-  if (t.tensorSplit >= 0)
+  if (t.tensorSplit >= 0) {
     d["tensor_split"] = t.tensorSplit;
+    d["tensor_blocks"] = t.tensorBlocks;
+  }
   return d;
 }
 

@@ -740,8 +740,11 @@ llvm::Error CompiledModel::describe(Operation *rootOp, bool dynamicShapes) {
     if (!info)
       return info.takeError();
     if (DictionaryAttr attrs = root.getArgAttrDict(i))
-      if (auto axis = dyn_cast_or_null<IntegerAttr>(attrs.get(kTensorSplitAttr)))
+      if (auto axis = dyn_cast_or_null<IntegerAttr>(attrs.get(kTensorSplitAttr))) {
         info->tensorSplit = axis.getInt();
+        if (auto blocks = dyn_cast_or_null<IntegerAttr>(attrs.get(kTensorBlocksAttr)))
+          info->tensorBlocks = blocks.getInt();
+      }
     inputs_.push_back(*info);
   }
   for (unsigned i = 0, e = root.getNumOutputs(); i < e; ++i) {

@@ -190,23 +190,29 @@ class DataParallelPlan:
 
     def local_parameters(self, given: dict, terminals: list) -> dict:
         """`given` with each split parameter (a terminal with tensor_split)
-        replaced by this rank's slice of the global array."""
+        replaced by this rank's slice of the global array: its part of each
+        of the axis's tensor_blocks blocks (an attention block's q, k and
+        v)."""
         if self.ranks.tensor_size == 1:
             return given
         local = dict(given)
-        for t in terminals:
-            axis = t.get("tensor_split", -1)
-            if axis < 0 or t["name"] not in given:
+        tp, t = self.ranks.tensor_size, self.ranks.tensor_rank
+        for term in terminals:
+            axis = term.get("tensor_split", -1)
+            if axis < 0 or term["name"] not in given:
                 continue
-            value = np.asarray(given[t["name"]])
-            n = t["shape"][axis]
-            if value.ndim != len(t["shape"]) or value.shape[axis] != n * self.ranks.tensor_size:
-                raise ShapeError(f"parameter '{t['name']}': expected the global shape, "
-                                 f"{n * self.ranks.tensor_size} on axis {axis} (this rank "
-                                 f"holds {n} of them), got {list(value.shape)}")
-            index = [slice(None)] * value.ndim
-            index[axis] = slice(self.ranks.tensor_rank * n, (self.ranks.tensor_rank + 1) * n)
-            local[t["name"]] = np.ascontiguousarray(value[tuple(index)])
+            blocks = term.get("tensor_blocks", 1)
+            value = np.asarray(given[term["name"]])
+            n = term["shape"][axis]
+            if value.ndim != len(term["shape"]) or value.shape[axis] != n * tp:
+                raise ShapeError(f"parameter '{term['name']}': expected the global shape, "
+                                 f"{n * tp} on axis {axis} (this rank holds {n} of them), got "
+                                 f"{list(value.shape)}")
+            part = n // blocks
+            # [..., blocks, tp, part, ...]: this rank's part of every block.
+            split = value.reshape(value.shape[:axis] + (blocks, tp, part) + value.shape[axis + 1:])
+            mine = np.take(split, t, axis=axis + 1)
+            local[term["name"]] = np.ascontiguousarray(mine.reshape(term["shape"]))
         return local
 
     def global_parameters(self, arrays: dict, terminals: list, prefix: str = "") -> dict:
@@ -214,7 +220,20 @@ class DataParallelPlan:
         the tensor group into global ones."""
         if self.ranks.tensor_size == 1:
             return arrays
-        splits = {prefix + t["name"]: t["tensor_split"] for t in terminals
-                  if t.get("tensor_split", -1) >= 0}
-        return {k: self.ranks.gather(np.asarray(v), splits[k], "tensor") if k in splits else v
-                for k, v in arrays.items()}
+        splits = {prefix + t["name"]: (t["tensor_split"], t.get("tensor_blocks", 1))
+                  for t in terminals if t.get("tensor_split", -1) >= 0}
+        out = {}
+        for k, v in arrays.items():
+            if k not in splits:
+                out[k] = v
+                continue
+            axis, blocks = splits[k]
+            v = np.asarray(v)
+            part = v.shape[axis] // blocks
+            # Gather [..., blocks, 1, part, ...] slices along the rank axis.
+            mine = v.reshape(v.shape[:axis] + (blocks, 1, part) + v.shape[axis + 1:])
+            whole = self.ranks.gather(mine, axis + 1, "tensor")
+            out[k] = np.ascontiguousarray(
+                whole.reshape(v.shape[:axis] + (v.shape[axis] * self.ranks.tensor_size,)
+                              + v.shape[axis + 1:]))
+        return out

@@ -58,13 +58,16 @@ def test_parallel_equals_one_process(mesh, dtype, batch):
 
 
 @needs_mpi
-def test_gpt_data_parallel_equals_one_process():
+@pytest.mark.parametrize("mesh", [(2,), (1, 2)])
+def test_gpt_parallel_equals_one_process(mesh):
     # The GPT example reads the batch size from its input's shape: each rank
     # compiles its share statically, and the batch is traced at twice it.
-    result = _mpirun(2, str(HERE / "distributed" / "gpt_check.py"))
+    # On a tensor axis its attention heads and MLP are split.
+    ranks = int(np.prod(mesh))
+    result = _mpirun(ranks, str(HERE / "distributed" / "gpt_check.py"), "x".join(map(str, mesh)))
     assert result.returncode == 0, result.stdout + result.stderr
-    for rank in range(2):
-        assert f"rank {rank}/2: GPT data-parallel equals one process" in result.stdout
+    for rank in range(ranks):
+        assert f"rank {rank}/{ranks}: GPT on mesh {mesh} equals one process" in result.stdout
 
 
 @needs_mpi

@@ -47,6 +47,9 @@ struct TerminalInfo {
   /// A parameter mithril-tensor-parallel splits: the axis of the global
   /// parameter whose slice `shape` is (-1: not split).
   int64_t tensorSplit = -1;
+  /// With tensorSplit: the axis is this many equal blocks, each split (the
+  /// rank's slice is its part of every block).
+  int64_t tensorBlocks = 1;
 };
 
 struct CompileOptions {

@@ -1,9 +1,10 @@
 # Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
 # Exceptions. See LICENSE for license information.
-"""Run under `mpirun -n 2`: the GPT example's model (whose attention reads
-the batch size from the input's shape) data-parallel against one process, on
-every rank: loss, gradients and 3 Adam steps, float64. Exits 1 on a
-mismatch."""
+"""Run under `mpirun -n N`: the GPT example's model (whose attention reads
+the batch size from the input's shape) on a device_mesh (argument: N, or DxT
+for tensor parallelism, which splits its attention heads and MLP) against
+one process, on every rank: loss, gradients and 3 Adam steps, float64.
+Exits 1 on a mismatch."""
 
 import os
 import sys
@@ -22,8 +23,18 @@ ranks = int(os.environ.get("OMPI_COMM_WORLD_SIZE") or os.environ.get("PMI_SIZE")
 shapes = {"input": [B, T], "target": [B * T]}
 one = ml.compile(create_gpt_train_model(create_gpt(**config), V),
                  ml.MlirBackend(dtype=ml.float64, num_threads=1), shapes=shapes)
-backend = ml.MlirBackend(dtype=ml.float64, num_threads=1, device_mesh=(ranks,))
+mesh = tuple(int(d) for d in sys.argv[1].split("x")) if len(sys.argv) > 1 else (ranks,)
+backend = ml.MlirBackend(dtype=ml.float64, num_threads=1, device_mesh=mesh)
 dp = ml.compile(create_gpt_train_model(create_gpt(**config), V), backend, shapes=shapes)
+
+if len(mesh) == 2 and mesh[1] > 1:
+    # The attention block's q, k and v projection and the MLP are split.
+    split = {t["name"]: t.get("tensor_blocks", 1) for t in dp._inputs if "tensor_split" in t}
+    if split.get("transformer.h.0.attn.c_attn.weight") != 3 or \
+            "transformer.h.0.mlp.c_fc.weight" not in split:
+        failures_early = f"not split as expected: {split}"
+        print(failures_early)
+        sys.exit(1)
 
 rng = np.random.default_rng(0)
 tokens = rng.integers(0, V, (B, T + 1))
@@ -54,4 +65,4 @@ for k in p_one:
 if failures:
     print(f"rank {backend.rank}: FAILED", *failures, sep="\n  ")
     sys.exit(1)
-print(f"rank {backend.rank}/{ranks}: GPT data-parallel equals one process")
+print(f"rank {backend.rank}/{ranks}: GPT on mesh {mesh} equals one process")

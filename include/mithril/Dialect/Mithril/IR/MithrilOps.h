@@ -43,6 +43,9 @@ inline constexpr llvm::StringLiteral kInputKindAttr = "mithril.kind";
 /// On a parameter mithril-tensor-parallel split: the axis of the global
 /// parameter the rank holds a slice of.
 inline constexpr llvm::StringLiteral kTensorSplitAttr = "mithril.tensor_split";
+/// With kTensorSplitAttr: the axis is this many equal blocks (an attention
+/// block's q, k and v), each split; the rank holds its part of each.
+inline constexpr llvm::StringLiteral kTensorBlocksAttr = "mithril.tensor_blocks";
 
 /// How the element type of an elementwise binary op's result is formed.
 enum class BinaryResultKind { Arith, Compare, Logical };

@@ -136,7 +136,7 @@ def MithrilBatchSharding : Pass<"mithril-batch-sharding", "mlir::ModuleOp"> {
 }
 
 def MithrilTensorParallel : Pass<"mithril-tensor-parallel", "mlir::ModuleOp"> {
-  let summary = "Split Linear layer pairs across the ranks of a tensor group (Megatron)";
+  let summary = "Split Linear layer pairs and attention heads across a tensor group (Megatron)";
   let description = [{
     Finds, in the model `entry` (every model when empty), pairs of Linear
     layers joined by elementwise ops: `matmul(x, transpose(W1))`, an optional
@@ -149,8 +149,17 @@ def MithrilTensorParallel : Pass<"mithril-tensor-parallel", "mlir::ModuleOp"> {
     its bias. The pair's input goes through `mithril.replicate`, whose
     gradient sums the ranks' contributions. The parameters take their local
     shapes and carry `mithril.tensor_split` (the axis of the global parameter
-    they slice); the hidden size must divide by `size`. A model with no such
-    pair is an error.
+    they slice); the hidden size must divide by `size`.
+
+    Attention blocks split by heads: `matmul(x, transpose(Wqkv))` (+ bias)
+    sliced into thirds (q, k, v) along the last axis, each reshaped into
+    heads, ops that keep the heads apart (transposes, products of the block's
+    own values, scaling, a [T, T] mask, a softmax along the last axis), the
+    heads merged back and projected by `matmul(., transpose(Wo))`. Each rank
+    keeps `heads / size` heads: its part of each of Wqkv's three row blocks
+    (`mithril.tensor_blocks = 3`), the matching columns of Wo, and the
+    reshapes' head counts; Wo's partial products are summed over the group.
+    A model with neither a pair nor an attention block is an error.
   }];
   let options = [
     Option<"entry", "entry", "std::string", /*default=*/"\"\"",
