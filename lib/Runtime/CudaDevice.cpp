@@ -30,7 +30,8 @@ llvm::Error CudaRuntime::takenError(llvm::StringRef what) const {
 }
 
 static llvm::Expected<CudaRuntime> load() {
-  std::string path = findRuntimeLibrary("MITHRIL_CUDA_RUNTIME", {MITHRIL_CUDA_RUNTIME_BUILD, MITHRIL_CUDA_RUNTIME_INSTALL});
+  std::string path = findRuntimeLibrary("MITHRIL_CUDA_RUNTIME",
+                                        {MITHRIL_CUDA_RUNTIME_BUILD, MITHRIL_CUDA_RUNTIME_INSTALL});
   if (path.empty())
     return noDevice("this installation has no libmithril_cuda_runtime (it is built where a "
                     "CUDA toolkit is found); set MITHRIL_CUDA_RUNTIME to one");
@@ -41,11 +42,7 @@ static llvm::Expected<CudaRuntime> load() {
     return noDevice("cannot load " + path + ": " + error);
   CudaRuntime runtime;
   runtime.path = path;
-  auto bind = [&](auto &function, const char *name) {
-    function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(
-        library.getAddressOfSymbol(name));
-    return function != nullptr;
-  };
+  auto bind = [&](auto &function, const char *name) { return bindSymbol(library, function, name); };
   if (!bind(runtime.deviceCount, "mithrilCudaDeviceCount") ||
       !bind(runtime.deviceArch, "mithrilCudaDeviceArch") ||
       !bind(runtime.takeError, "mithrilCudaTakeError") ||

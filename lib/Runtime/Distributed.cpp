@@ -57,11 +57,7 @@ static llvm::Expected<MpiRuntime> load() {
     return mpiError("cannot load " + path + ": " + error);
   MpiRuntime runtime;
   runtime.path = path;
-  auto bind = [&](auto &function, const char *name) {
-    function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(
-        library.getAddressOfSymbol(name));
-    return function != nullptr;
-  };
+  auto bind = [&](auto &function, const char *name) { return bindSymbol(library, function, name); };
   if (!bind(runtime.init, "mithrilMpiInit") || !bind(runtime.rank, "mithrilMpiRank") ||
       !bind(runtime.size, "mithrilMpiSize") || !bind(runtime.split, "mithrilMpiSplit") ||
       !bind(runtime.libraryVersion, "mithrilMpiLibraryVersion") ||

@@ -8,6 +8,7 @@
 #ifndef MITHRIL_LIB_RUNTIME_RUNTIMELIBRARY_H
 #define MITHRIL_LIB_RUNTIME_RUNTIMELIBRARY_H
 
+#include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/FileSystem.h"
 
 #include <cstdlib>
@@ -27,6 +28,13 @@ inline std::string findRuntimeLibrary(const char *override,
     if (llvm::sys::fs::exists(candidate))
       return candidate;
   return "";
+}
+
+/// Points `function` at `library`'s symbol `name`; false if it has none.
+template <typename Function>
+bool bindSymbol(llvm::sys::DynamicLibrary &library, Function &function, const char *name) {
+  function = reinterpret_cast<Function>(library.getAddressOfSymbol(name));
+  return function != nullptr;
 }
 
 } // namespace mithril::runtime
