@@ -170,20 +170,55 @@ class DataParallelPlan:
         return local
 
     def combine(self, outputs: dict, weight: float) -> dict:
-        """The global outputs from this rank's."""
-        combined = {}
+        """The global outputs from this rank's, in two collectives for all of
+        them (each rank's sizes, then its values): split outputs
+        concatenated, partial ones added up in rank order (in float64 for
+        floats), so that every rank gets the same numbers."""
+        combined = dict(outputs)
+        entries = []  # (name, kind, axis, dtype, this rank's part)
         for name, value in outputs.items():
             kind, axis = self.outputs.get(name, ("replicated", -1))
+            if kind == "replicated" or (kind == "sharded" and self.local_shards):
+                continue
+            value = np.asarray(value)
             if kind == "sharded":
-                combined[name] = (value if self.local_shards else
-                                  self.ranks.gather(np.asarray(value), axis))
-            elif kind == "partial_sum":
-                combined[name] = self.ranks.sum(np.asarray(value))
-            elif kind == "partial_mean":
-                value = np.asarray(value)
-                combined[name] = self.ranks.sum(value * np.asarray(weight, dtype=value.dtype))
+                part = np.ascontiguousarray(np.moveaxis(value, axis, 0))
+            elif value.dtype.kind == "f":
+                part = value.astype(np.float64)
+                if kind == "partial_mean":
+                    part = part * weight
             else:
-                combined[name] = value
+                part = value
+            # np.array keeps a 0-d loss 0-d (ascontiguousarray would not).
+            entries.append((name, kind, axis, value.dtype, np.array(part, order="C")))
+        if not entries:
+            return combined
+        size = self.ranks.size
+        sizes = np.array([e[4].nbytes for e in entries], dtype=np.int64)
+        header = np.frombuffer(
+            _mithril.all_gather_bytes(sizes.tobytes(), [sizes.nbytes] * size, "data"),
+            dtype=np.int64).reshape(size, len(entries))
+        data = _mithril.all_gather_bytes(b"".join(e[4].tobytes() for e in entries),
+                                         [int(row.sum()) for row in header], "data")
+        pieces = [[] for _ in entries]
+        offset = 0
+        for r in range(size):
+            for i, (_, kind, _, _, part) in enumerate(entries):
+                nbytes = int(header[r, i])
+                flat = np.frombuffer(data, dtype=part.dtype, count=nbytes // part.itemsize,
+                                     offset=offset)
+                shape = (-1,) + part.shape[1:] if kind == "sharded" else part.shape
+                pieces[i].append(flat.reshape(shape))
+                offset += nbytes
+        for (name, kind, axis, dtype, _), parts in zip(entries, pieces):
+            if kind == "sharded":
+                whole = np.concatenate(parts, axis=0)
+                combined[name] = np.ascontiguousarray(np.moveaxis(whole, 0, axis))
+            else:
+                total = parts[0].copy()
+                for part in parts[1:]:
+                    total += part
+                combined[name] = total.astype(dtype, copy=False)
         return combined
 
     # Tensor parallelism: the split parameters ---------------------------
