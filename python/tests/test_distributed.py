@@ -71,6 +71,24 @@ def test_gpt_parallel_equals_one_process(mesh):
 
 
 @needs_mpi
+def test_example_prints_the_one_process_losses():
+    # examples/data_parallel.py: the same script, one process or two ranks.
+    example = HERE.parents[1] / "examples" / "data_parallel.py"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    single = subprocess.run([sys.executable, str(example)], env=env, capture_output=True,
+                            text=True, timeout=600)
+    assert single.returncode == 0, single.stderr
+    ranks = _mpirun(2, str(example))
+    assert ranks.returncode == 0, ranks.stdout + ranks.stderr
+
+    def losses(text, mesh):
+        return [line.split(": ", 1)[1] for line in text.splitlines()
+                if line.startswith(f"mesh {mesh}: epoch")]
+    assert len(losses(single.stdout, "(1,)")) == 5
+    assert losses(ranks.stdout, "(2,)") == losses(single.stdout, "(1,)")
+
+
+@needs_mpi
 def test_mesh_must_match_the_ranks(tmp_path):
     script = tmp_path / "mismatch.py"
     script.write_text("import mithril as ml\n"
