@@ -225,14 +225,17 @@ class PhysicalModel:
         if output_gradients is True:
             seeds = self._dp.local_seeds(self._unit_seeds(local), weight, sliced=True)
         else:
-            unknown = [k for k in output_gradients if k not in self.output_keys]
-            if unknown:
-                raise KeyNotFoundError(f"output_gradients names unknown output(s) {unknown}; "
-                                       f"the outputs are {self.output_keys}")
+            self._check_seeded_outputs(output_gradients)
             seeds = self._dp.local_seeds(output_gradients, weight, sliced=False)
         values, grads = self._evaluate_with_gradients(local, seeds)
         return (self._dp.combine(values, weight),
                 self._dp.global_parameters(grads, self._inputs))
+
+    def _check_seeded_outputs(self, output_gradients: Mapping) -> None:
+        unknown = [k for k in output_gradients if k not in self.output_keys]
+        if unknown:
+            raise KeyNotFoundError(f"output_gradients names unknown output(s) {unknown}; "
+                                   f"the outputs are {self.output_keys}")
 
     def _unit_seeds(self, given: Mapping) -> dict:
         """output_gradients=True: the unit cotangents."""
@@ -373,10 +376,7 @@ class PhysicalModel:
         if getattr(self.backend, "quantize", None):
             raise MithrilError(f"the model is quantized (quantize='{self.backend.quantize}'), "
                                "for inference: gradients need a float backend")
-        unknown = [k for k in output_gradients if k not in self.output_keys]
-        if unknown:
-            raise KeyNotFoundError(f"output_gradients names unknown output(s) {unknown}; "
-                                   f"the outputs are {self.output_keys}")
+        self._check_seeded_outputs(output_gradients)
         seeds = tuple(k for k in self.output_keys if k in output_gradients)
         model, model_inputs, model_outputs = self._gradient_model(seeds, given)
         feeds = dict(given)

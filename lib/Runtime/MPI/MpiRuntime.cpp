@@ -24,7 +24,6 @@
 
 namespace {
 std::string lastError;
-bool initializedHere = false;
 /// The communicators collectives name by index: 0 is MPI_COMM_WORLD, the
 /// others come from mithrilMpiSplit (a mesh's data and tensor groups).
 std::vector<MPI_Comm> communicators;
@@ -78,7 +77,6 @@ int mithrilMpiInit() {
   // Errors come back as codes instead of aborting the job, so that the
   // caller can name what failed.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  initializedHere = true;
   std::atexit(finalize);
   return 0;
 }

@@ -97,3 +97,21 @@ mithril.model @batch_norm(data %x: tensor<?x3xf32>, data %t: tensor<?xf32>, para
 mithril.model @static_batch(data %x: tensor<4x3xf32>, data %t: tensor<?xf32>) -> (y: tensor<4x3xf32>) {
   mithril.output %x : tensor<4x3xf32>
 }
+
+// -----
+
+// An argmax along another axis keeps the batch split; along the batch it
+// cannot combine across ranks.
+// expected-remark@+1 {{output 'i': sharded<0>}}
+mithril.model @argmax(data %x: tensor<?x4xf32>, data %t: tensor<?xf32>) -> (i: tensor<?xi64>) {
+  %i = mithril.argmax %x {axis = 1} : (tensor<?x4xf32>) -> tensor<?xi64>
+  mithril.output %i : tensor<?xi64>
+}
+
+// -----
+
+mithril.model @argmax_over_batch(data %x: tensor<?x4xf32>, data %t: tensor<?xf32>) -> (i: tensor<4xi64>) {
+  // expected-error@+1 {{'mithril.argmax' cannot run on batch shards: it reduces over the batch axis}}
+  %i = mithril.argmax %x {axis = 0} : (tensor<?x4xf32>) -> tensor<4xi64>
+  mithril.output %i : tensor<4xi64>
+}

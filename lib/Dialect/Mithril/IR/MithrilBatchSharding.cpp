@@ -280,26 +280,27 @@ MITHRIL_REDUCTION_SHARDING(ProdOp, std::nullopt)
 MITHRIL_REDUCTION_SHARDING(VarianceOp, std::nullopt)
 #undef MITHRIL_REDUCTION_SHARDING
 
-static std::optional<SmallVector<int64_t, 1>> optionalAxis(std::optional<int64_t> axis) {
-  if (!axis)
-    return std::nullopt;
-  return SmallVector<int64_t, 1>{*axis};
+/// argmax and argmin: a reduction over `axis` (every axis when absent) that
+/// never combines across ranks.
+static FailureOr<BatchSharding> argReductionSharding(Operation *op,
+                                                     ArrayRef<BatchSharding> operands,
+                                                     std::optional<int64_t> axis, bool keepdim,
+                                                     std::string &reason) {
+  int64_t one[] = {axis.value_or(0)};
+  std::optional<ArrayRef<int64_t>> axes;
+  if (axis)
+    axes = ArrayRef<int64_t>(one);
+  return reductionSharding(op, operands, axes, keepdim, std::nullopt, reason);
 }
 
 FailureOr<BatchSharding> ArgMaxOp::inferBatchSharding(ArrayRef<BatchSharding> operands,
                                                       std::string &reason) {
-  auto axes = optionalAxis(getAxis());
-  return reductionSharding(*this, operands,
-                           axes ? std::optional<ArrayRef<int64_t>>(*axes) : std::nullopt,
-                           getKeepdim(), std::nullopt, reason);
+  return argReductionSharding(*this, operands, getAxis(), getKeepdim(), reason);
 }
 
 FailureOr<BatchSharding> ArgMinOp::inferBatchSharding(ArrayRef<BatchSharding> operands,
                                                       std::string &reason) {
-  auto axes = optionalAxis(getAxis());
-  return reductionSharding(*this, operands,
-                           axes ? std::optional<ArrayRef<int64_t>>(*axes) : std::nullopt,
-                           getKeepdim(), std::nullopt, reason);
+  return argReductionSharding(*this, operands, getAxis(), getKeepdim(), reason);
 }
 
 //===----------------------------------------------------------------------===//
