@@ -102,6 +102,12 @@ static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(0
                                 cl::cat(trainCategory));
 static cl::opt<double> weightDecay("weight-decay", cl::desc("L2 weight decay"), cl::init(0.0),
                                    cl::cat(trainCategory));
+static cl::opt<bool> gradients(
+    "gradients",
+    cl::desc("Also compute the gradients of the parameters: extra inputs grad:<output> (the "
+             "seeds) and outputs grad:<parameter>; with --optimizer, the optimizer's update too "
+             "(its state and hyper-parameters as optimizer.* terminals)"),
+    cl::cat(trainCategory));
 static cl::opt<unsigned> checkpointSegments(
     "checkpoint-segments",
     cl::desc("Gradient checkpointing: keep only the forward values that cross N even runs "
@@ -506,14 +512,29 @@ int main(int argc, char **argv) {
   options.threads = threads;
   options.dynamicShapes = dynamicShapes;
   // Without --dynamic the code is compiled for the shapes of the data given.
+  // The terminals --gradients adds (seeds, optimizer state) take the shapes
+  // of what they belong to.
+  auto addedByGradients = [](StringRef name) {
+    return name.starts_with("grad:") || name.starts_with("state:") ||
+           name.starts_with("optimizer.");
+  };
   for (const std::string &name : dynamicShapes ? std::vector<std::string>() : order)
-    options.shapes.push_back(shapeSpec(name, given.at(name).shape()));
+    if (!(gradients && addedByGradients(name)))
+      options.shapes.push_back(shapeSpec(name, given.at(name).shape()));
   for (const std::string &s : shapes)
     options.shapes.push_back(s);
   options.target = target;
   options.gpuChip = gpuChip;
   options.gpuTilesOnHost = gpuTilesOnHost;
   options.profile = profileKernels;
+  if (gradients) {
+    options.gradients = true;
+    if (optimizerName.getNumOccurrences())
+      options.optimizer = optimizerName;
+    options.momentum = momentum;
+    options.weightDecay = weightDecay;
+    options.checkpointSegments = checkpointSegments;
+  }
 
   if (profileKernels && target != "cpu")
     return fail("--profile times kernels on --target=cpu");
@@ -524,6 +545,8 @@ int main(int argc, char **argv) {
   if (!targetCpu.empty() && emitFormat.empty())
     return fail("--target-cpu compiles code for another CPU: it needs --emit (asm, obj, llvm or "
                 "mlir); code run here is compiled for the host");
+  if (gradients && train)
+    return fail("--gradients and --train: --train already computes the gradients it needs");
   if (train && !quantize.empty())
     return fail("--quantize=int8 is for inference: --train needs float arithmetic");
   if (train)
