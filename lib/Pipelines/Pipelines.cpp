@@ -386,6 +386,9 @@ LogicalResult mithril::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOpti
   pm.addNestedPass<func::FuncOp>(createParallelLoopTilingPass({16, 16}, /*noMinMaxBounds=*/true));
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+  // What is left of host code touching buffers (loops without a parallel
+  // dimension, 0-d arithmetic) runs as one-thread kernels.
+  pm.addNestedPass<func::FuncOp>(createMithrilGpuSerialKernels());
   // Constants and index arithmetic go into the kernels rather than become
   // kernel arguments: tile sizes and bounds stay known to the PTX compiler.
   pm.addPass(createGpuLaunchSinkIndexComputationsPass());

@@ -43,7 +43,37 @@ CASES = [
     ("cnn_grad_b16", f"{MODELS}/cnn.mlir", ["input:16x1x28x28"], ["--gradients"]),
     ("cnn_sgd_b16", f"{MODELS}/cnn.mlir", ["input:16x1x28x28"],
      ["--gradients", "--optimizer=sgd", "--momentum=0.9"]),
+    # Written by the Python package (generated() below): a TrainModel with
+    # CrossEntropy and integer targets, and the GPT example's training step.
+    ("classifier_adam", "classifier.mlir", [], ["--gradients", "--optimizer=adam"]),
+    ("gpt_adam", "gpt.mlir", [], ["--gradients", "--optimizer=adam"]),
 ]
+# Integer terminals are drawn in [0, INT_RANGE[case]).
+INT_RANGE = {"classifier_adam": 4, "gpt_adam": 65}
+
+
+def generated(name, path):
+    """Writes the models that the Python package builds (shapes included)."""
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    sys.path.insert(0, os.path.join(ROOT, "examples", "gpt"))
+    import mithril as ml
+    from mithril.models import CrossEntropy, Linear, Mean, Model, Relu, TrainModel
+    backend = ml.MlirBackend(dtype=ml.float32)
+    if name == "classifier_adam":
+        model = Model()
+        model |= Linear(64).connect(input="input")
+        model += Relu()
+        model += Linear(4).connect(output="logits")
+        train = TrainModel(model)
+        train.add_loss(CrossEntropy(), reduce_steps=[Mean()], input="logits", target="target")
+        ml.compile(train, backend, shapes={"input": [32, 8], "target": [32]}, file_path=path)
+    else:
+        from model import create_gpt, create_gpt_train_model
+        B, T, V = 8, 32, 65
+        gpt = create_gpt(bias=True, block_size=T, dims=64, num_heads=4, num_layers=2,
+                         vocab_size=V)
+        ml.compile(create_gpt_train_model(gpt, V), backend,
+                   shapes={"input": [B, T], "target": [B * T]}, file_path=path)
 
 TERMINAL = re.compile(r"^/// (input|output) '([^']*)': (\w+) \[([0-9, ]*)\]$")
 
@@ -59,7 +89,9 @@ def terminals(header):
     return out
 
 
-def draw(name, dtype, shape, rng):
+def draw(name, dtype, shape, rng, int_range):
+    if dtype.startswith("int"):
+        return rng.integers(0, int_range, shape).astype(dtype)
     if name == "optimizer.lr":
         return np.array(0.01, dtype)
     if name == "optimizer.step":
@@ -92,6 +124,9 @@ def main():
     for name, model, shapes, flags in CASES:
         d = os.path.join(bundle, name)
         os.makedirs(d, exist_ok=True)
+        if not os.path.isabs(model):
+            model = os.path.join(d, model)
+            generated(name, model)
         base = [mithril_run, model] + [f"--shape={s}" for s in shapes] + flags
         header = run(base + [f"--target={target}", "--emit=h", "-o", "-"])
         with open(f"{d}/model.h", "w") as f:
@@ -108,7 +143,8 @@ def main():
             # 48 MiB of data at 2048: run.py draws it on the GPU, and torch
             # computes the reference in float64 there.
             continue
-        inputs = {n: draw(n, t, s, rng) for k, n, t, s in args if k == "input"}
+        inputs = {n: draw(n, t, s, rng, INT_RANGE.get(name, 2))
+                  for k, n, t, s in args if k == "input"}
         np.savez(f"{d}/inputs.npz", **inputs)
         run([mithril_run, model] + flags + [f"--params={d}/inputs.npz", "-o",
                                             f"{d}/expected.npz"])

@@ -5,7 +5,7 @@ with the CPU pipeline's outputs; then times them against torch.
 Needs torch with CUDA (for device buffers, and as the timing peer) and the
 CUDA driver; no LLVM, MLIR or mithril build.
 
-  python3 run.py BUNDLE_DIR [--time] [-v]
+  python3 run.py BUNDLE_DIR [--time] [-v] [--only=CASE,CASE]
 
 `--cpu` runs a bundle built with `prepare.py --target=cpu` on the CPU (a
 check of the harness without a GPU).
@@ -95,7 +95,11 @@ class Case:
         self.check_error("running")
 
     def compare(self):
-        worst = 0.0
+        """The largest max|gpu - cpu| / rms(cpu) over the outputs, and whether
+        each is within its type's tolerance: 1e-3 in float32 (the CPU's own
+        float32 results are up to 4e-4 from float64 on softmax_ln: the two
+        sum in different orders), 1e-10 in float64."""
+        worst, ok = 0.0, True
         lines = []
         for (kind, name, dtype, shape), t in zip(self.args, self.tensors):
             if kind != "output":
@@ -107,8 +111,9 @@ class Case:
             if not np.all(np.isfinite(got)):
                 err = float("inf")
             worst = max(worst, err)
+            ok = ok and err <= (1e-10 if dtype == "float64" else 1e-3)
             lines.append(f"    {name:32s} {str(shape):22s} max|gpu-cpu|/rms {err:.2e}")
-        return worst, lines
+        return worst, ok, lines
 
 
 def synchronize():
@@ -167,7 +172,10 @@ def main():
         runtime = None
         print(f"CPU run of the harness, torch {torch.__version__}")
     failures = 0
+    only = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--only=")]
     for name in sorted(os.listdir(bundle)):
+        if only and name not in only[0].split(","):
+            continue
         directory = os.path.join(bundle, name)
         if not os.path.isfile(os.path.join(directory, "model.so")):
             continue
@@ -175,12 +183,11 @@ def main():
             case = Case(directory, runtime)
             case()
             synchronize()
-            worst, lines = case.compare()
+            worst, ok, lines = case.compare()
         except Exception as e:  # report every case, then fail
             print(f"FAIL {name}: {e}")
             failures += 1
             continue
-        ok = worst <= 1e-4
         failures += not ok
         print(f"{'ok  ' if ok else 'FAIL'} {name}: worst {worst:.2e}")
         if not ok or "-v" in sys.argv:

@@ -67,10 +67,27 @@ def MithrilGpuHostMemory : Pass<"mithril-gpu-host-memory", "mlir::func::FuncOp">
     After kernel outlining, a host function only launches kernels; its
     buffers live on the device. This turns its `memref.alloc`,
     `memref.dealloc` and `memref.copy` into `gpu.alloc`, `gpu.dealloc` and
-    `gpu.memcpy` (plain device memory, not managed memory). The caller passes
-    device pointers for the function's arguments.
+    `gpu.memcpy` (plain device memory, not managed memory). A constant global
+    (`memref.get_global`: a folded range, an attention mask) is copied into
+    a device buffer where it is taken, freed at each return. The caller
+    passes device pointers for the function's arguments.
   }];
   let dependentDialects = ["mlir::gpu::GPUDialect"];
+}
+
+def MithrilGpuSerialKernels : Pass<"mithril-gpu-serial-kernels", "mlir::func::FuncOp"> {
+  let summary = "Run host loops that read or write buffers as one-thread GPU kernels";
+  let description = [{
+    After the parallel loops become `gpu.launch`, the loops with no parallel
+    dimension (a reduction to a single value) and the ops of 0-d values (a
+    scalar's arithmetic, Adam's bias correction) are still host code, where
+    they would dereference device pointers. This wraps each run of such ops
+    (with the later ops that use their values) in a `gpu.launch` of one
+    block of one thread. Host loops around kernels are searched too. A run
+    next to an op that must stay on the host (an allocation, a copy, a call)
+    is an error naming the op.
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::arith::ArithDialect"];
 }
 
 def MithrilGpuMergeModules : Pass<"mithril-gpu-merge-modules", "mlir::ModuleOp"> {

@@ -7,6 +7,7 @@
 
 #include "mithril/Conversion/MithrilToGPU/MithrilToGPU.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
@@ -27,7 +28,7 @@ struct GpuHostMemoryPass
     func.walk([&](Operation *op) {
       // Kernels live in gpu.module; only host code is rewritten.
       if (!op->getParentOfType<gpu::GPUModuleOp>() &&
-          isa<memref::AllocOp, memref::DeallocOp, memref::CopyOp>(op))
+          isa<memref::AllocOp, memref::DeallocOp, memref::CopyOp, memref::GetGlobalOp>(op))
         ops.push_back(op);
     });
     for (Operation *op : ops) {
@@ -44,6 +45,23 @@ struct GpuHostMemoryPass
       } else if (auto copy = dyn_cast<memref::CopyOp>(op)) {
         gpu::MemcpyOp::create(b, loc, /*asyncToken=*/Type(), ValueRange{}, copy.getTarget(),
                               copy.getSource());
+      } else if (auto global = dyn_cast<memref::GetGlobalOp>(op)) {
+        // A constant (a folded arange, an attention mask) lives in host
+        // memory: the kernels read a device copy of it, made per call.
+        auto type = cast<MemRefType>(global.getType());
+        b.setInsertionPointAfter(global);
+        auto device = gpu::AllocOp::create(
+            b, loc, MemRefType::get(type.getShape(), type.getElementType()),
+            /*asyncToken=*/Type(), ValueRange{}, ValueRange{}, ValueRange{}, /*hostShared=*/false);
+        auto upload = gpu::MemcpyOp::create(b, loc, /*asyncToken=*/Type(), ValueRange{},
+                                            device.getMemref(), global.getResult());
+        global.getResult().replaceAllUsesExcept(device.getMemref(), upload);
+        func.walk([&](func::ReturnOp ret) {
+          OpBuilder atReturn(ret);
+          gpu::DeallocOp::create(atReturn, loc, /*asyncToken=*/Type(), ValueRange{},
+                                 device.getMemref());
+        });
+        continue;
       }
       op->erase();
     }
