@@ -9,6 +9,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/TransformOps/GPUTransformOps.h"
+#include "mlir/Dialect/GPU/TransformOps/Utils.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -51,17 +53,6 @@ FailureOr<std::array<int64_t, 3>> mappedSizes(scf::ForallOp loop, bool blocks) {
     sizes[*dim] = upper[i];
   }
   return sizes;
-}
-
-/// Replaces `loop` with its body, its induction variables with `ids`.
-void inlineLoopBody(scf::ForallOp loop, ArrayRef<Value> ids, Block *dest, Block::iterator before) {
-  for (auto [i, attr] : llvm::enumerate(*loop.getMapping()))
-    loop.getInductionVar(i).replaceAllUsesWith(
-        ids[*mappedDimension(attr, isa<gpu::GPUBlockMappingAttr>(attr))]);
-  Block *body = loop.getBody();
-  dest->getOperations().splice(before, body->getOperations(), body->begin(),
-                               std::prev(body->end()));
-  loop.erase();
 }
 
 /// How many leading indices of every load and store of `alloc` are the
@@ -134,7 +125,6 @@ LogicalResult mapBlockLoop(scf::ForallOp blocks) {
   if (failed(grid))
     return failure();
   SmallVector<scf::ForallOp> threadLoops;
-  SmallVector<std::array<int64_t, 3>> threadSizes;
   blocks.getBody()->walk([&](scf::ForallOp loop) { threadLoops.push_back(loop); });
   std::array<int64_t, 3> blockSizes = {1, 1, 1};
   for (scf::ForallOp loop : threadLoops) {
@@ -143,7 +133,6 @@ LogicalResult mapBlockLoop(scf::ForallOp blocks) {
     FailureOr<std::array<int64_t, 3>> sizes = mappedSizes(loop, /*blocks=*/false);
     if (failed(sizes))
       return failure();
-    threadSizes.push_back(*sizes);
     for (unsigned d = 0; d < 3; ++d)
       blockSizes[d] = std::max(blockSizes[d], (*sizes)[d]);
   }
@@ -151,44 +140,54 @@ LogicalResult mapBlockLoop(scf::ForallOp blocks) {
     return blocks.emitOpError("needs ") << blockSizes[0] * blockSizes[1] * blockSizes[2]
                                         << " threads per block; a GPU block holds at most 1024";
 
-  OpBuilder b(blocks);
+  // The launch, with the block loop inside; upstream's mapping (that of
+  // transform.gpu.map_forall_to_blocks and map_nested_forall_to_threads)
+  // then puts the block loop on the block ids and each thread loop on the
+  // thread ids, guarded where it is smaller than the block and followed by a
+  // barrier (the next loop reads what this one wrote).
+  IRRewriter rewriter(blocks.getContext());
+  rewriter.setInsertionPoint(blocks);
   Location loc = blocks.getLoc();
-  auto constant = [&](int64_t v) -> Value { return arith::ConstantIndexOp::create(b, loc, v); };
-  auto launch = gpu::LaunchOp::create(b, loc, constant((*grid)[0]), constant((*grid)[1]),
+  auto constant = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(rewriter, loc, v);
+  };
+  auto launch = gpu::LaunchOp::create(rewriter, loc, constant((*grid)[0]), constant((*grid)[1]),
                                       constant((*grid)[2]), constant(blockSizes[0]),
                                       constant(blockSizes[1]), constant(blockSizes[2]));
   Block &body = launch.getBody().front();
-  b.setInsertionPointToEnd(&body);
-  auto terminator = gpu::TerminatorOp::create(b, loc);
-  gpu::KernelDim3 blockIds = launch.getBlockIds(), threadIds = launch.getThreadIds();
-  inlineLoopBody(blocks, {blockIds.x, blockIds.y, blockIds.z}, &body, terminator->getIterator());
-
-  // Each thread loop runs on the threads its mapping names (the others wait)
-  // and ends with a barrier: the next loop reads what this one wrote.
-  Value ids[3] = {threadIds.x, threadIds.y, threadIds.z};
-  for (auto [loop, sizes] : llvm::zip_equal(threadLoops, threadSizes)) {
-    b.setInsertionPoint(loop);
-    Value active;
-    for (unsigned d = 0; d < 3; ++d) {
-      if (sizes[d] == blockSizes[d])
-        continue;
-      Value less =
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, ids[d], constant(sizes[d]));
-      active = active ? arith::AndIOp::create(b, loc, active, less).getResult() : less;
+  rewriter.setInsertionPointToEnd(&body);
+  auto terminator = gpu::TerminatorOp::create(rewriter, loc);
+  blocks->moveBefore(terminator);
+  rewriter.setInsertionPoint(blocks);
+  SmallVector<int64_t> gridDims((*grid).begin(), (*grid).end());
+  transform::gpu::GpuBlockIdBuilder blockIds(blocks.getContext());
+  DiagnosedSilenceableFailure mapped = transform::gpu::mapForallToBlocksImpl(
+      rewriter, transform::TransformOpInterface(), blocks, gridDims, blockIds);
+  if (!mapped.succeeded())
+    return launch.emitOpError("cannot map its block loop onto the grid");
+  rewriter.setInsertionPointToStart(&body);
+  mapped = transform::gpu::mapNestedForallToThreadsImpl(
+      rewriter, std::nullopt, launch, blockSizes, /*warpSize=*/32, /*syncAfterDistribute=*/true);
+  if (!mapped.succeeded())
+    return launch.emitOpError("cannot map its thread loops onto the block");
+  // The mapping reads the ids with gpu.block_id / gpu.thread_id, one per
+  // loop: the launch's own ids instead, so that every access of a buffer
+  // indexes with the same values (threadOwnedPrefix compares them).
+  gpu::KernelDim3 blockIdArgs = launch.getBlockIds(), threadIdArgs = launch.getThreadIds();
+  Value ids[3] = {threadIdArgs.x, threadIdArgs.y, threadIdArgs.z};
+  Value blockIdValues[3] = {blockIdArgs.x, blockIdArgs.y, blockIdArgs.z};
+  SmallVector<Operation *> idOps;
+  body.walk([&](Operation *op) {
+    if (auto id = dyn_cast<gpu::ThreadIdOp>(op)) {
+      id.replaceAllUsesWith(ids[static_cast<unsigned>(id.getDimension())]);
+      idOps.push_back(op);
+    } else if (auto id = dyn_cast<gpu::BlockIdOp>(op)) {
+      id.replaceAllUsesWith(blockIdValues[static_cast<unsigned>(id.getDimension())]);
+      idOps.push_back(op);
     }
-    Block *dest = loop->getBlock();
-    Block::iterator before = loop->getIterator();
-    if (active) {
-      auto guard = scf::IfOp::create(b, loc, active, /*withElseRegion=*/false);
-      dest = guard.thenBlock();
-      before = guard.thenBlock()->getTerminator()->getIterator();
-      b.setInsertionPointAfter(guard);
-    } else {
-      b.setInsertionPointAfter(loop);
-    }
-    gpu::BarrierOp::create(b, loc);
-    inlineLoopBody(loop, ids, dest, before);
-  }
+  });
+  for (Operation *op : idOps)
+    op->erase();
 
   // Buffers in workgroup memory become the kernel's: private memory
   // (registers) where each thread only touches its own elements, shared
