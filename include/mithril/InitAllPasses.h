@@ -8,6 +8,7 @@
 #ifndef MITHRIL_INITALLPASSES_H
 #define MITHRIL_INITALLPASSES_H
 
+#include "mithril/Codegen/CPU/Passes.h"
 #include "mithril/Conversion/Passes.h"
 #include "mithril/Dialect/Mithril/Transforms/Passes.h"
 #include "mithril/Pipelines/Pipelines.h"
@@ -18,6 +19,7 @@ namespace mithril {
 inline void registerAllPasses() {
   registerMithrilTransformsPasses();
   registerMithrilConversionPasses();
+  registerMithrilCodegenCPUPasses();
   registerPipelines();
 }
 } // namespace mithril

@@ -166,6 +166,12 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
       addGraphCleanups(pm, options);
     }
     if (options.schedule && !options.gpuTilesOnHost) {
+      // Each op's lowering config, then the schedule that carries it out.
+      MithrilCpuStrategyOptions strategy;
+      strategy.threads = options.threads;
+      strategy.vectorBits = options.vectorBits;
+      strategy.targetCpu = options.targetCpu;
+      pm.addPass(createMithrilCpuStrategy(strategy));
       MithrilCpuScheduleOptions schedule;
       schedule.threads = options.threads;
       schedule.vectorBits = options.vectorBits;

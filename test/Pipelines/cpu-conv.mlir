@@ -68,7 +68,7 @@ mithril.model @Strided(data %x: tensor<2x4x28x28xf32>, param %w: tensor<16x4x3x3
 // GRAD: tensor.insert_slice %{{.+}} into %{{.+}}[0, 0, 1, 0] [2, 4, 15, 15] [1, 1, 2, 2]
 // GRAD: tensor.insert_slice %{{.+}} into %{{.+}}[0, 0, 1, 1] [2, 4, 15, 15] [1, 1, 2, 2]
 // GRAD: tensor.extract_slice %{{.+}}[0, 0, 1, 1] [2, 4, 28, 28] [1, 1, 1, 1] : tensor<2x4x30x30xf32> to tensor<2x4x28x28xf32>
-// GRAD: mithril.conv_flat_weight_grad
+// GRAD: #mithril.lowering_config<kernel = conv_flat_weight_grad
 // GRAD: tensor.insert_slice %{{.+}} into %{{.+}}[0, 0, 0, 0] [16, 4, 2, 2] [1, 1, 2, 2] : tensor<16x4x2x2xf32> into tensor<16x4x3x3xf32>
 // GRAD: tensor.insert_slice %{{.+}} into %{{.+}}[0, 0, 0, 1] [16, 4, 2, 1] [1, 1, 2, 2]
 // GRAD: tensor.insert_slice %{{.+}} into %{{.+}}[0, 0, 1, 0] [16, 4, 1, 2] [1, 1, 2, 2]
@@ -93,4 +93,4 @@ mithril.model @DilatedRows(data %x: tensor<2x4x28x28xf32>, param %w: tensor<16x4
 }
 // DILATED: #[[IN:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d3, d2 + d4 * 64 + d5 * 2)>
 // DILATED-LABEL: func.func @DilatedRows(
-// DILATED: linalg.generic {indexing_maps = [#[[IN]], {{.*}}mithril.conv_flat
+// DILATED: linalg.generic {indexing_maps = [#[[IN]], {{.*}}#mithril.lowering_config<kernel = conv_flat>

@@ -10,10 +10,12 @@
 #ifndef MITHRIL_PIPELINES_PIPELINES_H
 #define MITHRIL_PIPELINES_PIPELINES_H
 
+#include "mithril/Codegen/CPU/CpuTarget.h"
+#include "mithril/Codegen/CPU/Passes.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Pass/PassOptions.h"
+#include "mlir/Pass/PassRegistry.h"
 
 namespace mithril {
 
@@ -252,26 +254,7 @@ llvm::ArrayRef<llvm::StringRef> getCpuPipelineStages();
 /// order), or "".
 std::string checkCpuPipelineOptions(const CpuPipelineOptions &options);
 
-/// What the CPU schedule needs to know of an x86-64 CPU: the width of its
-/// vector registers (512 with AVX-512, 256 with AVX, 128 otherwise) and the
-/// low-precision dot products it has.
-struct CpuTarget {
-  unsigned vectorBits = 128;
-  /// vdpbf16ps: pairs of bf16 multiplied and summed into f32 (AVX512-BF16).
-  bool bf16DotProduct = false;
-  /// vpdpbusd: quads of u8 x s8 summed into i32 (AVX512-VNNI).
-  bool int8DotProduct = false;
-};
-
-/// The CPU named `cpu` by LLVM (from its table of the CPU's features), or
-/// the host (CPUID) when empty; none for a name LLVM does not know.
-std::optional<CpuTarget> cpuTarget(llvm::StringRef cpu = "");
-
-/// The width in bits of an x86-64 CPU's vector registers, which the CPU
-/// schedule sizes its register tiles for: `cpu` by LLVM's name (from its
-/// table of the CPU's features), or the host's (CPUID) when empty. 512 with
-/// AVX-512, 256 with AVX, 128 otherwise; none for a name LLVM does not know.
-std::optional<unsigned> vectorRegisterBits(llvm::StringRef cpu = "");
+// CpuTarget, cpuTarget() and vectorRegisterBits(): mithril/Codegen/CPU/CpuTarget.h.
 
 /// Builds the CPU pipeline: flatten, infer shapes, simplify, differentiate,
 /// decompose, lower to linalg, fuse, bufferize, lower to loops and to the

@@ -8,7 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "mithril/Pipelines/Pipelines.h"
+#include "mithril/Codegen/CPU/CpuStrategy.h"
+#include "mithril/Codegen/CPU/Passes.h"
 #include "mithril/Conversion/MithrilToLinalg/MithrilToLinalg.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -27,15 +28,15 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
-#include "llvm/TargetParser/Host.h"
-#include "llvm/TargetParser/X86TargetParser.h"
 
 namespace mithril {
 #define GEN_PASS_DEF_MITHRILCPUSCHEDULE
-#include "mithril/Pipelines/Passes.h.inc"
+#include "mithril/Codegen/CPU/Passes.h.inc"
 } // namespace mithril
 
 using namespace mlir;
+using namespace mithril;
+using namespace mithril::cpu;
 
 /// After tiling and vectorization, clean up the vector code (reductions of
 /// products become contractions) and hoist the matmul accumulators out of
@@ -69,13 +70,6 @@ module attributes {transform.with_named_sequence} {
 }
 )mlir";
 
-/// Marks the partial-sum op of a matrix-vector product (see
-/// rewriteMatrixVectorProducts): its tiles are rows x kGemvColumns x
-/// kGemvLanes lanes of partial sums, one reduction step at a time.
-static constexpr llvm::StringLiteral kGemvMarker = "mithril.gemv";
-/// Marks a matmul block on a packed right operand (see packRightOperand):
-/// loops m, panel, column in panel, k.
-static constexpr llvm::StringLiteral kPackedMatmulMarker = "mithril.packed_matmul";
 /// The elements one 32-bit lane of a dot-product instruction multiplies and
 /// sums along the reduction: pairs of bf16 (vdpbf16ps), quads of i8
 /// (vpdpbusd).
@@ -84,24 +78,6 @@ static int64_t dotProductGroup(Type element) { return element.isBF16() ? 2 : 4; 
 /// offset by this (their sign bit flipped), and the products of the offset by
 /// each column's weights are subtracted again.
 static constexpr int64_t kInt8Offset = 128;
-/// Marks a tile of a transpose generalized to drop its unit dimensions.
-static constexpr llvm::StringLiteral kTransposeTileMarker = "mithril.transpose_tile";
-static constexpr int64_t kGemvLanes = 16;
-static constexpr int64_t kGemvMaxRows = 16;
-static constexpr int64_t kGemvRowTile = 4;
-/// Marks the op that sums a matrix-vector product's lanes; each of its tiles
-/// computes its own partial sums (fuseMatrixVectorLanes).
-static constexpr llvm::StringLiteral kGemvLanesMarker = "mithril.gemv_lanes";
-/// Marks an op already tiled to its register tile.
-static constexpr llvm::StringLiteral kWholeTileMarker = "mithril.whole_tile";
-/// A matrix-vector product is bound by reading its weight, which two threads
-/// do twice as fast: it splits across threads from min-parallel-work / 8
-/// multiply-adds.
-static constexpr int64_t kGemvWorkDivisor = 8;
-/// Elementwise ops split from min-parallel-work / 16 elements (2^15 by
-/// default): the MLP's training step at batch 64 on two threads, 1.21 ->
-/// 0.92 ms, mostly its SGD steps and gradients of activations.
-static constexpr int64_t kElementwiseWorkDivisor = 16;
 
 /// The loop order of a matrix-vector tile nest: columns (weight rows)
 /// outermost, so that each block of the weight is read once while the few
@@ -115,225 +91,15 @@ static SmallVector<int64_t> gemvInterchange(linalg::LinalgOp op) {
   return order;
 }
 
-namespace {
-/// The vector registers the schedule sizes its register tiles for: 32 of
-/// 512 bits with AVX-512, 16 of 256 bits with AVX2 (and 16 of 128 without
-/// AVX). A register tile of rows x two registers of accumulators must leave
-/// registers for the operands it broadcasts and loads: 8 x 2 = 16 of 32, or
-/// 6 x 2 = 12 of 16 (a tile sized for the other would spill, or leave FMA
-/// units idle).
-struct VectorRegisters {
-  unsigned bits = 512;
-  /// Whether bf16 matmuls multiply pairs of bf16 into f32 lanes (vdpbf16ps)
-  /// rather than widen each element first.
-  bool bf16DotProduct = false;
-  /// Whether i8 matmuls multiply quads of bytes into i32 lanes (vpdpbusd).
-  bool int8DotProduct = false;
-
-  /// Rows of a matmul register tile.
-  int64_t rows() const { return bits >= 512 ? 8 : 6; }
-  /// Columns of a register tile: two registers of the op's element type per
-  /// row (32 f32 or 16 f64 with AVX-512; 16 or 8 with AVX2).
-  int64_t columns(linalg::LinalgOp op) const {
-    Type et = getElementTypeOrSelf(op->getResult(0).getType());
-    unsigned elementBits = et.isIntOrFloat() ? et.getIntOrFloatBitWidth() : 32;
-    return 2 * static_cast<int64_t>(bits) / std::max(elementBits, 32u);
-  }
-  /// Columns of the tile of any other op: two registers of f32.
-  int64_t elementwiseColumns() const { return bits / 16; }
-};
-} // namespace
-
-/// Convolutions tiled in two levels (tileForRegisters) and with their unit
-/// loops dropped before vectorization.
+/// Convolutions (and packed matmul blocks) are tiled in two levels
+/// (tileForRegisters) and with their unit loops dropped before vectorization.
 static bool isConvolutionTile(Operation *op) {
-  return op->hasAttr(mithril::kConvSpatialAttr) || op->hasAttr(mithril::kConvFlatAttr) ||
-         op->hasAttr(mithril::kConvFlatWeightGradAttr) || op->hasAttr(kPackedMatmulMarker);
+  CpuKernel kernel = getCpuKernel(op);
+  return kernel == CpuKernel::ConvSpatial || kernel == CpuKernel::ConvFlat ||
+         kernel == CpuKernel::ConvFlatWeightGrad || kernel == CpuKernel::PackedMatmul;
 }
 
-/// For an op whose trailing loops are reductions over small static windows
-/// (at most 16 elements in all) after parallel loops, the innermost parallel
-/// loop when it is short enough to stay whole in a tile (64).
-static std::optional<unsigned> smallWindowColumns(linalg::LinalgOp op) {
-  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  unsigned first = iterators.size();
-  while (first > 0 && iterators[first - 1] == utils::IteratorType::reduction)
-    --first;
-  if (first == 0 || first == iterators.size() ||
-      llvm::any_of(ArrayRef(iterators).take_front(first),
-                   [](utils::IteratorType it) { return it != utils::IteratorType::parallel; }))
-    return std::nullopt;
-  int64_t window = 1;
-  for (int64_t r : ArrayRef(ranges).drop_front(first)) {
-    if (ShapedType::isDynamic(r))
-      return std::nullopt;
-    window *= r;
-  }
-  int64_t columns = ranges[first - 1];
-  if (window > 16 || ShapedType::isDynamic(columns) || columns > 64)
-    return std::nullopt;
-  return first - 1;
-}
-
-/// Tile sizes for the host: matmuls get a register block of 8 rows by 32
-/// columns (sixteen 512-bit f32 accumulators) stepping the reduction one at
-/// a time; the ops the lowering or this pass mark get their own register
-/// tiles; every other op tiles its last two loops to 8 x 32 and the others
-/// to 1, so that no vector grows beyond a few registers.
-static SmallVector<int64_t> hostTileSizes(linalg::LinalgOp op, const VectorRegisters &regs) {
-  if (op->hasAttr(kPackedMatmulMarker) && op.getNumLoops() == 4) {
-    // 8 rows x one panel's columns, one reduction step at a time.
-    return {regs.rows(), 1, regs.columns(op), 1};
-  }
-  if (op->hasAttr(kPackedMatmulMarker) && op.getNumLoops() == 5) {
-    // Pairs of bf16 or quads of i8 (packDotProductGroups): 8 rows x one
-    // panel's columns, one group of reduction steps at a time.
-    return {regs.rows(), 1, regs.columns(op), 1, 0};
-  }
-  if (op->hasAttr(mithril::kConvFlatAttr) && op.getNumLoops() == 6) {
-    // Loops n, f, p, c, kh, kw: 8 output channels x a row of flat positions
-    // accumulate in registers, one input channel and kernel position at a
-    // time, broadcasting a weight per channel against contiguous input.
-    return {1, regs.rows(), regs.columns(op), 1, 1, 1};
-  }
-  if (op->hasAttr(mithril::kConvFlatWeightGradAttr) && op.getNumLoops() == 7) {
-    // Loops f, c, kh, kw, lane, n, block: 4 output x 4 input channels (2
-    // for f64) of lane vectors accumulate over blocks of flat positions.
-    return {4, regs.columns(op) >= 32 ? 4 : 2, 1, 1, mithril::kConvFlatLanes, 1, 1};
-  }
-  if (auto whole = op->getAttrOfType<DenseI64ArrayAttr>(mithril::kPoolWindowAttr)) {
-    // Pooling over non-overlapping windows: a row of output columns with
-    // their windows per tile, every other loop one at a time.
-    SmallVector<int64_t> sizes(op.getNumLoops(), 1);
-    for (int64_t loop : whole.asArrayRef())
-      if (loop >= 0 && loop < static_cast<int64_t>(sizes.size()))
-        sizes[loop] = 0;
-    return sizes;
-  }
-  if (op->hasAttr(kGemvMarker)) {
-    // Loops: rows and columns of the result, the reduction steps, and the
-    // lanes of partial sums; accumulators: rows x columns x lanes, at most
-    // 8 zmm registers.
-    // Tiles divide the loops exactly: a partial tile would not vectorize.
-    AffineMap out = op.getIndexingMapMatchingResult(op->getResult(0));
-    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-    int64_t rowRange = ranges[out.getDimPosition(0)], colRange = ranges[out.getDimPosition(1)];
-    int64_t rows = kGemvRowTile;
-    while (rowRange % rows != 0)
-      --rows;
-    int64_t cols = llvm::PowerOf2Ceil(8 / rows + 1) / 2; // largest power of 2 <= 8 / rows
-    while (colRange % cols != 0)
-      cols /= 2;
-    SmallVector<int64_t> sizes(op.getNumLoops(), 0);
-    for (auto [i, it] : llvm::enumerate(op.getIteratorTypesArray()))
-      if (it == utils::IteratorType::reduction)
-        sizes[i] = 1;
-    sizes[out.getDimPosition(0)] = rows;
-    sizes[out.getDimPosition(1)] = cols;
-    // The bf16 form (rewriteBF16MatrixVectorProduct): each pair whole.
-    if (op.getNumLoops() == 5)
-      sizes[4] = 0;
-    return sizes;
-  }
-  if (auto spatial = op->getAttrOfType<IntegerAttr>(mithril::kConvSpatialAttr)) {
-    // A convolution as a matmul of output channels by output columns: a
-    // block of 8 channels x 32 columns accumulates in registers over the
-    // input channels and kernel positions, one at a time, broadcasting a
-    // weight per channel against a contiguous row of the input.
-    int64_t s = spatial.getInt();
-    SmallVector<int64_t> sizes(op.getNumLoops(), 1);
-    if (sizes.size() == static_cast<size_t>(4 + 2 * s) && s >= 1) {
-      sizes[2] = regs.rows();
-      sizes[2 + s] = regs.columns(op);
-      return sizes;
-    }
-  }
-  if (auto transpose = dyn_cast<linalg::TransposeOp>(op.getOperation())) {
-    // A 16 x 16 block of 32-bit elements transposes in registers (the
-    // shuffle_16x16 lowering at the end of this pass): 16 loads, 16 stores.
-    ArrayRef<int64_t> perm = transpose.getPermutation();
-    unsigned rank = perm.size();
-    if (rank >= 2 && perm[rank - 1] == int64_t(rank - 2) && perm[rank - 2] == int64_t(rank - 1) &&
-        getElementTypeOrSelf(op->getResult(0).getType()).getIntOrFloatBitWidth() == 32) {
-      SmallVector<int64_t> sizes(rank, 1);
-      sizes[rank - 1] = sizes[rank - 2] = 16;
-      return sizes;
-    }
-  }
-  if (isa<linalg::MatmulOp>(op.getOperation()))
-    return {regs.rows(), regs.columns(op), 1};
-  if (isa<linalg::BatchMatmulOp>(op.getOperation()))
-    return {1, regs.rows(), regs.columns(op), 1};
-  unsigned loops = op.getNumLoops();
-  SmallVector<int64_t> sizes(loops, 1);
-  if (std::optional<unsigned> columns = smallWindowColumns(op)) {
-    // A reduction over small windows (a pooling, also once elementwise
-    // fusion has merged its producer and dropped the marker): a row of
-    // outputs with their whole windows per tile.
-    for (unsigned i = *columns; i < loops; ++i)
-      sizes[i] = 0;
-    return sizes;
-  }
-  if (loops >= 1)
-    sizes[loops - 1] = regs.elementwiseColumns();
-  if (loops >= 2)
-    sizes[loops - 2] = 8;
-  return sizes;
-}
-
-/// The loop to split across threads and its chunk size, if the op is worth
-/// it: the outermost parallel loop that gives each thread at least one
-/// register tile, with chunks rounded to whole register tiles. Matmuls
-/// prefer their column loop, so that each thread reads half the weights.
-static std::optional<std::pair<unsigned, int64_t>>
-parallelSplit(linalg::LinalgOp op, unsigned threads, int64_t minWork, const VectorRegisters &regs) {
-  if (threads < 2)
-    return std::nullopt;
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  int64_t work = 1;
-  for (int64_t r : ranges) {
-    if (ShapedType::isDynamic(r))
-      return std::nullopt;
-    work = r > 0 && work > std::numeric_limits<int64_t>::max() / r ? work : work * r;
-  }
-  // A matrix-vector product streams its weight from memory: two threads
-  // read it twice as fast, so it is worth splitting at a fraction of the work
-  // (kGemvWorkDivisor), by weight rows.
-  bool gemv = op->hasAttr(kGemvMarker);
-  // Elementwise ops (an SGD step, a ReLU's gradient) stream memory too, with
-  // a few operations per element: they split from a sixteenth of the work.
-  bool elementwise = op.getNumParallelLoops() == op.getNumLoops();
-  int64_t threshold = gemv          ? minWork / kGemvWorkDivisor
-                      : elementwise ? minWork / kElementwiseWorkDivisor
-                                    : minWork;
-  if (work < threshold)
-    return std::nullopt;
-  SmallVector<int64_t> tiles = hostTileSizes(op, regs);
-  SmallVector<unsigned> order;
-  if (isa<linalg::MatmulOp>(op.getOperation()))
-    order = {1, 0};
-  else if (gemv)
-    order = {op.getIndexingMapMatchingResult(op->getResult(0)).getDimPosition(1)};
-  else
-    for (unsigned i = 0; i < ranges.size(); ++i)
-      order.push_back(i);
-  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  for (unsigned loop : order) {
-    if (iterators[loop] != utils::IteratorType::parallel)
-      continue;
-    int64_t tile = std::max<int64_t>(tiles[loop], 1);
-    if (ranges[loop] < int64_t(threads) * tile)
-      continue;
-    int64_t chunk = llvm::divideCeil(ranges[loop], threads);
-    chunk = llvm::divideCeil(chunk, tile) * tile;
-    // Equal chunks: a smaller last one would have a dynamic shape.
-    if (ranges[loop] % chunk != 0)
-      continue;
-    return std::make_pair(loop, chunk);
-  }
-  return std::nullopt;
-}
+static bool hasKernel(Operation *op, CpuKernel kernel) { return getCpuKernel(op) == kernel; }
 
 /// Fits tile sizes to static loop ranges: a loop no longer than its tile is
 /// not tiled (0), and other tiles shrink to the largest size that divides
@@ -420,8 +186,22 @@ struct DropUnitDimOfTransferWrite : OpRewritePattern<vector::TransferWriteOp> {
 struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedulePass> {
   using MithrilCpuScheduleBase::MithrilCpuScheduleBase;
 
-  /// The register file the tiles are sized for (vector-bits, or the host's).
-  VectorRegisters registers;
+  /// What the strategy sizes the tiles for (the target's registers and L2,
+  /// and the pass options).
+  cpu::StrategyOptions strategy;
+
+  /// Gives an op the schedule creates the config of `kernel` that the
+  /// strategy chooses for it: the register tile, and before the ops are split
+  /// across threads (`beforeSplit`) the thread split.
+  void configureTile(Operation *op, CpuKernel kernel, bool beforeSplit = false) const {
+    setCpuKernel(op, kernel);
+    auto linalgOp = cast<linalg::LinalgOp>(op);
+    if (beforeSplit)
+      setLoweringConfig(op, cpu::selectLoweringConfig(linalgOp, strategy));
+    else
+      setLoweringConfig(op, getLoweringConfig(op).withRegisterTile(
+                                cpu::registerTile(linalgOp, strategy.registers)));
+  }
 
   /// A matmul with at most kGemvMaxRows rows whose right operand is a
   /// transposed matrix (a Linear layer's weight, stored [out, in]) becomes a
@@ -473,8 +253,8 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
           });
       if (failed(split))
         return product.emitError("mithril-cpu-schedule: cannot split this reduction");
-      split->splitLinalgOp->setAttr(kGemvMarker, rewriter.getUnitAttr());
-      split->resultCombiningLinalgOp->setAttr(kGemvLanesMarker, rewriter.getUnitAttr());
+      configureTile(split->splitLinalgOp, CpuKernel::MatrixVector, /*beforeSplit=*/true);
+      configureTile(split->resultCombiningLinalgOp, CpuKernel::LaneSum, /*beforeSplit=*/true);
     }
     return success();
   }
@@ -494,7 +274,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     auto at = cast<RankedTensorType>(a.getType());
     auto wt = cast<RankedTensorType>(w.getType());
     auto ct = cast<RankedTensorType>(c.getType());
-    if (!registers.bf16DotProduct || !at.getElementType().isBF16() ||
+    if (!strategy.registers.bf16DotProduct || !at.getElementType().isBF16() ||
         !wt.getElementType().isBF16() || !ct.getElementType().isF32() || !at.hasStaticShape() ||
         !wt.hasStaticShape())
       return failure();
@@ -563,7 +343,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     auto partial = linalg::GenericOp::create(rewriter, loc, TypeRange{partialInit.getType()},
                                              ValueRange{aGroups, wGroups}, ValueRange{partialInit},
                                              maps, iterators, mithril::yieldMultiplyAdd);
-    partial->setAttr(kGemvMarker, rewriter.getUnitAttr());
+    configureTile(partial, CpuKernel::MatrixVector, /*beforeSplit=*/true);
     // The lanes summed into C (which holds the matmul's initial value).
     SmallVector<AffineMap> sumMaps = {AffineMap::get(3, 0, {dm, dn, dk}, ctx),
                                       AffineMap::get(3, 0, {dm, dn}, ctx)};
@@ -574,19 +354,11 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
         [](OpBuilder &b, Location l, ValueRange args) {
           linalg::YieldOp::create(b, l, arith::AddFOp::create(b, l, args[1], args[0]).getResult());
         });
-    sum->setAttr(kGemvLanesMarker, rewriter.getUnitAttr());
+    configureTile(sum, CpuKernel::LaneSum, /*beforeSplit=*/true);
     rewriter.replaceOp(matmul, sum.getResult(0));
     if (transpose->use_empty())
       rewriter.eraseOp(transpose);
     return success();
-  }
-
-  /// The cache block of large matmuls: rows, columns, reduction.
-  SmallVector<int64_t> cacheBlock() const {
-    SmallVector<int64_t> block(cacheTile.begin(), cacheTile.end());
-    if (block.empty())
-      block = {128, 256, 256};
-    return block;
   }
 
   /// Splits a matmul whose sizes the register tiles and cache blocks do not
@@ -598,10 +370,10 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
   /// 1000 x 992) a 512 x 64 x 784 matmul took 8 ms instead of 0.25, and a
   /// 1000^3 one ran at 5 GFLOP/s (partial vectors, and no packing).
   LogicalResult peelMatmulRemainders(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
-    int64_t blockColumns = cacheBlock().size() == 3 ? cacheBlock()[1] : 256;
+    int64_t blockColumns = strategy.cacheTile[1];
     SmallVector<Operation *> work;
     for (linalg::LinalgOp op : ops)
-      if (isa<linalg::MatmulOp>(op.getOperation()) && !op->hasAttr(kGemvMarker))
+      if (isa<linalg::MatmulOp>(op.getOperation()) && !hasKernel(op, CpuKernel::MatrixVector))
         work.push_back(op);
     while (!work.empty()) {
       auto op = cast<linalg::LinalgOp>(work.pop_back_val());
@@ -609,7 +381,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
       if (ranges.size() != 3 || ShapedType::isDynamic(ranges[0]) ||
           ShapedType::isDynamic(ranges[1]) || ranges[0] < 8)
         continue;
-      int64_t rows = registers.rows(), cols = registers.columns(op);
+      int64_t rows = strategy.registers.rows(), cols = strategy.registers.columns(op);
       unsigned dimension;
       int64_t split;
       if (ranges[1] > cols && ranges[1] % cols != 0) {
@@ -625,9 +397,15 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
       rewriter.setInsertionPoint(op);
       auto [whole, rest] = linalg::splitOp(rewriter, cast<TilingInterface>(op.getOperation()),
                                            dimension, rewriter.getIndexAttr(split));
-      for (TilingInterface part : {whole, rest})
-        if (part && isa<linalg::MatmulOp>(part.getOperation()))
+      for (TilingInterface part : {whole, rest}) {
+        if (!part)
+          continue;
+        // The original's config was chosen for its sizes: each part gets
+        // its own.
+        part->removeAttr(LoweringConfigAttr::opAttrName);
+        if (isa<linalg::MatmulOp>(part.getOperation()))
           work.push_back(part);
+      }
     }
     return success();
   }
@@ -673,15 +451,15 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     return {outerSizes, kernel, SmallVector<int64_t>(reduction)};
   }
 
-  /// Tiles every op to its register tile (hostTileSizes). A convolution is
+  /// Tiles every op to its config's register tile. A convolution is
   /// tiled in two levels: its parallel loops, then the reductions of the
   /// tile, whose loops then carry just the tile's accumulator (and hoisting
   /// keeps it in registers).
   LogicalResult tileForRegisters(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
     for (linalg::LinalgOp op : ops) {
-      if (op->hasAttr(kWholeTileMarker))
+      if (LoweringConfigAttr config = getLoweringConfig(op); config && config.getWhole())
         continue;
-      SmallVector<int64_t> sizes = hostTileSizes(op, registers);
+      SmallVector<int64_t> sizes = cpu::configuredRegisterTile(op, strategy.registers);
       fitTilesToLoops(sizes, op.getStaticLoopRanges(), /*tileDynamic=*/true);
       SmallVector<SmallVector<int64_t>> levels = {sizes};
       if (isConvolutionTile(op)) {
@@ -690,7 +468,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
           if (it == utils::IteratorType::reduction)
             std::swap(parallel[i], reduction[i]);
         levels = {parallel, reduction};
-        if (op->hasAttr(mithril::kConvFlatWeightGradAttr))
+        if (hasKernel(op, CpuKernel::ConvFlatWeightGrad))
           levels = weightGradLevels(op, parallel, reduction);
       }
       Operation *current = op;
@@ -699,10 +477,10 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
           continue;
         scf::SCFTilingOptions options;
         options.setTileSizes(getAsIndexOpFoldResult(&getContext(), level));
-        if (current->hasAttr(kGemvMarker))
+        if (hasKernel(current, CpuKernel::MatrixVector))
           options.setInterchange(gemvInterchange(cast<linalg::LinalgOp>(current)));
         // Panels outermost: one packed panel serves every row tile in turn.
-        if (current->hasAttr(kPackedMatmulMarker))
+        if (hasKernel(current, CpuKernel::PackedMatmul))
           options.setInterchange({1, 0, 2, 3});
         rewriter.setInsertionPoint(current);
         FailureOr<scf::SCFTilingResult> tiled =
@@ -745,13 +523,13 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
   /// go to memory (at batch 16 they were a third of the weight's size).
   LogicalResult fuseMatrixVectorLanes(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
     for (linalg::LinalgOp lanes : ops) {
-      if (!lanes->hasAttr(kGemvLanesMarker) || lanes.getNumDpsInputs() != 1)
+      if (!hasKernel(lanes, CpuKernel::LaneSum) || lanes.getNumDpsInputs() != 1)
         continue;
       auto partial = lanes.getDpsInputOperand(0)->get().getDefiningOp<linalg::LinalgOp>();
-      if (!partial || !partial->hasAttr(kGemvMarker) || !partial->hasOneUse())
+      if (!partial || !hasKernel(partial, CpuKernel::MatrixVector) || !partial->hasOneUse())
         continue;
       // The partial sums' register tile on the rows and columns of the result.
-      SmallVector<int64_t> partialTile = hostTileSizes(partial, registers);
+      SmallVector<int64_t> partialTile = cpu::configuredRegisterTile(partial, strategy.registers);
       AffineMap out = partial.getIndexingMapMatchingResult(partial->getResult(0));
       AffineMap lanesIn = lanes.getMatchingIndexingMap(lanes.getDpsInputOperand(0));
       SmallVector<int64_t> sizes(lanes.getNumLoops(), 0);
@@ -787,8 +565,12 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
       // the partial sums are forwarded in registers; the partial sums' tile
       // is tiled on its reduction as usual.
       for (Operation *op : tiled->tiledAndFusedOps)
-        if (!op->hasAttr(kGemvMarker))
-          op->setAttr(kWholeTileMarker, rewriter.getUnitAttr());
+        if (!hasKernel(op, CpuKernel::MatrixVector)) {
+          LoweringConfigAttr config = getLoweringConfig(op);
+          setLoweringConfig(
+              op, (config ? config : LoweringConfigAttr::get(op->getContext(), CpuKernel::Default))
+                      .asWhole());
+        }
       rewriter.eraseOp(lanes);
       if (partial->use_empty())
         rewriter.eraseOp(partial);
@@ -796,23 +578,23 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     return success();
   }
 
-  /// Tiles matmuls larger than a cache block into blocks of cacheTile
-  /// (rows, columns, reduction): the register tiles then reuse a block of
-  /// the right operand from L2 instead of streaming it from memory.
+  /// Tiles matmuls larger than a cache block into blocks of their config's
+  /// cache tile (rows, columns, reduction): the register tiles then reuse a
+  /// block of the right operand from L2 instead of streaming it from memory.
   LogicalResult tileForCache(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
-    SmallVector<int64_t> block = cacheBlock();
-    if (block.size() != 3 || llvm::any_of(block, [](int64_t b) { return b <= 0; }))
-      return getOperation().emitError(
-          "mithril-cpu-schedule: cache-tile needs 3 positive sizes (rows, columns, reduction)");
     for (linalg::LinalgOp op : ops) {
       if (!isa<linalg::MatmulOp>(op.getOperation()))
         continue;
+      LoweringConfigAttr config = getLoweringConfig(op);
+      SmallVector<int64_t> block(config && !config.getCacheTile().empty()
+                                     ? config.getCacheTile()
+                                     : ArrayRef<int64_t>(strategy.cacheTile));
       SmallVector<int64_t> sizes = block;
       SmallVector<int64_t> ranges = op.getStaticLoopRanges();
       fitTilesToLoops(sizes, ranges, /*tileDynamic=*/false);
       // Row blocks of whole register tiles (1000 rows: 40, not 125, which
       // would leave tiles of 5 rows).
-      int64_t rows = registers.rows();
+      int64_t rows = strategy.registers.rows();
       if (sizes[0] % rows != 0 && !ShapedType::isDynamic(ranges[0]) && ranges[0] % rows == 0)
         for (int64_t m = block[0] / rows * rows; m >= rows; m -= rows)
           if (ranges[0] % m == 0) {
@@ -880,7 +662,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
   /// register tiles then read a panel contiguously (32 KiB that stay in L1
   /// while the row tiles pass) instead of rows a whole matrix apart, which
   /// share a few L1 sets. The product becomes a generic over (m, panel,
-  /// column in panel, k) marked kPackedMatmulMarker, on C viewed as
+  /// column in panel, k) of kernel packed_matmul, on C viewed as
   /// [m][panel][cols]. False when the block does not qualify.
   bool packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block) {
     if (!block.hasPureTensorSemantics())
@@ -889,7 +671,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     Value c = block.getDpsInitOperand(0)->get();
     auto bt = dyn_cast<RankedTensorType>(b.getType());
     auto ct = dyn_cast<RankedTensorType>(c.getType());
-    int64_t cols = registers.columns(cast<linalg::LinalgOp>(block.getOperation()));
+    int64_t cols = strategy.registers.columns(cast<linalg::LinalgOp>(block.getOperation()));
     if (!bt || !ct || !bt.hasStaticShape() || !ct.hasStaticShape() ||
         bt.getDimSize(1) % cols != 0 || bt.getDimSize(1) <= cols || ct.getDimSize(0) < 16)
       return false;
@@ -899,9 +681,10 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     int64_t k = bt.getDimSize(0), n = bt.getDimSize(1), m = ct.getDimSize(0), panels = n / cols;
     rewriter.setInsertionPoint(block);
     Type at = getElementTypeOrSelf(a.getType()), accumulator = ct.getElementType();
-    bool bf16Dot = registers.bf16DotProduct && et.isBF16() && at.isBF16() && accumulator.isF32();
-    bool int8Dot =
-        registers.int8DotProduct && et.isInteger(8) && at.isInteger(8) && accumulator.isInteger(32);
+    bool bf16Dot =
+        strategy.registers.bf16DotProduct && et.isBF16() && at.isBF16() && accumulator.isF32();
+    bool int8Dot = strategy.registers.int8DotProduct && et.isInteger(8) && at.isInteger(8) &&
+                   accumulator.isInteger(32);
     if ((bf16Dot || int8Dot) && k % dotProductGroup(et) == 0 && cols % 16 == 0)
       return packDotProductGroups(rewriter, block, a, b, c), true;
     // Integers without a dot product stay unpacked (widenUnpackedOperands).
@@ -944,7 +727,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     auto product = linalg::GenericOp::create(
         rewriter, loc, TypeRange{cPanels.getType()}, ValueRange{a, packed}, ValueRange{cPanels},
         maps, iterators, mithril::yieldMultiplyAdd);
-    product->setAttr(kPackedMatmulMarker, rewriter.getUnitAttr());
+    configureTile(product, CpuKernel::PackedMatmul);
     rewriter.replaceOp(block, tensor::CollapseShapeOp::create(rewriter, loc, ct,
                                                               product.getResult(0), split)
                                   .getResult());
@@ -1017,7 +800,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     auto bt = cast<RankedTensorType>(b.getType());
     Type et = bt.getElementType(), accumulator = ct.getElementType();
     int64_t group = dotProductGroup(et);
-    int64_t cols = registers.columns(cast<linalg::LinalgOp>(block.getOperation()));
+    int64_t cols = strategy.registers.columns(cast<linalg::LinalgOp>(block.getOperation()));
     int64_t k = bt.getDimSize(0), n = bt.getDimSize(1), m = ct.getDimSize(0);
     int64_t panels = n / cols, groups = k / group;
     Value empty =
@@ -1067,7 +850,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
               arith::AddIOp::create(b, l, args[2], arith::MulIOp::create(b, l, lhs, rhs))
                   .getResult());
         });
-    product->setAttr(kPackedMatmulMarker, rewriter.getUnitAttr());
+    configureTile(product, CpuKernel::PackedMatmul);
     rewriter.replaceOp(
         block, tensor::CollapseShapeOp::create(rewriter, loc, ct, product.getResult(0), split)
                    .getResult());
@@ -1133,22 +916,26 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
       // A fill is split with the op whose initial value it is.
       if (isa<linalg::FillOp>(op.getOperation()))
         continue;
-      auto split = parallelSplit(op, threads, minParallelWork, registers);
-      if (!split)
+      LoweringConfigAttr config = getLoweringConfig(op);
+      if (!config || config.getThreads().size() != 2)
+        continue;
+      auto split =
+          std::make_pair(static_cast<unsigned>(config.getThreads()[0]), config.getThreads()[1]);
+      if (split.first >= op.getNumLoops())
         continue;
       SmallVector<linalg::LinalgOp> chain = elementwiseChain(op);
       // A matrix-vector product's chunks also sum their own lanes.
-      if (op->hasAttr(kGemvMarker) && op->hasOneUse())
+      if (hasKernel(op, CpuKernel::MatrixVector) && op->hasOneUse())
         if (auto lanes = dyn_cast<linalg::LinalgOp>(*op->getUsers().begin()))
-          if (lanes->hasAttr(kGemvLanesMarker))
+          if (hasKernel(lanes, CpuKernel::LaneSum))
             chain = {op, lanes};
       // The split loop in the chain's last op: the result dimension it maps to.
-      std::optional<unsigned> dim = split->first;
+      std::optional<unsigned> dim = split.first;
       if (chain.size() > 1 && op->getNumResults() == 1)
         dim = op.getIndexingMapMatchingResult(op->getResult(0))
-                  .getResultPosition(getAffineDimExpr(split->first, &getContext()));
+                  .getResultPosition(getAffineDimExpr(split.first, &getContext()));
       if (!dim || op->getNumResults() != 1)
-        chain.resize(1), dim = split->first;
+        chain.resize(1), dim = split.first;
       linalg::LinalgOp root = chain.back();
       llvm::DenseSet<Operation *> fusible;
       for (linalg::LinalgOp member : ArrayRef(chain).drop_back())
@@ -1158,7 +945,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
           fusible.insert(fill);
 
       SmallVector<int64_t> sizes(root.getNumLoops(), 0);
-      sizes[*dim] = split->second;
+      sizes[*dim] = split.second;
       scf::SCFTileAndFuseOptions options;
       options.tilingOptions.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
       options.tilingOptions.setTileSizes(getAsIndexOpFoldResult(&getContext(), sizes));
@@ -1198,11 +985,11 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
       rewriter.setInsertionPoint(op);
       FailureOr<linalg::GenericOp> generic = linalg::generalizeNamedOp(rewriter, op);
       if (succeeded(generic))
-        (*generic)->setAttr(kTransposeTileMarker, rewriter.getUnitAttr());
+        setCpuKernel(*generic, CpuKernel::Transpose);
     }
     SmallVector<linalg::GenericOp> tiles;
     module.walk([&](linalg::GenericOp op) {
-      if ((isConvolutionTile(op) || op->hasAttr(kTransposeTileMarker)) &&
+      if ((isConvolutionTile(op) || hasKernel(op, CpuKernel::Transpose)) &&
           op.hasPureTensorSemantics() && op->getParentOfType<scf::ForOp>())
         tiles.push_back(op);
     });
@@ -1214,9 +1001,9 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
       FailureOr<linalg::DropUnitDimsResult> dropped = linalg::dropUnitDims(rewriter, op, dropUnit);
       if (failed(dropped))
         continue;
-      // A packed product's tile keeps its marker (lowerBF16PairTiles).
-      if (op->hasAttr(kPackedMatmulMarker) && dropped->resultOp)
-        dropped->resultOp->setAttr(kPackedMatmulMarker, rewriter.getUnitAttr());
+      // A packed product's tile keeps its kernel (lowerDotProductTiles).
+      if (hasKernel(op, CpuKernel::PackedMatmul) && dropped->resultOp)
+        setCpuKernel(dropped->resultOp, CpuKernel::PackedMatmul);
       rewriter.replaceOp(op, dropped->replacements);
     }
   }
@@ -1251,7 +1038,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
   static void lowerDotProductTiles(IRRewriter &rewriter, ModuleOp module) {
     SmallVector<linalg::GenericOp> tiles;
     module.walk([&](linalg::GenericOp op) {
-      if (!op->hasAttr(kPackedMatmulMarker) || !op.hasPureTensorSemantics() ||
+      if (!hasKernel(op, CpuKernel::PackedMatmul) || !op.hasPureTensorSemantics() ||
           op.getNumLoops() != 3 || op.getNumDpsInputs() != 2)
         return;
       Type et = getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType());
@@ -1362,8 +1149,8 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
   static void lowerBF16MatrixVectorTiles(IRRewriter &rewriter, ModuleOp module) {
     SmallVector<linalg::GenericOp> tiles;
     module.walk([&](linalg::GenericOp op) {
-      if (op->hasAttr(kGemvMarker) && op.hasPureTensorSemantics() && op.getNumLoops() == 5 &&
-          op.getNumDpsInputs() == 2 &&
+      if (hasKernel(op, CpuKernel::MatrixVector) && op.hasPureTensorSemantics() &&
+          op.getNumLoops() == 5 && op.getNumDpsInputs() == 2 &&
           getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType()).isBF16())
         tiles.push_back(op);
     });
@@ -1418,27 +1205,24 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (vectorBits != 0 && vectorBits != 128 && vectorBits != 256 && vectorBits != 512) {
-      module.emitError("mithril-cpu-schedule: vector-bits must be 0 (the host's), 128, 256 "
-                       "or 512, got ")
-          << vectorBits;
+    FailureOr<cpu::StrategyOptions> options = cpu::strategyOptions(
+        module, getArgument(), targetCpu, vectorBits, cacheTile, threads, minParallelWork);
+    if (failed(options))
       return signalPassFailure();
-    }
-    std::optional<mithril::CpuTarget> target = mithril::cpuTarget(targetCpu);
-    if (!target) {
-      module.emitError("mithril-cpu-schedule: unknown target-cpu '")
-          << targetCpu << "' (an x86-64 CPU LLVM knows: znver2, znver4, sapphirerapids, ...)";
-      return signalPassFailure();
-    }
-    registers.bits = vectorBits ? vectorBits : target->vectorBits;
-    registers.bf16DotProduct = target->bf16DotProduct && registers.bits >= 512;
-    registers.int8DotProduct = target->int8DotProduct && registers.bits >= 512;
+    strategy = *options;
     IRRewriter rewriter(&getContext());
     foldEmptyLoops(rewriter, collectTensorOps(module));
     if (failed(rewriteMatrixVectorProducts(rewriter, collectTensorOps(module))))
       return signalPassFailure();
     if (failed(peelMatmulRemainders(rewriter, collectTensorOps(module))))
       return signalPassFailure();
+    // Ops without a config of their own (mithril-cpu-strategy did not run,
+    // or they are new) get the strategy's.
+    for (linalg::LinalgOp op : collectTensorOps(module)) {
+      LoweringConfigAttr config = getLoweringConfig(op);
+      if (!config || config.getRegisterTile().size() != op.getNumLoops())
+        setLoweringConfig(op, cpu::selectLoweringConfig(op, strategy));
+    }
     // Split large ops across threads: an scf.forall of `threads` chunks
     // around smaller ops, which the register tiling below then tiles.
     if (failed(splitAcrossThreads(rewriter, collectTensorOps(module))))
@@ -1514,28 +1298,3 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
   }
 };
 } // namespace
-
-std::optional<mithril::CpuTarget> mithril::cpuTarget(StringRef cpu) {
-  llvm::StringMap<bool> features;
-  if (cpu.empty()) {
-    features = llvm::sys::getHostCPUFeatures();
-  } else {
-    if (llvm::X86::parseArchX86(cpu, /*Only64Bit=*/true) == llvm::X86::CK_None)
-      return std::nullopt;
-    SmallVector<StringRef> names;
-    llvm::X86::getFeaturesForCPU(cpu, names);
-    for (StringRef name : names)
-      features[name] = true;
-  }
-  CpuTarget target;
-  target.vectorBits = features.lookup("avx512f") ? 512 : features.lookup("avx") ? 256 : 128;
-  target.bf16DotProduct = features.lookup("avx512f") && features.lookup("avx512bf16");
-  target.int8DotProduct = features.lookup("avx512f") && features.lookup("avx512vnni");
-  return target;
-}
-
-std::optional<unsigned> mithril::vectorRegisterBits(StringRef cpu) {
-  if (std::optional<CpuTarget> target = cpuTarget(cpu))
-    return target->vectorBits;
-  return std::nullopt;
-}

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "mithril/Pipelines/Pipelines.h"
+#include "mithril/Codegen/CPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -14,7 +14,7 @@
 
 namespace mithril {
 #define GEN_PASS_DEF_MITHRILEXPANDBF16
-#include "mithril/Pipelines/Passes.h.inc"
+#include "mithril/Codegen/CPU/Passes.h.inc"
 } // namespace mithril
 
 using namespace mlir;

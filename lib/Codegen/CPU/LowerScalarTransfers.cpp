@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "mithril/Pipelines/Pipelines.h"
+#include "mithril/Codegen/CPU/Passes.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -14,7 +14,7 @@
 
 namespace mithril {
 #define GEN_PASS_DEF_MITHRILLOWERSCALARTRANSFERS
-#include "mithril/Pipelines/Passes.h.inc"
+#include "mithril/Codegen/CPU/Passes.h.inc"
 } // namespace mithril
 
 using namespace mlir;

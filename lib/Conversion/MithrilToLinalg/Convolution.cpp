@@ -8,6 +8,7 @@
 #include "Utils.h"
 
 #include "mithril/Conversion/MithrilToLinalg/MithrilToLinalg.h"
+#include "mithril/Dialect/Mithril/IR/LoweringConfig.h"
 #include "mithril/Dialect/Mithril/IR/MithrilOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -165,7 +166,7 @@ static Value lowerFlatConv(OpBuilder &b, Location loc, Value input, Value weight
   iterators.append(3, utils::IteratorType::reduction);
   auto generic = linalg::GenericOp::create(b, loc, TypeRange{resultType}, ValueRange{flat, weight},
                                            init, maps, iterators, yieldMultiplyAdd);
-  generic->setAttr(kConvFlatAttr, b.getUnitAttr());
+  setCpuKernel(generic, CpuKernel::ConvFlat);
   // [N, F, positions] -> rows [N, F, OH, wp] -> columns < OW.
   Value rows = tensor::ExtractSliceOp::create(
       b, loc, RankedTensorType::get({n, f, l.oh * l.wp}, et), generic.getResult(0),
@@ -346,7 +347,7 @@ static Value lowerFlatConvWeightGrad(OpBuilder &b, Location loc, Value input, Va
   auto partial =
       linalg::GenericOp::create(b, loc, TypeRange{partialType}, ValueRange{flat, gradLanes},
                                 zeroFilled(b, loc, partialType), maps, iterators, yieldMultiplyAdd);
-  partial->setAttr(kConvFlatWeightGradAttr, b.getUnitAttr());
+  setCpuKernel(partial, CpuKernel::ConvFlatWeightGrad);
   return linalg::ReduceOp::create(
              b, loc, ValueRange{partial.getResult(0)}, ValueRange{zeroFilled(b, loc, weightType)},
              /*dimensions=*/ArrayRef<int64_t>{4},
@@ -621,7 +622,7 @@ template <typename OpT> struct ConvPattern : OpRewritePattern<OpT> {
                                              iterators, yieldMultiplyAdd);
     // Tells mithril-cpu-schedule the loop layout (it tiles convolutions like
     // matmuls: output channels by output columns).
-    generic->setAttr(kConvSpatialAttr, rewriter.getI64IntegerAttr(spatial));
+    setCpuKernel(generic, CpuKernel::ConvSpatial);
     Value result = mergeAxes(rewriter, loc, generic.getResult(0), 1, out);
     rewriter.replaceOp(op, addChannelBias(rewriter, loc, result, op.getBias(), out));
     return success();

@@ -8,6 +8,7 @@
 #include "Utils.h"
 
 #include "mithril/Conversion/MithrilToLinalg/MithrilToLinalg.h"
+#include "mithril/Dialect/Mithril/IR/LoweringConfig.h"
 #include "mithril/Dialect/Mithril/IR/MithrilOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -90,7 +91,8 @@ static Value lowerWindowPool(OpBuilder &b, Location loc, Value view, RankedTenso
                         : arith::AddFOp::create(nb, l, a[0], a[1]).getResult();
         linalg::YieldOp::create(nb, l, r);
       });
-  generic->setAttr(kPoolWindowAttr, b.getDenseI64ArrayAttr({lead + 1, lead + 2, lead + 3}));
+  setLoweringConfig(generic, LoweringConfigAttr::get(b.getContext(), CpuKernel::PoolWindow)
+                                 .withWindow({lead + 1, lead + 2, lead + 3}));
   return generic.getResult(0);
 }
 
@@ -135,7 +137,8 @@ static Value lowerWindowPoolGrad(OpBuilder &b, Location loc, RankedTensorType ou
         }
         linalg::YieldOp::create(nb, l, r);
       });
-  generic->setAttr(kPoolWindowAttr, b.getDenseI64ArrayAttr({lead + 1, lead + 2, lead + 3}));
+  setLoweringConfig(generic, LoweringConfigAttr::get(b.getContext(), CpuKernel::PoolWindow)
+                                 .withWindow({lead + 1, lead + 2, lead + 3}));
   return tensor::CollapseShapeOp::create(b, loc, out, generic.getResult(0), windowGrouping(lead));
 }
 

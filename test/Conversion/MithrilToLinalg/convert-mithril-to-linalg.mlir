@@ -78,7 +78,7 @@ mithril.model @Reverse(data %x: tensor<4x3xf32>) -> (y: tensor<4x3xf32>) {
 // CHECK: %[[XF:.+]] = tensor.collapse_shape %[[XP]] {{\[}}[0], [1], [2, 3]] : tensor<2x3x11x8xf32> into tensor<2x3x88xf32>
 // CHECK: %[[GP:.+]] = tensor.pad %arg1 low[0, 0, 0, 0] high[0, 0, 0, 2]
 // CHECK: %[[GL:.+]] = tensor.expand_shape {{.*}} into tensor<2x8x3x16xf32>
-// CHECK: %[[PART:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%[[XF]], %[[GL]] : tensor<2x3x88xf32>, tensor<2x8x3x16xf32>) outs(%{{.+}} : tensor<8x3x3x3x16xf32>) attrs = {mithril.conv_flat_weight_grad}
+// CHECK: %[[PART:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%[[XF]], %[[GL]] : tensor<2x3x88xf32>, tensor<2x8x3x16xf32>) outs(%{{.+}} : tensor<8x3x3x3x16xf32>) attrs = {mithril.lowering_config = #mithril.lowering_config<kernel = conv_flat_weight_grad>}
 // CHECK: linalg.reduce ins(%[[PART]] : tensor<8x3x3x3x16xf32>) outs(%{{.+}} : tensor<8x3x3x3xf32>) dimensions = [4]
 mithril.model @ConvGradWeight(data %x: tensor<2x3x6x6xf32>, data %g: tensor<2x8x6x6xf32>) -> (dw: tensor<8x3x3x3xf32>) {
   %dw = mithril.conv_grad_weight %x, %g {dilation = array<i64: 1, 1>, kernel_size = array<i64: 3, 3>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x3x6x6xf32>, tensor<2x8x6x6xf32>) -> tensor<8x3x3x3xf32>
@@ -93,7 +93,7 @@ mithril.model @ConvGradWeight(data %x: tensor<2x3x6x6xf32>, data %g: tensor<2x8x
 // maximum) are then projected permutations, which vectorize along OW.
 // CHECK-LABEL: func.func @WindowPool(
 // CHECK: %[[VIEW:.+]] = tensor.expand_shape %arg0 {{\[}}[0], [1], [2, 3], [4, 5]] output_shape [2, 3, 2, 2, 3, 2]
-// CHECK: %[[Y:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%[[VIEW]] : tensor<2x3x2x2x3x2xf32>) {{.*}} attrs = {mithril.pool_window = array<i64: 3, 4, 5>}
+// CHECK: %[[Y:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%[[VIEW]] : tensor<2x3x2x2x3x2xf32>) {{.*}} attrs = {mithril.lowering_config = #mithril.lowering_config<kernel = pool_window, window = [3, 4, 5]>}
 // CHECK: arith.maximumf
 // CHECK: %[[DX:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%arg1, %{{.+}}, %[[Y]] : {{.*}}) outs(%{{.+}} : tensor<2x3x2x2x3x2xf32>)
 // CHECK: arith.cmpf oeq

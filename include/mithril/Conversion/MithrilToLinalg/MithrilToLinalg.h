@@ -26,28 +26,18 @@ namespace mithril {
 #define GEN_PASS_DECL_MITHRILUNIQUERESULTS
 #include "mithril/Conversion/Passes.h.inc"
 
-/// Marks the linalg.generic of a convolution with its number of spatial
-/// dimensions s; its loops are then n, group, output channel, s output
-/// positions, input channel and s kernel positions.
-inline constexpr llvm::StringLiteral kConvSpatialAttr = "mithril.conv_spatial";
-
-/// Marks a plain 2-D convolution (one group, unit stride and dilation) over
-/// rows flattened at the padded width: loops n, output channel, flat output
-/// position p, input channel, kernel row, kernel column; the input is read at
-/// p + row * width + column, contiguous along p.
-inline constexpr llvm::StringLiteral kConvFlatAttr = "mithril.conv_flat";
-
-/// Marks the partial sums of a plain 2-D convolution's weight gradient over
-/// the same flat rows: loops output channel, input channel, kernel row,
-/// kernel column, lane, n, block of lanes; the lanes are summed afterwards.
-inline constexpr llvm::StringLiteral kConvFlatWeightGradAttr = "mithril.conv_flat_weight_grad";
-
-/// Marks the linalg.generic of a pooling (or its gradient) over
-/// non-overlapping windows, whose input is viewed with each spatial axis split
-/// into (output position, window offset): a DenseI64ArrayAttr of the loops a
-/// register tile keeps whole (the output columns and the window offsets);
-/// every other loop is tiled by 1.
-inline constexpr llvm::StringLiteral kPoolWindowAttr = "mithril.pool_window";
+// The forms the lowering builds for the CPU schedule carry their register
+// kernel in `mithril.lowering_config` (LoweringConfig.h): conv_spatial (a
+// convolution with s spatial dimensions: loops n, group, output channel, s
+// output positions, input channel and s kernel positions), conv_flat (a plain
+// 2-D convolution over rows flattened at the padded width: loops n, output
+// channel, flat output position p, input channel, kernel row, kernel column;
+// the input read at p + row * width + column), conv_flat_weight_grad (its
+// weight gradient's partial sums: loops output channel, input channel, kernel
+// row, kernel column, lane, n, block of lanes) and pool_window (a pooling
+// over non-overlapping windows, each spatial axis of the input split into
+// output position and window offset; `window` lists the loops a register
+// tile keeps whole).
 
 /// Positions along the flat rows a register tile covers, and the lanes of
 /// the weight gradient's partial sums.

@@ -10,6 +10,7 @@
 
 include "mithril/Dialect/Mithril/IR/MithrilDialect.td"
 include "mithril/Dialect/Mithril/IR/MithrilInterfaces.td"
+include "mithril/Dialect/Mithril/IR/MithrilLoweringConfig.td"
 include "mlir/IR/BuiltinAttributeInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/OpAsmInterface.td"

@@ -1,0 +1,104 @@
+//===- CpuStrategy.h - lowering configs for the CPU schedule ----*- C++ -*-===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+// The strategy chooses, per linalg op, the `mithril.lowering_config` that
+// mithril-cpu-schedule carries out: the register kernel, the register tile
+// sized for the target's vector registers, the cache block of matmuls sized
+// for its L2, and the loop split across threads.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MITHRIL_CODEGEN_CPU_CPUSTRATEGY_H
+#define MITHRIL_CODEGEN_CPU_CPUSTRATEGY_H
+
+#include "mithril/Codegen/CPU/CpuTarget.h"
+#include "mithril/Dialect/Mithril/IR/LoweringConfig.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
+#include <utility>
+
+namespace mithril::cpu {
+
+/// The vector registers register tiles are sized for: 32 of 512 bits with
+/// AVX-512, 16 of 256 bits with AVX2 (and 16 of 128 without AVX). A register
+/// tile of rows x two registers of accumulators must leave registers for the
+/// operands it broadcasts and loads: 8 x 2 = 16 of 32, or 6 x 2 = 12 of 16 (a
+/// tile sized for the other would spill, or leave FMA units idle).
+struct RegisterFile {
+  unsigned bits = 512;
+  /// Whether bf16 matmuls multiply pairs of bf16 into f32 lanes (vdpbf16ps)
+  /// rather than widen each element first.
+  bool bf16DotProduct = false;
+  /// Whether i8 matmuls multiply quads of bytes into i32 lanes (vpdpbusd).
+  bool int8DotProduct = false;
+
+  /// Rows of a matmul register tile.
+  int64_t rows() const { return bits >= 512 ? 8 : 6; }
+  /// Columns of a register tile: two registers of the op's element type per
+  /// row (32 f32 or 16 f64 with AVX-512; 16 or 8 with AVX2).
+  int64_t columns(mlir::linalg::LinalgOp op) const;
+  /// Columns of the tile of any other op: two registers of f32.
+  int64_t elementwiseColumns() const { return bits / 16; }
+};
+
+/// What the strategy chooses for: the target and the schedule's knobs.
+struct StrategyOptions {
+  RegisterFile registers;
+  /// The matmul cache block (rows, columns, reduction).
+  llvm::SmallVector<int64_t, 3> cacheTile = {128, 256, 256};
+  unsigned threads = 1;
+  int64_t minParallelWork = 1 << 19;
+};
+
+/// The options for `targetCpu` (LLVM's name, or the host when empty), with
+/// `vectorBits` unless 0 and the cache block `cacheTile` unless empty (else
+/// one that fits the target's L2). Fails, with an error on `anchor` that
+/// names `pass`, on an unknown CPU or a malformed option.
+mlir::FailureOr<StrategyOptions> strategyOptions(mlir::Operation *anchor, llvm::StringRef pass,
+                                                 llvm::StringRef targetCpu, unsigned vectorBits,
+                                                 llvm::ArrayRef<int64_t> cacheTile,
+                                                 unsigned threads, int64_t minParallelWork);
+
+/// Threads split a matrix-vector product from min-parallel-work / 8
+/// multiply-adds, and elementwise ops from a sixteenth (see parallelSplit).
+inline constexpr int64_t kGemvWorkDivisor = 8;
+inline constexpr int64_t kElementwiseWorkDivisor = 16;
+/// A matrix-vector product sums 16 lanes of partial sums; at most 16 rows,
+/// tiled by up to 4.
+inline constexpr int64_t kGemvLanes = 16;
+inline constexpr int64_t kGemvMaxRows = 16;
+inline constexpr int64_t kGemvRowTile = 4;
+
+/// The op's register kernel: its config's, else what its form is (matmul,
+/// 16 x 16 transpose, reduction over small windows, or the default).
+CpuKernel kernelOf(mlir::linalg::LinalgOp op);
+
+/// The register tile of `op` for its kernel: one size per loop, 0 for a
+/// loop left whole.
+llvm::SmallVector<int64_t> registerTile(mlir::linalg::LinalgOp op, const RegisterFile &regs);
+
+/// The op's register tile as its config gives it (when it has one for this
+/// many loops), else registerTile().
+llvm::SmallVector<int64_t> configuredRegisterTile(mlir::linalg::LinalgOp op,
+                                                  const RegisterFile &regs);
+
+/// The loop to split across threads and the chunk of each, if the op has
+/// enough work: the outermost parallel loop that gives each thread at least
+/// one register tile of `config`, in chunks of whole register tiles. Matmuls
+/// prefer their column loop, so that each thread reads half the weights.
+std::optional<std::pair<unsigned, int64_t>>
+parallelSplit(mlir::linalg::LinalgOp op, LoweringConfigAttr config, const StrategyOptions &options);
+
+/// The config of `op`: the kernel (kept from an existing config, which the
+/// lowering may have set), its register tile, a matmul's cache block and the
+/// thread split.
+LoweringConfigAttr selectLoweringConfig(mlir::linalg::LinalgOp op, const StrategyOptions &options);
+
+} // namespace mithril::cpu
+
+#endif // MITHRIL_CODEGEN_CPU_CPUSTRATEGY_H

@@ -1,0 +1,47 @@
+//===- CpuTarget.h - what code generation knows of an x86-64 CPU -*- C++ -*-===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MITHRIL_CODEGEN_CPU_CPUTARGET_H
+#define MITHRIL_CODEGEN_CPU_CPUTARGET_H
+
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace mithril {
+
+/// What the CPU strategy needs to know of an x86-64 CPU: its vector
+/// registers (512 bits with AVX-512, 256 with AVX, 128 otherwise; 32 of them
+/// with AVX-512, 16 otherwise), the low-precision dot products it has, and
+/// its L2 cache.
+struct CpuTarget {
+  unsigned vectorBits = 128;
+  unsigned vectorRegisters = 16;
+  /// vdpbf16ps: pairs of bf16 multiplied and summed into f32 (AVX512-BF16).
+  bool bf16DotProduct = false;
+  /// vpdpbusd: quads of u8 x s8 summed into i32 (AVX512-VNNI).
+  bool int8DotProduct = false;
+  /// The L2 cache per core in bytes: the host's from sysfs, else (a named
+  /// CPU, or no sysfs) 1 MiB.
+  int64_t l2Bytes = 1 << 20;
+};
+
+/// The CPU named `cpu` by LLVM (from its table of the CPU's features), or
+/// the host (CPUID, and sysfs for the caches) when empty; none for a name
+/// LLVM does not know.
+std::optional<CpuTarget> cpuTarget(llvm::StringRef cpu = "");
+
+/// The width in bits of an x86-64 CPU's vector registers, which the CPU
+/// schedule sizes its register tiles for: `cpu` by LLVM's name (from its
+/// table of the CPU's features), or the host's (CPUID) when empty. 512 with
+/// AVX-512, 256 with AVX, 128 otherwise; none for a name LLVM does not know.
+std::optional<unsigned> vectorRegisterBits(llvm::StringRef cpu = "");
+
+} // namespace mithril
+
+#endif // MITHRIL_CODEGEN_CPU_CPUTARGET_H

@@ -1,0 +1,382 @@
+//===- CpuStrategy.cpp - lowering configs for the CPU schedule ------------===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mithril/Codegen/CPU/CpuStrategy.h"
+#include "mithril/Conversion/MithrilToLinalg/MithrilToLinalg.h"
+
+#include "mithril/Codegen/CPU/Passes.h"
+
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/X86TargetParser.h"
+
+namespace mithril {
+#define GEN_PASS_DEF_MITHRILCPUSTRATEGY
+#include "mithril/Codegen/CPU/Passes.h.inc"
+} // namespace mithril
+
+using namespace mlir;
+using namespace mithril;
+using namespace mithril::cpu;
+
+int64_t RegisterFile::columns(linalg::LinalgOp op) const {
+  Type et = getElementTypeOrSelf(op->getResult(0).getType());
+  unsigned elementBits = et.isIntOrFloat() ? et.getIntOrFloatBitWidth() : 32;
+  return 2 * static_cast<int64_t>(bits) / std::max(elementBits, 32u);
+}
+
+/// The host's L2 cache per core from sysfs ("1024K"), if it says.
+static std::optional<int64_t> hostL2Bytes() {
+  for (int index = 0; index < 8; ++index) {
+    std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+    auto level = llvm::MemoryBuffer::getFile(dir + "level", /*IsText=*/true);
+    if (!level)
+      break;
+    if (StringRef((*level)->getBuffer()).trim() != "2")
+      continue;
+    auto size = llvm::MemoryBuffer::getFile(dir + "size", /*IsText=*/true);
+    if (!size)
+      return std::nullopt;
+    StringRef text = StringRef((*size)->getBuffer()).trim();
+    int64_t scale = 1;
+    if (text.consume_back("K"))
+      scale = 1 << 10;
+    else if (text.consume_back("M"))
+      scale = 1 << 20;
+    int64_t value;
+    if (text.getAsInteger(10, value) || value <= 0)
+      return std::nullopt;
+    return value * scale;
+  }
+  return std::nullopt;
+}
+
+std::optional<CpuTarget> mithril::cpuTarget(StringRef cpu) {
+  llvm::StringMap<bool> features;
+  if (cpu.empty()) {
+    features = llvm::sys::getHostCPUFeatures();
+  } else {
+    if (llvm::X86::parseArchX86(cpu, /*Only64Bit=*/true) == llvm::X86::CK_None)
+      return std::nullopt;
+    SmallVector<StringRef> names;
+    llvm::X86::getFeaturesForCPU(cpu, names);
+    for (StringRef name : names)
+      features[name] = true;
+  }
+  CpuTarget target;
+  bool avx512 = features.lookup("avx512f");
+  target.vectorBits = avx512 ? 512 : features.lookup("avx") ? 256 : 128;
+  target.vectorRegisters = avx512 ? 32 : 16;
+  target.bf16DotProduct = avx512 && features.lookup("avx512bf16");
+  target.int8DotProduct = avx512 && features.lookup("avx512vnni");
+  if (cpu.empty())
+    if (std::optional<int64_t> l2 = hostL2Bytes())
+      target.l2Bytes = *l2;
+  return target;
+}
+
+std::optional<unsigned> mithril::vectorRegisterBits(StringRef cpu) {
+  if (std::optional<CpuTarget> target = cpuTarget(cpu))
+    return target->vectorBits;
+  return std::nullopt;
+}
+
+FailureOr<StrategyOptions> cpu::strategyOptions(Operation *anchor, StringRef pass,
+                                                StringRef targetCpu, unsigned vectorBits,
+                                                ArrayRef<int64_t> cacheTile, unsigned threads,
+                                                int64_t minParallelWork) {
+  if (vectorBits != 0 && vectorBits != 128 && vectorBits != 256 && vectorBits != 512)
+    return anchor->emitError(pass)
+           << ": vector-bits must be 0 (the host's), 128, 256 or 512, got " << vectorBits;
+  std::optional<CpuTarget> target = cpuTarget(targetCpu);
+  if (!target)
+    return anchor->emitError(pass)
+           << ": unknown target-cpu '" << targetCpu
+           << "' (an x86-64 CPU LLVM knows: znver2, znver4, sapphirerapids, ...)";
+  if (!cacheTile.empty() &&
+      (cacheTile.size() != 3 || llvm::any_of(cacheTile, [](int64_t b) { return b <= 0; })))
+    return anchor->emitError(pass)
+           << ": cache-tile needs 3 positive sizes (rows, columns, reduction)";
+  StrategyOptions options;
+  options.registers.bits = vectorBits ? vectorBits : target->vectorBits;
+  // The dot products are 512-bit instructions.
+  options.registers.bf16DotProduct = target->bf16DotProduct && options.registers.bits >= 512;
+  options.registers.int8DotProduct = target->int8DotProduct && options.registers.bits >= 512;
+  if (!cacheTile.empty()) {
+    options.cacheTile.assign(cacheTile.begin(), cacheTile.end());
+  } else if (target->l2Bytes < (512 << 10)) {
+    // A 256 x 256 f32 block of the right operand (256 KiB) and the left
+    // operand's 128 x 256 would not stay in a small L2: half the columns.
+    options.cacheTile = {128, 128, 256};
+  }
+  options.threads = threads;
+  options.minParallelWork = minParallelWork;
+  return options;
+}
+
+/// For an op whose trailing loops are reductions over small static windows
+/// (at most 16 elements in all) after parallel loops, the innermost parallel
+/// loop when it is short enough to stay whole in a tile (64).
+static std::optional<unsigned> smallWindowColumns(linalg::LinalgOp op) {
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  unsigned first = iterators.size();
+  while (first > 0 && iterators[first - 1] == utils::IteratorType::reduction)
+    --first;
+  if (first == 0 || first == iterators.size() ||
+      llvm::any_of(ArrayRef(iterators).take_front(first),
+                   [](utils::IteratorType it) { return it != utils::IteratorType::parallel; }))
+    return std::nullopt;
+  int64_t window = 1;
+  for (int64_t r : ArrayRef(ranges).drop_front(first)) {
+    if (ShapedType::isDynamic(r))
+      return std::nullopt;
+    window *= r;
+  }
+  int64_t columns = ranges[first - 1];
+  if (window > 16 || ShapedType::isDynamic(columns) || columns > 64)
+    return std::nullopt;
+  return first - 1;
+}
+
+/// A transpose of the last two dimensions of 32-bit elements: 16 x 16
+/// blocks transpose in registers.
+static bool isRegisterTranspose(linalg::LinalgOp op) {
+  auto transpose = dyn_cast<linalg::TransposeOp>(op.getOperation());
+  if (!transpose)
+    return false;
+  ArrayRef<int64_t> perm = transpose.getPermutation();
+  unsigned rank = perm.size();
+  return rank >= 2 && perm[rank - 1] == int64_t(rank - 2) && perm[rank - 2] == int64_t(rank - 1) &&
+         getElementTypeOrSelf(op->getResult(0).getType()).getIntOrFloatBitWidth() == 32;
+}
+
+CpuKernel cpu::kernelOf(linalg::LinalgOp op) {
+  if (LoweringConfigAttr config = getLoweringConfig(op))
+    return config.getKernel();
+  if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op.getOperation()))
+    return CpuKernel::Matmul;
+  if (isRegisterTranspose(op))
+    return CpuKernel::Transpose;
+  if (smallWindowColumns(op))
+    return CpuKernel::WindowReduction;
+  return CpuKernel::Default;
+}
+
+/// The default tile: the last two loops to 8 x two registers of f32, the
+/// others to 1, so that no vector grows beyond a few registers; a reduction
+/// over small windows keeps a row of outputs with their windows.
+static SmallVector<int64_t> defaultTile(linalg::LinalgOp op, const RegisterFile &regs) {
+  unsigned loops = op.getNumLoops();
+  SmallVector<int64_t> sizes(loops, 1);
+  if (std::optional<unsigned> columns = smallWindowColumns(op)) {
+    // A reduction over small windows (a pooling, also once elementwise
+    // fusion has merged its producer and dropped the pooling's kernel): a
+    // row of outputs with their whole windows per tile.
+    for (unsigned i = *columns; i < loops; ++i)
+      sizes[i] = 0;
+    return sizes;
+  }
+  if (loops >= 1)
+    sizes[loops - 1] = regs.elementwiseColumns();
+  if (loops >= 2)
+    sizes[loops - 2] = 8;
+  return sizes;
+}
+
+SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &regs) {
+  unsigned loops = op.getNumLoops();
+  switch (kernelOf(op)) {
+  case CpuKernel::PackedMatmul:
+    // 8 rows x one panel's columns, one reduction step at a time; with dot
+    // products (packDotProductGroups), one group of steps at a time, each
+    // group whole.
+    if (loops == 4)
+      return {regs.rows(), 1, regs.columns(op), 1};
+    if (loops == 5)
+      return {regs.rows(), 1, regs.columns(op), 1, 0};
+    break;
+  case CpuKernel::ConvFlat:
+    // Loops n, f, p, c, kh, kw: 8 output channels x a row of flat positions
+    // accumulate in registers, one input channel and kernel position at a
+    // time, broadcasting a weight per channel against contiguous input.
+    if (loops == 6)
+      return {1, regs.rows(), regs.columns(op), 1, 1, 1};
+    break;
+  case CpuKernel::ConvFlatWeightGrad:
+    // Loops f, c, kh, kw, lane, n, block: 4 output x 4 input channels (2
+    // for f64) of lane vectors accumulate over blocks of flat positions.
+    if (loops == 7)
+      return {4, regs.columns(op) >= 32 ? 4 : 2, 1, 1, mithril::kConvFlatLanes, 1, 1};
+    break;
+  case CpuKernel::PoolWindow: {
+    // Pooling over non-overlapping windows: a row of output columns with
+    // their windows per tile, every other loop one at a time.
+    SmallVector<int64_t> sizes(loops, 1);
+    if (LoweringConfigAttr config = getLoweringConfig(op))
+      for (int64_t loop : config.getWindow())
+        if (loop < static_cast<int64_t>(loops))
+          sizes[loop] = 0;
+    return sizes;
+  }
+  case CpuKernel::MatrixVector: {
+    // Loops: rows and columns of the result, the reduction steps, and the
+    // lanes of partial sums; accumulators: rows x columns x lanes, at most
+    // 8 zmm registers. Tiles divide the loops exactly: a partial tile would
+    // not vectorize.
+    AffineMap out = op.getIndexingMapMatchingResult(op->getResult(0));
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    int64_t rowRange = ranges[out.getDimPosition(0)], colRange = ranges[out.getDimPosition(1)];
+    int64_t rows = kGemvRowTile;
+    while (rows > 1 && rowRange % rows != 0)
+      --rows;
+    int64_t cols = llvm::PowerOf2Ceil(8 / rows + 1) / 2; // largest power of 2 <= 8 / rows
+    while (cols > 1 && colRange % cols != 0)
+      cols /= 2;
+    SmallVector<int64_t> sizes(loops, 0);
+    for (auto [i, it] : llvm::enumerate(op.getIteratorTypesArray()))
+      if (it == utils::IteratorType::reduction)
+        sizes[i] = 1;
+    sizes[out.getDimPosition(0)] = rows;
+    sizes[out.getDimPosition(1)] = cols;
+    // The bf16 form (rewriteBF16MatrixVectorProduct): each pair whole.
+    if (loops == 5)
+      sizes[4] = 0;
+    return sizes;
+  }
+  case CpuKernel::ConvSpatial: {
+    // A convolution as a matmul of output channels by output columns: a
+    // block of 8 channels x 32 columns accumulates in registers over the
+    // input channels and kernel positions, one at a time, broadcasting a
+    // weight per channel against a contiguous row of the input. Loops (n,
+    // g, f, spatial..., c, window...).
+    if (loops >= 6 && loops % 2 == 0) {
+      int64_t spatial = (loops - 4) / 2;
+      SmallVector<int64_t> sizes(loops, 1);
+      sizes[2] = regs.rows();
+      sizes[2 + spatial] = regs.columns(op);
+      return sizes;
+    }
+    break;
+  }
+  case CpuKernel::Transpose:
+    // A 16 x 16 block of 32-bit elements transposes in registers (the
+    // shuffle_16x16 lowering at the end of the schedule): 16 loads, 16 stores.
+    if (isRegisterTranspose(op)) {
+      SmallVector<int64_t> sizes(loops, 1);
+      sizes[loops - 1] = sizes[loops - 2] = 16;
+      return sizes;
+    }
+    break;
+  case CpuKernel::Matmul:
+    // A register block of rows x two registers of columns (sixteen 512-bit
+    // f32 accumulators with AVX-512), stepping the reduction one at a time.
+    if (isa<linalg::MatmulOp>(op.getOperation()))
+      return {regs.rows(), regs.columns(op), 1};
+    if (isa<linalg::BatchMatmulOp>(op.getOperation()))
+      return {1, regs.rows(), regs.columns(op), 1};
+    break;
+  case CpuKernel::LaneSum:
+  case CpuKernel::WindowReduction:
+  case CpuKernel::Default:
+    break;
+  }
+  return defaultTile(op, regs);
+}
+
+SmallVector<int64_t> cpu::configuredRegisterTile(linalg::LinalgOp op, const RegisterFile &regs) {
+  if (LoweringConfigAttr config = getLoweringConfig(op))
+    if (config.getRegisterTile().size() == op.getNumLoops())
+      return SmallVector<int64_t>(config.getRegisterTile());
+  return registerTile(op, regs);
+}
+
+std::optional<std::pair<unsigned, int64_t>>
+cpu::parallelSplit(linalg::LinalgOp op, LoweringConfigAttr config, const StrategyOptions &options) {
+  if (options.threads < 2 || op->getNumResults() == 0)
+    return std::nullopt;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  int64_t work = 1;
+  for (int64_t r : ranges) {
+    if (ShapedType::isDynamic(r))
+      return std::nullopt;
+    work = r > 0 && work > std::numeric_limits<int64_t>::max() / r ? work : work * r;
+  }
+  // A matrix-vector product streams its weight from memory: two threads
+  // read it twice as fast, so it is worth splitting at a fraction of the work
+  // (kGemvWorkDivisor), by weight rows.
+  bool gemv = config.getKernel() == CpuKernel::MatrixVector;
+  // Elementwise ops (an SGD step, a ReLU's gradient) stream memory too, with
+  // a few operations per element: they split from a sixteenth of the work.
+  // (The MLP's training step at batch 64 on two threads: 1.21 -> 0.92 ms.)
+  bool elementwise = op.getNumParallelLoops() == op.getNumLoops();
+  int64_t minWork = options.minParallelWork;
+  int64_t threshold = gemv          ? minWork / kGemvWorkDivisor
+                      : elementwise ? minWork / kElementwiseWorkDivisor
+                                    : minWork;
+  if (work < threshold)
+    return std::nullopt;
+  SmallVector<int64_t> tiles(config.getRegisterTile());
+  if (tiles.size() != ranges.size())
+    tiles = registerTile(op, options.registers);
+  SmallVector<unsigned> order;
+  if (isa<linalg::MatmulOp>(op.getOperation()))
+    order = {1, 0};
+  else if (gemv)
+    order = {op.getIndexingMapMatchingResult(op->getResult(0)).getDimPosition(1)};
+  else
+    for (unsigned i = 0; i < ranges.size(); ++i)
+      order.push_back(i);
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  unsigned threads = options.threads;
+  for (unsigned loop : order) {
+    if (iterators[loop] != utils::IteratorType::parallel)
+      continue;
+    int64_t tile = std::max<int64_t>(tiles[loop], 1);
+    if (ranges[loop] < int64_t(threads) * tile)
+      continue;
+    int64_t chunk = llvm::divideCeil(ranges[loop], threads);
+    chunk = llvm::divideCeil(chunk, tile) * tile;
+    // Equal chunks: a smaller last one would have a dynamic shape.
+    if (ranges[loop] % chunk != 0)
+      continue;
+    return std::make_pair(loop, chunk);
+  }
+  return std::nullopt;
+}
+
+LoweringConfigAttr cpu::selectLoweringConfig(linalg::LinalgOp op, const StrategyOptions &options) {
+  LoweringConfigAttr config = getLoweringConfig(op);
+  if (!config)
+    config = LoweringConfigAttr::get(op->getContext(), kernelOf(op));
+  if (config.getRegisterTile().size() != op.getNumLoops())
+    config = config.withRegisterTile(registerTile(op, options.registers));
+  if (isa<linalg::MatmulOp>(op.getOperation()) && config.getCacheTile().empty())
+    config = config.withCacheTile(options.cacheTile);
+  if (config.getThreads().empty())
+    if (auto split = parallelSplit(op, config, options))
+      config = config.withThreads(split->first, split->second);
+  return config;
+}
+
+namespace {
+struct CpuStrategyPass : public mithril::impl::MithrilCpuStrategyBase<CpuStrategyPass> {
+  using MithrilCpuStrategyBase::MithrilCpuStrategyBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    FailureOr<StrategyOptions> options = strategyOptions(
+        module, getArgument(), targetCpu, vectorBits, cacheTile, threads, minParallelWork);
+    if (failed(options))
+      return signalPassFailure();
+    module.walk([&](linalg::LinalgOp op) {
+      if (op.hasPureTensorSemantics() && op.getNumLoops() > 0)
+        setLoweringConfig(op, selectLoweringConfig(op, *options));
+    });
+  }
+};
+} // namespace

@@ -1,0 +1,64 @@
+// RUN: mithril-opt %s --split-input-file --mithril-cpu-strategy="target-cpu=znver4" | FileCheck %s --check-prefix=ZEN4
+// RUN: mithril-opt %s --split-input-file --mithril-cpu-strategy="target-cpu=znver2" | FileCheck %s --check-prefix=ZEN2
+// RUN: mithril-opt %s --split-input-file --mithril-cpu-strategy="target-cpu=znver4 threads=2" | FileCheck %s --check-prefix=THREADS
+// RUN: mithril-opt %s --split-input-file --mithril-cpu-strategy="target-cpu=znver4" --mithril-cpu-schedule="target-cpu=znver4" | FileCheck %s --check-prefix=SCHEDULE
+// RUN: not mithril-opt %s --split-input-file --mithril-cpu-strategy=target-cpu=pentium9000 2>&1 | FileCheck %s --check-prefix=CPU
+// CPU: mithril-cpu-strategy: unknown target-cpu 'pentium9000'
+
+// The register tile follows the target's vector registers: AVX-512 (znver4)
+// 8 rows x 32 f32 columns, AVX2 (znver2) 6 x 16. Matmuls get the L2 cache
+// block; with two threads the column loop is split in halves.
+// ZEN4-LABEL: func.func @matmul
+// ZEN4: linalg.matmul {mithril.lowering_config = #mithril.lowering_config<kernel = matmul, register_tile = [8, 32, 1], cache_tile = [128, 256, 256]>}
+// ZEN2-LABEL: func.func @matmul
+// ZEN2: linalg.matmul {mithril.lowering_config = #mithril.lowering_config<kernel = matmul, register_tile = [6, 16, 1], cache_tile = [128, 256, 256]>}
+// THREADS-LABEL: func.func @matmul
+// THREADS: linalg.matmul {mithril.lowering_config = #mithril.lowering_config<kernel = matmul, register_tile = [8, 32, 1], cache_tile = [128, 256, 256], threads = [1, 256]>}
+// The schedule tiles by the register tile: 8 x 32 accumulators with AVX-512.
+// SCHEDULE-LABEL: func.func @matmul
+// SCHEDULE: arith.addf %{{.*}} : vector<8x32xf32>
+func.func @matmul(%a: tensor<256x512xf32>, %b: tensor<512x512xf32>) -> tensor<256x512xf32> {
+  %zero = arith.constant 0.0 : f32
+  %empty = tensor.empty() : tensor<256x512xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%empty : tensor<256x512xf32>) -> tensor<256x512xf32>
+  %c = linalg.matmul ins(%a, %b : tensor<256x512xf32>, tensor<512x512xf32>) outs(%init : tensor<256x512xf32>) -> tensor<256x512xf32>
+  return %c : tensor<256x512xf32>
+}
+
+// -----
+
+// Elementwise ops: the last two loops to 8 x two registers of f32; 16 x 16
+// register transposes for 32-bit transposes of the last two dimensions.
+// ZEN4-LABEL: func.func @elementwise_and_transpose
+// ZEN4: linalg.generic {{.*}}mithril.lowering_config = #mithril.lowering_config<kernel = default, register_tile = [8, 32]>
+// ZEN4: linalg.transpose {{.*}}mithril.lowering_config = #mithril.lowering_config<kernel = transpose, register_tile = [16, 16]>
+// ZEN2-LABEL: func.func @elementwise_and_transpose
+// ZEN2: linalg.generic {{.*}}mithril.lowering_config = #mithril.lowering_config<kernel = default, register_tile = [8, 16]>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @elementwise_and_transpose(%x: tensor<64x128xf32>) -> tensor<128x64xf32> {
+  %empty = tensor.empty() : tensor<64x128xf32>
+  %e = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<64x128xf32>) outs(%empty : tensor<64x128xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = math.exp %in : f32
+    linalg.yield %r : f32
+  } -> tensor<64x128xf32>
+  %tempty = tensor.empty() : tensor<128x64xf32>
+  %t = linalg.transpose ins(%e : tensor<64x128xf32>) outs(%tempty : tensor<128x64xf32>) permutation = [1, 0]
+  return %t : tensor<128x64xf32>
+}
+
+// -----
+
+// A config written by hand is kept, and the schedule carries it out: 4 x 16
+// accumulators instead of the strategy's 8 x 32.
+// ZEN4-LABEL: func.func @hand_written
+// ZEN4: register_tile = [4, 16, 1], cache_tile = [64, 64, 64]
+// SCHEDULE-LABEL: func.func @hand_written
+// SCHEDULE: scf.for {{.*}} -> (vector<4x16xf32>)
+// SCHEDULE-NOT: vector<8x32xf32>
+func.func @hand_written(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>, %c: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %r = linalg.matmul {mithril.lowering_config = #mithril.lowering_config<kernel = matmul, register_tile = [4, 16, 1], cache_tile = [64, 64, 64]>}
+      ins(%a, %b : tensor<64x64xf32>, tensor<64x64xf32>) outs(%c : tensor<64x64xf32>) -> tensor<64x64xf32>
+  return %r : tensor<64x64xf32>
+}
