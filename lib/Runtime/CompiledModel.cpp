@@ -7,6 +7,7 @@
 
 #include "mithril/Runtime/CompiledModel.h"
 #include "CudaDevice.h"
+#include "Driver.h"
 #include "TaskPool.h"
 #include "mithril/Runtime/Distributed.h"
 
@@ -64,9 +65,10 @@
 using namespace mlir;
 using namespace mithril;
 using namespace mithril::runtime;
+using namespace mithril::runtime::detail;
 using llvm::Expected;
 
-static llvm::Error makeError(const llvm::Twine &message) {
+llvm::Error mithril::runtime::detail::makeError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
@@ -79,23 +81,9 @@ static void initializeLLVM() {
   });
 }
 
-std::unique_ptr<MLIRContext> mithril::runtime::createContext() {
-  DialectRegistry registry;
-  mlir::registerAllDialects(registry);
-  mlir::registerAllExtensions(registry);
-  mlir::registerAllToLLVMIRTranslations(registry);
-  mithril::registerAllDialects(registry);
-  auto ctx = std::make_unique<MLIRContext>(registry, MLIRContext::Threading::DISABLED);
-  // Users see diagnostics, not dumps of the op they are about.
-  ctx->printOpOnDiagnostic(false);
-  ctx->loadDialect<MithrilDialect>();
-  return ctx;
-}
-
-namespace {
 /// Writes a location the way compilers do: `file:line:col`, or the path of
 /// the op or terminal it names.
-void printLocation(llvm::raw_ostream &os, Location loc) {
+void mithril::runtime::detail::printLocation(llvm::raw_ostream &os, Location loc) {
   if (auto file = dyn_cast<FileLineColLoc>(loc)) {
     os << file.getFilename().getValue() << ":" << file.getLine() << ":" << file.getColumn();
     return;
@@ -114,35 +102,18 @@ void printLocation(llvm::raw_ostream &os, Location loc) {
   os << loc;
 }
 
-/// Collects diagnostics as text while in scope.
-class DiagnosticCollector {
-public:
-  explicit DiagnosticCollector(MLIRContext &ctx)
-      : handler(&ctx, [this](Diagnostic &diag) {
-          llvm::raw_string_ostream os(text);
-          printLocation(os, diag.getLocation());
-          os << ": "
-             << (diag.getSeverity() == DiagnosticSeverity::Error     ? "error: "
-                 : diag.getSeverity() == DiagnosticSeverity::Warning ? "warning: "
-                                                                     : "note: ")
-             << diag << "\n";
-          for (Diagnostic &note : diag.getNotes()) {
-            printLocation(os, note.getLocation());
-            os << ": note: " << note << "\n";
-          }
-          return success();
-        }) {}
-  std::string text;
-
-private:
-  ScopedDiagnosticHandler handler;
-};
-
-using Clock = std::chrono::steady_clock;
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
+std::unique_ptr<MLIRContext> mithril::runtime::createContext() {
+  DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  mlir::registerAllToLLVMIRTranslations(registry);
+  mithril::registerAllDialects(registry);
+  auto ctx = std::make_unique<MLIRContext>(registry, MLIRContext::Threading::DISABLED);
+  // Users see diagnostics, not dumps of the op they are about.
+  ctx->printOpOnDiagnostic(false);
+  ctx->loadDialect<MithrilDialect>();
+  return ctx;
 }
-} // namespace
 
 Expected<OwningOpRef<ModuleOp>> mithril::runtime::parseSource(MLIRContext &ctx,
                                                               StringRef source,
@@ -208,189 +179,8 @@ llvm::Error mithril::runtime::setOptimizationLevel(CompileOptions &options, Stri
   return llvm::Error::success();
 }
 
-/// Success for no target CPU or one LLVM knows; an error naming it otherwise.
-static llvm::Error checkTargetCpu(StringRef cpu) {
-  if (cpu.empty() || vectorRegisterBits(cpu))
-    return llvm::Error::success();
-  return makeError("unknown target CPU '" + cpu +
-                   "' (an x86-64 CPU LLVM knows: znver2, skylake-avx512, sapphirerapids, ...)");
-}
-
-static std::string pipelineOptions(const CompileOptions &options, StringRef stopAfter,
-                                   StringRef startAfter) {
-  std::string s;
-  auto add = [&](StringRef key, StringRef value) {
-    if (!s.empty())
-      s += ' ';
-    s += (key + "=" + value).str();
-  };
-  if (!options.entry.empty())
-    add("entry", options.entry);
-  if (!options.shapes.empty())
-    add("shapes", llvm::join(options.shapes, ","));
-  if (!options.discard.empty())
-    add("discard", llvm::join(options.discard, ","));
-  if (options.dynamicShapes)
-    add("dynamic-data", "true");
-  if (!options.quantize.empty())
-    add("quantize", options.quantize);
-  if (options.quantizeObserve)
-    add("quantize-observe", "true");
-  if (!options.activationScales.empty()) {
-    std::string scales;
-    llvm::raw_string_ostream os(scales);
-    llvm::interleave(
-        options.activationScales, os, [&](double v) { os << llvm::formatv("{0:e9}", v); }, ",");
-    add("activation-scales", scales);
-  }
-  if (!options.precision.empty()) {
-    add("precision", options.precision);
-    if (options.precisionTerminals)
-      add("precision-terminals", "true");
-  }
-  if (options.gradients) {
-    add("gradients", "true");
-    if (!options.wrt.empty())
-      add("wrt", llvm::join(options.wrt, ","));
-    if (!options.seeds.empty())
-      add("seeds", llvm::join(options.seeds, ","));
-    if (options.checkpointSegments)
-      add("checkpoint-segments", std::to_string(options.checkpointSegments));
-    if (options.allReduceGradients)
-      add("all-reduce-gradients", "true");
-    if (!options.optimizer.empty()) {
-      add("optimizer", options.optimizer);
-      add("momentum", std::to_string(options.momentum));
-      add("weight-decay", std::to_string(options.weightDecay));
-    }
-  }
-  if (options.tensorParallel > 1)
-    add("tensor-parallel", std::to_string(options.tensorParallel));
-  // Threads shape the code from the fusion stage (the schedule) on.
-  bool scheduled = llvm::is_contained({"fusion", "bufferize", "loops", "llvm"}, stopAfter);
-  if (unsigned threads = resolvedThreads(options); threads != 1 && scheduled)
-    add("threads", std::to_string(threads));
-  if (!options.targetCpu.empty() && scheduled)
-    add("target-cpu", options.targetCpu);
-  if (options.gpuTilesOnHost)
-    add("gpu-tiles-on-host", "true");
-  if (options.profile)
-    add("profile", "true");
-  for (auto [key, on] : {std::pair<StringRef, bool>{"fold", options.fold},
-                         {"cse", options.cse},
-                         {"dce", options.dce},
-                         {"fusion", options.fusion},
-                         {"schedule", options.schedule},
-                         {"memory-planning", options.memoryPlanning}})
-    if (!on)
-      add(key, "false");
-  if (stopAfter != "llvm")
-    add("stop-after", stopAfter);
-  if (!startAfter.empty())
-    add("start-after", startAfter);
-  return s;
-}
-
-static int64_t countOps(ModuleOp module) {
-  int64_t count = 0;
-  module->walk([&](Operation *) { ++count; });
-  return count - 1; // the module itself
-}
-
-/// Runs mithril-cpu-pipeline's stages after `startAfter` up to `stopAfter`,
-/// one pass manager per stage, each recorded in `stages` (when given) with
-/// its time and the module's op counts before and after it. On failure the
-/// error holds the diagnostics and the mithril-opt command that reproduces
-/// them from the source.
-static llvm::Error runPipeline(ModuleOp module, const CompileOptions &options, StringRef stopAfter,
-                               StringRef startAfter = "", bool forJit = false,
-                               std::vector<PhaseTiming> *stages = nullptr) {
-  MLIRContext *ctx = module.getContext();
-  auto configure = [&](CpuPipelineOptions &pipelineOpts, StringRef stop, StringRef start) {
-    copyModelOptions(pipelineOpts, options);
-    pipelineOpts.threads = resolvedThreads(options);
-    pipelineOpts.stopAfter = stop.str();
-    pipelineOpts.startAfter = start.str();
-    pipelineOpts.runtimeAllocator = forJit;
-    pipelineOpts.indexErrors = forJit;
-    pipelineOpts.dynamicData = options.dynamicShapes;
-    pipelineOpts.gpuTilesOnHost = options.gpuTilesOnHost;
-    pipelineOpts.fold = options.fold;
-    pipelineOpts.cse = options.cse;
-    pipelineOpts.dce = options.dce;
-    pipelineOpts.fusion = options.fusion;
-    pipelineOpts.memoryPlanning = options.memoryPlanning;
-    pipelineOpts.schedule = options.schedule;
-    pipelineOpts.profile = options.profile;
-    pipelineOpts.profileFirstId = options.profileFirstId;
-    pipelineOpts.targetCpu = options.targetCpu;
-  };
-  {
-    CpuPipelineOptions whole;
-    configure(whole, stopAfter, startAfter);
-    if (std::string error = checkCpuPipelineOptions(whole); !error.empty())
-      return makeError(error);
-  }
-  ArrayRef<StringRef> all = getCpuPipelineStages();
-  const StringRef *first = startAfter.empty() ? all.begin() : llvm::find(all, startAfter) + 1;
-  const StringRef *last = llvm::find(all, stopAfter);
-  int64_t ops = stages ? countOps(module) : -1;
-  for (const StringRef *stage = first; stage <= last; ++stage) {
-    DiagnosticCollector diags(*ctx);
-    PassManager pm(ctx);
-    CpuPipelineOptions pipelineOpts;
-    configure(pipelineOpts, *stage, stage == all.begin() ? StringRef() : *(stage - 1));
-    if (failed(buildCpuPipeline(pm, pipelineOpts)))
-      return makeError("internal error: mithril-cpu-pipeline does not build");
-    if (pm.size() == 0)
-      continue; // autodiff without gradients
-    auto start = Clock::now();
-    if (failed(pm.run(module))) {
-      // From the source up to the stage that failed.
-      std::string reproduce = pipelineOptions(options, *stage, "");
-      if (forJit)
-        reproduce += " runtime-allocator=true index-errors=true";
-      return makeError(diags.text + "reproduce with: mithril-opt --pass-pipeline='builtin.module(" +
-                       "mithril-cpu-pipeline{" + reproduce + "})' " + options.sourceName);
-    }
-    if (stages) {
-      int64_t after = countOps(module);
-      stages->push_back({stage->str(), secondsSince(start), ops, after});
-      ops = after;
-    }
-  }
-  return llvm::Error::success();
-}
-
-/// Runs mithril-gpu-pipeline up to `stopAfter` (one of its stages); on
-/// failure the error holds the diagnostics and the mithril-opt command that
-/// reproduces them.
-static llvm::Error runGpuPipeline(ModuleOp module, const CompileOptions &options,
-                                  StringRef stopAfter) {
-  MLIRContext *ctx = module.getContext();
-  DiagnosticCollector diags(*ctx);
-  PassManager pm(ctx);
-  GpuPipelineOptions gpu;
-  copyModelOptions(gpu, options);
-  gpu.chip = options.gpuChip;
-  gpu.stopAfter = stopAfter.str();
-  if (std::string error = checkGpuPipelineOptions(gpu); !error.empty())
-    return makeError(error);
-  if (failed(buildGpuPipeline(pm, gpu)))
-    return makeError("internal error: mithril-gpu-pipeline does not build");
-  if (succeeded(pm.run(module)))
-    return llvm::Error::success();
-  // Every option, as the pipeline prints them: the command reproduces
-  // gradients, optimizers, discards and stages alike.
-  std::string reproducer;
-  llvm::raw_string_ostream os(reproducer);
-  gpu.print(os);
-  return makeError(diags.text + "reproduce with: mithril-opt --pass-pipeline='builtin.module(" +
-                   "mithril-gpu-pipeline" + reproducer + ")' " + options.sourceName);
-}
-
 /// The root model to compile: the named one, or the only un-instantiated one.
-static Expected<ModelOp> findEntry(ModuleOp module, StringRef entry) {
+Expected<ModelOp> mithril::runtime::detail::findEntry(ModuleOp module, StringRef entry) {
   SmallVector<ModelOp> roots;
   llvm::StringSet<llvm::MallocAllocator> instantiated;
   module.walk([&](InstanceOp inst) { instantiated.insert(inst.getCallee()); });
@@ -423,9 +213,10 @@ static Expected<ModelOp> findEntry(ModuleOp module, StringRef entry) {
   return checkOutputs(roots.front());
 }
 
-static Expected<TerminalInfo> describeTerminal(StringRef modelName, StringRef name, Type type,
-                                               InputKind kind, bool isInput,
-                                               bool allowDynamic = false) {
+Expected<TerminalInfo> mithril::runtime::detail::describeTerminal(StringRef modelName,
+                                                                  StringRef name, Type type,
+                                                                  InputKind kind, bool isInput,
+                                                                  bool allowDynamic) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   std::string what = ((isInput ? "input '" : "output '") + name + "' of @" + modelName).str();
   if (!tensor)
@@ -482,8 +273,8 @@ static std::vector<SummaryRow> summarize(ModelOp model) {
 }
 
 /// The target machine code is compiled for: the host's, or `cpu`'s.
-static Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(unsigned optLevel,
-                                                                        StringRef cpu = "") {
+Expected<std::unique_ptr<llvm::TargetMachine>>
+mithril::runtime::detail::hostTargetMachine(unsigned optLevel, StringRef cpu) {
   initializeLLVM();
   auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!builder)
@@ -504,231 +295,12 @@ static Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(unsigned
   return builder->createTargetMachine();
 }
 
-namespace {
-/// The buffers compiled code allocates, kept for the next run instead of
-/// being returned to the system: a model allocates the same sizes on every
-/// run, and large blocks from malloc come fresh from mmap each time, so the
-/// page faults of touching them cost as much as a small convolution. Blocks
-/// are 64-byte aligned and cached by size, up to kMaxCachedBytes (256 MiB) in all.
-class BufferCache {
-public:
-  static BufferCache &get() {
-    static BufferCache *cache = new BufferCache(); // outlives every model
-    return *cache;
-  }
-
-  void *allocate(size_t size) {
-    size = std::max<size_t>(llvm::alignTo(size, 64), 64);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto it = free_.find(size);
-      if (it != free_.end() && !it->second.empty()) {
-        void *block = it->second.back();
-        it->second.pop_back();
-        cachedBytes_ -= size;
-        sizes_[block] = size;
-        noteLive(size);
-        return block;
-      }
-    }
-    void *block = std::aligned_alloc(64, size);
-    if (block) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      sizes_[block] = size;
-      noteLive(size);
-    }
-    return block;
-  }
-
-  /// The bytes compiled code holds now, and the most it held since
-  /// resetPeak().
-  std::pair<size_t, size_t> liveAndPeak() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return {liveBytes_, peakBytes_};
-  }
-  void resetPeak() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    peakBytes_ = liveBytes_;
-  }
-
-  /// Releases `block` if it is still handed out (a run cut short gives back
-  /// what it had, some of which it may have released already).
-  void releaseIfLive(void *block) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!sizes_.count(block))
-        return;
-    }
-    release(block);
-  }
-
-  void release(void *block) {
-    if (!block)
-      return;
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = sizes_.find(block);
-    if (it == sizes_.end())
-      return std::free(block); // not ours (a runtime helper's malloc)
-    size_t size = it->second;
-    sizes_.erase(it);
-    liveBytes_ -= size;
-    if (size > kMaxCachedBytes)
-      return std::free(block);
-    // Full: make room by freeing blocks of other sizes, largest first. The
-    // block just released is of a size in use now; the others may be left
-    // by models that no longer run (a 2048 x 2048 matmul's, say), and
-    // keeping those instead would send every block of the current model
-    // back to mmap and its page faults.
-    for (auto other = free_.rbegin(); cachedBytes_ + size > kMaxCachedBytes && other != free_.rend();
-         ++other) {
-      if (other->first == size)
-        continue;
-      while (!other->second.empty() && cachedBytes_ + size > kMaxCachedBytes) {
-        std::free(other->second.back());
-        other->second.pop_back();
-        cachedBytes_ -= other->first;
-      }
-    }
-    if (cachedBytes_ + size > kMaxCachedBytes)
-      return std::free(block);
-    free_[size].push_back(block);
-    cachedBytes_ += size;
-  }
-
-private:
-  void noteLive(size_t size) {
-    liveBytes_ += size;
-    peakBytes_ = std::max(peakBytes_, liveBytes_);
-  }
-
-  static constexpr size_t kMaxCachedBytes = size_t(256) << 20;
-  size_t liveBytes_ = 0, peakBytes_ = 0;
-  std::mutex mutex_;
-  std::unordered_map<void *, size_t> sizes_;
-  std::map<size_t, std::vector<void *>> free_;
-  size_t cachedBytes_ = 0;
-};
-
-/// Where a run resumes when its compiled code cannot get memory: compiled
-/// code has no way to fail, and would write through the null pointer. Set
-/// around the call of the compiled function on the calling thread; the
-/// blocks the run allocated there are given back when it is cut short.
-struct AllocationRecovery {
-  std::jmp_buf point;
-  size_t failedBytes = 0;
-  std::unordered_set<void *> live;
-};
-thread_local AllocationRecovery *recovery = nullptr;
-
-/// A block compiled code asked for could not be had: back to the run's
-/// recovery point, or (in a task of the pool, whose frames cannot be left)
-/// a one-line message and abort instead of a crash on a null pointer.
-[[noreturn]] void allocationFailed(size_t size) {
-  if (recovery && !runningPoolTask()) {
-    recovery->failedBytes = size;
-    std::longjmp(recovery->point, 1);
-  }
-  std::fprintf(stderr,
-               "mithril: out of memory: a temporary buffer of %zu bytes could not be "
-               "allocated in a parallel task\n",
-               size);
-  std::abort();
-}
-
-void *trackAllocation(void *block, size_t size) {
-  if (!block)
-    allocationFailed(size);
-  if (recovery && !runningPoolTask())
-    recovery->live.insert(block);
-  return block;
-}
-
-extern "C" void *mithrilCachedAlloc(size_t size) {
-  return trackAllocation(BufferCache::get().allocate(size), size);
-}
-extern "C" void *mithrilCachedAlignedAlloc(size_t alignment, size_t size) {
-  // Blocks are 64-byte aligned; larger alignments are not requested.
-  return trackAllocation(alignment <= 64 ? BufferCache::get().allocate(size)
-                                         : std::aligned_alloc(alignment, size),
-                         size);
-}
-extern "C" void mithrilCachedFree(void *block) {
-  if (recovery)
-    recovery->live.erase(block);
-  BufferCache::get().release(block);
-}
-
-/// Calls the compiled function; false, with `failedBytes` set, when it ran
-/// out of memory and was cut short. Nothing with a destructor lives in this
-/// frame or the compiled ones a longjmp leaves.
-bool callRecoverably(void (*function)(void **), void **args, AllocationRecovery &state) {
-  AllocationRecovery *outer = recovery;
-  if (setjmp(state.point)) {
-    recovery = outer;
-    for (void *block : state.live)
-      BufferCache::get().releaseIfLive(block);
-    state.live.clear();
-    return false;
-  }
-  recovery = &state;
-  function(args);
-  recovery = outer;
-  return true;
-}
-
-/// The first index out of range the running code reported on this thread
-/// (the checks run on the calling thread, outside the split loops).
-thread_local std::optional<std::string> pendingIndexError;
-
-/// Called by compiled code (convert-mithril-to-linalg's index-errors) with the
-/// offending index, the bound and a message naming the op and the indices.
-extern "C" void mithrilIndexError(int64_t value, int64_t bound, int64_t message) {
-  if (pendingIndexError)
-    return;
-  pendingIndexError = std::string(reinterpret_cast<const char *>(message)) + " is " +
-                      std::to_string(value) + ", outside [0, " + std::to_string(bound) + ")";
-}
-
-} // namespace
-
 CompiledModel::~CompiledModel() {
   // A task signals its completion from compiled code and then still runs a
   // few instructions of it on its way back to the pool: wait until none
   // runs before the code is freed.
   if (usesWorkerThreads_)
     waitForPoolTasks();
-}
-
-/// The MLIR async runtime's entry points, from the library loaded once for
-/// the process. Handing the library to ExecutionEngine (sharedLibPaths) would
-/// let the first engine destroyed reset the runtime's global state under the
-/// engines still alive.
-static Expected<const llvm::StringMap<void *> *> asyncRuntimeSymbols() {
-  static std::once_flag once;
-  static llvm::StringMap<void *> symbols;
-  static std::string error;
-  std::call_once(once, [] {
-    std::string message;
-    auto library = llvm::sys::DynamicLibrary::getPermanentLibrary(MITHRIL_ASYNC_RUNTIME, &message);
-    if (!library.isValid()) {
-      error = "running on several threads needs the MLIR async runtime (" + message +
-              "); compile with one thread";
-      return;
-    }
-    using InitFn = void (*)(llvm::StringMap<void *> &);
-    auto init = reinterpret_cast<InitFn>(
-        library.getAddressOfSymbol("__mlir_execution_engine_init"));
-    if (!init) {
-      error = std::string(MITHRIL_ASYNC_RUNTIME) + " exports no __mlir_execution_engine_init";
-      return;
-    }
-    init(symbols);
-    // Tasks start and are awaited through mithril's task pool (TaskPool.cpp).
-    installTaskPool(symbols);
-  });
-  if (!error.empty())
-    return makeError(error);
-  return &symbols;
 }
 
 llvm::Error CompiledModel::describe(Operation *rootOp, bool dynamicShapes) {
@@ -759,100 +331,6 @@ llvm::Error CompiledModel::describe(Operation *rootOp, bool dynamicShapes) {
   };
   dynamic_ = llvm::any_of(inputs_, isDynamic) || llvm::any_of(outputs_, isDynamic);
   return llvm::Error::success();
-}
-
-namespace {
-/// The kernels of profiled models, by id: each compile reserves a block of
-/// ids, and its code counts into them.
-struct ProfiledKernel {
-  std::string model, name;
-  std::atomic<int64_t> calls{0}, nanos{0};
-};
-struct ProfileRegistry {
-  static constexpr int64_t kBlock = int64_t(1) << 20; // kernels per compile
-  std::mutex mutex;
-  std::map<int64_t, ProfiledKernel> kernels;
-  std::atomic<int64_t> nextBlock{0};
-  static ProfileRegistry &get() {
-    static ProfileRegistry *registry = new ProfileRegistry(); // outlives every model
-    return *registry;
-  }
-};
-thread_local std::vector<Clock::time_point> profileStarts;
-} // namespace
-
-extern "C" void mithrilProfileEnter(int64_t) { profileStarts.push_back(Clock::now()); }
-extern "C" void mithrilProfileExit(int64_t id) {
-  auto end = Clock::now();
-  if (profileStarts.empty())
-    return;
-  auto start = profileStarts.back();
-  profileStarts.pop_back();
-  ProfileRegistry &registry = ProfileRegistry::get();
-  ProfiledKernel *kernel;
-  {
-    std::lock_guard<std::mutex> lock(registry.mutex);
-    auto it = registry.kernels.find(id);
-    if (it == registry.kernels.end())
-      return;
-    kernel = &it->second; // map nodes stay put
-  }
-  kernel->calls.fetch_add(1, std::memory_order_relaxed);
-  kernel->nanos.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count(),
-                          std::memory_order_relaxed);
-}
-
-std::pair<size_t, size_t> mithril::runtime::bufferBytes() {
-  return BufferCache::get().liveAndPeak();
-}
-void mithril::runtime::resetPeakBufferBytes() { BufferCache::get().resetPeak(); }
-
-std::vector<ProfileRecord> mithril::runtime::profileRecords() {
-  ProfileRegistry &registry = ProfileRegistry::get();
-  std::lock_guard<std::mutex> lock(registry.mutex);
-  std::vector<ProfileRecord> records;
-  for (auto &[id, kernel] : registry.kernels)
-    records.push_back(
-        {kernel.model, kernel.name, kernel.calls.load(), double(kernel.nanos.load()) * 1e-9});
-  return records;
-}
-
-/// Registers the kernels mithril-profile-kernels named in `module`.
-static void registerProfiledKernels(ModuleOp module, StringRef model, int64_t firstId) {
-  auto names = module->getAttrOfType<ArrayAttr>("mithril.profile_kernels");
-  if (!names)
-    return;
-  ProfileRegistry &registry = ProfileRegistry::get();
-  std::lock_guard<std::mutex> lock(registry.mutex);
-  int64_t id = firstId;
-  for (Attribute name : names) {
-    ProfiledKernel &kernel = registry.kernels[id++];
-    kernel.model = model.str();
-    kernel.name = cast<StringAttr>(name).getValue().str();
-  }
-}
-
-/// The symbols compiled code calls into the host for: the buffer cache, index
-/// errors, profiling timers and (with several threads) the async runtime.
-static llvm::orc::SymbolMap hostSymbols(llvm::orc::MangleAndInterner &interner,
-                                        const llvm::StringMap<void *> *asyncSymbols) {
-  llvm::orc::SymbolMap map;
-  auto add = [&](StringRef name, void *address) {
-    map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
-                           llvm::JITSymbolFlags::Exported};
-  };
-  add("_mlir_memref_to_llvm_alloc", reinterpret_cast<void *>(&mithrilCachedAlloc));
-  add("_mlir_memref_to_llvm_aligned_alloc", reinterpret_cast<void *>(&mithrilCachedAlignedAlloc));
-  add("_mlir_memref_to_llvm_free", reinterpret_cast<void *>(&mithrilCachedFree));
-  add("mithrilIndexError", reinterpret_cast<void *>(&mithrilIndexError));
-  add("mithrilProfileEnter", reinterpret_cast<void *>(&mithrilProfileEnter));
-  add("mithrilProfileExit", reinterpret_cast<void *>(&mithrilProfileExit));
-  add("mithrilAllReduceF32", reinterpret_cast<void *>(&mithrilAllReduceF32));
-  add("mithrilAllReduceF64", reinterpret_cast<void *>(&mithrilAllReduceF64));
-  if (asyncSymbols)
-    for (const auto &symbol : *asyncSymbols)
-      add(symbol.getKey(), symbol.getValue());
-  return map;
 }
 
 Expected<std::string> CompiledModel::objectCode() const {
@@ -1000,7 +478,7 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source
   CompileOptions opts = options;
   opts.entry = model->entry_;
   if (opts.profile)
-    opts.profileFirstId = ProfileRegistry::get().nextBlock.fetch_add(1) * ProfileRegistry::kBlock;
+    opts.profileFirstId = reserveProfileIds();
   model->options_ = opts;
 
   // The logical model, flattened, shape-inferred and differentiated, gives
@@ -1227,16 +705,13 @@ llvm::Error CompiledModel::run(ArrayRef<TensorView> inputs, ArrayRef<TensorView>
     descriptorPtrs[i] = descriptors[i].data();
     args[i] = &descriptorPtrs[i];
   }
-  pendingIndexError.reset();
+  takeIndexError();
   AllocationRecovery state;
   if (!callRecoverably(function_, args.data(), state))
     return makeError("out of memory: a temporary buffer of " + std::to_string(state.failedBytes) +
                      " bytes for @" + entry_ + " could not be allocated");
-  if (pendingIndexError) {
-    std::string message = std::move(*pendingIndexError);
-    pendingIndexError.reset();
-    return makeError(message);
-  }
+  if (std::optional<std::string> message = takeIndexError())
+    return makeError(*message);
   if (!cuda_)
     return llvm::Error::success();
   for (size_t i = 0; i < outputs.size(); ++i)
@@ -1361,334 +836,4 @@ CompiledModel::planShapes(ArrayRef<ArrayRef<int64_t>> inputShapes) const {
   plan.needsStaticCode = !compiledRoot || broadcastsDynamicSize(compiledRoot, root);
   shapesCache_.emplace(std::move(key), plan);
   return plan;
-}
-
-/// The host code of a module lowered to the LLVM dialect, optimized for
-/// the host CPU (or options.targetCpu) and printed as LLVM IR ("llvm"),
-/// assembly ("asm") or an object file ("obj").
-static Expected<std::string> emitHostCode(ModuleOp module, const CompileOptions &options,
-                                          StringRef format) {
-  llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(module, llvmContext);
-  if (!llvmModule)
-    return makeError("translation of the host code to LLVM IR failed");
-  auto tm = hostTargetMachine(options.optLevel, options.targetCpu);
-  if (!tm)
-    return tm.takeError();
-  ExecutionEngine::setupTargetTripleAndDataLayout(llvmModule.get(), tm->get());
-  if (llvm::Error err = makeOptimizingTransformer(options.optLevel, 0, tm->get())(llvmModule.get()))
-    return std::move(err);
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  if (format == "llvm") {
-    llvmModule->print(os, nullptr);
-    return out;
-  }
-  llvm::SmallVector<char, 0> buffer;
-  llvm::raw_svector_ostream bos(buffer);
-  llvm::legacy::PassManager codegen;
-  if ((*tm)->addPassesToEmitFile(codegen, bos, nullptr,
-                                 format == "asm" ? llvm::CodeGenFileType::AssemblyFile
-                                                 : llvm::CodeGenFileType::ObjectFile))
-    return makeError("the host target cannot emit " + format);
-  codegen.run(*llvmModule);
-  return std::string(buffer.begin(), buffer.end());
-}
-
-/// Lowers with mithril-gpu-pipeline and prints the kernels (PTX) or the IR.
-static Expected<std::string> emitGpu(ModuleOp module, const CompileOptions &options,
-                                     StringRef format, StringRef stopAfter) {
-  MLIRContext *ctx = module.getContext();
-  DiagnosticCollector diags(*ctx);
-  if (format != "ptx" && format != "mlir" && format != "llvm" && format != "asm" &&
-      format != "obj")
-    return makeError("--target=cuda emits ptx, mlir, llvm, asm or obj, not " + format);
-  // The whole GPU pipeline ends at "binary", the CPU one at "llvm".
-  StringRef gpuStop = (format == "ptx" || stopAfter == "llvm") ? "binary" : stopAfter;
-  if (llvm::Error err = runGpuPipeline(module, options, gpuStop))
-    return std::move(err);
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  if (format == "mlir") {
-    module.print(os);
-    return out;
-  }
-  if (format == "llvm" || format == "asm" || format == "obj") {
-    // The host code: kernel launches become calls into the CUDA runtime
-    // library (mgpuModuleLoad, mgpuLaunchKernel, ...), the kernels an
-    // embedded PTX module that the global constructors load.
-    Expected<std::string> host = emitHostCode(module, options, format);
-    if (!host)
-      return makeError(diags.text + llvm::toString(host.takeError()));
-    return host;
-  }
-  module.walk([&](gpu::BinaryOp binary) {
-    for (Attribute attr : binary.getObjects()) {
-      auto object = cast<gpu::ObjectAttr>(attr);
-      os << "// kernel module @" << binary.getSymName() << " for "
-         << options.gpuChip << "\n"
-         << object.getObject().getValue() << "\n";
-    }
-  });
-  if (out.empty())
-    return makeError("@" + options.entry + " produced no GPU kernels");
-  return out;
-}
-
-/// A C identifier made from a terminal name (`layer1.weight` -> layer1_weight).
-static std::string cIdentifier(StringRef name) {
-  std::string id;
-  for (char c : name)
-    id += llvm::isAlnum(c) ? c : '_';
-  if (id.empty() || llvm::isDigit(id[0]))
-    id = "t_" + id;
-  return id;
-}
-
-static StringRef cType(DType dtype) {
-  switch (dtype) {
-  case DType::F32: return "float";
-  case DType::F64: return "double";
-  case DType::I32: return "int32_t";
-  case DType::I64: return "int64_t";
-  case DType::Bool: return "bool";
-  // IEEE half and bfloat16 bit patterns.
-  case DType::F16:
-    return "uint16_t";
-  case DType::BF16:
-    return "uint16_t";
-  }
-  return "void";
-}
-
-/// A C header declaring the entry point of --emit=obj: one memref descriptor
-/// struct per terminal, inputs then outputs, outputs written in place.
-static Expected<std::string> emitHeader(ModuleOp module, const CompileOptions &options) {
-  if (llvm::Error err = runPipeline(module, options, "autodiff"))
-    return std::move(err);
-  auto root = cast<ModelOp>(SymbolTable::lookupSymbolIn(module, options.entry));
-  std::string entry = cIdentifier(options.entry);
-  std::string guard = "MITHRIL_MODEL_" + llvm::StringRef(entry).upper() + "_H";
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  os << "// Generated by mithril-run --emit=h for @" << options.entry << ".\n";
-  if (options.target == "cuda")
-    os << "// Link with the object from --emit=obj --target=cuda, -lmithril_cuda_runtime\n"
-       << "// and -lmlir_c_runner_utils. Every buffer is GPU memory (cuMemAlloc or any\n"
-       << "// allocator of the current CUDA context); the call returns once the kernels\n"
-       << "// are done.\n";
-  else
-    os << "// Link with the object from --emit=obj and -lmlir_c_runner_utils; an object\n"
-       << "// compiled for more than one thread (--num-threads, default: all of the\n"
-       << "// compiling host's) also needs -lmlir_async_runtime.\n";
-  os << "#ifndef " << guard << "\n#define " << guard << "\n\n"
-     << "#include <stdbool.h>\n#include <stdint.h>\n\n"
-     << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
-  std::vector<std::pair<std::string, std::string>> params;
-  auto describe = [&](StringRef name, Type type, bool isOutput) -> llvm::Error {
-    auto info = describeTerminal(options.entry, name, type, InputKind::Data, !isOutput);
-    if (!info)
-      return info.takeError();
-    std::string id = cIdentifier(name);
-    std::string structName = entry + "_" + id + "_t";
-    size_t rank = info->shape.size();
-    os << "/// " << (isOutput ? "output" : "input") << " '" << name << "': "
-       << dtypeName(info->dtype) << " " << runtime::formatShape(info->shape) << "\n"
-       << "typedef struct {\n  " << cType(info->dtype) << " *allocated;\n  "
-       << cType(info->dtype) << " *aligned;\n  int64_t offset;\n";
-    if (rank)
-      os << "  int64_t sizes[" << rank << "];\n  int64_t strides[" << rank << "];\n";
-    os << "} " << structName << ";\n\n";
-    params.emplace_back(structName, (isOutput ? "out_" : "in_") + id);
-    return llvm::Error::success();
-  };
-  for (unsigned i = 0, e = root.getNumInputs(); i < e; ++i)
-    if (llvm::Error err = describe(root.getInputName(i), root.getFunctionType().getInput(i), false))
-      return std::move(err);
-  for (unsigned i = 0, e = root.getNumOutputs(); i < e; ++i)
-    if (llvm::Error err = describe(root.getOutputName(i), root.getFunctionType().getResult(i), true))
-      return std::move(err);
-  os << "/// Runs @" << options.entry << ". Sizes and strides are row-major; outputs are\n"
-     << "/// written into the caller's buffers.\n"
-     << "void _mlir_ciface_" << options.entry << "(";
-  for (size_t i = 0; i < params.size(); ++i)
-    os << (i ? ", " : "") << params[i].first << " *" << params[i].second;
-  os << ");\n\n#ifdef __cplusplus\n}\n#endif\n\n#endif // " << guard << "\n";
-  return out;
-}
-
-/// Gives `model` (shape-inferred for one batch size) dynamic sizes where
-/// `other` (the same source, for another batch size) differs from it: the
-/// sizes that follow the batch. The two graphs must match op for op.
-static llvm::Error markBatchSizes(ModelOp model, ModelOp other) {
-  auto merge = [](Type a, Type b) -> Type {
-    auto ta = dyn_cast<RankedTensorType>(a), tb = dyn_cast<RankedTensorType>(b);
-    if (!ta || !tb || ta.getRank() != tb.getRank())
-      return a;
-    SmallVector<int64_t> shape(ta.getShape());
-    for (auto [i, size] : llvm::enumerate(tb.getShape()))
-      if (shape[i] != size)
-        shape[i] = ShapedType::kDynamic;
-    return ta.clone(shape);
-  };
-  if (model.getNumInputs() != other.getNumInputs())
-    return makeError("data parallelism: the model's inputs differ between batch sizes");
-  for (unsigned i = 0; i < model.getNumInputs(); ++i)
-    model.setInputType(i, merge(model.getArgumentTypes()[i], other.getArgumentTypes()[i]));
-  Block &a = model.getBodyBlock(), &b = other.getBodyBlock();
-  auto opsA = a.without_terminator(), opsB = b.without_terminator();
-  if (std::distance(opsA.begin(), opsA.end()) != std::distance(opsB.begin(), opsB.end()))
-    return makeError("data parallelism: the model's graph differs between batch sizes, so "
-                     "its batch axis cannot be traced");
-  for (auto [opA, opB] : llvm::zip(opsA, opsB)) {
-    if (opA.getName() != opB.getName() || opA.getNumResults() != opB.getNumResults())
-      return makeError("data parallelism: the model's graph differs between batch sizes ('" +
-                       opA.getName().getStringRef().str() + "' against '" +
-                       opB.getName().getStringRef().str() +
-                       "'), so its batch axis cannot be traced");
-    for (auto [ra, rb] : llvm::zip(opA.getResults(), opB.getResults()))
-      ra.setType(merge(ra.getType(), rb.getType()));
-  }
-  return llvm::Error::success();
-}
-
-Expected<DataParallelPlan>
-mithril::runtime::analyzeDataParallel(StringRef source, const CompileOptions &options,
-                                      ArrayRef<std::string> batchedInputs, StringRef doubledSource,
-                                      ArrayRef<std::string> doubledShapes) {
-  auto ctx = createContext();
-  auto module = parseSource(*ctx, source, options.sourceName);
-  if (!module)
-    return module.takeError();
-  CompileOptions front = options;
-  front.dynamicShapes = doubledSource.empty();
-  front.gradients = false;
-  if (llvm::Error err = runPipeline(**module, front, "shapes"))
-    return std::move(err);
-  auto model = findEntry(**module, options.entry);
-  if (!model)
-    return model.takeError();
-  OwningOpRef<ModuleOp> doubled;
-  if (!doubledSource.empty()) {
-    // Static sizes, twice: the sizes that change with the batch are its.
-    auto parsed = parseSource(*ctx, doubledSource, options.sourceName);
-    if (!parsed)
-      return parsed.takeError();
-    doubled = std::move(*parsed);
-    CompileOptions frontDoubled = front;
-    frontDoubled.shapes.assign(doubledShapes.begin(), doubledShapes.end());
-    if (llvm::Error err = runPipeline(*doubled, frontDoubled, "shapes"))
-      return std::move(err);
-    auto other = findEntry(*doubled, options.entry);
-    if (!other)
-      return other.takeError();
-    if (llvm::Error err = markBatchSizes(*model, *other))
-      return std::move(err);
-  }
-  SmallVector<unsigned> batched;
-  for (const std::string &name : batchedInputs) {
-    std::optional<unsigned> index = model->lookupInput(name);
-    if (!index)
-      return makeError("data parallelism: the model has no input '" + name + "'");
-    batched.push_back(*index);
-  }
-  std::vector<std::string> batchedNames(batchedInputs.begin(), batchedInputs.end());
-  if (batchedInputs.empty()) {
-    // Every data input whose axis 0 is left dynamic.
-    for (unsigned i = 0; i < model->getNumInputs(); ++i) {
-      auto type = dyn_cast<RankedTensorType>(model->getArgumentTypes()[i]);
-      if (model->getInputKind(i) == InputKind::Data && type && type.getRank() > 0 &&
-          type.isDynamicDim(0)) {
-        batched.push_back(i);
-        batchedNames.push_back(model->getInputName(i).str());
-      }
-    }
-    if (batched.empty())
-      return makeError("data parallelism: no data input has a dynamic batch axis (axis 0) to "
-                       "split across ranks");
-  }
-  DiagnosticCollector diags(*ctx);
-  FailureOr<SmallVector<BatchSharding>> outputs = analyzeBatchSharding(*model, batched);
-  if (failed(outputs)) {
-    std::string reproduce = pipelineOptions(front, "shapes", "");
-    return makeError(diags.text + "reproduce with: mithril-opt --pass-pipeline='builtin.module(" +
-                     "mithril-cpu-pipeline{" + reproduce + "},mithril-batch-sharding{inputs=" +
-                     llvm::join(batchedNames, ",") + "})' " + options.sourceName);
-  }
-  DataParallelPlan plan;
-  plan.batchedInputs = std::move(batchedNames);
-  for (auto [i, sharding] : llvm::enumerate(*outputs))
-    plan.outputs.push_back({model->getOutputName(i).str(), sharding});
-  return plan;
-}
-
-Expected<std::string> mithril::runtime::runPasses(StringRef source, StringRef pipeline,
-                                                  StringRef sourceName) {
-  // The registry parsePassPipeline reads: upstream's generic transforms
-  // (canonicalize, cse, ...) and every mithril pass and pipeline.
-  static std::once_flag registered;
-  std::call_once(registered, [] {
-    mlir::registerTransformsPasses();
-    mithril::registerAllPasses();
-  });
-  auto ctx = createContext();
-  auto module = parseSource(*ctx, source, sourceName);
-  if (!module)
-    return module.takeError();
-  DiagnosticCollector diags(*ctx);
-  PassManager pm(ctx.get());
-  std::string parseErrors;
-  llvm::raw_string_ostream errors(parseErrors);
-  // The manager is anchored on the module already: an explicit
-  // `builtin.module(...)` around the pipeline (mithril-opt's --pass-pipeline
-  // form) would nest it under modules inside this one, and it would run on
-  // nothing.
-  StringRef passes = pipeline.trim();
-  if (passes.consume_front("builtin.module(") && passes.consume_back(")"))
-    pipeline = passes;
-  if (failed(parsePassPipeline(pipeline, pm, errors)))
-    return makeError("pass pipeline '" + pipeline + "': " + parseErrors);
-  if (failed(pm.run(**module)))
-    return makeError(diags.text + "reproduce with: mithril-opt --pass-pipeline='builtin.module(" +
-                     pipeline + ")' " + sourceName);
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  (*module)->print(os);
-  return out;
-}
-
-Expected<std::string> mithril::runtime::emit(StringRef source, const CompileOptions &options,
-                                             StringRef format, StringRef stopAfter) {
-  if (options.target != "cpu" && options.target != "cuda")
-    return makeError("unknown target '" + options.target + "' (expected cpu or cuda)");
-  if (format != "mlir" && format != "llvm" && format != "asm" && format != "obj" &&
-      format != "h" && !(format == "ptx" && options.target == "cuda"))
-    return makeError("unknown --emit format '" + format +
-                     "' (expected mlir, llvm, asm, obj, h, or ptx with --target=cuda)");
-  auto ctx = createContext();
-  auto module = parseSource(*ctx, source, options.sourceName);
-  if (!module)
-    return module.takeError();
-  auto entry = findEntry(**module, options.entry);
-  if (!entry)
-    return entry.takeError();
-  CompileOptions opts = options;
-  opts.entry = entry->getSymName().str();
-  if (llvm::Error err = checkTargetCpu(opts.targetCpu))
-    return std::move(err);
-  if (format == "h")
-    return emitHeader(**module, opts);
-  if (options.target == "cuda")
-    return emitGpu(**module, opts, format, stopAfter);
-  if (format != "mlir" && stopAfter != "llvm")
-    return makeError("--mlir-stage applies to --emit=mlir only");
-  if (llvm::Error err = runPipeline(**module, opts, stopAfter))
-    return std::move(err);
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  if (format == "mlir") {
-    (*module)->print(os);
-    return out;
-  }
-  return emitHostCode(**module, options, format);
 }

@@ -1,0 +1,125 @@
+//===- Driver.h - shared pieces of the runtime's compiler driver -*- C++ -*-===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+// Internal to lib/Runtime: what CompiledModel.cpp, PipelineRunner.cpp,
+// Emit.cpp, DataParallel.cpp and HostServices.cpp share.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MITHRIL_LIB_RUNTIME_DRIVER_H
+#define MITHRIL_LIB_RUNTIME_DRIVER_H
+
+#include "mithril/Dialect/Mithril/IR/MithrilOps.h"
+#include "mithril/Runtime/CompiledModel.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ExecutionEngine/Orc/Core.h"
+#include "llvm/ExecutionEngine/Orc/Mangling.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <chrono>
+#include <csetjmp>
+#include <optional>
+#include <unordered_set>
+
+namespace mithril::runtime::detail {
+
+llvm::Error makeError(const llvm::Twine &message);
+
+/// Writes a location the way compilers do: `file:line:col`, or the path of
+/// the op or terminal it names.
+void printLocation(llvm::raw_ostream &os, mlir::Location loc);
+
+/// Collects diagnostics as text while in scope.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(mlir::MLIRContext &ctx)
+      : handler(&ctx, [this](mlir::Diagnostic &diag) {
+          llvm::raw_string_ostream os(text);
+          printLocation(os, diag.getLocation());
+          os << ": "
+             << (diag.getSeverity() == mlir::DiagnosticSeverity::Error     ? "error: "
+                 : diag.getSeverity() == mlir::DiagnosticSeverity::Warning ? "warning: "
+                                                                           : "note: ")
+             << diag << "\n";
+          for (mlir::Diagnostic &note : diag.getNotes()) {
+            printLocation(os, note.getLocation());
+            os << ": note: " << note << "\n";
+          }
+          return mlir::success();
+        }) {}
+  std::string text;
+
+private:
+  mlir::ScopedDiagnosticHandler handler;
+};
+
+using Clock = std::chrono::steady_clock;
+inline double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// Success for no target CPU or one LLVM knows; an error naming it otherwise.
+llvm::Error checkTargetCpu(llvm::StringRef cpu);
+
+/// The option string of mithril-cpu-pipeline for `options`, from after
+/// `startAfter` up to `stopAfter`.
+std::string pipelineOptions(const CompileOptions &options, llvm::StringRef stopAfter,
+                            llvm::StringRef startAfter);
+
+/// Runs mithril-cpu-pipeline's stages after `startAfter` up to `stopAfter`;
+/// on failure the error holds the diagnostics and the reproducing command.
+llvm::Error runPipeline(mlir::ModuleOp module, const CompileOptions &options,
+                        llvm::StringRef stopAfter, llvm::StringRef startAfter = "",
+                        bool forJit = false, std::vector<PhaseTiming> *stages = nullptr);
+
+/// Runs mithril-gpu-pipeline up to `stopAfter`; likewise.
+llvm::Error runGpuPipeline(mlir::ModuleOp module, const CompileOptions &options,
+                           llvm::StringRef stopAfter);
+
+/// The root model to compile: the named one, or the only un-instantiated one.
+llvm::Expected<ModelOp> findEntry(mlir::ModuleOp module, llvm::StringRef entry);
+
+/// A terminal's name, type, shape and kind, or an error naming it.
+llvm::Expected<TerminalInfo> describeTerminal(llvm::StringRef modelName, llvm::StringRef name,
+                                              mlir::Type type, InputKind kind, bool isInput,
+                                              bool allowDynamic = false);
+
+/// The target machine code is compiled for: the host's, or `cpu`'s.
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(unsigned optLevel,
+                                                                       llvm::StringRef cpu = "");
+
+/// Where a run resumes when its compiled code cannot get memory.
+struct AllocationRecovery {
+  std::jmp_buf point;
+  size_t failedBytes = 0;
+  std::unordered_set<void *> live;
+};
+
+/// Calls the compiled function; false, with `failedBytes` set, when it ran
+/// out of memory and was cut short.
+bool callRecoverably(void (*function)(void **), void **args, AllocationRecovery &state);
+
+/// The first index out of range the code run on this thread reported since
+/// the last call, if any.
+std::optional<std::string> takeIndexError();
+
+/// The MLIR async runtime's entry points (the library loaded once).
+llvm::Expected<const llvm::StringMap<void *> *> asyncRuntimeSymbols();
+
+/// A block of kernel ids for one compile's profiled kernels.
+int64_t reserveProfileIds();
+
+/// Registers the kernels mithril-profile-kernels named in `module`.
+void registerProfiledKernels(mlir::ModuleOp module, llvm::StringRef model, int64_t firstId);
+
+/// The symbols compiled code calls into the host for.
+llvm::orc::SymbolMap hostSymbols(llvm::orc::MangleAndInterner &interner,
+                                 const llvm::StringMap<void *> *asyncSymbols);
+
+} // namespace mithril::runtime::detail
+
+#endif // MITHRIL_LIB_RUNTIME_DRIVER_H

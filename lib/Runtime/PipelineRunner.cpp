@@ -1,0 +1,256 @@
+//===- PipelineRunner.cpp - the pipelines run for a model, with reproducers ===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+
+//===- CompiledModel.cpp - a model compiled for the host CPU --------------===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaDevice.h"
+#include "Driver.h"
+#include "mithril/Runtime/CompiledModel.h"
+#include "mithril/Runtime/Distributed.h"
+
+#include "mithril/Dialect/Mithril/IR/MithrilOps.h"
+#include "mithril/Dialect/Mithril/Transforms/Passes.h"
+#include "mithril/InitAllDialects.h"
+#include "mithril/InitAllPasses.h"
+#include "mithril/Pipelines/Pipelines.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/X86TargetParser.h"
+
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/DynamicLibrary.h"
+
+#include <atomic>
+#include <chrono>
+#include <csetjmp>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+using namespace mlir;
+using namespace mithril;
+using namespace mithril::runtime;
+using namespace mithril::runtime::detail;
+using llvm::Expected;
+
+/// Success for no target CPU or one LLVM knows; an error naming it otherwise.
+llvm::Error mithril::runtime::detail::checkTargetCpu(StringRef cpu) {
+  if (cpu.empty() || vectorRegisterBits(cpu))
+    return llvm::Error::success();
+  return makeError("unknown target CPU '" + cpu +
+                   "' (an x86-64 CPU LLVM knows: znver2, skylake-avx512, sapphirerapids, ...)");
+}
+
+std::string mithril::runtime::detail::pipelineOptions(const CompileOptions &options,
+                                                      StringRef stopAfter, StringRef startAfter) {
+  std::string s;
+  auto add = [&](StringRef key, StringRef value) {
+    if (!s.empty())
+      s += ' ';
+    s += (key + "=" + value).str();
+  };
+  if (!options.entry.empty())
+    add("entry", options.entry);
+  if (!options.shapes.empty())
+    add("shapes", llvm::join(options.shapes, ","));
+  if (!options.discard.empty())
+    add("discard", llvm::join(options.discard, ","));
+  if (options.dynamicShapes)
+    add("dynamic-data", "true");
+  if (!options.quantize.empty())
+    add("quantize", options.quantize);
+  if (options.quantizeObserve)
+    add("quantize-observe", "true");
+  if (!options.activationScales.empty()) {
+    std::string scales;
+    llvm::raw_string_ostream os(scales);
+    llvm::interleave(
+        options.activationScales, os, [&](double v) { os << llvm::formatv("{0:e9}", v); }, ",");
+    add("activation-scales", scales);
+  }
+  if (!options.precision.empty()) {
+    add("precision", options.precision);
+    if (options.precisionTerminals)
+      add("precision-terminals", "true");
+  }
+  if (options.gradients) {
+    add("gradients", "true");
+    if (!options.wrt.empty())
+      add("wrt", llvm::join(options.wrt, ","));
+    if (!options.seeds.empty())
+      add("seeds", llvm::join(options.seeds, ","));
+    if (options.checkpointSegments)
+      add("checkpoint-segments", std::to_string(options.checkpointSegments));
+    if (options.allReduceGradients)
+      add("all-reduce-gradients", "true");
+    if (!options.optimizer.empty()) {
+      add("optimizer", options.optimizer);
+      add("momentum", std::to_string(options.momentum));
+      add("weight-decay", std::to_string(options.weightDecay));
+    }
+  }
+  if (options.tensorParallel > 1)
+    add("tensor-parallel", std::to_string(options.tensorParallel));
+  // Threads shape the code from the fusion stage (the schedule) on.
+  bool scheduled = llvm::is_contained({"fusion", "bufferize", "loops", "llvm"}, stopAfter);
+  if (unsigned threads = resolvedThreads(options); threads != 1 && scheduled)
+    add("threads", std::to_string(threads));
+  if (!options.targetCpu.empty() && scheduled)
+    add("target-cpu", options.targetCpu);
+  if (options.gpuTilesOnHost)
+    add("gpu-tiles-on-host", "true");
+  if (options.profile)
+    add("profile", "true");
+  for (auto [key, on] : {std::pair<StringRef, bool>{"fold", options.fold},
+                         {"cse", options.cse},
+                         {"dce", options.dce},
+                         {"fusion", options.fusion},
+                         {"schedule", options.schedule},
+                         {"memory-planning", options.memoryPlanning}})
+    if (!on)
+      add(key, "false");
+  if (stopAfter != "llvm")
+    add("stop-after", stopAfter);
+  if (!startAfter.empty())
+    add("start-after", startAfter);
+  return s;
+}
+
+static int64_t countOps(ModuleOp module) {
+  int64_t count = 0;
+  module->walk([&](Operation *) { ++count; });
+  return count - 1; // the module itself
+}
+
+/// Runs mithril-cpu-pipeline's stages after `startAfter` up to `stopAfter`,
+/// one pass manager per stage, each recorded in `stages` (when given) with
+/// its time and the module's op counts before and after it. On failure the
+/// error holds the diagnostics and the mithril-opt command that reproduces
+/// them from the source.
+llvm::Error mithril::runtime::detail::runPipeline(ModuleOp module, const CompileOptions &options,
+                                                  StringRef stopAfter, StringRef startAfter,
+                                                  bool forJit, std::vector<PhaseTiming> *stages) {
+  MLIRContext *ctx = module.getContext();
+  auto configure = [&](CpuPipelineOptions &pipelineOpts, StringRef stop, StringRef start) {
+    copyModelOptions(pipelineOpts, options);
+    pipelineOpts.threads = resolvedThreads(options);
+    pipelineOpts.stopAfter = stop.str();
+    pipelineOpts.startAfter = start.str();
+    pipelineOpts.runtimeAllocator = forJit;
+    pipelineOpts.indexErrors = forJit;
+    pipelineOpts.dynamicData = options.dynamicShapes;
+    pipelineOpts.gpuTilesOnHost = options.gpuTilesOnHost;
+    pipelineOpts.fold = options.fold;
+    pipelineOpts.cse = options.cse;
+    pipelineOpts.dce = options.dce;
+    pipelineOpts.fusion = options.fusion;
+    pipelineOpts.memoryPlanning = options.memoryPlanning;
+    pipelineOpts.schedule = options.schedule;
+    pipelineOpts.profile = options.profile;
+    pipelineOpts.profileFirstId = options.profileFirstId;
+    pipelineOpts.targetCpu = options.targetCpu;
+  };
+  {
+    CpuPipelineOptions whole;
+    configure(whole, stopAfter, startAfter);
+    if (std::string error = checkCpuPipelineOptions(whole); !error.empty())
+      return makeError(error);
+  }
+  ArrayRef<StringRef> all = getCpuPipelineStages();
+  const StringRef *first = startAfter.empty() ? all.begin() : llvm::find(all, startAfter) + 1;
+  const StringRef *last = llvm::find(all, stopAfter);
+  int64_t ops = stages ? countOps(module) : -1;
+  for (const StringRef *stage = first; stage <= last; ++stage) {
+    DiagnosticCollector diags(*ctx);
+    PassManager pm(ctx);
+    CpuPipelineOptions pipelineOpts;
+    configure(pipelineOpts, *stage, stage == all.begin() ? StringRef() : *(stage - 1));
+    if (failed(buildCpuPipeline(pm, pipelineOpts)))
+      return makeError("internal error: mithril-cpu-pipeline does not build");
+    if (pm.size() == 0)
+      continue; // autodiff without gradients
+    auto start = Clock::now();
+    if (failed(pm.run(module))) {
+      // From the source up to the stage that failed.
+      std::string reproduce = pipelineOptions(options, *stage, "");
+      if (forJit)
+        reproduce += " runtime-allocator=true index-errors=true";
+      return makeError(diags.text + "reproduce with: mithril-opt --pass-pipeline='builtin.module(" +
+                       "mithril-cpu-pipeline{" + reproduce + "})' " + options.sourceName);
+    }
+    if (stages) {
+      int64_t after = countOps(module);
+      stages->push_back({stage->str(), secondsSince(start), ops, after});
+      ops = after;
+    }
+  }
+  return llvm::Error::success();
+}
+
+/// Runs mithril-gpu-pipeline up to `stopAfter` (one of its stages); on
+/// failure the error holds the diagnostics and the mithril-opt command that
+/// reproduces them.
+llvm::Error mithril::runtime::detail::runGpuPipeline(ModuleOp module, const CompileOptions &options,
+                                                     StringRef stopAfter) {
+  MLIRContext *ctx = module.getContext();
+  DiagnosticCollector diags(*ctx);
+  PassManager pm(ctx);
+  GpuPipelineOptions gpu;
+  copyModelOptions(gpu, options);
+  gpu.chip = options.gpuChip;
+  gpu.stopAfter = stopAfter.str();
+  if (std::string error = checkGpuPipelineOptions(gpu); !error.empty())
+    return makeError(error);
+  if (failed(buildGpuPipeline(pm, gpu)))
+    return makeError("internal error: mithril-gpu-pipeline does not build");
+  if (succeeded(pm.run(module)))
+    return llvm::Error::success();
+  // Every option, as the pipeline prints them: the command reproduces
+  // gradients, optimizers, discards and stages alike.
+  std::string reproducer;
+  llvm::raw_string_ostream os(reproducer);
+  gpu.print(os);
+  return makeError(diags.text + "reproduce with: mithril-opt --pass-pipeline='builtin.module(" +
+                   "mithril-gpu-pipeline" + reproducer + ")' " + options.sourceName);
+}
