@@ -1,0 +1,301 @@
+//===- MatrixVector.cpp - matrix-vector products on a weight's layout ---===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+// A matmul of a few rows by a transposed weight as partial sums over the
+// weight's rows (and vdpbf16ps for bf16), their lanes summed in registers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Schedule.h"
+
+#include "mithril/Conversion/MithrilToLinalg/MithrilToLinalg.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/Dialect/Transform/IR/TransformDialect.h"
+#include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
+#include "mlir/Interfaces/TilingInterface.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
+
+using namespace mlir;
+using namespace mithril;
+using namespace mithril::cpu;
+using namespace mithril::cpu::detail;
+
+/// A matmul with at most kGemvMaxRows rows whose right operand is a
+/// transposed matrix (a Linear layer's weight, stored [out, in]) becomes a
+/// matrix-vector product on the weight's own layout: the reduction is split
+/// into steps of kGemvLanes lanes of partial sums, so that each step reads
+/// contiguous rows of the weight and does full-width FMAs, and the lanes
+/// are summed once at the end. The transpose is no longer materialized.
+LogicalResult Scheduler::rewriteMatrixVectorProducts(IRRewriter &rewriter,
+                                                     ArrayRef<linalg::LinalgOp> ops) {
+  for (linalg::LinalgOp op : ops) {
+    auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation());
+    if (!matmul || !matmul.hasPureTensorSemantics())
+      continue;
+    auto transpose = matmul.getDpsInputOperand(1)->get().getDefiningOp<linalg::TransposeOp>();
+    if (!transpose || transpose.getPermutation() != ArrayRef<int64_t>{1, 0})
+      continue;
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    Type et = getElementTypeOrSelf(op->getResult(0).getType());
+    if (!llvm::any_of(ranges, ShapedType::isDynamic) && ranges[0] <= kGemvMaxRows &&
+        succeeded(rewriteBF16MatrixVectorProduct(rewriter, matmul, transpose)))
+      continue;
+    if (llvm::any_of(ranges, ShapedType::isDynamic) || ranges[0] > kGemvMaxRows ||
+        ranges[2] % kGemvLanes != 0 || ranges[2] < 2 * kGemvLanes || !isa<FloatType>(et))
+      continue;
+    Location loc = op.getLoc();
+    AffineExpr m, n, k;
+    bindDims(ctx, m, n, k);
+    SmallVector<AffineMap> maps = {AffineMap::get(3, 0, {m, k}, ctx),
+                                   AffineMap::get(3, 0, {n, k}, ctx),
+                                   AffineMap::get(3, 0, {m, n}, ctx)};
+    SmallVector<utils::IteratorType> iterators = {utils::IteratorType::parallel,
+                                                  utils::IteratorType::parallel,
+                                                  utils::IteratorType::reduction};
+    rewriter.setInsertionPoint(op);
+    auto product = linalg::GenericOp::create(
+        rewriter, loc, op->getResultTypes(),
+        ValueRange{matmul.getDpsInputOperand(0)->get(), transpose.getInput()},
+        ValueRange{matmul.getDpsInitOperand(0)->get()}, maps, iterators, mithril::yieldMultiplyAdd);
+    rewriter.replaceOp(op, product->getResults());
+    if (transpose->use_empty())
+      rewriter.eraseOp(transpose);
+    rewriter.setInsertionPoint(product);
+    FailureOr<linalg::SplitReductionResult> split = linalg::splitReduction(
+        rewriter, cast<linalg::LinalgOp>(product.getOperation()), [](linalg::LinalgOp) {
+          return linalg::SplitReductionOptions{kGemvLanes, /*index=*/2,
+                                               /*innerParallel=*/true};
+        });
+    if (failed(split))
+      return product.emitError("mithril-cpu-schedule: cannot split this reduction");
+    configureTile(split->splitLinalgOp, CpuKernel::MatrixVector, /*beforeSplit=*/true);
+    configureTile(split->resultCombiningLinalgOp, CpuKernel::LaneSum, /*beforeSplit=*/true);
+  }
+  return success();
+}
+
+/// The bf16 form of a matrix-vector product for vdpbf16ps: A [m][k] and
+/// the weight W [n][k] viewed as [.][k / 32][16][2], partial sums P[m][n]
+/// [16] accumulating A[m][kk][l][p] * W[n][kk][l][p] over kk and p (one
+/// vdpbf16ps per row, column and 32 reduction steps: both operands read
+/// contiguously), then summed over the 16 lanes. Fails (and leaves the
+/// matmul) unless both operands are bf16, the target has AVX512-BF16 and
+/// the reduction is a multiple of 32.
+LogicalResult Scheduler::rewriteBF16MatrixVectorProduct(IRRewriter &rewriter,
+                                                        linalg::MatmulOp matmul,
+                                                        linalg::TransposeOp transpose) {
+  Value a = matmul.getDpsInputOperand(0)->get(), w = transpose.getInput();
+  Value c = matmul.getDpsInitOperand(0)->get();
+  auto at = cast<RankedTensorType>(a.getType());
+  auto wt = cast<RankedTensorType>(w.getType());
+  auto ct = cast<RankedTensorType>(c.getType());
+  if (!strategy.registers.bf16DotProduct || !at.getElementType().isBF16() ||
+      !wt.getElementType().isBF16() || !ct.getElementType().isF32() || !at.hasStaticShape() ||
+      !wt.hasStaticShape())
+    return failure();
+  int64_t m = at.getDimSize(0), k = at.getDimSize(1), n = wt.getDimSize(0);
+  constexpr int64_t lanes = 16, pair = 2;
+  if (k < 2 * lanes * pair)
+    return failure();
+  if (k % (lanes * pair) != 0) {
+    // 784 = 24 x 32 + 16: the whole groups here, the rest in a second
+    // product that accumulates onto this one's result.
+    int64_t whole = k - k % (lanes * pair);
+    rewriter.setInsertionPoint(matmul);
+    Location loc = matmul.getLoc();
+    auto slice = [&](Value v, int64_t rowCount, int64_t offset, int64_t size) -> Value {
+      return tensor::ExtractSliceOp::create(
+          rewriter, loc, v,
+          SmallVector<OpFoldResult>{rewriter.getIndexAttr(0), rewriter.getIndexAttr(offset)},
+          SmallVector<OpFoldResult>{rewriter.getIndexAttr(rowCount), rewriter.getIndexAttr(size)},
+          SmallVector<OpFoldResult>{rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)});
+    };
+    auto transposed = [&](Value v) -> linalg::TransposeOp {
+      auto type = cast<RankedTensorType>(v.getType());
+      Value empty = tensor::EmptyOp::create(
+          rewriter, loc, ArrayRef<int64_t>{type.getDimSize(1), type.getDimSize(0)},
+          type.getElementType());
+      return linalg::TransposeOp::create(rewriter, loc, v, empty, ArrayRef<int64_t>{1, 0});
+    };
+    linalg::TransposeOp headT = transposed(slice(w, n, 0, whole));
+    auto head = linalg::MatmulOp::create(rewriter, loc, TypeRange{ct},
+                                         ValueRange{slice(a, m, 0, whole), headT.getResult()[0]},
+                                         ValueRange{c});
+    linalg::TransposeOp tailT = transposed(slice(w, n, whole, k - whole));
+    auto tail =
+        linalg::MatmulOp::create(rewriter, loc, TypeRange{ct},
+                                 ValueRange{slice(a, m, whole, k - whole), tailT.getResult()[0]},
+                                 ValueRange{head.getResult(0)});
+    rewriter.replaceOp(matmul, tail.getResult(0));
+    if (transpose->use_empty())
+      rewriter.eraseOp(transpose);
+    return rewriteBF16MatrixVectorProduct(rewriter, head, headT);
+  }
+  int64_t steps = k / (lanes * pair);
+  Location loc = matmul.getLoc();
+  Type bf16 = rewriter.getBF16Type(), f32 = rewriter.getF32Type();
+  rewriter.setInsertionPoint(matmul);
+  SmallVector<ReassociationIndices> groups = {{0}, {1, 2, 3}};
+  Value aGroups = tensor::ExpandShapeOp::create(
+      rewriter, loc, RankedTensorType::get({m, steps, lanes, pair}, bf16), a, groups);
+  Value wGroups = tensor::ExpandShapeOp::create(
+      rewriter, loc, RankedTensorType::get({n, steps, lanes, pair}, bf16), w, groups);
+  Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getZeroAttr(f32));
+  Value partialInit =
+      linalg::FillOp::create(
+          rewriter, loc, zero,
+          tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{m, n, lanes}, f32).getResult())
+          .getResult(0);
+  AffineExpr dm, dn, dk, dl, dp;
+  bindDims(ctx, dm, dn, dk, dl, dp);
+  SmallVector<AffineMap> maps = {AffineMap::get(5, 0, {dm, dk, dl, dp}, ctx),
+                                 AffineMap::get(5, 0, {dn, dk, dl, dp}, ctx),
+                                 AffineMap::get(5, 0, {dm, dn, dl}, ctx)};
+  using utils::IteratorType;
+  SmallVector<IteratorType> iterators = {IteratorType::parallel, IteratorType::parallel,
+                                         IteratorType::reduction, IteratorType::parallel,
+                                         IteratorType::reduction};
+  auto partial = linalg::GenericOp::create(rewriter, loc, TypeRange{partialInit.getType()},
+                                           ValueRange{aGroups, wGroups}, ValueRange{partialInit},
+                                           maps, iterators, mithril::yieldMultiplyAdd);
+  configureTile(partial, CpuKernel::MatrixVector, /*beforeSplit=*/true);
+  // The lanes summed into C (which holds the matmul's initial value).
+  SmallVector<AffineMap> sumMaps = {AffineMap::get(3, 0, {dm, dn, dk}, ctx),
+                                    AffineMap::get(3, 0, {dm, dn}, ctx)};
+  auto sum = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{ct}, ValueRange{partial.getResult(0)}, ValueRange{c}, sumMaps,
+      SmallVector<IteratorType>{IteratorType::parallel, IteratorType::parallel,
+                                IteratorType::reduction},
+      [](OpBuilder &b, Location l, ValueRange args) {
+        linalg::YieldOp::create(b, l, arith::AddFOp::create(b, l, args[1], args[0]).getResult());
+      });
+  configureTile(sum, CpuKernel::LaneSum, /*beforeSplit=*/true);
+  rewriter.replaceOp(matmul, sum.getResult(0));
+  if (transpose->use_empty())
+    rewriter.eraseOp(transpose);
+  return success();
+}
+
+/// Tiles each lane sum of a matrix-vector product by the product's register
+/// tile (rows x columns) and computes the partial sums of the tile inside,
+/// from a zero-filled accumulator: the lanes of a tile are summed while
+/// still in registers, and the [rows, columns, lanes] partial sums never
+/// go to memory (at batch 16 they were a third of the weight's size).
+LogicalResult Scheduler::fuseMatrixVectorLanes(IRRewriter &rewriter,
+                                               ArrayRef<linalg::LinalgOp> ops) {
+  for (linalg::LinalgOp lanes : ops) {
+    if (!hasKernel(lanes, CpuKernel::LaneSum) || lanes.getNumDpsInputs() != 1)
+      continue;
+    auto partial = lanes.getDpsInputOperand(0)->get().getDefiningOp<linalg::LinalgOp>();
+    if (!partial || !hasKernel(partial, CpuKernel::MatrixVector) || !partial->hasOneUse())
+      continue;
+    // The partial sums' register tile on the rows and columns of the result.
+    SmallVector<int64_t> partialTile = cpu::configuredRegisterTile(partial, strategy.registers);
+    AffineMap out = partial.getIndexingMapMatchingResult(partial->getResult(0));
+    AffineMap lanesIn = lanes.getMatchingIndexingMap(lanes.getDpsInputOperand(0));
+    SmallVector<int64_t> sizes(lanes.getNumLoops(), 0);
+    for (unsigned r = 0; r < out.getNumResults() && r < lanesIn.getNumResults(); ++r) {
+      auto pd = dyn_cast<AffineDimExpr>(out.getResult(r));
+      auto ld = dyn_cast<AffineDimExpr>(lanesIn.getResult(r));
+      if (pd && ld &&
+          lanes.getIteratorTypesArray()[ld.getPosition()] == utils::IteratorType::parallel)
+        sizes[ld.getPosition()] = partialTile[pd.getPosition()];
+    }
+    fitTilesToLoops(sizes, lanes.getStaticLoopRanges(), /*tileDynamic=*/false);
+    if (llvm::all_of(sizes, [](int64_t size) { return size == 0; }))
+      continue;
+    llvm::DenseSet<Operation *> fusible = {partial.getOperation()};
+    for (OpOperand &init : partial.getDpsInitsMutable())
+      if (auto fill = init.get().getDefiningOp<linalg::FillOp>())
+        fusible.insert(fill);
+    scf::SCFTileAndFuseOptions options;
+    options.tilingOptions.setTileSizes(getAsIndexOpFoldResult(ctx, sizes));
+    // Weight rows (the result's columns) outermost, as the partial sums'
+    // own tiling had them.
+    SmallVector<int64_t> interchange;
+    for (unsigned i = 0; i < lanes.getNumLoops(); ++i)
+      interchange.push_back(i);
+    if (lanes.getNumParallelLoops() >= 2)
+      std::swap(interchange[0], interchange[1]);
+    options.tilingOptions.setInterchange(interchange);
+    FailureOr<scf::SCFTileAndFuseResult> tiled = tileAndFuse(rewriter, lanes, options, fusible);
+    if (failed(tiled))
+      return lanes.emitError("mithril-cpu-schedule: cannot fuse a matrix-vector product");
+    // The tile's fill and lane sum stay whole (one vector each), so that
+    // the partial sums are forwarded in registers; the partial sums' tile
+    // is tiled on its reduction as usual.
+    for (Operation *op : tiled->tiledAndFusedOps)
+      if (!hasKernel(op, CpuKernel::MatrixVector)) {
+        LoweringConfigAttr config = getLoweringConfig(op);
+        setLoweringConfig(
+            op, (config ? config : LoweringConfigAttr::get(op->getContext(), CpuKernel::Default))
+                    .asWhole());
+      }
+    rewriter.eraseOp(lanes);
+    if (partial->use_empty())
+      rewriter.eraseOp(partial);
+  }
+  return success();
+}
+
+/// Writes the register tiles of rewriteBF16MatrixVectorProduct's partial
+/// sums as vdpbf16ps: a tile over (rows, columns, one step, 16 lanes,
+/// pair) reads each row of A and of the weight as 32 contiguous bf16 and
+/// adds their pairwise products to the (row, column) lanes.
+void Scheduler::lowerBF16MatrixVectorTiles(IRRewriter &rewriter, ModuleOp module) {
+  SmallVector<linalg::GenericOp> tiles;
+  module.walk([&](linalg::GenericOp op) {
+    if (hasKernel(op, CpuKernel::MatrixVector) && op.hasPureTensorSemantics() &&
+        op.getNumLoops() == 5 && op.getNumDpsInputs() == 2 &&
+        getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType()).isBF16())
+      tiles.push_back(op);
+  });
+  for (linalg::GenericOp op : tiles) {
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    if (llvm::any_of(ranges, ShapedType::isDynamic) || ranges[2] != 1 || ranges[3] != 16 ||
+        ranges[4] != 2)
+      continue;
+    int64_t rows = ranges[0], cols = ranges[1];
+    Location loc = op.getLoc();
+    rewriter.setInsertionPoint(op);
+    Type bf16 = rewriter.getBF16Type(), f32 = rewriter.getF32Type();
+    auto read = [&](Value tensor, ArrayRef<int64_t> shape, Type type) {
+      return readWholeTile(rewriter, loc, tensor, VectorType::get(shape, type));
+    };
+    // [rows][1][16][2] -> [rows][32]: each row's 32 reduction steps.
+    auto rowsOf = [&](Value tile, int64_t count) {
+      Value flat = tensor::CollapseShapeOp::create(
+          rewriter, loc, tile, SmallVector<ReassociationIndices>{{0}, {1, 2, 3}});
+      return read(flat, {count, 32}, bf16);
+    };
+    Value a = rowsOf(op.getDpsInputOperand(0)->get(), rows);
+    Value w = rowsOf(op.getDpsInputOperand(1)->get(), cols);
+    Value p = read(op.getDpsInitOperand(0)->get(), {rows, cols, 16}, f32);
+    SmallVector<Value> aRows, wRows;
+    for (int64_t r = 0; r < rows; ++r)
+      aRows.push_back(vector::ExtractOp::create(rewriter, loc, a, ArrayRef<int64_t>{r}));
+    for (int64_t c = 0; c < cols; ++c)
+      wRows.push_back(vector::ExtractOp::create(rewriter, loc, w, ArrayRef<int64_t>{c}));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        Value acc = vector::ExtractOp::create(rewriter, loc, p, ArrayRef<int64_t>{r, c});
+        Value dot =
+            x86vector::DotBF16Op::create(rewriter, loc, acc.getType(), acc, aRows[r], wRows[c]);
+        p = vector::InsertOp::create(rewriter, loc, dot, p, ArrayRef<int64_t>{r, c});
+      }
+    rewriter.replaceOp(op, writeWholeTile(rewriter, loc, p, op.getDpsInitOperand(0)->get()));
+  }
+}

@@ -1,0 +1,434 @@
+//===- Packing.cpp - packed panels and dot-product kernels --------------===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+// Matmul blocks on a right operand packed into panels of one register tile's
+// columns (pairs of bf16 and quads of i8 for vdpbf16ps and vpdpbusd), and the
+// register tiles of those dot products.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Schedule.h"
+
+#include "mithril/Conversion/MithrilToLinalg/MithrilToLinalg.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/Dialect/Transform/IR/TransformDialect.h"
+#include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
+#include "mlir/Interfaces/TilingInterface.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
+
+using namespace mlir;
+using namespace mithril;
+using namespace mithril::cpu;
+using namespace mithril::cpu::detail;
+
+/// When `b` is a unit-stride block of a 2-D linalg.transpose's result, the
+/// same block of the transpose's input (columns and rows swapped); null
+/// otherwise.
+Value Scheduler::transposedSource(IRRewriter &rewriter, Value b) {
+  auto slice = b.getDefiningOp<tensor::ExtractSliceOp>();
+  if (!slice || slice.getSourceType().getRank() != 2 || slice.getType().getRank() != 2)
+    return Value();
+  auto transpose = slice.getSource().getDefiningOp<linalg::TransposeOp>();
+  if (!transpose || !transpose.hasPureTensorSemantics() ||
+      transpose.getPermutation() != ArrayRef<int64_t>{1, 0} ||
+      !llvm::all_of(slice.getMixedStrides(),
+                    [](OpFoldResult stride) { return isConstantIntValue(stride, 1); }))
+    return Value();
+  SmallVector<OpFoldResult> offsets = slice.getMixedOffsets(), sizes = slice.getMixedSizes();
+  RankedTensorType type = slice.getType();
+  return tensor::ExtractSliceOp::create(
+      rewriter, slice.getLoc(),
+      RankedTensorType::get({type.getDimSize(1), type.getDimSize(0)}, type.getElementType()),
+      transpose.getInput(), SmallVector<OpFoldResult>{offsets[1], offsets[0]},
+      SmallVector<OpFoldResult>{sizes[1], sizes[0]},
+      SmallVector<OpFoldResult>{rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)});
+}
+
+/// Rewrites a matmul block C += A * B so that B is first copied into
+/// panels of one register tile's columns, [columns / cols][k][cols]: the
+/// register tiles then read a panel contiguously (32 KiB that stay in L1
+/// while the row tiles pass) instead of rows a whole matrix apart, which
+/// share a few L1 sets. The product becomes a generic over (m, panel,
+/// column in panel, k) of kernel packed_matmul, on C viewed as
+/// [m][panel][cols]. False when the block does not qualify.
+bool Scheduler::packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block) {
+  if (!block.hasPureTensorSemantics())
+    return false;
+  Value a = block.getDpsInputOperand(0)->get(), b = block.getDpsInputOperand(1)->get();
+  Value c = block.getDpsInitOperand(0)->get();
+  auto bt = dyn_cast<RankedTensorType>(b.getType());
+  auto ct = dyn_cast<RankedTensorType>(c.getType());
+  int64_t cols = strategy.registers.columns(cast<linalg::LinalgOp>(block.getOperation()));
+  if (!bt || !ct || !bt.hasStaticShape() || !ct.hasStaticShape() || bt.getDimSize(1) % cols != 0 ||
+      bt.getDimSize(1) <= cols || ct.getDimSize(0) < 16)
+    return false;
+  Location loc = block.getLoc();
+  Type et = bt.getElementType();
+  int64_t k = bt.getDimSize(0), n = bt.getDimSize(1), m = ct.getDimSize(0), panels = n / cols;
+  rewriter.setInsertionPoint(block);
+  Type at = getElementTypeOrSelf(a.getType()), accumulator = ct.getElementType();
+  bool bf16Dot =
+      strategy.registers.bf16DotProduct && et.isBF16() && at.isBF16() && accumulator.isF32();
+  bool int8Dot = strategy.registers.int8DotProduct && et.isInteger(8) && at.isInteger(8) &&
+                 accumulator.isInteger(32);
+  if ((bf16Dot || int8Dot) && k % dotProductGroup(et) == 0 && cols % 16 == 0)
+    return packDotProductGroups(rewriter, block, a, b, c), true;
+  // Integers without a dot product stay unpacked (widenUnpackedOperands).
+  if (!isa<FloatType>(et))
+    return false;
+  SmallVector<ReassociationIndices> split = {{0}, {1, 2}};
+  Value empty = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{panels, k, cols}, et);
+  Value packed;
+  if (Value weightBlock = transposedSource(rewriter, b)) {
+    // B is a block of a transposed matrix (a Linear layer's weight): pack
+    // straight from the matrix, [panels][cols][k] transposed in registers,
+    // and the transposed copy of the whole matrix is no longer needed.
+    Value wPanels =
+        tensor::ExpandShapeOp::create(rewriter, loc, RankedTensorType::get({panels, cols, k}, et),
+                                      weightBlock, SmallVector<ReassociationIndices>{{0, 1}, {2}});
+    packed = linalg::TransposeOp::create(rewriter, loc, wPanels, empty, ArrayRef<int64_t>{0, 2, 1})
+                 .getResult()[0];
+  } else {
+    Value bPanels = tensor::ExpandShapeOp::create(
+        rewriter, loc, RankedTensorType::get({k, panels, cols}, et), b, split);
+    packed = linalg::TransposeOp::create(rewriter, loc, bPanels, empty, ArrayRef<int64_t>{1, 0, 2})
+                 .getResult()[0];
+  }
+  // Narrow operands without a dot product for their type (f16, or bf16
+  // without AVX512-BF16) widen once here: the packed panels, and A's block
+  // (reused by every panel), rather than each element in the kernel.
+  packed = widenElements(rewriter, loc, packed, accumulator);
+  a = widenElements(rewriter, loc, a, accumulator);
+  Value cPanels = tensor::ExpandShapeOp::create(
+      rewriter, loc, RankedTensorType::get({m, panels, cols}, accumulator), c, split);
+  AffineExpr dm, dj, dn, dk;
+  bindDims(ctx, dm, dj, dn, dk);
+  SmallVector<AffineMap> maps = {AffineMap::get(4, 0, {dm, dk}, ctx),
+                                 AffineMap::get(4, 0, {dj, dk, dn}, ctx),
+                                 AffineMap::get(4, 0, {dm, dj, dn}, ctx)};
+  SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
+  iterators.push_back(utils::IteratorType::reduction);
+  auto product =
+      linalg::GenericOp::create(rewriter, loc, TypeRange{cPanels.getType()}, ValueRange{a, packed},
+                                ValueRange{cPanels}, maps, iterators, mithril::yieldMultiplyAdd);
+  configureTile(product, CpuKernel::PackedMatmul);
+  rewriter.replaceOp(
+      block,
+      tensor::CollapseShapeOp::create(rewriter, loc, ct, product.getResult(0), split).getResult());
+  return true;
+}
+
+/// Matmuls that kept narrow operands (bf16 or f16 into f32) but were not
+/// packed (too few columns: a Linear layer of 10 outputs) read them
+/// widened: extending each element inside the register tile made a 256 x
+/// 512 x 10 bf16 product 10 times slower than in f32.
+void Scheduler::widenUnpackedOperands(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
+  for (linalg::LinalgOp op : ops) {
+    if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op.getOperation()))
+      continue;
+    Type accumulator = getElementTypeOrSelf(op->getResult(0).getType());
+    SmallVector<Value> inputs;
+    for (OpOperand *input : op.getDpsInputOperands())
+      inputs.push_back(input->get());
+    if (llvm::all_of(inputs, [&](Value v) { return getElementTypeOrSelf(v) == accumulator; }))
+      continue;
+    rewriter.setInsertionPoint(op);
+    for (Value &v : inputs)
+      v = widenElements(rewriter, op.getLoc(), v, accumulator);
+    Operation *wide;
+    if (isa<linalg::MatmulOp>(op.getOperation()))
+      wide = linalg::MatmulOp::create(rewriter, op.getLoc(), op->getResultTypes(), inputs,
+                                      op.getDpsInits());
+    else
+      wide = linalg::BatchMatmulOp::create(rewriter, op.getLoc(), op->getResultTypes(), inputs,
+                                           op.getDpsInits());
+    wide->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+    rewriter.replaceOp(op, wide->getResults());
+  }
+}
+
+/// `v` with its elements extended to `type` (a float at least as wide).
+Value Scheduler::widenElements(IRRewriter &rewriter, Location loc, Value v, Type type) {
+  auto tensor = cast<RankedTensorType>(v.getType());
+  if (tensor.getElementType() == type)
+    return v;
+  Value empty = tensor::EmptyOp::create(rewriter, loc, tensor.getShape(), type);
+  SmallVector<AffineMap> maps(2, rewriter.getMultiDimIdentityMap(tensor.getRank()));
+  SmallVector<utils::IteratorType> iterators(tensor.getRank(), utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             rewriter, loc, TypeRange{empty.getType()}, ValueRange{v}, ValueRange{empty}, maps,
+             iterators,
+             [&](OpBuilder &b, Location l, ValueRange args) {
+               Value wide = isa<FloatType>(type)
+                                ? arith::ExtFOp::create(b, l, type, args[0]).getResult()
+                                : arith::ExtSIOp::create(b, l, type, args[0]).getResult();
+               linalg::YieldOp::create(b, l, wide);
+             })
+      .getResult(0);
+}
+
+/// The dot-product form of packRightOperand (vdpbf16ps for bf16, vpdpbusd
+/// for i8): B is packed in groups of g consecutive reduction steps side by
+/// side (g = 2 for bf16, 4 for i8), [columns / cols][k / g][cols][g], so
+/// that one 32-bit lane holds the g elements an instruction multiplies by a
+/// broadcast group of A (A viewed as [m][k / g][g]). The product is a
+/// generic over (m, panel, column in panel, k / g, group) that
+/// lowerDotProductTiles writes as dot products. For i8, A's bytes enter the
+/// unsigned operand offset by 128, and 128 times each column's sum of B is
+/// subtracted from the block's sums.
+void Scheduler::packDotProductGroups(IRRewriter &rewriter, linalg::MatmulOp block, Value a, Value b,
+                                     Value c) {
+  Location loc = block.getLoc();
+  auto ct = cast<RankedTensorType>(c.getType());
+  auto bt = cast<RankedTensorType>(b.getType());
+  Type et = bt.getElementType(), accumulator = ct.getElementType();
+  int64_t group = dotProductGroup(et);
+  int64_t cols = strategy.registers.columns(cast<linalg::LinalgOp>(block.getOperation()));
+  int64_t k = bt.getDimSize(0), n = bt.getDimSize(1), m = ct.getDimSize(0);
+  int64_t panels = n / cols, groups = k / group;
+  Value empty =
+      tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{panels, groups, cols, group}, et);
+  // The source's two dimensions split in two each, then permuted into
+  // [panels][k / g][cols][g].
+  auto pack = [&](Value source, ArrayRef<int64_t> split, ArrayRef<int64_t> permutation) {
+    Value view =
+        tensor::ExpandShapeOp::create(rewriter, loc, RankedTensorType::get(split, et), source,
+                                      SmallVector<ReassociationIndices>{{0, 1}, {2, 3}});
+    return linalg::TransposeOp::create(rewriter, loc, view, empty, permutation).getResult()[0];
+  };
+  // W [n][k] (a transposed weight): each group is already contiguous in a
+  // row of W; B [k][n]: rows g apart are interleaved.
+  Value weightBlock = transposedSource(rewriter, b);
+  Value packed = weightBlock ? pack(weightBlock, {panels, cols, groups, group}, {0, 2, 1, 3})
+                             : pack(b, {groups, group, panels, cols}, {2, 0, 3, 1});
+  Value aGroups =
+      tensor::ExpandShapeOp::create(rewriter, loc, RankedTensorType::get({m, groups, group}, et), a,
+                                    SmallVector<ReassociationIndices>{{0}, {1, 2}});
+  SmallVector<ReassociationIndices> split = {{0}, {1, 2}};
+  Value cPanels = tensor::ExpandShapeOp::create(
+      rewriter, loc, RankedTensorType::get({m, panels, cols}, accumulator), c, split);
+  AffineExpr dm, dj, dn, dk, dp;
+  bindDims(ctx, dm, dj, dn, dk, dp);
+  if (et.isInteger(8))
+    cPanels = subtractOffsetProducts(rewriter, loc, packed, cPanels);
+  SmallVector<AffineMap> maps = {AffineMap::get(5, 0, {dm, dk, dp}, ctx),
+                                 AffineMap::get(5, 0, {dj, dk, dn, dp}, ctx),
+                                 AffineMap::get(5, 0, {dm, dj, dn}, ctx)};
+  SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
+  iterators.append(2, utils::IteratorType::reduction);
+  auto product = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{cPanels.getType()}, ValueRange{aGroups, packed}, ValueRange{cPanels},
+      maps, iterators, [&](OpBuilder &b, Location l, ValueRange args) {
+        if (!et.isInteger(8))
+          return mithril::yieldMultiplyAdd(b, l, args);
+        // What the kernel computes: (a + 128) * b, the offset's products
+        // taken off beforehand (subtractOffsetProducts). The generic says
+        // so too, for whoever lowers it other than lowerDotProductTiles.
+        Value offset = arith::ConstantOp::create(b, l, b.getI32IntegerAttr(kInt8Offset));
+        Value lhs =
+            arith::AddIOp::create(b, l, arith::ExtSIOp::create(b, l, accumulator, args[0]), offset);
+        Value rhs = arith::ExtSIOp::create(b, l, accumulator, args[1]);
+        linalg::YieldOp::create(
+            b, l,
+            arith::AddIOp::create(b, l, args[2], arith::MulIOp::create(b, l, lhs, rhs))
+                .getResult());
+      });
+  configureTile(product, CpuKernel::PackedMatmul);
+  rewriter.replaceOp(
+      block,
+      tensor::CollapseShapeOp::create(rewriter, loc, ct, product.getResult(0), split).getResult());
+}
+
+/// `cPanels` [m][panel][col] minus 128 times each column's sum of the
+/// packed i8 block [panel][k / 4][col][4]: the products of vpdpbusd's
+/// offset, which the block's dot products add.
+Value Scheduler::subtractOffsetProducts(IRRewriter &rewriter, Location loc, Value packed,
+                                        Value cPanels) {
+  MLIRContext *ctx = rewriter.getContext();
+  auto pt = cast<RankedTensorType>(packed.getType());
+  auto ct = cast<RankedTensorType>(cPanels.getType());
+  Type i32 = ct.getElementType();
+  int64_t panels = pt.getDimSize(0), cols = pt.getDimSize(2);
+  AffineExpr d0, d1, d2, d3;
+  bindDims(ctx, d0, d1, d2, d3);
+  Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getZeroAttr(i32));
+  Value sumsInit =
+      linalg::FillOp::create(
+          rewriter, loc, zero,
+          tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{panels, cols}, i32).getResult())
+          .getResult(0);
+  // Loops (panel, col, k / 4, 4).
+  SmallVector<AffineMap> sumMaps = {AffineMap::get(4, 0, {d0, d2, d1, d3}, ctx),
+                                    AffineMap::get(4, 0, {d0, d1}, ctx)};
+  SmallVector<utils::IteratorType> sumIterators = {
+      utils::IteratorType::parallel, utils::IteratorType::parallel, utils::IteratorType::reduction,
+      utils::IteratorType::reduction};
+  Value sums =
+      linalg::GenericOp::create(rewriter, loc, TypeRange{sumsInit.getType()}, ValueRange{packed},
+                                ValueRange{sumsInit}, sumMaps, sumIterators,
+                                [&](OpBuilder &b, Location l, ValueRange args) {
+                                  Value wide = arith::ExtSIOp::create(b, l, i32, args[0]);
+                                  linalg::YieldOp::create(
+                                      b, l, arith::AddIOp::create(b, l, args[1], wide).getResult());
+                                })
+          .getResult(0);
+  // Loops (m, panel, col).
+  SmallVector<AffineMap> maps = {AffineMap::get(3, 0, {d1, d2}, ctx),
+                                 AffineMap::get(3, 0, {d0, d1, d2}, ctx)};
+  SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             rewriter, loc, TypeRange{ct}, ValueRange{sums}, ValueRange{cPanels}, maps, iterators,
+             [&](OpBuilder &b, Location l, ValueRange args) {
+               Value offset = arith::ConstantOp::create(b, l, b.getI32IntegerAttr(kInt8Offset));
+               Value products = arith::MulIOp::create(b, l, args[0], offset);
+               linalg::YieldOp::create(b, l,
+                                       arith::SubIOp::create(b, l, args[1], products).getResult());
+             })
+      .getResult(0);
+}
+
+/// All of a static tile as one vector (the dot-product lowerings read
+/// their operands and accumulators whole).
+Value Scheduler::readWholeTile(IRRewriter &rewriter, Location loc, Value tensor, VectorType type) {
+  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  Value pad = ub::PoisonOp::create(rewriter, loc, type.getElementType());
+  return vector::TransferReadOp::create(rewriter, loc, type, tensor,
+                                        SmallVector<Value>(type.getRank(), zero), pad,
+                                        SmallVector<bool>(type.getRank(), true));
+}
+
+/// `vector` written over all of the static tile `tensor`; the new tensor.
+Value Scheduler::writeWholeTile(IRRewriter &rewriter, Location loc, Value vector, Value tensor) {
+  int64_t rank = cast<VectorType>(vector.getType()).getRank();
+  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  return vector::TransferWriteOp::create(rewriter, loc, vector, tensor,
+                                         SmallVector<Value>(rank, zero),
+                                         SmallVector<bool>(rank, true))
+      .getResult();
+}
+
+/// Writes the register tiles of packDotProductGroups' products as dot
+/// products: per row, the row's group of A (a pair of bf16, or a quad of i8
+/// offset to unsigned) broadcast to every 32-bit lane, times 16 columns'
+/// groups of B, summed into 16 accumulators by one vdpbf16ps or vpdpbusd.
+/// Each tile is (after dropTileUnitDims) a generic over (m, n, group)
+/// reading A[m][g], B[n][g] and accumulating C[m][n]; one that is not stays
+/// for the vectorizer, which computes the same numbers element by element.
+void Scheduler::lowerDotProductTiles(IRRewriter &rewriter, ModuleOp module) {
+  SmallVector<linalg::GenericOp> tiles;
+  module.walk([&](linalg::GenericOp op) {
+    if (!hasKernel(op, CpuKernel::PackedMatmul) || !op.hasPureTensorSemantics() ||
+        op.getNumLoops() != 3 || op.getNumDpsInputs() != 2)
+      return;
+    Type et = getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType());
+    if (et.isBF16() || et.isInteger(8))
+      tiles.push_back(op);
+  });
+  for (linalg::GenericOp op : tiles) {
+    MLIRContext *ctx = op.getContext();
+    Type et = getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType());
+    Type accumulator = getElementTypeOrSelf(op->getResult(0).getType());
+    int64_t group = dotProductGroup(et);
+    AffineExpr dm, dn, dg;
+    bindDims(ctx, dm, dn, dg);
+    SmallVector<AffineMap> expected = {AffineMap::get(3, 0, {dm, dg}, ctx),
+                                       AffineMap::get(3, 0, {dn, dg}, ctx),
+                                       AffineMap::get(3, 0, {dm, dn}, ctx)};
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    if (op.getIndexingMapsArray() != expected || ranges[2] != group ||
+        ShapedType::isDynamic(ranges[0]) || ShapedType::isDynamic(ranges[1]) || ranges[1] % 16 != 0)
+      continue;
+    int64_t rows = ranges[0], cols = ranges[1];
+    Location loc = op.getLoc();
+    rewriter.setInsertionPoint(op);
+    Type i32 = rewriter.getI32Type();
+    auto read = [&](Value tensor, ArrayRef<int64_t> shape, Type type) {
+      return readWholeTile(rewriter, loc, tensor, VectorType::get(shape, type));
+    };
+    Value a = read(op.getDpsInputOperand(0)->get(), {rows, group}, et);
+    // B's tile is contiguous: one 1-D read (a 2-D one becomes a read per
+    // column).
+    Value bFlat = tensor::CollapseShapeOp::create(rewriter, loc, op.getDpsInputOperand(1)->get(),
+                                                  SmallVector<ReassociationIndices>{{0, 1}});
+    Value b = read(bFlat, {cols * group}, et);
+    Value c = read(op.getDpsInitOperand(0)->get(), {rows, cols}, accumulator);
+    // A row's group as one 32-bit lane, and B's groups of 16 columns as one
+    // 512-bit vector each.
+    auto operandType = VectorType::get({16 * group}, et);
+    Value aLanes = vector::BitCastOp::create(rewriter, loc, VectorType::get({rows, 1}, i32), a);
+    Value bChunks =
+        vector::ShapeCastOp::create(rewriter, loc, VectorType::get({cols / 16, 16 * group}, et), b);
+    SmallVector<Value> bChunk;
+    for (int64_t j = 0; j < cols / 16; ++j)
+      bChunk.push_back(vector::ExtractOp::create(rewriter, loc, bChunks, ArrayRef<int64_t>{j}));
+    // i8: the products of 16 columns as the contraction vpdpbusd computes,
+    // unsigned bytes of A (offset by 128: their sign bits flipped) times
+    // signed bytes of B, each quad summed into an i32 lane; the contraction
+    // becomes the instruction after bufferization (mithril-x86-dot-
+    // products), as an intrinsic call here would stop bufferization.
+    Value signBits, quads;
+    SmallVector<Value> bWide;
+    AffineExpr column, step;
+    bindDims(ctx, column, step);
+    auto quadMaps = rewriter.getAffineMapArrayAttr({AffineMap::get(2, 0, {step}, ctx),
+                                                    AffineMap::get(2, 0, {column, step}, ctx),
+                                                    AffineMap::get(2, 0, {column}, ctx)});
+    auto quadIterators = rewriter.getArrayAttr(
+        {vector::IteratorTypeAttr::get(ctx, vector::IteratorType::parallel),
+         vector::IteratorTypeAttr::get(ctx, vector::IteratorType::reduction)});
+    if (et.isInteger(8)) {
+      signBits = arith::ConstantOp::create(
+          rewriter, loc,
+          DenseElementsAttr::get(VectorType::get({group}, et), rewriter.getI8IntegerAttr(-128)));
+      quads = a;
+      for (Value chunk : bChunk)
+        bWide.push_back(arith::ExtSIOp::create(
+            rewriter, loc, VectorType::get({16, group}, i32),
+            vector::ShapeCastOp::create(rewriter, loc, VectorType::get({16, group}, et), chunk)));
+    }
+    Value result = c;
+    for (int64_t i = 0; i < rows; ++i) {
+      Value row = vector::ExtractOp::create(rewriter, loc, result, ArrayRef<int64_t>{i});
+      Value broadcast, quad;
+      if (et.isBF16()) {
+        Value lane = vector::ExtractOp::create(rewriter, loc, aLanes, ArrayRef<int64_t>{i, 0});
+        broadcast = vector::BitCastOp::create(
+            rewriter, loc, operandType,
+            vector::BroadcastOp::create(rewriter, loc, VectorType::get({16}, i32), lane));
+      } else {
+        Value bytes = vector::ExtractOp::create(rewriter, loc, quads, ArrayRef<int64_t>{i});
+        quad = arith::ExtUIOp::create(rewriter, loc, VectorType::get({group}, i32),
+                                      arith::XOrIOp::create(rewriter, loc, bytes, signBits));
+      }
+      for (int64_t j = 0; j < cols / 16; ++j) {
+        Value acc =
+            vector::ExtractStridedSliceOp::create(rewriter, loc, row, ArrayRef<int64_t>{16 * j},
+                                                  ArrayRef<int64_t>{16}, ArrayRef<int64_t>{1});
+        Value dot;
+        if (et.isBF16())
+          dot =
+              x86vector::DotBF16Op::create(rewriter, loc, acc.getType(), acc, broadcast, bChunk[j]);
+        else
+          dot = vector::ContractionOp::create(rewriter, loc, quad, bWide[j], acc, quadMaps,
+                                              quadIterators);
+        row = vector::InsertStridedSliceOp::create(rewriter, loc, dot, row,
+                                                   ArrayRef<int64_t>{16 * j}, ArrayRef<int64_t>{1});
+      }
+      result = vector::InsertOp::create(rewriter, loc, row, result, ArrayRef<int64_t>{i});
+    }
+    rewriter.replaceOp(op, writeWholeTile(rewriter, loc, result, op.getDpsInitOperand(0)->get()));
+  }
+}

@@ -1,0 +1,268 @@
+//===- Schedule.h - the CPU schedule's steps -------------------*- C++ -*-===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+// Internal to lib/Codegen/CPU: the steps of mithril-cpu-schedule, defined in
+// CpuSchedule.cpp (thread splits, cache blocks, register tiles), MatrixVector.cpp
+// (matrix-vector products on a weight's layout) and Packing.cpp (packed panels
+// and the dot-product kernels).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MITHRIL_LIB_CODEGEN_CPU_SCHEDULE_H
+#define MITHRIL_LIB_CODEGEN_CPU_SCHEDULE_H
+
+#include "mithril/Codegen/CPU/CpuStrategy.h"
+#include "mithril/Conversion/MithrilToLinalg/MithrilToLinalg.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace mithril::cpu::detail {
+
+using namespace mlir;
+
+/// The elements one 32-bit lane of a dot-product instruction multiplies and
+/// sums along the reduction: pairs of bf16 (vdpbf16ps), quads of i8
+/// (vpdpbusd).
+inline int64_t dotProductGroup(Type element) { return element.isBF16() ? 2 : 4; }
+/// vpdpbusd multiplies unsigned by signed bytes: the signed activations are
+/// offset by this (their sign bit flipped), and the products of the offset by
+/// each column's weights are subtracted again.
+inline constexpr int64_t kInt8Offset = 128;
+
+/// The loop order of a matrix-vector tile nest: columns (weight rows)
+/// outermost, so that each block of the weight is read once while the few
+/// rows of the left operand stay in cache.
+inline SmallVector<int64_t> gemvInterchange(linalg::LinalgOp op) {
+  AffineMap out = op.getIndexingMapMatchingResult(op->getResult(0));
+  SmallVector<int64_t> order = {out.getDimPosition(1), out.getDimPosition(0)};
+  for (int64_t i = 0, e = op.getNumLoops(); i < e; ++i)
+    if (!llvm::is_contained(order, i))
+      order.push_back(i);
+  return order;
+}
+
+/// Convolutions (and packed matmul blocks) are tiled in two levels
+/// (tileForRegisters) and with their unit loops dropped before vectorization.
+inline bool isConvolutionTile(Operation *op) {
+  CpuKernel kernel = getCpuKernel(op);
+  return kernel == CpuKernel::ConvSpatial || kernel == CpuKernel::ConvFlat ||
+         kernel == CpuKernel::ConvFlatWeightGrad || kernel == CpuKernel::PackedMatmul;
+}
+
+inline bool hasKernel(Operation *op, CpuKernel kernel) { return getCpuKernel(op) == kernel; }
+
+/// Fits tile sizes to static loop ranges: a loop no longer than its tile is
+/// not tiled (0), and other tiles shrink to the largest size that divides
+/// the loop, since a partial tile would have a dynamic shape and stay scalar.
+/// Dynamic loops keep their tile when `tileDynamic`, and are left whole
+/// otherwise.
+inline void fitTilesToLoops(MutableArrayRef<int64_t> sizes, ArrayRef<int64_t> ranges,
+                            bool tileDynamic) {
+  for (auto [size, range] : llvm::zip(sizes, ranges)) {
+    if (size == 0)
+      continue;
+    if (ShapedType::isDynamic(range)) {
+      size = tileDynamic ? size : 0;
+      continue;
+    }
+    if (range <= size) {
+      size = 0;
+      continue;
+    }
+    while (range % size != 0)
+      --size;
+  }
+}
+
+inline bool touchesBooleans(Operation *op) {
+  auto isBool = [](Type t) { return getElementTypeOrSelf(t).isInteger(1); };
+  return llvm::any_of(op->getOperandTypes(), isBool) || llvm::any_of(op->getResultTypes(), isBool);
+}
+
+/// The last op of the elementwise chain that consumes `op`: single uses into
+/// all-parallel linalg ops with an identity output map and the same result
+/// type (a matmul's bias and activation, say).
+inline SmallVector<linalg::LinalgOp> elementwiseChain(linalg::LinalgOp op) {
+  SmallVector<linalg::LinalgOp> chain = {op};
+  while (chain.back()->getNumResults() == 1 && chain.back()->hasOneUse()) {
+    auto user = dyn_cast<linalg::LinalgOp>(*chain.back()->getUsers().begin());
+    if (!user || !user.hasPureTensorSemantics() || user->getNumResults() != 1 ||
+        user.getNumParallelLoops() != user.getNumLoops() ||
+        !user.getIndexingMapMatchingResult(user->getResult(0)).isIdentity() ||
+        user->getResult(0).getType() != chain.back()->getResult(0).getType())
+      break;
+    chain.push_back(user);
+  }
+  return chain;
+}
+
+/// One run of the schedule: the context and what the strategy sizes for.
+class Scheduler {
+public:
+  Scheduler(MLIRContext *ctx, const StrategyOptions &strategy) : ctx(ctx), strategy(strategy) {}
+
+  MLIRContext *ctx;
+  StrategyOptions strategy;
+
+  /// What the strategy sizes the tiles for (the target's registers and L2,
+  /// and the pass options).
+  /// Gives an op the schedule creates the config of `kernel` that the
+  /// strategy chooses for it: the register tile, and before the ops are split
+  /// across threads (`beforeSplit`) the thread split.
+  void configureTile(Operation *op, CpuKernel kernel, bool beforeSplit = false) const;
+
+  /// A matmul with at most kGemvMaxRows rows whose right operand is a
+  /// transposed matrix (a Linear layer's weight, stored [out, in]) becomes a
+  /// matrix-vector product on the weight's own layout: the reduction is split
+  /// into steps of kGemvLanes lanes of partial sums, so that each step reads
+  /// contiguous rows of the weight and does full-width FMAs, and the lanes
+  /// are summed once at the end. The transpose is no longer materialized.
+  LogicalResult rewriteMatrixVectorProducts(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
+
+  /// The bf16 form of a matrix-vector product for vdpbf16ps: A [m][k] and
+  /// the weight W [n][k] viewed as [.][k / 32][16][2], partial sums P[m][n]
+  /// [16] accumulating A[m][kk][l][p] * W[n][kk][l][p] over kk and p (one
+  /// vdpbf16ps per row, column and 32 reduction steps: both operands read
+  /// contiguously), then summed over the 16 lanes. Fails (and leaves the
+  /// matmul) unless both operands are bf16, the target has AVX512-BF16 and
+  /// the reduction is a multiple of 32.
+  LogicalResult rewriteBF16MatrixVectorProduct(IRRewriter &rewriter, linalg::MatmulOp matmul,
+                                               linalg::TransposeOp transpose);
+
+  /// Splits a matmul whose sizes the register tiles and cache blocks do not
+  /// divide into the part they divide and the rest, until they do: columns
+  /// at a multiple of the register tile's (784 = 24 x 32 + 16), then of the
+  /// cache block's (992 = 3 x 256 + 224), and rows at a multiple of the
+  /// register tile's. Tiles must divide their loop to keep static shapes,
+  /// and with the largest divisor instead (28 columns for 784, 248 x 31 for
+  /// 1000 x 992) a 512 x 64 x 784 matmul took 8 ms instead of 0.25, and a
+  /// 1000^3 one ran at 5 GFLOP/s (partial vectors, and no packing).
+  LogicalResult peelMatmulRemainders(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
+
+  static SmallVector<linalg::LinalgOp> collectTensorOps(ModuleOp module);
+
+  /// The tile levels of a convolution's weight gradient (loops f, c, kh, kw,
+  /// lane, n, block): first channel tiles over a few images, whose rows of
+  /// input and output gradient then stay in L1 while all kernel positions
+  /// (the second level) read them; then the reductions. Without the image
+  /// chunks every kernel position streams all images from L2.
+  static SmallVector<SmallVector<int64_t>>
+  weightGradLevels(linalg::LinalgOp op, ArrayRef<int64_t> parallel, ArrayRef<int64_t> reduction);
+
+  /// Tiles every op to its config's register tile. A convolution is
+  /// tiled in two levels: its parallel loops, then the reductions of the
+  /// tile, whose loops then carry just the tile's accumulator (and hoisting
+  /// keeps it in registers).
+  LogicalResult tileForRegisters(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
+
+  /// Tiles `root` with `options`, fusing into its tiles the producers in
+  /// `fusible` (and only those), and points the uses of its results at the
+  /// tiled ones.
+  static FailureOr<scf::SCFTileAndFuseResult>
+  tileAndFuse(IRRewriter &rewriter, Operation *root, scf::SCFTileAndFuseOptions options,
+              const llvm::DenseSet<Operation *> &fusible);
+
+  /// Tiles each lane sum of a matrix-vector product by the product's register
+  /// tile (rows x columns) and computes the partial sums of the tile inside,
+  /// from a zero-filled accumulator: the lanes of a tile are summed while
+  /// still in registers, and the [rows, columns, lanes] partial sums never
+  /// go to memory (at batch 16 they were a third of the weight's size).
+  LogicalResult fuseMatrixVectorLanes(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
+
+  /// Tiles matmuls larger than a cache block into blocks of their config's
+  /// cache tile (rows, columns, reduction): the register tiles then reuse a
+  /// block of the right operand from L2 instead of streaming it from memory.
+  LogicalResult tileForCache(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
+
+  /// When `b` is a unit-stride block of a 2-D linalg.transpose's result, the
+  /// same block of the transpose's input (columns and rows swapped); null
+  /// otherwise.
+  static Value transposedSource(IRRewriter &rewriter, Value b);
+
+  /// Rewrites a matmul block C += A * B so that B is first copied into
+  /// panels of one register tile's columns, [columns / cols][k][cols]: the
+  /// register tiles then read a panel contiguously (32 KiB that stay in L1
+  /// while the row tiles pass) instead of rows a whole matrix apart, which
+  /// share a few L1 sets. The product becomes a generic over (m, panel,
+  /// column in panel, k) of kernel packed_matmul, on C viewed as
+  /// [m][panel][cols]. False when the block does not qualify.
+  bool packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block);
+
+  /// Matmuls that kept narrow operands (bf16 or f16 into f32) but were not
+  /// packed (too few columns: a Linear layer of 10 outputs) read them
+  /// widened: extending each element inside the register tile made a 256 x
+  /// 512 x 10 bf16 product 10 times slower than in f32.
+  static void widenUnpackedOperands(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
+
+  /// `v` with its elements extended to `type` (a float at least as wide).
+  static Value widenElements(IRRewriter &rewriter, Location loc, Value v, Type type);
+
+  /// The dot-product form of packRightOperand (vdpbf16ps for bf16, vpdpbusd
+  /// for i8): B is packed in groups of g consecutive reduction steps side by
+  /// side (g = 2 for bf16, 4 for i8), [columns / cols][k / g][cols][g], so
+  /// that one 32-bit lane holds the g elements an instruction multiplies by a
+  /// broadcast group of A (A viewed as [m][k / g][g]). The product is a
+  /// generic over (m, panel, column in panel, k / g, group) that
+  /// lowerDotProductTiles writes as dot products. For i8, A's bytes enter the
+  /// unsigned operand offset by 128, and 128 times each column's sum of B is
+  /// subtracted from the block's sums.
+  void packDotProductGroups(IRRewriter &rewriter, linalg::MatmulOp block, Value a, Value b,
+                            Value c);
+
+  /// `cPanels` [m][panel][col] minus 128 times each column's sum of the
+  /// packed i8 block [panel][k / 4][col][4]: the products of vpdpbusd's
+  /// offset, which the block's dot products add.
+  static Value subtractOffsetProducts(IRRewriter &rewriter, Location loc, Value packed,
+                                      Value cPanels);
+
+  /// Splits each op with enough work, together with the elementwise chain
+  /// that consumes it and the fill that initializes it, into `threads`
+  /// chunks of one scf.forall: one parallel region per chain, and the chain
+  /// stays fusible inside each chunk.
+  LogicalResult splitAcrossThreads(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
+
+  /// A convolution tile reads its input at output + kernel position, which
+  /// is no permutation of the loops and does not vectorize; with the unit
+  /// kernel, channel and row loops dropped, it reads along the output columns
+  /// only, as a matmul tile does. Transpose tiles with unit dimensions (a
+  /// 1 x 16 x 16 block of packed panels) likewise become 2-D transposes in
+  /// registers.
+  static void dropTileUnitDims(IRRewriter &rewriter, ModuleOp module);
+
+  /// All of a static tile as one vector (the dot-product lowerings read
+  /// their operands and accumulators whole).
+  static Value readWholeTile(IRRewriter &rewriter, Location loc, Value tensor, VectorType type);
+
+  /// `vector` written over all of the static tile `tensor`; the new tensor.
+  static Value writeWholeTile(IRRewriter &rewriter, Location loc, Value vector, Value tensor);
+
+  /// Writes the register tiles of packDotProductGroups' products as dot
+  /// products: per row, the row's group of A (a pair of bf16, or a quad of i8
+  /// offset to unsigned) broadcast to every 32-bit lane, times 16 columns'
+  /// groups of B, summed into 16 accumulators by one vdpbf16ps or vpdpbusd.
+  /// Each tile is (after dropTileUnitDims) a generic over (m, n, group)
+  /// reading A[m][g], B[n][g] and accumulating C[m][n]; one that is not stays
+  /// for the vectorizer, which computes the same numbers element by element.
+  static void lowerDotProductTiles(IRRewriter &rewriter, ModuleOp module);
+
+  /// Writes the register tiles of rewriteBF16MatrixVectorProduct's partial
+  /// sums as vdpbf16ps: a tile over (rows, columns, one step, 16 lanes,
+  /// pair) reads each row of A and of the weight as 32 contiguous bf16 and
+  /// adds their pairwise products to the (row, column) lanes.
+  static void lowerBF16MatrixVectorTiles(IRRewriter &rewriter, ModuleOp module);
+
+  /// An op with a loop of static size 0 computes nothing: its results are its
+  /// inits (an empty tensor, or the fill of a reduction over nothing). Tiling
+  /// it would divide by the zero range.
+  static void foldEmptyLoops(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
+};
+
+} // namespace mithril::cpu::detail
+
+#endif // MITHRIL_LIB_CODEGEN_CPU_SCHEDULE_H
