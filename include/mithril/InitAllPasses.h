@@ -9,6 +9,7 @@
 #define MITHRIL_INITALLPASSES_H
 
 #include "mithril/Codegen/CPU/Passes.h"
+#include "mithril/Codegen/GPU/Passes.h"
 #include "mithril/Conversion/Passes.h"
 #include "mithril/Dialect/Mithril/Transforms/Passes.h"
 #include "mithril/Pipelines/Pipelines.h"
@@ -20,6 +21,7 @@ inline void registerAllPasses() {
   registerMithrilTransformsPasses();
   registerMithrilConversionPasses();
   registerMithrilCodegenCPUPasses();
+  registerMithrilCodegenGPUPasses();
   registerPipelines();
 }
 } // namespace mithril

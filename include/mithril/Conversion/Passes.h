@@ -8,7 +8,6 @@
 #ifndef MITHRIL_CONVERSION_PASSES_H
 #define MITHRIL_CONVERSION_PASSES_H
 
-#include "mithril/Conversion/MithrilToGPU/MithrilToGPU.h"
 #include "mithril/Conversion/MithrilToLinalg/MithrilToLinalg.h"
 
 namespace mithril {

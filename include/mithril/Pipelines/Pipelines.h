@@ -12,6 +12,7 @@
 
 #include "mithril/Codegen/CPU/CpuTarget.h"
 #include "mithril/Codegen/CPU/Passes.h"
+#include "mithril/Codegen/GPU/Passes.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"

@@ -26,7 +26,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "mithril/Conversion/MithrilToGPU/MithrilToGPU.h"
+#include "mithril/Codegen/GPU/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -42,7 +42,7 @@
 
 namespace mithril {
 #define GEN_PASS_DEF_MITHRILGPUTILECONTRACTIONS
-#include "mithril/Conversion/Passes.h.inc"
+#include "mithril/Codegen/GPU/Passes.h.inc"
 } // namespace mithril
 
 using namespace mlir;

@@ -13,7 +13,7 @@
 
 namespace mithril {
 #define GEN_PASS_DEF_MITHRILGPUMERGEMODULES
-#include "mithril/Conversion/Passes.h.inc"
+#include "mithril/Codegen/GPU/Passes.h.inc"
 } // namespace mithril
 
 using namespace mlir;

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "mithril/Conversion/MithrilToGPU/MithrilToGPU.h"
+#include "mithril/Codegen/GPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -17,7 +17,7 @@
 
 namespace mithril {
 #define GEN_PASS_DEF_MITHRILGPUMAPFORALL
-#include "mithril/Conversion/Passes.h.inc"
+#include "mithril/Codegen/GPU/Passes.h.inc"
 } // namespace mithril
 
 using namespace mlir;

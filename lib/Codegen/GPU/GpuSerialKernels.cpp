@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "mithril/Conversion/MithrilToGPU/MithrilToGPU.h"
+#include "mithril/Codegen/GPU/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -21,7 +21,7 @@
 
 namespace mithril {
 #define GEN_PASS_DEF_MITHRILGPUSERIALKERNELS
-#include "mithril/Conversion/Passes.h.inc"
+#include "mithril/Codegen/GPU/Passes.h.inc"
 } // namespace mithril
 
 using namespace mlir;

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "mithril/Conversion/MithrilToGPU/MithrilToGPU.h"
+#include "mithril/Codegen/GPU/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -14,7 +14,7 @@
 
 namespace mithril {
 #define GEN_PASS_DEF_MITHRILGPUHOSTMEMORY
-#include "mithril/Conversion/Passes.h.inc"
+#include "mithril/Codegen/GPU/Passes.h.inc"
 } // namespace mithril
 
 using namespace mlir;
