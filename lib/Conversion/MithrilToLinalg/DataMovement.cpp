@@ -276,6 +276,30 @@ struct SlicePattern : OpRewritePattern<SliceOp> {
   }
 };
 
+/// tensor.pad with the op's constant.
+struct PadPattern : OpRewritePattern<PadOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(PadOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type element = op.getType().getElementType();
+    TypedAttr fill;
+    if (auto floatType = dyn_cast<FloatType>(element))
+      fill = rewriter.getFloatAttr(floatType, op.getValue().convertToDouble());
+    else
+      fill =
+          rewriter.getIntegerAttr(element, static_cast<int64_t>(op.getValue().convertToDouble()));
+    Value value = arith::ConstantOp::create(rewriter, loc, fill);
+    ArrayRef<int64_t> width = op.getPadWidth();
+    SmallVector<OpFoldResult> low, high;
+    for (size_t axis = 0; axis < width.size() / 2; ++axis) {
+      low.push_back(rewriter.getIndexAttr(width[2 * axis]));
+      high.push_back(rewriter.getIndexAttr(width[2 * axis + 1]));
+    }
+    rewriter.replaceOpWithNewOp<tensor::PadOp>(op, op.getType(), op.getInput(), low, high, value);
+    return success();
+  }
+};
+
 struct ShapePattern : OpRewritePattern<ShapeOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ShapeOp op, PatternRewriter &rewriter) const override {
@@ -402,6 +426,6 @@ struct EyeLikePattern : OpRewritePattern<EyeLikeOp> {
 
 void linalg_lowering::populateDataMovementPatterns(RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<TransposePattern, ReshapeLikePattern, ConcatPattern, SlicePattern, ShapePattern,
-               EyeLikePattern, ReversePattern, SliceGradPattern>(ctx);
+  patterns.add<TransposePattern, ReshapeLikePattern, ConcatPattern, SlicePattern, PadPattern,
+               ShapePattern, EyeLikePattern, ReversePattern, SliceGradPattern>(ctx);
 }

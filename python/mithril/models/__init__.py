@@ -15,7 +15,7 @@ from .manifold import (MDS, TSNE, DistanceMatrix, EncoderDistanceMatrix, MDSCore
                        TSNECore)
 from .parity import (Split, AUC, F1, Accuracy, Arange, Clamp, EncoderDecoder, Eye, Floor, GroupNorm,
                      IsNan, LSTMCell, ManyToOne, NanToNum, OneToMany, Ones, PositionalEncoding,
-                     Precision, Recall, ScaledDotProduct, SiLU, SwapAxes, ZerosLike)
+                     Pad, Precision, Recall, ScaledDotProduct, SiLU, SwapAxes, ZerosLike)
 # torch.nn-style layers. Their Flatten and Linear share names with Mithril's
 # and are only reached as mithril.models.torch_layers.Flatten / .Linear.
 from . import torch_layers

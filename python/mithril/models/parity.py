@@ -441,6 +441,39 @@ class Floor(Primitive):
                               path)}
 
 
+class Pad(Primitive):
+    """input padded with `value` (zeros by default), numpy-style: pad_width is
+    ((before, after), ...) with one pair per axis of the input (numpy.pad's
+    constant mode; a single pair pads every axis alike). The op is
+    mithril.pad; its gradient is the slice of the output gradient over the
+    input. pad_width is given to the constructor: the sizes of the result
+    must be known when the model compiles."""
+    op = "pad"
+
+    def __init__(self, pad_width=None, value: float = 0.0, name=None) -> None:
+        super().__init__(name)
+        if pad_width is None:
+            raise MithrilError("Pad needs pad_width: ((before, after), ...) per axis")
+        try:
+            pairs = np.array(pad_width, dtype=np.int64).reshape(-1, 2)
+        except (TypeError, ValueError):
+            raise MithrilError(f"Pad pad_width must be (before, after) pairs of integers, "
+                               f"got {pad_width!r}") from None
+        self.pad_width = [tuple(int(v) for v in pair) for pair in pairs]
+        self.value = float(value)
+
+    def emit(self, builder, operands, path, float_dtype="float32"):
+        shape = _shape_of(builder, operands["input"])
+        pairs = self.pad_width
+        if len(pairs) == 1 and len(shape) != 1:
+            pairs = pairs * len(shape)
+        if len(pairs) != len(shape):
+            raise MithrilError(f"{path}: Pad has {len(pairs)} (before, after) pairs for an "
+                               f"input of rank {len(shape)} (shape {_show(shape)})")
+        attrs = {"pad_width": [v for pair in pairs for v in pair], "value": self.value}
+        return {"output": _op(builder, "pad", [operands["input"]], attrs, path)}
+
+
 class IsNan(Primitive):
     """True where input is NaN: NaN is the only value unequal to itself
     (the comparison is unordered, so it holds for NaN)."""

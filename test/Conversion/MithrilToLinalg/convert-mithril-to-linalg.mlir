@@ -165,3 +165,16 @@ mithril.model @all_reduce(data %g: tensor<3x2xf64>) -> (sum: tensor<3x2xf64>) {
   %t = mithril.all_reduce %r {group = "tensor"} : (tensor<3x2xf64>) -> tensor<3x2xf64>
   mithril.output %t : tensor<3x2xf64>
 }
+
+// -----
+
+// Pad is tensor.pad with the op's constant, in the tensor's element type.
+// CHECK-LABEL: func.func @Pad(
+// CHECK: %[[V:.+]] = arith.constant -1.500000e+00 : f32
+// CHECK: tensor.pad %{{.+}} low[1, 0] high[2, 3]
+// CHECK: tensor.yield %[[V]] : f32
+// CHECK: } : tensor<4x3xf32> to tensor<7x6xf32>
+mithril.model @Pad(data %x: tensor<4x3xf32>) -> (p: tensor<7x6xf32>) {
+  %0 = mithril.pad %x {pad_width = array<i64: 1, 2, 0, 3>, value = -1.5 : f64} : (tensor<4x3xf32>) -> tensor<7x6xf32>
+  mithril.output %0 : tensor<7x6xf32>
+}

@@ -41,3 +41,12 @@ mithril.model @Strided(param %x: tensor<2x3x6x6xf32>, param %w: tensor<8x3x3x3xf
   %y = mithril.conv2d %x, %w {dilation = array<i64: 1, 1>, padding = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>} : (tensor<2x3x6x6xf32>, tensor<8x3x3x3xf32>) -> tensor<2x8x2x2xf32>
   mithril.output %y : tensor<2x8x2x2xf32>
 }
+
+// Pad's gradient is the slice of the output gradient over the input, on the
+// padded axes only.
+// CHECK-LABEL: mithril.model @Pad(
+// CHECK: %[[G:.+]] = slice %{{.+}} {axes = array<i64: 1>, start = array<i64: 2>, step = array<i64: 1>, stop = array<i64: 5>} : (tensor<4x6xf32>) -> tensor<4x3xf32>
+mithril.model @Pad(param %w: tensor<4x3xf32>) -> (output: tensor<4x6xf32>) {
+  %p = mithril.pad %w {pad_width = array<i64: 0, 0, 2, 1>} : (tensor<4x3xf32>) -> tensor<4x6xf32>
+  mithril.output %p : tensor<4x6xf32>
+}

@@ -115,3 +115,21 @@ mithril.model @argmax_over_batch(data %x: tensor<?x4xf32>, data %t: tensor<?xf32
   %i = mithril.argmax %x {axis = 0} : (tensor<?x4xf32>) -> tensor<4xi64>
   mithril.output %i : tensor<4xi64>
 }
+
+// -----
+
+// Padding other axes keeps the rows apart; padding the batch axis cannot run
+// on shards.
+// expected-remark@+1 {{output 'p': sharded<0>}}
+mithril.model @pad_features(data %x: tensor<?x4xf32>, data %t: tensor<?xf32>) -> (p: tensor<?x6xf32>) {
+  %p = mithril.pad %x {pad_width = array<i64: 0, 0, 1, 1>} : (tensor<?x4xf32>) -> tensor<?x6xf32>
+  mithril.output %p : tensor<?x6xf32>
+}
+
+// -----
+
+mithril.model @pad_batch(data %x: tensor<?x4xf32>, data %t: tensor<?xf32>) -> (p: tensor<?x4xf32>) {
+  // expected-error@+1 {{'mithril.pad' cannot run on batch shards}}
+  %p = mithril.pad %x {pad_width = array<i64: 1, 0, 0, 0>} : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  mithril.output %p : tensor<?x4xf32>
+}

@@ -282,3 +282,21 @@ mithril.model @all_reduce_integers(data %g: tensor<4xi32>) -> (s: tensor<4xi32>)
   %0 = mithril.all_reduce %g : (tensor<4xi32>) -> tensor<4xi32>
   mithril.output %0 : tensor<4xi32>
 }
+
+// -----
+
+mithril.model @pad_pairs(data %x: tensor<4x3xf32>) -> (p: tensor<5x3xf32>) {
+  // expected-error @+2 {{'mithril.pad' needs a (before, after) pair for each of the 2 axes of terminal 'x' (4x3), got 2 sizes}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.pad %x {pad_width = array<i64: 1, 0>} : (tensor<4x3xf32>) -> tensor<5x3xf32>
+  mithril.output %0 : tensor<5x3xf32>
+}
+
+// -----
+
+mithril.model @pad_negative(data %x: tensor<4x3xf32>) -> (p: tensor<3x3xf32>) {
+  // expected-error @+2 {{'mithril.pad' sizes must not be negative, got (-1, 0) for axis 0}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.pad %x {pad_width = array<i64: -1, 0, 0, 0>} : (tensor<4x3xf32>) -> tensor<3x3xf32>
+  mithril.output %0 : tensor<3x3xf32>
+}

@@ -225,3 +225,12 @@ mithril.model @collectives(data %g: tensor<4x3xf32>) -> (s: tensor<4x3xf32>) {
   %0 = mithril.all_reduce %g : (tensor<4x3xf32>) -> tensor<4x3xf32>
   mithril.output %0 : tensor<4x3xf32>
 }
+
+// CHECK-LABEL: mithril.model @pad
+// CHECK-NEXT: %{{[0-9]+}} = pad %x {pad_width = array<i64: 1, 2, 0, 3>} : (tensor<4x3xf32>) -> tensor<7x6xf32>
+// CHECK-NEXT: %{{[0-9]+}} = pad %x {pad_width = array<i64: 0, 0, 1, 1>, value = -1.000000e+00 : f64} : (tensor<4x3xf32>) -> tensor<4x5xf32>
+mithril.model @pad(data %x: tensor<4x3xf32>) -> (p: tensor<7x6xf32>, q: tensor<4x5xf32>) {
+  %0 = mithril.pad %x {pad_width = array<i64: 1, 2, 0, 3>} : (tensor<4x3xf32>) -> tensor<7x6xf32>
+  %1 = mithril.pad %x {pad_width = array<i64: 0, 0, 1, 1>, value = -1.0 : f64} : (tensor<4x3xf32>) -> tensor<4x5xf32>
+  mithril.output %0, %1 : tensor<7x6xf32>, tensor<4x5xf32>
+}

@@ -414,6 +414,17 @@ FailureOr<BatchSharding> SliceOp::inferBatchSharding(ArrayRef<BatchSharding> ope
   return rowwiseBatchSharding(*this, operands, getAxes(), reason);
 }
 
+FailureOr<BatchSharding> PadOp::inferBatchSharding(ArrayRef<BatchSharding> operands,
+                                                   std::string &reason) {
+  // Rows are independent unless the batch axis itself is padded.
+  SmallVector<int64_t> padded;
+  ArrayRef<int64_t> width = getPadWidth();
+  for (int64_t axis = 0, e = width.size() / 2; axis < e; ++axis)
+    if (width[2 * axis] != 0 || width[2 * axis + 1] != 0)
+      padded.push_back(axis);
+  return rowwiseBatchSharding(*this, operands, padded, reason);
+}
+
 FailureOr<BatchSharding> ReverseOp::inferBatchSharding(ArrayRef<BatchSharding> operands,
                                                        std::string &reason) {
   return rowwiseBatchSharding(*this, operands, getAxes(), reason);

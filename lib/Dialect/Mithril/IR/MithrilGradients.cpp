@@ -437,6 +437,27 @@ LogicalResult SliceOp::buildGradient(GradientBuilder &g, Value grad) {
   return success();
 }
 
+LogicalResult PadOp::buildGradient(GradientBuilder &g, Value grad) {
+  // The input's elements are the slice [before, before + size) of each axis.
+  ArrayRef<int64_t> shape = typeOf(getInput()).getShape(), width = getPadWidth();
+  SmallVector<int64_t> axes, start, stop, step;
+  for (int64_t axis = 0, rank = shape.size(); axis < rank; ++axis) {
+    if (width[2 * axis] == 0 && width[2 * axis + 1] == 0)
+      continue;
+    if (ShapedType::isDynamic(shape[axis]))
+      return emitOpError("needs a static size along padded axis ") << axis << " for its gradient";
+    axes.push_back(axis);
+    start.push_back(width[2 * axis]);
+    stop.push_back(width[2 * axis] + shape[axis]);
+    step.push_back(1);
+  }
+  g.accumulate(getInput(),
+               SliceOp::create(g.b, g.loc, grad, g.b.getDenseI64ArrayAttr(axes),
+                               g.b.getDenseI64ArrayAttr(start), g.b.getDenseI64ArrayAttr(stop),
+                               g.b.getDenseI64ArrayAttr(step)));
+  return success();
+}
+
 LogicalResult EmbeddingOp::buildGradient(GradientBuilder &g, Value grad) {
   g.accumulate(getWeight(),
                EmbeddingGradOp::create(g.b, g.loc, getIndices(), grad,

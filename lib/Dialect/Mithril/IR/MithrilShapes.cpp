@@ -584,6 +584,27 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
   return success();
 }
 
+LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                      SmallVectorImpl<Type> &types) {
+  RankedTensorType t = getRanked(adaptor.getInput());
+  ArrayRef<int64_t> width = adaptor.getPadWidth();
+  if (static_cast<int64_t>(width.size()) != 2 * t.getRank())
+    return fail(loc, "'mithril.pad' needs a (before, after) pair for each of the ", t.getRank(),
+                " axes of ", describeWithShape(adaptor.getInput()), ", got ", width.size(),
+                " sizes");
+  SmallVector<int64_t> shape(t.getShape());
+  for (int64_t axis = 0; axis < t.getRank(); ++axis) {
+    int64_t before = width[2 * axis], after = width[2 * axis + 1];
+    if (before < 0 || after < 0)
+      return fail(loc, "'mithril.pad' sizes must not be negative, got (", before, ", ", after,
+                  ") for axis ", axis);
+    if (!t.isDynamicDim(axis))
+      shape[axis] += before + after;
+  }
+  types.push_back(RankedTensorType::get(shape, t.getElementType()));
+  return success();
+}
+
 LogicalResult CastOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                        Adaptor adaptor, SmallVectorImpl<Type> &types) {
   RankedTensorType t = getRanked(adaptor.getInput());

@@ -633,6 +633,19 @@ def Mithril_SliceOp : Mithril_TensorOp<"slice",
                        DenseI64ArrayAttr:$step);
   let results = (outs AnyRankedTensor:$result);
 }
+def Mithril_PadOp : Mithril_TensorOp<"pad",
+    [Mithril_Differentiable, Mithril_DataMovement, Mithril_BatchParallel]> {
+  let summary = "Pad with a constant, numpy-style: (before, after) sizes per axis";
+  let description = [{
+    `pad_width` holds two sizes per axis of the input, `[before0, after0,
+    before1, after1, ...]`, none negative; each axis grows by both, the new
+    elements are `value` (numpy.pad's `mode="constant"`). The gradient is the
+    slice of the output gradient that covers the input.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$pad_width,
+                       DefaultValuedAttr<F64Attr, "0.0">:$value);
+  let results = (outs AnyRankedTensor:$result);
+}
 def Mithril_CastOp : Mithril_TensorOp<"cast",
     [Mithril_Elementwise, Mithril_Differentiable, Mithril_BatchParallel]> {
   let summary = "Convert the element type";

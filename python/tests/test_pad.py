@@ -1,0 +1,65 @@
+# Pad (mithril.pad): numpy.pad's constant mode, its gradient against torch,
+# training through it, and its errors. The op was added by the "Adding an op"
+# recipe of docs/architecture.md: ODS, a shape rule, a gradient, a lowering, a
+# batch rule, lit cases, and this Python name.
+import numpy as np
+import pytest
+import torch
+
+import mithril as ml
+from mithril.errors import MithrilError
+from mithril.models import Linear, Model, Pad
+from torch_oracle import compile_eval, torch_run
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("width,value", [(((1, 2), (0, 3)), 0.0), (((0, 0), (2, 2)), -1.5),
+                                         (((3, 1),), 0.25)])
+def test_pad_matches_numpy_and_torch(dtype, width, value, rng):
+    backend = ml.MlirBackend(dtype=ml.float32 if dtype == np.float32 else ml.float64)
+    x = rng.standard_normal((4, 5)).astype(dtype)
+    pairs = list(width) * (2 if len(width) == 1 else 1)
+    expected = np.pad(x, pairs, constant_values=value)
+    seed = rng.standard_normal(expected.shape).astype(dtype)
+    out, grads = compile_eval(Pad(pad_width=width, value=value), backend, {}, {"input": x},
+                              {"output": seed})
+    tol = 1e-6 if dtype == np.float32 else 1e-14
+    np.testing.assert_allclose(out["output"], expected, rtol=0, atol=tol)
+    # torch.nn.functional.pad takes the pairs from the last axis backwards.
+    flat = [v for pair in reversed(pairs) for v in pair]
+    ref_out, ref_grads = torch_run(
+        lambda input: {"output": torch.nn.functional.pad(input, flat, value=value)}, {},
+        {"input": x}, {"output": seed})
+    np.testing.assert_allclose(out["output"], ref_out["output"], rtol=0, atol=tol)
+    np.testing.assert_allclose(grads["input"], ref_grads["input"], rtol=0, atol=tol)
+
+
+def test_pad_three_axes_through_a_linear_layer(rng):
+    """Pad after a Linear layer: the weight's gradient flows through the slice."""
+    model = Model()
+    model |= Linear(6).connect(input="input", output="h")
+    model |= Pad(pad_width=((1, 0), (0, 2), (2, 1))).connect(input="h", output="output")
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={"input": [2, 3, 5]})
+    params = pm.randomize_params()
+    weight = params["linear_0.weight"]
+    bias = params["linear_0.bias"]
+    x = rng.standard_normal((2, 3, 5))
+    seed = rng.standard_normal((3, 5, 9))
+    out, grads = pm.evaluate(params, {"input": x}, output_gradients={"output": seed})
+    h = x @ weight.T + bias
+    np.testing.assert_allclose(out["output"], np.pad(h, ((1, 0), (0, 2), (2, 1))), atol=1e-14)
+    inner = seed[1:3, 0:3, 2:8]
+    np.testing.assert_allclose(grads["linear_0.weight"],
+                               np.einsum("abo,abi->oi", inner, x), atol=1e-12)
+    np.testing.assert_allclose(grads["linear_0.bias"], inner.sum(axis=(0, 1)), atol=1e-12)
+
+
+def test_pad_errors():
+    with pytest.raises(MithrilError, match=r"Pad needs pad_width"):
+        Pad()
+    with pytest.raises(MithrilError, match=r"pairs of integers"):
+        Pad(pad_width=((1, "a"),))
+    with pytest.raises(MithrilError, match=r"2 \(before, after\) pairs for an input of rank 3"):
+        ml.compile(Pad(pad_width=((1, 1), (0, 1))), ml.MlirBackend(), shapes={"input": [2, 3, 4]})
+    with pytest.raises(MithrilError, match=r"must not be negative"):
+        ml.compile(Pad(pad_width=((-1, 1),)), ml.MlirBackend(), shapes={"input": [2]})
