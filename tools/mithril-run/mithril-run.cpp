@@ -11,6 +11,7 @@
 #include "mithril/Pipelines/Pipelines.h"
 #include "mithril/Runtime/CompiledModel.h"
 #include "mithril/Runtime/NumpyIO.h"
+#include "mithril/Runtime/Training.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -207,33 +208,6 @@ static int fail(const Twine &message) {
 
 static int fail(Error err) { return fail(toString(std::move(err))); }
 
-/// Fills `array` with seeded random values: for parameters uniform in
-/// +-1/sqrt(fan_in) (as torch initializes layers, and as the Python package's
-/// randomize_params does), for data a standard normal; small non-negative
-/// integers and booleans otherwise.
-static void randomFill(Array &array, std::mt19937_64 &rng, bool isParam) {
-  std::normal_distribution<double> normal;
-  ArrayRef<int64_t> shape = array.shape();
-  int64_t fanIn = 1;
-  if (shape.size() > 1)
-    for (int64_t d : shape.drop_front())
-      fanIn *= d;
-  else if (shape.size() == 1)
-    fanIn = std::max<int64_t>(shape[0], 1);
-  double bound = 1.0 / std::sqrt(double(std::max<int64_t>(fanIn, 1)));
-  std::uniform_real_distribution<double> uniform(-bound, bound);
-  auto sample = [&]() { return isParam ? uniform(rng) : normal(rng); };
-  std::uniform_int_distribution<int> ints(0, 9), bits(0, 1);
-  for (int64_t i = 0, n = array.size(); i < n; ++i) {
-    if (isFloatDType(array.dtype()))
-      array.setFromDouble(i, sample());
-    else if (array.dtype() == DType::Bool)
-      array.setFromDouble(i, bits(rng));
-    else
-      array.setFromDouble(i, ints(rng));
-  }
-}
-
 /// Prints an array the way numpy does, eliding the middle of long axes.
 static void printArray(raw_ostream &os, const Array &a) {
   ArrayRef<int64_t> shape = a.shape();
@@ -266,15 +240,6 @@ static void printArray(raw_ostream &os, const Array &a) {
   os << "\n";
 }
 
-/// Copies samples `rows` (along axis 0) of `src` into `dst`.
-static void gatherRows(const Array &src, ArrayRef<int64_t> rows, Array &dst) {
-  size_t rowBytes = src.byteSize() / std::max<int64_t>(src.shape()[0], 1);
-  for (size_t i = 0; i < rows.size(); ++i)
-    std::memcpy(static_cast<uint8_t *>(dst.data()) + i * rowBytes,
-                static_cast<const uint8_t *>(src.data()) + rows[i] * rowBytes, rowBytes);
-}
-
-
 /// --train: minibatch training with a compiled step (forward, backward and
 /// the optimizer's update in one function).
 static int runTraining(StringRef source, std::map<std::string, Array> &given) {
@@ -283,20 +248,6 @@ static int runTraining(StringRef source, std::map<std::string, Array> &given) {
   auto data = readNpz(trainData);
   if (!data)
     return fail(data.takeError());
-  if (data->empty())
-    return fail(trainData + ": holds no arrays");
-  int64_t samples = -1;
-  for (auto &[name, array] : *data) {
-    if (array.shape().empty())
-      return fail(trainData + ": array '" + name + "' is a scalar; samples go along axis 0");
-    if (samples >= 0 && array.shape()[0] != samples)
-      return fail(trainData + ": array '" + name + "' has " + Twine(array.shape()[0]) +
-                  " samples, others have " + Twine(samples));
-    samples = array.shape()[0];
-  }
-  if (batchSize == 0 || samples < (int64_t)batchSize)
-    return fail("--batch-size=" + Twine(batchSize.getValue()) + " does not fit the " +
-                Twine(samples) + " samples in " + trainData);
 
   CompileOptions options;
   options.entry = entry;
@@ -304,156 +255,41 @@ static int runTraining(StringRef source, std::map<std::string, Array> &given) {
   if (Error err = applyOptimizationFlags(options))
     return fail(std::move(err));
   options.threads = threads;
-  options.gradients = true;
-  options.seeds = {lossName};
   options.optimizer = optimizerName;
   options.momentum = momentum;
   options.weightDecay = weightDecay;
   options.checkpointSegments = checkpointSegments;
   options.gpuTilesOnHost = gpuTilesOnHost;
-  for (auto &[name, array] : *data) {
-    SmallVector<int64_t> shape(array.shape());
-    shape[0] = batchSize;
-    options.shapes.push_back(shapeSpec(name, shape));
-  }
-  for (auto &[name, array] : given)
-    options.shapes.push_back(shapeSpec(name, array.shape()));
   for (const std::string &s : shapes)
     options.shapes.push_back(s);
-  auto model = CompiledModel::compile(source, options);
-  if (!model)
-    return fail(model.takeError());
+  TrainOptions train;
+  train.loss = lossName;
+  train.epochs = epochs;
+  train.batchSize = batchSize;
+  train.learningRate = learningRate;
+  train.seed = seed;
+  train.dataName = trainData;
 
-  // Bind every input: parameters (given or random), optimizer state (zero),
-  // batches of data, the seed, the learning rate and the step.
-  std::mt19937_64 rng(seed);
-  std::map<std::string, Array> values;
-  std::map<std::string, const Array *> dataByName;
-  for (auto &[name, array] : *data)
-    dataByName[name] = &array;
-  std::vector<std::string> missing;
-  for (const TerminalInfo &t : (*model)->inputs()) {
-    Expected<Array> allocated = Array::allocate(t.dtype, t.shape);
-    if (!allocated)
-      return fail("input '" + t.name + "': " + toString(allocated.takeError()));
-    Array array = std::move(*allocated);
-    auto it = given.find(t.name);
-    if (it != given.end()) {
-      if (it->second.dtype() != t.dtype || it->second.shape() != ArrayRef<int64_t>(t.shape))
-        return fail("input '" + t.name + "' expects " + dtypeName(t.dtype) + " " +
-                    formatShape(t.shape) + " but was given " + dtypeName(it->second.dtype()) +
-                    " " + formatShape(it->second.shape()));
-      array = it->second.clone();
-    } else if (t.kind == InputKind::Param) {
-      randomFill(array, rng, /*isParam=*/true);
-    } else if (!dataByName.count(t.name) && !StringRef(t.name).starts_with("state:") &&
-               !StringRef(t.name).starts_with("grad:") &&
-               !StringRef(t.name).starts_with("optimizer.")) {
-      missing.push_back("  " + t.name + ": " + dtypeName(t.dtype).str() + " " +
-                        formatShape(t.shape));
-    } else if (dataByName.count(t.name) && dataByName[t.name]->dtype() != t.dtype) {
-      return fail(trainData + ": array '" + t.name + "' is " +
-                  dtypeName(dataByName[t.name]->dtype()) + " but the terminal expects " +
-                  dtypeName(t.dtype));
-    }
-    values.emplace(t.name, std::move(array));
-  }
-  if (!missing.empty())
-    return fail("@" + (*model)->entry() + " needs these inputs, which " + trainData +
-                " does not hold:\n" + join(missing, "\n"));
-  for (auto &[name, array] : *data)
-    if (!values.count(name))
-      return fail(trainData + ": array '" + name + "' is not an input of @" + (*model)->entry());
-  auto setScalar = [&](StringRef name, double v) {
-    auto it = values.find(name.str());
-    if (it == values.end())
-      return;
-    if (it->second.dtype() == DType::F32)
-      it->second.as<float>()[0] = v;
-    else
-      it->second.as<double>()[0] = v;
-  };
-  setScalar("grad:" + lossName, 1.0);
-  setScalar("optimizer.lr", learningRate);
-
-  std::vector<Array> outputs;
-  int lossIndex = -1;
-  for (const TerminalInfo &t : (*model)->outputs()) {
-    if (t.name == lossName)
-      lossIndex = outputs.size();
-    outputs.emplace_back(t.dtype, t.shape);
-  }
-  if (lossIndex < 0)
-    return fail("@" + (*model)->entry() + " has no output '" + lossName + "' to minimize");
-  // Accuracy, when a class-index target meets a [batch, classes] output.
-  int scoreIndex = -1;
-  auto target = values.find("target");
-  if (target != values.end() && (target->second.dtype() == DType::I64 ||
-                                 target->second.dtype() == DType::I32))
-    for (size_t i = 0; i < outputs.size(); ++i)
-      if (outputs[i].shape().size() == 2 && outputs[i].shape()[0] == (int64_t)batchSize &&
-          !StringRef((*model)->outputs()[i].name).starts_with("new:"))
-        scoreIndex = i;
-
-  std::vector<int64_t> order(samples);
-  for (int64_t i = 0; i < samples; ++i)
-    order[i] = i;
-  int64_t stepsPerEpoch = samples / batchSize, step = 0;
-  outs() << "training @" << (*model)->entry() << " on " << samples << " samples, "
-         << stepsPerEpoch << " steps of " << batchSize << " per epoch, " << optimizerName
-         << " lr " << format("%g", learningRate.getValue()) << "\n";
-  for (unsigned epoch = 1; epoch <= epochs; ++epoch) {
-    std::shuffle(order.begin(), order.end(), rng);
-    double lossSum = 0;
-    int64_t correct = 0;
-    auto start = std::chrono::steady_clock::now();
-    for (int64_t s = 0; s < stepsPerEpoch; ++s) {
-      ArrayRef<int64_t> rows(order.data() + s * batchSize, batchSize);
-      for (auto &[name, array] : *data)
-        gatherRows(array, rows, values.at(name));
-      setScalar("optimizer.step", ++step);
-      std::vector<TensorView> in, out;
-      for (const TerminalInfo &t : (*model)->inputs())
-        in.push_back(values.at(t.name).view());
-      for (Array &a : outputs)
-        out.push_back(a.view());
-      if (Error err = (*model)->run(in, out))
-        return fail(std::move(err));
-      lossSum += outputs[lossIndex].getAsDouble(0);
-      if (scoreIndex >= 0) {
-        const Array &scores = outputs[scoreIndex];
-        int64_t classes = scores.shape()[1];
-        for (int64_t r = 0; r < (int64_t)batchSize; ++r) {
-          int64_t best = 0;
-          for (int64_t c = 1; c < classes; ++c)
-            if (scores.getAsDouble(r * classes + c) > scores.getAsDouble(r * classes + best))
-              best = c;
-          correct += best == (int64_t)target->second.getAsDouble(r);
-        }
-      }
-      // The updated parameters and state become the next step's inputs.
-      for (size_t i = 0; i < outputs.size(); ++i) {
-        StringRef name = (*model)->outputs()[i].name;
-        if (name.consume_front("new:"))
-          std::swap(values.at(name.str()), outputs[i]);
-      }
-    }
-    double ms = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e3;
-    std::string bar(30 * epoch / epochs, '#');
-    bar.resize(30, ' ');
-    outs() << format("epoch %3u/%u [%s] loss %.5f", epoch, (unsigned)epochs, bar.c_str(),
-                     lossSum / stepsPerEpoch);
-    if (scoreIndex >= 0)
-      outs() << format("  accuracy %.2f%%", 100.0 * correct / (stepsPerEpoch * batchSize));
-    outs() << format("  (%.0f ms)\n", ms);
-  }
-
+  auto trained = trainModel(
+      source, options, *data, given, train,
+      [&](const TrainingSummary &run) {
+        outs() << "training @" << run.entry << " on " << run.samples << " samples, "
+               << run.stepsPerEpoch << " steps of " << batchSize << " per epoch, " << optimizerName
+               << " lr " << format("%g", learningRate.getValue()) << "\n";
+      },
+      [&](const EpochReport &report) {
+        std::string bar(30 * report.epoch / report.epochs, '#');
+        bar.resize(30, ' ');
+        outs() << format("epoch %3u/%u [%s] loss %.5f", report.epoch, report.epochs, bar.c_str(),
+                         report.meanLoss);
+        if (report.accuracy)
+          outs() << format("  accuracy %.2f%%", 100.0 * *report.accuracy);
+        outs() << format("  (%.0f ms)\n", report.seconds * 1e3);
+      });
+  if (!trained)
+    return fail(trained.takeError());
   if (!outputFile.empty()) {
-    NamedArrays trained;
-    for (const TerminalInfo &t : (*model)->inputs())
-      if (t.kind == InputKind::Param)
-        trained.emplace_back(t.name, std::move(values.at(t.name)));
-    if (Error err = writeNpz(outputFile, trained))
+    if (Error err = writeNpz(outputFile, *trained))
       return fail(std::move(err));
     outs() << "wrote the trained parameters to " << outputFile << "\n";
   }
