@@ -388,6 +388,8 @@ LogicalResult mithril::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOpti
   // block sizes static).
   pm.addNestedPass<func::FuncOp>(createMithrilGpuTileContractions());
   pm.addNestedPass<func::FuncOp>(createMithrilGpuMapForall());
+  // Reductions inside the kernels, not host loops launching one per step.
+  pm.addNestedPass<func::FuncOp>(createMithrilGpuReductionsInner());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createParallelLoopTilingPass({16, 16}, /*noMinMaxBounds=*/true));
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());

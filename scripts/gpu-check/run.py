@@ -5,7 +5,7 @@ with the CPU pipeline's outputs; then times them against torch.
 Needs torch with CUDA (for device buffers, and as the timing peer) and the
 CUDA driver; no LLVM, MLIR or mithril build.
 
-  python3 run.py BUNDLE_DIR [--time] [-v] [--only=CASE,CASE]
+  python3 run.py BUNDLE_DIR [--time] [-v] [--only=CASE,CASE] [--profile=CASE,CASE]
 
 `--cpu` runs a bundle built with `prepare.py --target=cpu` on the CPU (a
 check of the harness without a GPU).
@@ -134,6 +134,25 @@ def median_ms(fn, repeats=30, warmup=3):
     return 1e3 * float(np.median(times))
 
 
+def print_kernel_profile(case, calls=5, top=12):
+    """The kernels that take the most GPU time over `calls` calls (CUPTI,
+    through torch's profiler: it sees every kernel of the process)."""
+    from torch.profiler import ProfilerActivity, profile
+    case()
+    synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            case()
+        synchronize()
+    events = [e for e in prof.key_averages() if e.device_type.name == "CUDA"]
+    total = sum(e.device_time_total for e in events) or 1.0
+    print(f"     kernels of {case.name}: {len(events)} kinds, "
+          f"{total / calls / 1e3:.3f} ms per call on the GPU")
+    for e in sorted(events, key=lambda e: -e.device_time_total)[:top]:
+        print(f"       {e.device_time_total / calls / 1e3:8.3f} ms {e.count // calls:4d}x "
+              f"{100 * e.device_time_total / total:5.1f}%  {e.key[:60]}")
+
+
 def torch_peer(case, dtype=None):
     """The same computation in torch (float32, TF32 off; or in `dtype`), or
     None."""
@@ -173,6 +192,8 @@ def main():
         print(f"CPU run of the harness, torch {torch.__version__}")
     failures = 0
     only = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--only=")]
+    profiled = [c for a in sys.argv if a.startswith("--profile=")
+                for c in a.split("=", 1)[1].split(",")]
     for name in sorted(os.listdir(bundle)):
         if only and name not in only[0].split(","):
             continue
@@ -192,6 +213,8 @@ def main():
         print(f"{'ok  ' if ok else 'FAIL'} {name}: worst {worst:.2e}")
         if not ok or "-v" in sys.argv:
             print("\n".join(lines))
+        if name in profiled:
+            print_kernel_profile(case)
         if timing:
             ours = median_ms(case)
             peer = torch_peer(case)

@@ -115,4 +115,17 @@ def MithrilGpuMapForall : Pass<"mithril-gpu-map-forall", "mlir::func::FuncOp"> {
   ];
 }
 
+def MithrilGpuReductionsInner : Pass<"mithril-gpu-reductions-inner", "mlir::func::FuncOp"> {
+  let summary = "Put the parallel loops of linalg.generic ops outermost, for the GPU mapping";
+  let description = [{
+    A linalg.generic whose reduction loops come before parallel ones (the sum
+    over rows of a bias gradient) lowers to a host loop around a parallel loop,
+    and so to one kernel launch per reduction step. This interchanges the
+    loops so that every parallel loop comes first (each group keeping its
+    order): the op becomes one kernel whose threads loop over the reduction.
+    Run it on buffers, before the linalg ops become loops.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
 #endif // MITHRIL_CODEGEN_GPU_PASSES_TD
