@@ -128,6 +128,10 @@ Expected<OwningOpRef<ModuleOp>> mithril::runtime::parseSource(MLIRContext &ctx,
 }
 
 /// The option string of mithril-cpu-pipeline for `options`.
+bool mithril::runtime::isAddedByGradients(StringRef name) {
+  return name.starts_with("grad:") || name.starts_with("state:") || name.starts_with("optimizer.");
+}
+
 std::string mithril::runtime::shapeSpec(StringRef name, ArrayRef<int64_t> shape) {
   std::string dims = shape.empty() ? "scalar" : "";
   for (size_t i = 0; i < shape.size(); ++i)

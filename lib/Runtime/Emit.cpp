@@ -5,68 +5,22 @@
 //
 //===----------------------------------------------------------------------===//
 
-//===- CompiledModel.cpp - a model compiled for the host CPU --------------===//
-//
-// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
-// Exceptions. See LICENSE for license information.
-//
-//===----------------------------------------------------------------------===//
-
-#include "CudaDevice.h"
 #include "Driver.h"
-#include "mithril/Runtime/CompiledModel.h"
-#include "mithril/Runtime/Distributed.h"
-
-#include "mithril/Dialect/Mithril/IR/MithrilOps.h"
-#include "mithril/Dialect/Mithril/Transforms/Passes.h"
-#include "mithril/InitAllDialects.h"
 #include "mithril/InitAllPasses.h"
 #include "mithril/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/InitAllDialects.h"
-#include "mlir/InitAllExtensions.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
-#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/Passes.h"
 
-#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
-#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
-#include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
-#include "llvm/MC/TargetRegistry.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
-#include "llvm/TargetParser/Host.h"
-#include "llvm/TargetParser/X86TargetParser.h"
-
-#include "llvm/ADT/ScopeExit.h"
-#include "llvm/ADT/StringSet.h"
-#include "llvm/ADT/StringSwitch.h"
-#include "llvm/Support/DynamicLibrary.h"
-
-#include <atomic>
-#include <chrono>
-#include <csetjmp>
-#include <cstdio>
-#include <cstdlib>
-#include <map>
-#include <mutex>
-#include <optional>
-#include <thread>
-#include <unordered_map>
-#include <unordered_set>
 
 using namespace mlir;
 using namespace mithril;

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mithril/Runtime/Training.h"
+#include "Driver.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/Twine.h"
@@ -17,13 +18,10 @@
 
 using namespace mithril;
 using namespace mithril::runtime;
+using namespace mithril::runtime::detail;
 using llvm::Expected;
 using llvm::StringRef;
 using llvm::Twine;
-
-static llvm::Error makeError(const Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
 
 void mithril::runtime::randomFill(Array &array, std::mt19937_64 &rng, bool isParam) {
   std::normal_distribution<double> normal;
@@ -113,9 +111,7 @@ mithril::runtime::trainModel(StringRef source, CompileOptions options, NamedArra
       array = it->second.clone();
     } else if (t.kind == InputKind::Param) {
       randomFill(array, rng, /*isParam=*/true);
-    } else if (!dataByName.count(t.name) && !StringRef(t.name).starts_with("state:") &&
-               !StringRef(t.name).starts_with("grad:") &&
-               !StringRef(t.name).starts_with("optimizer.")) {
+    } else if (!dataByName.count(t.name) && !isAddedByGradients(t.name)) {
       missing.push_back("  " + t.name + ": " + dtypeName(t.dtype).str() + " " +
                         formatShape(t.shape));
     } else if (dataByName.count(t.name) && dataByName[t.name]->dtype() != t.dtype) {

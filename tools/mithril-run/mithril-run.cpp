@@ -350,12 +350,8 @@ int main(int argc, char **argv) {
   // Without --dynamic the code is compiled for the shapes of the data given.
   // The terminals --gradients adds (seeds, optimizer state) take the shapes
   // of what they belong to.
-  auto addedByGradients = [](StringRef name) {
-    return name.starts_with("grad:") || name.starts_with("state:") ||
-           name.starts_with("optimizer.");
-  };
   for (const std::string &name : dynamicShapes ? std::vector<std::string>() : order)
-    if (!(gradients && addedByGradients(name)))
+    if (!(gradients && isAddedByGradients(name)))
       options.shapes.push_back(shapeSpec(name, given.at(name).shape()));
   for (const std::string &s : shapes)
     options.shapes.push_back(s);

@@ -165,6 +165,11 @@ llvm::ArrayRef<llvm::StringRef> optimizationNames();
 /// for rank 0).
 std::string shapeSpec(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
 
+/// Whether `name` is a terminal that gradients add to a model rather than
+/// one of its own: a seed `grad:<output>`, optimizer state `state:...` or a
+/// hyper-parameter `optimizer.*`.
+bool isAddedByGradients(llvm::StringRef name);
+
 /// The thread count `options` asks for, with 0 resolved to the host's
 /// hardware threads.
 unsigned resolvedThreads(const CompileOptions &options);

@@ -55,28 +55,36 @@ static std::optional<int64_t> hostL2Bytes() {
   return std::nullopt;
 }
 
-std::optional<CpuTarget> mithril::cpuTarget(StringRef cpu) {
-  llvm::StringMap<bool> features;
-  if (cpu.empty()) {
-    features = llvm::sys::getHostCPUFeatures();
-  } else {
-    if (llvm::X86::parseArchX86(cpu, /*Only64Bit=*/true) == llvm::X86::CK_None)
-      return std::nullopt;
-    SmallVector<StringRef> names;
-    llvm::X86::getFeaturesForCPU(cpu, names);
-    for (StringRef name : names)
-      features[name] = true;
-  }
+/// What code generation needs of a CPU with `features` (LLVM's names).
+static CpuTarget targetFromFeatures(const llvm::StringMap<bool> &features) {
   CpuTarget target;
   bool avx512 = features.lookup("avx512f");
   target.vectorBits = avx512 ? 512 : features.lookup("avx") ? 256 : 128;
-  target.vectorRegisters = avx512 ? 32 : 16;
   target.bf16DotProduct = avx512 && features.lookup("avx512bf16");
   target.int8DotProduct = avx512 && features.lookup("avx512vnni");
-  if (cpu.empty())
-    if (std::optional<int64_t> l2 = hostL2Bytes())
-      target.l2Bytes = *l2;
   return target;
+}
+
+std::optional<CpuTarget> mithril::cpuTarget(StringRef cpu) {
+  // The host's is read once per process (CPUID and sysfs): every compile's
+  // strategy and schedule ask for it.
+  if (cpu.empty()) {
+    static const CpuTarget host = [] {
+      CpuTarget target = targetFromFeatures(llvm::sys::getHostCPUFeatures());
+      if (std::optional<int64_t> l2 = hostL2Bytes())
+        target.l2Bytes = *l2;
+      return target;
+    }();
+    return host;
+  }
+  if (llvm::X86::parseArchX86(cpu, /*Only64Bit=*/true) == llvm::X86::CK_None)
+    return std::nullopt;
+  llvm::StringMap<bool> features;
+  SmallVector<StringRef> names;
+  llvm::X86::getFeaturesForCPU(cpu, names);
+  for (StringRef name : names)
+    features[name] = true;
+  return targetFromFeatures(features);
 }
 
 std::optional<unsigned> mithril::vectorRegisterBits(StringRef cpu) {

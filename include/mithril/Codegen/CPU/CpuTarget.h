@@ -15,13 +15,12 @@
 
 namespace mithril {
 
-/// What the CPU strategy needs to know of an x86-64 CPU: its vector
-/// registers (512 bits with AVX-512, 256 with AVX, 128 otherwise; 32 of them
-/// with AVX-512, 16 otherwise), the low-precision dot products it has, and
-/// its L2 cache.
+/// What the CPU strategy needs to know of an x86-64 CPU: the width of its
+/// vector registers (512 bits with AVX-512, whose 32 registers hold 8-row
+/// tiles; 256 with AVX, 16 registers, 6 rows; 128 otherwise), the
+/// low-precision dot products it has, and its L2 cache.
 struct CpuTarget {
   unsigned vectorBits = 128;
-  unsigned vectorRegisters = 16;
   /// vdpbf16ps: pairs of bf16 multiplied and summed into f32 (AVX512-BF16).
   bool bf16DotProduct = false;
   /// vpdpbusd: quads of u8 x s8 summed into i32 (AVX512-VNNI).
