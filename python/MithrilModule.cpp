@@ -400,6 +400,7 @@ PYBIND11_MODULE(_mithril, m) {
                                  l.append(terminalInfo(t));
                                return l;
                              })
+      .def_property_readonly("discarded", &CompiledModel::discarded)
       .def_property_readonly("logical_ir", &CompiledModel::logicalIR)
       .def_property_readonly("timings",
                              [](const CompiledModel &c) {

@@ -330,6 +330,9 @@ llvm::Error CompiledModel::describe(Operation *rootOp, bool dynamicShapes) {
       return info.takeError();
     outputs_.push_back(*info);
   }
+  if (auto names = root->getAttrOfType<ArrayAttr>(kDiscardedAttr))
+    for (auto name : names.getAsValueRange<StringAttr>())
+      discarded_.push_back(name.str());
   auto isDynamic = [](const TerminalInfo &t) {
     return llvm::any_of(t.shape, ShapedType::isDynamic);
   };

@@ -61,6 +61,8 @@ _PRIMITIVE_FUNCTION_DEFAULTS = {"LeakyRelu": {"slope": 0.2}}
 def run_case(case: dict, rtol: float) -> None:
     if "static_input_shapes" in case or "is_list" in case.get("inputs", {}):
         raise CaseFailure("static-key analysis and list inputs are not supported yet")
+    if "train_context" in case:
+        case = _from_train_context(case)
     spec = case["model"]
     if isinstance(spec, str) and spec in _PRIMITIVE_FUNCTION_DEFAULTS:
         spec = {"name": spec, "args": _PRIMITIVE_FUNCTION_DEFAULTS[spec]}
@@ -68,6 +70,7 @@ def run_case(case: dict, rtol: float) -> None:
     train = "output_specs" in case
     if train:
         model = _train_model(model, case)
+        model.finalize()  # final_cost exists, and can be discarded
     inputs = {k: np.asarray(v, dtype=np.float64) for k, v in case.get("inputs", {}).items()}
     statics = dict(case.get("static_keys", case.get("static_inputs", {})))
     for key in case.get("injected_static_keys", []):
@@ -88,6 +91,8 @@ def run_case(case: dict, rtol: float) -> None:
                         trainable_keys=[k for k in inputs if k in model.input_keys],
                         discard_keys=[k for k in discard if k in model.output_keys])
         results = case["results"]
+        if "output_keys" in results:
+            return _check_discarded(pm, model, results)
         if train:
             seeds = {"final_cost": np.array(1.0)}
             want_eval = results.get("eval", {})
@@ -120,8 +125,42 @@ def run_case(case: dict, rtol: float) -> None:
         _close(grads[key], value, rtol, f"gradient of '{key}'")
 
 
+def _check_discarded(pm, model, results) -> None:
+    """A discard-keys case: the outputs left, and the terminals dropped.
+
+    Mithril lists its internal connections too (`output_0`, `axes`), whose
+    names are its own; of the model's terminals, every one it drops must be
+    dropped here (we may drop more: an input nothing reads is dropped even
+    where Mithril keeps it)."""
+    got = sorted(pm.output_keys)
+    if got != sorted(results["output_keys"]):
+        raise CaseFailure(f"output keys {got}, expected {sorted(results['output_keys'])}")
+    terminals = set(model.input_keys) | set(model.output_keys)
+    missing = sorted(set(results.get("discard_keys", [])) & terminals - set(pm.discarded_keys))
+    if missing:
+        raise CaseFailure(f"{missing} are not discarded (discarded: {sorted(pm.discarded_keys)})")
+
+
 # Mithril's internal connection (its model's class) -> our input terminal.
 _INJECTED = {"TsnePJoint": "p_joint"}
+
+
+def _from_train_context(case: dict) -> dict:
+    """A case in the `train_context` form (a model, a list of losses with
+    the terminals they read) in the `output_specs` form."""
+    context = case["train_context"]
+    specs = {}
+    for loss in context.get("losses", []):
+        output = loss.get("input", "output")
+        if output in specs:
+            raise CaseFailure(f"two losses on output '{output}' are not supported")
+        specs[output] = {"loss": loss["model"], "reduce_steps": loss.get("reduces", []),
+                         "target_key": loss.get("target", "target")}
+    out = {k: v for k, v in case.items() if k != "train_context"}
+    out.update(model=context["model"], output_specs=specs,
+               regularizations=context.get("regularizations", []),
+               final_loss_combiner=context.get("final_loss_combiner"))
+    return out
 
 
 def _train_model(model, case):

@@ -104,6 +104,28 @@ class DeferredPhysicalModel:
             raise self._not_yet("randomize_params()")
         return self._last.randomize_params(seed)
 
+    # What the graph alone says, before any call. Once compiled, the
+    # compiled model's (nested parameters included).
+    @property
+    def output_keys(self) -> list[str]:
+        if self._last is not None:
+            return self._last.output_keys
+        discard = set(self.compile_args.get("discard_keys") or ())
+        return [k for k in self.logical_model.output_keys if k not in discard]
+
+    @property
+    def discarded_keys(self) -> list[str]:
+        """The discarded outputs and the model's inputs only they read."""
+        if self._last is not None:
+            return self._last.discarded_keys
+        model = self.logical_model
+        discard = [k for k in model.output_keys
+                   if k in set(self.compile_args.get("discard_keys") or ())]
+        if not discard:
+            return []
+        read = model.inputs_read_by(self.output_keys)
+        return discard + [k for k in model.input_keys if k not in read]
+
     def __getattr__(self, name: str):
         # Terminals, shapes, summaries: those of the model compiled last.
         if name.startswith("_"):

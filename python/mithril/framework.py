@@ -74,6 +74,8 @@ class IOKey(ExprOps):
         self.expose = expose
         self.differentiable = differentiable
         self.connections = list(connections or [])
+        # Set by readers of model dicts: the name alone does not expose it.
+        self.latent = False
 
     def __repr__(self) -> str:
         return f"IOKey({self.name!r})"
@@ -100,6 +102,9 @@ class Net:
     value: Any = None
     shape: tuple | None = None
     differentiable: bool | None = None
+    # Named after the terminal it was made for, not by the user: once it has
+    # a producer (joined to an output), the name is free for a new input.
+    implicit: bool = False
 
 
 def _fresh_copy(model: "BaseModel") -> "BaseModel":
@@ -251,6 +256,18 @@ class _ModelClass(type):
         if cls.__init__.__module__.startswith(__package__ + "."):
             _check_int_and_bool_arguments(cls, bound)
         model = super().__call__(*args, **kwargs)
+        # What model_to_dict writes as the model's `args`: the arguments
+        # given (defaults left out), terminal values included.
+        given = {}
+        for key, value in bound.arguments.items():
+            kind = params[key].kind
+            if kind is inspect.Parameter.VAR_KEYWORD:
+                given.update(value)
+            elif kind is inspect.Parameter.VAR_POSITIONAL:
+                given[key] = list(value)
+            elif key not in ("self", "name"):
+                given[key] = value
+        model._factory_args = {**given, **terminal_values}
         try:
             for key, value in terminal_values.items():
                 model._take_terminal_value(key, value, keywords)
@@ -293,6 +310,11 @@ class BaseModel(metaclass=_ModelClass):
     @property
     def output_keys(self) -> list[str]:
         raise NotImplementedError
+
+    def inputs_read_by(self, outputs) -> set[str]:
+        """The input terminals that any of the output terminals `outputs`
+        depend on (a primitive's outputs read all of its inputs)."""
+        return set(self.input_keys) if outputs else set()
 
     @property
     def canonical_input(self) -> str | None:
@@ -445,6 +467,7 @@ class Model(BaseModel):
         super().__init__(name)
         self.submodels: list[tuple[BaseModel, dict[str, Net]]] = []
         self.nets: dict[str, Net] = {}
+        self._being_produced: set[int] = set()
         self._cin: Net | None = None
         self._cout: Net | None = None
         self._auto = itertools.count()
@@ -490,6 +513,32 @@ class Model(BaseModel):
     @property
     def output_keys(self) -> list[str]:
         return [n.name for n in self._output_nets()]
+
+    def inputs_read_by(self, outputs) -> set[str]:
+        if "emit" in vars(type(self)):
+            return super().inputs_read_by(outputs)  # lowered as a whole
+        # Backwards from the outputs' nets, through each submodel only as far
+        # as the terminals it is asked for read.
+        wanted: dict[int, set] = {}
+        pending = [self.nets[k] for k in outputs if k in self.nets]
+        seen: set[int] = set()
+        while pending:
+            net = pending.pop()
+            if id(net) in seen:
+                continue
+            seen.add(id(net))
+            if net.producer is None:
+                continue
+            index, terminal = net.producer
+            asked = wanted.setdefault(index, set())
+            if terminal in asked:
+                continue
+            asked.add(terminal)
+            sub, nets = self.submodels[index]
+            for key in sub.inputs_read_by(asked):
+                if key in nets:
+                    pending.append(nets[key])
+        return {n.name for n in self._input_nets() if id(n) in seen}
 
     def _set_terminal_value(self, key: str, value) -> None:
         # A valued net is a constant, no longer an input (see _input_nets).
@@ -644,7 +693,7 @@ class Model(BaseModel):
         if isinstance(value, str):
             if value == "":
                 return None
-            return self.nets.get(value) or self._new_net(value)
+            return self._named(value) or self._new_net(value)
         if isinstance(value, Connection):
             return self._net_of_connection(value)
         if isinstance(value, (Expr, ExtendInfo, _OutputOf)):
@@ -653,7 +702,7 @@ class Model(BaseModel):
                                    "be bound to an expression")
             return self._materialize(value)
         if isinstance(value, IOKey):
-            net = self.nets.get(value.name) if value.name is not None else None
+            net = self._named(value.name) if value.name is not None else None
             for other in value.connections:
                 other_net = (self._net_of_connection(other) if isinstance(other, Connection)
                              else self.nets.get(other))
@@ -669,7 +718,7 @@ class Model(BaseModel):
                 self._rename(net, value.name)
             if value.expose is not None:
                 net.expose = value.expose
-            elif not value.connections and value.name is not None:
+            elif not value.connections and value.name is not None and not value.latent:
                 net.expose = True
             if value.shape is not None:
                 net.shape = value.shape
@@ -684,6 +733,23 @@ class Model(BaseModel):
                                "cannot be bound to a value")
         net = self._new_net(None)
         net.value = value
+        return net
+
+    def _named(self, name: str) -> Net | None:
+        """The net a user's name refers to. A name the model gave an unbound
+        input (Add's `left` when Add came in unconnected) is the user's to
+        use while it is an input (the guide's residual block adds the
+        block's `input` that way). Once that input is joined to an output,
+        now or before, it is an internal connection: as in the original, the
+        user's name is a new one, and the old net moves aside (`left_1`)."""
+        net = self.nets.get(name)
+        if net is not None and net.implicit and (
+                net.producer is not None or id(net) in getattr(self, "_being_produced", ())):
+            moved = self._unique(name)  # `left_1`: `name` is still taken
+            del self.nets[name]
+            net.name = moved
+            self.nets[moved] = net
+            return None
         return net
 
     def _net_of_connection(self, conn: Connection) -> Net:
@@ -701,7 +767,7 @@ class Model(BaseModel):
         if name in self.nets and self.nets[name] is not net:
             raise MithrilError(f"a connection named '{name}' already exists")
         del self.nets[net.name]
-        net.name, net.auto = name, False
+        net.name, net.auto, net.implicit = name, False, False
         self.nets[name] = net
 
     def _merge(self, keep: Net, other: Net) -> None:
@@ -734,7 +800,9 @@ class Model(BaseModel):
         expressions = dict(self.__dict__.get("_expr_nets", {}))
         try:
             self._extend_unchecked(model, connections)
+            self._being_produced = set()
         except BaseException:
+            self._being_produced = set()
             self._expr_nets = expressions
             self.nets = nets
             for net in nets.values():
@@ -827,6 +895,12 @@ class Model(BaseModel):
                 raise KeyNotFoundError(
                     f"'{key}' is not a terminal of {model.class_name} "
                     f"(its inputs are {inputs}, its outputs {outputs})")
+        connections = self._same_name_in_and_out(model, connections)
+        # Nets this model's outputs join (IOKey connections): a name its
+        # inputs give is not one of them (see _named).
+        self._being_produced = {
+            id(self._net_of_connection(c)) for t in outputs
+            for c in getattr(connections.get(t), "connections", ()) if isinstance(c, Connection)}
         index = len(self.submodels)
         bindings: dict[str, Net] = {}
         for terminal in model.input_specs:
@@ -837,6 +911,7 @@ class Model(BaseModel):
                 if isinstance(model, Model) and spec.kind != "data":
                     continue  # owned by the instance; flattening names it by path
                 net = self._new_net(self._unique(terminal))
+                net.implicit = True
             net.consumers.append((index, terminal))
             bindings[terminal] = net
         for terminal in outputs:
@@ -853,6 +928,47 @@ class Model(BaseModel):
             self._cin = bindings[model.canonical_input]
         if model.canonical_output in bindings:
             self._cout = bindings[model.canonical_output]
+
+    def _same_name_in_and_out(self, model: BaseModel, connections: dict) -> dict:
+        """An input and an output given one name: allowed for an in-place
+        activation, whose output takes the name over (the value it named
+        becomes an unnamed internal connection); an error otherwise."""
+        def name_of(value):
+            if isinstance(value, str):
+                return value or None
+            if isinstance(value, IOKey) and not value.connections:
+                return value.name
+            if isinstance(value, Net):
+                return value.name
+            return None
+
+        outputs = {name_of(connections.get(t)): t for t in model.output_keys}
+        outputs.pop(None, None)
+        for terminal in model.input_keys:
+            name = name_of(connections.get(terminal))
+            if name is None or name not in outputs:
+                continue
+            cls = model.class_name
+            if not getattr(model, "in_place", False):
+                raise MithrilError(
+                    f"{cls}: input '{terminal}' and output '{outputs[name]}' are both "
+                    f"connected to '{name}', and a connection has one producer: use another "
+                    f"name" + (f", or {cls}(in_place=True) to make '{name}' its result"
+                               if hasattr(model, "in_place") else ""))
+            net = self.nets.get(name)
+            if net is None or net.producer is None:
+                raise MithrilError(
+                    f"{cls}(in_place=True): '{name}' is not computed in this model: an "
+                    f"in-place op takes over the name of a value an earlier model computed "
+                    f"(connect '{name}' to a model's output first)")
+            # The old value keeps its consumers under a fresh internal name.
+            del self.nets[name]
+            net.name, net.auto, net.implicit, net.expose = f"${next(self._auto)}", True, False, None
+            self.nets[net.name] = net
+            if self._cout is net:
+                self._cout = None
+            connections = {**connections, terminal: net}
+        return connections
 
     def __repr__(self) -> str:
         return f"{self.class_name}({len(self.submodels)} submodels)"

@@ -115,6 +115,13 @@ class PhysicalModel:
         return [t["name"] for t in self._outputs]
 
     @property
+    def discarded_keys(self) -> list[str]:
+        """The terminals `discard_keys` took away: those outputs and the
+        inputs that only they read (which the compiled model neither takes
+        nor needs)."""
+        return list(self._forward.discarded)
+
+    @property
     def trainable_keys(self) -> list[str]:
         return [t["name"] for t in self._inputs if t["kind"] == "param"]
 
@@ -188,6 +195,10 @@ class PhysicalModel:
             if key in given:
                 raise KeyNotFoundError(f"'{key}' is given both as a parameter and as data")
             given[key] = value
+        # A parameter only a discarded output needed may still be given
+        # (parameters drawn for the whole model): it is not read.
+        discarded = set(self.discarded_keys)
+        given = {k: v for k, v in given.items() if k not in discarded}
         known = set(self.input_keys)
         unknown = [k for k in given if k not in known]
         if unknown:

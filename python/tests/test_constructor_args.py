@@ -56,7 +56,8 @@ def test_a_rejected_train_model_gives_its_model_back():
 
 
 @pytest.mark.parametrize("make,message", [
-    (lambda: M.Relu(inplace=True), r"^Relu\(\) got an unexpected keyword argument 'inplace'$"),
+    (lambda: M.Relu(inplace=True),
+     r"^Relu\(\) got an unexpected keyword argument 'inplace'; did you mean 'in_place'\?$"),
     (lambda: M.Softmax(axs=1), r"'axs'; did you mean 'axis'\?"),
     (lambda: M.Sum(axes=0), r"'axes'; did you mean 'axis'\?"),
     (lambda: M.MaxPool2D(2, strid=1), r"'strid'; did you mean 'stride'\?"),

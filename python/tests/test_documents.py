@@ -111,6 +111,8 @@ SNIPPET_PRELUDES = {
     ("004", 1): "model = Model()",
     ("004", 2): "model = Model()",
     ("002", 1): "model = encoder  # the document's model",
+    # "activation functions": the hidden layer the activation goes on.
+    ("004", 17): 'model = Model()\nmodel |= Linear(16)(input="input", output="hidden")',
 }
 
 # The documents' placeholders, filled in.
@@ -135,7 +137,6 @@ NOT_YET = {
     ("003", 12): "randomize_params() of a model compiled without shapes= (parameter shapes "
                  "before the first call, issue 17)",
     ("004", 15): "evaluate(inputs) without the parameters, which the document leaves out",
-    ("004", 17): "Relu(in_place=True) (issue 18)",
     ("004", 22): "target_hardware='tpu' and tpu_options: no TPU target",
 }
 

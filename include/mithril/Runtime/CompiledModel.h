@@ -222,6 +222,9 @@ public:
   const std::string &entry() const { return entry_; }
   const std::vector<TerminalInfo> &inputs() const { return inputs_; }
   const std::vector<TerminalInfo> &outputs() const { return outputs_; }
+  /// The terminals the discarded outputs took with them: those outputs and
+  /// the inputs nothing else reads.
+  const std::vector<std::string> &discarded() const { return discarded_; }
   const std::vector<PhaseTiming> &timings() const { return timings_; }
   /// The flattened, shape-inferred mithril IR of the entry model.
   const std::string &logicalIR() const { return logicalIR_; }
@@ -276,6 +279,7 @@ private:
 
   std::string entry_;
   std::vector<TerminalInfo> inputs_, outputs_;
+  std::vector<std::string> discarded_;
   std::vector<PhaseTiming> timings_;
   std::string logicalIR_;
   std::vector<SummaryRow> summary_;

@@ -26,8 +26,21 @@ class _Binary(Primitive):
     inputs = ("left", "right")
 
 
-def _unary(cls_name: str, op: str, doc: str):
-    cls = type(cls_name, (_Unary,), {"op": op, "__doc__": doc})
+class _Activation(_Unary):
+    """An elementwise activation. `in_place=True` lets its result take over
+    its input's name: `Relu(in_place=True)(input="hidden", output="hidden")`
+    makes "hidden" the activation's output from then on (the value it had is
+    still what earlier consumers read). The memory is the compiler's choice
+    either way: an activation is computed in its producer's loop, or over
+    its input's buffer when nothing reads that input later."""
+
+    def __init__(self, in_place: bool = False, name=None) -> None:
+        super().__init__(name)
+        self.in_place = bool(in_place)
+
+
+def _unary(cls_name: str, op: str, doc: str, base: type = _Unary):
+    cls = type(cls_name, (base,), {"op": op, "__doc__": doc})
     return cls
 
 
@@ -60,10 +73,10 @@ LogicalOr = _binary("LogicalOr", "logical_or", "left or right")
 LogicalXOr = _binary("LogicalXOr", "logical_xor", "left xor right")
 MatrixMultiply = _binary("MatrixMultiply", "matmul", "numpy.matmul")
 
-Relu = _unary("Relu", "relu", "max(input, 0)")
-Sigmoid = _unary("Sigmoid", "sigmoid", "1 / (1 + exp(-input))")
-Tanh = _unary("Tanh", "tanh", "tanh(input)")
-Softplus = _unary("Softplus", "softplus", "log(1 + exp(input))")
+Relu = _unary("Relu", "relu", "max(input, 0)", _Activation)
+Sigmoid = _unary("Sigmoid", "sigmoid", "1 / (1 + exp(-input))", _Activation)
+Tanh = _unary("Tanh", "tanh", "tanh(input)", _Activation)
+Softplus = _unary("Softplus", "softplus", "log(1 + exp(input))", _Activation)
 Exponential = _unary("Exponential", "exp", "exp(input)")
 
 
@@ -204,20 +217,20 @@ class PermuteTensor(Primitive):
         return {"output": rows}
 
 
-class LeakyRelu(_Unary):
+class LeakyRelu(_Activation):
     op = "leaky_relu"
 
     # Mithril's default slope (torch's too).
-    def __init__(self, slope: float = 0.01, name=None) -> None:
-        super().__init__(name)
+    def __init__(self, slope: float = 0.01, in_place: bool = False, name=None) -> None:
+        super().__init__(in_place, name)
         self._set_attrs(slope=float(slope))
 
 
-class Gelu(_Unary):
+class Gelu(_Activation):
     op = "gelu"
 
-    def __init__(self, approximate: bool = False, name=None) -> None:
-        super().__init__(name)
+    def __init__(self, approximate: bool = False, in_place: bool = False, name=None) -> None:
+        super().__init__(in_place, name)
         self._set_attrs(approximate=bool(approximate))
 
 

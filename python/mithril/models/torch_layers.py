@@ -215,11 +215,11 @@ class BatchNorm2d(Model):
 
 
 class ReLU(_primitives.Relu):
-    """torch.nn.ReLU: max(input, 0). `inplace` is accepted and has no effect
-    (compiled models write no input in place); the result is the same."""
+    """torch.nn.ReLU: max(input, 0). `inplace` is Relu's `in_place`: the
+    result may take over its input's name; the numbers are the same."""
 
     def __init__(self, inplace: bool = False, name=None) -> None:
-        super().__init__(name)
+        super().__init__(in_place=inplace, name=name)
         self.inplace = bool(inplace)
 
 

@@ -46,6 +46,9 @@ inline constexpr llvm::StringLiteral kTensorSplitAttr = "mithril.tensor_split";
 /// With kTensorSplitAttr: the axis is this many equal blocks (an attention
 /// block's q, k and v), each split; the rank holds its part of each.
 inline constexpr llvm::StringLiteral kTensorBlocksAttr = "mithril.tensor_blocks";
+/// On a model mithril-dce dropped terminals from: their names (the discarded
+/// outputs and the inputs only they read).
+inline constexpr llvm::StringLiteral kDiscardedAttr = "mithril.discarded";
 
 /// How the element type of an elementwise binary op's result is formed.
 enum class BinaryResultKind { Arith, Compare, Logical };

@@ -59,7 +59,9 @@ def MithrilDCE : Pass<"mithril-dce", "mlir::ModuleOp"> {
   let summary = "Drop discarded outputs and everything that reaches no output";
   let description = [{
     Removes the output terminals named in `discard`, then every op (instances
-    included) whose results reach no output terminal.
+    included) whose results reach no output terminal. A model that lost an
+    output and that no instance refers to also loses the input terminals
+    nothing reads any more (a weight only a discarded output needed).
   }];
   let options = [
     ListOption<"discard", "discard", "std::string",
