@@ -59,6 +59,9 @@ class TrainModel(Model):
         self._combiner = "Sum"
         self._finalized = False
         self._count = 0
+        # The calls that built it, for model_to_dict.
+        self.recorded_losses: list[dict] = []
+        self.recorded_regularizations: list[dict] = []
 
     def _key(self, prefix: str) -> str:
         self._count += 1
@@ -72,6 +75,9 @@ class TrainModel(Model):
             raise MithrilError("the TrainModel is already compiled")
         if not connections and loss_model.canonical_input is not None:
             connections = {loss_model.canonical_input: self.model.canonical_output}
+        self.recorded_losses.append({"model": loss_model, "reduce_steps": reduce_steps,
+                                     "key_name": key_name, "coef": coef,
+                                     "args": dict(connections)})
         unreduced = self._key("loss")
         self |= loss_model.connect(**connections, output=unreduced)
         current = unreduced
@@ -100,6 +106,8 @@ class TrainModel(Model):
         other terminals bind the connections named in `connections`."""
         if self._finalized:
             raise MithrilError("the TrainModel is already compiled")
+        self.recorded_regularizations.append({"model": model, "coef": coef, "reg_key": reg_key,
+                                              "key_name": key_name, "args": dict(connections)})
         target = connections.pop("input", reg_key)
         keys = self._match(target)
         for key in keys:
