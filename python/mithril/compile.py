@@ -10,9 +10,9 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from .backend import MlirBackend
-from .emit import Emitter
+from .emit import Emitter, list_element_name
 from .deferred import DeferredPhysicalModel
-from .errors import KeyNotFoundError, MissingShapeError, ShapeError
+from .errors import KeyNotFoundError, MissingShapeError, MithrilError, ShapeError
 from .framework import BaseModel
 from .options import resolve as resolve_controls
 from .physical import PhysicalModel
@@ -170,7 +170,13 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
             raise KeyNotFoundError(
                 f"'{key}' is not an output of the model (outputs: {model.output_keys})")
 
+    # List terminals (Concat's input): shapes= gives a list of shapes.
+    specs = model.input_specs
+    lists = {k: len(v) for k, v in shapes.items() if k in specs and specs[k].is_list}
     ranks = getattr(backend, "_ranks", None)
+    if lists and ranks is not None:
+        raise MithrilError(f"{sorted(lists)}: list-valued inputs are not supported with "
+                           "device_mesh")
     doubled_shapes = None
     if ranks is not None and batch_range is None and not backend.local_shards:
         # Data parallelism with the batch given: each rank compiles its own
@@ -195,7 +201,7 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
         # Axis 0 of every data input whose shape is given becomes dynamic
         # (data parallelism: each rank runs its share of the batch).
         for key, shape in shapes.items():
-            if shape and "." not in key and key not in trainable_keys:
+            if shape and "." not in key and key not in trainable_keys and key not in lists:
                 shape[0] = None
 
     kinds = {k: "data" for k in data_keys} | {k: "param" for k in trainable_keys}
@@ -211,6 +217,8 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
             raise
         return DeferredPhysicalModel(model, backend, call_kwargs, e)
     source = emitter.module.text()
+    # The compiled model has an input per element of a list: `name[i]`.
+    shapes = _expand_lists(shapes, lists)
     doubled = None
     if doubled_shapes is not None:
         doubled_shapes = {k: v for k, v in doubled_shapes.items() if k not in constants}
@@ -231,9 +239,20 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
                        batch_range=batch_range, _doubled=doubled)
     pm.logical_model = model
     pm.compile_args = compile_args
+    pm.list_inputs = lists
     if file_path is not None and _file_kind(file_path) != "mlir":
         _write_file(pm, str(file_path))
     return pm
+
+
+def _expand_lists(shapes: dict, lists: dict) -> dict:
+    out = {}
+    for key, shape in shapes.items():
+        if key in lists:
+            out.update({list_element_name(key, i): list(s) for i, s in enumerate(shape)})
+        else:
+            out[key] = shape
+    return out
 
 
 def _calibrate(source, entry, backend, shapes, discard, controls, calibration_data) -> list:

@@ -41,6 +41,13 @@ def _close(got, want, rtol: float, what: str) -> None:
                 except CaseFailure as e:
                     errors.append(f"{backend}: {e}")
         raise CaseFailure("; ".join(errors) or f"{what}: no reference values")
+    if isinstance(got, list):
+        # A list terminal's gradient: one array per element.
+        if not isinstance(want, list) or len(want) != len(got):
+            raise CaseFailure(f"{what}: a list of {len(got)} arrays, expected {want!r:.80}")
+        for i, (g, w) in enumerate(zip(got, want)):
+            _close(g, w, rtol, f"{what}[{i}]")
+        return
     want = np.asarray(want, dtype=np.float64)
     got = np.asarray(got, dtype=np.float64)
     if got.shape != want.shape:
@@ -59,8 +66,8 @@ _PRIMITIVE_FUNCTION_DEFAULTS = {"LeakyRelu": {"slope": 0.2}}
 
 
 def run_case(case: dict, rtol: float) -> None:
-    if "static_input_shapes" in case or "is_list" in case.get("inputs", {}):
-        raise CaseFailure("static-key analysis and list inputs are not supported yet")
+    if "static_input_shapes" in case:
+        raise CaseFailure("Mithril's static-key bookkeeping is not reproduced")
     if "train_context" in case:
         case = _from_train_context(case)
     spec = case["model"]
@@ -71,7 +78,11 @@ def run_case(case: dict, rtol: float) -> None:
     if train:
         model = _train_model(model, case)
         model.finalize()  # final_cost exists, and can be discarded
-    inputs = {k: np.asarray(v, dtype=np.float64) for k, v in case.get("inputs", {}).items()}
+    # "is_list": the (one) input is a list of tensors, as Concat's.
+    raw_inputs = dict(case.get("inputs", {}))
+    is_list = raw_inputs.pop("is_list", False)
+    inputs = {k: [np.asarray(x, dtype=np.float64) for x in v] if is_list
+              else np.asarray(v, dtype=np.float64) for k, v in raw_inputs.items()}
     statics = dict(case.get("static_keys", case.get("static_inputs", {})))
     for key in case.get("injected_static_keys", []):
         # Values Mithril injects into its own internal connections; the ones
@@ -83,7 +94,8 @@ def run_case(case: dict, rtol: float) -> None:
             raise CaseFailure(f"injected static key '{key}' is not supported")
         statics[ours] = statics.pop(key)
     constants = {k: np.asarray(v) for k, v in statics.items()}
-    shapes = {k: list(np.shape(v)) for k, v in {**inputs, **constants}.items()}
+    shapes = {k: [list(np.shape(x)) for x in v] if isinstance(v, list) else list(np.shape(v))
+              for k, v in {**inputs, **constants}.items()}
     discard = case.get("discard_keys", [])
     expected_error = case.get("error_info")
     try:

@@ -47,13 +47,18 @@ class DeferredPhysicalModel:
         array), compiled now if it is the first call with them."""
         from .compile import compile as compile_model
         # Keyed by the data's shapes: the parameters' follow from them.
-        shapes = {k: tuple(np.shape(v)) for k, v in arrays.items()
-                  if k not in self._param_names}
+        specs = self.logical_model.input_specs
+        # A list terminal's arrays give a list of shapes.
+        shapes = {k: tuple(tuple(np.shape(x)) for x in v)
+                  if k in specs and specs[k].is_list and isinstance(v, (list, tuple))
+                  else tuple(np.shape(v))
+                  for k, v in arrays.items() if k not in self._param_names}
         key = tuple(sorted(shapes.items()))
         pm = self._compiled.get(key)
         if pm is None:
             given = dict(self.compile_args.get("shapes") or {})
-            given.update({k: list(v) for k, v in shapes.items()})
+            given.update({k: [list(x) for x in v] if v and isinstance(v[0], tuple) else list(v)
+                          for k, v in shapes.items()})
             try:
                 pm = compile_model(self.logical_model, self.backend, _defer=False,
                                    **dict(self.compile_args, shapes=given))

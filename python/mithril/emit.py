@@ -81,6 +81,10 @@ class Emitter:
                 values[id(net)] = self._constant(builder, constants[net.name], spec, net.name)
                 continue
             kind = kinds.get(net.name, spec.kind) if top else spec.kind
+            if spec.is_list:
+                values[id(net)] = self._list_input(builder, model, net, spec, kind,
+                                                   bound_types, shapes, top)
+                continue
             if net.name in bound_types:
                 shape, dtype = bound_types[net.name]
             else:
@@ -123,10 +127,16 @@ class Emitter:
                 local = ""  # its parameters keep the names they have on their own
             operands = {t: values[id(n)] for t, n in bindings.items()
                         if t in sub.input_specs and id(n) in values}
+            for t, v in operands.items():
+                if isinstance(v, list) and not sub.input_specs[t].is_list:
+                    raise ShapeError(f"{path}{local}: terminal '{t}' of {sub.class_name} takes "
+                                     f"a tensor, and '{bindings[t].name}' is a list of "
+                                     f"{len(v)} tensors")
             if isinstance(sub, Primitive):
                 results = sub.emit(builder, operands, path + local, self.float_dtype)
             else:
-                child_types = {t: builder.type_of(v) for t, v in operands.items()}
+                child_types = {t: [builder.type_of(x) for x in v] if isinstance(v, list)
+                               else builder.type_of(v) for t, v in operands.items()}
                 # Paths inside a definition are local: flattening prefixes
                 # them with the instance path.
                 try:
@@ -135,7 +145,12 @@ class Emitter:
                     # The definition's own paths are local: say which
                     # instance of the user's model the error is in.
                     raise _within(e, f"{path}{local or sub.class_name} ({sub.class_name})") from e
-                ids = builder.add_instance(local, callee, sorted(operands.items()))
+                # A list terminal is one input per element, `name[i]`.
+                flat = []
+                for t, v in sorted(operands.items()):
+                    flat += ([(list_element_name(t, i), x) for i, x in enumerate(v)]
+                             if isinstance(v, list) else [(t, v)])
+                ids = builder.add_instance(local, callee, flat)
                 results = dict(zip(outputs, ids))
             for terminal, net in bindings.items():
                 if terminal in results:
@@ -149,6 +164,33 @@ class Emitter:
             raise MithrilError(f"{model.class_name} has no outputs")
         builder.finish()
         return name, outputs
+
+    def _list_input(self, builder, model, net, spec, kind, bound_types, shapes, top) -> list:
+        """The inputs of a list terminal: one per element, `name[i]`; how
+        many, and their shapes, from the shapes given (a list of shapes) or
+        the instance's operands."""
+        if net.name in bound_types:
+            bound = bound_types[net.name]
+            if not isinstance(bound, list):
+                raise ShapeError(f"input '{net.name}' of {model.class_name} is a list of "
+                                 "tensors, and a single tensor is connected to it")
+            return [builder.add_input(list_element_name(net.name, i), kind, _shape_ints(shape),
+                                      dtype) for i, (shape, dtype) in enumerate(bound)]
+        given = shapes.get(net.name) if top else None
+        if given is None:
+            message = (f"input '{net.name}'{'' if top else ' of ' + model.class_name} is a "
+                       f"list of tensors: pass shapes={{'{net.name}': [shape, shape, ...]}} "
+                       "to compile (or the arrays at the first call)")
+            if top:
+                raise MissingShapeError(message, net.name)
+            raise ShapeError(message)
+        if not (isinstance(given, (list, tuple)) and given
+                and all(isinstance(s, (list, tuple)) for s in given)):
+            raise ShapeError(f"shapes['{net.name}']: '{net.name}' is a list of tensors, so its "
+                             f"shape is a non-empty list of shapes, got {given!r}")
+        dtype = self._dtype(spec)
+        return [builder.add_input(list_element_name(net.name, i), kind, _shape_ints(shape),
+                                  dtype) for i, shape in enumerate(given)]
 
     @staticmethod
     def _topological_order(model: Model) -> list[int]:
@@ -177,6 +219,11 @@ class Emitter:
         for i in range(n):
             visit(i, [])
         return order
+
+
+def list_element_name(name: str, index: int) -> str:
+    """The terminal of element `index` of the list terminal `name`."""
+    return f"{name}[{index}]"
 
 
 def _within(error: MithrilError, where: str) -> MithrilError:

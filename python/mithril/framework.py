@@ -42,6 +42,9 @@ class TerminalSpec:
     kind: str = "data"
     shape: tuple | None = None
     dtype: str | None = None
+    # A list of tensors (the original's Concat input): `shape` is then a
+    # tuple of shapes, fixed when the model is compiled.
+    is_list: bool = False
 
 
 class _ToBeDetermined:
@@ -493,11 +496,12 @@ class Model(BaseModel):
         return specs
 
     def _spec_of(self, net: Net) -> TerminalSpec:
-        kind, shape, dtype = "data", net.shape, None
+        kind, shape, dtype, is_list = "data", net.shape, None, False
         for index, terminal in net.consumers:
             sub_spec = self.submodels[index][0].input_specs.get(terminal)
             if sub_spec is None:
                 continue
+            is_list = is_list or sub_spec.is_list
             if sub_spec.kind == "param":
                 kind = "param"
             if shape is None and sub_spec.shape is not None:
@@ -508,7 +512,7 @@ class Model(BaseModel):
             kind = "param"
         elif net.differentiable is False and kind == "param":
             kind = "data"
-        return TerminalSpec(kind, shape, dtype)
+        return TerminalSpec(kind, shape, dtype, is_list)
 
     @property
     def output_keys(self) -> list[str]:

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from . import _mithril, profiling
+from .emit import list_element_name
 from .errors import KeyNotFoundError, MithrilError, ShapeError
 from .options import CompileControls
 from .types import FLOATS, from_storage, to_storage, user_dtype
@@ -64,6 +65,9 @@ class PhysicalModel:
         self._shapes = dict(shapes)
         self._shape_specs = [_shape_spec(k, v) for k, v in shapes.items()]
         self._discard = discard
+        # List terminals (name -> element count); their elements are inputs
+        # `name[i]` (set by compile).
+        self.list_inputs: dict[str, int] = {}
         self._ptx = None
         self._cuda_forward = None
         self._profiled_forward = None
@@ -195,6 +199,39 @@ class PhysicalModel:
             if key in given:
                 raise KeyNotFoundError(f"'{key}' is given both as a parameter and as data")
             given[key] = value
+        if self.list_inputs:
+            given = self._split_lists(given)
+            result = self._evaluate_given(given, output_gradients)
+            if isinstance(result, tuple):
+                return result[0], self._join_lists(result[1])
+            return result
+        return self._evaluate_given(given, output_gradients)
+
+    def _split_lists(self, given: dict) -> dict:
+        """A list terminal's arrays, one input each (`name[i]`)."""
+        out = {}
+        for key, value in given.items():
+            count = self.list_inputs.get(key)
+            if count is None:
+                out[key] = value
+                continue
+            if not isinstance(value, (list, tuple)) or len(value) != count:
+                raise ShapeError(f"input '{key}' is a list of {count} tensors (the model was "
+                                 f"compiled for {count}), got "
+                                 f"{len(value) if isinstance(value, (list, tuple)) else type(value).__name__}")
+            out.update({list_element_name(key, i): v for i, v in enumerate(value)})
+        return out
+
+    def _join_lists(self, grads: dict) -> dict:
+        """Gradients of a list terminal's elements, as one list."""
+        out = dict(grads)
+        for key, count in self.list_inputs.items():
+            names = [list_element_name(key, i) for i in range(count)]
+            if all(n in out for n in names):
+                out[key] = [out.pop(n) for n in names]
+        return out
+
+    def _evaluate_given(self, given: dict, output_gradients):
         # A parameter only a discarded output needed may still be given
         # (parameters drawn for the whole model): it is not read.
         discarded = set(self.discarded_keys)
@@ -521,6 +558,7 @@ class PhysicalModel:
         meta = {"format": _SAVE_FORMAT, "version": 1, "entry": self.entry,
                 "shapes": {k: list(v) for k, v in self._shapes.items()},
                 "discard": list(self._discard), "inference": self.inference,
+                "list_inputs": self.list_inputs,
                 "dtype": self.backend.float_name, "threads": self._threads,
                 "dynamic": self._dynamic, "batch_range": self._batch_range,
                 "controls": {"level": c.level, "optimizations": c.optimizations,
@@ -590,6 +628,7 @@ class PhysicalModel:
                  meta["discard"], meta["inference"], controls, dynamic=meta["dynamic"],
                  batch_range=tuple(meta["batch_range"]) if meta["batch_range"] else None,
                  _forward=forward)
+        pm.list_inputs = dict(meta.get("list_inputs", {}))
         pm.params = None
         if "params.npz" in files:
             import io

@@ -411,8 +411,10 @@ def test_concat_of_a_list_of_connections(axis):
 
 
 def test_concat_list_errors():
-    with pytest.raises(TypeError, match="input= takes a list of connections"):
-        Concat(axis=0)(input="a")
+    # Concat(axis)(input="a") is a list terminal (test_list_inputs.py); with
+    # n given, the inputs are numbered.
+    with pytest.raises(TypeError, match=r"Concat\(n=2\): input= takes a list of connections"):
+        Concat(n=2, axis=0)(input="a")
 
 
 X_SPECIAL = np.array([1.5, -0.5, np.nan, np.inf, -np.inf, 2.0, -3.0, 0.0])

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ..errors import MithrilError
@@ -373,20 +375,32 @@ class Slice(_Unary):
 
 
 class Concat(Primitive):
-    """Joins input1..inputN along `axis`; axis=None flattens each first.
+    """Joins tensors along `axis`; axis=None flattens each first.
 
-    The original's form connects one terminal `input` to a list of
-    connections: `Concat(axis=1)(input=["a", "b", "c"])` is
-    `Concat(n=3, axis=1)(input1="a", input2="b", input3="c")`."""
+    As the original's, `Concat(axis)` has one terminal `input` that takes a
+    list: of connections (`Concat(axis=1)(input=["a", "b", "c"])`, which is
+    `Concat(n=3, axis=1)(input1="a", input2="b", input3="c")`), or, left
+    unconnected or connected to a name, of the arrays given at run time
+    (`pm.evaluate({"input": [a, b, c]})`), whose number is fixed by the
+    shapes the model is compiled for (`shapes={"input": [[2, 3], [2, 4]]}`
+    or the first call's arrays). `Concat(n)` and `input1=`, `input2=`, ...
+    name the inputs one by one."""
     op = "concat"
 
     max_inputs = 4096
 
-    def __init__(self, n: int = 2, axis: int | None = 0, name=None) -> None:
+    def __init__(self, n: int | None = None, axis: int | None = 0, name=None) -> None:
         super().__init__(name)
-        self._set_count(n)
+        if n is None:
+            self._set_list()
+        else:
+            self._set_count(n)
         self.axis = None if axis is None else int(axis)
         self._set_attrs(axis=0 if axis is None else int(axis))
+
+    def _set_list(self) -> None:
+        self.inputs = ("input",)
+        self._specs = {"input": TerminalSpec(is_list=True)}
 
     def _set_count(self, n) -> None:
         # n comes from users' dictionaries too: bound it before making terminals.
@@ -406,21 +420,36 @@ class Concat(Primitive):
             if args:
                 connections.setdefault("output", args[0])
                 args = ()
-        given = connections.pop("input", None)
-        if given is not None:
-            if not isinstance(given, (list, tuple)):
-                raise TypeError("Concat: input= takes a list of connections (or use "
-                                "input1=, input2=, ...)")
+        numbered = [k for k in connections if re.fullmatch(r"input[1-9][0-9]*", k)]
+        if self.inputs == ("input",) and numbered:
+            # Concat() joined input by input, as before the list terminal.
+            if "input" in connections:
+                raise TypeError("Concat: give input= (a list) or input1=, input2=, ..., not both")
+            self._set_count(max(2, *(int(k[5:]) for k in numbered)))
+            getattr(self, "_factory_args", {})["n"] = len(self.inputs)
+        given = connections.get("input")
+        if isinstance(given, (list, tuple)):
             if self.parent is not None:
                 raise MithrilError("Concat is already part of a model; create a new instance")
+            connections.pop("input")
             self._set_count(len(given))
+            # Written by model_to_dict: the list became numbered terminals.
+            getattr(self, "_factory_args", {})["n"] = len(given)
             connections.update({f"input{i + 1}": c for i, c in enumerate(given)})
+        elif given is not None and self.inputs != ("input",):
+            raise TypeError(f"Concat(n={len(self.inputs)}): input= takes a list of connections "
+                            "(or use input1=, input2=, ...)")
         return super().connect(*args, **connections)
 
     __call__ = connect
 
     def emit(self, builder, operands, path, float_dtype="float32"):
-        values = [operands[k] for k in self.inputs]
+        if self.inputs == ("input",):
+            values = operands["input"]
+            if not isinstance(values, list):
+                raise MithrilError(f"{path}: Concat's input is a list of tensors")
+        else:
+            values = [operands[k] for k in self.inputs]
         if self.axis is None:
             # The original's axis=None: every input flattened, then joined.
             values = [builder.add_op("reshape", [v], {"shape": [-1]}, path)[0] for v in values]
