@@ -284,6 +284,12 @@ def build_ours(lib, case, d, threads, scratch):
         data, opt = {"input": d["x"], "target": d["y"]}, ml.SGD(lr=LR)
         # train_step replaces the entries of `params` with the updated ones.
         return (lambda: pm.train_step(params, data, opt)["final_cost"]), (lambda: params)
+    if case.precision == "int8":
+        # As ONNX Runtime's initializers: the weights compiled in, quantized
+        # when compiling (per call, only the activations are).
+        pm = ml.compile(net, backend, shapes={"input": input_shape(case)}, inference=True,
+                        constant_keys=params)
+        return (lambda: pm.evaluate({}, {"input": d["x"]})["logits"]), None
     pm = ml.compile(net, backend, shapes={"input": input_shape(case)}, inference=True)
     x = d["x"]
     if case.precision == "bf16":  # bfloat16 bit patterns pass unconverted
@@ -867,7 +873,9 @@ def report(args, cases, candidates, results, ours_info, peer_info, loads):
         "(`--iree-llvmcpu-target-cpu=host`); torch compiles an nn.Module with inductor "
         "(inference: autograd off, freezing on; training: forward, loss and backward "
         "compiled, SGD eager); ours and JAX/IREE take the parameters as "
-        "arguments of each call. Every result is first checked against a float64 "
+        "arguments of each call, except ours in int8, which compiles the weights in "
+        "(`constant_keys`, quantized when compiling, as ONNX Runtime's initializers). "
+        "Every result is first checked against a float64 "
         "reference computed by numpy from the same float32 data (training: the loss and "
         "the parameter update of one SGD step, lr 0.01, where differences within a float32 "
         "ulp of the updated weights are not counted); a float32 result more than 1e-4 "

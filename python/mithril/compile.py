@@ -46,7 +46,10 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
                     backend's is stored and passed in that type and converted to the
                     backend's where it enters the model (types={"input": ml.float16}
                     halves the input's memory; the model computes in its precision)
-    constant_keys   inputs fixed at compile time: they become constants
+    constant_keys   inputs fixed at compile time: they become constants; nested
+                    parameters by path ('linear_0.weight', as randomize_params names
+                    them), so a model can be compiled with its trained weights in
+                    it (int8 quantization then quantizes them when compiling)
     data_keys       inputs that are data, not trainable parameters
     trainable_keys  inputs that are trainable parameters (gradients are returned)
     discard_keys    outputs to drop, with everything only they need
@@ -151,7 +154,7 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
         raise KeyNotFoundError(f"keys both data and trainable: {sorted(overlap)}")
 
     known = set(model.input_keys)
-    for key in data_keys | trainable_keys | set(constants):
+    for key in data_keys | trainable_keys | {k for k in constants if "." not in k}:
         if key not in known:
             raise KeyNotFoundError(f"'{key}' is not an input of the model (inputs: {sorted(known)})")
     # Nested parameters are named by path ('linear_0.weight'), checked once
@@ -216,6 +219,13 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
         if file_path is not None or not _defer:
             raise
         return DeferredPhysicalModel(model, backend, call_kwargs, e)
+    # A nested parameter fixed by constant_keys ('linear_0.weight') is
+    # known once the model is emitted.
+    unused = sorted(k for k in constants if "." in k and k not in emitter.used_constants)
+    if unused:
+        raise KeyNotFoundError(f"constant_keys: {unused} name no parameter of the model "
+                               "(nested parameters are named by path, as "
+                               "pm.randomize_params() names them)")
     source = emitter.module.text()
     # The compiled model has an input per element of a list: `name[i]`.
     shapes = _expand_lists(shapes, lists)

@@ -29,6 +29,8 @@ class Emitter:
         self.float_dtype = float_dtype
         self.module = _mithril.Module()
         self._names: set[str] = set()
+        # The constants (by path) that replaced an input.
+        self.used_constants: set[str] = set()
 
     def _definition_name(self, model: BaseModel) -> str:
         base = model.name or model.class_name
@@ -70,15 +72,22 @@ class Emitter:
         return self.emit_definition(model, {}, shapes, kinds, constants, top=True)
 
     def emit_definition(self, model: Model, bound_types: dict, shapes: dict, kinds: dict,
-                        constants: dict, top: bool = False, path: str = "") -> tuple[str, list[str]]:
+                        constants: dict, top: bool = False, path: str = "",
+                        prefix: str = "") -> tuple[str, list[str]]:
+        """`constants` replace inputs, the top's by name and a nested
+        model's unbound ones (parameters) by their path from the top
+        (`linear_0.weight`, as flattening names them); `prefix` is this
+        definition's path."""
         name = self._definition_name(model)
         builder = _mithril.ModelBuilder(self.module, name)
         values: dict[int, int] = {}  # id(net) -> value id
 
         for net in model._input_nets():
             spec = model._spec_of(net)
-            if top and net.name in constants:
-                values[id(net)] = self._constant(builder, constants[net.name], spec, net.name)
+            if net.name in constants and (top or net.name not in bound_types):
+                values[id(net)] = self._constant(builder, constants[net.name], spec,
+                                                 path + net.name)
+                self.used_constants.add(prefix + net.name)
                 continue
             kind = kinds.get(net.name, spec.kind) if top else spec.kind
             if spec.is_list:
@@ -139,8 +148,15 @@ class Emitter:
                                else builder.type_of(v) for t, v in operands.items()}
                 # Paths inside a definition are local: flattening prefixes
                 # them with the instance path.
+                # Constants for its parameters, by their path below it (a
+                # transparent model adds no path component).
+                below = f"{local}." if local else ""
+                child_constants = {k[len(below):]: v for k, v in constants.items()
+                                   if "." in k and k.startswith(below)}
                 try:
-                    callee, outputs = self.emit_definition(sub, child_types, {}, {}, {})
+                    callee, outputs = self.emit_definition(sub, child_types, {}, {},
+                                                           child_constants,
+                                                           prefix=prefix + below)
                 except MithrilError as e:
                     # The definition's own paths are local: say which
                     # instance of the user's model the error is in.

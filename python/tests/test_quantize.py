@@ -54,6 +54,31 @@ def test_int8_linear_layers_match_the_integer_arithmetic():
     assert 1e-3 < err < 0.1, err
 
 
+def test_weights_compiled_in_are_quantized_when_compiling():
+    """constant_keys with the parameters (by path): the same int8 numbers as
+    weights passed at each call (levels and scales computed the same way),
+    not float32's."""
+    args = ml.compile(mlp(), ml.MlirBackend(quantize="int8"), shapes={"input": [32, 128]})
+    params = args.randomize_params(seed=0)
+    x = np.random.default_rng(1).standard_normal((32, 128)).astype(np.float32)
+    compiled_in = ml.compile(mlp(), ml.MlirBackend(quantize="int8"), shapes={"input": [32, 128]},
+                             constant_keys=params, inference=True)
+    assert compiled_in.input_keys == ["input"]
+    got = compiled_in.evaluate({}, {"input": x})["output"]
+    np.testing.assert_allclose(got, int8_mlp(params, x), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got, args.evaluate(params, {"input": x})["output"], rtol=1e-6,
+                               atol=1e-7)
+    # In float32 the compiled-in weights give float32's numbers.
+    f32 = ml.compile(mlp(), ml.MlirBackend(), shapes={"input": [32, 128]}, constant_keys=params)
+    ref = ml.compile(mlp(), ml.MlirBackend(), shapes={"input": [32, 128]})
+    np.testing.assert_allclose(f32.evaluate({}, {"input": x})["output"],
+                               ref.evaluate(params, {"input": x})["output"], rtol=1e-5,
+                               atol=1e-6)
+    with pytest.raises(ml.errors.KeyNotFoundError, match=r"\['linear_7.weight'\] name no "):
+        ml.compile(mlp(), ml.MlirBackend(), shapes={"input": [32, 128]},
+                   constant_keys={"linear_7.weight": params["linear_0.weight"]})
+
+
 def test_int8_is_for_inference():
     pm = ml.compile(mlp(), ml.MlirBackend(quantize="int8"), shapes={"input": [4, 128]})
     params = pm.randomize_params(seed=0)

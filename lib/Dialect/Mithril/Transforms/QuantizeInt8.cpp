@@ -13,6 +13,9 @@
 
 #include "mlir/IR/Builders.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace mithril {
 #define GEN_PASS_DEF_MITHRILQUANTIZEINT8
 #include "mithril/Dialect/Mithril/Transforms/Passes.h.inc"
@@ -26,12 +29,56 @@ namespace {
 /// The 127 levels on each side of zero of symmetric int8.
 constexpr double kLevels = 127.0;
 
+/// A float constant, or the 2-D transpose of one: weights compiled in
+/// (constant_keys) are quantized once, when the model is compiled.
+ConstantOp constantWeight(Value v, bool &transposed) {
+  transposed = false;
+  if (auto transpose = v.getDefiningOp<TransposeOp>()) {
+    std::optional<ArrayRef<int64_t>> perm = transpose.getPermutation();
+    if (perm && !(perm->size() == 2 && (*perm)[0] == 1 && (*perm)[1] == 0))
+      return {};
+    v = transpose.getInput();
+    transposed = true;
+  }
+  auto constant = v.getDefiningOp<ConstantOp>();
+  if (!constant || !isa<DenseElementsAttr>(constant.getValue()) ||
+      !isa<FloatType>(cast<ShapedType>(constant.getType()).getElementType()))
+    return {};
+  return constant;
+}
+
 bool isParameter(ModelOp model, Value v) {
+  bool transposed;
+  if (constantWeight(v, transposed))
+    return true;
   if (auto transpose = v.getDefiningOp<TransposeOp>())
     v = transpose.getInput();
   auto arg = dyn_cast<BlockArgument>(v);
   return arg && arg.getOwner() == &model.getBodyBlock() &&
          model.getInputKind(arg.getArgNumber()) == InputKind::Param;
+}
+
+/// The levels and per-column scales of a constant weight `w` ([K, N] as the
+/// product reads it), computed as the ops of a quantization at run time
+/// would compute them, in the element type `Real`.
+template <typename Real>
+void quantizeColumns(ArrayRef<Real> w, int64_t rows, int64_t cols, bool transposed,
+                     SmallVectorImpl<int8_t> &levels, SmallVectorImpl<Real> &scales) {
+  auto at = [&](int64_t k, int64_t n) { return transposed ? w[n * rows + k] : w[k * cols + n]; };
+  scales.assign(cols, Real(0));
+  for (int64_t n = 0; n < cols; ++n) {
+    Real amax = 0;
+    for (int64_t k = 0; k < rows; ++k)
+      amax = std::max(amax, std::abs(at(k, n)));
+    scales[n] = std::max(amax, Real(1e-30)) / Real(kLevels);
+  }
+  levels.resize(rows * cols);
+  for (int64_t k = 0; k < rows; ++k)
+    for (int64_t n = 0; n < cols; ++n) {
+      Real t = at(k, n) / scales[n];
+      Real magnitude = std::floor(std::abs(t) + Real(0.5));
+      levels[k * cols + n] = static_cast<int8_t>(t < 0 ? -magnitude : magnitude);
+    }
 }
 
 struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<QuantizeInt8Pass> {
@@ -100,6 +147,38 @@ struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<Quantize
     model.syncFunctionType();
   }
 
+  /// A constant weight's scales ([1, N]) and levels (i32 of i8 constants),
+  /// computed now; false for a weight given at run time.
+  static bool compiledIn(OpBuilder &b, Location loc, Value w, Type et, Value &scales,
+                         Value &levelsI32) {
+    bool transposed;
+    ConstantOp constant = constantWeight(w, transposed);
+    auto type = cast<RankedTensorType>(w.getType());
+    if (!constant || !type.hasStaticShape() || !(et.isF32() || et.isF64()) ||
+        cast<ShapedType>(constant.getType()).getElementType() != et)
+      return false;
+    auto data = cast<DenseElementsAttr>(constant.getValue());
+    int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+    SmallVector<int8_t> levels;
+    auto scaleType = RankedTensorType::get({1, cols}, et);
+    DenseElementsAttr scaleAttr;
+    if (et.isF32()) {
+      SmallVector<float> values(data.getValues<float>()), perColumn;
+      quantizeColumns<float>(values, rows, cols, transposed, levels, perColumn);
+      scaleAttr = DenseElementsAttr::get(scaleType, ArrayRef<float>(perColumn));
+    } else {
+      SmallVector<double> values(data.getValues<double>()), perColumn;
+      quantizeColumns<double>(values, rows, cols, transposed, levels, perColumn);
+      scaleAttr = DenseElementsAttr::get(scaleType, ArrayRef<double>(perColumn));
+    }
+    scales = ConstantOp::create(b, loc, scaleAttr);
+    auto levelType = RankedTensorType::get({rows, cols}, b.getI8Type());
+    Value bytes =
+        ConstantOp::create(b, loc, DenseElementsAttr::get(levelType, ArrayRef<int8_t>(levels)));
+    levelsI32 = CastOp::create(b, loc, bytes, TypeAttr::get(b.getI32Type()));
+    return true;
+  }
+
   /// `mm` on int8 levels; the activation's scale is `staticScale` when
   /// given (its levels clamped to +-127), else computed on each call.
   void quantize(MatmulOp mm, std::optional<double> staticScale) {
@@ -133,9 +212,12 @@ struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<Quantize
       return CastOp::create(b, loc, bytes, TypeAttr::get(i32));
     };
     Value sx = staticScale ? scalar(*staticScale) : scale(x, {});
-    Value sw = scale(w, {0}); // [1, N]: one scale per output column
-    Value acc = MatmulOp::create(b, loc, levels(x, sx, staticScale.has_value()),
-                                 levels(w, sw, /*clamp=*/false));
+    Value sw, wLevels;
+    if (!compiledIn(b, loc, w, et, sw, wLevels)) {
+      sw = scale(w, {0}); // [1, N]: one scale per output column
+      wLevels = levels(w, sw, /*clamp=*/false);
+    }
+    Value acc = MatmulOp::create(b, loc, levels(x, sx, staticScale.has_value()), wLevels);
     Value y = CastOp::create(b, loc, acc, TypeAttr::get(et));
     y = MultiplyOp::create(b, loc, MultiplyOp::create(b, loc, y, sx), sw);
     if (y.getType() != mm.getType())
