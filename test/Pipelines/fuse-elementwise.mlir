@@ -146,3 +146,21 @@ func.func @matmul_reads_narrow(%x: tensor<4x8xbf16>, %w: tensor<16x8xbf16>) -> t
   %y = linalg.matmul ins(%xw, %t : tensor<4x8xf32>, tensor<8x16xf32>) outs(%acc : tensor<4x16xf32>) -> tensor<4x16xf32>
   return %y : tensor<4x16xf32>
 }
+
+// -----
+
+// A flattened tensor feeding a matrix product (a Linear layer after a
+// convolution) stays flattened: folding the collapse by expansion would turn
+// the matmul into a generic with three reduction loops, which no matmul
+// kernel takes.
+// CHECK-LABEL: func.func @flatten_into_matmul
+// CHECK: tensor.collapse_shape
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<16x3136xf32>, tensor<3136x10xf32>)
+func.func @flatten_into_matmul(%x: tensor<16x64x7x7xf32>, %w: tensor<3136x10xf32>) -> tensor<16x10xf32> {
+  %flat = tensor.collapse_shape %x [[0], [1, 2, 3]] : tensor<16x64x7x7xf32> into tensor<16x3136xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x10xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<16x10xf32>) -> tensor<16x10xf32>
+  %y = linalg.matmul ins(%flat, %w : tensor<16x3136xf32>, tensor<3136x10xf32>) outs(%init : tensor<16x10xf32>) -> tensor<16x10xf32>
+  return %y : tensor<16x10xf32>
+}
