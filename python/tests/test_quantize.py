@@ -123,6 +123,30 @@ def test_int8_blocked_products_are_exact(target_cpu):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("target_cpu", ["host", "haswell"])
+@pytest.mark.parametrize("batch", [1, 5, 16])
+def test_int8_matrix_vector_products_are_exact(target_cpu, batch):
+    # A few rows by weights compiled in: with AVX512-VNNI a matrix-vector
+    # kernel on vpdpbusd (the weight offset to unsigned, each row's sum of A
+    # subtracted; 784 and 200 padded to whole groups of 64), without it the
+    # blocked product. Both are the exact integer sums.
+    model = Model()
+    model |= Linear(200)(input="input", output="h")
+    model |= Relu()(input="h", output="a")
+    model |= Linear(10)(input="a", output="output")
+    try:
+        args = ml.compile(model, ml.MlirBackend(quantize="int8"), shapes={"input": [batch, 784]},
+                          cpu_options={"target_cpu": target_cpu})
+    except ml.MithrilError as error:  # a host without AVX2
+        pytest.skip(str(error))
+    params = args.randomize_params(seed=5)
+    pm = ml.compile(model, ml.MlirBackend(quantize="int8"), shapes={"input": [batch, 784]},
+                    cpu_options={"target_cpu": target_cpu}, constant_keys=params, inference=True)
+    x = np.random.default_rng(3).standard_normal((batch, 784)).astype(np.float32)
+    got = pm.evaluate({}, {"input": x})["output"]
+    np.testing.assert_allclose(got, int8_mlp(params, x), rtol=1e-5, atol=1e-5)
+
+
 def test_calibration_data_fixes_the_activation_scales():
     # Static quantization: the scale of each product's activation comes from
     # the calibration inputs (the largest |x| each product saw, over 127), not

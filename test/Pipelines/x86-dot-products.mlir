@@ -34,3 +34,21 @@ func.func @signed_quad(%a: vector<4xi8>, %w: vector<16x4xi8>, %acc: vector<16xi3
        %0, %1, %acc : vector<4xi32>, vector<16x4xi32> into vector<16xi32>
   return %2 : vector<16xi32>
 }
+
+// A matrix-vector product's step: 16 lanes of four unsigned bytes times
+// 16 lanes of four signed bytes, lane by lane: one vpdpbusd on both as they
+// are.
+// CHECK-LABEL: func.func @lanewise
+// CHECK: %[[U:.*]] = vector.shape_cast %arg0 : vector<16x4xi8> to vector<64xi8>
+// CHECK: %[[S:.*]] = vector.shape_cast %arg1 : vector<16x4xi8> to vector<64xi8>
+// CHECK: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"(%arg2, %[[U]], %[[S]]) : (vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>
+// CHECK-NOT: vector.contract
+func.func @lanewise(%w: vector<16x4xi8>, %a: vector<16x4xi8>, %acc: vector<16xi32>) -> vector<16xi32> {
+  %0 = arith.extui %w : vector<16x4xi8> to vector<16x4xi32>
+  %1 = arith.extsi %a : vector<16x4xi8> to vector<16x4xi32>
+  %2 = vector.contract {indexing_maps = [affine_map<(l, q) -> (l, q)>, affine_map<(l, q) -> (l, q)>,
+                                         affine_map<(l, q) -> (l)>],
+                        iterator_types = ["parallel", "reduction"], kind = #vector.kind<add>}
+       %0, %1, %acc : vector<16x4xi32>, vector<16x4xi32> into vector<16xi32>
+  return %2 : vector<16xi32>
+}

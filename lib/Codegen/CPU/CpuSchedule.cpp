@@ -505,6 +505,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     scheduler.dropTileUnitDims(rewriter, module);
     scheduler.lowerDotProductTiles(rewriter, module);
     scheduler.lowerBF16MatrixVectorTiles(rewriter, module);
+    scheduler.lowerInt8MatrixVectorTiles(rewriter, module);
     // Vectorize the tiles. Booleans stay scalar: a vector of i1 is stored as
     // packed bits, while a tensor of i1 is one byte per element in memory.
     SmallVector<linalg::LinalgOp> tiles;

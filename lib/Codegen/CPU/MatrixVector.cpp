@@ -35,6 +35,8 @@ LogicalResult Scheduler::rewriteMatrixVectorProducts(IRRewriter &rewriter,
     auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation());
     if (!matmul || !matmul.hasPureTensorSemantics())
       continue;
+    if (succeeded(rewriteInt8MatrixVectorProduct(rewriter, matmul)))
+      continue;
     auto transpose = matmul.getDpsInputOperand(1)->get().getDefiningOp<linalg::TransposeOp>();
     if (!transpose || transpose.getPermutation() != ArrayRef<int64_t>{1, 0})
       continue;
@@ -179,6 +181,113 @@ LogicalResult Scheduler::rewriteBF16MatrixVectorProduct(IRRewriter &rewriter,
   return success();
 }
 
+LogicalResult Scheduler::rewriteInt8MatrixVectorProduct(IRRewriter &rewriter,
+                                                        linalg::MatmulOp matmul) {
+  Value a = matmul.getDpsInputOperand(0)->get(), b = matmul.getDpsInputOperand(1)->get();
+  Value c = matmul.getDpsInitOperand(0)->get();
+  auto at = cast<RankedTensorType>(a.getType());
+  auto bt = cast<RankedTensorType>(b.getType());
+  auto ct = cast<RankedTensorType>(c.getType());
+  auto constant = b.getDefiningOp<arith::ConstantOp>();
+  auto levels = constant ? dyn_cast<DenseIntElementsAttr>(constant.getValue()) : nullptr;
+  if (!strategy.registers.int8DotProduct || !levels || !at.getElementType().isInteger(8) ||
+      !bt.getElementType().isInteger(8) || !ct.getElementType().isInteger(32) ||
+      !at.hasStaticShape() || !bt.hasStaticShape() || at.getDimSize(0) > kGemvMaxRows)
+    return failure();
+  int64_t m = at.getDimSize(0), k = at.getDimSize(1), n = bt.getDimSize(1);
+  constexpr int64_t lanes = 16, quad = 4, group = lanes * quad;
+  if (k < 2 * group)
+    return failure();
+  Location loc = matmul.getLoc();
+  rewriter.setInsertionPoint(matmul);
+  Type i8 = rewriter.getI8Type(), i32 = rewriter.getI32Type();
+  // 784 = 12 x 64 + 16: A and the weight padded with zeros to whole groups
+  // (13 x 64), which add nothing to the products or to A's row sums. A's
+  // padding is a copy of a few rows; the weight's is done now.
+  int64_t padded = llvm::divideCeil(k, group) * group;
+  if (padded != k) {
+    Value zeroByte = arith::ConstantOp::create(rewriter, loc, rewriter.getI8IntegerAttr(0));
+    SmallVector<OpFoldResult> low(2, rewriter.getIndexAttr(0));
+    SmallVector<OpFoldResult> high = {rewriter.getIndexAttr(0), rewriter.getIndexAttr(padded - k)};
+    a = tensor::PadOp::create(rewriter, loc, RankedTensorType::get({m, padded}, i8), a, low, high,
+                              zeroByte);
+  }
+  int64_t steps = padded / group;
+  // The weight transposed, a row per output column, in the groups the
+  // instruction reads.
+  SmallVector<int8_t> values(levels.getValues<int8_t>()), transposed(n * padded, 0);
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      transposed[j * padded + i] = values[i * n + j];
+  Value wGroups = arith::ConstantOp::create(
+      rewriter, loc,
+      DenseElementsAttr::get(RankedTensorType::get({n, steps, lanes, quad}, i8),
+                             ArrayRef<int8_t>(transposed)));
+  SmallVector<ReassociationIndices> groups = {{0}, {1, 2, 3}};
+  Value aGroups = tensor::ExpandShapeOp::create(
+      rewriter, loc, RankedTensorType::get({m, steps, lanes, quad}, i8), a, groups);
+  using utils::IteratorType;
+  AffineExpr dm, dn, dk, dl, dq;
+  bindDims(ctx, dm, dn, dk, dl, dq);
+  Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getZeroAttr(i32));
+  auto filled = [&](ArrayRef<int64_t> shape) {
+    return linalg::FillOp::create(rewriter, loc, zero,
+                                  tensor::EmptyOp::create(rewriter, loc, shape, i32).getResult())
+        .getResult(0);
+  };
+  // 128 times each row's sum of A, which the weight's offset adds.
+  auto rowSums = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{RankedTensorType::get({m}, i32)}, ValueRange{a},
+      ValueRange{filled({m})},
+      SmallVector<AffineMap>{AffineMap::get(2, 0, {dm, dn}, ctx), AffineMap::get(2, 0, {dm}, ctx)},
+      SmallVector<IteratorType>{IteratorType::parallel, IteratorType::reduction},
+      [](OpBuilder &bb, Location l, ValueRange args) {
+        Value wide = arith::ExtSIOp::create(bb, l, bb.getI32Type(), args[0]);
+        linalg::YieldOp::create(bb, l, arith::AddIOp::create(bb, l, args[1], wide).getResult());
+      });
+  auto corrected = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{ct}, ValueRange{rowSums.getResult(0)}, ValueRange{c},
+      SmallVector<AffineMap>{AffineMap::get(2, 0, {dm}, ctx), AffineMap::get(2, 0, {dm, dn}, ctx)},
+      SmallVector<IteratorType>{IteratorType::parallel, IteratorType::parallel},
+      [](OpBuilder &bb, Location l, ValueRange args) {
+        Value offset = arith::ConstantOp::create(bb, l, bb.getI32IntegerAttr(kInt8Offset));
+        Value added = arith::MulIOp::create(bb, l, args[0], offset);
+        linalg::YieldOp::create(bb, l, arith::SubIOp::create(bb, l, args[1], added).getResult());
+      });
+  // The partial sums: zext(W ^ 0x80) * sext(A), as vpdpbusd multiplies.
+  SmallVector<AffineMap> maps = {AffineMap::get(5, 0, {dm, dk, dl, dq}, ctx),
+                                 AffineMap::get(5, 0, {dn, dk, dl, dq}, ctx),
+                                 AffineMap::get(5, 0, {dm, dn, dl}, ctx)};
+  SmallVector<IteratorType> iterators = {IteratorType::parallel, IteratorType::parallel,
+                                         IteratorType::reduction, IteratorType::parallel,
+                                         IteratorType::reduction};
+  auto partial = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{RankedTensorType::get({m, n, lanes}, i32)},
+      ValueRange{aGroups, wGroups}, ValueRange{filled({m, n, lanes})}, maps, iterators,
+      [](OpBuilder &bb, Location l, ValueRange args) {
+        Value signBit = arith::ConstantOp::create(bb, l, bb.getI8IntegerAttr(-128));
+        Value w = arith::ExtUIOp::create(bb, l, bb.getI32Type(),
+                                         arith::XOrIOp::create(bb, l, args[1], signBit));
+        Value x = arith::ExtSIOp::create(bb, l, bb.getI32Type(), args[0]);
+        Value product = arith::MulIOp::create(bb, l, w, x);
+        linalg::YieldOp::create(bb, l, arith::AddIOp::create(bb, l, args[2], product).getResult());
+      });
+  configureTile(partial, CpuKernel::MatrixVector, /*beforeSplit=*/true);
+  auto sum = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{ct}, ValueRange{partial.getResult(0)},
+      ValueRange{corrected.getResult(0)},
+      SmallVector<AffineMap>{AffineMap::get(3, 0, {dm, dn, dk}, ctx),
+                             AffineMap::get(3, 0, {dm, dn}, ctx)},
+      SmallVector<IteratorType>{IteratorType::parallel, IteratorType::parallel,
+                                IteratorType::reduction},
+      [](OpBuilder &bb, Location l, ValueRange args) {
+        linalg::YieldOp::create(bb, l, arith::AddIOp::create(bb, l, args[1], args[0]).getResult());
+      });
+  configureTile(sum, CpuKernel::LaneSum, /*beforeSplit=*/true);
+  rewriter.replaceOp(matmul, sum.getResult(0));
+  return success();
+}
+
 /// Tiles each lane sum of a matrix-vector product by the product's register
 /// tile (rows x columns) and computes the partial sums of the tile inside,
 /// from a zero-filled accumulator: the lanes of a tile are summed while
@@ -285,6 +394,70 @@ void Scheduler::lowerBF16MatrixVectorTiles(IRRewriter &rewriter, ModuleOp module
         Value dot =
             x86vector::DotBF16Op::create(rewriter, loc, acc.getType(), acc, aRows[r], wRows[c]);
         p = vector::InsertOp::create(rewriter, loc, dot, p, ArrayRef<int64_t>{r, c});
+      }
+    rewriter.replaceOp(op, writeWholeTile(rewriter, loc, p, op.getDpsInitOperand(0)->get()));
+  }
+}
+
+void Scheduler::lowerInt8MatrixVectorTiles(IRRewriter &rewriter, ModuleOp module) {
+  SmallVector<linalg::GenericOp> tiles;
+  module.walk([&](linalg::GenericOp op) {
+    if (hasKernel(op, CpuKernel::MatrixVector) && op.hasPureTensorSemantics() &&
+        op.getNumLoops() == 5 && op.getNumDpsInputs() == 2 &&
+        getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType()).isInteger(8))
+      tiles.push_back(op);
+  });
+  for (linalg::GenericOp op : tiles) {
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    if (llvm::any_of(ranges, ShapedType::isDynamic) || ranges[2] != 1 || ranges[3] != 16 ||
+        ranges[4] != 4)
+      continue;
+    int64_t rows = ranges[0], cols = ranges[1];
+    MLIRContext *ctx = op.getContext();
+    Location loc = op.getLoc();
+    rewriter.setInsertionPoint(op);
+    Type i8 = rewriter.getI8Type(), i32 = rewriter.getI32Type();
+    auto read = [&](Value tensor, ArrayRef<int64_t> shape, Type type) {
+      return readWholeTile(rewriter, loc, tensor, VectorType::get(shape, type));
+    };
+    // [rows][1][16][4] -> [rows][64]: each row's 64 reduction steps, one
+    // contiguous read (a read of [rows][16][4] becomes 16 per row).
+    auto rowsOf = [&](Value tile, int64_t count) {
+      Value flat = tensor::CollapseShapeOp::create(
+          rewriter, loc, tile, SmallVector<ReassociationIndices>{{0}, {1, 2, 3}});
+      return read(flat, {count, 64}, i8);
+    };
+    Value a = rowsOf(op.getDpsInputOperand(0)->get(), rows);
+    Value w = rowsOf(op.getDpsInputOperand(1)->get(), cols);
+    Value p = read(op.getDpsInitOperand(0)->get(), {rows, cols, 16}, i32);
+    auto quads = VectorType::get({16, 4}, i8), wide = VectorType::get({16, 4}, i32);
+    auto quadsOf = [&](Value rowsVector, int64_t i) -> Value {
+      return vector::ShapeCastOp::create(
+          rewriter, loc, quads,
+          vector::ExtractOp::create(rewriter, loc, rowsVector, ArrayRef<int64_t>{i}));
+    };
+    Value signBits =
+        arith::ConstantOp::create(rewriter, loc, DenseElementsAttr::get(quads, int8_t(-128)));
+    SmallVector<Value> aRows, wRows;
+    for (int64_t r = 0; r < rows; ++r)
+      aRows.push_back(arith::ExtSIOp::create(rewriter, loc, wide, quadsOf(a, r)));
+    for (int64_t col = 0; col < cols; ++col)
+      wRows.push_back(arith::ExtUIOp::create(
+          rewriter, loc, wide, arith::XOrIOp::create(rewriter, loc, quadsOf(w, col), signBits)));
+    AffineExpr lane, step;
+    bindDims(ctx, lane, step);
+    auto maps = rewriter.getAffineMapArrayAttr({AffineMap::get(2, 0, {lane, step}, ctx),
+                                                AffineMap::get(2, 0, {lane, step}, ctx),
+                                                AffineMap::get(2, 0, {lane}, ctx)});
+    auto iterators = rewriter.getArrayAttr(
+        {vector::IteratorTypeAttr::get(ctx, vector::IteratorType::parallel),
+         vector::IteratorTypeAttr::get(ctx, vector::IteratorType::reduction)});
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t col = 0; col < cols; ++col) {
+        Value acc = vector::ExtractOp::create(rewriter, loc, p, ArrayRef<int64_t>{r, col});
+        Value dot = vector::ContractionOp::create(rewriter, loc, wRows[col], aRows[r], acc, maps,
+                                                  iterators);
+        p = vector::InsertOp::create(rewriter, loc, dot, p, ArrayRef<int64_t>{r, col});
       }
     rewriter.replaceOp(op, writeWholeTile(rewriter, loc, p, op.getDpsInitOperand(0)->get()));
   }

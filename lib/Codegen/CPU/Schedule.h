@@ -135,6 +135,17 @@ public:
   LogicalResult rewriteBF16MatrixVectorProduct(IRRewriter &rewriter, linalg::MatmulOp matmul,
                                                linalg::TransposeOp transpose);
 
+  /// The int8 form for vpdpbusd, for a weight compiled in (a constant
+  /// [k][n] of int8 levels, mithril-quantize-int8's): the weight is stored
+  /// transposed, W [n][k] viewed as [.][k / 64][16][4], and partial sums
+  /// P[m][n][16] accumulate zext(W ^ 0x80) * sext(A) over each lane's four
+  /// bytes (one vpdpbusd per row, column and 64 reduction steps, both
+  /// operands contiguous); the lanes are summed into C less 128 times each
+  /// row's sum of A (what the weight's offset added); a reduction that is
+  /// no multiple of 64 is padded with zeros. Fails (and leaves the matmul)
+  /// unless the target has AVX512-VNNI and the reduction is at least 128.
+  LogicalResult rewriteInt8MatrixVectorProduct(IRRewriter &rewriter, linalg::MatmulOp matmul);
+
   /// Splits a matmul whose sizes the register tiles and cache blocks do not
   /// divide into the part they divide and the rest, until they do: columns
   /// at a multiple of the register tile's (784 = 24 x 32 + 16), then of the
@@ -256,6 +267,11 @@ public:
   /// pair) reads each row of A and of the weight as 32 contiguous bf16 and
   /// adds their pairwise products to the (row, column) lanes.
   static void lowerBF16MatrixVectorTiles(IRRewriter &rewriter, ModuleOp module);
+
+  /// Writes the register tiles of rewriteInt8MatrixVectorProduct's partial
+  /// sums as the contractions mithril-x86-dot-products makes vpdpbusd: per
+  /// (row, column), 64 bytes of the weight (offset to unsigned) and of A.
+  static void lowerInt8MatrixVectorTiles(IRRewriter &rewriter, ModuleOp module);
 
   /// An op with a loop of static size 0 computes nothing: its results are its
   /// inits (an empty tensor, or the fill of a reduction over nothing). Tiling

@@ -62,10 +62,47 @@ struct ContractionToVpdpbusd : OpRewritePattern<vector::ContractionOp> {
   }
 };
 
+/// acc[l] += sum_q zext(a[l][q]) * sext(b[l][q]) over vector<16x4xi8> a
+/// and b and vector<16xi32> acc: one vpdpbusd on both operands as they are
+/// (a matrix-vector product's lanes, each a quad of one row).
+struct LanewiseContractionToVpdpbusd : OpRewritePattern<vector::ContractionOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(vector::ContractionOp op,
+                                PatternRewriter &rewriter) const override {
+    MLIRContext *ctx = op.getContext();
+    auto lhs = op.getLhs().getDefiningOp<arith::ExtUIOp>();
+    auto rhs = op.getRhs().getDefiningOp<arith::ExtSIOp>();
+    auto accType = dyn_cast<VectorType>(op.getAccType());
+    Type i8 = rewriter.getI8Type(), i32 = rewriter.getI32Type();
+    auto quads = VectorType::get({16, 4}, i8);
+    if (!lhs || !rhs || op.getKind() != vector::CombiningKind::ADD || !accType ||
+        accType != VectorType::get({16}, i32) || lhs.getIn().getType() != quads ||
+        rhs.getIn().getType() != quads)
+      return failure();
+    AffineExpr l, q;
+    bindDims(ctx, l, q);
+    SmallVector<AffineMap> expected = {AffineMap::get(2, 0, {l, q}, ctx),
+                                       AffineMap::get(2, 0, {l, q}, ctx),
+                                       AffineMap::get(2, 0, {l}, ctx)};
+    if (op.getIndexingMapsArray() != expected)
+      return failure();
+    Location loc = op.getLoc();
+    auto bytes = VectorType::get({64}, i8);
+    Value unsignedBytes = vector::ShapeCastOp::create(rewriter, loc, bytes, lhs.getIn());
+    Value signedBytes = vector::ShapeCastOp::create(rewriter, loc, bytes, rhs.getIn());
+    rewriter.replaceOp(
+        op, LLVM::CallIntrinsicOp::create(rewriter, loc, accType,
+                                          StringAttr::get(ctx, "llvm.x86.avx512.vpdpbusd.512"),
+                                          ValueRange{op.getAcc(), unsignedBytes, signedBytes})
+                .getResults());
+    return success();
+  }
+};
+
 struct X86DotProductsPass : public mithril::impl::MithrilX86DotProductsBase<X86DotProductsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<ContractionToVpdpbusd>(&getContext());
+    patterns.add<ContractionToVpdpbusd, LanewiseContractionToVpdpbusd>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
