@@ -5,6 +5,7 @@
 // RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=loops threads=2" | FileCheck %s --check-prefix=LOOPS
 // RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=fusion threads=1" | FileCheck %s --check-prefix=SERIAL
 // RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 threads=2" | FileCheck %s --check-prefix=LLVM
+// RUN: mithril-opt %s --mithril-cpu-pipeline="target-cpu=znver2 stop-after=fusion threads=1" | FileCheck %s --check-prefix=AVX2
 
 mithril.model @Big(data %x: tensor<256x512xf32>, param %w: tensor<512x512xf32>, param %b: tensor<512xf32>) -> (y: tensor<256x512xf32>) {
   %mm = mithril.matmul %x, %w : (tensor<256x512xf32>, tensor<512x512xf32>) -> tensor<256x512xf32>
@@ -43,10 +44,15 @@ mithril.model @Gemv(data %x: tensor<16x784xf32>, param %w: tensor<512x784xf32>) 
 // Each chunk also sums its own lanes: the forall yields the product itself.
 // FUSION-LABEL: func.func @Gemv(
 // FUSION: scf.forall (%{{.+}}) = (0) to (512) step (256) {{.*}} -> (tensor<16x512xf32>)
-// FUSION: vector.multi_reduction <add>, %{{.+}}, %{{.+}} [2] : vector<4x2x16xf32> to vector<4x2xf32>
+// FUSION: vector.multi_reduction <add>, %{{.+}}, %{{.+}} [2] : vector<4x4x16xf32> to vector<4x4xf32>
 // FUSION: scf.forall.in_parallel
 
 // SERIAL-NOT: scf.forall
+
+// A matrix-vector tile holds 4 x 4 accumulators of 16 lanes with AVX-512's
+// 32 registers (above), 4 x 2 with AVX2's 16.
+// AVX2-LABEL: func.func @Gemv(
+// AVX2: vector.multi_reduction <add>, %{{.+}}, %{{.+}} [2] : vector<4x2x16xf32> to vector<4x2xf32>
 
 // The chunks become async tasks: a group, one task added per chunk, and an
 // await of the group before the function returns.
