@@ -335,6 +335,67 @@ LogicalResult Scheduler::tileForCache(IRRewriter &rewriter, ArrayRef<linalg::Lin
   return success();
 }
 
+/// Partial values of a reduction to one value: 8 registers of 16 f32.
+constexpr int64_t kFullReductionLanes = 128;
+
+LogicalResult Scheduler::splitFullReductions(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
+  for (linalg::LinalgOp op : ops) {
+    auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+    if (!generic || !generic.hasPureTensorSemantics() || generic.getNumParallelLoops() != 0 ||
+        generic.getNumLoops() == 0 || generic.getNumDpsInits() != 1 ||
+        cast<RankedTensorType>(generic->getResult(0).getType()).getRank() != 0)
+      continue;
+    SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
+    if (llvm::any_of(ranges, ShapedType::isDynamic))
+      continue;
+    int64_t total = 1;
+    for (int64_t r : ranges)
+      total *= r;
+    if (total % kFullReductionLanes != 0 || total < 8 * kFullReductionLanes)
+      continue;
+    // Every input read whole, in order: it can be viewed flat.
+    if (!llvm::all_of(generic.getDpsInputOperands(), [&](OpOperand *input) {
+          return generic.getMatchingIndexingMap(input).isIdentity();
+        }))
+      continue;
+    Location loc = generic.getLoc();
+    rewriter.setInsertionPoint(generic);
+    linalg::GenericOp flat = generic;
+    if (generic.getNumLoops() > 1) {
+      ReassociationIndices all;
+      for (int64_t d = 0; d < int64_t(ranges.size()); ++d)
+        all.push_back(d);
+      SmallVector<Value> inputs;
+      for (OpOperand *input : generic.getDpsInputOperands())
+        inputs.push_back(tensor::CollapseShapeOp::create(rewriter, loc, input->get(),
+                                                         SmallVector<ReassociationIndices>{all}));
+      AffineMap identity = AffineMap::getMultiDimIdentityMap(1, ctx);
+      SmallVector<AffineMap> maps(inputs.size(), identity);
+      maps.push_back(AffineMap::get(1, 0, {}, ctx));
+      flat = linalg::GenericOp::create(
+          rewriter, loc, generic->getResultTypes(), inputs, generic.getDpsInits(), maps,
+          SmallVector<utils::IteratorType>{utils::IteratorType::reduction});
+      rewriter.inlineRegionBefore(generic.getRegion(), flat.getRegion(), flat.getRegion().end());
+      flat->setDiscardableAttrs(generic->getDiscardableAttrDictionary());
+      rewriter.replaceOp(generic, flat->getResults());
+    }
+    rewriter.setInsertionPoint(flat);
+    FailureOr<linalg::SplitReductionResult> split = linalg::splitReduction(
+        rewriter, cast<linalg::LinalgOp>(flat.getOperation()), [](linalg::LinalgOp) {
+          return linalg::SplitReductionOptions{kFullReductionLanes, /*index=*/0,
+                                               /*innerParallel=*/true};
+        });
+    // A body whose combiner has no neutral value (splitReduction's test)
+    // stays as it was, still correct.
+    if (failed(split))
+      continue;
+    for (Operation *part :
+         {split->splitLinalgOp.getOperation(), split->resultCombiningLinalgOp.getOperation()})
+      part->removeAttr(LoweringConfigAttr::opAttrName);
+  }
+  return success();
+}
+
 /// Splits each op with enough work, together with the elementwise chain
 /// that consumes it and the fill that initializes it, into `threads`
 /// chunks of one scf.forall: one parallel region per chain, and the chain
@@ -470,6 +531,8 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     IRRewriter rewriter(&getContext());
     scheduler.foldEmptyLoops(rewriter, scheduler.collectTensorOps(module));
     if (failed(scheduler.rewriteMatrixVectorProducts(rewriter, scheduler.collectTensorOps(module))))
+      return signalPassFailure();
+    if (failed(scheduler.splitFullReductions(rewriter, scheduler.collectTensorOps(module))))
       return signalPassFailure();
     if (failed(scheduler.peelMatmulRemainders(rewriter, scheduler.collectTensorOps(module))))
       return signalPassFailure();

@@ -1,0 +1,27 @@
+// A reduction of a whole tensor to one value accumulates in vector lanes:
+// the input viewed flat as [n / 128][128], each register tile reduced down
+// its rows only (into 128 partial values, independent registers), and the
+// partial values combined once at the end. Before, each 8 x 28 tile was
+// reduced across its lanes into the scalar.
+// RUN: mithril-opt %s --mithril-cpu-pipeline="target-cpu=znver4 threads=1 stop-after=fusion" | FileCheck %s
+
+mithril.model @MaxAbs(data %x: tensor<256x784xf32>) -> (m: tensor<f32>) {
+  %a = mithril.abs %x : (tensor<256x784xf32>) -> tensor<256x784xf32>
+  %m = mithril.max %a : (tensor<256x784xf32>) -> tensor<f32>
+  mithril.output %m : tensor<f32>
+}
+
+// A total that is no multiple of 128 keeps the plain schedule.
+mithril.model @Odd(data %x: tensor<7x13xf32>) -> (s: tensor<f32>) {
+  %s = mithril.sum %x : (tensor<7x13xf32>) -> tensor<f32>
+  mithril.output %s : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @MaxAbs(
+// CHECK: tensor.collapse_shape %{{.+}} {{\[\[}}0, 1]] : tensor<256x784xf32> into tensor<200704xf32>
+// CHECK: tensor.expand_shape %{{.+}} {{\[\[}}0, 1]] output_shape [1568, 128]
+// CHECK: vector.multi_reduction <maximumf>, %{{.+}}, %{{.+}} [0] : vector<8x32xf32> to vector<32xf32>
+// CHECK: vector.multi_reduction <maximumf>, %{{.+}}, %{{.+}} [0] : vector<32xf32> to f32
+// CHECK-LABEL: func.func @Odd(
+// CHECK-NOT: expand_shape
+// CHECK: vector.multi_reduction <add>
