@@ -422,10 +422,30 @@ struct EyeLikePattern : OpRewritePattern<EyeLikeOp> {
   }
 };
 
+/// tril: the element where its column is at most `diagonal` past its row,
+/// zero elsewhere.
+struct TrilPattern : OpRewritePattern<TrilOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TrilOp op, PatternRewriter &rewriter) const override {
+    int64_t rank = op.getType().getRank();
+    auto diagonal = static_cast<int64_t>(op.getDiagonal());
+    auto keepLower = [&](OpBuilder &b, Location l, ValueRange args, Type et) -> Value {
+      Value row = linalg::IndexOp::create(b, l, rank - 2);
+      Value column = linalg::IndexOp::create(b, l, rank - 1);
+      Value last = arith::AddIOp::create(b, l, row, arith::ConstantIndexOp::create(b, l, diagonal));
+      Value keep = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sle, column, last);
+      return arith::SelectOp::create(b, l, keep, args[0], zeroOf(b, l, et));
+    };
+    rewriter.replaceOp(op, buildElementwise(rewriter, op.getLoc(), op.getType(),
+                                            ValueRange{op.getInput()}, keepLower));
+    return success();
+  }
+};
+
 } // namespace
 
 void linalg_lowering::populateDataMovementPatterns(RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<TransposePattern, ReshapeLikePattern, ConcatPattern, SlicePattern, PadPattern,
-               ShapePattern, EyeLikePattern, ReversePattern, SliceGradPattern>(ctx);
+               ShapePattern, EyeLikePattern, ReversePattern, SliceGradPattern, TrilPattern>(ctx);
 }

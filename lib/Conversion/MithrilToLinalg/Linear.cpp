@@ -1,4 +1,4 @@
-//===- Linear.cpp - matmul to linalg --------------------------------------===//
+//===- Linear.cpp - matmul and triangular factorizations ------------------===//
 //
 // Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
 // Exceptions. See LICENSE for license information.
@@ -10,7 +10,11 @@
 #include "mithril/Dialect/Mithril/IR/MithrilOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/AffineMap.h"
 
@@ -116,7 +120,149 @@ struct MatmulPattern : OpRewritePattern<MatmulOp> {
 
 } // namespace
 
+/// The loops below are sequential recurrences (each row or column of the
+/// result needs the ones before it): scf.for loops over tensors that read
+/// with tensor.extract and write with tensor.insert, which bufferization
+/// turns into in-place stores.
+
+/// An scf.for from `lower` to `upper` (step 1) carrying `init`; `body` gets
+/// the induction variable and the carried values and returns the next ones.
+static scf::ForOp
+forLoop(OpBuilder &b, Location loc, Value lower, Value upper, ValueRange init,
+        function_ref<SmallVector<Value>(OpBuilder &, Location, Value, ValueRange)> body) {
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  return scf::ForOp::create(b, loc, lower, upper, one, init,
+                            [&](OpBuilder &nb, Location l, Value iv, ValueRange carried) {
+                              scf::YieldOp::create(nb, l, body(nb, l, iv, carried));
+                            });
+}
+
+static Value extract(OpBuilder &b, Location loc, Value tensor, Value row, Value column) {
+  return tensor::ExtractOp::create(b, loc, tensor, ValueRange{row, column});
+}
+
+/// `start` minus the products of `lhs(k)` and `rhs(k)` for k in [from, to).
+static Value subtractProducts(OpBuilder &b, Location loc, Value start, Value from, Value to,
+                              function_ref<Value(OpBuilder &, Location, Value)> lhs,
+                              function_ref<Value(OpBuilder &, Location, Value)> rhs) {
+  return forLoop(b, loc, from, to, start,
+                 [&](OpBuilder &nb, Location l, Value k, ValueRange acc) -> SmallVector<Value> {
+                   Value product = arith::MulFOp::create(nb, l, lhs(nb, l, k), rhs(nb, l, k));
+                   return {arith::SubFOp::create(nb, l, acc[0], product)};
+                 })
+      .getResult(0);
+}
+
+namespace {
+
+/// cholesky: column by column, L[j][j] = sqrt(A[j][j] - sum_k<j L[j][k]^2)
+/// and below it L[i][j] = (A[i][j] - sum_k<j L[i][k] L[j][k]) / L[j][j], on
+/// a zero-filled result. Only A's lower triangle is read. A non-positive
+/// pivot is the square root of a negative number or zero: NaN or infinity
+/// then spread through the columns after it.
+struct CholeskyPattern : OpRewritePattern<CholeskyOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CholeskyOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value a = op.getInput();
+    RankedTensorType type = op.getType();
+    OpFoldResult size = dimOf(rewriter, loc, a, 0);
+    Value n = getValueOrCreateConstantIndexOp(rewriter, loc, size);
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    Value init = linalg::FillOp::create(rewriter, loc, zeroOf(rewriter, loc, type.getElementType()),
+                                        emptyTensor(rewriter, loc, type, {size, size}))
+                     .getResult(0);
+    auto columns =
+        forLoop(rewriter, loc, zero, n, init,
+                [&](OpBuilder &b, Location l, Value j, ValueRange carried) -> SmallVector<Value> {
+                  Value factor = carried[0];
+                  auto rowJ = [&](OpBuilder &nb, Location nl, Value k) {
+                    return extract(nb, nl, factor, j, k);
+                  };
+                  Value pivot = math::SqrtOp::create(
+                      b, l, subtractProducts(b, l, extract(b, l, a, j, j), zero, j, rowJ, rowJ));
+                  factor = tensor::InsertOp::create(b, l, pivot, factor, ValueRange{j, j});
+                  Value below = arith::AddIOp::create(b, l, j, one);
+                  auto rows = forLoop(
+                      b, l, below, n, factor,
+                      [&](OpBuilder &rb, Location rl, Value i,
+                          ValueRange rowCarried) -> SmallVector<Value> {
+                        Value partial = rowCarried[0];
+                        auto rowI = [&](OpBuilder &nb, Location nl, Value k) {
+                          return extract(nb, nl, partial, i, k);
+                        };
+                        auto rowJ = [&](OpBuilder &nb, Location nl, Value k) {
+                          return extract(nb, nl, partial, j, k);
+                        };
+                        Value dot =
+                            subtractProducts(rb, rl, extract(rb, rl, a, i, j), zero, j, rowI, rowJ);
+                        Value entry = arith::DivFOp::create(rb, rl, dot, pivot);
+                        return {tensor::InsertOp::create(rb, rl, entry, partial, ValueRange{i, j})};
+                      });
+                  return {rows.getResult(0)};
+                });
+    rewriter.replaceOp(op, columns.getResult(0));
+    return success();
+  }
+};
+
+/// triangular_solve: substitution, one row of X at a time. op(A) is lower
+/// triangular when exactly one of `lower` and `transpose` is set (forward
+/// substitution from the first row), upper otherwise (back substitution
+/// from the last); op(A)[i][k] reads A[k][i] when transposed.
+struct TriangularSolvePattern : OpRewritePattern<TriangularSolveOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TriangularSolveOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value a = op.getMatrix(), rhs = op.getRhs();
+    RankedTensorType type = op.getType();
+    bool transposed = op.getTranspose();
+    bool forward = op.getLower() != transposed;
+    OpFoldResult rowSize = dimOf(rewriter, loc, rhs, 0), columnSize = dimOf(rewriter, loc, rhs, 1);
+    Value n = getValueOrCreateConstantIndexOp(rewriter, loc, rowSize);
+    Value columns = getValueOrCreateConstantIndexOp(rewriter, loc, columnSize);
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    Value last = arith::SubIOp::create(rewriter, loc, n, one);
+    auto opA = [&](OpBuilder &b, Location l, Value i, Value k) {
+      return transposed ? extract(b, l, a, k, i) : extract(b, l, a, i, k);
+    };
+    Value init = emptyTensor(rewriter, loc, type, {rowSize, columnSize});
+    auto rows = forLoop(
+        rewriter, loc, zero, n, init,
+        [&](OpBuilder &b, Location l, Value step, ValueRange carried) -> SmallVector<Value> {
+          Value i = forward ? step : arith::SubIOp::create(b, l, last, step).getResult();
+          // The rows of X already solved: before i going forward, after it
+          // going back.
+          Value from = forward ? zero : arith::AddIOp::create(b, l, i, one).getResult();
+          Value to = forward ? i : n;
+          Value diagonal = opA(b, l, i, i);
+          auto each = forLoop(
+              b, l, zero, columns, carried[0],
+              [&](OpBuilder &cb, Location cl, Value c, ValueRange solved) -> SmallVector<Value> {
+                Value x = solved[0];
+                auto coefficient = [&](OpBuilder &nb, Location nl, Value k) {
+                  return opA(nb, nl, i, k);
+                };
+                auto known = [&](OpBuilder &nb, Location nl, Value k) {
+                  return extract(nb, nl, x, k, c);
+                };
+                Value rest = subtractProducts(cb, cl, extract(cb, cl, rhs, i, c), from, to,
+                                              coefficient, known);
+                Value entry = arith::DivFOp::create(cb, cl, rest, diagonal);
+                return {tensor::InsertOp::create(cb, cl, entry, x, ValueRange{i, c})};
+              });
+          return {each.getResult(0)};
+        });
+    rewriter.replaceOp(op, rows.getResult(0));
+    return success();
+  }
+};
+
+} // namespace
+
 void linalg_lowering::populateLinearPatterns(RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<MatmulPattern>(ctx);
+  patterns.add<MatmulPattern, CholeskyPattern, TriangularSolvePattern>(ctx);
 }

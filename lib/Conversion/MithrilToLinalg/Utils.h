@@ -149,7 +149,7 @@ void populateElementwisePatterns(mlir::RewritePatternSet &patterns);
 /// sum, mean, max, min, prod, variance, argmax and argmin (Reduction.cpp).
 void populateReductionPatterns(mlir::RewritePatternSet &patterns);
 
-/// matmul (Linear.cpp).
+/// matmul, cholesky and triangular_solve (Linear.cpp).
 void populateLinearPatterns(mlir::RewritePatternSet &patterns);
 
 /// Convolutions and their gradients (Convolution.cpp).
@@ -158,8 +158,8 @@ void populateConvolutionPatterns(mlir::RewritePatternSet &patterns);
 /// Max and average pooling and their gradients (Pooling.cpp).
 void populatePoolingPatterns(mlir::RewritePatternSet &patterns);
 
-/// transpose, reshapes, concat, slice (and its gradient), shape, reverse and
-/// eye_like (DataMovement.cpp).
+/// transpose, reshapes, concat, slice (and its gradient), shape, reverse,
+/// eye_like and tril (DataMovement.cpp).
 void populateDataMovementPatterns(mlir::RewritePatternSet &patterns);
 
 /// embedding (and its gradient) and one_hot (Indexing.cpp). With

@@ -16,6 +16,8 @@ from .manifold import (MDS, TSNE, DistanceMatrix, EncoderDistanceMatrix, MDSCore
 from .parity import (Split, AUC, F1, Accuracy, Arange, Clamp, EncoderDecoder, Eye, Floor, GroupNorm,
                      IsNan, LSTMCell, ManyToOne, NanToNum, OneToMany, Ones, PositionalEncoding,
                      Pad, Precision, Recall, ScaledDotProduct, SiLU, SwapAxes, ZerosLike)
+from .parity import (Cholesky, Eigvalsh, GaussProcessRegressionCore, GPRAlpha, GPRLoss, GPRVOuter,
+                     TransposedDiagonal)
 # torch.nn-style layers. Their Flatten and Linear share names with Mithril's
 # and are only reached as mithril.models.torch_layers.Flatten / .Linear.
 from . import torch_layers
@@ -30,6 +32,7 @@ __all__ = ["IOKey", "Model", "functional", "L1", "L2", "TrainModel", "Layer", "L
            "Clamp", "GroupNorm", "LSTMCell", "PositionalEncoding", "ScaledDotProduct", "SiLU",
            "SwapAxes", "Split", "Arange", "Eye", "Floor", "IsNan", "NanToNum", "Ones", "ZerosLike",
            "ManyToOne", "OneToMany", "EncoderDecoder", "Accuracy", "Precision", "Recall", "F1",
-           "AUC"] + [
+           "AUC", "Cholesky", "Eigvalsh", "GaussProcessRegressionCore", "GPRAlpha", "GPRLoss",
+           "GPRVOuter", "TransposedDiagonal"] + [
     k for k, v in _p.items() if isinstance(v, type) and not k.startswith("_")
     and k not in ("Primitive", "TerminalSpec")]

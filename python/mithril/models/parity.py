@@ -1,8 +1,9 @@
 # Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
 # Exceptions. See LICENSE for license information.
 """Models of Mithril's library that were still missing, built from the
-existing primitives (no new ops), with the original's arguments, defaults
-and terminal names:
+existing primitives (Pad and the Gaussian-process models from ops added for
+them: mithril.pad, mithril.cholesky, mithril.triangular_solve), with the
+original's arguments, defaults and terminal names:
 
     SiLU()                                   input -> output
     SwapAxes(axis1, axis2)                   input -> output
@@ -28,6 +29,14 @@ and terminal names:
     Precision / Recall / F1(average="micro", n_classes=None, threshold=None,
                             is_binary=False, is_pred_one_hot=True, is_label_one_hot=True)
     AUC(n_classes, is_label_one_hot=True)    pred, label -> output (metrics)
+    Cholesky()                               input -> output
+    GPRAlpha()                               label_mu_diff, L, K_term -> output
+    GPRVOuter()                              K, K_term, L -> output
+    TransposedDiagonal()                     input -> output
+    Eigvalsh(threshold=None)                 K_term, L -> output
+    GPRLoss(robust=False)                    labels, mu, L, K_term, alpha -> output
+    GaussProcessRegressionCore()             label, s, k, k_star, mu
+                                             -> loss, prediction, confidence
 
 Where the original reads a size from a shape (GroupNorm reshapes to
 `input.shape`, the causal mask is [L, S], LSTMCell slices `prev_hidden` at
@@ -48,15 +57,16 @@ from ..errors import MithrilError
 from ..framework import Connection, IOKey, Model, Primitive, _fresh_copy
 from ._compose import Composer
 from .layers import Linear, _param
-from .primitives import (Add, ArgMax, Buffer, Concat, Divide, Equal, Greater, Less, LogicalAnd,
-                         LogicalNot, MatrixMultiply, Max, Mean, Multiply, NotEqual, PermuteTensor,
-                         Reciprocal, Reshape, Shape, Sigmoid, Slice, Softmax, Sqrt, Subtract, Sum,
-                         Tanh, Variance, Where)
+from .primitives import (Absolute, Add, ArgMax, Buffer, Concat, Divide, Equal, EyeLike, Greater,
+                         Less, Log, LogicalAnd, LogicalNot, MatrixMultiply, Max, Mean, Multiply,
+                         NotEqual, PermuteTensor, Reciprocal, Reshape, Shape, Sigmoid, Slice,
+                         Softmax, Sqrt, Squeeze, Subtract, Sum, Tanh, Transpose, Variance, Where)
 
 __all__ = ["Split", "Arange", "Clamp", "Eye", "Floor", "GroupNorm", "IsNan", "LSTMCell", "NanToNum",
            "Ones", "PositionalEncoding", "ScaledDotProduct", "SiLU", "SwapAxes", "ZerosLike",
            "ManyToOne", "OneToMany", "EncoderDecoder", "Accuracy", "Precision", "Recall", "F1",
-           "AUC"]
+           "AUC", "Cholesky", "GPRAlpha", "GPRVOuter", "TransposedDiagonal", "Eigvalsh", "GPRLoss",
+           "GaussProcessRegressionCore"]
 
 
 # Helpers: existing ops whose attributes come from an operand's shape -------
@@ -793,12 +803,16 @@ class _RowCount(Primitive):
     """input.shape[0] as a scalar of the backend's float type."""
     op = "shape"
 
+    def __init__(self, owner: str = "a metric", name=None) -> None:
+        super().__init__(name)
+        self.owner = owner
+
     def emit(self, builder, operands, path, float_dtype="float32"):
         x = operands["input"]
         shape = _shape_of(builder, x)
         if not shape:
-            raise MithrilError(f"{path}: a metric needs labels of rank >= 1 (one per sample), "
-                               f"got a scalar")
+            raise MithrilError(f"{path}: {self.owner} needs labels of rank >= 1 (one per "
+                               f"sample), got a scalar")
         if shape[0] is not None:
             return {"output": builder.add_constant(np.array(shape[0], dtype=float_dtype),
                                                    path + "_rows")}
@@ -1121,3 +1135,153 @@ class Split(Primitive):
             attrs = {"axes": [axis], "start": [i * chunk], "stop": [(i + 1) * chunk], "step": [1]}
             results[key] = _op(builder, "slice", [x], attrs, path)
         return results
+
+
+# Linear algebra: Gaussian process regression ----------------------------------
+#
+# The original's GPR primitives (Cholesky, GPRAlpha, GPRVOuter, Eigvalsh,
+# TransposedDiagonal) are here built on two dialect ops, mithril.cholesky and
+# mithril.triangular_solve, and existing ones; their gradients come from the
+# ops'. The original's GPRAlpha, GPRVOuter and Eigvalsh also take K_term, which
+# they read only when no Cholesky factor L is given; L is always given here, so
+# K_term is a terminal whose value is not read.
+
+def _square_matrix(builder, value, path: str, owner: str, role: str) -> None:
+    shape = _shape_of(builder, value)
+    if len(shape) != 2 or (None not in shape and shape[0] != shape[1]):
+        raise MithrilError(f"{path}: {owner} needs {role} to be a square matrix [N, N], got "
+                           f"shape {_show(shape)}")
+
+
+def _diagonal(builder, matrix, path: str) -> int:
+    """The diagonal of a square matrix as a column [N, 1]."""
+    eye = _op(builder, "eye_like", [matrix], {}, path)
+    masked = _op(builder, "multiply", [matrix, eye], {}, path)
+    return _op(builder, "sum", [masked], {"axes": [1], "keepdim": True}, path)
+
+
+def _solve(builder, matrix, rhs, path: str, transpose: bool = False) -> int:
+    """op(L)^-1 rhs for a lower-triangular L (op(L) = L^T when transposed)."""
+    attrs = {"lower": True, "transpose": transpose}
+    return _op(builder, "triangular_solve", [matrix, rhs], attrs, path)
+
+
+class Cholesky(Primitive):
+    """The lower Cholesky factor L of a symmetric positive-definite input
+    [N, N]: L L^T = input (torch.linalg.cholesky). Only the lower triangle
+    of the input is read. The gradient treats the input as symmetric, as
+    torch's does. An input that is not positive definite gives NaN (torch
+    raises an error there)."""
+    op = "cholesky"
+
+
+class GPRAlpha(Primitive):
+    """alpha = K_term^-1 label_mu_diff from the Cholesky factor L of K_term:
+    L^-T (L^-1 label_mu_diff), two triangular solves. label_mu_diff is
+    [N, k] (the labels less the prior mean, [N, 1] in a GP), L and K_term
+    are [N, N]; K_term is not read (see above)."""
+    op = "triangular_solve"
+    inputs = ("label_mu_diff", "L", "K_term")
+
+    def emit(self, builder, operands, path, float_dtype="float32"):
+        lower = operands["L"]
+        _square_matrix(builder, lower, path, "GPRAlpha", "L")
+        forward = _solve(builder, lower, operands["label_mu_diff"], path)
+        return {"output": _solve(builder, lower, forward, path, transpose=True)}
+
+
+class GPRVOuter(Primitive):
+    """v^T v with v = L^-1 K, L the Cholesky factor of K_term: K^T K_term^-1 K,
+    the part of a GP's prior covariance its observations explain. K is
+    [N, M], L and K_term [N, N]; K_term is not read (see above)."""
+    op = "triangular_solve"
+    inputs = ("K", "K_term", "L")
+
+    def emit(self, builder, operands, path, float_dtype="float32"):
+        lower = operands["L"]
+        _square_matrix(builder, lower, path, "GPRVOuter", "L")
+        v = _solve(builder, lower, operands["K"], path)
+        v_transposed = _op(builder, "transpose", [v], {}, path)
+        return {"output": _op(builder, "matmul", [v_transposed, v], {}, path)}
+
+
+class TransposedDiagonal(Primitive):
+    """The diagonal of the transposed input [N, N] (the input's own
+    diagonal), as a column [N, 1]."""
+    op = "eye_like"
+
+    def emit(self, builder, operands, path, float_dtype="float32"):
+        matrix = operands["input"]
+        _square_matrix(builder, matrix, path, "TransposedDiagonal", "its input")
+        return {"output": _diagonal(builder, matrix, path)}
+
+
+class Eigvalsh(Primitive):
+    """The original's Eigvalsh with a Cholesky factor given: the diagonal of
+    L [N, N] as a column [N, 1], whose logarithms sum to half the log
+    determinant of K_term = L L^T. K_term is not read, nor `threshold`
+    (the original uses both only without L); both are kept for its
+    signature."""
+    op = "eye_like"
+    inputs = ("K_term", "L")
+
+    def __init__(self, threshold: float | None = None, name=None) -> None:
+        super().__init__(name)
+        self.threshold = threshold
+
+    def emit(self, builder, operands, path, float_dtype="float32"):
+        lower = operands["L"]
+        _square_matrix(builder, lower, path, "Eigvalsh", "L")
+        return {"output": _diagonal(builder, lower, path)}
+
+
+class GPRLoss(Model):
+    """The negative log marginal likelihood of a Gaussian process:
+    output = (labels - mu)^T alpha / 2 + sum(log(diag(L))) + N log(2 pi) / 2,
+    [1], with labels and mu [N, 1], L the Cholesky factor of K_term and
+    alpha = K_term^-1 (labels - mu) (GPRAlpha). robust=True takes the
+    logarithm with Log(robust=True)."""
+
+    def __init__(self, robust: bool = False, name=None) -> None:
+        super().__init__(name)
+        self.robust = bool(robust)
+        c = Composer(self)
+        difference = c(Subtract(), left="labels", right="mu")
+        fit = c(MatrixMultiply(), left=c(Transpose(), input=difference), right="alpha")
+        fit = c(Multiply(), left=c(Squeeze(), input=fit), right=0.5)
+        log_determinant = c(Sum(), input=c(Log(robust=robust),
+                                           input=c(Eigvalsh(), K_term="K_term", L="L")))
+        normalizer = c(Multiply(), left=c(_RowCount("GPRLoss"), input="labels"),
+                       right=math.log(2 * math.pi) / 2)
+        total = c(Add(), left=c(Add(), left=fit, right=log_determinant), right=normalizer)
+        c(Reshape((1,)), input=total, output="output")
+        c.finish("labels")
+
+
+class GaussProcessRegressionCore(Model):
+    """Gaussian process regression from kernel matrices: label [N, 1], the
+    noise variance s [1], k = K(X, X) [N, N], k_star [N, N] and the prior
+    mean mu [N, 1]. With K_term = k + s I and L its Cholesky factor,
+
+        alpha = K_term^-1 (label - mu)                  (GPRAlpha)
+        loss = GPRLoss(label, mu, L, K_term, alpha)     [1]
+        prediction = mu + k^T alpha                     [N, 1], canonical
+        confidence = s + |diag(k_star - v^T v)|         [N, 1], v = L^-1 k
+
+    as the original defines it (its terminal names and canonical output)."""
+
+    def __init__(self, name=None) -> None:
+        super().__init__(name)
+        c = Composer(self)
+        noise = c(Multiply(), left="s", right=c(EyeLike(), input="k"))
+        k_term = c(Add(), left="k", right=noise)
+        lower = c(Cholesky(), input=k_term)
+        alpha = c(GPRAlpha(), label_mu_diff=c(Subtract(), left="label", right="mu"), L=lower,
+                  K_term=k_term)
+        c(GPRLoss(), labels="label", mu="mu", L=lower, K_term=k_term, alpha=alpha, output="loss")
+        c(Add(), left="mu", right=c(MatrixMultiply(), left=c(Transpose(), input="k"),
+                                   right=alpha), output="prediction")
+        explained = c(GPRVOuter(), K="k", K_term=k_term, L=lower)
+        spread = c(TransposedDiagonal(), input=c(Subtract(), left="k_star", right=explained))
+        c(Add(), left="s", right=c(Absolute(), input=spread), output="confidence")
+        c.finish("label", "prediction")

@@ -178,3 +178,69 @@ mithril.model @Pad(data %x: tensor<4x3xf32>) -> (p: tensor<7x6xf32>) {
   %0 = mithril.pad %x {pad_width = array<i64: 1, 2, 0, 3>, value = -1.5 : f64} : (tensor<4x3xf32>) -> tensor<7x6xf32>
   mithril.output %0 : tensor<7x6xf32>
 }
+
+// -----
+
+// cholesky is a loop over the columns of a zero-filled result: the pivot is
+// the square root of the diagonal less the squares to its left, the entries
+// below it the lower triangle less the dot products, divided by the pivot.
+// CHECK-LABEL: func.func @Cholesky(
+// CHECK: %[[N:.+]] = tensor.dim %arg0, %c0
+// CHECK: %[[ZEROS:.+]] = linalg.fill
+// CHECK: scf.for %[[J:.+]] = %{{.+}} to %[[N]] step %{{.+}} iter_args(%[[L:.+]] = %[[ZEROS]]) -> (tensor<?x?xf64>)
+// CHECK: tensor.extract %arg0[%[[J]], %[[J]]]
+// CHECK: %[[SQUARES:.+]] = scf.for
+// CHECK: arith.subf
+// CHECK: %[[PIVOT:.+]] = math.sqrt %[[SQUARES]]
+// CHECK: tensor.insert %[[PIVOT]] into %[[L]][%[[J]], %[[J]]]
+// CHECK: scf.for %[[I:.+]] = %{{.+}} to %[[N]]
+// CHECK: tensor.extract %arg0[%[[I]], %[[J]]]
+// CHECK: %[[DOT:.+]] = scf.for
+// CHECK: arith.divf %[[DOT]], %[[PIVOT]]
+// CHECK: tensor.insert %{{.+}}[%[[I]], %[[J]]]
+mithril.model @Cholesky(data %a: tensor<?x?xf64>) -> (l: tensor<?x?xf64>) {
+  %0 = mithril.cholesky %a : (tensor<?x?xf64>) -> tensor<?x?xf64>
+  mithril.output %0 : tensor<?x?xf64>
+}
+
+// -----
+
+// triangular_solve substitutes row by row: forward from row 0 for a lower
+// matrix, back from the last row for its transpose (reading A[k][i]), each
+// entry the right-hand side less the solved rows' products, divided by the
+// diagonal.
+// CHECK-LABEL: func.func @TriangularSolve(
+// CHECK: scf.for %[[I:.+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%{{.+}} = %{{.+}}) -> (tensor<3x2xf32>)
+// CHECK: %[[DIAG:.+]] = tensor.extract %arg0[%[[I]], %[[I]]]
+// CHECK: scf.for %[[C:.+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[X:.+]] = %{{.+}})
+// CHECK: tensor.extract %arg1[%[[I]], %[[C]]]
+// CHECK: %[[REST:.+]] = scf.for %[[K:.+]] = %{{.+}} to %[[I]]
+// CHECK: tensor.extract %arg0[%[[I]], %[[K]]]
+// CHECK: arith.divf %[[REST]], %[[DIAG]]
+// CHECK: tensor.insert %{{.+}} into %[[X]][%[[I]], %[[C]]]
+// CHECK: scf.for %[[STEP:.+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args
+// CHECK: %[[ROW:.+]] = arith.subi %{{.+}}, %[[STEP]]
+// CHECK: %[[AFTER:.+]] = arith.addi %[[ROW]]
+// CHECK: scf.for %[[K:.+]] = %[[AFTER]] to
+// CHECK: tensor.extract %arg0[%[[K]], %[[ROW]]]
+mithril.model @TriangularSolve(data %l: tensor<3x3xf32>, data %b: tensor<3x2xf32>) -> (x: tensor<3x2xf32>, y: tensor<3x2xf32>) {
+  %0 = mithril.triangular_solve %l, %b : (tensor<3x3xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  %1 = mithril.triangular_solve %l, %b {transpose = true} : (tensor<3x3xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  mithril.output %0, %1 : tensor<3x2xf32>, tensor<3x2xf32>
+}
+
+// -----
+
+// tril keeps an element where its column is at most `diagonal` past its row
+// (the last two loop indices) and writes zero elsewhere.
+// CHECK-LABEL: func.func @Tril(
+// CHECK: linalg.generic {{.*}} ins(%arg0 : tensor<2x3x4xf32>)
+// CHECK: %[[ROW:.+]] = linalg.index 1
+// CHECK: %[[COL:.+]] = linalg.index 2
+// CHECK: %[[LAST:.+]] = arith.addi %[[ROW]], %c1
+// CHECK: %[[KEEP:.+]] = arith.cmpi sle, %[[COL]], %[[LAST]]
+// CHECK: arith.select %[[KEEP]], %in, %cst
+mithril.model @Tril(data %x: tensor<2x3x4xf32>) -> (y: tensor<2x3x4xf32>) {
+  %0 = mithril.tril %x {diagonal = 1 : i64} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  mithril.output %0 : tensor<2x3x4xf32>
+}

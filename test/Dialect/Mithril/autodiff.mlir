@@ -50,3 +50,70 @@ mithril.model @Pad(param %w: tensor<4x3xf32>) -> (output: tensor<4x6xf32>) {
   %p = mithril.pad %w {pad_width = array<i64: 0, 0, 2, 1>} : (tensor<4x3xf32>) -> tensor<4x6xf32>
   mithril.output %p : tensor<4x6xf32>
 }
+
+// A triangular solve X = L^-1 B differentiates B into the transposed solve
+// L^-T dX and L into -tril(L^-T dX X^T): only L's lower triangle is read.
+// CHECK-LABEL: mithril.model @TriangularSolve(
+// CHECK-SAME: data "grad:x" %[[SEED:[^:]+]]: tensor<3x2xf64>)
+// CHECK: %[[X:.+]] = triangular_solve %l, %b : (tensor<3x3xf64>, tensor<3x2xf64>) -> tensor<3x2xf64>
+// CHECK: %[[DB:.+]] = triangular_solve %l, %[[SEED]] {transpose = true}
+// CHECK: %[[XT:.+]] = transpose %[[X]]
+// CHECK: %[[OUTER:.+]] = matmul %[[DB]], %[[XT]]
+// CHECK: %[[LOWER:.+]] = tril %[[OUTER]] :
+// CHECK: %[[DL:.+]] = negate %[[LOWER]]
+// CHECK: output %[[X]], %[[DL]], %[[DB]]
+mithril.model @TriangularSolve(param %l: tensor<3x3xf64>, param %b: tensor<3x2xf64>) -> (x: tensor<3x2xf64>) {
+  %x = mithril.triangular_solve %l, %b : (tensor<3x3xf64>, tensor<3x2xf64>) -> tensor<3x2xf64>
+  mithril.output %x : tensor<3x2xf64>
+}
+
+// With an upper, transposed matrix (X = U^-T B), B's adjoint is U^-1 dX and
+// U's is -triu(X dB^T): the matrix less its strict lower triangle.
+// CHECK-LABEL: mithril.model @UpperTransposed(
+// CHECK: %[[X:.+]] = triangular_solve %u, %b {lower = false, transpose = true}
+// CHECK: %[[DB:.+]] = triangular_solve %u, %{{.+}} {lower = false} :
+// CHECK: %[[DBT:.+]] = transpose %[[DB]]
+// CHECK: %[[OUTER:.+]] = matmul %[[X]], %[[DBT]]
+// CHECK: %[[STRICT:.+]] = tril %[[OUTER]] {diagonal = -1 : i64}
+// CHECK: %[[UPPER:.+]] = subtract %[[OUTER]], %[[STRICT]]
+// CHECK: %[[DU:.+]] = negate %[[UPPER]]
+// CHECK: output %[[X]], %[[DU]] :
+mithril.model @UpperTransposed(param %u: tensor<3x3xf64>, data %b: tensor<3x2xf64>) -> (x: tensor<3x2xf64>) {
+  %x = mithril.triangular_solve %u, %b {lower = false, transpose = true} : (tensor<3x3xf64>, tensor<3x2xf64>) -> tensor<3x2xf64>
+  mithril.output %x : tensor<3x2xf64>
+}
+
+// Cholesky's gradient: Phi(L^T dL) (the lower triangle, diagonal halved),
+// two solves with L^T, and the symmetric part.
+// CHECK-LABEL: mithril.model @Cholesky(
+// CHECK-SAME: data "grad:l" %[[SEED:[^:]+]]: tensor<3x3xf64>)
+// CHECK-DAG: %[[HALF:.+]] = constant dense<5.000000e-01> : tensor<f64>
+// CHECK-DAG: %[[L:.+]] = cholesky %a : (tensor<3x3xf64>) -> tensor<3x3xf64>
+// CHECK: %[[LT:.+]] = transpose %[[L]]
+// CHECK: %[[P:.+]] = matmul %[[LT]], %[[SEED]]
+// CHECK: %[[EYE:.+]] = eye_like %[[P]]
+// CHECK: %[[DIAG:.+]] = multiply %[[P]], %[[EYE]]
+// CHECK: %[[HALFDIAG:.+]] = multiply %[[DIAG]], %[[HALF]]
+// CHECK: %[[LOWER:.+]] = tril %[[P]] :
+// CHECK: %[[PHI:.+]] = subtract %[[LOWER]], %[[HALFDIAG]]
+// CHECK: %[[LEFT:.+]] = triangular_solve %[[L]], %[[PHI]] {transpose = true}
+// CHECK: %[[LEFTT:.+]] = transpose %[[LEFT]]
+// CHECK: %[[BOTH:.+]] = triangular_solve %[[L]], %[[LEFTT]] {transpose = true}
+// CHECK: %[[BOTHT:.+]] = transpose %[[BOTH]]
+// CHECK: %[[SUM:.+]] = add %[[BOTH]], %[[BOTHT]]
+// CHECK: %[[DA:.+]] = multiply %[[SUM]], %[[HALF]]
+// CHECK: output %[[L]], %[[DA]] :
+mithril.model @Cholesky(param %a: tensor<3x3xf64>) -> (l: tensor<3x3xf64>) {
+  %l = mithril.cholesky %a : (tensor<3x3xf64>) -> tensor<3x3xf64>
+  mithril.output %l : tensor<3x3xf64>
+}
+
+// tril passes the same triangle of its gradient.
+// CHECK-LABEL: mithril.model @Tril(
+// CHECK-SAME: data "grad:t" %[[SEED:[^:]+]]: tensor<3x3xf64>)
+// CHECK: %[[G:.+]] = tril %[[SEED]] {diagonal = -1 : i64}
+// CHECK: output %{{.+}}, %[[G]] :
+mithril.model @Tril(param %a: tensor<3x3xf64>) -> (t: tensor<3x3xf64>) {
+  %t = mithril.tril %a {diagonal = -1 : i64} : (tensor<3x3xf64>) -> tensor<3x3xf64>
+  mithril.output %t : tensor<3x3xf64>
+}

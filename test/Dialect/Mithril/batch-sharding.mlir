@@ -133,3 +133,57 @@ mithril.model @pad_batch(data %x: tensor<?x4xf32>, data %t: tensor<?xf32>) -> (p
   %p = mithril.pad %x {pad_width = array<i64: 1, 0, 0, 0>} : (tensor<?x4xf32>) -> tensor<?x4xf32>
   mithril.output %p : tensor<?x4xf32>
 }
+
+// -----
+
+// A triangular solve runs on each column of its right-hand side: columns
+// split across ranks stay split; a triangular matrix of the rows does not
+// run on shards.
+// expected-remark@+1 {{output 'y': sharded<1>}}
+mithril.model @solve_columns(data %x: tensor<?x4xf64>, data %t: tensor<?xf64>, param %l: tensor<4x4xf64>) -> (y: tensor<4x?xf64>) {
+  %xt = mithril.transpose %x : (tensor<?x4xf64>) -> tensor<4x?xf64>
+  %y = mithril.triangular_solve %l, %xt : (tensor<4x4xf64>, tensor<4x?xf64>) -> tensor<4x?xf64>
+  mithril.output %y : tensor<4x?xf64>
+}
+
+// -----
+
+mithril.model @solve_rows(data %x: tensor<?x4xf64>, data %t: tensor<?xf64>, param %l: tensor<4x4xf64>) -> (y: tensor<?x4xf64>) {
+  // expected-error@+1 {{'mithril.triangular_solve' cannot run on batch shards: it solves across the rows of its right-hand side, the batch axis split across ranks (operands: replicated, sharded<0>)}}
+  %y = mithril.triangular_solve %l, %x : (tensor<4x4xf64>, tensor<?x4xf64>) -> tensor<?x4xf64>
+  mithril.output %y : tensor<?x4xf64>
+}
+
+// -----
+
+mithril.model @solve_sharded_matrix(data %x: tensor<?x4xf64>, data %t: tensor<?xf64>, param %b: tensor<4x2xf64>) -> (y: tensor<4x2xf64>) {
+  // expected-error@+1 {{'mithril.triangular_solve' cannot run on batch shards: its triangular matrix is split across ranks}}
+  %y = mithril.triangular_solve %x, %b : (tensor<?x4xf64>, tensor<4x2xf64>) -> tensor<4x2xf64>
+  mithril.output %y : tensor<4x2xf64>
+}
+
+// -----
+
+mithril.model @cholesky_rows(data %x: tensor<?x4xf64>, data %t: tensor<?xf64>) -> (l: tensor<4x4xf64>) {
+  // expected-error@+1 {{'mithril.cholesky' cannot run on batch shards: it factors the whole matrix, whose rows are split across ranks}}
+  %l = mithril.cholesky %x : (tensor<?x4xf64>) -> tensor<4x4xf64>
+  mithril.output %l : tensor<4x4xf64>
+}
+
+// -----
+
+// tril keeps a stack of matrices split along the stack; within a matrix it
+// needs the rows' global positions.
+// expected-remark@+1 {{output 'lower': sharded<0>}}
+mithril.model @tril_stack(data %x: tensor<?x3x3xf64>, data %t: tensor<?xf64>) -> (lower: tensor<?x3x3xf64>) {
+  %l = mithril.tril %x : (tensor<?x3x3xf64>) -> tensor<?x3x3xf64>
+  mithril.output %l : tensor<?x3x3xf64>
+}
+
+// -----
+
+mithril.model @tril_rows(data %x: tensor<?x4xf64>, data %t: tensor<?xf64>) -> (lower: tensor<?x4xf64>) {
+  // expected-error@+1 {{'mithril.tril' cannot run on batch shards: it works across axis 0, the batch axis split across ranks}}
+  %l = mithril.tril %x : (tensor<?x4xf64>) -> tensor<?x4xf64>
+  mithril.output %l : tensor<?x4xf64>
+}

@@ -300,3 +300,73 @@ mithril.model @pad_negative(data %x: tensor<4x3xf32>) -> (p: tensor<3x3xf32>) {
   %0 = mithril.pad %x {pad_width = array<i64: -1, 0, 0, 0>} : (tensor<4x3xf32>) -> tensor<3x3xf32>
   mithril.output %0 : tensor<3x3xf32>
 }
+
+// -----
+
+mithril.model @cholesky_not_square(data %a: tensor<3x4xf64>) -> (l: tensor<3x4xf64>) {
+  // expected-error @+2 {{'mithril.cholesky' expects its input to be a square matrix, got terminal 'a' (3x4)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.cholesky %a : (tensor<3x4xf64>) -> tensor<3x4xf64>
+  mithril.output %0 : tensor<3x4xf64>
+}
+
+// -----
+
+mithril.model @cholesky_rank(data %a: tensor<2x3x3xf64>) -> (l: tensor<2x3x3xf64>) {
+  // expected-error @+2 {{'mithril.cholesky' expects its input to be a square matrix, got terminal 'a' (2x3x3)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.cholesky %a : (tensor<2x3x3xf64>) -> tensor<2x3x3xf64>
+  mithril.output %0 : tensor<2x3x3xf64>
+}
+
+// -----
+
+mithril.model @cholesky_integers(data %a: tensor<3x3xi64>) -> (l: tensor<3x3xi64>) {
+  // expected-error @+1 {{'mithril.cholesky' op operand #0 must be ranked tensor of floating-point values}}
+  %0 = mithril.cholesky %a : (tensor<3x3xi64>) -> tensor<3x3xi64>
+  mithril.output %0 : tensor<3x3xi64>
+}
+
+// -----
+
+mithril.model @triangular_solve_not_square(data %l: tensor<3x2xf64>, data %b: tensor<3x1xf64>) -> (x: tensor<3x1xf64>) {
+  // expected-error @+2 {{'mithril.triangular_solve' expects its triangular matrix to be a square matrix, got terminal 'l' (3x2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.triangular_solve %l, %b : (tensor<3x2xf64>, tensor<3x1xf64>) -> tensor<3x1xf64>
+  mithril.output %0 : tensor<3x1xf64>
+}
+
+// -----
+
+mithril.model @triangular_solve_rows(data %l: tensor<3x3xf64>, data %b: tensor<4x1xf64>) -> (x: tensor<3x1xf64>) {
+  // expected-error @+2 {{'mithril.triangular_solve' right-hand side terminal 'b' (4x1) needs as many rows as the triangular matrix terminal 'l' (3x3)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.triangular_solve %l, %b : (tensor<3x3xf64>, tensor<4x1xf64>) -> tensor<3x1xf64>
+  mithril.output %0 : tensor<3x1xf64>
+}
+
+// -----
+
+mithril.model @triangular_solve_vector(data %l: tensor<3x3xf64>, data %b: tensor<3xf64>) -> (x: tensor<3xf64>) {
+  // expected-error @+2 {{'mithril.triangular_solve' expects a [rows, columns] right-hand side, got terminal 'b' (3)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.triangular_solve %l, %b : (tensor<3x3xf64>, tensor<3xf64>) -> tensor<3xf64>
+  mithril.output %0 : tensor<3xf64>
+}
+
+// -----
+
+mithril.model @triangular_solve_types(data %l: tensor<3x3xf64>, data %b: tensor<3x1xf32>) -> (x: tensor<3x1xf32>) {
+  // expected-error @+2 {{'mithril.triangular_solve' operands have different element types: 'f64' and 'f32'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.triangular_solve %l, %b : (tensor<3x3xf64>, tensor<3x1xf32>) -> tensor<3x1xf32>
+  mithril.output %0 : tensor<3x1xf32>
+}
+
+// -----
+
+mithril.model @tril_vector(data %x: tensor<4xf32>) -> (t: tensor<4xf32>) {
+  // expected-error @+1 {{'mithril.tril' op expects a matrix or a stack of matrices (rank >= 2), got terminal 'x' (4)}}
+  %0 = mithril.tril %x : (tensor<4xf32>) -> tensor<4xf32>
+  mithril.output %0 : tensor<4xf32>
+}

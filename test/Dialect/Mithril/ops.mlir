@@ -234,3 +234,20 @@ mithril.model @pad(data %x: tensor<4x3xf32>) -> (p: tensor<7x6xf32>, q: tensor<4
   %1 = mithril.pad %x {pad_width = array<i64: 0, 0, 1, 1>, value = -1.0 : f64} : (tensor<4x3xf32>) -> tensor<4x5xf32>
   mithril.output %0, %1 : tensor<7x6xf32>, tensor<4x5xf32>
 }
+
+// CHECK-LABEL: mithril.model @linalg
+// CHECK-NEXT: %[[L:[0-9]+]] = cholesky %a : (tensor<4x4xf64>) -> tensor<4x4xf64>
+// CHECK-NEXT: %[[Y:[0-9]+]] = triangular_solve %[[L]], %b : (tensor<4x4xf64>, tensor<4x2xf64>) -> tensor<4x2xf64>
+// CHECK-NEXT: %{{[0-9]+}} = triangular_solve %[[L]], %[[Y]] {transpose = true} : (tensor<4x4xf64>, tensor<4x2xf64>) -> tensor<4x2xf64>
+// CHECK-NEXT: %{{[0-9]+}} = triangular_solve %a, %b {lower = false} : (tensor<4x4xf64>, tensor<4x2xf64>) -> tensor<4x2xf64>
+// CHECK-NEXT: %{{[0-9]+}} = tril %a : (tensor<4x4xf64>) -> tensor<4x4xf64>
+// CHECK-NEXT: %{{[0-9]+}} = tril %a {diagonal = -1 : i64} : (tensor<4x4xf64>) -> tensor<4x4xf64>
+mithril.model @linalg(data %a: tensor<4x4xf64>, data %b: tensor<4x2xf64>) -> (x: tensor<4x2xf64>) {
+  %0 = mithril.cholesky %a : (tensor<4x4xf64>) -> tensor<4x4xf64>
+  %1 = mithril.triangular_solve %0, %b : (tensor<4x4xf64>, tensor<4x2xf64>) -> tensor<4x2xf64>
+  %2 = mithril.triangular_solve %0, %1 {lower = true, transpose = true} : (tensor<4x4xf64>, tensor<4x2xf64>) -> tensor<4x2xf64>
+  %3 = mithril.triangular_solve %a, %b {lower = false} : (tensor<4x4xf64>, tensor<4x2xf64>) -> tensor<4x2xf64>
+  %4 = mithril.tril %a : (tensor<4x4xf64>) -> tensor<4x4xf64>
+  %5 = mithril.tril %a {diagonal = -1 : i64} : (tensor<4x4xf64>) -> tensor<4x4xf64>
+  mithril.output %2 : tensor<4x2xf64>
+}

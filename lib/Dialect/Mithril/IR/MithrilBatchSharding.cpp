@@ -331,6 +331,29 @@ FailureOr<BatchSharding> MatmulOp::inferBatchSharding(ArrayRef<BatchSharding> op
   return shardedResult(*this, reason);
 }
 
+FailureOr<BatchSharding> CholeskyOp::inferBatchSharding(ArrayRef<BatchSharding> operands,
+                                                        std::string &reason) {
+  reason = "it factors the whole matrix, whose rows are split across ranks";
+  return failure();
+}
+
+FailureOr<BatchSharding> TriangularSolveOp::inferBatchSharding(ArrayRef<BatchSharding> operands,
+                                                               std::string &reason) {
+  if (failed(refusePartial(operands, reason)))
+    return failure();
+  if (!operands[0].isReplicated()) {
+    reason = "its triangular matrix is split across ranks";
+    return failure();
+  }
+  // Substitution runs down the rows of the right-hand side; its columns
+  // are solved independently.
+  if (operands[1].isSharded() && operands[1].axis == 0) {
+    reason = "it solves across the rows of its right-hand side, the batch axis split across ranks";
+    return failure();
+  }
+  return shardedResult(*this, reason);
+}
+
 //===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//
@@ -454,6 +477,13 @@ FailureOr<BatchSharding> EyeLikeOp::inferBatchSharding(ArrayRef<BatchSharding> o
                                                        std::string &reason) {
   reason = "its result's size follows the batch in more than one axis";
   return failure();
+}
+
+FailureOr<BatchSharding> TrilOp::inferBatchSharding(ArrayRef<BatchSharding> operands,
+                                                    std::string &reason) {
+  // Which elements stay depends on their row and column in the whole matrix.
+  int64_t rank = rankOf(getInput());
+  return rowwiseBatchSharding(*this, operands, {rank - 2, rank - 1}, reason);
 }
 
 //===----------------------------------------------------------------------===//

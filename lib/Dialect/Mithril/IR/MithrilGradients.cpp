@@ -372,9 +372,57 @@ LogicalResult LayerNormOp::buildGradient(GradientBuilder &g, Value grad) {
   return success();
 }
 
+static Value tril(GradientBuilder &g, Value m, int64_t diagonal) {
+  return TrilOp::create(g.b, g.loc, m, g.b.getI64IntegerAttr(diagonal));
+}
+
+/// The triangle of the matrix `m` that a triangular operand is read from:
+/// the lower one, or the upper one (`m` less its strict lower triangle).
+static Value readTriangle(GradientBuilder &g, Value m, bool lower) {
+  return lower ? tril(g, m, 0) : g.sub(m, tril(g, m, -1));
+}
+
+LogicalResult TriangularSolveOp::buildGradient(GradientBuilder &g, Value grad) {
+  // X = op(A)^-1 B. B's adjoint is op(A)^-T dX, the solve with the other
+  // transposition; op(A)'s is -dB X^T, so A's is that or its transpose, on
+  // the triangle of A the solve reads (the other one is not an input).
+  bool lower = getLower(), transposed = getTranspose();
+  Value dB = TriangularSolveOp::create(g.b, g.loc, getMatrix(), grad, g.b.getBoolAttr(lower),
+                                       g.b.getBoolAttr(!transposed));
+  g.accumulate(getRhs(), dB);
+  if (g.isActive(getMatrix())) {
+    Value x = getResult();
+    Value dA = transposed ? g.matmul(x, g.transposeLast2(dB)) : g.matmul(dB, g.transposeLast2(x));
+    g.accumulate(getMatrix(), g.neg(readTriangle(g, dA, lower)));
+  }
+  return success();
+}
+
+LogicalResult CholeskyOp::buildGradient(GradientBuilder &g, Value grad) {
+  // A = L L^T: dA = sym(L^-T Phi(L^T dL) L^-1), Phi taking the lower
+  // triangle and halving the diagonal (torch's rule, which treats A as
+  // symmetric). Entries of dL above the diagonal do not reach Phi's triangle.
+  Value l = getResult();
+  Value p = g.matmul(g.transposeLast2(l), grad);
+  Value halfDiagonal = g.mul(g.mul(p, EyeLikeOp::create(g.b, g.loc, p)), g.cstLike(p, 0.5));
+  Value phi = g.sub(tril(g, p, 0), halfDiagonal);
+  // Two solves with L^T give L^-T (L^-T Phi)^T = (L^-T Phi L^-1)^T, whose
+  // symmetric part is the same.
+  BoolAttr yes = g.b.getBoolAttr(true);
+  Value left = TriangularSolveOp::create(g.b, g.loc, l, phi, yes, yes);
+  Value both = TriangularSolveOp::create(g.b, g.loc, l, g.transposeLast2(left), yes, yes);
+  g.accumulate(getInput(), g.mul(g.add(both, g.transposeLast2(both)), g.cstLike(both, 0.5)));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//
+
+LogicalResult TrilOp::buildGradient(GradientBuilder &g, Value grad) {
+  g.accumulate(getInput(), tril(g, grad, static_cast<int64_t>(getDiagonal())));
+  return success();
+}
 
 /// Ops that only change the shape: the gradient is reshaped back.
 static LogicalResult reshapeGradient(GradientBuilder &g, Value grad, Value input) {

@@ -99,6 +99,21 @@ LogicalResult MatmulOp::refineOperandShapes(ShapeRefiner &refiner) {
   return success();
 }
 
+LogicalResult TriangularSolveOp::refineOperandShapes(ShapeRefiner &refiner) {
+  auto dimOf = ShapeRefiner::dimOf;
+  Value matrix = getMatrix(), rhs = getRhs(), result = getResult();
+  // One size n for both axes of the matrix and the rows of the right-hand
+  // side and of the result; the result's columns are the right-hand side's.
+  int64_t n = kDyn;
+  for (auto [value, dim] : {std::pair{matrix, 0}, {matrix, 1}, {rhs, 0}, {result, 0}})
+    if (ShapedType::isDynamic(n))
+      n = dimOf(value, dim);
+  if (failed(refiner.refine(matrix, 0, n)) || failed(refiner.refine(matrix, 1, n)) ||
+      failed(refiner.refine(rhs, 0, n)) || failed(refiner.refine(rhs, 1, dimOf(result, 1))))
+    return failure();
+  return success();
+}
+
 LogicalResult TransposeOp::refineOperandShapes(ShapeRefiner &refiner) {
   for (auto [i, p] : llvm::enumerate(getPermutationOrDefault()))
     if (failed(refiner.refine(getInput(), p, ShapeRefiner::dimOf(getResult(), i))))

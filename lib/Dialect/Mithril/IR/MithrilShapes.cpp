@@ -322,6 +322,49 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
+/// The size shared by both dimensions of `matrix` (dynamic when neither is
+/// known), or failure when it is not a square matrix.
+static FailureOr<int64_t> squareSize(std::optional<Location> loc, StringRef opName, StringRef role,
+                                     Value matrix) {
+  RankedTensorType t = getRanked(matrix);
+  if (t.getRank() != 2 || !dimsCompatible(t.getDimSize(0), t.getDimSize(1))) {
+    (void)fail(loc, "'", opName, "' expects ", role, " to be a square matrix, got ",
+               describeWithShape(matrix));
+    return failure();
+  }
+  return t.isDynamicDim(0) ? t.getDimSize(1) : t.getDimSize(0);
+}
+
+LogicalResult CholeskyOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                           Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  FailureOr<int64_t> n = squareSize(loc, getOperationName(), "its input", adaptor.getInput());
+  if (failed(n))
+    return failure();
+  types.push_back(RankedTensorType::get({*n, *n}, getRanked(adaptor.getInput()).getElementType()));
+  return success();
+}
+
+LogicalResult TriangularSolveOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                  Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  Value matrix = adaptor.getMatrix(), rhs = adaptor.getRhs();
+  RankedTensorType mt = getRanked(matrix), rt = getRanked(rhs);
+  if (mt.getElementType() != rt.getElementType())
+    return fail(loc, "'mithril.triangular_solve' operands have different element types: ",
+                mt.getElementType(), " and ", rt.getElementType());
+  FailureOr<int64_t> n = squareSize(loc, getOperationName(), "its triangular matrix", matrix);
+  if (failed(n))
+    return failure();
+  if (rt.getRank() != 2)
+    return fail(loc, "'mithril.triangular_solve' expects a [rows, columns] right-hand side, got ",
+                describeWithShape(rhs));
+  if (!dimsCompatible(*n, rt.getDimSize(0)))
+    return fail(loc, "'mithril.triangular_solve' right-hand side ", describeWithShape(rhs),
+                " needs as many rows as the triangular matrix ", describeWithShape(matrix));
+  int64_t rows = ShapedType::isDynamic(*n) ? rt.getDimSize(0) : *n;
+  types.push_back(RankedTensorType::get({rows, rt.getDimSize(1)}, rt.getElementType()));
+  return success();
+}
+
 LogicalResult VarianceOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
                                            Adaptor adaptor, SmallVectorImpl<Type> &types) {
   return inferReduction(ctx, loc, getOperationName(), adaptor.getInput(), adaptor.getAxes(),
@@ -944,6 +987,13 @@ LogicalResult ReverseOp::verify() {
 LogicalResult EyeLikeOp::verify() {
   if (getInput().getType().getRank() != 2)
     return emitOpError("expects a matrix, got ") << describeWithShape(getInput());
+  return success();
+}
+
+LogicalResult TrilOp::verify() {
+  if (getInput().getType().getRank() < 2)
+    return emitOpError("expects a matrix or a stack of matrices (rank >= 2), got ")
+           << describeWithShape(getInput());
   return success();
 }
 

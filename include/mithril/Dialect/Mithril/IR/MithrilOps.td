@@ -534,6 +534,63 @@ def Mithril_MatmulOp : Mithril_TensorOp<"matmul",
   let results = (outs AnyRankedTensor:$result);
 }
 
+def Mithril_CholeskyOp : Mithril_TensorOp<"cholesky",
+    [Mithril_Differentiable, SameOperandsAndResultShape, Mithril_BatchParallel]> {
+  let summary = "Lower Cholesky factor L of a symmetric positive-definite matrix: L L^T = A";
+  let description = [{
+    For a square matrix `A`, the lower-triangular `L` with a positive
+    diagonal and `L L^T = A` (`torch.linalg.cholesky`). Only the lower
+    triangle of `A` is read; the upper triangle of `L` is zero. A matrix that
+    is not positive definite gives NaN from the first non-positive pivot on
+    (square root of a negative number) rather than an error. The gradient
+    treats `A` as symmetric, as torch's does:
+    `sym(L^-T Phi(L^T dL) L^-1)` with `Phi` the lower triangle with its
+    diagonal halved.
+
+    ```mlir
+    %l = mithril.cholesky %a : (tensor<4x4xf64>) -> tensor<4x4xf64>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$input);
+  let results = (outs RankedTensorOf<[AnyFloat]>:$result);
+}
+
+def Mithril_TriangularSolveOp : Mithril_TensorOp<"triangular_solve",
+    [Mithril_Differentiable, Mithril_RefinesOperandShapes, Mithril_BatchParallel]> {
+  let summary = "X with op(A) X = B, for a triangular A";
+  let description = [{
+    Solves `op(A) X = B` by substitution, where `A` (`matrix`, `[n, n]`) is
+    lower triangular when `lower` is set and upper triangular otherwise (the
+    other triangle is not read), `op(A)` is `A^T` when `transpose` is set and
+    `A` otherwise, and `B` (`rhs`) is `[n, k]`; the result is `[n, k]`
+    (`scipy.linalg.solve_triangular` with `trans`). A zero on the diagonal
+    gives infinities or NaN, not an error.
+
+    ```mlir
+    %y = mithril.triangular_solve %l, %b {lower = true} : (tensor<4x4xf64>, tensor<4x2xf64>) -> tensor<4x2xf64>
+    %x = mithril.triangular_solve %l, %y {lower = true, transpose = true} : (tensor<4x4xf64>, tensor<4x2xf64>) -> tensor<4x2xf64>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$matrix, RankedTensorOf<[AnyFloat]>:$rhs,
+                       DefaultValuedAttr<BoolAttr, "true">:$lower,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose);
+  let results = (outs RankedTensorOf<[AnyFloat]>:$result);
+}
+
+def Mithril_TrilOp : Mithril_UnaryOp<"tril",
+    "The lower triangle of the last two axes; zeros above it",
+    [Mithril_Differentiable, Mithril_DataMovement, Mithril_BatchParallel],
+    /*elementwise=*/0> {
+  let description = [{
+    Keeps the elements `[..., i, j]` with `j - i <= diagonal` and zeroes the
+    others (`numpy.tril`): `diagonal = 0` keeps the main diagonal, `-1`
+    starts below it. The input has rank 2 or more. The gradient is the same
+    triangle of the result's gradient.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DefaultValuedAttr<I64Attr, "0">:$diagonal);
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
