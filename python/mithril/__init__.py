@@ -13,7 +13,7 @@
 """
 
 from .errors import KeyNotFoundError, MithrilError, OutOfMemoryError, ShapeError
-from .framework import IOKey, Connection, Model, BaseModel, TBD
+from .framework import IOKey, Connection, Model, BaseModel, TBD, Tensor
 from .framework import Model as LogicalModel  # the documents' name for a model
 import numpy as _np
 
@@ -45,7 +45,7 @@ __all__ = [
     "BaseModel", "Connection", "IOKey", "KeyNotFoundError", "LogicalModel", "MithrilError", "MlirBackend",
     "Model", "Optimizer", "OutOfMemoryError", "PhysicalModel", "SGD", "Adam", "ShapeError",
     "compile", "float32", "Trainer", "Loss", "profile", "CrossEntropyLoss", "MSELoss", "BCEWithLogitsLoss",
-    "float64", "TBD", "float16", "bfloat16", "int16", "int32", "int64", "Dtype", "types",
+    "float64", "TBD", "Tensor", "float16", "bfloat16", "int16", "int32", "int64", "Dtype", "types",
     "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats",
 ]
 __version__ = "0.1.0"

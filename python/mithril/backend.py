@@ -102,7 +102,13 @@ class MlirBackend:
 
     # Mithril's array helpers; they return numpy arrays of the backend dtype.
     def array(self, data, dtype=None) -> np.ndarray:
-        return np.ascontiguousarray(np.asarray(data, dtype=dtype or self.dtype))
+        """`data` as an array of the backend's precision, keeping its kind
+        (integers stay integers, booleans booleans), as the original's."""
+        if dtype is None:
+            kind = np.asarray(data).dtype.kind
+            dtype = (self._int_dtype if kind in "iu" else np.bool_ if kind == "b"
+                     else self.dtype)
+        return np.ascontiguousarray(np.asarray(data, dtype=dtype))
 
     def ones(self, *shape, dtype=None) -> np.ndarray:
         return np.ones(_shape(shape), dtype=dtype or self.dtype)
@@ -115,6 +121,53 @@ class MlirBackend:
 
     def rand(self, *shape, dtype=None) -> np.ndarray:
         return self._rng.random(_shape(shape)).astype(dtype or self.dtype)
+
+    def set_seed(self, seed: int) -> None:
+        """Seeds randn, rand, randint and rand_uniform."""
+        self._rng = np.random.default_rng(seed)
+
+    def randint(self, low: int, high: int, *shape, dtype=None) -> np.ndarray:
+        """Integers in [low, high), of the backend's integer width by default."""
+        return self._rng.integers(low, high, _shape(shape)).astype(dtype or self._int_dtype)
+
+    def rand_uniform(self, low, high, *shape, dtype=None) -> np.ndarray:
+        return self._rng.uniform(low, high, _shape(shape)).astype(dtype or self.dtype)
+
+    def arange(self, *args, dtype=None) -> np.ndarray:
+        """numpy's arange; integer bounds give the backend's integers, others
+        its floats (the original's rule)."""
+        if dtype is None:
+            integral = all(isinstance(a, (int, np.integer)) and not isinstance(a, bool)
+                           for a in args)
+            dtype = self._int_dtype if integral else self.dtype
+        return np.arange(*args, dtype=dtype)
+
+    def linspace(self, start, stop, steps: int, dtype=None) -> np.ndarray:
+        return np.linspace(start, stop, steps, dtype=dtype or self.dtype)
+
+    def stack(self, arrays, axis: int = 0) -> np.ndarray:
+        return np.stack(arrays, axis=axis)
+
+    def cat(self, arrays, axis: int = 0) -> np.ndarray:
+        return np.concatenate(arrays, axis=axis)
+
+    concat = cat
+
+    @property
+    def _int_dtype(self):
+        return np.int64 if self.precision == 64 else np.int32
+
+    @property
+    def pi(self) -> float:
+        return float(np.pi)
+
+    @property
+    def e(self) -> float:
+        return float(np.e)
+
+    @property
+    def inf(self) -> float:
+        return float(np.inf)
 
     @property
     def precision(self) -> int:

@@ -33,7 +33,7 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
             checkpoint_segments: int | None = None, memory_planning=None,
             memory_optimization: bool | None = None, custom_passes: Iterable | None = None,
             mixed_precision=None, calibration_data: Iterable | None = None,
-            _defer: bool = True) -> PhysicalModel:
+            _defer: bool = True, _outputs: list | None = None) -> PhysicalModel:
     """Compiles `model` for `backend`.
 
     shapes          input (or parameter) shapes; None marks a size left dynamic: the
@@ -112,7 +112,7 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
     """
     # The arguments again, for a model whose shapes only its first call gives.
     call_kwargs = {k: v for k, v in locals().items()
-                   if k not in ("model", "backend", "file_path", "_defer")}
+                   if k not in ("model", "backend", "file_path", "_defer", "_outputs")}
     if not isinstance(backend, MlirBackend):
         raise TypeError(f"backend must be an ml.MlirBackend, got {type(backend).__name__}")
     if hasattr(model, "finalize"):
@@ -212,7 +212,7 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
     shapes = {k: v for k, v in shapes.items() if k not in constants}
     emitter = Emitter(backend.emit_float_name)
     try:
-        entry, _ = emitter.emit_top(model, shapes, kinds, constants, types)
+        entry, _ = emitter.emit_top(model, shapes, kinds, constants, types, outputs=_outputs)
     except MissingShapeError as e:
         # Nothing gives an input's shape: compiled at the first call, for
         # the shapes of its arrays (and again for new ones), as jax.jit does.

@@ -106,8 +106,41 @@ class DeferredPhysicalModel:
 
     def randomize_params(self, seed: int | None = None):
         if self._last is None:
-            raise self._not_yet("randomize_params()")
+            # Before the first call, as the original's examples do right
+            # after compiling (CNN: compile with data_keys, then
+            # randomize_params): the parameters' shapes from the outputs that
+            # need no input without a shape (its predictions, not a loss
+            # reading a target), compiled for that alone.
+            probe = self._probe()
+            if probe is None:
+                raise self._not_yet("randomize_params()")
+            return probe.randomize_params(seed)
         return self._last.randomize_params(seed)
+
+    def _probe(self):
+        from .compile import compile as compile_model
+        model = self.logical_model
+        missing = {self._missing}
+        # Sizes still unknown (a batch) stay dynamic: only parameters' shapes
+        # are read from it.
+        args = dict(self.compile_args, inference=True, static_shapes=False)
+        args.pop("discard_keys", None)
+        while True:
+            outputs = [k for k in model.output_keys if not model.inputs_read_by([k]) & missing]
+            if not outputs:
+                return None
+            try:
+                pm = compile_model(model, self.backend, _defer=False, _outputs=outputs, **args)
+            except MissingShapeError as e:
+                if e.terminal in missing:
+                    return None
+                missing.add(e.terminal)
+                continue
+            except MithrilError:
+                return None
+            params = set(pm.trainable_keys)
+            self._param_names.update(params)
+            return pm
 
     # What the graph alone says, before any call. Once compiled, the
     # compiled model's (nested parameters included).

@@ -14,8 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import _mithril
+from . import static
 from .errors import MissingShapeError, MithrilError, ShapeError
-from .framework import BaseModel, Model, Net, Primitive, TerminalSpec
+from .framework import BaseModel, Model, Net, Primitive, Tensor, TerminalSpec
 from .types import FLOATS
 
 
@@ -29,6 +30,8 @@ class Emitter:
         self.float_dtype = float_dtype
         self.module = _mithril.Module()
         self._names: set[str] = set()
+        # Per definition, its outputs whose values are known when compiling.
+        self._static_outputs: dict = {}
         # The constants (by path) that replaced an input.
         self.used_constants: set[str] = set()
 
@@ -45,16 +48,37 @@ class Emitter:
 
     def _constant(self, builder, value, spec: TerminalSpec | None, path: str) -> int:
         dtype = spec.dtype if spec is not None and spec.dtype else None
-        array = np.asarray(value)
+        # A Python number is weakly typed (static.promote); a Tensor keeps
+        # its kind (the original's Tensor(0) is an integer tensor).
+        weak = static.is_python_scalar(value)
+        if isinstance(value, Tensor):
+            array = np.asarray(value.value)
+            if dtype is None and array.dtype.kind in "iu":
+                dtype = "int64"
+            value = array
+        if isinstance(value, static.DtypeValue):
+            array = np.zeros((), dtype=np.int64)
+            dtype = "int64"
+        else:
+            array = np.asarray(value)
         if dtype is None:
             if array.dtype == np.bool_:
                 dtype = "bool"
             else:
                 dtype = self.float_dtype
-        return builder.add_constant(np.require(array, dtype=np.dtype(dtype), requirements="C"), path)
+        array = np.require(array, dtype=np.dtype(dtype), requirements="C")
+        result = builder.add_constant(array, path)
+        # Recorded for the models that need values when compiling (sizes,
+        # shapes, small index arrays), not for arrays of data or weights.
+        if weak or isinstance(value, (tuple, list, static.DtypeValue)) or array.size <= 1024:
+            known = value if weak or isinstance(value, (tuple, list, static.DtypeValue)) \
+                else array
+            static.record(builder, result, known, weak=weak)
+        return result
 
     def emit_top(self, model: BaseModel, shapes: dict, kinds: dict,
-                 constants: dict, types: dict | None = None) -> tuple[str, list[str]]:
+                 constants: dict, types: dict | None = None,
+                 outputs: list | None = None) -> tuple[str, list[str]]:
         """Emits `model` as the entry. `shapes` fixes input shapes, `kinds`
         overrides input roles, `constants` replaces inputs by values, `types`
         (names from types.dtype_name) sets input terminals' element types: a
@@ -69,11 +93,16 @@ class Emitter:
             for key in model.output_keys:
                 wrapper.nets[key].expose = True
             model = wrapper
-        return self.emit_definition(model, {}, shapes, kinds, constants, top=True)
+        # `outputs`: only these (and what they need; the inputs nothing
+        # they need reads are left out), for the parameters' shapes of a
+        # model whose other inputs have no shapes yet (deferred.py).
+        return self.emit_definition(model, {}, shapes, kinds, constants, top=True,
+                                    wanted=None if outputs is None else set(outputs))
 
     def emit_definition(self, model: Model, bound_types: dict, shapes: dict, kinds: dict,
                         constants: dict, top: bool = False, path: str = "",
-                        prefix: str = "") -> tuple[str, list[str]]:
+                        prefix: str = "", wanted: set | None = None,
+                        bound_static: dict | None = None) -> tuple[str, list[str]]:
         """`constants` replace inputs, the top's by name and a nested
         model's unbound ones (parameters) by their path from the top
         (`linear_0.weight`, as flattening names them); `prefix` is this
@@ -81,16 +110,30 @@ class Emitter:
         name = self._definition_name(model)
         builder = _mithril.ModelBuilder(self.module, name)
         values: dict[int, int] = {}  # id(net) -> value id
+        # What the outputs asked for need: `wanted` names the outputs of a
+        # nested model its parent reads (None: all of them). The submodels
+        # and inputs nothing asked for need are left out, parameters
+        # included, as the original's physical model leaves out keys no
+        # output uses (an encoder's unused output layer).
+        bound_static = bound_static or {}
+        output_nets = [n for n in model._output_nets() if wanted is None or n.name in wanted]
+        needed, read = _needed(model, output_nets)
 
         for net in model._input_nets():
             spec = model._spec_of(net)
+            if id(net) not in read and (not top or wanted is not None or (
+                    kinds.get(net.name, spec.kind) == "param" and net.name not in constants
+                    and not _known(shapes.get(net.name)) and not _known(spec.shape))):
+                # At the top only a parameter nothing gives a shape to: no
+                # output reads it, so nothing would.
+                continue
             if net.name in constants and (top or net.name not in bound_types):
                 values[id(net)] = self._constant(builder, constants[net.name], spec,
                                                  path + net.name)
                 self.used_constants.add(prefix + net.name)
                 continue
             kind = kinds.get(net.name, spec.kind) if top else spec.kind
-            if spec.is_list:
+            if spec.is_list or isinstance(bound_types.get(net.name), list):
                 values[id(net)] = self._list_input(builder, model, net, spec, kind,
                                                    bound_types, shapes, top)
                 continue
@@ -108,6 +151,12 @@ class Emitter:
                     raise ShapeError(message)
                 dtype = self._dtype(spec)
             given = self._top_types.get(net.name) if top else None
+            if net.name in bound_static:
+                # A value the parent knows when compiling (a size, a number).
+                value, weak = bound_static[net.name]
+                values[id(net)] = builder.add_input(net.name, kind, _shape_ints(shape), dtype)
+                static.record(builder, values[id(net)], value, weak=weak)
+                continue
             if given is not None and given != dtype:
                 value = builder.add_input(net.name, kind, _shape_ints(shape), given)
                 if given in FLOATS and dtype in FLOATS:
@@ -127,6 +176,8 @@ class Emitter:
 
         counters: dict[str, int] = {}
         for index in self._topological_order(model):
+            if index not in needed:
+                continue
             sub, bindings = model.submodels[index]
             base = sub.name or sub.class_name.lower()
             k = counters.get(base, 0)
@@ -134,10 +185,13 @@ class Emitter:
             local = base if sub.name else f"{base}_{k}"
             if getattr(sub, "transparent", False):
                 local = ""  # its parameters keep the names they have on their own
+            reads = (set(sub.input_specs) if isinstance(sub, Primitive)
+                     else sub.inputs_read_by(needed[index]))
             operands = {t: values[id(n)] for t, n in bindings.items()
-                        if t in sub.input_specs and id(n) in values}
+                        if t in sub.input_specs and t in reads and id(n) in values}
             for t, v in operands.items():
-                if isinstance(v, list) and not sub.input_specs[t].is_list:
+                if isinstance(v, list) and not sub.input_specs[t].is_list and not (
+                        getattr(sub, "accepts_lists", False) or not isinstance(sub, Primitive)):
                     raise ShapeError(f"{path}{local}: terminal '{t}' of {sub.class_name} takes "
                                      f"a tensor, and '{bindings[t].name}' is a list of "
                                      f"{len(v)} tensors")
@@ -154,9 +208,13 @@ class Emitter:
                 child_constants = {k[len(below):]: v for k, v in constants.items()
                                    if "." in k and k.startswith(below)}
                 try:
+                    child_static = {t: (static.lookup(builder, v), static.is_weak(builder, v))
+                                    for t, v in operands.items() if static.known(builder, v)}
                     callee, outputs = self.emit_definition(sub, child_types, {}, {},
                                                            child_constants,
-                                                           prefix=prefix + below)
+                                                           prefix=prefix + below,
+                                                           wanted=needed[index],
+                                                           bound_static=child_static)
                 except MithrilError as e:
                     # The definition's own paths are local: say which
                     # instance of the user's model the error is in.
@@ -167,15 +225,31 @@ class Emitter:
                     flat += ([(list_element_name(t, i), x) for i, x in enumerate(v)]
                              if isinstance(v, list) else [(t, v)])
                 ids = builder.add_instance(local, callee, flat)
-                results = dict(zip(outputs, ids))
+                # Values the definition knows when compiling stay known.
+                for out, value_id in zip(outputs, ids):
+                    known = self._static_outputs.get(callee, {}).get(out)
+                    if known is not None:
+                        static.record(builder, value_id, known[0], weak=known[1])
+                results = _regroup(outputs, ids)
             for terminal, net in bindings.items():
                 if terminal in results:
                     values[id(net)] = results[terminal]
 
         outputs = []
-        for net in model._output_nets():
-            builder.add_output(net.name, values[id(net)])
-            outputs.append(net.name)
+        for net in output_nets:
+            name_out = net.name
+            value = values[id(net)]
+            if isinstance(value, list):
+                # A list (Split's, ToTuple's): one output per element.
+                for i, element in enumerate(value):
+                    builder.add_output(list_element_name(name_out, i), element)
+                    outputs.append(list_element_name(name_out, i))
+                continue
+            builder.add_output(name_out, value)
+            outputs.append(name_out)
+            if static.known(builder, value):
+                self._static_outputs.setdefault(name, {})[name_out] = (
+                    static.lookup(builder, value), static.is_weak(builder, value))
         if not outputs:
             raise MithrilError(f"{model.class_name} has no outputs")
         builder.finish()
@@ -235,6 +309,49 @@ class Emitter:
         for i in range(n):
             visit(i, [])
         return order
+
+
+def _regroup(outputs: list, ids: list) -> dict:
+    """An instance's results by terminal: the elements `name[i]` of a list
+    output back into a list."""
+    import re
+    results: dict = {}
+    for name, value in zip(outputs, ids):
+        match = re.fullmatch(r"(.*)\[(\d+)\]", name)
+        if match:
+            results.setdefault(match.group(1), []).append(value)
+        else:
+            results[name] = value
+    return results
+
+
+def _known(shape) -> bool:
+    return shape is not None and all(d is not None for d in shape)
+
+
+def _needed(model: Model, output_nets: list) -> tuple[dict, set]:
+    """The submodels the nets `output_nets` need, each with the output
+    terminals asked of it, and the ids of the nets they read (the walk of
+    Model.inputs_read_by)."""
+    needed: dict[int, set] = {}
+    pending, seen = list(output_nets), set()
+    while pending:
+        net = pending.pop()
+        if id(net) in seen:
+            continue
+        seen.add(id(net))
+        if net.producer is None:
+            continue
+        index, terminal = net.producer
+        asked = needed.setdefault(index, set())
+        if terminal in asked:
+            continue
+        asked.add(terminal)
+        sub, nets = model.submodels[index]
+        for key in sub.inputs_read_by({terminal}):
+            if key in nets:
+                pending.append(nets[key])
+    return needed, seen
 
 
 def list_element_name(name: str, index: int) -> str:

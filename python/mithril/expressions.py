@@ -31,11 +31,12 @@ class Dim:
             # A size meeting a tensor: the tensor's operator, with the size
             # as a constant operand.
             method = {"+": "__radd__", "-": "__rsub__", "*": "__rmul__",
-                      "//": "__rfloordiv__"}[name]
+                      "//": "__rfloordiv__", "/": "__rtruediv__", "**": "__rpow__"}[name]
             if reflected:
                 method = method.replace("__r", "__")
             return getattr(other, method)(self)
-        if not isinstance(other, (Dim, numbers.Integral)) or isinstance(other, bool):
+        allowed = (Dim, numbers.Real) if name in ("/", "**") else (Dim, numbers.Integral)
+        if not isinstance(other, allowed) or isinstance(other, bool):
             return NotImplemented
         a, b = (other, self) if reflected else (self, other)
         return Dim("op", name, fn, a, b)
@@ -51,7 +52,16 @@ class Dim:
     def __truediv__(self, o):
         if isinstance(o, ExprOps) and not isinstance(o, Dim):
             return o.__rtruediv__(self)
-        return NotImplemented
+        return self._op(o, lambda a, b: a / b, "/")
+
+    def __rtruediv__(self, o): return self._op(o, lambda a, b: a / b, "/", True)
+    def __pow__(self, o): return self._op(o, lambda a, b: a ** b, "**")
+    def __rpow__(self, o): return self._op(o, lambda a, b: a ** b, "**", True)
+
+    def tensor(self):
+        """The size as an integer tensor (the original's `H.tensor()`)."""
+        from .models.scalars import static_expression
+        return Expr(_models().ToTensor, {"input": static_expression(self)})
 
     def values(self) -> list:
         """The connections this size reads."""
@@ -62,7 +72,7 @@ class Dim:
     def resolve(self, shape_of: Callable) -> int:
         """The size, given shape_of(connection) -> its compiled shape."""
         if self.kind == "op":
-            a, b = (x.resolve(shape_of) if isinstance(x, Dim) else int(x) for x in self.args[2:])
+            a, b = (x.resolve(shape_of) if isinstance(x, Dim) else x for x in self.args[2:])
             return self.args[1](a, b)
         shape = shape_of(self.args[0])
         if self.kind == "numel":
@@ -80,18 +90,24 @@ class Dim:
 
 
 class Shape:
-    """`x.shape`: index it for sizes (`x.shape[0]`, `x.shape[:2]`)."""
+    """`x.shape`: index it for sizes (`x.shape[0]`, `x.shape[:2]`). As a
+    value (a terminal's connection, `Reshape()(shape=x.shape)`), the whole
+    shape, or the part a slice the rank decides picks (`x.shape[2:]`), is a
+    tuple known at compile time."""
 
-    def __init__(self, value) -> None:
+    def __init__(self, value, index: slice | None = None) -> None:
         self.value = value
+        self.index = index
 
     def __getitem__(self, index):
+        if self.index is not None:
+            raise TypeError("a slice of a shape is indexed once it is known: slice x.shape "
+                            "once")
         if isinstance(index, slice):
-            if index.step not in (None, 1) or any(
+            if index.step not in (None, 1) or index.stop is None or any(
                     i is not None and (i < 0) for i in (index.start, index.stop)):
-                raise TypeError("x.shape[a:b] takes non-negative bounds and no step")
-            if index.stop is None:
-                raise TypeError("x.shape[a:] needs the rank: write x.shape[a:b]")
+                # Bounds the rank decides: the sizes are picked when compiled.
+                return Shape(self.value, index)
             return tuple(Dim("dim", self.value, i) for i in range(index.start or 0, index.stop))
         if isinstance(index, numbers.Integral) and not isinstance(index, bool):
             return Dim("dim", self.value, int(index))
@@ -156,49 +172,6 @@ def _reduction(name: str):
     return apply
 
 
-def _index_steps(index) -> list:
-    """numpy basic indexing (ints, slices, None, Ellipsis) as a list of
-    steps on axes: ("slice", axis, start, stop, step), ("squeeze", axis),
-    ("unsqueeze", axis). Ellipsis is allowed only where nothing follows
-    it but None or full slices (the rank is not known here)."""
-    items = list(index) if isinstance(index, tuple) else [index]
-    for item in items:
-        if isinstance(item, (bool, np.bool_)) or not (
-                item is None or item is Ellipsis or isinstance(item, (slice, numbers.Integral))):
-            raise TypeError(f"connection indexing takes ints, slices, None and ..., got "
-                            f"{type(item).__name__} (integer-array indexing is not supported)")
-    tail_steps = []
-    if Ellipsis in items:
-        where = items.index(Ellipsis)
-        tail = items[where + 1:]
-        if any(not (t is None or (isinstance(t, slice) and t == slice(None))) for t in tail):
-            raise TypeError("connection indexing: ... must be followed only by None or ':'")
-        items = items[:where]
-        # A None after ... is a new axis counted from the end; inserted
-        # right to left, each lands where numpy puts it.
-        tail_steps = [("unsqueeze", -(len(tail) - i)) for i in reversed(range(len(tail)))
-                      if tail[i] is None]
-    steps, axis, squeezed = [], 0, []
-    for item in items:
-        if item is None:
-            steps.append(("unsqueeze", axis))
-            axis += 1
-        elif isinstance(item, slice):
-            if item != slice(None):
-                steps.append(("slice", axis, item.start, item.stop, item.step))
-            axis += 1
-        else:
-            i = int(item)
-            stop = None if i == -1 else i + 1
-            steps.append(("slice", axis, i, stop, 1))
-            squeezed.append(axis)
-            axis += 1
-    # Integer indices drop their axes last, from the highest, so that the
-    # axes the other steps name stay where they were.
-    steps += [("squeeze", a) for a in sorted(squeezed, reverse=True)]
-    return steps + tail_steps
-
-
 class ExprOps:
     """The expression operators of connections, expressions and calls."""
 
@@ -259,11 +232,25 @@ class ExprOps:
     def T(self) -> Expr:  # noqa: N802 - numpy's name
         return self.transpose()
 
-    def reshape(self, *shape) -> Expr:
-        """Sizes are ints (one may be -1) or sizes read from shapes
-        (`x.shape[0]`, `B * T`), known at compile time."""
+    def reshape(self, *shape, **keyword) -> Expr:
+        """Sizes are ints (one may be -1), sizes read from shapes (`x.shape[0]`,
+        `B * T`) or connections whose values are known at compile time (an
+        input a parent gives a size), as the original's; `shape=` is the
+        keyword form."""
+        if keyword:
+            if shape or set(keyword) != {"shape"}:
+                raise TypeError("reshape takes the shape, positionally or as shape=")
+            shape = (keyword["shape"],)
+        if len(shape) == 1 and isinstance(shape[0], Shape):
+            from .models.scalars import static_expression
+            return Expr(_models().Reshape, {"input": self, "shape": static_expression(shape[0])})
         if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
             shape = tuple(shape[0])
+        if any(isinstance(d, ExprOps) and not isinstance(d, Dim) for d in shape):
+            # Sizes that are connections: a shape known when compiling.
+            from .models.scalars import static_expression
+            return Expr(_models().Reshape, {"input": self,
+                                            "shape": static_expression(tuple(shape))})
         flat = []
         for d in shape:
             flat.extend(d if isinstance(d, tuple) else [d])
@@ -299,24 +286,39 @@ class ExprOps:
                                    "max_val": big if max_val is None else max_val})
 
     def cast(self, dtype=None) -> Expr:
+        """The input as `dtype`: a dtype, or a connection whose value is one
+        (`x.cast(y.dtype())`); None is the backend's float type."""
         models = _models()
+        if isinstance(dtype, ExprOps):
+            return Expr(models.Cast, {"input": self, "dtype": dtype})
         return Expr(lambda: models.Cast(dtype="float_like" if dtype is None else dtype),
                     {"input": self})
 
+    def dtype(self) -> Expr:
+        """The original's x.dtype(): the element type, known at compile time
+        (for Cast and .cast)."""
+        from .models.scalars import DtypeOf
+        return Expr(DtypeOf, {"input": self})
+
+    def tensor(self) -> Expr:
+        """A number known at compile time (a size, an item) as a tensor."""
+        return Expr(_models().ToTensor, {"input": self})
+
+    def item(self) -> Expr:
+        """The number a one-element tensor holds, known at compile time."""
+        return Expr(_models().Item, {"input": self})
+
+    def split(self, split_size: int, axis: int = 0):
+        """The original's split: `split_size` equal chunks along `axis`
+        (Split's outputs); index the result for one (`x.split(2, axis=1)[0]`)."""
+        return _models().Split(split_size, axis)(input=self)
+
     def __getitem__(self, index) -> Expr:
-        models = _models()
-        value = self
-        for step in _index_steps(index):
-            kind, axis = step[0], step[1]
-            if kind == "slice":
-                start, stop, stride = step[2:]
-                value = Expr(lambda a=axis, s=start, e=stop, t=stride:
-                             models.Slice(start=s, stop=e, step=t, axis=a), {"input": value})
-            elif kind == "squeeze":
-                value = Expr(lambda a=axis: models.Squeeze(axis=a), {"input": value})
-            else:
-                value = Expr(lambda a=axis: models.Unsqueeze(axis=a), {"input": value})
-        return value
+        """numpy's indexing (ints, slices, None, ..., integer arrays and
+        tensors), of a tensor or a list (models.lists.Indexer)."""
+        from .models.lists import Indexer
+        model = Indexer(index)
+        return Expr(lambda: model, {"input": self, **model.operands})
 
     # Connections are keys of dicts and members of sets by identity, as
     # the original's (== is not an expression).
@@ -333,6 +335,13 @@ class Expr(ExprOps):
         self.make = make
         self.operands = operands
         self.output = output
+        self.shape_template = None
+
+    def set_shapes(self, shape) -> None:
+        """The original's set_shapes on a connection the expression computes:
+        the shape it must have (ints; None or a name for any size), checked
+        when the model is compiled."""
+        self.shape_template = list(shape)
 
     def __repr__(self) -> str:
         return f"Expr({getattr(self.make, '__name__', 'model')})"

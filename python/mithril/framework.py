@@ -25,8 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from . import static
 from .errors import KeyNotFoundError, MithrilError
-from .expressions import Dim, Expr, ExprOps, size_values
+from .expressions import Expr, ExprOps
 
 _uid = itertools.count()
 
@@ -60,19 +61,40 @@ class _ToBeDetermined:
 TBD = _ToBeDetermined()
 
 
+class Tensor:
+    """The original's Tensor: a tensor value for a connection (a constant
+    such as `Tensor(0.0)` or `Tensor([1, 2])`, which keeps its kind: an
+    integer Tensor is an integer tensor, unlike a plain Python number, which
+    takes the type of what it meets), or, as `Tensor[float]`, the type of a
+    terminal (`IOKey(type=Tensor[float])`). `Tensor()` is an unset value."""
+
+    def __init__(self, value: Any = None, type=None, shape=None,
+                 differentiable: bool | None = None) -> None:
+        self.value = None if value is TBD else value
+        self.type = type
+        self.shape = None if shape is None else tuple(shape)
+        self.differentiable = differentiable
+
+    def __class_getitem__(cls, item):
+        return cls
+
+    def __repr__(self) -> str:
+        return f"Tensor({self.value!r})"
+
+
 class IOKey(ExprOps):
     """Names, exposes, shapes or fixes the value of a terminal connection."""
-
-    # An IOKey's shape is the template it was given (the expressions'
-    # `.shape` is for connections and expressions).
-    shape = None
 
     def __init__(self, name: str | None = None, value: Any = None, shape=None, type=None,
                  expose: bool | None = None, differentiable: bool | None = None,
                  connections=None) -> None:
         self.name = name
+        if isinstance(value, Tensor) and value.value is None:
+            value = None  # Tensor(): a tensor, not yet a value
         self.value = None if value is TBD else value
-        self.shape = tuple(shape) if shape is not None else None
+        # The shape template given; `.shape` is the original's expression of
+        # the connection's shape (`x.shape[1]`), as on any connection.
+        self.shape_template = tuple(shape) if shape is not None else None
         self.type = type
         self.expose = expose
         self.differentiable = differentiable
@@ -82,6 +104,14 @@ class IOKey(ExprOps):
 
     def __repr__(self) -> str:
         return f"IOKey({self.name!r})"
+
+
+def _template_shape(template) -> tuple | None:
+    """A shape template as what is known of the shape: ints, None for a
+    symbol ("N") or None; a variadic entry (("V", ...)) leaves the rank open."""
+    if any(isinstance(d, (tuple, list)) or d is Ellipsis for d in template):
+        return None
+    return tuple(None if d is None or isinstance(d, str) else int(d) for d in template)
 
 
 class _NotGiven:
@@ -108,6 +138,8 @@ class Net:
     # Named after the terminal it was made for, not by the user: once it has
     # a producer (joined to an output), the name is free for a new input.
     implicit: bool = False
+    # An input that is a list of tensors (IOKey(value=(Tensor(), ...))).
+    is_list: bool = False
 
 
 def _fresh_copy(model: "BaseModel") -> "BaseModel":
@@ -184,12 +216,21 @@ class ExtendInfo(ExprOps):
             yield _OutputOf(self, key)
 
 
-def _size_constant(size: Dim) -> Expr:
-    """A size used as a tensor: a constant, read when the model is emitted."""
-    from .models.parity import SizedConstant
-    sources = size_values([size])
-    return Expr(lambda: SizedConstant(size, sources),
-                {f"size{i}": v for i, v in enumerate(sources)})
+class CanonicalKey(str):
+    """`model.canonical_input` / `model.canonical_output`: the terminal's
+    name, which is also the original's connection of it. Given to another
+    model's connect() in the composite that holds `model` (the original's
+    `block += downsample(input=model_input)`, `Add()(left=down.canonical_output,
+    ...)`), it is that terminal, whatever its name there."""
+
+    def __new__(cls, key: str, model: "BaseModel"):
+        self = super().__new__(cls, key)
+        self.connection = Connection(model, key)
+        return self
+
+    def __reduce__(self):
+        # Copies and pickles are the name alone.
+        return (str, (str(self),))
 
 
 class _OutputOf(ExprOps):
@@ -235,7 +276,7 @@ def _check_int_and_bool_arguments(cls: type, bound: inspect.BoundArguments) -> N
 
 
 def _is_constant_value(value) -> bool:
-    return isinstance(value, (numbers.Number, np.ndarray, np.generic))
+    return isinstance(value, (numbers.Number, np.ndarray, np.generic, Tensor))
 
 
 class _ModelClass(type):
@@ -337,6 +378,11 @@ class BaseModel(metaclass=_ModelClass):
             raise AttributeError(key) from None
         if key in keys:
             return Connection(self, key)
+        # Every named connection of a composite, internal ones included, as
+        # in the original (`block.sigmoid` once something reads it).
+        nets = self.__dict__.get("nets")
+        if nets is not None and key in nets and not nets[key].auto:
+            return Connection(self, key)
         raise AttributeError(f"{self.class_name} has no terminal or attribute '{key}'")
 
     def _take_terminal_value(self, key: str, value, arguments: set[str]) -> None:
@@ -400,6 +446,24 @@ class BaseModel(metaclass=_ModelClass):
     __call__ = connect
 
 
+# Elementwise ops whose operands take one element type (static.promote): the
+# original's numbers and tensors of different types meet there.
+_PROMOTED = {"add", "subtract", "multiply", "divide", "floor_divide", "power", "minimum",
+             "maximum", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}
+
+
+def _promoted(builder, op: str, values: list, float_dtype: str, path: str) -> list:
+    if op == "where" and len(values) == 3:
+        return values[:1] + static.promote(builder, values[1:], float_dtype, path)
+    if op not in _PROMOTED or len(values) != 2 or any(isinstance(v, list) for v in values):
+        return values
+    values = static.promote(builder, values, float_dtype, path)
+    if op == "divide" and static.is_integer_type(builder.type_of(values[0])[1]):
+        # The original's Divide is true division: integers give floats.
+        values = [static.promote_to(builder, v, float_dtype, path) for v in values]
+    return values
+
+
 class Primitive(BaseModel):
     """A model that is one mithril op. Subclasses give the op, the input
     terminals in operand order, and attributes."""
@@ -444,11 +508,11 @@ class Primitive(BaseModel):
     @property
     def canonical_input(self) -> str | None:
         unvalued = self.input_keys
-        return unvalued[0] if unvalued else None
+        return CanonicalKey(unvalued[0], self) if unvalued else None
 
     @property
     def canonical_output(self) -> str | None:
-        return self.outputs[0]
+        return CanonicalKey(self.outputs[0], self)
 
     def emit(self, builder, operands: dict[str, int], path: str,
              float_dtype: str = "float32") -> dict[str, int]:
@@ -456,7 +520,9 @@ class Primitive(BaseModel):
         `float_dtype` is the backend's float type."""
         values = [operands[k] for k in self.inputs if k in operands]
         attrs = {k: (float_dtype if v == "float_like" else v) for k, v in self.attrs.items()}
+        values = _promoted(builder, self.op, values, float_dtype, path)
         results = builder.add_op(self.op, values, attrs, path)
+        static.fold(builder, self.op, attrs, values, results)
         return dict(zip(self.outputs, results))
 
     def __repr__(self) -> str:
@@ -464,9 +530,11 @@ class Primitive(BaseModel):
 
 
 class Model(BaseModel):
-    """A composite model."""
+    """A composite model. `enforce_jit` is the original's argument, accepted
+    for its code (Flux's `Model(enforce_jit=False)`): every model here is
+    compiled."""
 
-    def __init__(self, name: str | None = None) -> None:
+    def __init__(self, name: str | None = None, *, enforce_jit: bool = True) -> None:
         super().__init__(name)
         self.submodels: list[tuple[BaseModel, dict[str, Net]]] = []
         self.nets: dict[str, Net] = {}
@@ -496,7 +564,7 @@ class Model(BaseModel):
         return specs
 
     def _spec_of(self, net: Net) -> TerminalSpec:
-        kind, shape, dtype, is_list = "data", net.shape, None, False
+        kind, shape, dtype, is_list = "data", net.shape, None, net.is_list
         for index, terminal in net.consumers:
             sub_spec = self.submodels[index][0].input_specs.get(terminal)
             if sub_spec is None:
@@ -553,11 +621,11 @@ class Model(BaseModel):
 
     @property
     def canonical_input(self) -> str | None:
-        return self._cin.name if self._cin is not None else None
+        return CanonicalKey(self._cin.name, self) if self._cin is not None else None
 
     @property
     def canonical_output(self) -> str | None:
-        return self._cout.name if self._cout is not None else None
+        return CanonicalKey(self._cout.name, self) if self._cout is not None else None
 
     @property
     def cin(self) -> Connection:
@@ -660,6 +728,12 @@ class Model(BaseModel):
         model, connections = info.model, dict(info.connections)
         if self.submodels:
             cin = model.canonical_input
+            # A model with two canonical inputs (Add's left and right): the
+            # one the connect() call leaves free.
+            free = [k for k in getattr(model, "canonical_inputs", ())
+                    if k not in connections and k in model.input_keys]
+            if cin in connections and free:
+                cin = free[0]
             if cin is None:
                 raise KeyNotFoundError(
                     f"{model.class_name} has no canonical input to connect; use |= instead")
@@ -694,6 +768,15 @@ class Model(BaseModel):
             return None
         if isinstance(value, Net):
             return value
+        if not is_output:
+            from .models.scalars import needs_static_value, static_expression
+            if needs_static_value(value):
+                value = static_expression(value)
+        if isinstance(value, CanonicalKey) and value.connection.model is not self:
+            try:
+                return self._net_of_connection(value.connection)
+            except KeyError:
+                pass  # not a terminal here: the name, as before
         if isinstance(value, str):
             if value == "":
                 return None
@@ -724,9 +807,14 @@ class Model(BaseModel):
                 net.expose = value.expose
             elif not value.connections and value.name is not None and not value.latent:
                 net.expose = True
-            if value.shape is not None:
-                net.shape = value.shape
-            if value.value is not None:
+            if value.shape_template is not None:
+                net.shape = _template_shape(value.shape_template)
+            if isinstance(value.value, (tuple, list)) and value.value and all(
+                    isinstance(v, Tensor) and v.value is None for v in value.value):
+                # The original's tuple of Tensor() placeholders: a list of
+                # tensors given at run time (as Concat's input).
+                net.is_list = True
+            elif value.value is not None:
                 net.value = value.value
             if value.differentiable is not None:
                 net.differentiable = value.differentiable
@@ -846,6 +934,10 @@ class Model(BaseModel):
             self._extend(value.make(), dict(value.operands))
             bindings = self.submodels[-1][1]
             net = bindings[value.output]
+            if value.shape_template is not None:
+                from .models.scalars import ShapeCheck
+                self._extend(ShapeCheck(value.shape_template), {"input": net})
+                net = self.submodels[-1][1]["output"]
         cache[id(value)] = (value, net, bindings)
         return net
 
@@ -855,7 +947,7 @@ class Model(BaseModel):
         become outputs of that name, positional ones outputs with generated
         names; the first is the canonical output."""
         model = cls(name) if cls is Model else Model(name)
-        first = None
+        first, order = None, []
         for key, value in list(named_outputs.items()) + [(None, v) for v in outputs]:
             net = model._resolve(value, model, key or "output", False)
             if net is None:
@@ -865,6 +957,11 @@ class Model(BaseModel):
                 model._rename(net, key)
             net.expose = True
             first = first or net
+            order.append(net)
+        # The outputs in the order given (as unpacking a call of the model
+        # takes them: `hidden, height, width = patch_embeddings(...)`).
+        for net in order:
+            model.nets[net.name] = model.nets.pop(net.name)
         model._cout = first
         inputs = model._input_nets()
         model._cin = inputs[0] if inputs else None
@@ -877,8 +974,9 @@ class Model(BaseModel):
         # is its own.
         # A model given as a connection is its call: its output. A size read
         # from a shape is a constant of the backend's float type.
+        from .models.scalars import needs_static_value, static_expression
         connections = {k: v.connect() if isinstance(v, BaseModel) else
-                       _size_constant(v) if isinstance(v, Dim) else v
+                       static_expression(v) if needs_static_value(v) else v
                        for k, v in connections.items()}
         for key, value in connections.items():
             if isinstance(value, (Expr, ExtendInfo, _OutputOf)) and key in model.output_keys:

@@ -112,10 +112,10 @@ def test_connections_keep_identity_semantics():
 
 
 def test_expression_errors():
-    with pytest.raises(TypeError, match="integer-array indexing is not supported"):
-        IOKey("a")[[0, 1]]
+    with pytest.raises(TypeError, match="boolean indexing is not supported"):
+        IOKey("a")[True]
     with pytest.raises(TypeError, match=r"reshape takes ints \(and one -1\) or sizes of shapes"):
-        IOKey("a").reshape(IOKey("n"), -1)
+        IOKey("a").reshape("n", -1)
     with pytest.raises(TypeError, match="has one output"):
         _, _ = Relu()(input="x")
     model = Model()

@@ -2,7 +2,7 @@
 # Exceptions. See LICENSE for license information.
 """The model library: primitives, layers and losses with Mithril's names."""
 
-from ..framework import IOKey, Model
+from ..framework import TBD, Connection, IOKey, Model, Tensor
 from ..expressions import functional
 from .primitives import *  # noqa: F401,F403
 from .primitives import __dict__ as _p
@@ -13,17 +13,25 @@ from .layers import (MLP, AvgPool2D, BatchNorm2D, Convolution1D, Convolution2D, 
 from .kernels import KernelizedSVM, PolynomialKernel, QuadraticFormRegularizer, RBFKernel
 from .manifold import (MDS, TSNE, DistanceMatrix, EncoderDistanceMatrix, MDSCore, NormModifier,
                        TSNECore)
-from .parity import (Split, AUC, F1, Accuracy, Arange, Clamp, EncoderDecoder, Eye, Floor, GroupNorm,
+from .parity import (AUC, F1, Accuracy, Clamp, EncoderDecoder, Eye, Floor, GroupNorm,
                      IsNan, LSTMCell, ManyToOne, NanToNum, OneToMany, Ones, PositionalEncoding,
                      Pad, Precision, Recall, ScaledDotProduct, SiLU, SwapAxes, ZerosLike)
 from .parity import (Cholesky, Eigvalsh, GaussProcessRegressionCore, GPRAlpha, GPRLoss, GPRVOuter,
                      TransposedDiagonal)
+# The original's models its example programs use (python/tests/original_examples).
+from .sequence import EncoderDecoderInference, OneToManyInference
+from .scalars import Arange, Item, RandInt, Randn, Size, ToTensor
+from .lists import Indexer, Split, ToList, ToTuple
+# The original's positional connect() orders of the models defined in parity.
+GroupNorm._connect_order = ("input", "output")
+ScaledDotProduct._connect_order = ("query", "key", "value", "dropout_p", "attn_mask",
+                                   "is_causal", "scale", "output")
 # torch.nn-style layers. Their Flatten and Linear share names with Mithril's
 # and are only reached as mithril.models.torch_layers.Flatten / .Linear.
 from . import torch_layers
 from .torch_layers import AvgPool2d, BatchNorm2d, Conv2d, GlobalAvgPool2d, MaxPool2d, ReLU
 
-__all__ = ["IOKey", "Model", "functional", "L1", "L2", "TrainModel", "Layer", "LinearSVM", "LogisticRegression", "MLP", "AvgPool2D", "BatchNorm2D", "Convolution1D",
+__all__ = ["IOKey", "Model", "Tensor", "TBD", "Connection", "functional", "L1", "L2", "TrainModel", "Layer", "LinearSVM", "LogisticRegression", "MLP", "AvgPool2D", "BatchNorm2D", "Convolution1D",
            "Convolution2D", "LayerNorm", "Linear", "MaxPool1D", "MaxPool2D", "RNNCell",
            "PolynomialRegression", "KernelizedSVM", "PolynomialKernel",
            "QuadraticFormRegularizer", "RBFKernel", "MDS", "TSNE", "DistanceMatrix",

@@ -126,6 +126,10 @@ class _ConvOp(Primitive):
 
 class Convolution2D(Model):
     """2-D convolution over [N, C, H, W] with weight [out_channels, C / groups, k, k]."""
+
+    # The original's Convolution2D.connect(input, weight, stride, padding,
+    # dilation, output).
+    _connect_order = ("input", "weight", "stride", "padding", "dilation", "output")
     _op, _spatial = "conv2d", 2
 
     def __init__(self, kernel_size, out_channels: int | None = None, stride=1, padding=0,

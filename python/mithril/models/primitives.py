@@ -9,7 +9,8 @@ import re
 import numpy as np
 
 from ..errors import MithrilError
-from ..framework import Primitive, TerminalSpec
+from ..expressions import ExprOps
+from ..framework import TBD, Primitive, TerminalSpec
 
 
 def _axes(axis):
@@ -62,6 +63,10 @@ class Divide(Primitive):
 class FloorDivide(Divide):
     """floor(numerator / denominator)"""
     op = "floor_divide"
+# The original's models with two canonical inputs: `+=` feeds whichever of
+# left and right the connect() call leaves free.
+for _cls in (Add, Multiply):
+    _cls.canonical_inputs = ("left", "right")
 Minimum = _binary("Minimum", "minimum", "elementwise minimum")
 Maximum = _binary("Maximum", "maximum", "elementwise maximum")
 Equal = _binary("Equal", "equal", "left == right")
@@ -73,6 +78,8 @@ GreaterEqual = _binary("GreaterEqual", "greater_equal", "left >= right")
 LogicalAnd = _binary("LogicalAnd", "logical_and", "left and right")
 LogicalOr = _binary("LogicalOr", "logical_or", "left or right")
 LogicalXOr = _binary("LogicalXOr", "logical_xor", "left xor right")
+for _cls in (Minimum, Maximum, Equal, NotEqual, LogicalAnd, LogicalOr, LogicalXOr):
+    _cls.canonical_inputs = ("left", "right")
 MatrixMultiply = _binary("MatrixMultiply", "matmul", "numpy.matmul")
 
 Relu = _unary("Relu", "relu", "max(input, 0)", _Activation)
@@ -125,8 +132,9 @@ LogicalNot = _unary("LogicalNot", "logical_not", "not input")
 
 
 class Buffer(_Unary):
-    """The identity."""
+    """The identity (of a tensor or a list)."""
     op = ""
+    accepts_lists = True
 
     def emit(self, builder, operands, path, float_dtype="float32"):
         return {"output": operands["input"]}
@@ -307,12 +315,60 @@ class Transpose(_Unary):
         self._set_attrs(permutation=list(axes) if axes is not None else None)
 
 
-class Reshape(_Unary):
-    op = "reshape"
+def _static_shape(owner: str, shape):
+    """(attribute shape, None) for ints, or (None, sizes spec) when the shape
+    is given later (TBD: a `shape` terminal) or holds sizes of shapes."""
+    from ..expressions import Dim, Shape as _ShapeOf
+    if shape is None or shape is TBD:
+        return None, None
+    if isinstance(shape, _ShapeOf) or any(isinstance(d, Dim) for d in shape):
+        return None, shape
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    return [-1 if d is None else int(d) for d in shape], None
 
-    def __init__(self, shape, name=None) -> None:
+
+class _ShapedByValue(_Unary):
+    """An op whose `shape` attribute is a constructor argument, or, left TBD
+    (the original's default), a `shape` terminal whose value must be known
+    at compile time (a tuple, `x.shape`, sizes of shapes)."""
+
+    def __init__(self, shape=TBD, name=None) -> None:
+        fixed, later = _static_shape(type(self).__name__, shape)
+        if fixed is None and later is None:
+            self.inputs = ("input", "shape")
         super().__init__(name)
-        self._set_attrs(shape=[-1 if d is None else int(d) for d in shape])
+        self._later = later
+        if fixed is not None:
+            self._set_attrs(shape=fixed)
+
+    def connect(self, *args, **connections):
+        if self._later is not None:
+            connections.setdefault("shape", self._later)
+            if "shape" not in self.inputs:
+                self.inputs = ("input", "shape")
+                self._specs = {k: TerminalSpec() for k in self.inputs}
+        return super().connect(*args, **connections)
+
+    __call__ = connect
+
+    def emit(self, builder, operands, path, float_dtype="float32"):
+        if "shape" not in self.inputs:
+            return super().emit(builder, operands, path, float_dtype)
+        from .. import static
+        shape = static.python_value(builder, operands["shape"], f"{type(self).__name__}'s shape",
+                                    path)
+        if isinstance(shape, (int, np.integer)):
+            shape = (shape,)
+        attrs = {"shape": [-1 if d is None else int(d) for d in shape]}
+        results = builder.add_op(self.op, [operands["input"]], attrs, path)
+        static.fold(builder, self.op, attrs, [operands["input"]], results)
+        return {"output": results[0]}
+
+
+class Reshape(_ShapedByValue):
+    """input reshaped to `shape` (one size may be -1 or None)."""
+    op = "reshape"
 
 
 class Flatten(_Unary):
@@ -339,23 +395,55 @@ class Unsqueeze(_Unary):
         self._set_attrs(axis=int(axis))
 
 
-class BroadcastTo(_Unary):
+class BroadcastTo(_ShapedByValue):
+    """input broadcast to `shape` (numpy's rules)."""
     op = "broadcast_to"
-
-    def __init__(self, shape, name=None) -> None:
-        super().__init__(name)
-        self._set_attrs(shape=[int(d) for d in shape])
 
 
 class Cast(_Unary):
+    """input converted to `dtype`; left TBD (the original's default), dtype is
+    a terminal whose value must be known at compile time (`x.dtype()`, a
+    dtype constant)."""
     op = "cast"
 
-    def __init__(self, dtype="float32", name=None) -> None:
+    def __init__(self, dtype=TBD, name=None) -> None:
         from ..types import compiled_dtype_name
+        if dtype is TBD or dtype is None:
+            self.inputs = ("input", "dtype")
         super().__init__(name)
+        if dtype is TBD or dtype is None:
+            return
         # "float_like": the backend's float type, resolved when emitted.
         self._set_attrs(element_type=dtype if dtype == "float_like" else
                         compiled_dtype_name(dtype, "Cast"))
+
+    def connect(self, *args, **connections):
+        given = connections.get("dtype")
+        if "dtype" in self.inputs and given is not None and not isinstance(
+                given, (str, ExprOps)) and not (hasattr(given, "connections") or
+                                                 hasattr(given, "key")):
+            # A dtype itself (ml.float32): the cast's attribute.
+            from ..types import compiled_dtype_name
+            connections.pop("dtype")
+            self.inputs = ("input",)
+            self._specs = {"input": TerminalSpec()}
+            self._set_attrs(element_type=compiled_dtype_name(given, "Cast"))
+        return super().connect(*args, **connections)
+
+    __call__ = connect
+
+    def emit(self, builder, operands, path, float_dtype="float32"):
+        if "dtype" not in self.inputs:
+            return super().emit(builder, operands, path, float_dtype)
+        from .. import static
+        from ..types import compiled_dtype_name
+        dtype = static.require(builder, operands["dtype"], "Cast's dtype", path)
+        name = str(dtype) if isinstance(dtype, static.DtypeValue) else compiled_dtype_name(
+            dtype, "Cast")
+        attrs = {"element_type": name}
+        results = builder.add_op(self.op, [operands["input"]], attrs, path)
+        static.fold(builder, self.op, attrs, [operands["input"]], results)
+        return {"output": results[0]}
 
 
 class Shape(_Unary):
