@@ -117,7 +117,7 @@ class Emitter:
         # output uses (an encoder's unused output layer).
         bound_static = bound_static or {}
         output_nets = [n for n in model._output_nets() if wanted is None or n.name in wanted]
-        needed, read = _needed(model, output_nets)
+        needed, read = model.walk_back(output_nets)
 
         for net in model._input_nets():
             spec = model._spec_of(net)
@@ -327,31 +327,6 @@ def _regroup(outputs: list, ids: list) -> dict:
 
 def _known(shape) -> bool:
     return shape is not None and all(d is not None for d in shape)
-
-
-def _needed(model: Model, output_nets: list) -> tuple[dict, set]:
-    """The submodels the nets `output_nets` need, each with the output
-    terminals asked of it, and the ids of the nets they read (the walk of
-    Model.inputs_read_by)."""
-    needed: dict[int, set] = {}
-    pending, seen = list(output_nets), set()
-    while pending:
-        net = pending.pop()
-        if id(net) in seen:
-            continue
-        seen.add(id(net))
-        if net.producer is None:
-            continue
-        index, terminal = net.producer
-        asked = needed.setdefault(index, set())
-        if terminal in asked:
-            continue
-        asked.add(terminal)
-        sub, nets = model.submodels[index]
-        for key in sub.inputs_read_by({terminal}):
-            if key in nets:
-                pending.append(nets[key])
-    return needed, seen
 
 
 def list_element_name(name: str, index: int) -> str:

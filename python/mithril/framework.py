@@ -586,14 +586,12 @@ class Model(BaseModel):
     def output_keys(self) -> list[str]:
         return [n.name for n in self._output_nets()]
 
-    def inputs_read_by(self, outputs) -> set[str]:
-        if "emit" in vars(type(self)):
-            return super().inputs_read_by(outputs)  # lowered as a whole
-        # Backwards from the outputs' nets, through each submodel only as far
-        # as the terminals it is asked for read.
+    def walk_back(self, output_nets: list) -> tuple[dict, set]:
+        """Backwards from `output_nets`, through each submodel only as far as
+        the output terminals asked of it read: those terminals, by submodel
+        index, and the ids of the nets reached."""
         wanted: dict[int, set] = {}
-        pending = [self.nets[k] for k in outputs if k in self.nets]
-        seen: set[int] = set()
+        pending, seen = list(output_nets), set()
         while pending:
             net = pending.pop()
             if id(net) in seen:
@@ -607,9 +605,15 @@ class Model(BaseModel):
                 continue
             asked.add(terminal)
             sub, nets = self.submodels[index]
-            for key in sub.inputs_read_by(asked):
+            for key in sub.inputs_read_by({terminal}):
                 if key in nets:
                     pending.append(nets[key])
+        return wanted, seen
+
+    def inputs_read_by(self, outputs) -> set[str]:
+        if "emit" in vars(type(self)):
+            return super().inputs_read_by(outputs)  # lowered as a whole
+        _, seen = self.walk_back([self.nets[k] for k in outputs if k in self.nets])
         return {n.name for n in self._input_nets() if id(n) in seen}
 
     def _set_terminal_value(self, key: str, value) -> None:
