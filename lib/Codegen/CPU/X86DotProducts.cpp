@@ -20,6 +20,17 @@ namespace mithril {
 using namespace mlir;
 
 namespace {
+/// acc (16 x i32) plus the sums of each lane's four products of unsigned
+/// bytes (64 x i8) by signed bytes (64 x i8): the instruction itself.
+Value vpdpbusd(PatternRewriter &rewriter, Location loc, Value acc, Value unsignedBytes,
+               Value signedBytes) {
+  return LLVM::CallIntrinsicOp::create(
+             rewriter, loc, acc.getType(),
+             StringAttr::get(rewriter.getContext(), "llvm.x86.avx512.vpdpbusd.512"),
+             ValueRange{acc, unsignedBytes, signedBytes})
+      .getResult(0);
+}
+
 /// acc[n] += sum_q zext(a[q]) * sext(b[n][q]) over vector<4xi8> a,
 /// vector<16x4xi8> b and vector<16xi32> acc: one vpdpbusd, with a's quad
 /// broadcast to each 32-bit lane.
@@ -53,11 +64,7 @@ struct ContractionToVpdpbusd : OpRewritePattern<vector::ContractionOp> {
     Value broadcast = vector::BitCastOp::create(
         rewriter, loc, bytes, vector::BroadcastOp::create(rewriter, loc, accType, quad));
     Value columns = vector::ShapeCastOp::create(rewriter, loc, bytes, rhs.getIn());
-    rewriter.replaceOp(
-        op, LLVM::CallIntrinsicOp::create(rewriter, loc, accType,
-                                          StringAttr::get(ctx, "llvm.x86.avx512.vpdpbusd.512"),
-                                          ValueRange{op.getAcc(), broadcast, columns})
-                .getResults());
+    rewriter.replaceOp(op, vpdpbusd(rewriter, loc, op.getAcc(), broadcast, columns));
     return success();
   }
 };
@@ -90,11 +97,7 @@ struct LanewiseContractionToVpdpbusd : OpRewritePattern<vector::ContractionOp> {
     auto bytes = VectorType::get({64}, i8);
     Value unsignedBytes = vector::ShapeCastOp::create(rewriter, loc, bytes, lhs.getIn());
     Value signedBytes = vector::ShapeCastOp::create(rewriter, loc, bytes, rhs.getIn());
-    rewriter.replaceOp(
-        op, LLVM::CallIntrinsicOp::create(rewriter, loc, accType,
-                                          StringAttr::get(ctx, "llvm.x86.avx512.vpdpbusd.512"),
-                                          ValueRange{op.getAcc(), unsignedBytes, signedBytes})
-                .getResults());
+    rewriter.replaceOp(op, vpdpbusd(rewriter, loc, op.getAcc(), unsignedBytes, signedBytes));
     return success();
   }
 };
