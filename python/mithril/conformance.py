@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import traceback
 
@@ -66,8 +67,8 @@ _PRIMITIVE_FUNCTION_DEFAULTS = {"LeakyRelu": {"slope": 0.2}}
 
 
 def run_case(case: dict, rtol: float) -> None:
-    if "static_input_shapes" in case:
-        raise CaseFailure("Mithril's static-key bookkeeping is not reproduced")
+    if "static_input_shapes" in case or "static_shapes" in case:
+        return _check_static_keys(case)
     if "train_context" in case:
         case = _from_train_context(case)
     spec = case["model"]
@@ -151,6 +152,36 @@ def _check_discarded(pm, model, results) -> None:
     missing = sorted(set(results.get("discard_keys", [])) & terminals - set(pm.discarded_keys))
     if missing:
         raise CaseFailure(f"{missing} are not discarded (discarded: {sorted(pm.discarded_keys)})")
+
+
+def _check_static_keys(case: dict) -> None:
+    """A static-keys case: compiled with some inputs fixed (random values of
+    the given shapes), the keys whose values do not come from trainable
+    parameters (pm.static_keys: data inputs, constants still read, outputs
+    of constants alone) are the ones Mithril lists.
+
+    Mithril names some keys its own way (`output_3`: a name with a numeric
+    suffix that is no terminal of the model); each such name stands for one
+    of our keys that the record does not name."""
+    if "static_shapes" in case:
+        raise CaseFailure("static shapes (without values) are not compile-time constants here")
+    model = dict_to_model(case["model"])
+    rng = np.random.default_rng(0)
+    constants = {k: rng.standard_normal(v) for k, v in case["static_input_shapes"].items()}
+    discard = [k for k in case.get("discard_keys", []) if k in model.output_keys]
+    try:
+        pm = ml_compile(model, MlirBackend(dtype=float64), constant_keys=constants,
+                        discard_keys=discard, inference=True)
+        got = set(pm.static_keys)
+    except (MithrilError, KeyError, ValueError, TypeError) as e:
+        raise CaseFailure(f"{type(e).__name__}: {str(e).splitlines()[0]}") from None
+    want = set(case["results"].get("static_keys", []))
+    terminals = set(model.input_keys) | set(model.output_keys)
+    internal = {k for k in want - got
+                if k not in terminals and re.fullmatch(r".+_\d+", k)}
+    missing, extra = sorted(want - got - internal), sorted(got - want)
+    if missing or len(extra) != len(internal):
+        raise CaseFailure(f"static keys {sorted(got)}, expected {sorted(want)}")
 
 
 # Mithril's internal connection (its model's class) -> our input terminal.

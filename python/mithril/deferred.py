@@ -164,6 +164,33 @@ class DeferredPhysicalModel:
         read = model.inputs_read_by(self.output_keys)
         return discard + [k for k in model.input_keys if k not in read]
 
+    @property
+    def data_keys(self) -> list[str]:
+        """The inputs the kept outputs read that are neither parameters nor
+        constants (by the model's terminal kinds and the compile's
+        data_keys / trainable_keys)."""
+        if self._last is not None:
+            return self._last.data_keys
+        model, args = self.logical_model, self.compile_args
+        constants = set(args.get("constant_keys") or ())
+        data, trainable = set(args.get("data_keys") or ()), set(args.get("trainable_keys") or ())
+        read = model.inputs_read_by(self.output_keys)
+        specs = model.input_specs
+        return [k for k in model.input_keys
+                if k in read and k not in constants and k not in trainable
+                and (k in data or specs[k].kind != "param")]
+
+    @property
+    def static_keys(self) -> list[str]:
+        """As PhysicalModel.static_keys, from the graph before the first
+        call."""
+        if self._last is not None:
+            return self._last.static_keys
+        from .physical import constant_dependents
+        constants = [k for k in (self.compile_args.get("constant_keys") or {}) if "." not in k]
+        fixed, held = constant_dependents(self.logical_model, constants, self.output_keys)
+        return sorted(set(self.data_keys) | fixed | held)
+
     def __getattr__(self, name: str):
         # Terminals, shapes, summaries: those of the model compiled last.
         if name.startswith("_"):

@@ -41,6 +41,17 @@ def _with_shape_tuples(terminals: list) -> list:
     return terminals
 
 
+def constant_dependents(model, constants, outputs) -> tuple[set, set]:
+    """What `constants` (top-level input names fixed at compile time) decide
+    in `model`: the outputs among `outputs` that depend on constants alone
+    (the same at every call), and the constants the other outputs still
+    read. A graph walk only: no op's semantics."""
+    constants = set(constants)
+    fixed = {o for o in outputs if model.inputs_read_by([o]) <= constants}
+    held = constants & model.inputs_read_by([o for o in outputs if o not in fixed])
+    return fixed, held
+
+
 def _compiled(model) -> tuple:
     """A compiled model with its inputs and outputs, read from C++ once."""
     return model, _with_shape_tuples(model.inputs), model.outputs
@@ -136,6 +147,19 @@ class PhysicalModel:
     @property
     def shapes(self) -> dict[str, tuple]:
         return {t["name"]: tuple(t["shape"]) for t in self._inputs + self._outputs}
+
+    @property
+    def static_keys(self) -> list[str]:
+        """The terminals whose values do not come from the trainable
+        parameters: the data inputs, the constants (`constant_keys`) the
+        compiled code still reads, and the outputs that depend on constants
+        alone. The original's `data_store.all_static_keys`."""
+        model = getattr(self, "logical_model", None)
+        constants = [k for k in (getattr(self, "compile_args", {}).get("constant_keys") or {})
+                     if "." not in k]
+        fixed, held = (constant_dependents(model, constants, self.output_keys)
+                       if model is not None else (set(), set()))
+        return sorted(set(self.data_keys) | fixed | held)
 
     # Parameters ----------------------------------------------------------
     def randomize_params(self, seed: int | None = None) -> dict[str, np.ndarray]:
