@@ -97,6 +97,10 @@ std::optional<DType> parseDType(const std::string &name) {
     return DType::F16;
   if (name == "bfloat16" || name == "bf16")
     return DType::BF16;
+  if (name == "int8" || name == "i8")
+    return DType::I8;
+  if (name == "int16" || name == "i16")
+    return DType::I16;
   return std::nullopt;
 }
 
@@ -110,6 +114,10 @@ DType dtypeOf(const py::array &array) {
     return DType::I32;
   if (dt.is(py::dtype::of<int64_t>()))
     return DType::I64;
+  if (dt.is(py::dtype::of<int8_t>()))
+    return DType::I8;
+  if (dt.is(py::dtype::of<int16_t>()))
+    return DType::I16;
   if (dt.is(py::dtype::of<bool>()))
     return DType::Bool;
   if (dt.is(py::dtype("float16")))
@@ -118,7 +126,7 @@ DType dtypeOf(const py::array &array) {
   if (dt.is(py::dtype::of<uint16_t>()))
     return DType::BF16;
   raise("unsupported array dtype " + std::string(py::str(dt)) +
-        " (supported: float32, float64, float16, int32, int64, bool)");
+        " (supported: float32, float64, float16, int8, int16, int32, int64, bool)");
 }
 
 /// A module under construction, holding its own context.

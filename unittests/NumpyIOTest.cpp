@@ -20,14 +20,14 @@ Array iota(DType dtype, llvm::ArrayRef<int64_t> shape) {
       a.as<float>()[i] = i * 0.5f;
     else if (dtype == DType::F64)
       a.as<double>()[i] = i * 0.25;
-    else if (dtype == DType::I64)
-      a.as<int64_t>()[i] = i - 3;
+    else
+      a.setFromDouble(i, static_cast<double>(i - 3)); // integers, negative too
   }
   return a;
 }
 
 TEST(NumpyIO, RoundTripsNpy) {
-  for (DType dtype : {DType::F32, DType::F64, DType::I64}) {
+  for (DType dtype : {DType::F32, DType::F64, DType::I64, DType::I32, DType::I16, DType::I8}) {
     Array a = iota(dtype, {2, 3, 4});
     std::vector<uint8_t> bytes = serializeNpy(a);
     auto back = parseNpy(bytes, "mem");

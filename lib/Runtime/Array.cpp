@@ -26,9 +26,11 @@ size_t mithril::runtime::dtypeSize(DType dtype) {
   case DType::I64:
     return 8;
   case DType::Bool:
+  case DType::I8:
     return 1;
   case DType::F16:
   case DType::BF16:
+  case DType::I16:
     return 2;
   }
   return 1;
@@ -85,6 +87,10 @@ llvm::StringRef mithril::runtime::dtypeName(DType dtype) {
     return "float16";
   case DType::BF16:
     return "bfloat16";
+  case DType::I8:
+    return "int8";
+  case DType::I16:
+    return "int16";
   }
   return "?";
 }
@@ -105,6 +111,10 @@ mlir::Type mithril::runtime::dtypeToType(DType dtype, mlir::MLIRContext *ctx) {
     return mlir::Float16Type::get(ctx);
   case DType::BF16:
     return mlir::BFloat16Type::get(ctx);
+  case DType::I8:
+    return mlir::IntegerType::get(ctx, 8);
+  case DType::I16:
+    return mlir::IntegerType::get(ctx, 16);
   }
   return {};
 }
@@ -124,6 +134,10 @@ std::optional<DType> mithril::runtime::typeToDType(mlir::Type type) {
     return DType::F16;
   if (type.isBF16())
     return DType::BF16;
+  if (type.isInteger(8))
+    return DType::I8;
+  if (type.isInteger(16))
+    return DType::I16;
   return std::nullopt;
 }
 
@@ -210,6 +224,10 @@ double Array::getAsDouble(int64_t i) const {
     return halfToFloat(as<uint16_t>()[i]);
   case DType::BF16:
     return bfloat16ToFloat(as<uint16_t>()[i]);
+  case DType::I8:
+    return as<int8_t>()[i];
+  case DType::I16:
+    return as<int16_t>()[i];
   }
   return 0;
 }
@@ -236,6 +254,12 @@ void Array::setFromDouble(int64_t i, double value) {
     return;
   case DType::BF16:
     as<uint16_t>()[i] = floatToBfloat16(static_cast<float>(value));
+    return;
+  case DType::I8:
+    as<int8_t>()[i] = static_cast<int8_t>(value);
+    return;
+  case DType::I16:
+    as<int16_t>()[i] = static_cast<int16_t>(value);
     return;
   }
 }

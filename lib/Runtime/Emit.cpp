@@ -125,6 +125,10 @@ static StringRef cType(DType dtype) {
     return "uint16_t";
   case DType::BF16:
     return "uint16_t";
+  case DType::I8:
+    return "int8_t";
+  case DType::I16:
+    return "int16_t";
   }
   return "void";
 }

@@ -62,6 +62,10 @@ static std::optional<DType> parseDescr(StringRef descr, bool &swapped) {
     return DType::F32;
   if (kind == "f8")
     return DType::F64;
+  if (kind == "i1")
+    return DType::I8;
+  if (kind == "i2")
+    return DType::I16;
   if (kind == "i4")
     return DType::I32;
   if (kind == "i8")
@@ -118,7 +122,7 @@ Expected<Array> mithril::runtime::parseNpy(ArrayRef<uint8_t> bytes, StringRef so
     return error(source,
                  "unsupported dtype '" + descr +
                      "' (supported: float32, float64, float16, bfloat16 as raw 2-byte 'V2' data, "
-                     "int32, int64, bool)");
+                     "int8, int16, int32, int64, bool)");
   if (swapped)
     return error(source, "big-endian arrays are not supported");
   if (fortranText->starts_with("True"))
@@ -166,6 +170,12 @@ std::vector<uint8_t> mithril::runtime::serializeNpy(const Array &array) {
   case DType::F64: descr = "<f8"; break;
   case DType::I32: descr = "<i4"; break;
   case DType::I64: descr = "<i8"; break;
+  case DType::I8:
+    descr = "|i1";
+    break;
+  case DType::I16:
+    descr = "<i2";
+    break;
   case DType::Bool: descr = "|b1"; break;
   case DType::F16:
     descr = "<f2";

@@ -25,8 +25,10 @@ from .types import Dtype
 # they are NumPy's types).
 bool = _np.bool_
 float16, int16, int32, int64 = _np.float16, _np.int16, _np.int32, _np.int64
+int8, uint8 = _np.int8, _np.uint8
 bfloat16 = Dtype.bfloat16
-float, double, int, short = float32, float64, int32, int16  # noqa: A001
+float, double, int, short, long, half = (  # noqa: A001
+    float32, float64, int32, int16, int64, float16)
 from .compile import compile
 from .physical import PhysicalModel
 from .optimizers import SGD, Adam, Optimizer
@@ -45,7 +47,7 @@ __all__ = [
     "BaseModel", "Connection", "IOKey", "KeyNotFoundError", "LogicalModel", "MithrilError", "MlirBackend",
     "Model", "Optimizer", "OutOfMemoryError", "PhysicalModel", "SGD", "Adam", "ShapeError",
     "compile", "float32", "Trainer", "Loss", "profile", "CrossEntropyLoss", "MSELoss", "BCEWithLogitsLoss",
-    "float64", "TBD", "Tensor", "float16", "bfloat16", "int16", "int32", "int64", "Dtype", "types",
+    "float64", "TBD", "Tensor", "float16", "bfloat16", "int8", "uint8", "int16", "int32", "int64", "Dtype", "types",
     "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats",
 ]
 __version__ = "0.1.0"

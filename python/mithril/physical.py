@@ -17,8 +17,8 @@ from .types import FLOATS, from_storage, to_storage, user_dtype
 _SAVE_FORMAT = "mithril-physical-model"
 
 _NP_DTYPES = {"float32": np.float32, "float64": np.float64, "int32": np.int32,
-              "int64": np.int64, "bool": np.bool_, "float16": np.float16,
-              "bfloat16": np.uint16}  # the buffers' types: bfloat16 as bits
+              "int64": np.int64, "int8": np.int8, "int16": np.int16, "bool": np.bool_,
+              "float16": np.float16, "bfloat16": np.uint16}  # the buffers' types: bfloat16 as bits
 
 
 def _shape_spec(name: str, shape) -> str:

@@ -37,7 +37,8 @@ half, short, long = Dtype.float16, Dtype.int16, Dtype.int64
 
 # What compiled code stores and computes with. float16 and bfloat16 are
 # stored as such and computed in float32, rounded once per op.
-COMPILED = ("float32", "float64", "float16", "bfloat16", "int32", "int64", "bool")
+COMPILED = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64",
+            "bool")
 FLOATS = ("float32", "float64", "float16", "bfloat16")
 
 try:  # bfloat16 arrays for numpy, where installed

@@ -440,10 +440,6 @@ def check_t5(t5_encode, t5_decode):
           F32, "decoder logits")
 
 
-@pytest.mark.xfail(strict=True, raises=(ValueError, MithrilError),
-                   reason="t5.py casts to ml.int16, which compiled code does not store yet; "
-                          "and the absolute value of an integer tensor does not lower "
-                          "(math.absi); both are the compiler's (docs/conformance.md)")
 def test_t5():
     from original_examples.t5 import t5_decode, t5_encode
     check_t5(t5_encode, t5_decode)
@@ -821,6 +817,49 @@ def test_clip_modified_resnet():
     want = torch_clip_modified_resnet(tt(params), tt(data), torch.tensor(data["input"]),
                                       (2, 2, 2, 2))
     close(out["output"], want, what="ModifiedResNet")
+
+
+def test_clip_image_and_text_towers():
+    """The whole `clip`: the ModifiedResNet image tower, the text tower
+    (token and position embeddings, the masked transformer, ln_final), the
+    end-of-text tokens found by an integer ArgMax of the token ids, the
+    projections, and the scaled cosine logits."""
+    import original_examples.clip_model as cm
+    width, heads, context = 8, 2, 77
+    model = cm.clip(1024, 224, (2, 2, 2, 2), 64, 32, context, 11, width, heads, 1)
+    pm = ml.compile(model, backend(), shapes={"text": [2, context], "image": [1, 3, 224, 224]},
+                    inference=True)
+    rng = np.random.default_rng(15)
+    text = rng.integers(0, 10, (2, context))
+    text[0, 5] = text[1, 40] = 10  # the end-of-text token: the largest id
+    data = {"image": rng.standard_normal((1, 3, 224, 224)), "text": text,
+            "q_proj_weight": rng.standard_normal((2048, 2048)) / 45,
+            "k_proj_weight": rng.standard_normal((2048, 2048)) / 45,
+            "v_proj_weight": rng.standard_normal((2048, 2048)) / 45,
+            "in_proj_bias": 0.1 * rng.standard_normal(6144),
+            "out_proj_weight": rng.standard_normal((1024, 2048)) / 45,
+            "out_proj_bias": 0.1 * rng.standard_normal(1024),
+            "positional_embeddin_visual": rng.standard_normal((50, 2048))}
+    params = init(pm.randomize_params())
+    out = pm.evaluate(params, data)
+
+    p, d = tt(params), tt(data)
+    visual = {k.removeprefix("visual."): v for k, v in p.items()}
+    image = torch_clip_modified_resnet(
+        visual, {**d, "positional_embedding": d["positional_embeddin_visual"]}, d["image"],
+        (2, 2, 2, 2))
+    mask = torch.where(torch.arange(context)[:, None] >= torch.arange(context)[None, :], 0.0,
+                       float("-inf")).to(torch.float64)
+    h = (p["weight"][torch.tensor(text)] + p["positional_embedding"]).permute(1, 0, 2)
+    h = torch_clip_resblock(p, "transformer.resblocks.0.", h, heads, mask).permute(1, 0, 2)
+    h = layer_norm(h, p, "ln_final")
+    eot = h[torch.arange(2), torch.tensor(text.argmax(-1))]
+    words = eot @ p["text_projection"]
+    image = image / image.norm(dim=1, keepdim=True)
+    words = words / words.norm(dim=1, keepdim=True)
+    logits = p["logit_scale"].exp() * (image @ words.T)
+    close(out["logits_per_image"], logits, what="logits per image")
+    close(out["logits_per_text"], logits.T, what="logits per text")
 
 
 # SegFormer (segformer/) ----------------------------------------------------------------

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import mithril as ml
-from mithril.models import Cast, Linear, Model
+from mithril.models import Absolute, Add, ArgMax, Cast, Linear, Model
 from mithril.types import Dtype, dtype_name
 
 
@@ -34,8 +34,8 @@ def test_bad_dtypes_are_errors():
         dtype_name("float128")
     with pytest.raises(ValueError, match="complex128 is not one of Mithril's"):
         dtype_name(np.complex128)
-    with pytest.raises(ValueError, match="Cast: int16 is not supported by compiled code yet"):
-        Cast(dtype=ml.int16)
+    with pytest.raises(ValueError, match="Cast: uint8 is not supported by compiled code yet"):
+        Cast(dtype=ml.uint8)
     with pytest.raises(ValueError, match="MlirBackend dtype must be float32, float64, float16 or "):
         ml.MlirBackend(dtype=ml.Dtype.int32)
 
@@ -43,7 +43,8 @@ def test_bad_dtypes_are_errors():
 @pytest.mark.parametrize("dtype, want", [
     (ml.float64, np.array([1.5, -2.0])), (Dtype.int64, np.array([1, -2])),
     ("int32", np.array([1, -2], np.int32)), (ml.bool, np.array([True, True])),
-    (ml.float32, np.array([1.5, -2.0], np.float32)),
+    (ml.float32, np.array([1.5, -2.0], np.float32)), (ml.int16, np.array([1, -2], np.int16)),
+    (ml.int8, np.array([1, -2], np.int8)),
 ])
 def test_cast_takes_every_spelling(dtype, want):
     model = Model()
@@ -52,6 +53,31 @@ def test_cast_takes_every_spelling(dtype, want):
     out = pm.evaluate({}, {"input": np.array([1.5, -2.0])})["output"]
     assert out.dtype == want.dtype
     np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.bool_])
+def test_integer_terminals_abs_and_argmax(dtype):
+    """Integer and bool arrays in and out, as numpy computes them: abs (the
+    lowest value wraps, as numpy's does) and the first largest element."""
+    model = Model()
+    model |= Absolute()(input="input", output="abs")
+    model |= ArgMax(axis=1)(input="input", output="rows")
+    model |= ArgMax()(input="input", output="flat")
+    model |= Add()(left="input", right="input", output="twice")
+    pm = ml.compile(model, ml.MlirBackend(), shapes={"input": [4, 6]},
+                    types={"input": np.dtype(dtype)}, inference=True)
+    x = np.random.default_rng(3).integers(-128, 128, (4, 6)).astype(dtype)
+    if dtype is not np.bool_:
+        x[0, 0] = np.iinfo(dtype).min
+        x[1, :] = x[1, 2]  # ties: the first wins
+    out = pm.evaluate({}, {"input": x})
+    want_abs = x if dtype is np.bool_ else np.abs(x)
+    np.testing.assert_array_equal(out["abs"], want_abs)
+    assert out["abs"].dtype == want_abs.dtype
+    np.testing.assert_array_equal(out["rows"], np.argmax(x, axis=1))
+    assert int(out["flat"]) == int(np.argmax(x))
+    if dtype is not np.bool_:
+        np.testing.assert_array_equal(out["twice"], x + x)
 
 
 def test_tbd_is_an_unset_value():

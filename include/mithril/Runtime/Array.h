@@ -24,7 +24,7 @@ namespace mithril::runtime {
 
 /// Element types that cross the boundary between the host and compiled code.
 /// F16 and BF16 are stored as their 2-byte bit patterns.
-enum class DType { F32, F64, I32, I64, Bool, F16, BF16 };
+enum class DType { F32, F64, I32, I64, Bool, F16, BF16, I8, I16 };
 
 /// Size of one element in bytes.
 size_t dtypeSize(DType dtype);

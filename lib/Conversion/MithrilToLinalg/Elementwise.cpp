@@ -109,7 +109,10 @@ static Value scalarBody(Operation *op, OpBuilder &b, Location loc, ValueRange ar
       .Case([&](AbsOp) -> Value {
         if (f)
           return math::AbsFOp::create(b, loc, x);
-        return math::AbsIOp::create(b, loc, x);
+        // max(x, -x), not math.absi: MathToLLVM takes no multi-dimensional
+        // vector of it, and this vectorizes as any max does.
+        Value negated = arith::SubIOp::create(b, loc, zeroOf(b, loc, t), x);
+        return arith::MaxSIOp::create(b, loc, x, negated);
       })
       .Case([&](SignOp) -> Value {
         if (!f) {

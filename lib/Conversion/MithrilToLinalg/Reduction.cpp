@@ -164,8 +164,6 @@ template <typename OpT> struct ArgReducePattern : OpRewritePattern<OpT> {
       in = flatType;
       axis = 0;
     }
-    if (!isFloat(et))
-      return rewriter.notifyMatchFailure(op, "integer argmax");
     SmallVector<int64_t> shape;
     SmallVector<OpFoldResult> sizes;
     SmallVector<AffineExpr> outExprs;
@@ -183,9 +181,20 @@ template <typename OpT> struct ArgReducePattern : OpRewritePattern<OpT> {
     Type i64 = rewriter.getI64Type();
     auto valType = RankedTensorType::get(shape, et);
     auto idxType = RankedTensorType::get(shape, i64);
-    auto ft = cast<FloatType>(et);
-    Value initVal = arith::ConstantOp::create(
-        rewriter, loc, rewriter.getFloatAttr(et, APFloat::getInf(ft.getFloatSemantics(), isMax)));
+    // The identity of the comparison: -inf / +inf, or the integer type's
+    // extreme (bool compares unsigned: true is 1, not -1).
+    bool boolean = et.isInteger(1);
+    Value initVal;
+    if (auto ft = dyn_cast<FloatType>(et)) {
+      initVal = arith::ConstantOp::create(
+          rewriter, loc, rewriter.getFloatAttr(et, APFloat::getInf(ft.getFloatSemantics(), isMax)));
+    } else {
+      unsigned width = et.getIntOrFloatBitWidth();
+      APInt extreme =
+          boolean ? (isMax ? APInt::getMinValue(width) : APInt::getMaxValue(width))
+                  : (isMax ? APInt::getSignedMinValue(width) : APInt::getSignedMaxValue(width));
+      initVal = arith::ConstantOp::create(rewriter, loc, rewriter.getIntegerAttr(et, extreme));
+    }
     Value vals =
         linalg::FillOp::create(rewriter, loc, initVal, emptyTensor(rewriter, loc, valType, sizes))
             .getResult(0);
@@ -202,9 +211,19 @@ template <typename OpT> struct ArgReducePattern : OpRewritePattern<OpT> {
         [&](OpBuilder &b, Location l, ValueRange args) {
           Value idx = arith::IndexCastOp::create(b, l, i64, linalg::IndexOp::create(b, l, axis));
           // Strict comparison keeps the first extreme element, as numpy does.
-          Value better = arith::CmpFOp::create(
-              b, l, isMax ? arith::CmpFPredicate::OGT : arith::CmpFPredicate::OLT, args[0],
-              args[1]);
+          Value better;
+          if (isFloat(et))
+            better = arith::CmpFOp::create(
+                b, l, isMax ? arith::CmpFPredicate::OGT : arith::CmpFPredicate::OLT, args[0],
+                args[1]);
+          else if (boolean)
+            better = arith::CmpIOp::create(
+                b, l, isMax ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::ult, args[0],
+                args[1]);
+          else
+            better = arith::CmpIOp::create(
+                b, l, isMax ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::slt, args[0],
+                args[1]);
           linalg::YieldOp::create(
               b, l,
               ValueRange{arith::SelectOp::create(b, l, better, args[0], args[1]),

@@ -244,3 +244,24 @@ mithril.model @Tril(data %x: tensor<2x3x4xf32>) -> (y: tensor<2x3x4xf32>) {
   %0 = mithril.tril %x {diagonal = 1 : i64} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
   mithril.output %0 : tensor<2x3x4xf32>
 }
+
+// -----
+
+// Integer abs is max(x, 0 - x) (math.absi has no lowering for the
+// multi-dimensional vectors the vectorizer makes); integer argmax starts
+// from the type's smallest value and compares signed, bool unsigned.
+// CHECK-LABEL: func.func @IntegerAbsArgMax(
+// CHECK: %[[NEG:.+]] = arith.subi %{{.+}}, %in
+// CHECK: arith.maxsi %in, %[[NEG]]
+// CHECK: %[[LOW:.+]] = arith.constant -32768 : i16
+// CHECK: linalg.fill ins(%[[LOW]] : i16)
+// CHECK: arith.cmpi sgt
+// CHECK: %[[FALSE:.+]] = arith.constant false
+// CHECK: linalg.fill ins(%[[FALSE]] : i1)
+// CHECK: arith.cmpi ugt
+mithril.model @IntegerAbsArgMax(data %x: tensor<3x5xi16>, data %b: tensor<4xi1>) -> (a: tensor<3x5xi16>, m: tensor<3xi64>, n: tensor<i64>) {
+  %0 = mithril.abs %x : (tensor<3x5xi16>) -> tensor<3x5xi16>
+  %1 = mithril.argmax %x {axis = 1 : i64} : (tensor<3x5xi16>) -> tensor<3xi64>
+  %2 = mithril.argmax %b : (tensor<4xi1>) -> tensor<i64>
+  mithril.output %0, %1, %2 : tensor<3x5xi16>, tensor<3xi64>, tensor<i64>
+}
