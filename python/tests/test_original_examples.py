@@ -22,6 +22,7 @@ import torch.nn.functional as F
 
 import mithril as ml
 from mithril.errors import MithrilError
+from mithril.models import Randn
 from torch_oracle import lstm_step
 
 RTOL = 1e-8
@@ -701,12 +702,40 @@ def test_flux_auto_encoder_encoder_and_decoder():
     close(pm.evaluate(params, {"input": z})["output"], want, what="decode")
 
 
-def test_flux_auto_encoder_needs_randn():
-    """diagonal_gaussian (and so auto_encoder) samples with Randn, which needs
-    a random-number op the dialect does not have: an error that says so."""
+def default_key_samples(shape):
+    """The samples a Randn without a key draws (key 42), in float64."""
+    model = ml.Model()
+    model |= Randn(shape=tuple(shape))(output="output")
+    return ml.compile(model, backend(), inference=True).evaluate({}, {})["output"]
+
+
+def test_flux_diagonal_gaussian_and_auto_encoder_sample_with_randn():
+    """diagonal_gaussian: mean + exp(logvar / 2) * the Randn samples of the
+    mean's shape; auto_encoder: encoder, that sampling, shift and scale,
+    decoder."""
     import original_examples.flux_auto_encoder as ae
-    with pytest.raises(MithrilError, match="Randn is not available"):
-        ae.diagonal_gaussian()
+    rng = np.random.default_rng(16)
+    pm = ml.compile(ae.diagonal_gaussian(), backend(), shapes={"input": [2, 6, 3, 3]},
+                    inference=True)
+    x = rng.standard_normal((2, 6, 3, 3))
+    eps = default_key_samples((2, 3, 3, 3))
+    close(pm.evaluate({}, {"input": x})["output"], x[:, :3] + np.exp(0.5 * x[:, 3:]) * eps,
+          what="diagonal gaussian sample")
+
+    ae_params = ae.AutoEncoderParams(resolution=4, in_channels=3, ch=256, out_ch=3,
+                                     ch_mult=[1, 2], num_res_blocks=1, z_channels=2,
+                                     scale_factor=0.3, shift_factor=0.1)
+    pm = ml.compile(ae.auto_encoder(ae_params), backend(), shapes={"input": [1, 3, 4, 4]},
+                    inference=True)
+    params = init(pm.randomize_params())
+    x = rng.standard_normal((1, 3, 4, 4))
+    p = tt(params)
+    moments = torch_ae_encoder({k.removeprefix("encoder."): v for k, v in p.items()},
+                               torch.tensor(x), [1, 2], 1)
+    mean, logvar = moments.chunk(2, dim=1)
+    z = mean + torch.exp(0.5 * logvar) * torch.tensor(default_key_samples(mean.shape))
+    want = torch_ae_decoder(p, (z - 0.1) * 0.3, [1, 2], 1, prefix="decoder.")
+    close(pm.evaluate(params, {"input": x})["output"], want, what="auto-encoder")
 
 
 # CLIP (clip/model.py) ------------------------------------------------------------------
@@ -748,10 +777,25 @@ def test_clip_text_transformer_and_norm():
           what="norm")
 
 
-def test_clip_vision_transformer_needs_randn():
+def test_clip_vision_transformer():
+    """Patches by a strided convolution, the class embedding (added to the
+    zeros the example makes from Randn samples) before them, position
+    embeddings, ln_pre, the transformer, ln_post, the class token projected."""
     import original_examples.clip_model as cm
-    with pytest.raises(MithrilError, match="Randn is not available"):
-        cm.vision_transformer(8, 4, 8, 1, 2, 4)
+    width, heads, patch, resolution = 8, 2, 4, 8
+    pm = ml.compile(cm.vision_transformer(resolution, patch, width, 1, heads, 6, use_proj=True),
+                    backend(), shapes={"input": [2, 3, resolution, resolution]}, inference=True)
+    params = init(pm.randomize_params())
+    x = np.random.default_rng(17).standard_normal((2, 3, resolution, resolution))
+    p = tt(params)
+    h = F.conv2d(torch.tensor(x), p["conv1.weight"], stride=patch).flatten(2).permute(0, 2, 1)
+    cls = p["class_embedding"].expand(2, 1, width)
+    h = torch.cat([cls, h], dim=1) + p["positional_embedding"]
+    h = layer_norm(h, p, "ln_pre").permute(1, 0, 2)
+    h = torch_clip_resblock(p, "transformer.resblocks.0.", h, heads, None).permute(1, 0, 2)
+    h = layer_norm(h, p, "ln_post")
+    close(pm.evaluate(params, {"input": x})["output"], h[:, 0, :] @ p["proj"],
+          what="vision transformer")
 
 
 def torch_clip_modified_resnet(p, d, x, layers):

@@ -119,4 +119,5 @@ void mithril::populateMithrilToLinalgPatterns(RewritePatternSet &patterns, bool 
   populateConvolutionPatterns(patterns);
   populatePoolingPatterns(patterns);
   populateCollectivePatterns(patterns);
+  populateRandomPatterns(patterns);
 }

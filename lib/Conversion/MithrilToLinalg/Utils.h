@@ -162,6 +162,9 @@ void populatePoolingPatterns(mlir::RewritePatternSet &patterns);
 /// eye_like and tril (DataMovement.cpp).
 void populateDataMovementPatterns(mlir::RewritePatternSet &patterns);
 
+/// random_normal (Random.cpp).
+void populateRandomPatterns(mlir::RewritePatternSet &patterns);
+
 /// embedding (and its gradient) and one_hot (Indexing.cpp). With
 /// `indexErrors`, embedding reports indices out of range.
 void populateIndexingPatterns(mlir::RewritePatternSet &patterns, bool indexErrors);

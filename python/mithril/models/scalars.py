@@ -16,7 +16,7 @@ import numpy as np
 from .. import static
 from ..errors import MithrilError
 from ..expressions import Dim, Shape, resolve_sizes, size_values
-from ..framework import TBD, Primitive
+from ..framework import TBD, Primitive, TerminalSpec
 from .parity import _int_like, _shape_of, _show
 
 __all__ = ["Arange", "DtypeOf", "Item", "RandInt", "Randn", "Size", "StaticValue", "ToTensor"]
@@ -291,26 +291,90 @@ class Arange(Primitive):
 
 
 class Randn(Primitive):
-    """The original's Randn(shape, key, dtype=None): normal samples, a new
-    key each call. Not available: drawing random numbers inside a compiled
-    model needs a random-number op in the mithril dialect, which it does not
-    have yet. Constructing one says so (the class exists so that code that
-    imports it, and builds other models, runs)."""
+    """The original's Randn(shape, key, dtype=None): standard normal samples
+    of `shape`, drawn by the dialect's random_normal from the int64 `key`
+    (the same key, the same samples, on every target), and `new_key`, the key
+    for the next draw (key + 1).
+
+    `shape` must be known when the model is compiled: ints, a tuple, or sizes
+    of shapes (`x.shape`). The samples have the backend's float type unless
+    `dtype` says. Without a key (the original's default) the key is 42, the
+    original's initial state, at every call; connect `key` to an input (or
+    give an int) to draw other samples. The original keeps that key as a
+    state that `evaluate(..., state=...)` advances; here a caller advances it
+    by feeding `new_key` back."""
+    outputs = ("output", "new_key")
 
     def __init__(self, shape=TBD, key=TBD, dtype=None, name=None) -> None:
-        raise MithrilError("Randn is not available: random numbers inside a compiled model "
-                           "need a random-number op in the mithril dialect, which it does not "
-                           "have yet (draw them outside and pass them as data)")
+        from .primitives import _static_shape
+        fixed, later = _static_shape("Randn", shape)
+        self.inputs = ("key",) if fixed is not None else ("shape", "key")
+        super().__init__(name)
+        # An int64 scalar, whether given or connected (an input it feeds is one).
+        self._specs["key"] = TerminalSpec(shape=(), dtype="int64")
+        self._fixed, self._later = fixed, later
+        if fixed is not None and any(d < 0 for d in fixed):
+            raise MithrilError(f"Randn: shape must be non-negative sizes, got {shape!r}")
+        if dtype is not None:
+            from ..types import FLOATS, dtype_name_among
+            dtype = dtype_name_among(dtype, FLOATS, "Randn's dtype")
+        self.dtype = dtype
+        if key is TBD or key is None:
+            key = 42
+        elif isinstance(key, bool) or not isinstance(key, numbers.Integral):
+            raise MithrilError(f"Randn: key must be an int (or a connection), got {key!r}")
+        self._set_terminal_value("key", np.array(int(key), dtype=np.int64))
+
+    def connect(self, *args, **connections):
+        if self._later is not None:
+            connections.setdefault("shape", self._later)
+        if "key" in connections:
+            # A connected key replaces the default one.
+            self.terminal_values.pop("key", None)
+        return super().connect(*args, **connections)
+
+    __call__ = connect
+
+    def emit(self, builder, operands, path, float_dtype="float32"):
+        if self._fixed is not None:
+            shape = list(self._fixed)
+        else:
+            if "shape" not in operands:
+                raise MithrilError(f"{path}: Randn needs a shape: give shape= when it is built "
+                                   "or connect its shape terminal")
+            shape = static.python_value(builder, operands["shape"], "Randn's shape", path)
+            shape = [shape] if isinstance(shape, (int, np.integer)) else list(shape)
+            if any(d is None or int(d) < 0 for d in shape):
+                raise MithrilError(f"{path}: Randn needs every size of its shape known at "
+                                   f"compile time, got {_show(shape)}")
+        key = operands["key"]
+        key_shape, key_type = builder.type_of(key)
+        if list(key_shape) not in ([], [1]):
+            raise MithrilError(f"{path}: Randn's key must be one integer, got a tensor of "
+                               f"shape {_show(list(key_shape))}")
+        if not static.is_integer_type(key_type):
+            raise MithrilError(f"{path}: Randn's key must be an integer, got {key_type}")
+        if key_shape:
+            key = builder.add_op("reshape", [key], {"shape": []}, path)[0]
+        if key_type != "int64":
+            key = builder.add_op("cast", [key], {"element_type": "int64"}, path)[0]
+        samples = builder.add_op("random_normal", [key],
+                                 {"shape": [int(d) for d in shape],
+                                  "element_type": self.dtype or float_dtype}, path)[0]
+        one = builder.add_constant(np.array(1, dtype=np.int64), path)
+        new_key = builder.add_op("add", [key, one], {}, path)[0]
+        return {"output": samples, "new_key": new_key}
 
 
-class RandInt(Randn):
-    """The original's RandInt(shape, key, low, high, dtype=None): not available,
-    as Randn."""
+class RandInt(Primitive):
+    """The original's RandInt(shape, key, low, high, dtype=None): not
+    available yet (the dialect draws normal samples, Randn, only).
+    Constructing one says so."""
 
     def __init__(self, shape=TBD, key=TBD, low=TBD, high=TBD, dtype=None, name=None) -> None:
-        raise MithrilError("RandInt is not available: random numbers inside a compiled model "
-                           "need a random-number op in the mithril dialect, which it does not "
-                           "have yet (draw them outside and pass them as data)")
+        raise MithrilError("RandInt is not available: the mithril dialect draws normal samples "
+                           "(Randn) but not uniform integers yet (draw them outside and pass "
+                           "them as data)")
 
 
 class ShapeCheck(Primitive):

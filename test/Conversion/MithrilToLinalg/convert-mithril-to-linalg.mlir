@@ -265,3 +265,21 @@ mithril.model @IntegerAbsArgMax(data %x: tensor<3x5xi16>, data %b: tensor<4xi1>)
   %2 = mithril.argmax %b : (tensor<4xi1>) -> tensor<i64>
   mithril.output %0, %1, %2 : tensor<3x5xi16>, tensor<3xi64>, tensor<i64>
 }
+
+// -----
+
+// random_normal: each element from the key (mixed once) and its row-major
+// position (two splitmix64 outputs), Box-Muller in f64, rounded to f32.
+// CHECK-LABEL: func.func @RandomNormal(
+// CHECK: %[[KEY:.+]] = tensor.extract %arg0[]
+// CHECK: linalg.generic {{.*}} outs(%{{.+}} : tensor<2x3xf32>)
+// CHECK: linalg.index 0
+// CHECK: linalg.index 1
+// CHECK: math.log
+// CHECK: math.sqrt
+// CHECK: math.cos
+// CHECK: arith.truncf %{{.+}} : f64 to f32
+mithril.model @RandomNormal(data %k: tensor<i64>) -> (z: tensor<2x3xf32>) {
+  %0 = mithril.random_normal %k {shape = array<i64: 2, 3>, element_type = f32} : (tensor<i64>) -> tensor<2x3xf32>
+  mithril.output %0 : tensor<2x3xf32>
+}

@@ -370,3 +370,20 @@ mithril.model @tril_vector(data %x: tensor<4xf32>) -> (t: tensor<4xf32>) {
   %0 = mithril.tril %x : (tensor<4xf32>) -> tensor<4xf32>
   mithril.output %0 : tensor<4xf32>
 }
+
+// -----
+
+mithril.model @random_ints(data %k: tensor<i64>) -> (z: tensor<2xi32>) {
+  // expected-error @+1 {{'mithril.random_normal' op result #0 must be ranked tensor of floating-point values, but got 'tensor<2xi32>'}}
+  %0 = mithril.random_normal %k {shape = array<i64: 2>, element_type = i32} : (tensor<i64>) -> tensor<2xi32>
+  mithril.output %0 : tensor<2xi32>
+}
+
+// -----
+
+mithril.model @random_dynamic(data %k: tensor<i64>) -> (z: tensor<?xf32>) {
+  // expected-error @+2 {{'mithril.random_normal' needs a static, non-negative shape, got ?}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.random_normal %k {shape = array<i64: -9223372036854775808>, element_type = f32} : (tensor<i64>) -> tensor<?xf32>
+  mithril.output %0 : tensor<?xf32>
+}

@@ -219,6 +219,13 @@ mithril.model @robust(data %x: tensor<4x3xf64>, data %e: tensor<3xf64>, data %i:
 // CHECK-NEXT: %{{[0-9]+}} = shift_right %i, %i : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
 // CHECK-NEXT: %{{[0-9]+}} = reverse %x {axes = array<i64: 1>} : (tensor<4x3xf64>) -> tensor<4x3xf64>
 
+// CHECK-LABEL: mithril.model @random
+// CHECK-NEXT: %{{[0-9]+}} = random_normal %k {element_type = bf16, shape = array<i64: 2, 3>} : (tensor<i64>) -> tensor<2x3xbf16>
+mithril.model @random(data %k: tensor<i64>) -> (z: tensor<2x3xbf16>) {
+  %0 = mithril.random_normal %k {shape = array<i64: 2, 3>, element_type = bf16} : (tensor<i64>) -> tensor<2x3xbf16>
+  mithril.output %0 : tensor<2x3xbf16>
+}
+
 // CHECK-LABEL: mithril.model @collectives
 // CHECK-NEXT: %{{[0-9]+}} = all_reduce %g : (tensor<4x3xf32>) -> tensor<4x3xf32>
 mithril.model @collectives(data %g: tensor<4x3xf32>) -> (s: tensor<4x3xf32>) {

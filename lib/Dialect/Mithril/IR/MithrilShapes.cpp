@@ -591,6 +591,19 @@ LogicalResult BroadcastToOp::inferReturnTypes(MLIRContext *, std::optional<Locat
   return success();
 }
 
+LogicalResult RandomNormalOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                               Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  ArrayRef<int64_t> shape = adaptor.getShape();
+  if (llvm::any_of(shape, [](int64_t d) { return d < 0; }))
+    return fail(loc, "'mithril.random_normal' needs a static, non-negative shape, got ",
+                formatShape(shape));
+  Type et = adaptor.getElementType();
+  if (!isa<FloatType>(et))
+    return fail(loc, "'mithril.random_normal' draws floats, not ", et);
+  types.push_back(RankedTensorType::get(shape, et));
+  return success();
+}
+
 /// Length of the Python slice start:stop:step over a dimension of size `dim`.
 static int64_t sliceLength(int64_t dim, int64_t start, int64_t stop, int64_t step) {
   auto clamp = [&](int64_t i) {

@@ -710,6 +710,25 @@ def Mithril_CastOp : Mithril_TensorOp<"cast",
   let results = (outs AnyRankedTensor:$result);
   let hasFolder = 1;
 }
+def Mithril_RandomNormalOp : Mithril_TensorOp<"random_normal", [Mithril_ZeroGradient]> {
+  let summary = "Standard normal samples of `shape`, a function of an integer key";
+  let description = [{
+    Element `i` (in row-major order) of the result is a standard normal sample
+    drawn from the 64-bit key alone: the splitmix64 stream seeded by the key
+    gives the two uniforms at positions `2i` and `2i + 1`, and the Box-Muller
+    transform makes them normal (computed in f64, rounded once to the result's
+    type). The same key gives the same samples on every target and at every
+    call; it is a pure function, so it has no gradient.
+
+    ```mlir
+    %z = mithril.random_normal %key {shape = array<i64: 2, 3>, element_type = f32}
+        : (tensor<i64>) -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[I64]>:$key, DenseI64ArrayAttr:$shape,
+                       TypeAttr:$element_type);
+  let results = (outs RankedTensorOf<[AnyFloat]>:$result);
+}
 def Mithril_ShapeOp : Mithril_TensorOp<"shape", [Mithril_DataMovement, Mithril_BatchParallel]> {
   let summary = "The shape of a tensor as a 1-D i64 tensor";
   let arguments = (ins AnyRankedTensor:$input);

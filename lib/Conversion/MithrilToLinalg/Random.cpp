@@ -1,0 +1,103 @@
+//===- Random.cpp - random samples to linalg ------------------------------===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+//
+// random_normal is counter-based: every element is computed from the key and
+// its own index, so the samples are the same whatever the schedule, vector
+// width or thread count, and the op needs no state.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Utils.h"
+
+#include "mithril/Dialect/Mithril/IR/MithrilOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+using namespace mithril;
+using namespace mithril::linalg_lowering;
+
+namespace {
+
+Value i64Constant(OpBuilder &b, Location loc, uint64_t value) {
+  return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(static_cast<int64_t>(value)));
+}
+
+/// splitmix64's output function: a bijective mix of all 64 bits.
+Value mix64(OpBuilder &b, Location loc, Value z) {
+  auto xorShift = [&](Value v, uint64_t shift) {
+    return arith::XOrIOp::create(b, loc, v,
+                                 arith::ShRUIOp::create(b, loc, v, i64Constant(b, loc, shift)));
+  };
+  z = arith::MulIOp::create(b, loc, xorShift(z, 30), i64Constant(b, loc, 0xbf58476d1ce4e5b9ULL));
+  z = arith::MulIOp::create(b, loc, xorShift(z, 27), i64Constant(b, loc, 0x94d049bb133111ebULL));
+  return xorShift(z, 31);
+}
+
+constexpr uint64_t kGamma = 0x9e3779b97f4a7c15ULL; // splitmix64's increment
+
+/// The uniform in [0, 1) (or (0, 1] with `open`) of the top 53 bits of the
+/// stream `seed` at `position`.
+Value uniformAt(OpBuilder &b, Location loc, Value seed, Value position, bool open) {
+  Value state = arith::AddIOp::create(
+      b, loc, seed,
+      arith::MulIOp::create(b, loc, arith::AddIOp::create(b, loc, position, i64Constant(b, loc, 1)),
+                            i64Constant(b, loc, kGamma)));
+  Value bits = arith::ShRUIOp::create(b, loc, mix64(b, loc, state), i64Constant(b, loc, 11));
+  Value u = arith::UIToFPOp::create(b, loc, b.getF64Type(), bits);
+  if (open) // no zero: its logarithm is taken
+    u = arith::AddFOp::create(b, loc, u, arith::ConstantOp::create(b, loc, b.getF64FloatAttr(1.0)));
+  return arith::MulFOp::create(b, loc, u,
+                               arith::ConstantOp::create(b, loc, b.getF64FloatAttr(0x1p-53)));
+}
+
+struct RandomNormalPattern : OpRewritePattern<RandomNormalOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(RandomNormalOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    // The key, mixed once: nearby keys give unrelated streams.
+    Value key = tensor::ExtractOp::create(rewriter, loc, op.getKey(), ValueRange{});
+    Value seed = mix64(rewriter, loc, key);
+    ArrayRef<int64_t> shape = type.getShape();
+    auto sample = [&](OpBuilder &b, Location l) -> Value {
+      // The row-major position of the element.
+      Value linear = i64Constant(b, l, 0);
+      for (int64_t d = 0, rank = type.getRank(); d < rank; ++d) {
+        Value index =
+            arith::IndexCastOp::create(b, l, b.getI64Type(), linalg::IndexOp::create(b, l, d));
+        linear = arith::AddIOp::create(
+            b, l, arith::MulIOp::create(b, l, linear, i64Constant(b, l, shape[d])), index);
+      }
+      Value first = arith::MulIOp::create(b, l, linear, i64Constant(b, l, 2));
+      Value second = arith::AddIOp::create(b, l, first, i64Constant(b, l, 1));
+      Value u1 = uniformAt(b, l, seed, first, /*open=*/true);
+      Value u2 = uniformAt(b, l, seed, second, /*open=*/false);
+      // Box-Muller: sqrt(-2 ln u1) cos(2 pi u2).
+      Value radius = math::SqrtOp::create(
+          b, l,
+          arith::MulFOp::create(b, l, arith::ConstantOp::create(b, l, b.getF64FloatAttr(-2.0)),
+                                math::LogOp::create(b, l, u1)));
+      Value angle = arith::MulFOp::create(
+          b, l, arith::ConstantOp::create(b, l, b.getF64FloatAttr(6.283185307179586477)), u2);
+      Value z = arith::MulFOp::create(b, l, radius, math::CosOp::create(b, l, angle));
+      Type et = type.getElementType();
+      return et.isF64() ? z : arith::TruncFOp::create(b, l, et, z).getResult();
+    };
+    rewriter.replaceOp(op, generateElements(rewriter, loc, type, Value(), sample));
+    return success();
+  }
+};
+
+} // namespace
+
+void linalg_lowering::populateRandomPatterns(RewritePatternSet &patterns) {
+  patterns.add<RandomNormalPattern>(patterns.getContext());
+}
