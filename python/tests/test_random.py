@@ -11,7 +11,7 @@ import pytest
 
 import mithril as ml
 from mithril.errors import MithrilError
-from mithril.models import Add, Model, Randn, RandInt
+from mithril.models import Add, Model, PrimitiveRandInt, PrimitiveRandn, Randn, RandInt
 
 
 def draw(shape, dtype=ml.float32, key=None):
@@ -88,10 +88,44 @@ def test_bad_arguments_are_errors():
         Randn(shape=(2,), key=1.5)
     with pytest.raises(ValueError, match="Randn's dtype must be"):
         Randn(shape=(2,), dtype=ml.int32)
-    with pytest.raises(MithrilError, match="RandInt is not available"):
-        RandInt(shape=(2,), low=0, high=3)
+    with pytest.raises(MithrilError, match="RandInt: low must be an int"):
+        RandInt(shape=(2,), low=0.5, high=3)
+    model = Model()
+    model |= RandInt(shape=(2,), low=3, high=3)(output="output")
+    with pytest.raises(MithrilError, match="RandInt needs low < high, got low=3, high=3"):
+        ml.compile(model, ml.MlirBackend(), inference=True)
     model = Model()
     model |= Randn()(shape=ml.IOKey("x").shape, output="output")
     with pytest.raises(MithrilError, match="must be known at compile time"):
         pm = ml.compile(model, ml.MlirBackend(), shapes={"x": [None, 3]}, inference=True)
         pm.evaluate({}, {"x": np.ones((2, 3), np.float32)})
+
+
+def test_randint_is_uniform_over_low_to_high():
+    model = Model()
+    model |= RandInt(shape=(700, 100), low=-3, high=4)(output="output", new_key="new_key")
+    out = ml.compile(model, ml.MlirBackend(), inference=True).evaluate({}, {})
+    r = out["output"]
+    assert r.dtype == np.int32 and r.shape == (700, 100)  # float32 backend: int32
+    assert r.min() == -3 and r.max() == 3 and int(out["new_key"]) == 43
+    share = np.bincount(r.reshape(-1) + 3, minlength=7) / r.size
+    np.testing.assert_allclose(share, 1 / 7, atol=6 * math.sqrt((1 / 7) * (6 / 7) / r.size))
+
+
+def test_randint_bounds_and_key_as_inputs_and_the_primitive_names():
+    model = Model()
+    model |= PrimitiveRandInt(shape=(4, 5), dtype=ml.int64)(low="low", high="high", key="key",
+                                                            output="output")
+    pm = ml.compile(model, ml.MlirBackend(), inference=True)
+    assert sorted(pm.input_keys) == ["high", "key", "low"]
+    given = {"low": np.array(10), "high": np.array(12), "key": np.array(1)}
+    r = pm.evaluate({}, given)["output"]
+    assert r.dtype == np.int64 and set(np.unique(r)) <= {10, 11}
+    np.testing.assert_array_equal(r, pm.evaluate({}, given)["output"])
+    np.testing.assert_array_equal(draw((3, 2), key=9)[0], draw_primitive((3, 2), key=9))
+
+
+def draw_primitive(shape, key):
+    model = Model()
+    model |= PrimitiveRandn(shape=shape, key=key)(output="output")
+    return ml.compile(model, ml.MlirBackend(), inference=True).evaluate({}, {})["output"]

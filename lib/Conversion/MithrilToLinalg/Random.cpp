@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// random_normal is counter-based: every element is computed from the key and
+// random_normal and random_uniform are counter-based: every element is computed from the key and
 // its own index, so the samples are the same whatever the schedule, vector
 // width or thread count, and the op needs no state.
 //
@@ -58,25 +58,46 @@ Value uniformAt(OpBuilder &b, Location loc, Value seed, Value position, bool ope
                                arith::ConstantOp::create(b, loc, b.getF64FloatAttr(0x1p-53)));
 }
 
+/// The row-major position of the element a linalg.generic over a static
+/// `shape` computes.
+Value linearPosition(OpBuilder &b, Location loc, ArrayRef<int64_t> shape) {
+  Value linear = i64Constant(b, loc, 0);
+  for (int64_t d = 0, rank = shape.size(); d < rank; ++d) {
+    Value index =
+        arith::IndexCastOp::create(b, loc, b.getI64Type(), linalg::IndexOp::create(b, loc, d));
+    linear = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, linear, i64Constant(b, loc, shape[d])), index);
+  }
+  return linear;
+}
+
+Value roundTo(OpBuilder &b, Location loc, Type et, Value f64Value) {
+  return et.isF64() ? f64Value : arith::TruncFOp::create(b, loc, et, f64Value).getResult();
+}
+
+/// Replaces a random op by the elements `sample` computes from the seed (the
+/// key, mixed once: nearby keys give unrelated streams) and the element's
+/// position.
+template <typename OpT>
+LogicalResult generateSamples(OpT op, PatternRewriter &rewriter,
+                              function_ref<Value(OpBuilder &, Location, Value, Value)> sample) {
+  Location loc = op.getLoc();
+  RankedTensorType type = op.getType();
+  Value key = tensor::ExtractOp::create(rewriter, loc, op.getKey(), ValueRange{});
+  Value seed = mix64(rewriter, loc, key);
+  auto element = [&](OpBuilder &b, Location l) -> Value {
+    Value z = sample(b, l, seed, linearPosition(b, l, type.getShape()));
+    return roundTo(b, l, type.getElementType(), z);
+  };
+  rewriter.replaceOp(op, generateElements(rewriter, loc, type, Value(), element));
+  return success();
+}
+
 struct RandomNormalPattern : OpRewritePattern<RandomNormalOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(RandomNormalOp op, PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    RankedTensorType type = op.getType();
-    // The key, mixed once: nearby keys give unrelated streams.
-    Value key = tensor::ExtractOp::create(rewriter, loc, op.getKey(), ValueRange{});
-    Value seed = mix64(rewriter, loc, key);
-    ArrayRef<int64_t> shape = type.getShape();
-    auto sample = [&](OpBuilder &b, Location l) -> Value {
-      // The row-major position of the element.
-      Value linear = i64Constant(b, l, 0);
-      for (int64_t d = 0, rank = type.getRank(); d < rank; ++d) {
-        Value index =
-            arith::IndexCastOp::create(b, l, b.getI64Type(), linalg::IndexOp::create(b, l, d));
-        linear = arith::AddIOp::create(
-            b, l, arith::MulIOp::create(b, l, linear, i64Constant(b, l, shape[d])), index);
-      }
-      Value first = arith::MulIOp::create(b, l, linear, i64Constant(b, l, 2));
+    return generateSamples(op, rewriter, [](OpBuilder &b, Location l, Value seed, Value position) {
+      Value first = arith::MulIOp::create(b, l, position, i64Constant(b, l, 2));
       Value second = arith::AddIOp::create(b, l, first, i64Constant(b, l, 1));
       Value u1 = uniformAt(b, l, seed, first, /*open=*/true);
       Value u2 = uniformAt(b, l, seed, second, /*open=*/false);
@@ -87,17 +108,22 @@ struct RandomNormalPattern : OpRewritePattern<RandomNormalOp> {
                                 math::LogOp::create(b, l, u1)));
       Value angle = arith::MulFOp::create(
           b, l, arith::ConstantOp::create(b, l, b.getF64FloatAttr(6.283185307179586477)), u2);
-      Value z = arith::MulFOp::create(b, l, radius, math::CosOp::create(b, l, angle));
-      Type et = type.getElementType();
-      return et.isF64() ? z : arith::TruncFOp::create(b, l, et, z).getResult();
-    };
-    rewriter.replaceOp(op, generateElements(rewriter, loc, type, Value(), sample));
-    return success();
+      return arith::MulFOp::create(b, l, radius, math::CosOp::create(b, l, angle)).getResult();
+    });
+  }
+};
+
+struct RandomUniformPattern : OpRewritePattern<RandomUniformOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(RandomUniformOp op, PatternRewriter &rewriter) const override {
+    return generateSamples(op, rewriter, [](OpBuilder &b, Location l, Value seed, Value position) {
+      return uniformAt(b, l, seed, position, /*open=*/false);
+    });
   }
 };
 
 } // namespace
 
 void linalg_lowering::populateRandomPatterns(RewritePatternSet &patterns) {
-  patterns.add<RandomNormalPattern>(patterns.getContext());
+  patterns.add<RandomNormalPattern, RandomUniformPattern>(patterns.getContext());
 }

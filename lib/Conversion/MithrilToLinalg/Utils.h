@@ -162,7 +162,7 @@ void populatePoolingPatterns(mlir::RewritePatternSet &patterns);
 /// eye_like and tril (DataMovement.cpp).
 void populateDataMovementPatterns(mlir::RewritePatternSet &patterns);
 
-/// random_normal (Random.cpp).
+/// random_normal and random_uniform (Random.cpp).
 void populateRandomPatterns(mlir::RewritePatternSet &patterns);
 
 /// embedding (and its gradient) and one_hot (Indexing.cpp). With

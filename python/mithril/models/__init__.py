@@ -20,7 +20,8 @@ from .parity import (Cholesky, Eigvalsh, GaussProcessRegressionCore, GPRAlpha, G
                      TransposedDiagonal)
 # The original's models its example programs use (python/tests/original_examples).
 from .sequence import EncoderDecoderInference, OneToManyInference
-from .scalars import Arange, Item, RandInt, Randn, Size, ToTensor
+from .scalars import (Arange, Item, PrimitiveRandInt, PrimitiveRandn, RandInt, Randn, Size,
+                      ToTensor)
 from .lists import Indexer, Split, ToList, ToTuple
 # The original's positional connect() orders of the models defined in parity.
 GroupNorm._connect_order = ("input", "output")

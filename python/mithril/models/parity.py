@@ -53,6 +53,7 @@ import numbers
 
 import numpy as np
 
+from .. import static
 from ..errors import MithrilError
 from ..framework import Connection, IOKey, Model, Primitive, _fresh_copy
 from ._compose import Composer
@@ -443,7 +444,7 @@ class Floor(Primitive):
     def emit(self, builder, operands, path, float_dtype="float32"):
         x = operands["input"]
         _, dtype = builder.type_of(x)
-        if dtype in ("int32", "int64"):
+        if static.is_integer_type(dtype):
             return {"output": x}
         one = builder.add_constant(np.array(1.0, dtype=dtype), path + "_one")
         floored = _op(builder, "floor_divide", [x, one], {}, path)

@@ -290,91 +290,164 @@ class Arange(Primitive):
 
 
 
-class Randn(Primitive):
-    """The original's Randn(shape, key, dtype=None): standard normal samples
-    of `shape`, drawn by the dialect's random_normal from the int64 `key`
-    (the same key, the same samples, on every target), and `new_key`, the key
-    for the next draw (key + 1).
+class _Random(Primitive):
+    """Samples of `shape` drawn inside the compiled model from the int64
+    `key` (the dialect's counter-based random ops: the same key, the same
+    samples, on every target), and `new_key` (key + 1) for the next draw.
 
     `shape` must be known when the model is compiled: ints, a tuple, or sizes
-    of shapes (`x.shape`). The samples have the backend's float type unless
-    `dtype` says. Without a key (the original's default) the key is 42, the
-    original's initial state, at every call; connect `key` to an input (or
-    give an int) to draw other samples. The original keeps that key as a
-    state that `evaluate(..., state=...)` advances; here a caller advances it
-    by feeding `new_key` back."""
+    of shapes (`x.shape`). Without a key (the original's default) the key is
+    42, the original's initial state, at every call; connect `key` to an
+    input (or give an int) to draw other samples. The original keeps that key
+    as a state that `evaluate(..., state=...)` advances; here a caller
+    advances it by feeding `new_key` back."""
     outputs = ("output", "new_key")
+    _bounds: tuple = ()  # further value terminals (RandInt's low and high)
 
-    def __init__(self, shape=TBD, key=TBD, dtype=None, name=None) -> None:
+    def __init__(self, shape, key, dtype, allowed: tuple, name=None, **bounds) -> None:
         from .primitives import _static_shape
-        fixed, later = _static_shape("Randn", shape)
-        self.inputs = ("key",) if fixed is not None else ("shape", "key")
+        owner = type(self).__name__
+        fixed, later = _static_shape(owner, shape)
+        self.inputs = (("shape",) if fixed is None else ()) + ("key",) + self._bounds
         super().__init__(name)
         # An int64 scalar, whether given or connected (an input it feeds is one).
         self._specs["key"] = TerminalSpec(shape=(), dtype="int64")
         self._fixed, self._later = fixed, later
         if fixed is not None and any(d < 0 for d in fixed):
-            raise MithrilError(f"Randn: shape must be non-negative sizes, got {shape!r}")
+            raise MithrilError(f"{owner}: shape must be non-negative sizes, got {shape!r}")
         if dtype is not None:
-            from ..types import FLOATS, dtype_name_among
-            dtype = dtype_name_among(dtype, FLOATS, "Randn's dtype")
+            from ..types import dtype_name_among
+            dtype = dtype_name_among(dtype, allowed, f"{owner}'s dtype")
         self.dtype = dtype
         if key is TBD or key is None:
             key = 42
         elif isinstance(key, bool) or not isinstance(key, numbers.Integral):
-            raise MithrilError(f"Randn: key must be an int (or a connection), got {key!r}")
+            raise MithrilError(f"{owner}: key must be an int (or a connection), got {key!r}")
         self._set_terminal_value("key", np.array(int(key), dtype=np.int64))
+        for name_, value in bounds.items():
+            if value is TBD or value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise MithrilError(f"{owner}: {name_} must be an int (or a connection), got "
+                                   f"{value!r}")
+            self._set_terminal_value(name_, np.array(int(value), dtype=np.int64))
 
     def connect(self, *args, **connections):
         if self._later is not None:
             connections.setdefault("shape", self._later)
-        if "key" in connections:
-            # A connected key replaces the default one.
-            self.terminal_values.pop("key", None)
+        for key in ("key",) + self._bounds:
+            if key in connections:
+                # A connected value replaces the one given when built.
+                self.terminal_values.pop(key, None)
         return super().connect(*args, **connections)
 
     __call__ = connect
 
-    def emit(self, builder, operands, path, float_dtype="float32"):
+    def _shape(self, builder, operands, path) -> list:
+        owner = type(self).__name__
         if self._fixed is not None:
-            shape = list(self._fixed)
-        else:
-            if "shape" not in operands:
-                raise MithrilError(f"{path}: Randn needs a shape: give shape= when it is built "
-                                   "or connect its shape terminal")
-            shape = static.python_value(builder, operands["shape"], "Randn's shape", path)
-            shape = [shape] if isinstance(shape, (int, np.integer)) else list(shape)
-            if any(d is None or int(d) < 0 for d in shape):
-                raise MithrilError(f"{path}: Randn needs every size of its shape known at "
-                                   f"compile time, got {_show(shape)}")
-        key = operands["key"]
-        key_shape, key_type = builder.type_of(key)
-        if list(key_shape) not in ([], [1]):
-            raise MithrilError(f"{path}: Randn's key must be one integer, got a tensor of "
-                               f"shape {_show(list(key_shape))}")
-        if not static.is_integer_type(key_type):
-            raise MithrilError(f"{path}: Randn's key must be an integer, got {key_type}")
-        if key_shape:
-            key = builder.add_op("reshape", [key], {"shape": []}, path)[0]
-        if key_type != "int64":
-            key = builder.add_op("cast", [key], {"element_type": "int64"}, path)[0]
-        samples = builder.add_op("random_normal", [key],
-                                 {"shape": [int(d) for d in shape],
-                                  "element_type": self.dtype or float_dtype}, path)[0]
+            return list(self._fixed)
+        if "shape" not in operands:
+            raise MithrilError(f"{path}: {owner} needs a shape: give shape= when it is built or "
+                               "connect its shape terminal")
+        shape = static.python_value(builder, operands["shape"], f"{owner}'s shape", path)
+        shape = [shape] if isinstance(shape, (int, np.integer)) else list(shape)
+        if any(d is None or int(d) < 0 for d in shape):
+            raise MithrilError(f"{path}: {owner} needs every size of its shape known at compile "
+                               f"time, got {_show(shape)}")
+        return [int(d) for d in shape]
+
+    def _integer_scalar(self, builder, operands, terminal, path) -> int:
+        """The terminal's value as an int64 scalar tensor."""
+        owner = type(self).__name__
+        value = operands[terminal]
+        value_shape, value_type = builder.type_of(value)
+        if list(value_shape) not in ([], [1]):
+            raise MithrilError(f"{path}: {owner}'s {terminal} must be one integer, got a tensor "
+                               f"of shape {_show(list(value_shape))}")
+        if not static.is_integer_type(value_type):
+            raise MithrilError(f"{path}: {owner}'s {terminal} must be an integer, got "
+                               f"{value_type}")
+        if value_shape:
+            value = builder.add_op("reshape", [value], {"shape": []}, path)[0]
+        if value_type != "int64":
+            value = builder.add_op("cast", [value], {"element_type": "int64"}, path)[0]
+        return value
+
+    def emit(self, builder, operands, path, float_dtype="float32"):
+        shape = self._shape(builder, operands, path)
+        key = self._integer_scalar(builder, operands, "key", path)
+        samples = self._samples(builder, operands, key, shape, path, float_dtype)
         one = builder.add_constant(np.array(1, dtype=np.int64), path)
-        new_key = builder.add_op("add", [key, one], {}, path)[0]
-        return {"output": samples, "new_key": new_key}
+        return {"output": samples, "new_key": builder.add_op("add", [key, one], {}, path)[0]}
 
 
-class RandInt(Primitive):
-    """The original's RandInt(shape, key, low, high, dtype=None): not
-    available yet (the dialect draws normal samples, Randn, only).
-    Constructing one says so."""
+class Randn(_Random):
+    """The original's Randn(shape, key, dtype=None): standard normal samples
+    (the dialect's random_normal) of the backend's float type unless `dtype`
+    says; see _Random for the key."""
+    __doc__ += _Random.__doc__
+
+    def __init__(self, shape=TBD, key=TBD, dtype=None, name=None) -> None:
+        from ..types import FLOATS
+        super().__init__(shape, key, dtype, FLOATS, name)
+
+    def _samples(self, builder, operands, key, shape, path, float_dtype):
+        return builder.add_op("random_normal", [key],
+                              {"shape": shape, "element_type": self.dtype or float_dtype},
+                              path)[0]
+
+
+class RandInt(_Random):
+    """The original's RandInt(shape, key, low, high, dtype=None): integers
+    uniform in [low, high) (from the dialect's random_uniform), of the
+    backend's integer precision (int32 for a float32 backend, int64 for
+    float64) unless `dtype` says; see _Random for the key."""
+    __doc__ += _Random.__doc__
+    _bounds = ("low", "high")
 
     def __init__(self, shape=TBD, key=TBD, low=TBD, high=TBD, dtype=None, name=None) -> None:
-        raise MithrilError("RandInt is not available: the mithril dialect draws normal samples "
-                           "(Randn) but not uniform integers yet (draw them outside and pass "
-                           "them as data)")
+        super().__init__(shape, key, dtype, ("int8", "int16", "int32", "int64"), name,
+                         low=low, high=high)
+        for bound in self._bounds:
+            self._specs[bound] = TerminalSpec(shape=(), dtype="int64")
+
+    def _samples(self, builder, operands, key, shape, path, float_dtype):
+        for bound in self._bounds:
+            if bound not in operands:
+                raise MithrilError(f"{path}: RandInt needs {bound}: give it when it is built or "
+                                   "connect it")
+        if all(static.known(builder, operands[b]) for b in self._bounds):
+            lo, hi = (int(np.asarray(static.python_value(builder, operands[b], b, path)))
+                      for b in self._bounds)
+            if hi <= lo:
+                raise MithrilError(f"{path}: RandInt needs low < high, got low={lo}, high={hi}")
+        low = self._integer_scalar(builder, operands, "low", path)
+        high = self._integer_scalar(builder, operands, "high", path)
+
+        def op(name, operands_, attrs=None):
+            return builder.add_op(name, operands_, attrs or {}, path)[0]
+
+        # floor(u * (high - low)) + low, the floor below high - 1 (u * n may
+        # round up to n).
+        u = op("random_uniform", [key], {"shape": shape, "element_type": "float64"})
+        count = op("subtract", [high, low])
+        scaled = op("multiply", [u, op("cast", [count], {"element_type": "float64"})])
+        offset = op("cast", [scaled], {"element_type": "int64"})
+        one = builder.add_constant(np.array(1, dtype=np.int64), path)
+        offset = op("minimum", [offset, op("subtract", [count, one])])
+        values = op("add", [offset, low])
+        dtype = self.dtype or _int_like(float_dtype)
+        return values if dtype == "int64" else op("cast", [values], {"element_type": dtype})
+
+
+class PrimitiveRandn(Randn):
+    """The original's PrimitiveRandn(shape, key, dtype=None): Randn."""
+
+
+class PrimitiveRandInt(RandInt):
+    """The original's PrimitiveRandInt(shape, key, low, high, dtype=None):
+    RandInt."""
 
 
 class ShapeCheck(Primitive):

@@ -283,3 +283,20 @@ mithril.model @RandomNormal(data %k: tensor<i64>) -> (z: tensor<2x3xf32>) {
   %0 = mithril.random_normal %k {shape = array<i64: 2, 3>, element_type = f32} : (tensor<i64>) -> tensor<2x3xf32>
   mithril.output %0 : tensor<2x3xf32>
 }
+
+// -----
+
+// random_uniform: the top 53 bits of the stream at the element's position,
+// times 2^-53.
+// CHECK-LABEL: func.func @RandomUniform(
+// CHECK: tensor.extract %arg0[]
+// CHECK: linalg.generic {{.*}} outs(%{{.+}} : tensor<5xf64>)
+// CHECK: linalg.index 0
+// CHECK: arith.shrui
+// CHECK: arith.uitofp %{{.+}} : i64 to f64
+// CHECK: arith.mulf %{{.+}}, %cst{{.*}} : f64
+// CHECK-NOT: math.log
+mithril.model @RandomUniform(data %k: tensor<i64>) -> (u: tensor<5xf64>) {
+  %0 = mithril.random_uniform %k {shape = array<i64: 5>, element_type = f64} : (tensor<i64>) -> tensor<5xf64>
+  mithril.output %0 : tensor<5xf64>
+}

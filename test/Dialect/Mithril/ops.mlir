@@ -221,9 +221,11 @@ mithril.model @robust(data %x: tensor<4x3xf64>, data %e: tensor<3xf64>, data %i:
 
 // CHECK-LABEL: mithril.model @random
 // CHECK-NEXT: %{{[0-9]+}} = random_normal %k {element_type = bf16, shape = array<i64: 2, 3>} : (tensor<i64>) -> tensor<2x3xbf16>
-mithril.model @random(data %k: tensor<i64>) -> (z: tensor<2x3xbf16>) {
+// CHECK-NEXT: %{{[0-9]+}} = random_uniform %k {element_type = f64, shape = array<i64: 4>} : (tensor<i64>) -> tensor<4xf64>
+mithril.model @random(data %k: tensor<i64>) -> (z: tensor<2x3xbf16>, u: tensor<4xf64>) {
   %0 = mithril.random_normal %k {shape = array<i64: 2, 3>, element_type = bf16} : (tensor<i64>) -> tensor<2x3xbf16>
-  mithril.output %0 : tensor<2x3xbf16>
+  %1 = mithril.random_uniform %k {shape = array<i64: 4>, element_type = f64} : (tensor<i64>) -> tensor<4xf64>
+  mithril.output %0, %1 : tensor<2x3xbf16>, tensor<4xf64>
 }
 
 // CHECK-LABEL: mithril.model @collectives

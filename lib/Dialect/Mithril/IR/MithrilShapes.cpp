@@ -591,17 +591,28 @@ LogicalResult BroadcastToOp::inferReturnTypes(MLIRContext *, std::optional<Locat
   return success();
 }
 
-LogicalResult RandomNormalOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                                               Adaptor adaptor, SmallVectorImpl<Type> &types) {
-  ArrayRef<int64_t> shape = adaptor.getShape();
+/// The result type of a random op: `shape` (static) of `et` (a float).
+static LogicalResult inferRandomType(std::optional<Location> loc, StringRef op,
+                                     ArrayRef<int64_t> shape, Type et,
+                                     SmallVectorImpl<Type> &types) {
   if (llvm::any_of(shape, [](int64_t d) { return d < 0; }))
-    return fail(loc, "'mithril.random_normal' needs a static, non-negative shape, got ",
-                formatShape(shape));
-  Type et = adaptor.getElementType();
+    return fail(loc, "'", op, "' needs a static, non-negative shape, got ", formatShape(shape));
   if (!isa<FloatType>(et))
-    return fail(loc, "'mithril.random_normal' draws floats, not ", et);
+    return fail(loc, "'", op, "' draws floats, not ", et);
   types.push_back(RankedTensorType::get(shape, et));
   return success();
+}
+
+LogicalResult RandomNormalOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                               Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  return inferRandomType(loc, getOperationName(), adaptor.getShape(), adaptor.getElementType(),
+                         types);
+}
+
+LogicalResult RandomUniformOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  return inferRandomType(loc, getOperationName(), adaptor.getShape(), adaptor.getElementType(),
+                         types);
 }
 
 /// Length of the Python slice start:stop:step over a dimension of size `dim`.

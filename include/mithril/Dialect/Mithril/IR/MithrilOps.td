@@ -729,6 +729,18 @@ def Mithril_RandomNormalOp : Mithril_TensorOp<"random_normal", [Mithril_ZeroGrad
                        TypeAttr:$element_type);
   let results = (outs RankedTensorOf<[AnyFloat]>:$result);
 }
+def Mithril_RandomUniformOp : Mithril_TensorOp<"random_uniform", [Mithril_ZeroGradient]> {
+  let summary = "Uniform samples in [0, 1) of `shape`, a function of an integer key";
+  let description = [{
+    Element `i` (in row-major order) is the top 53 bits of the splitmix64
+    stream seeded by the key at position `i`, times 2^-53 (computed in f64,
+    rounded once to the result's type, so a narrow type may round up to 1).
+    As `random_normal`, the same key gives the same samples everywhere.
+  }];
+  let arguments = (ins 0DTensorOf<[I64]>:$key, DenseI64ArrayAttr:$shape,
+                       TypeAttr:$element_type);
+  let results = (outs RankedTensorOf<[AnyFloat]>:$result);
+}
 def Mithril_ShapeOp : Mithril_TensorOp<"shape", [Mithril_DataMovement, Mithril_BatchParallel]> {
   let summary = "The shape of a tensor as a 1-D i64 tensor";
   let arguments = (ins AnyRankedTensor:$input);
