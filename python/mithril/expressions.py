@@ -209,6 +209,7 @@ class ExprOps:
     cos = _unary("Cosine")
     abs = _unary("Absolute")
     floor = _unary("Floor")
+    atleast_1d = _unary("AtLeast1D")
     sum = _reduction("Sum")
     mean = _reduction("Mean")
     max = _reduction("Max")

@@ -270,10 +270,9 @@ def test_positional_connect_of_group_norm_attention_and_convolution():
                                rtol=1e-10)
 
 
-def test_enforce_jit_is_accepted_and_randn_says_what_it_needs():
+def test_enforce_jit_is_accepted_and_randn_builds():
     Model(enforce_jit=False)
-    with pytest.raises(MithrilError, match="random-number op"):
-        Randn()
+    assert Randn().output_keys == ["output", "new_key"]  # test_random.py tests its samples
 
 
 def test_unused_parameters_are_not_parameters():

@@ -23,6 +23,7 @@ from .sequence import EncoderDecoderInference, OneToManyInference
 from .scalars import (Arange, Item, PrimitiveRandInt, PrimitiveRandn, RandInt, Randn, Size,
                       ToTensor)
 from .lists import Indexer, Split, ToList, ToTuple
+from .reference import *  # noqa: F401,F403  (the original's models added there)
 # The original's positional connect() orders of the models defined in parity.
 GroupNorm._connect_order = ("input", "output")
 ScaledDotProduct._connect_order = ("query", "key", "value", "dropout_p", "attn_mask",
@@ -42,6 +43,6 @@ __all__ = ["IOKey", "Model", "Tensor", "TBD", "Connection", "functional", "L1", 
            "SwapAxes", "Split", "Arange", "Eye", "Floor", "IsNan", "NanToNum", "Ones", "ZerosLike",
            "ManyToOne", "OneToMany", "EncoderDecoder", "Accuracy", "Precision", "Recall", "F1",
            "AUC", "Cholesky", "Eigvalsh", "GaussProcessRegressionCore", "GPRAlpha", "GPRLoss",
-           "GPRVOuter", "TransposedDiagonal"] + [
+           "GPRVOuter", "TransposedDiagonal"] + reference.__all__ + [
     k for k, v in _p.items() if isinstance(v, type) and not k.startswith("_")
     and k not in ("Primitive", "TerminalSpec")]
