@@ -673,6 +673,22 @@ PYBIND11_MODULE(_mithril, m) {
       py::arg("array"), py::arg("root") = 0, py::arg("group") = "world",
       "Rank root's array on every rank of group, in place");
   m.def(
+      "logical_inputs",
+      [](const std::string &source, const std::string &entry,
+         const std::vector<std::string> &shapes) {
+        auto inputs = mithril::runtime::logicalInputs(
+            source, makeOptions(entry, shapes, {}, "<model " + entry + ">"));
+        if (!inputs)
+          raise(llvm::toString(inputs.takeError()));
+        py::list l;
+        for (const TerminalInfo &t : *inputs)
+          l.append(terminalInfo(t));
+        return l;
+      },
+      py::arg("source"), py::arg("entry"), py::arg("shapes") = std::vector<std::string>{},
+      "The entry model's inputs after shape inference, without compiling it (None for "
+      "the sizes still unknown)");
+  m.def(
       "run_passes",
       [](const std::string &source, const std::string &pipeline, const std::string &name) {
         auto text = mithril::runtime::runPasses(source, pipeline, name);

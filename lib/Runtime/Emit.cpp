@@ -225,6 +225,32 @@ Expected<std::string> mithril::runtime::runPasses(StringRef source, StringRef pi
   return out;
 }
 
+Expected<std::vector<TerminalInfo>> mithril::runtime::logicalInputs(StringRef source,
+                                                                    const CompileOptions &options) {
+  auto ctx = createContext();
+  auto module = parseSource(*ctx, source, options.sourceName);
+  if (!module)
+    return module.takeError();
+  auto entry = findEntry(**module, options.entry);
+  if (!entry)
+    return entry.takeError();
+  CompileOptions opts = options;
+  opts.entry = entry->getSymName().str();
+  if (llvm::Error err = runPipeline(**module, opts, "autodiff"))
+    return std::move(err);
+  auto root = cast<ModelOp>(SymbolTable::lookupSymbolIn(**module, opts.entry));
+  std::vector<TerminalInfo> inputs;
+  for (unsigned i = 0, e = root.getNumInputs(); i < e; ++i) {
+    auto info = describeTerminal(opts.entry, root.getInputName(i),
+                                 root.getFunctionType().getInput(i), root.getInputKind(i), true,
+                                 /*allowDynamic=*/true);
+    if (!info)
+      return info.takeError();
+    inputs.push_back(*info);
+  }
+  return inputs;
+}
+
 Expected<std::string> mithril::runtime::emit(StringRef source, const CompileOptions &options,
                                              StringRef format, StringRef stopAfter) {
   if (options.target != "cpu" && options.target != "cuda")

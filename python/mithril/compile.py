@@ -15,7 +15,8 @@ from .deferred import DeferredPhysicalModel
 from .errors import KeyNotFoundError, MissingShapeError, MithrilError, ShapeError
 from .framework import BaseModel
 from .options import resolve as resolve_controls
-from .physical import PhysicalModel
+from . import _mithril
+from .physical import PhysicalModel, _shape_spec, _with_shape_tuples, random_parameters
 from .types import compiled_dtype_name, dtype_name_among
 
 
@@ -33,7 +34,8 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
             checkpoint_segments: int | None = None, memory_planning=None,
             memory_optimization: bool | None = None, custom_passes: Iterable | None = None,
             mixed_precision=None, calibration_data: Iterable | None = None,
-            _defer: bool = True, _outputs: list | None = None) -> PhysicalModel:
+            _defer: bool = True, _outputs: list | None = None,
+            _inputs_only: bool = False) -> PhysicalModel:
     """Compiles `model` for `backend`.
 
     shapes          input (or parameter) shapes; None marks a size left dynamic: the
@@ -57,7 +59,8 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
     file_path       by extension: .py a module that loads the compiled model (saved next
                     to it as NAME.mithril), .o a C-callable object file of the forward
                     model and .h its header (as mithril-run --emit=obj/h), any other
-                    name the logical model as mithril IR, for mithril-opt and mithril-run
+                    name the logical model as mithril IR, for mithril-opt and mithril-run;
+                    a model compiled at its first call (no shapes) writes it then
     jit             accepted for compatibility: the model is always compiled to native code
 
     Compilation controls (docs/compilation.md):
@@ -112,7 +115,8 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
     """
     # The arguments again, for a model whose shapes only its first call gives.
     call_kwargs = {k: v for k, v in locals().items()
-                   if k not in ("model", "backend", "file_path", "_defer", "_outputs")}
+                   if k not in ("model", "backend", "file_path", "_defer", "_outputs",
+                                "_inputs_only")}
     if not isinstance(backend, MlirBackend):
         raise TypeError(f"backend must be an ml.MlirBackend, got {type(backend).__name__}")
     if hasattr(model, "finalize"):
@@ -216,9 +220,10 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
     except MissingShapeError as e:
         # Nothing gives an input's shape: compiled at the first call, for
         # the shapes of its arrays (and again for new ones), as jax.jit does.
-        if file_path is not None or not _defer:
+        # file_path= is written then, when the shapes are known.
+        if not _defer:
             raise
-        return DeferredPhysicalModel(model, backend, call_kwargs, e)
+        return DeferredPhysicalModel(model, backend, call_kwargs, e, file_path=file_path)
     # A nested parameter fixed by constant_keys ('linear_0.weight') is
     # known once the model is emitted.
     unused = sorted(k for k in constants if "." in k and k not in emitter.used_constants)
@@ -229,6 +234,10 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
     source = emitter.module.text()
     # The compiled model has an input per element of a list: `name[i]`.
     shapes = _expand_lists(shapes, lists)
+    if _inputs_only:
+        # What shape inference knows of the inputs, without compiling.
+        return _with_shape_tuples(_mithril.logical_inputs(
+            source, entry, [_shape_spec(k, v) for k, v in shapes.items()]))
     doubled = None
     if doubled_shapes is not None:
         doubled_shapes = {k: v for k, v in doubled_shapes.items() if k not in constants}
@@ -361,7 +370,6 @@ evaluate = model.evaluate
 
 def _write_file(pm, path: str) -> None:
     import os
-    from . import _mithril
     kind = _file_kind(path)
     if kind == "py":
         saved = os.path.splitext(os.path.basename(path))[0] + ".mithril"

@@ -7,8 +7,10 @@
 compiled for ranks and sizes. It returns a DeferredPhysicalModel instead,
 which compiles at each call for the shapes of the arrays given (once per set
 of shapes, as jax.jit traces per shape), with the compile arguments given to
-ml.compile. Until the first call, what depends on shapes (parameters,
-terminal shapes) is a MithrilError that says so.
+ml.compile; a `file_path=` is written by each of those compiles. Until the
+first call, what depends on shapes (terminal shapes, summaries) is a
+MithrilError that says so; parameters are drawn before it where the graph
+gives their shapes.
 """
 
 from __future__ import annotations
@@ -21,8 +23,11 @@ from .errors import KeyNotFoundError, MissingShapeError, MithrilError
 
 
 class DeferredPhysicalModel:
-    def __init__(self, model, backend, compile_kwargs: dict, missing) -> None:
+    def __init__(self, model, backend, compile_kwargs: dict, missing,
+                 file_path=None) -> None:
         self.logical_model = model
+        # compile's file_path=, written by each compile (the last one's stays).
+        self.file_path = file_path
         self.backend = backend
         self.compile_args = dict(compile_kwargs)
         self.inference = bool(compile_kwargs.get("inference"))
@@ -61,6 +66,7 @@ class DeferredPhysicalModel:
                           for k, v in shapes.items()})
             try:
                 pm = compile_model(self.logical_model, self.backend, _defer=False,
+                                   file_path=self.file_path,
                                    **dict(self.compile_args, shapes=given))
             except MissingShapeError as e:
                 raise KeyNotFoundError(
@@ -112,10 +118,46 @@ class DeferredPhysicalModel:
             # need no input without a shape (its predictions, not a loss
             # reading a target), compiled for that alone.
             probe = self._probe()
-            if probe is None:
+            if probe is not None:
+                return probe.randomize_params(seed)
+            terminals = self._parameters_from_the_graph()
+            if terminals is None:
                 raise self._not_yet("randomize_params()")
-            return probe.randomize_params(seed)
+            from .physical import random_parameters
+            return random_parameters(terminals, seed)
         return self._last.randomize_params(seed)
+
+    def _parameters_from_the_graph(self) -> list | None:
+        """The input terminals when shape inference alone gives every
+        parameter its shape (torch-style layers that name their channels:
+        Conv2d(3, 64, 3), Linear(128, 10)): the model emitted with every input
+        without a shape given unknown sizes, a rank from 1 to 6 tried for
+        each, flattened and shape-inferred, not compiled. None if no rank
+        gives every parameter a shape."""
+        from .compile import compile as compile_model
+        args = dict(self.compile_args, inference=True, static_shapes=False)
+        args.pop("discard_keys", None)
+        given = dict(args.pop("shapes", None) or {})
+        for rank in range(1, 7):
+            unknown = {self._missing: [None] * rank}
+            while True:
+                try:
+                    terminals = compile_model(self.logical_model, self.backend, _defer=False,
+                                              _inputs_only=True, shapes={**given, **unknown},
+                                              **args)
+                except MissingShapeError as e:
+                    if e.terminal in unknown:
+                        break
+                    unknown[e.terminal] = [None] * rank
+                    continue
+                except MithrilError:
+                    break
+                params = [t for t in terminals if t["kind"] == "param"]
+                if params and all(None not in t["shape"] for t in params):
+                    self._param_names.update(t["name"] for t in params)
+                    return terminals
+                break
+        return None
 
     def _probe(self):
         from .compile import compile as compile_model
@@ -148,6 +190,10 @@ class DeferredPhysicalModel:
     def output_keys(self) -> list[str]:
         if self._last is not None:
             return self._last.output_keys
+        return self._kept_outputs()
+
+    def _kept_outputs(self) -> list[str]:
+        """The logical model's outputs (by its names) that are not discarded."""
         discard = set(self.compile_args.get("discard_keys") or ())
         return [k for k in self.logical_model.output_keys if k not in discard]
 
@@ -161,7 +207,7 @@ class DeferredPhysicalModel:
                    if k in set(self.compile_args.get("discard_keys") or ())]
         if not discard:
             return []
-        read = model.inputs_read_by(self.output_keys)
+        read = model.inputs_read_by(self._kept_outputs())
         return discard + [k for k in model.input_keys if k not in read]
 
     @property
@@ -174,7 +220,7 @@ class DeferredPhysicalModel:
         model, args = self.logical_model, self.compile_args
         constants = set(args.get("constant_keys") or ())
         data, trainable = set(args.get("data_keys") or ()), set(args.get("trainable_keys") or ())
-        read = model.inputs_read_by(self.output_keys)
+        read = model.inputs_read_by(self._kept_outputs())
         specs = model.input_specs
         return [k for k in model.input_keys
                 if k in read and k not in constants and k not in trainable
@@ -188,7 +234,7 @@ class DeferredPhysicalModel:
             return self._last.static_keys
         from .physical import constant_dependents
         constants = [k for k in (self.compile_args.get("constant_keys") or {}) if "." not in k]
-        fixed, held = constant_dependents(self.logical_model, constants, self.output_keys)
+        fixed, held = constant_dependents(self.logical_model, constants, self._kept_outputs())
         return sorted(set(self.data_keys) | fixed | held)
 
     def __getattr__(self, name: str):

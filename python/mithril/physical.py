@@ -41,6 +41,26 @@ def _with_shape_tuples(terminals: list) -> list:
     return terminals
 
 
+def random_parameters(terminals: list, seed: int | None = None) -> dict[str, np.ndarray]:
+    """Values of the "param" terminals (dicts with name, kind, shape, dtype),
+    uniform in +-1/sqrt(fan_in) as torch initializes Linear and convolution
+    layers."""
+    rng = np.random.default_rng(seed)
+    params = {}
+    for t in terminals:
+        if t["kind"] != "param":
+            continue
+        shape = tuple(t["shape"])
+        if None in shape:
+            raise MithrilError(f"parameter '{t['name']}' has shape {list(shape)}: give its "
+                               "size in shapes=... to randomize it")
+        fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else max(shape[0] if shape else 1, 1)
+        bound = 1.0 / np.sqrt(max(fan_in, 1))
+        values = rng.uniform(-bound, bound, shape)
+        params[t["name"]] = from_storage(to_storage(values, t["dtype"]), t["dtype"])
+    return params
+
+
 def constant_dependents(model, constants, outputs) -> tuple[set, set]:
     """What `constants` (top-level input names fixed at compile time) decide
     in `model`: the outputs among `outputs` that depend on constants alone
@@ -157,32 +177,24 @@ class PhysicalModel:
         model = getattr(self, "logical_model", None)
         constants = [k for k in (getattr(self, "compile_args", {}).get("constant_keys") or {})
                      if "." not in k]
-        fixed, held = (constant_dependents(model, constants, self.output_keys)
-                       if model is not None else (set(), set()))
+        if model is None:
+            return sorted(self.data_keys)
+        fixed, held = constant_dependents(model, constants, self.output_keys)
         return sorted(set(self.data_keys) | fixed | held)
 
     # Parameters ----------------------------------------------------------
     def randomize_params(self, seed: int | None = None) -> dict[str, np.ndarray]:
         """Trainable parameters, uniform in +-1/sqrt(fan_in) as torch initializes
         Linear and convolution layers."""
-        rng = np.random.default_rng(seed)
-        params = {}
+        terminals = []
         for t in self._inputs:
-            if t["kind"] != "param":
-                continue
-            shape = tuple(t["shape"])
             if self._dp is not None and t.get("tensor_split", -1) >= 0:
                 # The global parameter, whose slices the tensor group holds.
-                shape = tuple(d * self._dp.ranks.tensor_size if i == t["tensor_split"] else d
-                              for i, d in enumerate(shape))
-            if None in shape:
-                raise MithrilError(f"parameter '{t['name']}' has shape {list(shape)}: give its "
-                                   "size in shapes=... to randomize it")
-            fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else max(shape[0] if shape else 1, 1)
-            bound = 1.0 / np.sqrt(max(fan_in, 1))
-            values = rng.uniform(-bound, bound, shape)
-            params[t["name"]] = from_storage(to_storage(values, t["dtype"]), t["dtype"])
-        return params
+                t = dict(t, shape=tuple(d * self._dp.ranks.tensor_size
+                                        if i == t["tensor_split"] else d
+                                        for i, d in enumerate(t["shape"])))
+            terminals.append(t)
+        return random_parameters(terminals, seed)
 
     # Evaluation ----------------------------------------------------------
     def _arrays(self, terminals: list, given: Mapping, what: str) -> list[np.ndarray]:

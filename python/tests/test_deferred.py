@@ -72,3 +72,45 @@ def test_training_and_errors():
     assert not compiled._dynamic and compiled.get_shapes()["input"] == [4, 5]
     out = out["output"] if isinstance(out, dict) else out
     np.testing.assert_allclose(out, reference(static._call_params, xs))
+
+
+def channels_model():
+    """torch-style layers that name their channels: every parameter's shape
+    is known without the input's."""
+    from mithril.models.torch_layers import Conv2d, GlobalAvgPool2d
+    model = Model()
+    model |= Conv2d(3, 4, kernel_size=3)
+    model += Relu()
+    model += GlobalAvgPool2d()
+    model += Linear(4, 2)
+    return model
+
+
+def test_parameters_before_the_first_call_from_the_graph():
+    pm = ml.compile(channels_model(), ml.MlirBackend(dtype=ml.float64))
+    assert isinstance(pm, DeferredPhysicalModel)
+    params = pm.randomize_params(seed=1)
+    assert {k: v.shape for k, v in params.items()} == {
+        "conv2d_0.weight": (4, 3, 3, 3), "conv2d_0.bias": (4,),
+        "linear_0.weight": (2, 4), "linear_0.bias": (2,)}
+    x = np.random.default_rng(2).standard_normal((2, 3, 6, 6))
+    (out,) = pm.evaluate(params, {"input": x}).values()
+    import torch
+    import torch.nn.functional as F
+    t = {k: torch.tensor(v) for k, v in params.items()}
+    h = F.relu(F.conv2d(torch.tensor(x), t["conv2d_0.weight"], t["conv2d_0.bias"]))
+    want = h.mean((2, 3)) @ t["linear_0.weight"].T + t["linear_0.bias"]
+    np.testing.assert_allclose(out, want.numpy(), rtol=1e-10)
+    # A layer whose size follows the input (Linear(3)) leaves it to the call.
+    with pytest.raises(ml.MithrilError, match="call the model first"):
+        ml.compile(mlp(), ml.MlirBackend()).randomize_params()
+
+
+def test_file_path_is_written_at_the_first_call(tmp_path):
+    path = tmp_path / "model.mlir"
+    pm = ml.compile(mlp(), ml.MlirBackend(dtype=ml.float64), file_path=str(path))
+    assert isinstance(pm, DeferredPhysicalModel) and not path.exists()
+    x = np.ones((2, 5))
+    pm(input=x)
+    text = path.read_text()
+    assert "mithril.model" in text and "tensor<2x5xf64>" in text

@@ -111,6 +111,8 @@ SNIPPET_PRELUDES = {
     ("004", 1): "model = Model()",
     ("004", 2): "model = Model()",
     ("002", 1): "model = encoder  # the document's model",
+    # The cotangent of the document's output (its model's canonical output).
+    ("003", 12): "output_grads = {compiled_model.output_keys[0]: np.ones((32, 10), np.float32)}",
     # "activation functions": the hidden layer the activation goes on.
     ("004", 17): 'model = Model()\nmodel |= Linear(16)(input="input", output="hidden")',
 }
@@ -132,10 +134,6 @@ NOT_YET = {
                 "mpirun in test_distributed.py); (2, 4) is tensor parallelism, not done "
                 "(issue 21)",
     ("001", 8): "compiled_model from 001 #6",
-    ("003", 11): "file_path= writes compiled code, which needs the shapes the document's "
-                 "model leaves to its first call",
-    ("003", 12): "randomize_params() of a model compiled without shapes= (parameter shapes "
-                 "before the first call, issue 17)",
     ("004", 15): "evaluate(inputs) without the parameters, which the document leaves out",
     ("004", 22): "target_hardware='tpu' and tpu_options: no TPU target",
 }

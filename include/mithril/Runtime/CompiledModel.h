@@ -212,6 +212,12 @@ llvm::Expected<std::string> emit(llvm::StringRef source, const CompileOptions &o
 llvm::Expected<std::string> runPasses(llvm::StringRef source, llvm::StringRef pipeline,
                                       llvm::StringRef sourceName);
 
+/// The input terminals of `source`'s entry model after flattening and shape
+/// inference (the pipeline up to autodiff, no code generation): what is known
+/// of each input's shape, dynamic sizes included, without compiling it.
+llvm::Expected<std::vector<TerminalInfo>> logicalInputs(llvm::StringRef source,
+                                                        const CompileOptions &options);
+
 class CompiledModel {
 public:
   ~CompiledModel();
