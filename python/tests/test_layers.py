@@ -102,6 +102,47 @@ def test_batch_norm_inference(backend64, rng):
     np.testing.assert_allclose(out["output"], ref.numpy(), rtol=1e-10)
 
 
+@pytest.mark.parametrize("use_scale, use_bias", [(True, True), (False, True), (True, False),
+                                                  (False, False)])
+def test_batch_norm_training_form_is_torchs(backend64, rng, use_scale, use_bias):
+    """inference=False: the batch's statistics, and the running ones updated
+    with momentum (unbiased variance), as torch's training mode; gradients of
+    the input and the parameters through the batch statistics."""
+    x = rng.standard_normal((4, 3, 5, 5))
+    mean, var = rng.standard_normal(3), rng.uniform(0.5, 2, 3)
+    w, b = rng.standard_normal(3), rng.standard_normal(3)
+    seed = rng.standard_normal((4, 3, 5, 5))
+    model = M.BatchNorm2D(3, use_scale, use_bias, momentum=0.2, inference=False)
+    pm = ml.compile(model, backend64, shapes={"input": [4, 3, 5, 5]}, trainable_keys=["input"])
+    assert sorted(pm.output_keys) == ["output", "running_mean_out", "running_var_out"]
+    params = {"input": x} | ({"weight": w} if use_scale else {}) | ({"bias": b} if use_bias else {})
+    out, grads = pm.evaluate(params, {"running_mean": mean, "running_var": var},
+                             output_gradients={"output": seed})
+    t = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
+    running_mean, running_var = torch.tensor(mean), torch.tensor(var)
+    ref = F.batch_norm(t["input"], running_mean, running_var, t.get("weight"), t.get("bias"),
+                       True, 0.2, 1e-5)
+    ref.backward(torch.tensor(seed))
+    np.testing.assert_allclose(out["output"], ref.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out["running_mean_out"], running_mean.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(out["running_var_out"], running_var.numpy(), rtol=1e-12)
+    for key in params:
+        np.testing.assert_allclose(grads[key], t[key].grad.numpy(), rtol=1e-9, atol=1e-11)
+
+
+def test_batch_norm_inference_without_scale_or_bias(backend64, rng):
+    x = rng.standard_normal((2, 3, 4, 4))
+    mean, var = rng.standard_normal(3), rng.uniform(0.5, 2, 3)
+    pm = ml.compile(M.BatchNorm2D(3, use_scale=False, use_bias=False), backend64,
+                    shapes={"input": [2, 3, 4, 4]})
+    assert pm.trainable_keys == []
+    out = pm.evaluate({}, {"input": x, "running_mean": mean, "running_var": var})
+    ref = F.batch_norm(torch.tensor(x), torch.tensor(mean), torch.tensor(var), eps=1e-5)
+    np.testing.assert_allclose(out["output"], ref.numpy(), rtol=1e-10)
+    with pytest.raises(ml.MithrilError, match="needs num_features"):
+        M.BatchNorm2D(use_bias=False)
+
+
 def test_embedding_forward(backend64, rng):
     ids = rng.integers(0, 10, (3, 5))
     table = rng.standard_normal((10, 4))

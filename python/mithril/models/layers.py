@@ -213,16 +213,81 @@ class _BatchNormOp(Primitive):
         self._specs["bias"] = TerminalSpec("param", (num_features,))
 
 
-class BatchNorm2D(Model):
-    """Inference-form batch normalization over the channels of [N, C, H, W]."""
+def _terminal(name: str):
+    """`name` as a connection: "output" exposed, the others internal."""
+    return IOKey(name) if name == "output" else name
 
-    def __init__(self, num_features: int | None = None, eps: float = 1e-5, name=None) -> None:
+
+class BatchNorm2D(Model):
+    """The original's BatchNorm2D(num_features=None, use_scale=True,
+    use_bias=True, eps=1e-5, momentum=0.1, inference=True) over the channels
+    of [N, C, H, W]; weight and bias are [C] parameters (the original's are
+    [1, C, 1, 1]).
+
+    inference=True: (input - running_mean) / sqrt(running_var + eps) * weight
+    + bias, with running_mean and running_var [C] data inputs.
+
+    inference=False (training): the statistics of the batch over (N, H, W),
+    the variance biased, and the outputs running_mean_out = (1 - momentum) *
+    running_mean + momentum * batch mean and running_var_out, likewise from
+    the unbiased batch variance. The original keeps the running statistics as
+    state keys (starting at 0 and 1) that evaluate(..., state=...) advances;
+    here they are the inputs running_mean / running_var and those outputs,
+    which the caller feeds back."""
+
+    def __init__(self, num_features: int | None = None, use_scale: bool = True,
+                 use_bias: bool = True, eps: float = 1e-5, momentum: float = 0.1,
+                 inference: bool = True, name=None) -> None:
         super().__init__(name)
-        self |= _BatchNormOp(eps, num_features).connect(
-            input="input", running_mean=IOKey("running_mean", differentiable=False),
-            running_var=IOKey("running_var", differentiable=False),
-            weight=_param("weight", (num_features,)), bias=_param("bias", (num_features,)),
-            output=IOKey("output"))
+        if inference:
+            if (not use_scale or not use_bias) and num_features is None:
+                raise MithrilError("BatchNorm2D: use_scale=False or use_bias=False needs "
+                                   "num_features (the fixed scale and shift are [C])")
+            norm = _BatchNormOp(eps, num_features)
+            ones, zeros = (None if num_features is None else np.ones(num_features),
+                           None if num_features is None else np.zeros(num_features))
+            self |= norm.connect(
+                input="input", running_mean=IOKey("running_mean", differentiable=False),
+                running_var=IOKey("running_var", differentiable=False),
+                weight=_param("weight", (num_features,)) if use_scale else ones,
+                bias=_param("bias", (num_features,)) if use_bias else zeros,
+                output=IOKey("output"))
+            return
+        self._training_form(num_features, use_scale, use_bias, float(eps), float(momentum))
+
+    def _training_form(self, num_features, use_scale, use_bias, eps, momentum) -> None:
+        from .primitives import Divide, Mean, Reshape, Sqrt, Variance
+        axes = (0, 2, 3)
+        self |= Mean(axis=axes, keepdim=True)(input="input", output="_mean")
+        self |= Variance(axis=axes, keepdim=True)(input="input", output="_var")
+        self |= Subtract()(left="input", right="_mean", output="_centered")
+        self |= Add()(left="_var", right=eps, output="_var_eps")
+        self |= Sqrt()(input="_var_eps", output="_std")
+        last = "output" if not (use_scale or use_bias) else "_normalized"
+        self |= Divide()(numerator="_centered", denominator="_std", output=_terminal(last))
+        channel = (1, -1, 1, 1)  # [C] against [N, C, H, W]
+        if use_scale:
+            self |= Reshape(shape=channel)(input=_param("weight", (num_features,)),
+                                           output="_weight4")
+            scaled = "output" if not use_bias else "_scaled"
+            self |= Multiply()(left=last, right="_weight4", output=_terminal(scaled))
+            last = scaled
+        if use_bias:
+            self |= Reshape(shape=channel)(input=_param("bias", (num_features,)),
+                                           output="_bias4")
+            self |= Add()(left=last, right="_bias4", output=IOKey("output"))
+        # The running statistics, updated with the batch's (unbiased variance).
+        self |= Reshape(shape=(-1,))(input="_mean", output="_batch_mean")
+        self |= Variance(axis=axes, correction=1.0)(input="input", output="_batch_var")
+        for stat, batch in (("running_mean", "_batch_mean"), ("running_var", "_batch_var")):
+            self |= Multiply()(left=IOKey(stat, shape=(num_features,), differentiable=False),
+                               right=1.0 - momentum,
+                               output=f"_{stat}_kept")
+            self |= Multiply()(left=batch, right=momentum, output=f"_{stat}_new")
+            self |= Add()(left=f"_{stat}_kept", right=f"_{stat}_new",
+                          output=IOKey(f"{stat}_out"))
+        self.expose_keys("output", "running_mean_out", "running_var_out")
+        self._cin, self._cout = self.nets["input"], self.nets["output"]
 
 
 def _activation(spec):
