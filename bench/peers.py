@@ -677,6 +677,10 @@ def worker_env(cand, threads, scratch, build):
     env.pop("PYTHONPATH", None)
     if cand == "ours":
         env["PYTHONPATH"] = os.path.join(build, "python_packages")
+        # An empty compile cache (bench/compile_cache.py measures a warm one):
+        # every launch compiles from scratch, like the others.
+        env["MITHRIL_CACHE_DIR"] = os.path.join(scratch, "mithril-cache")
+        env.pop("MITHRIL_CACHE", None)
     if cand in ("jax", "iree"):
         env["JAX_PLATFORMS"] = "cpu"
         env["TF_CPP_MIN_LOG_LEVEL"] = "2"
@@ -866,7 +870,8 @@ def report(args, cases, candidates, results, ours_info, peer_info, loads):
         "JAX: XLA's pool sized by the affinity mask, OMP_NUM_THREADS=N, and "
         "--xla_cpu_multi_thread_eigen=false at 1 thread; IREE: local-task with "
         "--task_topology_max_group_count=N; torch: set_num_threads(N), one inter-op thread; "
-        "torch's inductor cache and precompiled headers start empty in every launch). "
+        "torch's inductor cache and precompiled headers, and our compile cache, start empty in "
+        "every launch). "
         "ONNX Runtime and OpenVINO load one ONNX graph (opset 17, weights as "
         "initializers); JAX jits a jnp function (convolutions in NHWC, their best layout); "
         "IREE compiles the same function's StableHLO export "

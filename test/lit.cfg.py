@@ -49,6 +49,8 @@ except ImportError:
 # sanitizer build: its extension needs a preloaded runtime), skips them.
 python_packages = os.path.join(config.mithril_obj_root, "python_packages")
 config.environment["PYTHONPATH"] = python_packages
+# Every test compiles: no code from the persistent compile cache.
+config.environment["MITHRIL_CACHE"] = "0"
 if lit_config.params.get("python_bindings", "1") != "0" and os.path.isdir(
         os.path.join(python_packages, "mithril")):
     config.available_features.add("python-bindings")

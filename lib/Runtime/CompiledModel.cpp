@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mithril/Runtime/CompiledModel.h"
+#include "CompileCache.h"
 #include "CudaDevice.h"
 #include "Driver.h"
 #include "TaskPool.h"
@@ -341,6 +342,8 @@ llvm::Error CompiledModel::describe(Operation *rootOp, bool dynamicShapes) {
 }
 
 Expected<std::string> CompiledModel::objectCode() const {
+  if (!loadedObject_.empty())
+    return loadedObject_;
   if (!engine_ || cuda_)
     return makeError("only a model compiled for the CPU in this process has object code");
   SmallString<128> path;
@@ -382,6 +385,9 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::load(StringRef object, S
                      (missing.size() > 8 ? ", ..." : "") + ": compile it again here");
   if (options.target != "cpu")
     return makeError("only models compiled for the CPU can be loaded");
+  // The JIT needs the host target, which a process that loads before it
+  // compiles has not set up yet.
+  initializeLLVM();
   std::unique_ptr<CompiledModel> model(new CompiledModel());
   model->context_ = createContext();
   auto module = parseSource(*model->context_, logicalIR, options.sourceName);
@@ -394,6 +400,7 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::load(StringRef object, S
   model->options_ = options;
   model->options_.entry = model->entry_;
   model->logicalIR_ = logicalIR.str();
+  model->loadedObject_ = object.str();
   if (llvm::Error err = model->describe(*entry, options.dynamicShapes))
     return std::move(err);
 
@@ -436,6 +443,34 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::load(StringRef object, S
 
 Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source,
                                                                 const CompileOptions &options) {
+  std::optional<CompileCache> cache = CompileCache::forOptions(options);
+  if (!cache)
+    return compileFresh(source, options);
+  std::string key = cache->key(source, options);
+  if (std::optional<CompileCache::Entry> entry = cache->lookup(key)) {
+    auto start = Clock::now();
+    auto loaded = load(entry->object, entry->logicalIR, hostCPU(), options);
+    if (loaded) {
+      (*loaded)->timings_.insert((*loaded)->timings_.begin(),
+                                 {"compile cache hit", secondsSince(start)});
+      return loaded;
+    }
+    // An entry that does not load is compiled again (and replaced).
+    llvm::consumeError(loaded.takeError());
+  }
+  auto start = Clock::now();
+  auto model = compileFresh(source, options);
+  if (!model)
+    return model;
+  if (auto object = (*model)->objectCode())
+    cache->store(key, {*object, (*model)->logicalIR_}, secondsSince(start));
+  else
+    llvm::consumeError(object.takeError());
+  return model;
+}
+
+Expected<std::unique_ptr<CompiledModel>>
+CompiledModel::compileFresh(StringRef source, const CompileOptions &options) {
   if (options.target != "cpu" && options.target != "cuda")
     return makeError("unknown target '" + options.target + "' (expected cpu or cuda)");
   if (options.gpuTilesOnHost && options.target != "cpu")

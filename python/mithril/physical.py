@@ -88,6 +88,9 @@ class PhysicalModel:
         self.inference = inference
         self._controls = controls or CompileControls()
         self._native = dict(self._controls.native_kwargs())
+        # verbose=True shows the compile's stages: compiled, not taken from the
+        # persistent compile cache.
+        self._native["cache"] = not self._controls.verbose
         ranks = getattr(backend, "_ranks", None)
         if ranks is not None and ranks.tensor_size > 1:
             self._native["tensor_parallel"] = ranks.tensor_size

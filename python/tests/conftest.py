@@ -1,9 +1,16 @@
 # Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
 # Exceptions. See LICENSE for license information.
-import numpy as np
-import pytest
+import os
 
-import mithril as ml
+# Every test compiles (the persistent compile cache would make a later test
+# load an earlier one's code, and show other stages); test_compile_cache.py
+# turns it on for the processes it starts.
+os.environ["MITHRIL_CACHE"] = "0"
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import mithril as ml  # noqa: E402
 
 
 @pytest.fixture

@@ -45,6 +45,31 @@ def test_saved_model_runs_without_compiling(tmp_path, shape):
         np.testing.assert_array_equal(g1[k], g2[k])
 
 
+def test_a_fresh_process_loads_a_saved_model(tmp_path):
+    """Loading is the first thing that process does with the compiler (the
+    JIT's host target was set up only by compiling, once)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    pm = ml.compile(mlp(), ml.MlirBackend(dtype=ml.float64), shapes={"input": [4, 5]})
+    x = np.random.default_rng(0).standard_normal((4, 5))
+    y = pm(x)
+    pm.save(tmp_path / "m.mithril")
+    np.save(tmp_path / "x.npy", x)
+    script = ("import sys, numpy as np, mithril as ml\n"
+              "from mithril.framework.physical import PhysicalModel\n"
+              "pm = PhysicalModel.load(sys.argv[1], ml.MlirBackend(dtype=ml.float64))\n"
+              "np.save(sys.argv[3], pm(np.load(sys.argv[2])))\n")
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "m.mithril"), str(tmp_path / "x.npy"),
+         str(tmp_path / "y.npy")], env=dict(os.environ, PYTHONPATH=str(root / "python")),
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), y)
+
+
 def test_save_with_params_and_bad_files(tmp_path):
     backend = ml.MlirBackend()
     pm = ml.compile(mlp(), backend, shapes={"input": [2, 5]})

@@ -359,6 +359,9 @@ int main(int argc, char **argv) {
   options.gpuChip = gpuChip;
   options.gpuTilesOnHost = gpuTilesOnHost;
   options.profile = profileKernels;
+  // --timing shows the compile's phases: compiled, not taken from the
+  // persistent compile cache.
+  options.useCache = !timing;
   if (gradients) {
     options.gradients = true;
     if (optimizerName.getNumOccurrences())

@@ -126,6 +126,9 @@ struct CompileOptions {
   bool profile = false;
   /// With profile: the first kernel id, which compile() reserves.
   int64_t profileFirstId = 0;
+  /// Whether compile() may take and keep code in the persistent compile
+  /// cache (CompileCache.h); a compile whose stages are to be shown does not.
+  bool useCache = true;
   /// The file the source came from, for diagnostics and reproducers.
   std::string sourceName = "<model>";
 };
@@ -222,6 +225,9 @@ class CompiledModel {
 public:
   ~CompiledModel();
 
+  /// `source` compiled with `options`, or its code from the persistent
+  /// compile cache of an earlier compile on this host (CompileCache.h:
+  /// MITHRIL_CACHE_DIR, MITHRIL_CACHE=0, MITHRIL_CACHE_MIN_SECONDS).
   static llvm::Expected<std::unique_ptr<CompiledModel>> compile(llvm::StringRef source,
                                                                 const CompileOptions &options);
 
@@ -267,6 +273,10 @@ public:
 private:
   CompiledModel() = default;
 
+  /// compile() without the persistent compile cache (CompileCache.h).
+  static llvm::Expected<std::unique_ptr<CompiledModel>> compileFresh(llvm::StringRef source,
+                                                                     const CompileOptions &options);
+
   /// Fills the terminals and the summary from the flattened root model.
   llvm::Error describe(mlir::Operation *root, bool dynamicShapes);
 
@@ -300,8 +310,9 @@ private:
   mutable std::mutex staticMutex_;
   mutable std::map<std::vector<int64_t>, std::unique_ptr<CompiledModel>> staticCode_;
   std::unique_ptr<mlir::ExecutionEngine> engine_;
-  /// For a loaded model: the JIT holding its object code.
+  /// For a loaded model: the JIT holding its object code, and that code.
   std::unique_ptr<llvm::orc::LLJIT> loadedJit_;
+  std::string loadedObject_;
   /// Whether the code hands work to the async runtime's worker threads.
   bool usesWorkerThreads_ = false;
   void (*function_)(void **) = nullptr;
