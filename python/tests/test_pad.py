@@ -55,11 +55,23 @@ def test_pad_three_axes_through_a_linear_layer(rng):
 
 
 def test_pad_errors():
-    with pytest.raises(MithrilError, match=r"Pad needs pad_width"):
-        Pad()
+    # pad_width left to a terminal nothing gives a value.
+    with pytest.raises(MithrilError, match=r"Pad's pad_width must be known when the model is "
+                                           r"compiled"):
+        ml.compile(Pad(), ml.MlirBackend(), shapes={"input": [2, 3], "pad_width": [2, 2]})
     with pytest.raises(MithrilError, match=r"pairs of integers"):
         Pad(pad_width=((1, "a"),))
     with pytest.raises(MithrilError, match=r"2 \(before, after\) pairs for an input of rank 3"):
         ml.compile(Pad(pad_width=((1, 1), (0, 1))), ml.MlirBackend(), shapes={"input": [2, 3, 4]})
     with pytest.raises(MithrilError, match=r"must not be negative"):
         ml.compile(Pad(pad_width=((-1, 1),)), ml.MlirBackend(), shapes={"input": [2]})
+
+
+def test_pad_width_as_a_terminal_value():
+    """The original's Pad(pad_width=TBD): pad_width connected as a value."""
+    model = Model()
+    model |= Pad()(input="input", pad_width=((1, 0), (2, 1)), output="output")
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={"input": [2, 3]})
+    x = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(pm.evaluate({}, {"input": x})["output"],
+                                  np.pad(x, ((1, 0), (2, 1))))

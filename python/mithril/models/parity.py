@@ -55,7 +55,7 @@ import numpy as np
 
 from .. import static
 from ..errors import MithrilError
-from ..framework import Connection, IOKey, Model, Primitive, _fresh_copy
+from ..framework import TBD, Connection, IOKey, Model, Primitive, _fresh_copy
 from ._compose import Composer
 from .layers import Linear, _param
 from .primitives import (Absolute, Add, ArgMax, Buffer, Concat, Divide, Equal, EyeLike, Greater,
@@ -452,30 +452,42 @@ class Floor(Primitive):
                               path)}
 
 
+def _pad_pairs(pad_width, where: str) -> list[tuple[int, int]]:
+    """((before, after), ...) as int pairs, or an error naming Pad."""
+    try:
+        pairs = np.array(pad_width, dtype=np.int64).reshape(-1, 2)
+    except (TypeError, ValueError):
+        raise MithrilError(f"{where}Pad pad_width must be (before, after) pairs of integers, "
+                           f"got {pad_width!r}") from None
+    return [tuple(int(v) for v in pair) for pair in pairs]
+
+
 class Pad(Primitive):
     """input padded with `value` (zeros by default), numpy-style: pad_width is
     ((before, after), ...) with one pair per axis of the input (numpy.pad's
     constant mode; a single pair pads every axis alike). The op is
     mithril.pad; its gradient is the slice of the output gradient over the
-    input. pad_width is given to the constructor: the sizes of the result
-    must be known when the model compiles."""
+    input. pad_width is given to the constructor or, left TBD (the original's
+    default), connected to the terminal `pad_width`, whose value must be
+    known when the model compiles (the sizes of the result follow from it)."""
     op = "pad"
 
-    def __init__(self, pad_width=None, value: float = 0.0, name=None) -> None:
+    def __init__(self, pad_width=TBD, value: float = 0.0, name=None) -> None:
+        if pad_width is None or pad_width is TBD:
+            self.inputs = ("input", "pad_width")
         super().__init__(name)
-        if pad_width is None:
-            raise MithrilError("Pad needs pad_width: ((before, after), ...) per axis")
-        try:
-            pairs = np.array(pad_width, dtype=np.int64).reshape(-1, 2)
-        except (TypeError, ValueError):
-            raise MithrilError(f"Pad pad_width must be (before, after) pairs of integers, "
-                               f"got {pad_width!r}") from None
-        self.pad_width = [tuple(int(v) for v in pair) for pair in pairs]
+        self.pad_width = None if "pad_width" in self.inputs else _pad_pairs(pad_width, "")
         self.value = float(value)
 
     def emit(self, builder, operands, path, float_dtype="float32"):
         shape = _shape_of(builder, operands["input"])
         pairs = self.pad_width
+        if pairs is None:
+            if "pad_width" not in operands:
+                raise MithrilError(f"{path}: Pad needs pad_width: give it when it is built or "
+                                   "connect its pad_width terminal")
+            pairs = _pad_pairs(static.python_value(builder, operands["pad_width"],
+                                                   "Pad's pad_width", path), f"{path}: ")
         if len(pairs) == 1 and len(shape) != 1:
             pairs = pairs * len(shape)
         if len(pairs) != len(shape):
