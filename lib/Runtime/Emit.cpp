@@ -225,23 +225,31 @@ Expected<std::string> mithril::runtime::runPasses(StringRef source, StringRef pi
   return out;
 }
 
+/// `options` with the entry model of `module` they name (or the only root).
+static Expected<CompileOptions> withEntry(ModuleOp module, const CompileOptions &options) {
+  auto entry = findEntry(module, options.entry);
+  if (!entry)
+    return entry.takeError();
+  CompileOptions opts = options;
+  opts.entry = entry->getSymName().str();
+  return opts;
+}
+
 Expected<std::vector<TerminalInfo>> mithril::runtime::logicalInputs(StringRef source,
                                                                     const CompileOptions &options) {
   auto ctx = createContext();
   auto module = parseSource(*ctx, source, options.sourceName);
   if (!module)
     return module.takeError();
-  auto entry = findEntry(**module, options.entry);
-  if (!entry)
-    return entry.takeError();
-  CompileOptions opts = options;
-  opts.entry = entry->getSymName().str();
-  if (llvm::Error err = runPipeline(**module, opts, "autodiff"))
+  auto opts = withEntry(**module, options);
+  if (!opts)
+    return opts.takeError();
+  if (llvm::Error err = runPipeline(**module, *opts, "autodiff"))
     return std::move(err);
-  auto root = cast<ModelOp>(SymbolTable::lookupSymbolIn(**module, opts.entry));
+  auto root = cast<ModelOp>(SymbolTable::lookupSymbolIn(**module, opts->entry));
   std::vector<TerminalInfo> inputs;
   for (unsigned i = 0, e = root.getNumInputs(); i < e; ++i) {
-    auto info = describeTerminal(opts.entry, root.getInputName(i),
+    auto info = describeTerminal(opts->entry, root.getInputName(i),
                                  root.getFunctionType().getInput(i), root.getInputKind(i), true,
                                  /*allowDynamic=*/true);
     if (!info)
@@ -263,11 +271,10 @@ Expected<std::string> mithril::runtime::emit(StringRef source, const CompileOpti
   auto module = parseSource(*ctx, source, options.sourceName);
   if (!module)
     return module.takeError();
-  auto entry = findEntry(**module, options.entry);
-  if (!entry)
-    return entry.takeError();
-  CompileOptions opts = options;
-  opts.entry = entry->getSymName().str();
+  auto entryOptions = withEntry(**module, options);
+  if (!entryOptions)
+    return entryOptions.takeError();
+  CompileOptions opts = *entryOptions;
   if (llvm::Error err = checkTargetCpu(opts.targetCpu))
     return std::move(err);
   if (format == "h")

@@ -841,6 +841,19 @@ def torch_clip_modified_resnet(p, d, x, layers):
     return out.squeeze().reshape(1, 1024)
 
 
+def attention_pool_data(rng, positional_name: str) -> dict:
+    """The ModifiedResNet attention pool's projections, data inputs of the
+    2048 width the example fixes (the position embedding under the name the
+    model gives it)."""
+    return {"q_proj_weight": rng.standard_normal((2048, 2048)) / 45,
+            "k_proj_weight": rng.standard_normal((2048, 2048)) / 45,
+            "v_proj_weight": rng.standard_normal((2048, 2048)) / 45,
+            "in_proj_bias": 0.1 * rng.standard_normal(6144),
+            "out_proj_weight": rng.standard_normal((1024, 2048)) / 45,
+            "out_proj_bias": 0.1 * rng.standard_normal(1024),
+            positional_name: rng.standard_normal((50, 2048))}
+
+
 def test_clip_modified_resnet():
     """The example's ModifiedResNet fixes a 224x224 image and a 2048-wide
     attention pool (its projections are data inputs of those sizes)."""
@@ -849,13 +862,7 @@ def test_clip_modified_resnet():
     pm = ml.compile(model, backend(), inference=True)
     rng = np.random.default_rng(14)
     data = {"input": rng.standard_normal((1, 3, 224, 224)),
-            "q_proj_weight": rng.standard_normal((2048, 2048)) / 45,
-            "k_proj_weight": rng.standard_normal((2048, 2048)) / 45,
-            "v_proj_weight": rng.standard_normal((2048, 2048)) / 45,
-            "in_proj_bias": 0.1 * rng.standard_normal(6144),
-            "out_proj_weight": rng.standard_normal((1024, 2048)) / 45,
-            "out_proj_bias": 0.1 * rng.standard_normal(1024),
-            "positional_embedding": rng.standard_normal((50, 2048))}
+            **attention_pool_data(rng, "positional_embedding")}
     params = init(pm.randomize_params())
     out = pm.evaluate(params, data)
     want = torch_clip_modified_resnet(tt(params), tt(data), torch.tensor(data["input"]),
@@ -877,13 +884,7 @@ def test_clip_image_and_text_towers():
     text = rng.integers(0, 10, (2, context))
     text[0, 5] = text[1, 40] = 10  # the end-of-text token: the largest id
     data = {"image": rng.standard_normal((1, 3, 224, 224)), "text": text,
-            "q_proj_weight": rng.standard_normal((2048, 2048)) / 45,
-            "k_proj_weight": rng.standard_normal((2048, 2048)) / 45,
-            "v_proj_weight": rng.standard_normal((2048, 2048)) / 45,
-            "in_proj_bias": 0.1 * rng.standard_normal(6144),
-            "out_proj_weight": rng.standard_normal((1024, 2048)) / 45,
-            "out_proj_bias": 0.1 * rng.standard_normal(1024),
-            "positional_embeddin_visual": rng.standard_normal((50, 2048))}
+            **attention_pool_data(rng, "positional_embeddin_visual")}
     params = init(pm.randomize_params())
     out = pm.evaluate(params, data)
 
