@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 # Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
 # Exceptions. See LICENSE for license information.
-"""Compile time cold and warm: each case's compile up to its first result in a
-fresh process, first with an empty persistent compile cache, then twice more
-with the cache the first run filled (as JAX's and torch inductor's caches
-serve a second run). One thread; the table names the host CPU.
+"""Compile time cold and warm: each case's compile up to its first result (from
+building the model, after the imports, as bench/peers.py counts it) in a
+fresh process, first with an empty persistent compile cache, then in a second
+process with the cache the first one filled (as JAX's and torch inductor's
+caches serve a second run). One thread; the table names the host CPU.
 
     /usr/bin/python3 bench/compile_cache.py [--runs 3] [-o bench/compile_cache.md]
 """
@@ -29,12 +30,12 @@ CASES = {
 
 WORKER = r"""
 import sys, time
-start = time.perf_counter()
 import numpy as np
 import mithril as ml
 from mithril import models
 sys.path.insert(0, sys.argv[2])
 import bench
+start = time.perf_counter()  # after the imports, as bench/peers.py counts
 case = sys.argv[1]
 backend = ml.MlirBackend(num_threads=1)
 rng = np.random.default_rng(0)
@@ -87,8 +88,9 @@ def main() -> None:
                 warm.append(first_result_seconds(case, cache))
         rows.append((title, statistics.median(cold), statistics.median(warm)))
         print(json.dumps({"case": case, "cold_s": cold, "warm_s": warm}), flush=True)
-    lines = [f"Host: {host}. Compile up to the first result, in a fresh process "
-             "(Python start and imports included), 1 thread, median of "
+    lines = [f"Host: {host}. Compile up to the first result (building the model "
+             "included, Python's start and imports not), each in a fresh process, 1 thread, "
+             "median of "
              f"{args.runs}; warm: a second process with the persistent compile cache the "
              "first one filled.", "",
              "| case | cold | warm | cold / warm |", "| --- | --- | --- | --- |"]

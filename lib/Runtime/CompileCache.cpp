@@ -149,7 +149,7 @@ std::optional<CompileCache::Entry> CompileCache::lookup(StringRef key) const {
 }
 
 void CompileCache::store(StringRef key, const Entry &entry, double seconds) const {
-  if (seconds < envNumber("MITHRIL_CACHE_MIN_SECONDS", 0.2))
+  if (seconds < envNumber("MITHRIL_CACHE_MIN_SECONDS", 0.1))
     return;
   // Written aside and renamed into place: a reader sees a whole entry or
   // none, whatever other processes do at the same time. The IR goes first,

@@ -13,7 +13,7 @@
 //
 // MITHRIL_CACHE_DIR sets the directory (default: $XDG_CACHE_HOME/mithril, else
 // ~/.cache/mithril); MITHRIL_CACHE=0 turns the cache off;
-// MITHRIL_CACHE_MIN_SECONDS (default 0.2) is the shortest compile kept;
+// MITHRIL_CACHE_MIN_SECONDS (default 0.1) is the shortest compile kept;
 // MITHRIL_CACHE_MAX_MB (default 1024) bounds the directory, the least
 // recently used entries going first.
 //
