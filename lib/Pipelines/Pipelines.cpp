@@ -136,6 +136,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
       optimizer.algorithm = options.optimizer;
       optimizer.momentum = options.momentum;
       optimizer.weightDecay = options.weightDecay;
+      optimizer.lossScaling = options.lossScaling;
       pm.addPass(createMithrilOptimizer(optimizer));
     }
     addGraphCleanups(pm, options);

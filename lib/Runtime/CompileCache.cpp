@@ -114,7 +114,7 @@ std::string CompileCache::key(StringRef source, const CompileOptions &options) c
   addList(options.seeds);
   add(options.optimizer);
   add(llvm::formatv("{0:e} {1:e}", options.momentum, options.weightDecay).str());
-  add(std::to_string(options.checkpointSegments));
+  add(std::to_string(options.checkpointSegments) + (options.lossScaling ? ":scaled" : ""));
   add(options.precision + (options.precisionTerminals ? ":terminals" : ""));
   add(options.quantize + (options.quantizeObserve ? ":observe" : ""));
   std::string scales;

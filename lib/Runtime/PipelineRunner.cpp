@@ -72,6 +72,8 @@ std::string mithril::runtime::detail::pipelineOptions(const CompileOptions &opti
       add("optimizer", options.optimizer);
       add("momentum", std::to_string(options.momentum));
       add("weight-decay", std::to_string(options.weightDecay));
+      if (options.lossScaling)
+        add("loss-scaling", "true");
     }
   }
   if (options.tensorParallel > 1)

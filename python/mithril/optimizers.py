@@ -26,9 +26,31 @@ class Optimizer:
     steps: int = 0
     state: dict = field(default_factory=dict)
     _spare: dict = field(default_factory=dict)
+    # Dynamic loss scaling of float16 training (as torch's GradScaler): the
+    # loss's seed. A step whose gradients are not all finite changes nothing
+    # and halves it; loss_scale_growth_interval finite steps in a row double
+    # it. 2**15: float16's largest power of two (65504 is its largest value).
+    loss_scale: float = 2.0 ** 15
+    loss_scale_growth_interval: int = 2000
+    skipped_steps: int = 0
+    _finite_steps: int = 0
 
     def key(self) -> tuple:
         return (self.algorithm, self.momentum, self.weight_decay)
+
+    def _scaled_step_done(self, finite: bool) -> None:
+        """The scale after a loss-scaled step (taken if `finite`)."""
+        if finite:
+            self._finite_steps += 1
+            if self._finite_steps >= self.loss_scale_growth_interval:
+                self.loss_scale *= 2.0
+                self._finite_steps = 0
+            return
+        # Not taken: Adam's bias correction counts only the steps taken.
+        self.steps -= 1
+        self.skipped_steps += 1
+        self.loss_scale = max(self.loss_scale * 0.5, 2.0 ** -24)
+        self._finite_steps = 0
 
     def state_keys(self, param: str) -> list[str]:
         if self.algorithm == "adam":

@@ -505,6 +505,8 @@ class PhysicalModel:
             data, weight = self._dp.shard(dict(data or {}))
         specs = self._static_specs({**params, **(data or {})})
         profile = profiling.active() and self.backend.device == "cpu"
+        # float16 gradients underflow: the loss is scaled (optimizer.loss_scale).
+        scaled = self._controls.precision == "f16"
         key = ("train", loss, profile) + optimizer.key() + tuple(specs)
         compiled = self._gradient_models.get(key)
         if compiled is None:
@@ -515,7 +517,7 @@ class PhysicalModel:
                                      gpu_tiles_on_host=self.backend.gpu_tiles_on_host,
                                      target=self.backend.device, chip=self._chip,
                                      profile=profile, all_reduce_gradients=self._dp is not None,
-                                     **self._native)
+                                     loss_scaling=scaled, **self._native)
             compiled = self._gradient_models[key] = _compiled(model)
         model, model_inputs, model_outputs = compiled
         optimizer.steps += 1
@@ -529,10 +531,12 @@ class PhysicalModel:
             feeds = self._dp.local_parameters(feeds, self._inputs)
         feeds.update(data or {})
         feeds.update(optimizer.state)
-        seed = np.ones((), dtype)
+        seed = np.array(optimizer.loss_scale if scaled else 1.0, dtype)
         if self._dp is not None:
             seed = self._dp.local_seeds({loss: seed}, weight, sliced=True)[loss]
         feeds[f"grad:{loss}"] = seed
+        if scaled:
+            feeds["optimizer.loss_scale"] = np.array(optimizer.loss_scale, dtype)
         feeds["optimizer.lr"] = np.array(optimizer.lr, dtype)
         feeds["optimizer.step"] = np.array(optimizer.steps, dtype)
         inputs = self._arrays(model_inputs, feeds, "input")
@@ -569,6 +573,8 @@ class PhysicalModel:
                 params[target] = out
             else:
                 results[name] = out
+        if scaled:
+            optimizer._scaled_step_done(bool(results.pop("optimizer.finite")))
         if self._dp is not None:
             results = self._dp.combine(results, weight)
         return results

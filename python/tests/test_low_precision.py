@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import mithril as ml
-from mithril.models import Add, Linear, Model, Multiply, Sum, Tanh
+from mithril.models import Add, Linear, Mean, Model, Multiply, SquaredError, Sum, Tanh, TrainModel
 from mithril.types import from_bfloat16_bits, to_bfloat16_bits
 
 
@@ -322,3 +322,57 @@ def test_bfloat16_matrix_vector_products_accumulate_in_float32(target_cpu, batch
     ref = x.astype(np.float64) @ weight.T.astype(np.float64)
     rms = np.sqrt(np.mean(ref ** 2))
     assert np.max(np.abs(got - ref) - 2.0 ** -8 * np.abs(ref)) <= 1e-5 * rms
+
+
+def small_gradient_regression(n=1024):
+    """A linear regression whose float16 gradients underflow: targets of
+    order 1e-5, a mean over 1024 samples."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((n, 8)).astype(np.float32)
+    w_true = (rng.standard_normal((1, 8)) * 1e-5).astype(np.float32)
+    model = Model()
+    model |= Linear(1)(input="input", output="output")
+    train = TrainModel(model)
+    train.add_loss(SquaredError(), input="output", target="target", reduce_steps=[Mean()])
+    pm = ml.compile(train, ml.MlirBackend(), shapes={"input": [n, 8], "target": [n, 1]},
+                    mixed_precision=ml.float16)
+    return pm, {"input": x, "target": x @ w_true.T}, w_true
+
+
+def test_float16_training_scales_the_loss():
+    """Mixed float16 training seeds the loss with optimizer.loss_scale and
+    divides the gradients by it in the compiled step (torch's GradScaler):
+    gradients that underflow float16 unscaled train the weights."""
+    errors = {}
+    for scale in (None, 1.0):
+        pm, data, w_true = small_gradient_regression()
+        params = {"linear_0.weight": np.zeros((1, 8), np.float32),
+                  "linear_0.bias": np.zeros(1, np.float32)}
+        opt = ml.SGD(lr=0.5)
+        if scale is not None:  # no scaling: a scale of 1 that never grows
+            opt.loss_scale, opt.loss_scale_growth_interval = scale, 10 ** 9
+        for _ in range(30):
+            pm.train_step(params, data, opt)
+        assert opt.skipped_steps == 0
+        errors[scale] = np.abs(params["linear_0.weight"] - w_true).max() / np.abs(w_true).max()
+    assert errors[None] < 0.01 and errors[1.0] > 10 * errors[None], errors
+
+
+def test_a_step_with_infinite_gradients_is_skipped_and_the_scale_halved():
+    pm, data, _ = small_gradient_regression()
+    params = {"linear_0.weight": np.ones((1, 8), np.float32),
+              "linear_0.bias": np.zeros(1, np.float32)}
+    before = {k: v.copy() for k, v in params.items()}
+    opt = ml.Adam(lr=0.1)
+    opt.loss_scale = 1e30  # the scaled gradients overflow float16
+    pm.train_step(params, data, opt)
+    assert opt.skipped_steps == 1 and opt.loss_scale == 5e29 and opt.steps == 0
+    for key in params:
+        np.testing.assert_array_equal(params[key], before[key])
+    np.testing.assert_array_equal(opt.state["state:linear_0.weight.m"], 0)
+    # A finite step is taken, and counts towards the scale's growth.
+    opt.loss_scale, opt.loss_scale_growth_interval = 1024.0, 2
+    pm.train_step(params, data, opt)
+    pm.train_step(params, data, opt)
+    assert opt.steps == 2 and opt.loss_scale == 2048.0
+    assert not np.array_equal(params["linear_0.weight"], before["linear_0.weight"])

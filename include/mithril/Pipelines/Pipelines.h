@@ -59,6 +59,10 @@ struct ModelPipelineOptions : public mlir::PassPipelineOptions<Derived> {
   Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"), llvm::cl::init(0.0)};
   Option<double> weightDecay{*this, "weight-decay", llvm::cl::desc("L2 weight decay"),
                              llvm::cl::init(0.0)};
+  Option<bool> lossScaling{
+      *this, "loss-scaling",
+      llvm::cl::desc("With optimizer: dynamic loss scaling (mithril-optimizer's loss-scaling)"),
+      llvm::cl::init(false)};
   Option<std::string> precision{
       *this, "precision",
       llvm::cl::desc("Compute the model in bf16 or f16 (mithril-mixed-precision): its values "
@@ -114,6 +118,7 @@ template <typename To, typename From> void copyModelOptions(To &to, const From &
   to.optimizer = from.optimizer;
   to.momentum = from.momentum;
   to.weightDecay = from.weightDecay;
+  to.lossScaling = from.lossScaling;
   to.checkpointSegments = from.checkpointSegments;
   to.allReduceGradients = from.allReduceGradients;
   to.tensorParallel = from.tensorParallel;

@@ -68,6 +68,9 @@ struct CompileOptions {
   /// mithril-optimizer for the extra terminals.
   std::string optimizer;
   double momentum = 0.0, weightDecay = 0.0;
+  /// With optimizer: dynamic loss scaling (float16 training; see the
+  /// mithril-optimizer pass).
+  bool lossScaling = false;
   /// With gradients: gradient checkpointing in this many runs of forward
   /// ops (mithril-autodiff's checkpoint-segments; 0: off).
   unsigned checkpointSegments = 0;

@@ -22,6 +22,22 @@ mithril.model @Fit(data %x: tensor<4x2xf32>, param %w: tensor<2xf32>) -> (loss: 
 
 // NOGRAD: the model has no gradient outputs; run mithril-autodiff first
 
+// Loss scaling (float16 training): the gradient divided by the scale the loss
+// was seeded with; the update taken only if every gradient is finite (a sum of
+// g * 0 is NaN otherwise), which the output optimizer.finite reports.
+// RUN: mithril-opt %s -split-input-file -mithril-autodiff="entry=Fit" -mithril-optimizer="entry=Fit algorithm=sgd loss-scaling=true" | FileCheck %s --check-prefix=SCALED
+// SCALED-LABEL: mithril.model @Fit(
+// SCALED-SAME: data %optimizer.lr: tensor<f32>, data %optimizer.loss_scale: tensor<f32>)
+// SCALED-SAME: -> (loss: tensor<f32>, "new:w": tensor<2xf32>, optimizer.finite: tensor<i1>)
+// SCALED: %[[G:.+]] = divide %{{.+}}, %optimizer.loss_scale
+// SCALED: %[[Z:.+]] = multiply %[[G]], %{{.+}}
+// SCALED: %[[S:.+]] = sum %[[Z]]
+// SCALED: %[[FINITE:.+]] = equal %[[S]], %[[S]]
+// SCALED: %[[STEP:.+]] = multiply %[[G]], %optimizer.lr
+// SCALED: %[[NEW:.+]] = subtract %w, %[[STEP]]
+// SCALED: %[[KEPT:.+]] = where %[[FINITE]], %[[NEW]], %w
+// SCALED: output %{{.+}}, %[[KEPT]], %[[FINITE]]
+
 // bfloat16 parameters: the update is computed in float32 (0.999 is 1 in
 // bfloat16) and rounded once; terminals keep their type.
 // RUN: mithril-opt %s -split-input-file -mithril-autodiff="entry=Half" -mithril-optimizer="entry=Half algorithm=adam" | FileCheck %s --check-prefix=BF16

@@ -93,14 +93,40 @@ struct OptimizerPass : public mithril::impl::MithrilOptimizerBase<OptimizerPass>
       names.push_back(b.getDictionaryAttr(
           {b.getNamedAttr(kTerminalNameAttr, b.getStringAttr(name))}));
     };
+    // Loss scaling: the gradients unscaled, and whether all are finite (a
+    // sum of g * 0 is NaN exactly when some element is infinite or NaN).
+    SmallVector<Value> unscaled;
+    Value finite;
+    if (lossScaling) {
+      Value scale = addInput(model, b, "optimizer.loss_scale", scalarType);
+      if (!scale)
+        return failure();
+      scale = wide(scale);
+      Value total;
+      for (auto [index, param] : grads) {
+        Value g = DivideOp::create(b, loc, wide(values[index]), scale);
+        unscaled.push_back(g);
+        Value bad = SumOp::create(b, loc, MultiplyOp::create(b, loc, g, cst(0.0)),
+                                  DenseI64ArrayAttr(), b.getBoolAttr(false));
+        total = total ? AddOp::create(b, loc, total, bad).getResult() : bad;
+      }
+      finite = EqualOp::create(b, loc, total, total);
+    }
+    // Without loss scaling every new value is taken; with it, only when the
+    // gradients are finite (else the old one stays).
+    auto taken = [&](Value updated, Value old) -> Value {
+      return finite ? WhereOp::create(b, loc, finite, updated, old).getResult() : updated;
+    };
+
     llvm::BitVector drop(values.size());
-    for (auto [index, param] : grads) {
+    for (auto [position, entry] : llvm::enumerate(grads)) {
+      auto [index, param] = entry;
       std::optional<unsigned> in = model.lookupInput(param);
       if (!in)
         return model.emitOpError("mithril-optimizer: gradient of unknown input '") << param << "'";
       Value stored = model.getBodyBlock().getArgument(*in);
       Value p = wide(stored);
-      Value g = wide(values[index]);
+      Value g = finite ? unscaled[position] : wide(values[index]);
       drop.set(index);
       Type type = stored.getType();
       if (weightDecay != 0.0)
@@ -114,7 +140,7 @@ struct OptimizerPass : public mithril::impl::MithrilOptimizerBase<OptimizerPass>
           if (!v)
             return failure();
           update = AddOp::create(b, loc, MultiplyOp::create(b, loc, wide(v), cst(momentum)), g);
-          addOutput("new:" + name, narrow(update));
+          addOutput("new:" + name, narrow(taken(update, wide(v))));
         }
       } else {
         std::string mName = "state:" + param + ".m", vName = "state:" + param + ".v";
@@ -128,8 +154,8 @@ struct OptimizerPass : public mithril::impl::MithrilOptimizerBase<OptimizerPass>
         Value v2 = AddOp::create(b, loc, MultiplyOp::create(b, loc, v, cst(beta2)),
                                  MultiplyOp::create(b, loc, SquareOp::create(b, loc, g),
                                                     cst(1.0 - beta2)));
-        addOutput("new:" + mName, narrow(m2));
-        addOutput("new:" + vName, narrow(v2));
+        addOutput("new:" + mName, narrow(taken(m2, m)));
+        addOutput("new:" + vName, narrow(taken(v2, v)));
         // Bias corrections 1 - beta^t, computed from the step input.
         Value c1 = SubtractOp::create(b, loc, cst(1.0), PowerOp::create(b, loc, cst(beta1), step));
         Value c2 = SubtractOp::create(b, loc, cst(1.0), PowerOp::create(b, loc, cst(beta2), step));
@@ -138,9 +164,12 @@ struct OptimizerPass : public mithril::impl::MithrilOptimizerBase<OptimizerPass>
         update = DivideOp::create(b, loc, mHat,
                                   AddOp::create(b, loc, SqrtOp::create(b, loc, vHat), cst(epsilon)));
       }
-      addOutput("new:" + param,
-                narrow(SubtractOp::create(b, loc, p, MultiplyOp::create(b, loc, update, lr))));
+      addOutput(
+          "new:" + param,
+          narrow(taken(SubtractOp::create(b, loc, p, MultiplyOp::create(b, loc, update, lr)), p)));
     }
+    if (finite)
+      addOutput("optimizer.finite", finite);
     // The gradient outputs give way to the updated parameters.
     SmallVector<Value> kept;
     SmallVector<Attribute> keptNames;

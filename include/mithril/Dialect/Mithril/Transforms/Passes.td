@@ -279,6 +279,12 @@ def MithrilOptimizer : Pass<"mithril-optimizer", "mlir::ModuleOp"> {
       p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)`, with the
       step `t` the scalar input `optimizer.step` (from 1) and the moments as
       `state:<p>.m` and `state:<p>.v`.
+
+    With `loss-scaling` (float16 training): the caller seeds the loss with
+    the scalar input `optimizer.loss_scale`; every gradient is divided by it,
+    and unless all of them are finite the parameters and the state keep
+    their values. The scalar bool output `optimizer.finite` tells the caller
+    whether the step was taken (to lower the scale when it was not).
   }];
   let options = [
     Option<"entry", "entry", "std::string", /*default=*/"\"\"", "The model">,
@@ -287,7 +293,12 @@ def MithrilOptimizer : Pass<"mithril-optimizer", "mlir::ModuleOp"> {
     Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0", "L2 weight decay">,
     Option<"beta1", "beta1", "double", /*default=*/"0.9", "Adam's first-moment decay">,
     Option<"beta2", "beta2", "double", /*default=*/"0.999", "Adam's second-moment decay">,
-    Option<"epsilon", "epsilon", "double", /*default=*/"1e-8", "Adam's epsilon">
+    Option<"epsilon", "epsilon", "double", /*default=*/"1e-8", "Adam's epsilon">,
+    Option<"lossScaling", "loss-scaling", "bool", /*default=*/"false",
+           "Dynamic loss scaling: the gradients come scaled by the input "
+           "optimizer.loss_scale (the loss's seed), are divided by it, and the "
+           "step changes nothing unless every one is finite (the output "
+           "optimizer.finite)">
   ];
   let dependentDialects = ["mithril::MithrilDialect"];
 }
