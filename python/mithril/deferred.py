@@ -78,9 +78,9 @@ class DeferredPhysicalModel:
         return pm
 
     def evaluate(self, params: Mapping | None = None, data: Mapping | None = None,
-                 output_gradients: Mapping | None = None):
+                 output_gradients: Mapping | None = None, *, state: Mapping | None = None):
         pm = self.compiled_for({**(params or {}), **(data or {})})
-        return pm.evaluate(params, data, output_gradients)
+        return pm.evaluate(params, data, output_gradients, state=state)
 
     def evaluate_gradients(self, params, data=None, output_gradients=None):
         _, grads = self.evaluate(params, data, output_gradients or {})

@@ -332,6 +332,32 @@ class BaseModel(metaclass=_ModelClass):
         self.name = name
         self.parent: Model | None = None
         self._uid = next(_uid)
+        # State keys (the original's bind_state_keys): input terminal ->
+        # (output terminal, initial value). A compiled model takes the state
+        # in evaluate(..., state=) and gives the next one back.
+        self.state_pairs: dict[str, tuple[str, Any]] = {}
+
+    def bind_state_keys(self, input, output, initial_value=NOT_GIVEN) -> None:
+        """The original's bind_state_keys: the output terminal `output` is the
+        next value of the input terminal `input` (a recurrent state: a random
+        key, running statistics), starting from `initial_value`. Unconnected,
+        the pair goes up to the model this one is added to, and a compiled
+        model takes the state in evaluate(..., state=pm.initial_state_dict)
+        and returns the next one."""
+        def name_of(key):
+            return key if isinstance(key, str) else getattr(key, "name", None) or getattr(
+                key, "key", None)
+        source, target = name_of(input), name_of(output)
+        if source not in self.input_keys:
+            raise KeyNotFoundError(f"bind_state_keys: '{source}' is not an input of "
+                                   f"{self.class_name} (inputs: {self.input_keys})")
+        if target not in self.output_keys:
+            raise KeyNotFoundError(f"bind_state_keys: '{target}' is not an output of "
+                                   f"{self.class_name} (outputs: {self.output_keys})")
+        if initial_value is NOT_GIVEN:
+            raise MithrilError(f"bind_state_keys: state '{source}' needs an initial_value "
+                               "(evaluate starts from it)")
+        self.state_pairs[source] = (target, initial_value)
 
     def compile(self, backend, **kwargs):
         """ml.compile(self, backend, **kwargs): the physical model."""
@@ -1030,10 +1056,26 @@ class Model(BaseModel):
             bindings[terminal] = net
         self.submodels.append((model, bindings))
         model.parent = self
+        self._lift_state(model, bindings)
         if index == 0 and model.canonical_input in bindings:
             self._cin = bindings[model.canonical_input]
         if model.canonical_output in bindings:
             self._cout = bindings[model.canonical_output]
+
+    def _lift_state(self, model: BaseModel, bindings: dict) -> None:
+        """A state pair of `model` whose ends are both left unconnected
+        becomes one of this model: its input is one of ours already, and its
+        output an output named as the submodel names it."""
+        for source, (target, initial) in getattr(model, "state_pairs", {}).items():
+            state, nxt = bindings.get(source), bindings.get(target)
+            if state is None or nxt is None or not state.implicit or \
+                    len(state.consumers) != 1 or nxt.consumers:
+                continue  # connected by the user: the state is theirs
+            if nxt.auto:  # named as the submodel names it
+                del self.nets[nxt.name]
+                nxt.name, nxt.auto, nxt.expose = self._unique(target), False, True
+                self.nets[nxt.name] = nxt
+            self.state_pairs[state.name] = (nxt.name, initial)
 
     def _same_name_in_and_out(self, model: BaseModel, connections: dict) -> dict:
         """An input and an output given one name: allowed for an in-place

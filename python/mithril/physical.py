@@ -226,18 +226,67 @@ class PhysicalModel:
         """The model's GPU kernels as PTX, for device='cuda'."""
         return self._ptx
 
+    # State ---------------------------------------------------------------
+    @property
+    def _state_pairs(self) -> dict:
+        """State input -> (its next value's output, initial value), for the
+        pairs the compiled model still has (bind_state_keys)."""
+        model = getattr(self, "logical_model", None)
+        pairs = getattr(model, "state_pairs", {}) if model is not None else {}
+        inputs, outputs = set(self.input_keys), set(self.output_keys)
+        return {k: v for k, v in pairs.items() if k in inputs and v[0] in outputs}
+
+    @property
+    def state_keys(self) -> list[str]:
+        """The state inputs (a Randn's key, a training BatchNorm2D's running
+        statistics): evaluate takes them in `state=` and returns the next."""
+        return list(self._state_pairs)
+
+    @property
+    def initial_state_dict(self) -> dict[str, np.ndarray]:
+        """The state evaluate starts from: each state key's initial value."""
+        return {k: np.array(initial) for k, (_, initial) in self._state_pairs.items()}
+
     def evaluate(self, params: Mapping | None = None, data: Mapping | None = None,
-                 output_gradients: Mapping | None = None):
+                 output_gradients: Mapping | None = None, *, state: Mapping | None = None):
         """Runs the model. Returns the outputs, or (outputs, gradients) when
         `output_gradients` seeds the outputs' gradients: a dict {output:
         cotangent}, or True, the original's unit cotangent: 1 on final_cost
         where the model has it (a TrainModel), else ones on every float
-        output."""
+        output. A model with state keys takes the state in `state=` (start
+        from pm.initial_state_dict) and returns the next state last:
+        (outputs, new_state) or (outputs, gradients, new_state); without
+        `state=` it starts from the initial state and returns no state."""
         given = dict(params or {})
         for key, value in (data or {}).items():
             if key in given:
                 raise KeyNotFoundError(f"'{key}' is given both as a parameter and as data")
             given[key] = value
+        pairs = self._state_pairs
+        if state is not None and not pairs:
+            raise KeyNotFoundError("state= given, but the model has no state keys")
+        if pairs:
+            current = self.initial_state_dict if state is None else dict(state)
+            passed = sorted(set(pairs) & set(given))
+            if passed:
+                raise KeyNotFoundError(f"{passed} are state keys of the model: give them in "
+                                       "state= (from pm.initial_state_dict), not as inputs")
+            unknown = sorted(set(current) - set(pairs))
+            if unknown:
+                raise KeyNotFoundError(f"state: {unknown} are not state keys of the model "
+                                       f"(its state keys: {sorted(pairs)})")
+            for key, (_, initial) in pairs.items():
+                given[key] = current.get(key, np.array(initial))
+            result = self._evaluate_lists(given, output_gradients)
+            outputs = result[0] if isinstance(result, tuple) else result
+            new_state = {key: outputs.pop(target) for key, (target, _) in pairs.items()
+                         if target in outputs}
+            if state is None:
+                return result
+            return (*result, new_state) if isinstance(result, tuple) else (outputs, new_state)
+        return self._evaluate_lists(given, output_gradients)
+
+    def _evaluate_lists(self, given: dict, output_gradients):
         if self.list_inputs:
             given = self._split_lists(given)
             result = self._evaluate_given(given, output_gradients)
@@ -326,7 +375,9 @@ class PhysicalModel:
 
     def _unit_seeds(self, given: Mapping) -> dict:
         """output_gradients=True: the unit cotangents."""
-        floats = [t for t in self._outputs if t["dtype"] in FLOATS]
+        # The next state is no result to differentiate.
+        states = {target for target, _ in self._state_pairs.values()}
+        floats = [t for t in self._outputs if t["dtype"] in FLOATS and t["name"] not in states]
         if any(t["name"] == "final_cost" for t in floats):
             floats = [t for t in floats if t["name"] == "final_cost"]
         if not floats:

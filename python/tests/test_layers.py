@@ -116,16 +116,21 @@ def test_batch_norm_training_form_is_torchs(backend64, rng, use_scale, use_bias)
     pm = ml.compile(model, backend64, shapes={"input": [4, 3, 5, 5]}, trainable_keys=["input"])
     assert sorted(pm.output_keys) == ["output", "running_mean_out", "running_var_out"]
     params = {"input": x} | ({"weight": w} if use_scale else {}) | ({"bias": b} if use_bias else {})
-    out, grads = pm.evaluate(params, {"running_mean": mean, "running_var": var},
-                             output_gradients={"output": seed})
+    assert sorted(pm.state_keys) == ["running_mean", "running_var"]
+    np.testing.assert_array_equal(pm.initial_state_dict["running_var"], np.ones(3))
+    out, grads, state = pm.evaluate(params, {}, output_gradients={"output": seed},
+                                    state={"running_mean": mean, "running_var": var})
     t = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
     running_mean, running_var = torch.tensor(mean), torch.tensor(var)
     ref = F.batch_norm(t["input"], running_mean, running_var, t.get("weight"), t.get("bias"),
                        True, 0.2, 1e-5)
     ref.backward(torch.tensor(seed))
     np.testing.assert_allclose(out["output"], ref.detach().numpy(), rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(out["running_mean_out"], running_mean.numpy(), rtol=1e-12)
-    np.testing.assert_allclose(out["running_var_out"], running_var.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(state["running_mean"], running_mean.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(state["running_var"], running_var.numpy(), rtol=1e-12)
+    assert sorted(out) == ["output"]
+    with pytest.raises(ml.KeyNotFoundError, match="are state keys of the model"):
+        pm.evaluate(params, {"running_mean": mean, "running_var": var})
     for key in params:
         np.testing.assert_allclose(grads[key], t[key].grad.numpy(), rtol=1e-9, atol=1e-11)
 

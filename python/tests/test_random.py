@@ -15,9 +15,14 @@ from mithril.models import Add, Model, PrimitiveRandInt, PrimitiveRandn, Randn, 
 
 
 def draw(shape, dtype=ml.float32, key=None):
+    """Samples of `key` (the state key from 42 when None), and the next key."""
     model = Model()
     model |= Randn(shape=shape, key=key)(output="output", new_key="new_key")
-    out = ml.compile(model, ml.MlirBackend(dtype=dtype), inference=True).evaluate({}, {})
+    pm = ml.compile(model, ml.MlirBackend(dtype=dtype), inference=True)
+    if key is None:
+        out, state = pm.evaluate({}, {}, state=pm.initial_state_dict)
+        return out["output"], state["key"]
+    out = pm.evaluate({}, {})
     return out["output"], out["new_key"]
 
 
@@ -104,10 +109,11 @@ def test_bad_arguments_are_errors():
 def test_randint_is_uniform_over_low_to_high():
     model = Model()
     model |= RandInt(shape=(700, 100), low=-3, high=4)(output="output", new_key="new_key")
-    out = ml.compile(model, ml.MlirBackend(), inference=True).evaluate({}, {})
+    pm = ml.compile(model, ml.MlirBackend(), inference=True)
+    out, state = pm.evaluate({}, {}, state=pm.initial_state_dict)
     r = out["output"]
     assert r.dtype == np.int32 and r.shape == (700, 100)  # float32 backend: int32
-    assert r.min() == -3 and r.max() == 3 and int(out["new_key"]) == 43
+    assert r.min() == -3 and r.max() == 3 and int(state["key"]) == 43
     share = np.bincount(r.reshape(-1) + 3, minlength=7) / r.size
     np.testing.assert_allclose(share, 1 / 7, atol=6 * math.sqrt((1 / 7) * (6 / 7) / r.size))
 
@@ -129,3 +135,24 @@ def draw_primitive(shape, key):
     model = Model()
     model |= PrimitiveRandn(shape=shape, key=key)(output="output")
     return ml.compile(model, ml.MlirBackend(), inference=True).evaluate({}, {})["output"]
+
+
+def test_the_key_is_a_state_key_the_original_way():
+    """Randn without a key: the state key `key` from 42; evaluate(state=)
+    draws with it and returns key + 1; without state=, 42 every time. A model
+    holding it passes the pair up (bind_state_keys)."""
+    inner = Model()
+    inner |= Randn(shape=(3,))(output="noise")
+    outer = Model()
+    outer |= inner(noise="z")
+    pm = ml.compile(outer, ml.MlirBackend(dtype=ml.float64), inference=True)
+    assert pm.state_keys == ["key"]
+    assert int(pm.initial_state_dict["key"]) == 42
+    first, state = pm.evaluate({}, {}, state=pm.initial_state_dict)
+    second, state2 = pm.evaluate({}, {}, state=state)
+    assert int(state["key"]) == 43 and int(state2["key"]) == 44
+    assert sorted(first) == ["z"]  # the next key goes in the state, not the outputs
+    np.testing.assert_array_equal(first["z"], pm.evaluate({}, {})["z"])
+    np.testing.assert_array_equal(second["z"], draw((3,), ml.float64, key=43)[0])
+    with pytest.raises(ml.KeyNotFoundError, match="not state keys"):
+        pm.evaluate({}, {}, state={"nope": np.array(1)})

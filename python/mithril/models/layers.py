@@ -230,10 +230,11 @@ class BatchNorm2D(Model):
     inference=False (training): the statistics of the batch over (N, H, W),
     the variance biased, and the outputs running_mean_out = (1 - momentum) *
     running_mean + momentum * batch mean and running_var_out, likewise from
-    the unbiased batch variance. The original keeps the running statistics as
-    state keys (starting at 0 and 1) that evaluate(..., state=...) advances;
-    here they are the inputs running_mean / running_var and those outputs,
-    which the caller feeds back."""
+    the unbiased batch variance. As in the original, the running statistics
+    are state keys (bind_state_keys) starting at 0 and 1:
+    `pm.evaluate(..., state=s)` uses s["running_mean"] and s["running_var"]
+    and returns the updated ones (without num_features they are plain inputs
+    and outputs, fed by the caller)."""
 
     def __init__(self, num_features: int | None = None, use_scale: bool = True,
                  use_bias: bool = True, eps: float = 1e-5, momentum: float = 0.1,
@@ -288,6 +289,10 @@ class BatchNorm2D(Model):
                           output=IOKey(f"{stat}_out"))
         self.expose_keys("output", "running_mean_out", "running_var_out")
         self._cin, self._cout = self.nets["input"], self.nets["output"]
+        if num_features is not None:
+            # The original's state keys, from zeros and ones.
+            self.bind_state_keys("running_mean", "running_mean_out", np.zeros(num_features))
+            self.bind_state_keys("running_var", "running_var_out", np.ones(num_features))
 
 
 def _activation(spec):

@@ -296,11 +296,11 @@ class _Random(Primitive):
     samples, on every target), and `new_key` (key + 1) for the next draw.
 
     `shape` must be known when the model is compiled: ints, a tuple, or sizes
-    of shapes (`x.shape`). Without a key (the original's default) the key is
-    42, the original's initial state, at every call; connect `key` to an
-    input (or give an int) to draw other samples. The original keeps that key
-    as a state that `evaluate(..., state=...)` advances; here a caller
-    advances it by feeding `new_key` back."""
+    of shapes (`x.shape`). Without a key (the original's default) the key is a
+    state key (bind_state_keys) starting at 42: `pm.evaluate(..., state=s)`
+    draws with s["key"] and returns the next state (key + 1), and without
+    `state=` every call draws with 42. Connect `key` to an input, or give an
+    int, to choose the key yourself."""
     outputs = ("output", "new_key")
     _bounds: tuple = ()  # further value terminals (RandInt's low and high)
 
@@ -320,10 +320,12 @@ class _Random(Primitive):
             dtype = dtype_name_among(dtype, allowed, f"{owner}'s dtype")
         self.dtype = dtype
         if key is TBD or key is None:
-            key = 42
+            # The original's state key, from 42.
+            self.state_pairs["key"] = ("new_key", np.array(42, dtype=np.int64))
         elif isinstance(key, bool) or not isinstance(key, numbers.Integral):
             raise MithrilError(f"{owner}: key must be an int (or a connection), got {key!r}")
-        self._set_terminal_value("key", np.array(int(key), dtype=np.int64))
+        else:
+            self._set_terminal_value("key", np.array(int(key), dtype=np.int64))
         for name_, value in bounds.items():
             if value is TBD or value is None:
                 continue
@@ -337,8 +339,11 @@ class _Random(Primitive):
             connections.setdefault("shape", self._later)
         for key in ("key",) + self._bounds:
             if key in connections:
-                # A connected value replaces the one given when built.
+                # A connected value replaces the one given when built (and
+                # the key is no state then).
                 self.terminal_values.pop(key, None)
+                if key == "key":
+                    self.state_pairs.pop("key", None)
         return super().connect(*args, **connections)
 
     __call__ = connect
