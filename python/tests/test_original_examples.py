@@ -679,6 +679,11 @@ def torch_ae_decoder(p, z, ch_mult, num_res_blocks, prefix=""):
     return conv2d(F.silu(torch_group_norm(h, p, "norm_out")), p, "conv_out", 1, 1)
 
 
+# attn_block fixes 512 channels (ch * ch_mult[-1]); a 4x4 image keeps it small.
+SMALL_AUTO_ENCODER = dict(resolution=4, in_channels=3, ch=256, out_ch=3, ch_mult=[1, 2],
+                          num_res_blocks=1, z_channels=2, scale_factor=0.3, shift_factor=0.1)
+
+
 def test_flux_auto_encoder_encoder_and_decoder():
     import original_examples.flux_auto_encoder as ae
     rng = np.random.default_rng(11)
@@ -690,9 +695,7 @@ def test_flux_auto_encoder_encoder_and_decoder():
     want = torch_ae_encoder(tt(params), torch.tensor(x), [1, 2], 1)
     close(pm.evaluate(params, {"input": x})["output"], want, what="encoder")
 
-    ae_params = ae.AutoEncoderParams(resolution=4, in_channels=3, ch=256, out_ch=3,
-                                     ch_mult=[1, 2], num_res_blocks=1, z_channels=2,
-                                     scale_factor=0.3, shift_factor=0.1)
+    ae_params = ae.AutoEncoderParams(**SMALL_AUTO_ENCODER)
     pm = ml.compile(ae.decode(ae_params), backend(), shapes={"input": [1, 2, 2, 2]},
                     inference=True)
     params = init(pm.randomize_params())
@@ -722,9 +725,7 @@ def test_flux_diagonal_gaussian_and_auto_encoder_sample_with_randn():
     close(pm.evaluate({}, {"input": x})["output"], x[:, :3] + np.exp(0.5 * x[:, 3:]) * eps,
           what="diagonal gaussian sample")
 
-    ae_params = ae.AutoEncoderParams(resolution=4, in_channels=3, ch=256, out_ch=3,
-                                     ch_mult=[1, 2], num_res_blocks=1, z_channels=2,
-                                     scale_factor=0.3, shift_factor=0.1)
+    ae_params = ae.AutoEncoderParams(**SMALL_AUTO_ENCODER)
     pm = ml.compile(ae.auto_encoder(ae_params), backend(), shapes={"input": [1, 3, 4, 4]},
                     inference=True)
     params = init(pm.randomize_params())
