@@ -626,3 +626,24 @@ def test_auc_core_errors():
         ml.compile(AUCCore(), backend(), shapes={"input": [3, 2], "label": [3]})
     with pytest.raises(MithrilError, match="AUCCore needs the number of samples known"):
         ml.compile(AUCCore(), backend(), shapes={"input": [None], "label": [None]})
+
+
+def test_custom_primitive_models_are_dialect_ops():
+    """The original's CustomPrimitiveModel(formula_key, **keys): the formula
+    key names a mithril op, the keys are its terminals in operand order."""
+    from mithril.models import CustomPrimitiveModel, PrimitiveModel
+    model = Model()
+    model |= CustomPrimitiveModel("add", left=IOKey(shape=[2, 3]), right=IOKey(shape=[2, 3]),
+                                  output=IOKey())(left="a", right="b", output="c")
+    model |= PrimitiveModel("relu", input=IOKey(), output=IOKey())(input="c", output="d")
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={"a": [2, 3], "b": [2, 3]})
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((2, 3)), rng.standard_normal((2, 3))
+    np.testing.assert_array_equal(pm.evaluate({}, {"a": a, "b": b})["d"], np.maximum(a + b, 0))
+    unknown = Model()
+    unknown |= CustomPrimitiveModel("nope", input=IOKey(), output=IOKey())(input="x", output="y")
+    with pytest.raises(MithrilError, match="CustomPrimitiveModel\\('nope'\\): .*unknown mithril "
+                                           "primitive 'nope'"):
+        ml.compile(unknown, ml.MlirBackend(), shapes={"x": [2]})
+    with pytest.raises(MithrilError, match="give the output terminal"):
+        CustomPrimitiveModel("relu", input=IOKey())

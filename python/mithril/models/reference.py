@@ -758,3 +758,57 @@ class AUCCore(Model):
         c(_AUCCurve(), input="input", label="label", output="output")
         self.nets["label"].differentiable = False
         c.finish("input")
+
+
+# Primitives by formula key ------------------------------------------------------------
+
+class PrimitiveModel(Primitive):
+    """The original's PrimitiveModel(formula_key, *, name=None, **keys): one
+    primitive whose terminals are the keyword arguments (IOKey, Tensor or
+    TBD; `output` is its output, the others its inputs, in the order given)
+    and whose computation is the backend's function `formula_key`. Here the
+    backend's functions are the mithril dialect's ops: `formula_key` names one
+    (`"add"`, `"relu"`, `"matmul"`, ...; docs/reference/MithrilDialect.md) and
+    the inputs are its operands in order. An op that does not exist, or takes
+    other operands, is an error naming it when the model is compiled."""
+
+    def __init__(self, formula_key: str, *, name=None, **keys) -> None:
+        if not isinstance(formula_key, str) or not formula_key:
+            raise MithrilError(f"{type(self).__name__}: formula_key must be the name of an op, "
+                               f"got {formula_key!r}")
+        if "output" not in keys:
+            raise MithrilError(f"{type(self).__name__}('{formula_key}'): give the output "
+                               "terminal as output=IOKey(...)")
+        self.inputs = tuple(k for k in keys if k != "output")
+        self.outputs = ("output",)
+        super().__init__(name)
+        self.op = formula_key.removeprefix("mithril.")
+        self.formula_key = formula_key
+        for key in self.inputs:
+            value = keys[key]
+            shape = getattr(value, "shape_template", None)
+            if shape is not None:
+                self._specs[key] = TerminalSpec(shape=tuple(shape))
+            given = getattr(value, "value", None)
+            if given is not None and not isinstance(value, str):
+                self._set_terminal_value(key, given)
+
+    def emit(self, builder, operands, path, float_dtype="float32"):
+        values = [operands[k] for k in self.inputs if k in operands]
+        try:
+            results = builder.add_op(self.op, values, {}, path)
+        except MithrilError as e:
+            raise MithrilError(f"{type(self).__name__}('{self.formula_key}'): "
+                               f"{str(e).splitlines()[0]}") from None
+        return {"output": results[0]}
+
+
+class CustomPrimitiveModel(PrimitiveModel):
+    """The original's CustomPrimitiveModel(formula_key, name=None, **keys): a
+    PrimitiveModel (see there) a user defines."""
+
+    def __init__(self, formula_key: str, name=None, **keys) -> None:
+        super().__init__(formula_key, name=name, **keys)
+
+
+__all__ += ["CustomPrimitiveModel", "PrimitiveModel"]
