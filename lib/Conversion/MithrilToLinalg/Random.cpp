@@ -76,20 +76,31 @@ Value roundTo(OpBuilder &b, Location loc, Type et, Value f64Value) {
 }
 
 /// Replaces a random op by the elements `sample` computes from the seed (the
-/// key, mixed once: nearby keys give unrelated streams) and the element's
+/// key, mixed: nearby keys give unrelated streams) and the element's
 /// position.
 template <typename OpT>
 LogicalResult generateSamples(OpT op, PatternRewriter &rewriter,
                               function_ref<Value(OpBuilder &, Location, Value, Value)> sample) {
   Location loc = op.getLoc();
   RankedTensorType type = op.getType();
-  Value key = tensor::ExtractOp::create(rewriter, loc, op.getKey(), ValueRange{});
-  Value seed = mix64(rewriter, loc, key);
-  auto element = [&](OpBuilder &b, Location l) -> Value {
-    Value z = sample(b, l, seed, linearPosition(b, l, type.getShape()));
-    return roundTo(b, l, type.getElementType(), z);
-  };
-  rewriter.replaceOp(op, generateElements(rewriter, loc, type, Value(), element));
+  int64_t rank = type.getRank();
+  // The key is an operand of the generic (read inside it, as a GPU kernel
+  // must read it), broadcast to every element.
+  SmallVector<AffineMap> maps = {AffineMap::get(rank, 0, {}, rewriter.getContext()),
+                                 rewriter.getMultiDimIdentityMap(rank)};
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t d : type.getShape())
+    sizes.push_back(rewriter.getIndexAttr(d));
+  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{type}, ValueRange{op.getKey()},
+      ValueRange{emptyTensor(rewriter, loc, type, sizes)}, maps, iterators,
+      [&](OpBuilder &b, Location l, ValueRange args) {
+        Value seed = mix64(b, l, args[0]);
+        Value z = sample(b, l, seed, linearPosition(b, l, type.getShape()));
+        linalg::YieldOp::create(b, l, roundTo(b, l, type.getElementType(), z));
+      });
+  rewriter.replaceOp(op, generic.getResult(0));
   return success();
 }
 

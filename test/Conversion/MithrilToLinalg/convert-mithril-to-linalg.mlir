@@ -268,11 +268,10 @@ mithril.model @IntegerAbsArgMax(data %x: tensor<3x5xi16>, data %b: tensor<4xi1>)
 
 // -----
 
-// random_normal: each element from the key (mixed once) and its row-major
-// position (two splitmix64 outputs), Box-Muller in f64, rounded to f32.
+// random_normal: each element from the key (an operand of the generic, so that
+// a GPU kernel reads it) and its row-major position (two splitmix64 outputs), Box-Muller in f64, rounded to f32.
 // CHECK-LABEL: func.func @RandomNormal(
-// CHECK: %[[KEY:.+]] = tensor.extract %arg0[]
-// CHECK: linalg.generic {{.*}} outs(%{{.+}} : tensor<2x3xf32>)
+// CHECK: linalg.generic {{.*}} ins(%arg0 : tensor<i64>) outs(%{{.+}} : tensor<2x3xf32>)
 // CHECK: linalg.index 0
 // CHECK: linalg.index 1
 // CHECK: math.log
@@ -289,8 +288,7 @@ mithril.model @RandomNormal(data %k: tensor<i64>) -> (z: tensor<2x3xf32>) {
 // random_uniform: the top 53 bits of the stream at the element's position,
 // times 2^-53.
 // CHECK-LABEL: func.func @RandomUniform(
-// CHECK: tensor.extract %arg0[]
-// CHECK: linalg.generic {{.*}} outs(%{{.+}} : tensor<5xf64>)
+// CHECK: linalg.generic {{.*}} ins(%arg0 : tensor<i64>) outs(%{{.+}} : tensor<5xf64>)
 // CHECK: linalg.index 0
 // CHECK: arith.shrui
 // CHECK: arith.uitofp %{{.+}} : i64 to f64
