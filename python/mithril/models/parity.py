@@ -55,7 +55,7 @@ import numpy as np
 
 from .. import static
 from ..errors import MithrilError
-from ..framework import TBD, Connection, IOKey, Model, Primitive, _fresh_copy
+from ..framework import TBD, Connection, IOKey, Model, Primitive, Tensor, _fresh_copy
 from ._compose import Composer
 from .layers import Linear, _param
 from .primitives import (Absolute, Add, ArgMax, Buffer, Concat, Divide, Equal, EyeLike, Greater,
@@ -883,20 +883,28 @@ def _check_metric_arguments(owner: str, threshold, is_binary: bool) -> None:
                            f"class 1)")
 
 
+def metric_indices(c: Composer, threshold, is_binary: bool, is_pred_one_hot: bool,
+                   is_label_one_hot: bool) -> tuple[str, str]:
+    """The metrics' formatted (pred, label): argmax over the last axis where
+    one-hot; a binary pred of probabilities 1 above `threshold`, 0 below."""
+    label = c(ArgMax(axis=-1), input="label") if is_label_one_hot else "label"
+    if is_binary and not is_pred_one_hot:
+        pred = c(Where(), cond=c(Greater(), left="pred", right=float(threshold)),
+                 input1=Tensor(1), input2=Tensor(0))
+    elif is_pred_one_hot:
+        pred = c(ArgMax(axis=-1), input="pred")
+    else:
+        pred = "pred"
+    return pred, label
+
+
 class _MetricBase(Model):
     """The original's Metric; subclasses add their score as `output`."""
 
     def _formatted(self, c: Composer, threshold, is_binary: bool, is_pred_one_hot: bool,
                    is_label_one_hot: bool) -> tuple[str, str, str]:
         """(pred, label, pred - label) as the backend's floats."""
-        label = c(ArgMax(axis=-1), input="label") if is_label_one_hot else "label"
-        if is_binary and not is_pred_one_hot:
-            pred = c(Where(), cond=c(Greater(), left="pred", right=float(threshold)),
-                     input1=1.0, input2=0.0)
-        elif is_pred_one_hot:
-            pred = c(ArgMax(axis=-1), input="pred")
-        else:
-            pred = "pred"
+        pred, label = metric_indices(c, threshold, is_binary, is_pred_one_hot, is_label_one_hot)
         pred, label = c(_FloatCast(), input=pred), c(_FloatCast(), input=label)
         return pred, label, c(Subtract(), left=pred, right=label)
 

@@ -41,11 +41,11 @@ import numpy as np
 
 from .. import static
 from ..errors import MithrilError
-from ..framework import TBD, Model, Primitive, Tensor, TerminalSpec, _is_constant_value
+from ..framework import TBD, Model, Primitive, TerminalSpec, _is_constant_value
 from ._compose import Composer
 from .layers import _padding, _param
 from .parity import _dtype_or, _shape_of, _show
-from .primitives import Add, ArgMax, Buffer, Greater, Multiply, Slice, Subtract, Sum, Where
+from .primitives import Add, Buffer, Multiply, Slice, Subtract, Sum
 
 __all__ = ["AtLeast1D", "AUCCore", "CartesianDifference", "ElementWiseAffine", "EyeComplement",
            "Length", "Metric", "PaddingConverter1D", "PaddingConverter2D", "PrimitiveAvgPool2D",
@@ -656,20 +656,13 @@ class Metric(Model):
     def __init__(self, threshold: float | None = None, is_binary: bool = False,
                  is_pred_one_hot: bool = True, is_label_one_hot: bool = True, *,
                  name=None) -> None:
-        from .parity import _check_metric_arguments
+        from .parity import _check_metric_arguments, metric_indices
         _check_metric_arguments("Metric", threshold, is_binary)
         super().__init__(name)
         self.threshold, self.is_binary = threshold, bool(is_binary)
         self.is_pred_one_hot, self.is_label_one_hot = bool(is_pred_one_hot), bool(is_label_one_hot)
         c = Composer(self)
-        label = c(ArgMax(axis=-1), input="label") if is_label_one_hot else "label"
-        if is_pred_one_hot:
-            pred = c(ArgMax(axis=-1), input="pred")
-        elif is_binary:
-            above = c(Greater(), left="pred", right=float(threshold))
-            pred = c(Where(), cond=above, input1=Tensor(1), input2=Tensor(0))
-        else:
-            pred = "pred"
+        pred, label = metric_indices(c, threshold, is_binary, is_pred_one_hot, is_label_one_hot)
         c(Buffer(), input=pred, output="pred_formatted")
         c(Buffer(), input=label, output="label_formatted")
         c(Subtract(), left="pred_formatted", right="label_formatted", output="output")
