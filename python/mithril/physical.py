@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 import numpy as np
@@ -227,10 +228,12 @@ class PhysicalModel:
         return self._ptx
 
     # State ---------------------------------------------------------------
-    @property
+    @functools.cached_property
     def _state_pairs(self) -> dict:
         """State input -> (its next value's output, initial value), for the
-        pairs the compiled model still has (bind_state_keys)."""
+        pairs the compiled model still has (bind_state_keys). Read on every
+        evaluate: computed once, at the first (compile has set logical_model
+        by then)."""
         model = getattr(self, "logical_model", None)
         pairs = getattr(model, "state_pairs", {}) if model is not None else {}
         inputs, outputs = set(self.input_keys), set(self.output_keys)
