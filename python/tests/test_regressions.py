@@ -549,3 +549,32 @@ def test_squeeze_of_a_dynamic_size_that_is_one_says_why():
     assert pm.evaluate({}, {"input": np.ones((3, 1), np.float32)})["output"].shape == (3,)
     with pytest.raises(ml.MithrilError, match="change its rank here"):
         pm.evaluate({}, {"input": np.ones((1, 1), np.float32)})
+
+
+@pytest.mark.parametrize("batch,length,channels,out_channels,stride,padding", [
+    (1, 5, 2, 1, 2, 0),    # the whole output in one register tile (Mithril's test_conv1d_3)
+    (1, 5, 2, 1, 1, 1),
+    (2, 9, 3, 4, 1, 0),
+    (3, 40, 5, 17, 2, 1),  # tiles and remainders
+])
+def test_small_convolutions_start_from_zero_once(batch, length, channels, out_channels, stride,
+                                                 padding):
+    # With the output's zero fill fused into the convolution's output tiles,
+    # an output small enough to be one tile had its fill moved into the
+    # reduction loops: it was zeroed before every kernel position.
+    import torch
+    from mithril.models import Convolution1D
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((batch, channels, length))
+    w = rng.standard_normal((out_channels, channels, 3))
+    for conv, ref, xs, ws in (
+            (Convolution1D, torch.nn.functional.conv1d, x, w),
+            (Convolution2D, torch.nn.functional.conv2d, x[..., None].repeat(3, -1),
+             w[..., None].repeat(3, -1))):
+        m = conv(kernel_size=3, out_channels=out_channels, stride=stride, padding=padding,
+                 use_bias=False)
+        pm = ml.compile(m, ml.MlirBackend(dtype=ml.float64), data_keys={"input"},
+                        shapes={"input": list(xs.shape), "weight": list(ws.shape)})
+        out = pm.evaluate({"weight": ws}, {"input": xs})["output"]
+        want = ref(torch.tensor(xs), torch.tensor(ws), stride=stride, padding=padding).numpy()
+        np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-12)

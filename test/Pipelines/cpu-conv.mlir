@@ -3,8 +3,10 @@
 // reads the input at p + kh * 30 + kw, so a tile of 32 consecutive positions
 // is one contiguous load for every kernel position. A block of 8 channels x
 // 32 positions accumulates over input channels and kernel positions with
-// vector FMAs, broadcasting one weight per channel; the accumulator is read
-// once before the reduction loops and written once after them. The two
+// vector FMAs, broadcasting one weight per channel; the accumulator starts
+// from zeros in registers (the output's fill is fused into the tiles, so no
+// zeroed buffer is written and read back) and is written once after the
+// reduction loops. The two
 // columns past the output width are computed and dropped by a view.
 // RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=fusion" | FileCheck %s
 // RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 entry=Strided gradients=true wrt=x,w stop-after=linalg" | FileCheck %s --check-prefix=GRAD
@@ -16,12 +18,14 @@ mithril.model @Conv(data %x: tensor<2x4x28x28xf32>, param %w: tensor<16x4x3x3xf3
 }
 
 // CHECK-LABEL: func.func @Conv(
+// CHECK: %[[ZERO:.+]] = arith.constant dense<0.000000e+00> : vector<8x32xf32>
 // CHECK: %[[PAD:.+]] = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 2, 1]
 // CHECK: %[[FLAT:.+]] = tensor.collapse_shape %[[PAD]] {{\[}}[0], [1], [2, 3]] : tensor<2x4x31x30xf32> into tensor<2x4x930xf32>
 // CHECK: scf.for %{{.+}} = %c0 to %c16 step %c8
+// CHECK-NOT: linalg.fill
 // CHECK: scf.for %[[P:.+]] = %c0 to %c864 step %c32
-// CHECK: %[[ACC:.+]] = vector.transfer_read {{.*}} vector<8x32xf32>
-// CHECK-NEXT: scf.for %{{.+}} = %c0 to %c4 step %c1 iter_args(%{{.+}} = %[[ACC]]) -> (vector<8x32xf32>)
+// CHECK-NOT: vector.transfer_read
+// CHECK: scf.for %{{.+}} = %c0 to %c4 step %c1 iter_args(%{{.+}} = %[[ZERO]]) -> (vector<8x32xf32>)
 // CHECK-NEXT: scf.for %[[KH:.+]] = %c0 to %c3 step %c1 iter_args({{.*}}) -> (vector<8x32xf32>)
 // CHECK-NEXT: scf.for %[[KW:.+]] = %c0 to %c3 step %c1 iter_args({{.*}}) -> (vector<8x32xf32>)
 // CHECK: %[[AT:.+]] = affine.apply #{{.+}}(%[[KH]], %[[KW]])[%[[P]]]
@@ -75,14 +79,16 @@ mithril.model @Strided(data %x: tensor<2x4x28x28xf32>, param %w: tensor<16x4x3x3
 // GRAD: tensor.insert_slice %{{.+}} into %{{.+}}[0, 0, 1, 1] [16, 4, 1, 1] [1, 1, 2, 2]
 
 // A convolution both strided and dilated keeps the general form, tiled over
-// output channels and columns.
+// output channels and columns, each tile zeroing its own accumulator.
 mithril.model @Dilated(data %x: tensor<2x4x28x28xf32>, param %w: tensor<16x4x3x3xf32>) -> (y: tensor<2x16x12x12xf32>) {
   %y = mithril.conv2d %x, %w {dilation = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>} : (tensor<2x4x28x28xf32>, tensor<16x4x3x3xf32>) -> tensor<2x16x12x12xf32>
   mithril.output %y : tensor<2x16x12x12xf32>
 }
 // CHECK-LABEL: func.func @Dilated(
 // CHECK-NOT: tensor.collapse_shape
-// CHECK: scf.for %{{.+}} = %c0 to %c16 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (tensor<2x1x16x12x12xf32>)
+// CHECK: %[[ZERO12:.+]] = arith.constant dense<0.000000e+00> : vector<8x12xf32>
+// CHECK: scf.for %{{.+}} = %c0 to %c16 step %c8 iter_args(%{{.+}} = %{{.+}}) -> (tensor<2x1x16x12x12xf32>)
+// CHECK: vector.transfer_write %[[ZERO12]], %{{.+}} : vector<8x12xf32>, tensor<1x1x8x1x12xf32>
 
 // A dilated convolution with unit strides runs over flat rows too: kernel
 // position (kh, kw) reads 2 * kh rows and 2 * kw columns further (the padded

@@ -327,7 +327,12 @@ cpu::parallelSplit(linalg::LinalgOp op, LoweringConfigAttr config, const Strateg
   // Elementwise ops (an SGD step, a ReLU's gradient) stream memory too, with
   // a few operations per element: they split from a sixteenth of the work.
   // (The MLP's training step at batch 64 on two threads: 1.21 -> 0.92 ms.)
-  bool elementwise = op.getNumParallelLoops() == op.getNumLoops();
+  // Reductions over small windows (poolings) stream memory the same way.
+  // (The bench CNN's pooling after its first convolution stayed on one
+  // thread.)
+  bool elementwise = op.getNumParallelLoops() == op.getNumLoops() ||
+                     config.getKernel() == CpuKernel::PoolWindow ||
+                     config.getKernel() == CpuKernel::WindowReduction;
   int64_t minWork = options.minParallelWork;
   int64_t threshold = gemv          ? minWork / kGemvWorkDivisor
                       : elementwise ? minWork / kElementwiseWorkDivisor

@@ -180,6 +180,10 @@ public:
   /// keeps it in registers).
   LogicalResult tileForRegisters(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
 
+  /// The levels of tiles tileForRegisters makes of `op`, outermost first,
+  /// without the levels that tile nothing.
+  SmallVector<SmallVector<int64_t>> registerTileLevels(linalg::LinalgOp op) const;
+
   /// Tiles `root` with `options`, fusing into its tiles the producers in
   /// `fusible` (and only those), and points the uses of its results at the
   /// tiled ones.
@@ -253,6 +257,13 @@ public:
   /// 1 x 16 x 16 block of packed panels) likewise become 2-D transposes in
   /// registers.
   static void dropTileUnitDims(IRRewriter &rewriter, ModuleOp module);
+
+  /// A tile of a reduction over small windows (a pooling, alone or with
+  /// the elementwise ops fusion merged into it) iterates in the order of its
+  /// input's layout, [.., oh, kh, ow, kw] instead of [.., oh, ow, kh, kw]:
+  /// its input is then read as it lies, without a transpose in registers,
+  /// and ReduceSmallWindowsWithShuffles reduces the windows.
+  static void orderWindowTiles(IRRewriter &rewriter, ModuleOp module);
 
   /// All of a static tile as one vector (the dot-product lowerings read
   /// their operands and accumulators whole).
