@@ -337,13 +337,15 @@ SmallVector<SmallVector<int64_t>> Scheduler::weightGradLevels(linalg::LinalgOp o
 /// tiled in two levels: its parallel loops, then the reductions of the
 /// tile, whose loops then carry just the tile's accumulator (and hoisting
 /// keeps it in registers).
-/// The fill that gives a convolution its zero accumulator, when nothing
-/// else reads it: tiled with the convolution's output tiles, each tile
-/// starts from zeros in registers instead of reading back a zero-filled
+/// The fill that gives a convolution its zero accumulator (or a pooling its
+/// -inf), when nothing else reads it: tiled with the op's output tiles, each
+/// tile starts from the value in registers instead of reading back a filled
 /// buffer (the bench CNN's first convolution wrote and read 1.8 MB of zeros
 /// a call).
 static linalg::FillOp fusibleAccumulatorFill(linalg::LinalgOp op) {
-  if (!hasKernel(op, CpuKernel::ConvFlat) && !hasKernel(op, CpuKernel::ConvSpatial))
+  CpuKernel kernel = kernelOf(op);
+  if (kernel != CpuKernel::ConvFlat && kernel != CpuKernel::ConvSpatial &&
+      kernel != CpuKernel::PoolWindow && kernel != CpuKernel::WindowReduction)
     return nullptr;
   if (op.getNumDpsInits() != 1)
     return nullptr;
