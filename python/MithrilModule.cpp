@@ -491,7 +491,7 @@ PYBIND11_MODULE(_mithril, m) {
          bool profile, unsigned checkpointSegments, const std::string &precision,
          bool precisionTerminals, const std::string &targetCpu, const std::string &quantize,
          bool quantizeObserve, const std::vector<double> &activationScales, bool allReduceGradients,
-         unsigned tensorParallel, bool cache, bool lossScaling) {
+         unsigned tensorParallel, bool cache, bool lossScaling, bool interfaceOnly) {
         std::unique_ptr<CompiledModel> result;
         {
           // Compilation does not touch Python objects.
@@ -526,6 +526,7 @@ PYBIND11_MODULE(_mithril, m) {
           options.tensorParallel = tensorParallel;
           options.useCache = cache;
           options.lossScaling = lossScaling;
+          options.interfaceOnly = interfaceOnly;
           auto model = CompiledModel::compile(source, options);
           if (!model) {
             std::string message = llvm::toString(model.takeError());
@@ -549,7 +550,8 @@ PYBIND11_MODULE(_mithril, m) {
       py::arg("precision") = "", py::arg("precision_terminals") = false, py::arg("target_cpu") = "",
       py::arg("quantize") = "", py::arg("quantize_observe") = false,
       py::arg("activation_scales") = std::vector<double>{}, py::arg("all_reduce_gradients") = false,
-      py::arg("tensor_parallel") = 1u, py::arg("cache") = true, py::arg("loss_scaling") = false);
+      py::arg("tensor_parallel") = 1u, py::arg("cache") = true, py::arg("loss_scaling") = false,
+      py::arg("interface_only") = false);
   m.def(
       "batch_sharding",
       [](const std::string &source, const std::string &entry,

@@ -444,7 +444,7 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::load(StringRef object, S
 Expected<std::unique_ptr<CompiledModel>> CompiledModel::compile(StringRef source,
                                                                 const CompileOptions &options) {
   std::optional<CompileCache> cache = CompileCache::forOptions(options);
-  if (!cache)
+  if (!cache || options.interfaceOnly)
     return compileFresh(source, options);
   std::string key = cache->key(source, options);
   if (std::optional<CompileCache::Entry> entry = cache->lookup(key)) {
@@ -534,6 +534,16 @@ CompiledModel::compileFresh(StringRef source, const CompileOptions &options) {
   }
   if (llvm::Error err = model->describe(root, options.dynamicShapes))
     return std::move(err);
+  if (options.interfaceOnly) {
+    // The lowering to linalg too (a few ms): an op this backend cannot
+    // lower (a size it needs static) is an error of the model, reported
+    // when the model is compiled rather than at its first run.
+    if (options.target == "cpu")
+      if (llvm::Error err =
+              runPipeline(**module, opts, "linalg", "autodiff", /*forJit=*/true, &model->timings_))
+        return std::move(err);
+    return std::move(model);
+  }
 
   start = Clock::now();
   const CudaRuntime *cuda = nullptr;
@@ -682,6 +692,10 @@ static llvm::Error checkView(const TerminalInfo &terminal, const TensorView &vie
 }
 
 llvm::Error CompiledModel::run(ArrayRef<TensorView> inputs, ArrayRef<TensorView> outputs) const {
+  if (options_.interfaceOnly)
+    return makeError("@" + entry_ +
+                     " was compiled for its terminals only (interfaceOnly): it "
+                     "has no code to run");
   if (inputs.size() != inputs_.size())
     return makeError("@" + entry_ + " takes " + std::to_string(inputs_.size()) + " inputs, got " +
                      std::to_string(inputs.size()));

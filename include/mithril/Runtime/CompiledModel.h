@@ -132,6 +132,12 @@ struct CompileOptions {
   /// Whether compile() may take and keep code in the persistent compile
   /// cache (CompileCache.h); a compile whose stages are to be shown does not.
   bool useCache = true;
+  /// Stop once the terminals are known (after flatten, shapes and autodiff)
+  /// and the model is lowered to linalg (whose errors are the model's): it
+  /// describes its inputs and outputs but has no code, and run() is an
+  /// error. A physical model that may never run its forward code (a
+  /// training model stepped with train_step) compiles it on first use.
+  bool interfaceOnly = false;
   /// The file the source came from, for diagnostics and reproducers.
   std::string sourceName = "<model>";
 };
