@@ -2,7 +2,9 @@
 // own layout: no transpose is materialized; the reduction is split into 49
 // steps of 16 lanes of partial sums held in registers (8 output columns x 16
 // lanes, starting from zero), and each tile sums its lanes in registers once
-// the steps are done: the partial sums never go to memory.
+// the steps are done: the partial sums never go to memory. The 8 accumulators
+// are summed together, pairs of registers combining half their lanes at each
+// level, into one register of the 8 sums in order.
 // RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=fusion" | FileCheck %s
 // RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=loops" | FileCheck %s --check-prefix=LOOPS
 
@@ -27,7 +29,15 @@ mithril.model @Rows65(data %x: tensor<65x64xf32>, param %w: tensor<64x64xf32>) -
 // CHECK: scf.for %[[K:.+]] = %c0 to %c49 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (vector<1x8x16xf32>)
 // CHECK: vector.transfer_read %[[W]][%[[N]], %[[K]], %c0]{{.*}} : tensor<512x49x16xf32>, vector<8x1x16xf32>
 // CHECK: arith.addf {{.*}} : vector<1x8x16xf32>
-// CHECK: vector.multi_reduction <add>, %{{.+}}, %{{.+}} [2] : vector<1x8x16xf32> to vector<1x8xf32>
+// CHECK-NOT: vector.multi_reduction
+// CHECK: %[[ACC0:.+]] = vector.extract %[[SUMS:.+]][0, 0] : vector<16xf32> from vector<1x8x16xf32>
+// CHECK: %[[ACC4:.+]] = vector.extract %[[SUMS]][0, 4] : vector<16xf32> from vector<1x8x16xf32>
+// CHECK: %[[HIGH:.+]] = vector.shuffle %[[ACC0]], %[[ACC4]] [8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31]
+// CHECK: %[[LOW:.+]] = vector.shuffle %[[ACC0]], %[[ACC4]] [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23]
+// CHECK: arith.addf %[[LOW]], %[[HIGH]] : vector<16xf32>
+// CHECK: %[[EIGHT:.+]] = arith.addf {{.*}} : vector<8xf32>
+// CHECK: %[[TOTAL:.+]] = arith.addf %[[EIGHT]], {{.*}} : vector<8xf32>
+// CHECK: vector.transfer_write %[[TOTAL]], {{.*}} : vector<8xf32>, tensor<1x512xf32>
 
 // CHECK-LABEL: func.func @Rows65(
 // CHECK: scf.for %{{.+}} = %c0 to %c65 step %c5

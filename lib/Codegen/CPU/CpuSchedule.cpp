@@ -226,6 +226,119 @@ struct ReadWholeRowsOfExpandedTensor : OpRewritePattern<vector::TransferReadOp> 
     return success();
   }
 };
+
+/// The sums across lanes of a tile of partial sums (a matrix-vector
+/// product's rows x columns x lanes accumulators): reduced one accumulator
+/// at a time, each took a log2(lanes)-step tree inside one register and an
+/// insert of its scalar, 144 instructions for 16 accumulators of 16 lanes,
+/// more than the int8 product's own dot products at batch 16 (13 vpdpbusd
+/// per accumulator for a reduction of 784). Here pairs of accumulators
+/// combine into one register that holds half of each one's lanes (two
+/// shuffles and an add), level by level, until one register holds every
+/// accumulator's sum: 45 instructions, and the sums come out side by side,
+/// in order, ready to store. (The int8 MLP 784-512-512-10 at batch 16, one
+/// thread of a Zen 4: 0.111 -> 0.077 ms; in float32 0.250 -> 0.212 ms.)
+struct SumLanesWithShuffleTree : OpRewritePattern<vector::MultiDimReductionOp> {
+  using OpRewritePattern::OpRewritePattern;
+  /// At most 64 registers of f32 with AVX-512 (a 4 x 4 tile of 16 lanes
+  /// has 256 elements).
+  static constexpr int64_t kMaxElements = 1024;
+
+  LogicalResult matchAndRewrite(vector::MultiDimReductionOp op,
+                                PatternRewriter &rewriter) const override {
+    VectorType source = op.getSourceVectorType();
+    auto resultType = dyn_cast<VectorType>(op.getType());
+    if (!resultType || source.isScalable() || isa<vector::MaskOp>(op->getParentOp()))
+      return failure();
+    SmallVector<bool> reduced = op.getReductionMask();
+    int64_t lanes = source.getShape().back();
+    if (!reduced.back() || llvm::count(reduced, true) != 1 || lanes < 4 || lanes > 64 ||
+        !llvm::isPowerOf2_64(lanes) || source.getNumElements() > kMaxElements)
+      return failure();
+    int64_t outputs = source.getNumElements() / lanes;
+    if (outputs < 2 || !llvm::isPowerOf2_64(outputs))
+      return failure();
+    Location loc = op.getLoc();
+    Type elementType = source.getElementType();
+    vector::CombiningKind kind = op.getKind();
+    Value rows = vector::ShapeCastOp::create(
+        rewriter, loc, VectorType::get({outputs, lanes}, elementType), op.getSource());
+    int64_t chunk = std::min(outputs, lanes);
+    SmallVector<Value> chunks;
+    for (int64_t first = 0; first < outputs; first += chunk) {
+      // Each register with the accumulators whose partial sums it holds, in
+      // blocks of equal size, in order.
+      SmallVector<std::pair<Value, SmallVector<int64_t>>> level;
+      for (int64_t i = first; i < first + chunk; ++i)
+        level.push_back({vector::ExtractOp::create(rewriter, loc, rows, i), {i - first}});
+      while (level.size() > 1) {
+        // Register i with register i + n / 2: the sums then come out in
+        // the accumulators' order.
+        SmallVector<std::pair<Value, SmallVector<int64_t>>> next;
+        size_t pairs = level.size() / 2;
+        for (size_t i = 0; i < pairs; ++i) {
+          auto &[x, xOwners] = level[i];
+          auto &[y, yOwners] = level[i + pairs];
+          int64_t blocks = xOwners.size(), block = lanes / blocks, half = block / 2;
+          SmallVector<int64_t> low, high, owners;
+          for (int64_t q = 0; q < blocks; ++q) {
+            for (int64_t j = 0; j < half; ++j) {
+              low.push_back(q * block + j);
+              high.push_back(q * block + half + j);
+            }
+            for (int64_t j = 0; j < half; ++j) {
+              low.push_back(lanes + q * block + j);
+              high.push_back(lanes + q * block + half + j);
+            }
+            owners.append({xOwners[q], yOwners[q]});
+          }
+          Value sum = vector::makeArithReduction(
+              rewriter, loc, kind, vector::ShuffleOp::create(rewriter, loc, x, y, low),
+              vector::ShuffleOp::create(rewriter, loc, x, y, high));
+          next.push_back({sum, owners});
+        }
+        level = std::move(next);
+      }
+      auto [sum, owners] = level.front();
+      // Fewer accumulators than lanes: halve the blocks inside the register.
+      for (int64_t block = lanes / chunk; block > 1; block /= 2) {
+        SmallVector<int64_t> low, high;
+        for (int64_t q = 0; q < chunk; ++q)
+          for (int64_t j = 0; j < block / 2; ++j) {
+            low.push_back(q * block + j);
+            high.push_back(q * block + block / 2 + j);
+          }
+        sum = vector::makeArithReduction(rewriter, loc, kind,
+                                         vector::ShuffleOp::create(rewriter, loc, sum, sum, low),
+                                         vector::ShuffleOp::create(rewriter, loc, sum, sum, high));
+      }
+      // The sums in the accumulators' order (already so: kept in case the
+      // pairing changes).
+      SmallVector<int64_t> order(chunk);
+      for (int64_t position = 0; position < chunk; ++position)
+        order[owners[position]] = position;
+      if (!llvm::equal(order, llvm::seq<int64_t>(0, chunk)))
+        sum = vector::ShuffleOp::create(rewriter, loc, sum, sum, order);
+      chunks.push_back(sum);
+    }
+    // Concatenated pairwise, in order.
+    while (chunks.size() > 1) {
+      SmallVector<Value> joined;
+      for (size_t i = 0; i < chunks.size(); i += 2) {
+        int64_t size = cast<VectorType>(chunks[i].getType()).getNumElements();
+        joined.push_back(
+            vector::ShuffleOp::create(rewriter, loc, chunks[i], chunks[i + 1],
+                                      llvm::to_vector(llvm::seq<int64_t>(0, 2 * size))));
+      }
+      chunks = std::move(joined);
+    }
+    Value acc = vector::ShapeCastOp::create(rewriter, loc, VectorType::get({outputs}, elementType),
+                                            op.getAcc());
+    Value result = vector::makeArithReduction(rewriter, loc, kind, chunks.front(), acc);
+    rewriter.replaceOpWithNewOp<vector::ShapeCastOp>(op, resultType, result);
+    return success();
+  }
+};
 } // namespace
 
 /// What the strategy sizes the tiles for (the target's registers and L2,
@@ -799,7 +912,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     // the pair.
     RewritePatternSet patterns(&getContext());
     patterns.add<DropUnitDimOfTransferWrite, ReduceSmallWindowsWithShuffles,
-                 ReadWholeRowsOfExpandedTensor>(&getContext());
+                 ReadWholeRowsOfExpandedTensor, SumLanesWithShuffleTree>(&getContext());
     // With the canonicalizations that fold slices into the transfers.
     for (Dialect *dialect : getContext().getLoadedDialects())
       dialect->getCanonicalizationPatterns(patterns);
