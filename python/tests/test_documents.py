@@ -130,9 +130,9 @@ PLACEHOLDERS = {
 # Snippets that do not run yet: (document, index) -> why.
 NOT_YET = {
     ("001", 6): "shapes={'input': ...} for 001 #4's model, whose input is 'image'",
-    ("001", 7): "device_mesh=(8,) runs under `mpirun -n 8` (data parallelism, tested under "
-                "mpirun in test_distributed.py); (2, 4) is tensor parallelism, not done "
-                "(issue 21)",
+    ("001", 7): "device_mesh=(8,) and (2, 4) need `mpirun -n 8` (data and tensor parallelism "
+                "are tested under mpirun in test_distributed.py), and the snippet's large_model "
+                "is not defined in the document",
     ("001", 8): "compiled_model from 001 #6",
     ("004", 15): "evaluate(inputs) without the parameters, which the document leaves out",
     ("004", 22): "target_hardware='tpu' and tpu_options: no TPU target",
