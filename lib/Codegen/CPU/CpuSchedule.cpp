@@ -108,6 +108,13 @@ struct DropUnitDimOfTransferWrite : OpRewritePattern<vector::TransferWriteOp> {
   }
 };
 
+/// A fixed-size reduction to a vector (not to a scalar), outside vector.mask:
+/// what the shuffle lowerings below take.
+static bool isUnmaskedReductionToVector(vector::MultiDimReductionOp op) {
+  return isa<VectorType>(op.getType()) && !op.getSourceVectorType().isScalable() &&
+         !isa<vector::MaskOp>(op->getParentOp());
+}
+
 /// A reduction over small windows whose innermost dimension is reduced (a
 /// 2 x 2 max pooling of a row: vector<2x14x2> to vector<14>). The default
 /// lowering moves the reduced dimensions innermost, a transpose that became
@@ -126,10 +133,10 @@ struct ReduceSmallWindowsWithShuffles : OpRewritePattern<vector::MultiDimReducti
 
   LogicalResult matchAndRewrite(vector::MultiDimReductionOp op,
                                 PatternRewriter &rewriter) const override {
-    VectorType source = op.getSourceVectorType();
-    auto resultType = dyn_cast<VectorType>(op.getType());
-    if (!resultType || source.isScalable() || isa<vector::MaskOp>(op->getParentOp()))
+    if (!isUnmaskedReductionToVector(op))
       return failure();
+    VectorType source = op.getSourceVectorType();
+    auto resultType = cast<VectorType>(op.getType());
     ArrayRef<int64_t> shape = source.getShape();
     SmallVector<bool> reduced = op.getReductionMask();
     int64_t elements = source.getNumElements();
@@ -246,10 +253,10 @@ struct SumLanesWithShuffleTree : OpRewritePattern<vector::MultiDimReductionOp> {
 
   LogicalResult matchAndRewrite(vector::MultiDimReductionOp op,
                                 PatternRewriter &rewriter) const override {
-    VectorType source = op.getSourceVectorType();
-    auto resultType = dyn_cast<VectorType>(op.getType());
-    if (!resultType || source.isScalable() || isa<vector::MaskOp>(op->getParentOp()))
+    if (!isUnmaskedReductionToVector(op))
       return failure();
+    VectorType source = op.getSourceVectorType();
+    auto resultType = cast<VectorType>(op.getType());
     SmallVector<bool> reduced = op.getReductionMask();
     int64_t lanes = source.getShape().back();
     if (!reduced.back() || llvm::count(reduced, true) != 1 || lanes < 4 || lanes > 64 ||
