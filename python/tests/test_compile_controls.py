@@ -109,9 +109,10 @@ def test_each_optimization_switches_its_pass():
     # Unfused, the schedule tiles one loop nest per op: more ops at every
     # stage from fusion on, and more LLVM code.
     assert no_fusion["fusion"] > base["fusion"] and no_fusion["loops"] > base["loops"]
-    # Without the schedule, nothing is vectorized: far less unrolled LLVM code.
+    # Without the schedule, nothing is vectorized: far less unrolled LLVM code
+    # (3.2x less since row sums reduce their lanes in a shuffle tree; 4x before).
     no_vector = ops(optimizations={"vectorization": False})
-    assert no_vector["llvm"] < base["llvm"] / 4
+    assert no_vector["llvm"] < base["llvm"] / 2
     assert "fusion" not in ops(optimizations={"vectorization": False, "fusion": False})
     # Switched on over a level that has it off.
     assert "fusion" in ops(optimization_level="low", optimizations={"fusion": True})
