@@ -36,11 +36,12 @@ REQUIRED = {
     "CustomPrimitiveModel": lambda: dict(formula_key="relu", input=ml.IOKey(),
                                          output=ml.IOKey()),
     "PrimitiveModel": lambda: dict(formula_key="relu", input=ml.IOKey(), output=ml.IOKey()),
+    "Activation": lambda: dict(formula_key="relu"),
 }
 
 # Models whose keyword arguments name their terminals (the original's
 # PrimitiveModel(formula_key, **keys)): any keyword is one more input.
-TERMINAL_KEYWORDS = {"CustomPrimitiveModel", "PrimitiveModel"}
+TERMINAL_KEYWORDS = {"Activation", "CustomPrimitiveModel", "PrimitiveModel"}
 
 LIBRARY_CLASSES = sorted(name for name in M.__all__
                          if isinstance(getattr(M, name), type)

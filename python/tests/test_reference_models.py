@@ -647,3 +647,31 @@ def test_custom_primitive_models_are_dialect_ops():
         ml.compile(unknown, ml.MlirBackend(), shapes={"x": [2]})
     with pytest.raises(MithrilError, match="give the output terminal"):
         CustomPrimitiveModel("relu", input=IOKey())
+
+
+def test_activation_base_and_by_op_name():
+    """The original's Activation: the library's activations are
+    Activations, and Activation(formula_key) is one op's activation, with
+    its gradient (against torch)."""
+    from mithril.models import Activation, Gelu, LeakyRelu, Linear, Relu, Sigmoid
+    assert all(isinstance(m, Activation) for m in (Relu(), Sigmoid(), LeakyRelu(), Gelu()))
+    model = Model()
+    model |= Linear(5)(input="x", output="h")
+    model |= Activation("tanh")(input="h", output=IOKey("y"))
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={"x": [3, 4]},
+                    data_keys={"x"})
+    params = pm.randomize_params(seed=0)
+    x = np.random.default_rng(0).standard_normal((3, 4))
+    out, grads = pm.evaluate(params, {"x": x}, output_gradients={"y": np.ones((3, 5))})
+    w = torch.tensor(params["linear_0.weight"], requires_grad=True)
+    b = torch.tensor(params["linear_0.bias"], requires_grad=True)
+    y = torch.tanh(torch.tensor(x) @ w.T + b)
+    y.sum().backward()
+    np.testing.assert_allclose(out["y"], y.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(grads["linear_0.weight"], w.grad.numpy(), rtol=1e-12)
+    bad = Model()
+    bad |= Activation("no_such_op")(input="x", output=IOKey("y"))
+    with pytest.raises(MithrilError, match="no_such_op"):
+        ml.compile(bad, ml.MlirBackend(), shapes={"x": [3]})
+    with pytest.raises(MithrilError, match="formula_key"):
+        Activation(3)

@@ -29,16 +29,50 @@ class _Binary(Primitive):
     inputs = ("left", "right")
 
 
-class _Activation(_Unary):
-    """An elementwise activation. `in_place=True` lets its result take over
-    its input's name: `Relu(in_place=True)(input="hidden", output="hidden")`
-    makes "hidden" the activation's output from then on (the value it had is
-    still what earlier consumers read). The memory is the compiler's choice
-    either way: an activation is computed in its producer's loop, or over
-    its input's buffer when nothing reads that input later."""
+class Activation(_Unary):
+    """The original's Activation(formula_key, polymorphic_constraint=False,
+    input=TBD, *, name=None, **keys): the base class of the elementwise
+    activations (Relu, Sigmoid, LeakyRelu, ... are Activations), and, given
+    the name of a mithril op (docs/reference/MithrilDialect.md), an
+    activation computed by that op: `input` is its first operand, the other
+    keys (IOKey, Tensor or TBD) its further operands in the order given, and
+    `output` its result. `polymorphic_constraint` is the original's typing
+    rule; the op's own type rule decides here. An op that does not exist or
+    takes other operands is an error naming it when the model is compiled."""
+
+    def __init__(self, formula_key: str, polymorphic_constraint: bool = False, input=TBD, *,
+                 name=None, **keys) -> None:
+        if not isinstance(formula_key, str) or not formula_key:
+            raise MithrilError(f"Activation: formula_key must be the name of an op, got "
+                               f"{formula_key!r}")
+        self.inputs = ("input",) + tuple(k for k in keys if k != "output")
+        super().__init__(name)
+        self.op = formula_key.removeprefix("mithril.")
+        self.formula_key = formula_key
+        self.polymorphic_constraint = bool(polymorphic_constraint)
+        self.in_place = False
+        for key, value in (("input", input), *keys.items()):
+            if key == "output":
+                continue
+            shape = getattr(value, "shape_template", None)
+            if shape is not None:
+                self._specs[key] = TerminalSpec(shape=tuple(shape))
+            given = getattr(value, "value", None)
+            if given is not None and not isinstance(value, str) and value is not TBD:
+                self._set_terminal_value(key, given)
+
+
+class _Activation(Activation):
+    """An elementwise activation of the library. `in_place=True` lets its
+    result take over its input's name: `Relu(in_place=True)(input="hidden",
+    output="hidden")` makes "hidden" the activation's output from then on
+    (the value it had is still what earlier consumers read). The memory is
+    the compiler's choice either way: an activation is computed in its
+    producer's loop, or over its input's buffer when nothing reads that
+    input later."""
 
     def __init__(self, in_place: bool = False, name=None) -> None:
-        super().__init__(name)
+        _Unary.__init__(self, name)
         self.in_place = bool(in_place)
 
 
