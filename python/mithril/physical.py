@@ -118,8 +118,8 @@ class PhysicalModel:
         # A model compiled for training may never run its forward code
         # (train_step has its own, and a training script may not call
         # evaluate): it is compiled on first use, and only the terminals
-        # (flatten, shapes, autodiff: every error a model's definition can
-        # have) now. Compile to the first train_step, one thread of a Zen 4:
+        # (flatten, shapes, autodiff and the lowering to linalg: every error
+        # a model's definition can have) now. Compile to the first train_step, one thread of a Zen 4:
         # MLP 1.18 -> 0.90 s, CNN 1.03 -> 0.75 s.
         lazy = (_forward is None and not inference and not self._controls.verbose
                 and backend.device != "cuda" and getattr(backend, "_ranks", None) is None)
