@@ -102,22 +102,29 @@ def test_all_zero_activations_give_zero():
 
 
 @pytest.mark.parametrize("target_cpu", ["host", "haswell"])
-def test_int8_blocked_products_are_exact(target_cpu):
+@pytest.mark.parametrize("batch, inputs, hidden, threads", [
+    (64, 1024, 512, None),  # two cache blocks of columns, one of the reduction
+    (32, 256, 64, 1),    # one block: still packed for the dot products
+    (64, 784, 96, 2),    # rows split across threads, a reduction of 196 quads
+    (256, 784, 512, 1),  # the bench MLP's first layer
+])
+def test_int8_blocked_products_are_exact(target_cpu, batch, inputs, hidden, threads):
     # Products large enough for the packed, cache-blocked schedule: with
     # AVX512-VNNI the register tiles are vpdpbusd dot products of bytes
     # offset to unsigned, the offset's products subtracted per block; without
     # it (haswell) 32-bit integer products. Both are the exact integer sums.
     model = Model()
-    model |= Linear(512)(input="input", output="h")
+    model |= Linear(hidden)(input="input", output="h")
     model |= Relu()(input="h", output="a")
     model |= Linear(96)(input="a", output="output")
     try:
-        pm = ml.compile(model, ml.MlirBackend(quantize="int8"), shapes={"input": [64, 1024]},
+        pm = ml.compile(model, ml.MlirBackend(quantize="int8", num_threads=threads),
+                        shapes={"input": [batch, inputs]},
                         cpu_options={"target_cpu": target_cpu})
     except ml.MithrilError as error:  # a host without AVX2
         pytest.skip(str(error))
     params = pm.randomize_params(seed=4)
-    x = np.random.default_rng(2).standard_normal((64, 1024)).astype(np.float32)
+    x = np.random.default_rng(2).standard_normal((batch, inputs)).astype(np.float32)
     got = pm.evaluate(params, {"input": x})["output"]
     want = int8_mlp(params, x)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

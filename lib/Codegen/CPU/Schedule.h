@@ -225,6 +225,9 @@ public:
 
   /// `v` with its elements extended to `type` (a float at least as wide).
   static Value widenElements(IRRewriter &rewriter, Location loc, Value v, Type type);
+  /// The i8 tensor `v` with each element's sign bit flipped (v + 128 as
+  /// unsigned bytes).
+  static Value flipSignBits(IRRewriter &rewriter, Location loc, Value v);
 
   /// The dot-product form of packRightOperand (vdpbf16ps for bf16, vpdpbusd
   /// for i8): B is packed in groups of g consecutive reduction steps side by
