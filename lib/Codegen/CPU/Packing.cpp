@@ -53,7 +53,7 @@ Value Scheduler::transposedSource(IRRewriter &rewriter, Value b) {
 /// share a few L1 sets. The product becomes a generic over (m, panel,
 /// column in panel, k) of kernel packed_matmul, on C viewed as
 /// [m][panel][cols]. False when the block does not qualify.
-bool Scheduler::packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block) {
+bool Scheduler::packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block, bool startsAtZero) {
   if (!block.hasPureTensorSemantics())
     return false;
   Value a = block.getDpsInputOperand(0)->get(), b = block.getDpsInputOperand(1)->get();
@@ -74,7 +74,7 @@ bool Scheduler::packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block) {
   bool int8Dot = strategy.registers.int8DotProduct && et.isInteger(8) && at.isInteger(8) &&
                  accumulator.isInteger(32);
   if ((bf16Dot || int8Dot) && k % dotProductGroup(et) == 0 && cols % 16 == 0)
-    return packDotProductGroups(rewriter, block, a, b, c), true;
+    return packDotProductGroups(rewriter, block, a, b, c, startsAtZero), true;
   // Integers without a dot product stay unpacked (widenUnpackedOperands).
   if (!isa<FloatType>(et))
     return false;
@@ -179,7 +179,7 @@ Value Scheduler::widenElements(IRRewriter &rewriter, Location loc, Value v, Type
 /// unsigned operand offset by 128, and 128 times each column's sum of B is
 /// subtracted from the block's sums.
 void Scheduler::packDotProductGroups(IRRewriter &rewriter, linalg::MatmulOp block, Value a, Value b,
-                                     Value c) {
+                                     Value c, bool startsAtZero) {
   Location loc = block.getLoc();
   auto ct = cast<RankedTensorType>(c.getType());
   auto bt = cast<RankedTensorType>(b.getType());
@@ -217,7 +217,7 @@ void Scheduler::packDotProductGroups(IRRewriter &rewriter, linalg::MatmulOp bloc
   AffineExpr dm, dj, dn, dk, dp;
   bindDims(ctx, dm, dj, dn, dk, dp);
   if (et.isInteger(8))
-    cPanels = subtractOffsetProducts(rewriter, loc, packed, cPanels);
+    cPanels = subtractOffsetProducts(rewriter, loc, packed, cPanels, startsAtZero);
   SmallVector<AffineMap> maps = {AffineMap::get(5, 0, {dm, dk, dp}, ctx),
                                  AffineMap::get(5, 0, {dj, dk, dn, dp}, ctx),
                                  AffineMap::get(5, 0, {dm, dj, dn}, ctx)};
@@ -266,7 +266,7 @@ Value Scheduler::flipSignBits(IRRewriter &rewriter, Location loc, Value v) {
 /// packed i8 block [panel][k / 4][col][4]: the products of vpdpbusd's
 /// offset, which the block's dot products add.
 Value Scheduler::subtractOffsetProducts(IRRewriter &rewriter, Location loc, Value packed,
-                                        Value cPanels) {
+                                        Value cPanels, bool overwrite) {
   MLIRContext *ctx = rewriter.getContext();
   auto pt = cast<RankedTensorType>(packed.getType());
   auto ct = cast<RankedTensorType>(cPanels.getType());
@@ -322,6 +322,13 @@ Value Scheduler::subtractOffsetProducts(IRRewriter &rewriter, Location loc, Valu
              rewriter, loc, TypeRange{ct}, ValueRange{sums}, ValueRange{cPanels}, maps, iterators,
              [&](OpBuilder &b, Location l, ValueRange args) {
                Value offset = arith::ConstantOp::create(b, l, b.getI32IntegerAttr(kInt8Offset));
+               // -128 * sum when C starts at zero: the product of -offset.
+               if (overwrite) {
+                 Value negated = arith::ConstantOp::create(b, l, b.getI32IntegerAttr(-kInt8Offset));
+                 linalg::YieldOp::create(b, l,
+                                         arith::MulIOp::create(b, l, args[0], negated).getResult());
+                 return;
+               }
                Value products = arith::MulIOp::create(b, l, args[0], offset);
                linalg::YieldOp::create(b, l,
                                        arith::SubIOp::create(b, l, args[1], products).getResult());

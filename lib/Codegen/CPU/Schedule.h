@@ -215,7 +215,10 @@ public:
   /// share a few L1 sets. The product becomes a generic over (m, panel,
   /// column in panel, k) of kernel packed_matmul, on C viewed as
   /// [m][panel][cols]. False when the block does not qualify.
-  bool packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block);
+  /// `startsAtZero`: the block's C is known to hold zeros (a zero-filled
+  /// output whose reduction is not split into blocks), so an i8 block writes
+  /// its offset products instead of subtracting them from C.
+  bool packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block, bool startsAtZero = false);
 
   /// Matmuls that kept narrow operands (bf16 or f16 into f32) but were not
   /// packed (too few columns: a Linear layer of 10 outputs) read them
@@ -238,14 +241,15 @@ public:
   /// lowerDotProductTiles writes as dot products. For i8, A's bytes enter the
   /// unsigned operand offset by 128, and 128 times each column's sum of B is
   /// subtracted from the block's sums.
-  void packDotProductGroups(IRRewriter &rewriter, linalg::MatmulOp block, Value a, Value b,
-                            Value c);
+  void packDotProductGroups(IRRewriter &rewriter, linalg::MatmulOp block, Value a, Value b, Value c,
+                            bool startsAtZero);
 
   /// `cPanels` [m][panel][col] minus 128 times each column's sum of the
   /// packed i8 block [panel][k / 4][col][4]: the products of vpdpbusd's
-  /// offset, which the block's dot products add.
+  /// offset, which the block's dot products add. With `overwrite` (C holds
+  /// zeros), C is not read.
   static Value subtractOffsetProducts(IRRewriter &rewriter, Location loc, Value packed,
-                                      Value cPanels);
+                                      Value cPanels, bool overwrite);
 
   /// Splits each op with enough work, together with the elementwise chain
   /// that consumes it and the fill that initializes it, into `threads`
