@@ -23,7 +23,8 @@ class MlirBackend:
     compile(..., mixed_precision=True): float32 terminals (master weights),
     low-precision values between the ops. `quantize="int8"`: inference with
     the matrix products of weights (Linear layers) in 8-bit integers, weights
-    per output column and activations per tensor, scaled on each call
+    per output column (symmetric) and activations per tensor (unsigned, with
+    a zero point), scaled on each call
     (dynamic quantization); gradients and training are refused. `device` is
     "cpu", or "cuda": the model's kernels are compiled to PTX for `chip` (see
     PhysicalModel.ptx) and run on the GPU through libmithril_cuda_runtime;

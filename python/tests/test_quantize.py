@@ -1,8 +1,10 @@
 # Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
 # Exceptions. See LICENSE for license information.
 """MlirBackend(quantize="int8") (issue 19): dynamic int8 quantization of the
-matrix products of weights (mithril-quantize-int8), against a numpy
-emulation of the same integer arithmetic, and its accuracy against float32."""
+matrix products of weights (mithril-quantize-int8; weights per column in
+symmetric int8, activations in unsigned 8 bits with a zero point), against a
+numpy emulation of the same integer arithmetic, and its accuracy against
+float32."""
 
 import numpy as np
 import pytest
@@ -20,16 +22,20 @@ def mlp():
 
 
 def int8_product(x, w):
-    """x @ w with x per tensor and w per column in symmetric int8, as the
+    """x @ w with w per column in symmetric int8 and x per tensor in unsigned
+    8 bits with a zero point (as ONNX Runtime's dynamic quantization), as the
     compiled code computes it (float32 scales, exact integer sums)."""
-    def levels(v, axis):
-        amax = np.abs(v).max(axis=axis, keepdims=axis is not None)
-        s = (np.maximum(amax, np.float32(1e-30)) / np.float32(127)).astype(np.float32)
-        t = (v / s).astype(np.float32)
-        return (np.sign(t) * np.floor(np.abs(t) + np.float32(0.5))).astype(np.int64), s
-    xq, sx = levels(x, None)
-    wq, sw = levels(w, 0)
-    return ((xq @ wq).astype(np.float32) * sx).astype(np.float32) * sw
+    f32 = np.float32
+    amax = np.abs(w).max(axis=0, keepdims=True)
+    sw = (np.maximum(amax, f32(1e-30)) / f32(127)).astype(f32)
+    t = (w / sw).astype(f32)
+    wq = (np.sign(t) * np.floor(np.abs(t) + f32(0.5))).astype(np.int64)
+    lo, hi = min(x.min(), f32(0)), max(x.max(), f32(0))
+    sx = f32(max(f32(hi - lo), f32(1e-30)) / f32(255))
+    zero = np.floor(f32(f32(-lo) / sx) + f32(0.5))
+    q = np.clip(np.floor((x / sx).astype(f32) + f32(0.5)) + zero, 0, 255).astype(np.int64)
+    assert q.min() >= 0 and q.max() <= 255
+    return (((q - int(zero)) @ wq).astype(f32) * sx).astype(f32) * sw
 
 
 def int8_mlp(params, x):

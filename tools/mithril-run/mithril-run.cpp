@@ -128,7 +128,8 @@ static cl::opt<bool> precisionTerminals(
 static cl::opt<std::string> quantize(
     "quantize",
     cl::desc("int8: matrix products of weights in 8-bit integers, weights per output column "
-             "and activations per tensor, exact 32-bit accumulation (inference only)"),
+             "and activations per tensor (unsigned, with a zero point), exact 32-bit "
+             "accumulation (inference only)"),
     cl::init(""), cl::cat(category));
 static cl::list<double> activationScales(
     "activation-scales",

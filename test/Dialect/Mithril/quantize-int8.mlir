@@ -2,14 +2,25 @@
 
 // A Linear layer's product (data times a transposed parameter) becomes an
 // integer matmul of int8 levels, scaled back; a product of two data values
-// stays in float.
+// stays in float. The weight is symmetric per column; the activation is
+// unsigned over its range [min, max] (zero included) with a zero point,
+// stored offset by -128, and the product corrected by (128 - zero point)
+// times each column's sum of levels.
 // CHECK-LABEL: mithril.model @Layer
 // CHECK: %[[WT:.*]] = transpose %w
-// CHECK-DAG: max %{{.*}} : (tensor<4x8xf32>) -> tensor<f32>
-// CHECK-DAG: max %{{.*}} {axes = array<i64: 0>, keepdim = true} : (tensor<8x3xf32>) -> tensor<1x3xf32>
-// CHECK-DAG: floor_divide
-// CHECK: %[[ACC:.*]] = matmul %{{.*}}, %{{.*}} : (tensor<4x8xi32>, tensor<8x3xi32>) -> tensor<4x3xi32>
-// CHECK: %[[Y:.*]] = cast %[[ACC]] {element_type = f32} : (tensor<4x3xi32>) -> tensor<4x3xf32>
+// CHECK: max %{{.*}} {axes = array<i64: 0>, keepdim = true} : (tensor<8x3xf32>) -> tensor<1x3xf32>
+// CHECK: %[[WL:.*]] = cast %{{.*}} {element_type = i32} : (tensor<8x3xi8>) -> tensor<8x3xi32>
+// CHECK-DAG: min %x : (tensor<4x8xf32>) -> tensor<f32>
+// CHECK-DAG: max %x : (tensor<4x8xf32>) -> tensor<f32>
+// CHECK-DAG: constant dense<2.550000e+02>
+// CHECK: %[[XL:.*]] = cast %{{.*}} {element_type = i8} : (tensor<4x8xf32>) -> tensor<4x8xi8>
+// CHECK: %[[XL32:.*]] = cast %[[XL]] {element_type = i32} : (tensor<4x8xi8>) -> tensor<4x8xi32>
+// CHECK: %[[ACC:.*]] = matmul %[[XL32]], %[[WL]] : (tensor<4x8xi32>, tensor<8x3xi32>) -> tensor<4x3xi32>
+// CHECK: %[[SUMS:.*]] = sum %[[WL]] {axes = array<i64: 0>, keepdim = true} : (tensor<8x3xi32>) -> tensor<1x3xi32>
+// CHECK: %[[SHIFT:.*]] = cast %{{.*}} {element_type = i32} : (tensor<f32>) -> tensor<i32>
+// CHECK: %[[CORR:.*]] = multiply %[[SUMS]], %[[SHIFT]]
+// CHECK: %[[SUM:.*]] = add %[[ACC]], %[[CORR]] : (tensor<4x3xi32>, tensor<1x3xi32>) -> tensor<4x3xi32>
+// CHECK: cast %[[SUM]] {element_type = f32} : (tensor<4x3xi32>) -> tensor<4x3xf32>
 // CHECK: matmul %x, %x2 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
 mithril.model @Layer(data %x: tensor<4x8xf32>, param %w: tensor<3x8xf32>, data %x2: tensor<8x8xf32>) -> (y: tensor<4x3xf32>, z: tensor<4x8xf32>) {
   %wt = mithril.transpose %w : (tensor<3x8xf32>) -> tensor<8x3xf32>

@@ -28,6 +28,10 @@ namespace {
 
 /// The 127 levels on each side of zero of symmetric int8.
 constexpr double kLevels = 127.0;
+/// The 255 steps of an unsigned 8-bit activation with a zero point, stored
+/// offset by -128 in a signed byte.
+constexpr double kUnsignedSteps = 255.0;
+constexpr double kUnsignedOffset = 128.0;
 
 /// A float constant, or the 2-D transpose of one: weights compiled in
 /// (constant_keys) are quantized once, when the model is compiled.
@@ -147,10 +151,11 @@ struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<Quantize
     model.syncFunctionType();
   }
 
-  /// A constant weight's scales ([1, N]) and levels (i32 of i8 constants),
-  /// computed now; false for a weight given at run time.
+  /// A constant weight's scales ([1, N]), levels (i32 of i8 constants) and
+  /// the levels' column sums ([1, N] i32), computed now; false for a weight
+  /// given at run time.
   static bool compiledIn(OpBuilder &b, Location loc, Value w, Type et, Value &scales,
-                         Value &levelsI32) {
+                         Value &levelsI32, Value &columnSums) {
     bool transposed;
     ConstantOp constant = constantWeight(w, transposed);
     auto type = cast<RankedTensorType>(w.getType());
@@ -176,6 +181,14 @@ struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<Quantize
     Value bytes =
         ConstantOp::create(b, loc, DenseElementsAttr::get(levelType, ArrayRef<int8_t>(levels)));
     levelsI32 = CastOp::create(b, loc, bytes, TypeAttr::get(b.getI32Type()));
+    SmallVector<int32_t> sums(cols, 0);
+    for (int64_t k = 0; k < rows; ++k)
+      for (int64_t n = 0; n < cols; ++n)
+        sums[n] += levels[k * cols + n];
+    columnSums =
+        ConstantOp::create(b, loc,
+                           DenseElementsAttr::get(RankedTensorType::get({1, cols}, b.getI32Type()),
+                                                  ArrayRef<int32_t>(sums)));
     return true;
   }
 
@@ -211,13 +224,47 @@ struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<Quantize
       Value bytes = CastOp::create(b, loc, rounded, TypeAttr::get(b.getI8Type()));
       return CastOp::create(b, loc, bytes, TypeAttr::get(i32));
     };
-    Value sx = staticScale ? scalar(*staticScale) : scale(x, {});
-    Value sw, wLevels;
-    if (!compiledIn(b, loc, w, et, sw, wLevels)) {
+    Value sw, wLevels, wSums;
+    if (!compiledIn(b, loc, w, et, sw, wLevels, wSums)) {
       sw = scale(w, {0}); // [1, N]: one scale per output column
       wLevels = levels(w, sw, /*clamp=*/false);
     }
-    Value acc = MatmulOp::create(b, loc, levels(x, sx, staticScale.has_value()), wLevels);
+    Value sx, acc;
+    if (staticScale) {
+      sx = scalar(*staticScale);
+      acc = MatmulOp::create(b, loc, levels(x, sx, /*clamp=*/true), wLevels);
+    } else {
+      // Computed on each call, as ONNX Runtime's DynamicQuantizeLinear: the
+      // activation over its range [lo, hi] (zero included) in unsigned 8
+      // bits with a zero point, q = clamp(round(x / s) + z, 0, 255), s =
+      // (hi - lo) / 255, z = round(-lo / s): a ReLU's output gets all 255
+      // steps, where symmetric levels would leave the negative half unused.
+      // q - 128 is stored in a signed byte, so the product is the same
+      // integer matmul; sum (q - z) w = sum (q - 128) w + (128 - z) sum w.
+      Value lo = MinimumOp::create(
+          b, loc, MinOp::create(b, loc, x, DenseI64ArrayAttr(), b.getBoolAttr(false)), scalar(0));
+      Value hi = MaximumOp::create(
+          b, loc, MaxOp::create(b, loc, x, DenseI64ArrayAttr(), b.getBoolAttr(false)), scalar(0));
+      sx = DivideOp::create(
+          b, loc, MaximumOp::create(b, loc, SubtractOp::create(b, loc, hi, lo), scalar(1e-30)),
+          scalar(kUnsignedSteps));
+      // round(v) = floor(v + 1/2): the steps are never negative here.
+      auto round = [&](Value v) {
+        return FloorDivideOp::create(b, loc, AddOp::create(b, loc, v, scalar(0.5)), scalar(1.0));
+      };
+      Value zero = round(DivideOp::create(b, loc, SubtractOp::create(b, loc, scalar(0), lo), sx));
+      Value q = AddOp::create(b, loc, round(DivideOp::create(b, loc, x, sx)), zero);
+      q = MinimumOp::create(b, loc, MaximumOp::create(b, loc, q, scalar(0)),
+                            scalar(kUnsignedSteps));
+      Value bytes = CastOp::create(b, loc, SubtractOp::create(b, loc, q, scalar(kUnsignedOffset)),
+                                   TypeAttr::get(b.getI8Type()));
+      acc = MatmulOp::create(b, loc, CastOp::create(b, loc, bytes, TypeAttr::get(i32)), wLevels);
+      if (!wSums)
+        wSums = SumOp::create(b, loc, wLevels, b.getDenseI64ArrayAttr({0}), b.getBoolAttr(true));
+      Value shift = CastOp::create(
+          b, loc, SubtractOp::create(b, loc, scalar(kUnsignedOffset), zero), TypeAttr::get(i32));
+      acc = AddOp::create(b, loc, acc, MultiplyOp::create(b, loc, wSums, shift));
+    }
     Value y = CastOp::create(b, loc, acc, TypeAttr::get(et));
     y = MultiplyOp::create(b, loc, MultiplyOp::create(b, loc, y, sx), sw);
     if (y.getType() != mm.getType())

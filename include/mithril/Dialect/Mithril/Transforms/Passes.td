@@ -220,14 +220,18 @@ def MithrilQuantizeInt8 : Pass<"mithril-quantize-int8", "mlir::ModuleOp"> {
   let description = [{
     Post-training dynamic quantization, as ONNX Runtime's: every `matmul`
     whose right operand is a parameter (or a transposed one, a Linear
-    layer's weight) takes its weight per output column and its activation
-    per tensor to symmetric 8-bit integers, `q = round(x / s)` with
-    `s = max|x| / 127` (rounding half away from zero), multiplies them with
-    exact 32-bit integer accumulation, and scales the sums back:
-    `y = acc * s_x * s_w[n]`. The activation scale is computed on each call
-    from the data. The result is the product of the int8-rounded operands,
-    which an int8 kernel would compute; for inference only (the rounding has
-    no useful gradient).
+    layer's weight) takes its weight per output column to symmetric 8-bit
+    integers, `q = round(w / s)` with `s = max|w| / 127` (rounding half away
+    from zero), and its activation per tensor to unsigned 8 bits with a
+    zero point, as `DynamicQuantizeLinear`: over `[lo, hi]` (its min and
+    max, zero included) `s_x = (hi - lo) / 255`, `z = round(-lo / s_x)`,
+    `q = clamp(round(x / s_x) + z, 0, 255)`, stored as `q - 128` in a signed
+    byte. The integer matmul accumulates exactly in 32 bits, plus `(128 - z)`
+    times each column's sum of weight levels, and the sums are scaled back:
+    `y = acc * s_x * s_w[n]`. The activation's scale and zero point are
+    computed on each call from the data. The result is the product of the
+    8-bit operands, which an int8 kernel would compute; for inference only
+    (the rounding has no useful gradient).
 
     Static activation scales (calibration, as ONNX Runtime's static
     quantization): with `observe`, nothing is quantized and each product's
@@ -235,7 +239,8 @@ def MithrilQuantizeInt8 : Pass<"mithril-quantize-int8", "mlir::ModuleOp"> {
     (products numbered in the order this pass visits them); run on
     calibration data, the largest of each gives `activation-scales`
     (`max / 127`, one per product, in that order), which then replace the
-    per-call scales, levels beyond the calibrated range clamped to +-127.
+    per-call scales (symmetric int8 activations), levels beyond the
+    calibrated range clamped to +-127.
   }];
   let options = [
     Option<"observe", "observe", "bool", /*default=*/"false",
