@@ -113,25 +113,32 @@ def test_all_zero_activations_give_zero():
     (32, 256, 64, 1),    # one block: still packed for the dot products
     (64, 784, 96, 2),    # rows split across threads, a reduction of 196 quads
     (256, 784, 512, 1),  # the bench MLP's first layer
+    (32, 2048, 64, 1),   # two reduction blocks: the offset's sums per block
 ])
-def test_int8_blocked_products_are_exact(target_cpu, batch, inputs, hidden, threads):
+@pytest.mark.parametrize("compiled_in", [False, True])
+def test_int8_blocked_products_are_exact(target_cpu, batch, inputs, hidden, threads, compiled_in):
     # Products large enough for the packed, cache-blocked schedule: with
     # AVX512-VNNI the register tiles are vpdpbusd dot products of bytes
     # offset to unsigned, the offset's products subtracted per block; without
     # it (haswell) 32-bit integer products. Both are the exact integer sums.
+    # Weights compiled in are packed, with their column sums, when compiling.
     model = Model()
     model |= Linear(hidden)(input="input", output="h")
     model |= Relu()(input="h", output="a")
     model |= Linear(96)(input="a", output="output")
+    backend = ml.MlirBackend(quantize="int8", num_threads=threads)
     try:
-        pm = ml.compile(model, ml.MlirBackend(quantize="int8", num_threads=threads),
-                        shapes={"input": [batch, inputs]},
+        pm = ml.compile(model, backend, shapes={"input": [batch, inputs]},
                         cpu_options={"target_cpu": target_cpu})
     except ml.MithrilError as error:  # a host without AVX2
         pytest.skip(str(error))
     params = pm.randomize_params(seed=4)
+    if compiled_in:
+        pm = ml.compile(model, backend, shapes={"input": [batch, inputs]},
+                        cpu_options={"target_cpu": target_cpu}, constant_keys=params,
+                        inference=True)
     x = np.random.default_rng(2).standard_normal((batch, inputs)).astype(np.float32)
-    got = pm.evaluate(params, {"input": x})["output"]
+    got = pm.evaluate({} if compiled_in else params, {"input": x})["output"]
     want = int8_mlp(params, x)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 

@@ -11,6 +11,7 @@
 
 #include "Schedule.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
@@ -201,8 +202,15 @@ void Scheduler::packDotProductGroups(IRRewriter &rewriter, linalg::MatmulOp bloc
   // W [n][k] (a transposed weight): each group is already contiguous in a
   // row of W; B [k][n]: rows g apart are interleaved.
   Value weightBlock = transposedSource(rewriter, b);
-  Value packed = weightBlock ? pack(weightBlock, {panels, cols, groups, group}, {0, 2, 1, 3})
-                             : pack(b, {groups, group, panels, cols}, {2, 0, 3, 1});
+  // i8 weights compiled in are packed when compiling, with their column
+  // sums; only the block's slice of them is taken here.
+  Value packed, constantSums;
+  if (et.isInteger(8))
+    std::tie(packed, constantSums) =
+        packedConstant(rewriter, loc, weightBlock ? weightBlock : b, !weightBlock, cols, group);
+  if (!packed)
+    packed = weightBlock ? pack(weightBlock, {panels, cols, groups, group}, {0, 2, 1, 3})
+                         : pack(b, {groups, group, panels, cols}, {2, 0, 3, 1});
   // i8: A's block with its sign bits flipped once (a + 128 as unsigned
   // bytes, vpdpbusd's left operand), not at every use in every panel: the
   // tiles then take each row's quad as a broadcast memory operand.
@@ -217,7 +225,7 @@ void Scheduler::packDotProductGroups(IRRewriter &rewriter, linalg::MatmulOp bloc
   AffineExpr dm, dj, dn, dk, dp;
   bindDims(ctx, dm, dj, dn, dk, dp);
   if (et.isInteger(8))
-    cPanels = subtractOffsetProducts(rewriter, loc, packed, cPanels, startsAtZero);
+    cPanels = subtractOffsetProducts(rewriter, loc, packed, cPanels, startsAtZero, constantSums);
   SmallVector<AffineMap> maps = {AffineMap::get(5, 0, {dm, dk, dp}, ctx),
                                  AffineMap::get(5, 0, {dj, dk, dn, dp}, ctx),
                                  AffineMap::get(5, 0, {dm, dj, dn}, ctx)};
@@ -262,11 +270,85 @@ Value Scheduler::flipSignBits(IRRewriter &rewriter, Location loc, Value v) {
       .getResult(0);
 }
 
+/// The i8 constant `block` (a static slice of a rank-2 constant, [k][n] when
+/// `kByN`, else [n][k]) as packDotProductGroups packs it, and its column
+/// sums ([n / cols][cols] i32), as slices of the whole matrix packed when
+/// compiling: [n / cols][k / g][cols][g], and the sums of each reduction
+/// block the size of this one, [k / block][n / cols][cols]. Null values when
+/// `block` is not such a slice.
+std::pair<Value, Value> Scheduler::packedConstant(IRRewriter &rewriter, Location loc, Value block,
+                                                  bool kByN, int64_t cols, int64_t group) {
+  auto slice = block.getDefiningOp<tensor::ExtractSliceOp>();
+  if (!slice || slice.getSourceType().getRank() != 2 || slice.getType().getRank() != 2 ||
+      !slice.getType().hasStaticShape())
+    return {};
+  auto constant = slice.getSource().getDefiningOp<arith::ConstantOp>();
+  auto attr = constant ? dyn_cast<DenseIntElementsAttr>(constant.getValue()) : nullptr;
+  if (!attr || !attr.getElementType().isInteger(8) ||
+      !llvm::all_of(slice.getMixedStrides(),
+                    [](OpFoldResult stride) { return isConstantIntValue(stride, 1); }))
+    return {};
+  auto st = slice.getSourceType();
+  int64_t kDim = kByN ? 0 : 1, nDim = 1 - kDim;
+  int64_t kTotal = st.getDimSize(kDim), nTotal = st.getDimSize(nDim);
+  int64_t kBlock = slice.getType().getDimSize(kDim), nBlock = slice.getType().getDimSize(nDim);
+  if (nTotal % cols != 0 || kTotal % group != 0 || kTotal % kBlock != 0 || nBlock % cols != 0 ||
+      kBlock % group != 0)
+    return {};
+  SmallVector<int8_t> values(attr.getValues<int8_t>());
+  auto at = [&](int64_t kk, int64_t nn) {
+    return kByN ? values[kk * nTotal + nn] : values[nn * kTotal + kk];
+  };
+  int64_t panels = nTotal / cols, groups = kTotal / group;
+  SmallVector<int8_t> packed(values.size());
+  SmallVector<int32_t> sums((kTotal / kBlock) * nTotal, 0);
+  for (int64_t nn = 0; nn < nTotal; ++nn)
+    for (int64_t kk = 0; kk < kTotal; ++kk) {
+      int64_t panel = nn / cols, col = nn % cols, grp = kk / group, lane = kk % group;
+      packed[((panel * groups + grp) * cols + col) * group + lane] = at(kk, nn);
+      sums[(kk / kBlock) * nTotal + nn] += at(kk, nn);
+    }
+  OpBuilder::InsertPoint here = rewriter.saveInsertionPoint();
+  rewriter.setInsertionPointAfter(constant);
+  Type i8 = rewriter.getI8Type(), i32 = rewriter.getI32Type();
+  Value wholePacked = arith::ConstantOp::create(
+      rewriter, loc,
+      DenseElementsAttr::get(RankedTensorType::get({panels, groups, cols, group}, i8),
+                             ArrayRef<int8_t>(packed)));
+  Value wholeSums = arith::ConstantOp::create(
+      rewriter, loc,
+      DenseElementsAttr::get(RankedTensorType::get({kTotal / kBlock, panels, cols}, i32),
+                             ArrayRef<int32_t>(sums)));
+  rewriter.restoreInsertionPoint(here);
+  // The block's offsets in panels, groups and reduction blocks.
+  SmallVector<OpFoldResult> offsets = slice.getMixedOffsets();
+  auto divided = [&](OpFoldResult offset, int64_t by) {
+    AffineExpr d0 = rewriter.getAffineDimExpr(0);
+    return affine::makeComposedFoldedAffineApply(rewriter, loc, d0.floorDiv(by), {offset});
+  };
+  OpFoldResult zero = rewriter.getIndexAttr(0), one = rewriter.getIndexAttr(1);
+  auto index = [&](int64_t v) -> OpFoldResult { return rewriter.getIndexAttr(v); };
+  Value packedBlock = tensor::ExtractSliceOp::create(
+      rewriter, loc, RankedTensorType::get({nBlock / cols, kBlock / group, cols, group}, i8),
+      wholePacked,
+      SmallVector<OpFoldResult>{divided(offsets[nDim], cols), divided(offsets[kDim], group), zero,
+                                zero},
+      SmallVector<OpFoldResult>{index(nBlock / cols), index(kBlock / group), index(cols),
+                                index(group)},
+      SmallVector<OpFoldResult>(4, one));
+  Value sumsBlock = tensor::ExtractSliceOp::create(
+      rewriter, loc, RankedTensorType::get({nBlock / cols, cols}, i32), wholeSums,
+      SmallVector<OpFoldResult>{divided(offsets[kDim], kBlock), divided(offsets[nDim], cols), zero},
+      SmallVector<OpFoldResult>{one, index(nBlock / cols), index(cols)},
+      SmallVector<OpFoldResult>(3, one));
+  return {packedBlock, sumsBlock};
+}
+
 /// `cPanels` [m][panel][col] minus 128 times each column's sum of the
 /// packed i8 block [panel][k / 4][col][4]: the products of vpdpbusd's
 /// offset, which the block's dot products add.
 Value Scheduler::subtractOffsetProducts(IRRewriter &rewriter, Location loc, Value packed,
-                                        Value cPanels, bool overwrite) {
+                                        Value cPanels, bool overwrite, Value sums) {
   MLIRContext *ctx = rewriter.getContext();
   auto pt = cast<RankedTensorType>(packed.getType());
   auto ct = cast<RankedTensorType>(cPanels.getType());
@@ -274,46 +356,49 @@ Value Scheduler::subtractOffsetProducts(IRRewriter &rewriter, Location loc, Valu
   int64_t panels = pt.getDimSize(0), cols = pt.getDimSize(2);
   AffineExpr d0, d1, d2, d3;
   bindDims(ctx, d0, d1, d2, d3);
-  int64_t group = pt.getDimSize(3);
-  Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getZeroAttr(i32));
-  auto filled = [&](ArrayRef<int64_t> shape) {
-    Value empty = tensor::EmptyOp::create(rewriter, loc, shape, i32);
-    return linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
-  };
-  // The quads' lanes summed over k / 4 first, loops (panel, k / 4, col, 4):
-  // a panel's [col][4] bytes are contiguous, so each step adds one row of
-  // vectors (a reduction over (k / 4, 4) together read each column's bytes
-  // one by one, 18% of an int8 MLP's time at batch 256).
-  SmallVector<AffineMap> laneMaps = {AffineMap::get(4, 0, {d0, d1, d2, d3}, ctx),
-                                     AffineMap::get(4, 0, {d0, d2, d3}, ctx)};
-  SmallVector<utils::IteratorType> laneIterators = {
-      utils::IteratorType::parallel, utils::IteratorType::reduction, utils::IteratorType::parallel,
-      utils::IteratorType::parallel};
-  auto laneSums = linalg::GenericOp::create(
-      rewriter, loc, TypeRange{RankedTensorType::get({panels, cols, group}, i32)},
-      ValueRange{packed}, ValueRange{filled({panels, cols, group})}, laneMaps, laneIterators,
-      [&](OpBuilder &b, Location l, ValueRange args) {
-        Value wide = arith::ExtSIOp::create(b, l, i32, args[0]);
-        linalg::YieldOp::create(b, l, arith::AddIOp::create(b, l, args[1], wide).getResult());
-      });
-  // A panel's row of quads per register tile.
-  setLoweringConfig(
-      laneSums,
-      LoweringConfigAttr::get(ctx, CpuKernel::Default).withRegisterTile({1, 1, cols, group}));
-  // Then each column's quad, loops (panel, col, 4).
-  SmallVector<AffineMap> sumMaps = {AffineMap::get(3, 0, {d0, d1, d2}, ctx),
-                                    AffineMap::get(3, 0, {d0, d1}, ctx)};
-  SmallVector<utils::IteratorType> sumIterators = {
-      utils::IteratorType::parallel, utils::IteratorType::parallel, utils::IteratorType::reduction};
-  Value sums = linalg::GenericOp::create(
-                   rewriter, loc, TypeRange{RankedTensorType::get({panels, cols}, i32)},
-                   ValueRange{laneSums.getResult(0)}, ValueRange{filled({panels, cols})}, sumMaps,
-                   sumIterators,
-                   [&](OpBuilder &b, Location l, ValueRange args) {
-                     linalg::YieldOp::create(
-                         b, l, arith::AddIOp::create(b, l, args[1], args[0]).getResult());
-                   })
-                   .getResult(0);
+  if (!sums) {
+    int64_t group = pt.getDimSize(3);
+    Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getZeroAttr(i32));
+    auto filled = [&](ArrayRef<int64_t> shape) {
+      Value empty = tensor::EmptyOp::create(rewriter, loc, shape, i32);
+      return linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
+    };
+    // The quads' lanes summed over k / 4 first, loops (panel, k / 4, col, 4):
+    // a panel's [col][4] bytes are contiguous, so each step adds one row of
+    // vectors (a reduction over (k / 4, 4) together read each column's bytes
+    // one by one, 18% of an int8 MLP's time at batch 256).
+    SmallVector<AffineMap> laneMaps = {AffineMap::get(4, 0, {d0, d1, d2, d3}, ctx),
+                                       AffineMap::get(4, 0, {d0, d2, d3}, ctx)};
+    SmallVector<utils::IteratorType> laneIterators = {
+        utils::IteratorType::parallel, utils::IteratorType::reduction,
+        utils::IteratorType::parallel, utils::IteratorType::parallel};
+    auto laneSums = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{RankedTensorType::get({panels, cols, group}, i32)},
+        ValueRange{packed}, ValueRange{filled({panels, cols, group})}, laneMaps, laneIterators,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value wide = arith::ExtSIOp::create(b, l, i32, args[0]);
+          linalg::YieldOp::create(b, l, arith::AddIOp::create(b, l, args[1], wide).getResult());
+        });
+    // A panel's row of quads per register tile.
+    setLoweringConfig(
+        laneSums,
+        LoweringConfigAttr::get(ctx, CpuKernel::Default).withRegisterTile({1, 1, cols, group}));
+    // Then each column's quad, loops (panel, col, 4).
+    SmallVector<AffineMap> sumMaps = {AffineMap::get(3, 0, {d0, d1, d2}, ctx),
+                                      AffineMap::get(3, 0, {d0, d1}, ctx)};
+    SmallVector<utils::IteratorType> sumIterators = {utils::IteratorType::parallel,
+                                                     utils::IteratorType::parallel,
+                                                     utils::IteratorType::reduction};
+    sums = linalg::GenericOp::create(
+               rewriter, loc, TypeRange{RankedTensorType::get({panels, cols}, i32)},
+               ValueRange{laneSums.getResult(0)}, ValueRange{filled({panels, cols})}, sumMaps,
+               sumIterators,
+               [&](OpBuilder &b, Location l, ValueRange args) {
+                 linalg::YieldOp::create(b, l,
+                                         arith::AddIOp::create(b, l, args[1], args[0]).getResult());
+               })
+               .getResult(0);
+  }
   // Loops (m, panel, col).
   SmallVector<AffineMap> maps = {AffineMap::get(3, 0, {d1, d2}, ctx),
                                  AffineMap::get(3, 0, {d0, d1, d2}, ctx)};

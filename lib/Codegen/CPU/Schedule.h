@@ -249,7 +249,13 @@ public:
   /// offset, which the block's dot products add. With `overwrite` (C holds
   /// zeros), C is not read.
   static Value subtractOffsetProducts(IRRewriter &rewriter, Location loc, Value packed,
-                                      Value cPanels, bool overwrite);
+                                      Value cPanels, bool overwrite, Value sums = Value());
+
+  /// A slice of an i8 constant packed as packDotProductGroups packs it, and
+  /// its column sums, both computed when compiling (null when `block` is not
+  /// a static slice of a constant).
+  static std::pair<Value, Value> packedConstant(IRRewriter &rewriter, Location loc, Value block,
+                                                bool kByN, int64_t cols, int64_t group);
 
   /// Splits each op with enough work, together with the elementwise chain
   /// that consumes it and the fill that initializes it, into `threads`
