@@ -220,3 +220,31 @@ def test_calibration_data_fixes_the_activation_scales():
     pairs = ml.compile(mlp(), backend, shapes={"input": [32, 128]},
                        calibration_data=[(params, {"input": b}) for b in batches])
     np.testing.assert_array_equal(pairs.evaluate(params, {"input": x})["output"], got)
+
+
+@pytest.mark.parametrize("target_cpu", ["host", "haswell"])
+@pytest.mark.parametrize("shape, outputs", [
+    ((33, 30), 100),     # no dimension a multiple of a tile or of a quad
+    ((64, 1030), 40),    # a reduction just over a block
+    ((4, 16, 128), 64),  # a batch of sequences
+])
+@pytest.mark.parametrize("compiled_in", [False, True])
+def test_int8_odd_shapes_are_exact(target_cpu, shape, outputs, compiled_in):
+    model = Model()
+    model |= Linear(outputs)(input="input", output="output")
+    backend = ml.MlirBackend(quantize="int8")
+    try:
+        pm = ml.compile(model, backend, shapes={"input": list(shape)},
+                        cpu_options={"target_cpu": target_cpu})
+    except ml.MithrilError as error:  # a host without AVX2
+        pytest.skip(str(error))
+    params = pm.randomize_params(seed=3)
+    if compiled_in:
+        pm = ml.compile(model, backend, shapes={"input": list(shape)},
+                        cpu_options={"target_cpu": target_cpu}, constant_keys=params,
+                        inference=True)
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    got = pm.evaluate({} if compiled_in else params, {"input": x})["output"]
+    flat = x.reshape(-1, shape[-1])
+    want = int8_product(flat, params["linear_0.weight"].T) + params["linear_0.bias"]
+    np.testing.assert_allclose(got, want.reshape(*shape[:-1], outputs), rtol=1e-5, atol=1e-5)
