@@ -13,6 +13,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Path.h"
 
 namespace mithril {
 #define GEN_PASS_DEF_MITHRILPROFILEKERNELS
@@ -37,18 +38,45 @@ static void collectNames(Location loc, llvm::SetVector<StringRef> &names) {
     collectNames(callSite.getCallee(), names);
 }
 
+/// The source lines in `loc` (a model written as .mlir text has no model
+/// paths), as "file:line".
+static void collectLines(Location loc, SmallVectorImpl<std::string> &lines) {
+  if (auto file = dyn_cast<FileLineColLoc>(loc)) {
+    std::string line =
+        (llvm::sys::path::filename(file.getFilename().getValue()) + ":" + Twine(file.getLine()))
+            .str();
+    if (!llvm::is_contained(lines, line))
+      lines.push_back(line);
+    return;
+  }
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      collectLines(inner, lines);
+  if (auto callSite = dyn_cast<CallSiteLoc>(loc))
+    collectLines(callSite.getCallee(), lines);
+  if (auto name = dyn_cast<NameLoc>(loc))
+    collectLines(name.getChildLoc(), lines);
+}
+
 /// A kernel's name: the logical ops it computes (the model paths in its
-/// locations), or else what its ops are.
+/// locations), or else what its ops are and the source lines they came from.
 static std::string kernelName(Operation *op) {
   llvm::SetVector<StringRef> kinds, names;
+  SmallVector<std::string> lines;
   op->walk([&](Operation *inner) {
     if (isa<linalg::LinalgOp, memref::CopyOp>(inner))
       kinds.insert(inner->getName().stripDialect());
     collectNames(inner->getLoc(), names);
+    collectLines(inner->getLoc(), lines);
   });
-  if (names.empty())
-    return kinds.empty() ? op->getName().getStringRef().str()
-                         : llvm::join(kinds.getArrayRef(), "+");
+  if (names.empty()) {
+    std::string what =
+        kinds.empty() ? op->getName().getStringRef().str() : llvm::join(kinds.getArrayRef(), "+");
+    if (lines.empty())
+      return what;
+    ArrayRef<std::string> shown = ArrayRef<std::string>(lines).take_front(4);
+    return what + " (" + llvm::join(shown, ", ") + (lines.size() > 4 ? ", ..." : "") + ")";
+  }
   ArrayRef<StringRef> shown = names.getArrayRef().take_front(6);
   return llvm::join(shown, " + ") + (names.size() > 6 ? " + ..." : "");
 }
