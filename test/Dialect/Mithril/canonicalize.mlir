@@ -51,3 +51,36 @@ mithril.model @constants(data %y: tensor<2x3x4xf32>) -> (a: tensor<2xf32>, b: te
   %2 = mithril.transpose %1 {permutation = array<i64: 0, 2, 1>} : (tensor<3x2x4xf32>) -> tensor<3x4x2xf32>
   mithril.output %0, %2 : tensor<2xf32>, tensor<3x4x2xf32>
 }
+
+// -----
+
+// A Linear layer's weight gradient, (x^T dy)^T, becomes dy^T x: the input
+// and the product are no longer transposed, only the smaller dy.
+// CHECK-LABEL: @weight_gradient
+// CHECK: %[[DYT:.+]] = transpose %dy {permutation = array<i64: 1, 0>} : (tensor<64x512xf32>) -> tensor<512x64xf32>
+// CHECK: %[[DW:.+]] = matmul %[[DYT]], %x : (tensor<512x64xf32>, tensor<64x784xf32>) -> tensor<512x784xf32>
+// CHECK: output %[[DW]]
+mithril.model @weight_gradient(data %x: tensor<64x784xf32>, data %dy: tensor<64x512xf32>) -> (dw: tensor<512x784xf32>) {
+  %xt = mithril.transpose %x {permutation = array<i64: 1, 0>} : (tensor<64x784xf32>) -> tensor<784x64xf32>
+  %p = mithril.matmul %xt, %dy : (tensor<784x64xf32>, tensor<64x512xf32>) -> tensor<784x512xf32>
+  %dw = mithril.transpose %p {permutation = array<i64: 1, 0>} : (tensor<784x512xf32>) -> tensor<512x784xf32>
+  mithril.output %dw : tensor<512x784xf32>
+}
+
+// -----
+
+// Not when no operand's transpose folds, nor when the transposes left would
+// move more than the product's: transpose(a b) stays.
+// CHECK-LABEL: @transposed_product_kept
+// CHECK: %[[P:.+]] = matmul %a, %b
+// CHECK: transpose %[[P]]
+// CHECK: %[[Q:.+]] = matmul %[[CT:.+]], %d : (tensor<4x256xf32>, tensor<256x4xf32>) -> tensor<4x4xf32>
+// CHECK: transpose %[[Q]]
+mithril.model @transposed_product_kept(data %a: tensor<8x16xf32>, data %b: tensor<16x4xf32>, data %c: tensor<256x4xf32>, data %d: tensor<256x4xf32>) -> (x: tensor<4x8xf32>, y: tensor<4x4xf32>) {
+  %p = mithril.matmul %a, %b : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  %x = mithril.transpose %p {permutation = array<i64: 1, 0>} : (tensor<8x4xf32>) -> tensor<4x8xf32>
+  %ct = mithril.transpose %c {permutation = array<i64: 1, 0>} : (tensor<256x4xf32>) -> tensor<4x256xf32>
+  %q = mithril.matmul %ct, %d : (tensor<4x256xf32>, tensor<256x4xf32>) -> tensor<4x4xf32>
+  %y = mithril.transpose %q {permutation = array<i64: 1, 0>} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  mithril.output %x, %y : tensor<4x8xf32>, tensor<4x4xf32>
+}

@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/CommonFolders.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
 #include <cmath>
 
 using namespace mlir;
@@ -137,6 +138,58 @@ OpFoldResult TransposeOp::fold(FoldAdaptor) {
     return getResult();
   }
   return {};
+}
+
+namespace {
+/// A 2-D transpose that swaps the two axes.
+bool isMatrixTranspose(TransposeOp op) {
+  return op.getType().getRank() == 2 && op.getPermutationOrDefault() == SmallVector<int64_t>{1, 0};
+}
+
+/// transpose(A B) -> transpose(B) transpose(A), for 2-D static products one
+/// of whose operands is itself a transpose (which then folds away), when the
+/// transposes left move fewer elements than the product's: the weight
+/// gradient of a Linear layer, (x^T dy)^T, becomes dy^T x, and a 64 x 784
+/// input and a 784 x 512 gradient are no longer transposed, only 64 x 512
+/// output gradient.
+struct TransposeOfMatmul : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TransposeOp op, PatternRewriter &rewriter) const override {
+    auto product = op.getInput().getDefiningOp<MatmulOp>();
+    if (!isMatrixTranspose(op) || !product || !product->hasOneUse())
+      return failure();
+    Value a = product.getLhs(), b = product.getRhs();
+    auto at = cast<RankedTensorType>(a.getType()), bt = cast<RankedTensorType>(b.getType());
+    auto ct = cast<RankedTensorType>(product.getType());
+    if (at.getRank() != 2 || bt.getRank() != 2 || !at.hasStaticShape() || !bt.hasStaticShape() ||
+        !ct.hasStaticShape())
+      return failure();
+    auto folds = [](Value v) {
+      auto transpose = v.getDefiningOp<TransposeOp>();
+      return transpose && isMatrixTranspose(transpose);
+    };
+    if (!folds(a) && !folds(b))
+      return failure();
+    int64_t moved = (folds(a) ? 0 : at.getNumElements()) + (folds(b) ? 0 : bt.getNumElements());
+    if (moved >= ct.getNumElements())
+      return failure();
+    auto swapped = [&](Value v) -> Value {
+      auto t = cast<RankedTensorType>(v.getType());
+      auto type = RankedTensorType::get({t.getDimSize(1), t.getDimSize(0)}, t.getElementType());
+      return TransposeOp::create(rewriter, op.getLoc(), type, v,
+                                 rewriter.getDenseI64ArrayAttr({1, 0}));
+    };
+    Value lhs = swapped(b), rhs = swapped(a);
+    // Named after both (a profile shows the product as what it computes).
+    Location loc = rewriter.getFusedLoc({product.getLoc(), op.getLoc()});
+    rewriter.replaceOp(op, MatmulOp::create(rewriter, loc, op.getType(), lhs, rhs).getResult());
+    return success();
+  }
+};
+} // namespace
+
+void TransposeOp::getCanonicalizationPatterns(RewritePatternSet &patterns, MLIRContext *context) {
+  patterns.add<TransposeOfMatmul>(context);
 }
 
 OpFoldResult CastOp::fold(FoldAdaptor) {

@@ -640,6 +640,7 @@ def Mithril_TransposeOp : Mithril_TensorOp<"transpose",
   let arguments = (ins AnyRankedTensor:$input, OptionalAttr<DenseI64ArrayAttr>:$permutation);
   let results = (outs AnyRankedTensor:$result);
   let hasFolder = 1;
+  let hasCanonicalizer = 1;
   let extraClassDeclaration = [{
     /// The permutation, with the default (reversal) made explicit.
     ::llvm::SmallVector<int64_t> getPermutationOrDefault();
