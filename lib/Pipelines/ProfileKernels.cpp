@@ -25,37 +25,43 @@ using namespace mlir;
 static constexpr StringLiteral kEnter = "mithrilProfileEnter";
 static constexpr StringLiteral kExit = "mithrilProfileExit";
 
-/// The logical names in `loc` (the model paths its ops came from), in order.
-static void collectNames(Location loc, llvm::SetVector<StringRef> &names) {
-  if (auto name = dyn_cast<NameLoc>(loc)) {
-    names.insert(name.getName().getValue());
+/// Calls `leaf` on each location `loc` is made of: through fused locations
+/// and call sites' callees, down to names (whose child locations `leaf` may
+/// visit itself) and file positions.
+static void forEachLeaf(Location loc, llvm::function_ref<void(Location)> leaf) {
+  if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    for (Location inner : fused.getLocations())
+      forEachLeaf(inner, leaf);
     return;
   }
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location inner : fused.getLocations())
-      collectNames(inner, names);
   if (auto callSite = dyn_cast<CallSiteLoc>(loc))
-    collectNames(callSite.getCallee(), names);
+    return forEachLeaf(callSite.getCallee(), leaf);
+  leaf(loc);
+}
+
+/// The logical names in `loc` (the model paths its ops came from), in order.
+static void collectNames(Location loc, llvm::SetVector<StringRef> &names) {
+  forEachLeaf(loc, [&](Location leaf) {
+    if (auto name = dyn_cast<NameLoc>(leaf))
+      names.insert(name.getName().getValue());
+  });
 }
 
 /// The source lines in `loc` (a model written as .mlir text has no model
 /// paths), as "file:line".
 static void collectLines(Location loc, SmallVectorImpl<std::string> &lines) {
-  if (auto file = dyn_cast<FileLineColLoc>(loc)) {
+  forEachLeaf(loc, [&](Location leaf) {
+    if (auto name = dyn_cast<NameLoc>(leaf))
+      return collectLines(name.getChildLoc(), lines);
+    auto file = dyn_cast<FileLineColLoc>(leaf);
+    if (!file)
+      return;
     std::string line =
         (llvm::sys::path::filename(file.getFilename().getValue()) + ":" + Twine(file.getLine()))
             .str();
     if (!llvm::is_contained(lines, line))
       lines.push_back(line);
-    return;
-  }
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location inner : fused.getLocations())
-      collectLines(inner, lines);
-  if (auto callSite = dyn_cast<CallSiteLoc>(loc))
-    collectLines(callSite.getCallee(), lines);
-  if (auto name = dyn_cast<NameLoc>(loc))
-    collectLines(name.getChildLoc(), lines);
+  });
 }
 
 /// A kernel's name: the logical ops it computes (the model paths in its

@@ -590,7 +590,8 @@ LogicalResult Scheduler::tileForCache(IRRewriter &rewriter, ArrayRef<linalg::Lin
     // at batch 256 then takes its offset sums off the output once, not 7
     // times: 1.4 -> 1.1 ms for the MLP on Zen 4). 16-bit ones measured no
     // better.
-    if (getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType()).isInteger(8))
+    bool int8 = getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType()).isInteger(8);
+    if (int8)
       block[2] *= 4;
     SmallVector<int64_t> sizes = block;
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
@@ -617,7 +618,6 @@ LogicalResult Scheduler::tileForCache(IRRewriter &rewriter, ArrayRef<linalg::Lin
     // nothing else reads, writes its first values instead of adding them to
     // zeros: the fill goes (on two threads it was a straight run of a
     // thousand stores that LLVM's schedulers took 0.5 s each to order).
-    bool int8 = getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType()).isInteger(8);
     auto fill = op.getDpsInitOperand(0)->get().getDefiningOp<linalg::FillOp>();
     bool startsAtZero = int8 && sizes[2] == 0 && fill && fill->hasOneUse() &&
                         matchPattern(fill.getInputs()[0], m_Zero());

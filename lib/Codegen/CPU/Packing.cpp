@@ -350,55 +350,11 @@ std::pair<Value, Value> Scheduler::packedConstant(IRRewriter &rewriter, Location
 Value Scheduler::subtractOffsetProducts(IRRewriter &rewriter, Location loc, Value packed,
                                         Value cPanels, bool overwrite, Value sums) {
   MLIRContext *ctx = rewriter.getContext();
-  auto pt = cast<RankedTensorType>(packed.getType());
   auto ct = cast<RankedTensorType>(cPanels.getType());
-  Type i32 = ct.getElementType();
-  int64_t panels = pt.getDimSize(0), cols = pt.getDimSize(2);
-  AffineExpr d0, d1, d2, d3;
-  bindDims(ctx, d0, d1, d2, d3);
-  if (!sums) {
-    int64_t group = pt.getDimSize(3);
-    Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getZeroAttr(i32));
-    auto filled = [&](ArrayRef<int64_t> shape) {
-      Value empty = tensor::EmptyOp::create(rewriter, loc, shape, i32);
-      return linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
-    };
-    // The quads' lanes summed over k / 4 first, loops (panel, k / 4, col, 4):
-    // a panel's [col][4] bytes are contiguous, so each step adds one row of
-    // vectors (a reduction over (k / 4, 4) together read each column's bytes
-    // one by one, 18% of an int8 MLP's time at batch 256).
-    SmallVector<AffineMap> laneMaps = {AffineMap::get(4, 0, {d0, d1, d2, d3}, ctx),
-                                       AffineMap::get(4, 0, {d0, d2, d3}, ctx)};
-    SmallVector<utils::IteratorType> laneIterators = {
-        utils::IteratorType::parallel, utils::IteratorType::reduction,
-        utils::IteratorType::parallel, utils::IteratorType::parallel};
-    auto laneSums = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{RankedTensorType::get({panels, cols, group}, i32)},
-        ValueRange{packed}, ValueRange{filled({panels, cols, group})}, laneMaps, laneIterators,
-        [&](OpBuilder &b, Location l, ValueRange args) {
-          Value wide = arith::ExtSIOp::create(b, l, i32, args[0]);
-          linalg::YieldOp::create(b, l, arith::AddIOp::create(b, l, args[1], wide).getResult());
-        });
-    // A panel's row of quads per register tile.
-    setLoweringConfig(
-        laneSums,
-        LoweringConfigAttr::get(ctx, CpuKernel::Default).withRegisterTile({1, 1, cols, group}));
-    // Then each column's quad, loops (panel, col, 4).
-    SmallVector<AffineMap> sumMaps = {AffineMap::get(3, 0, {d0, d1, d2}, ctx),
-                                      AffineMap::get(3, 0, {d0, d1}, ctx)};
-    SmallVector<utils::IteratorType> sumIterators = {utils::IteratorType::parallel,
-                                                     utils::IteratorType::parallel,
-                                                     utils::IteratorType::reduction};
-    sums = linalg::GenericOp::create(
-               rewriter, loc, TypeRange{RankedTensorType::get({panels, cols}, i32)},
-               ValueRange{laneSums.getResult(0)}, ValueRange{filled({panels, cols})}, sumMaps,
-               sumIterators,
-               [&](OpBuilder &b, Location l, ValueRange args) {
-                 linalg::YieldOp::create(b, l,
-                                         arith::AddIOp::create(b, l, args[1], args[0]).getResult());
-               })
-               .getResult(0);
-  }
+  if (!sums)
+    sums = columnSums(rewriter, loc, packed);
+  AffineExpr d0, d1, d2;
+  bindDims(ctx, d0, d1, d2);
   // Loops (m, panel, col).
   SmallVector<AffineMap> maps = {AffineMap::get(3, 0, {d1, d2}, ctx),
                                  AffineMap::get(3, 0, {d0, d1, d2}, ctx)};
@@ -406,17 +362,64 @@ Value Scheduler::subtractOffsetProducts(IRRewriter &rewriter, Location loc, Valu
   return linalg::GenericOp::create(
              rewriter, loc, TypeRange{ct}, ValueRange{sums}, ValueRange{cPanels}, maps, iterators,
              [&](OpBuilder &b, Location l, ValueRange args) {
-               Value offset = arith::ConstantOp::create(b, l, b.getI32IntegerAttr(kInt8Offset));
-               // -128 * sum when C starts at zero: the product of -offset.
-               if (overwrite) {
-                 Value negated = arith::ConstantOp::create(b, l, b.getI32IntegerAttr(-kInt8Offset));
-                 linalg::YieldOp::create(b, l,
-                                         arith::MulIOp::create(b, l, args[0], negated).getResult());
-                 return;
-               }
-               Value products = arith::MulIOp::create(b, l, args[0], offset);
+               // C - 128 * sum, or -128 * sum when C starts at zero.
+               Value factor = arith::ConstantOp::create(
+                   b, l, b.getI32IntegerAttr(overwrite ? -kInt8Offset : kInt8Offset));
+               Value products = arith::MulIOp::create(b, l, args[0], factor);
+               linalg::YieldOp::create(
+                   b, l,
+                   overwrite ? products
+                             : arith::SubIOp::create(b, l, args[1], products).getResult());
+             })
+      .getResult(0);
+}
+
+/// Each column's sum of the packed i8 block [panel][k / 4][col][4], as
+/// [panel][col] i32.
+Value Scheduler::columnSums(IRRewriter &rewriter, Location loc, Value packed) {
+  MLIRContext *ctx = rewriter.getContext();
+  auto pt = cast<RankedTensorType>(packed.getType());
+  Type i32 = rewriter.getI32Type();
+  int64_t panels = pt.getDimSize(0), cols = pt.getDimSize(2), group = pt.getDimSize(3);
+  AffineExpr d0, d1, d2, d3;
+  bindDims(ctx, d0, d1, d2, d3);
+  Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getZeroAttr(i32));
+  auto filled = [&](ArrayRef<int64_t> shape) {
+    Value empty = tensor::EmptyOp::create(rewriter, loc, shape, i32);
+    return linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
+  };
+  // The quads' lanes summed over k / 4 first, loops (panel, k / 4, col, 4):
+  // a panel's [col][4] bytes are contiguous, so each step adds one row of
+  // vectors (a reduction over (k / 4, 4) together read each column's bytes
+  // one by one, 18% of an int8 MLP's time at batch 256).
+  SmallVector<AffineMap> laneMaps = {AffineMap::get(4, 0, {d0, d1, d2, d3}, ctx),
+                                     AffineMap::get(4, 0, {d0, d2, d3}, ctx)};
+  SmallVector<utils::IteratorType> laneIterators = {
+      utils::IteratorType::parallel, utils::IteratorType::reduction, utils::IteratorType::parallel,
+      utils::IteratorType::parallel};
+  auto laneSums = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{RankedTensorType::get({panels, cols, group}, i32)},
+      ValueRange{packed}, ValueRange{filled({panels, cols, group})}, laneMaps, laneIterators,
+      [&](OpBuilder &b, Location l, ValueRange args) {
+        Value wide = arith::ExtSIOp::create(b, l, i32, args[0]);
+        linalg::YieldOp::create(b, l, arith::AddIOp::create(b, l, args[1], wide).getResult());
+      });
+  // A panel's row of quads per register tile.
+  setLoweringConfig(
+      laneSums,
+      LoweringConfigAttr::get(ctx, CpuKernel::Default).withRegisterTile({1, 1, cols, group}));
+  // Then each column's quad, loops (panel, col, 4).
+  SmallVector<AffineMap> sumMaps = {AffineMap::get(3, 0, {d0, d1, d2}, ctx),
+                                    AffineMap::get(3, 0, {d0, d1}, ctx)};
+  SmallVector<utils::IteratorType> sumIterators = {
+      utils::IteratorType::parallel, utils::IteratorType::parallel, utils::IteratorType::reduction};
+  return linalg::GenericOp::create(
+             rewriter, loc, TypeRange{RankedTensorType::get({panels, cols}, i32)},
+             ValueRange{laneSums.getResult(0)}, ValueRange{filled({panels, cols})}, sumMaps,
+             sumIterators,
+             [&](OpBuilder &b, Location l, ValueRange args) {
                linalg::YieldOp::create(b, l,
-                                       arith::SubIOp::create(b, l, args[1], products).getResult());
+                                       arith::AddIOp::create(b, l, args[1], args[0]).getResult());
              })
       .getResult(0);
 }

@@ -251,6 +251,10 @@ public:
   static Value subtractOffsetProducts(IRRewriter &rewriter, Location loc, Value packed,
                                       Value cPanels, bool overwrite, Value sums = Value());
 
+  /// Each column's sum of a packed i8 block [panel][k / 4][col][4], as
+  /// [panel][col] i32.
+  static Value columnSums(IRRewriter &rewriter, Location loc, Value packed);
+
   /// A slice of an i8 constant packed as packDotProductGroups packs it, and
   /// its column sums, both computed when compiling (null when `block` is not
   /// a static slice of a constant).
