@@ -14,6 +14,7 @@ from .emit import Emitter, list_element_name
 from .deferred import DeferredPhysicalModel
 from .errors import KeyNotFoundError, MissingShapeError, MithrilError, ShapeError
 from .framework import BaseModel
+from .naming import Names
 from .options import resolve as resolve_controls
 from . import _mithril
 from .physical import PhysicalModel, _shape_spec, _with_shape_tuples, random_parameters
@@ -34,6 +35,7 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
             checkpoint_segments: int | None = None, memory_planning=None,
             memory_optimization: bool | None = None, custom_passes: Iterable | None = None,
             mixed_precision=None, calibration_data: Iterable | None = None,
+            safe_shapes: bool = True, use_short_namings: bool | None = None,
             _defer: bool = True, _outputs: list | None = None,
             _inputs_only: bool = False) -> PhysicalModel:
     """Compiles `model` for `backend`.
@@ -62,6 +64,13 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
                     name the logical model as mithril IR, for mithril-opt and mithril-run;
                     a model compiled at its first call (no shapes) writes it then
     jit             accepted for compatibility: the model is always compiled to native code
+    use_short_namings  the names the compiled model answers with (naming.py): None (the
+                    default) paths, `linear_0.weight`; True the original Mithril's short
+                    names, `weight_0`; False its long names, `linear_0_weight`. Every
+                    form's names are taken as inputs and look up the dicts returned
+    safe_shapes     accepted as the original's: its per-primitive safety shapes (a loss's
+                    input and target share their batch) are always checked here, by the
+                    dialect's shape rules, so False loosens nothing
 
     Compilation controls (docs/compilation.md):
     optimization_level  "none" (no graph optimization, no schedule, LLVM -O0: the same
@@ -119,6 +128,9 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
                                 "_inputs_only")}
     if not isinstance(backend, MlirBackend):
         raise TypeError(f"backend must be an ml.MlirBackend, got {type(backend).__name__}")
+    for flag, value in (("use_short_namings", use_short_namings), ("safe_shapes", safe_shapes)):
+        if value is not None and not isinstance(value, bool):
+            raise TypeError(f"{flag} must be True or False, got {value!r}")
     if hasattr(model, "finalize"):
         model.finalize()  # TrainModel: build final_cost from the losses
     # What a Trainer needs to compile the model again with a loss.
@@ -132,7 +144,8 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
                     "checkpoint_segments": checkpoint_segments,
                     "memory_planning": memory_planning,
                     "memory_optimization": memory_optimization,
-                    "custom_passes": custom_passes, "mixed_precision": mixed_precision}
+                    "custom_passes": custom_passes, "mixed_precision": mixed_precision,
+                    "use_short_namings": use_short_namings}
     controls = resolve_controls(optimization_level, optimizations, jit_options, cpu_options,
                                 target_hardware, static_shapes, verbose, backend,
                                 gradient_checkpointing, checkpoint_segments, memory_planning,
@@ -236,8 +249,11 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
     shapes = _expand_lists(shapes, lists)
     if _inputs_only:
         # What shape inference knows of the inputs, without compiling.
-        return _with_shape_tuples(_mithril.logical_inputs(
+        terminals = _with_shape_tuples(_mithril.logical_inputs(
             source, entry, [_shape_spec(k, v) for k, v in shapes.items()]))
+        names = Names([t["name"] for t in terminals], use_short_namings, emitter.long_paths,
+                      emitter.output_origins)
+        return [dict(t, name=names.external(t["name"])) for t in terminals]
     doubled = None
     if doubled_shapes is not None:
         doubled_shapes = {k: v for k, v in doubled_shapes.items() if k not in constants}
@@ -256,6 +272,7 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
                        dynamic=(controls.static_shapes is False or batch_range is not None
                                 or (ranks is not None and doubled is None)),
                        batch_range=batch_range, _doubled=doubled)
+    pm._set_names(use_short_namings, emitter.long_paths, emitter.output_origins)
     pm.logical_model = model
     pm.compile_args = compile_args
     pm.list_inputs = lists

@@ -73,7 +73,7 @@ class DeferredPhysicalModel:
                     f"missing input '{e.terminal}': the model is compiled at its first call, "
                     "for the shapes of the arrays given, and none gives this one's") from None
             self._compiled[key] = pm
-            self._param_names.update(pm.trainable_keys)
+            self._param_names.update(pm._names.every_name(pm._trainable_paths))
         self._last = pm
         return pm
 
@@ -181,7 +181,7 @@ class DeferredPhysicalModel:
             except MithrilError:
                 return None
             params = set(pm.trainable_keys)
-            self._param_names.update(params)
+            self._param_names.update(pm._names.every_name(pm._trainable_paths))
             return pm
 
     # What the graph alone says, before any call. Once compiled, the

@@ -24,6 +24,27 @@ def _shape_ints(shape) -> list[int]:
     return [-1 if d is None else int(d) for d in shape]
 
 
+def _original_local_names(model: Model) -> list[str]:
+    """The original's name of each submodel of `model` in its long names:
+    the submodel's name, else its class's where it is the only unnamed one
+    of its class here, else `Class_i` (i over the unnamed ones of its class
+    in insertion order); lowercased."""
+    unnamed: dict[str, int] = {}
+    for sub, _ in model.submodels:
+        if not sub.name:
+            unnamed[sub.class_name] = unnamed.get(sub.class_name, 0) + 1
+    seen: dict[str, int] = {}
+    names = []
+    for sub, _ in model.submodels:
+        if sub.name:
+            names.append(sub.name.lower())
+            continue
+        cls = sub.class_name
+        names.append((cls if unnamed[cls] == 1 else f"{cls}_{seen.get(cls, 0)}").lower())
+        seen[cls] = seen.get(cls, 0) + 1
+    return names
+
+
 class Emitter:
     def __init__(self, float_dtype: str) -> None:
         self._top_types: dict = {}
@@ -34,6 +55,12 @@ class Emitter:
         self._static_outputs: dict = {}
         # The constants (by path) that replaced an input.
         self.used_constants: set[str] = set()
+        # For the original's long names (naming.py): each instance path
+        # below the top ('block.linear_0.') -> the original's name of it
+        # ('block_linear_'), and each unnamed output of the top ('$4') ->
+        # the name of the terminal that produces it ('output').
+        self.long_paths: dict[str, str] = {}
+        self.output_origins: dict[str, str] = {}
 
     def _definition_name(self, model: BaseModel) -> str:
         base = model.name or model.class_name
@@ -102,7 +129,8 @@ class Emitter:
     def emit_definition(self, model: Model, bound_types: dict, shapes: dict, kinds: dict,
                         constants: dict, top: bool = False, path: str = "",
                         prefix: str = "", wanted: set | None = None,
-                        bound_static: dict | None = None) -> tuple[str, list[str]]:
+                        bound_static: dict | None = None,
+                        long_prefix: str = "") -> tuple[str, list[str]]:
         """`constants` replace inputs, the top's by name and a nested
         model's unbound ones (parameters) by their path from the top
         (`linear_0.weight`, as flattening names them); `prefix` is this
@@ -175,6 +203,7 @@ class Emitter:
                 values[id(net)] = self._constant(builder, net.value, spec, path + net.name)
 
         counters: dict[str, int] = {}
+        original_locals = _original_local_names(model)
         for index in self._topological_order(model):
             if index not in needed:
                 continue
@@ -205,6 +234,8 @@ class Emitter:
                 # Constants for its parameters, by their path below it (a
                 # transparent model adds no path component).
                 below = f"{local}." if local else ""
+                long_below = f"{original_locals[index]}_" if local else ""
+                self.long_paths[prefix + below] = long_prefix + long_below
                 child_constants = {k[len(below):]: v for k, v in constants.items()
                                    if "." in k and k.startswith(below)}
                 try:
@@ -214,7 +245,8 @@ class Emitter:
                                                            child_constants,
                                                            prefix=prefix + below,
                                                            wanted=needed[index],
-                                                           bound_static=child_static)
+                                                           bound_static=child_static,
+                                                           long_prefix=long_prefix + long_below)
                 except MithrilError as e:
                     # The definition's own paths are local: say which
                     # instance of the user's model the error is in.
@@ -239,6 +271,8 @@ class Emitter:
         for net in output_nets:
             name_out = net.name
             value = values[id(net)]
+            if top and name_out.startswith("$") and net.producer is not None:
+                self.output_origins[name_out] = net.producer[1]
             if isinstance(value, list):
                 # A list (Split's, ToTuple's): one output per element.
                 for i, element in enumerate(value):

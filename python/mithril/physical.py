@@ -12,6 +12,7 @@ import numpy as np
 from . import _mithril, profiling
 from .emit import list_element_name
 from .errors import KeyNotFoundError, MithrilError, ShapeError
+from .naming import Names
 from .options import CompileControls
 from .types import FLOATS, from_storage, to_storage, user_dtype
 
@@ -130,6 +131,7 @@ class PhysicalModel:
         self._discarded = list(interface.discarded)
         self._inputs = _with_shape_tuples(interface.inputs)
         self._outputs = interface.outputs
+        self._set_names()
         # Data parallelism: how the outputs of each rank's share of the
         # batch make the global ones (mithril-batch-sharding).
         self._dp = None
@@ -167,32 +169,57 @@ class PhysicalModel:
         return self._forward_model
 
     # Terminals -----------------------------------------------------------
+    # The compiled code's terminals are named by paths (`linear_0.weight`);
+    # the model answers with the names compile's use_short_namings chose
+    # (naming.py) and takes every form's.
+    def _set_names(self, use_short_namings: bool | None = None, long_paths=None,
+                   output_origins=None) -> None:
+        self._names = Names(self._input_paths + self._output_paths + list(self._discarded),
+                            use_short_namings, long_paths, output_origins)
+
     @property
-    def input_keys(self) -> list[str]:
+    def _input_paths(self) -> list[str]:
         return [t["name"] for t in self._inputs]
 
     @property
-    def output_keys(self) -> list[str]:
+    def _output_paths(self) -> list[str]:
         return [t["name"] for t in self._outputs]
+
+    @property
+    def _trainable_paths(self) -> list[str]:
+        return [t["name"] for t in self._inputs if t["kind"] == "param"]
+
+    @property
+    def _data_paths(self) -> list[str]:
+        return [t["name"] for t in self._inputs if t["kind"] != "param"]
+
+    @property
+    def input_keys(self) -> list[str]:
+        return self._names.outward_list(self._input_paths)
+
+    @property
+    def output_keys(self) -> list[str]:
+        return self._names.outward_list(self._output_paths)
 
     @property
     def discarded_keys(self) -> list[str]:
         """The terminals `discard_keys` took away: those outputs and the
         inputs that only they read (which the compiled model neither takes
         nor needs)."""
-        return list(self._discarded)
+        return self._names.outward_list(self._discarded)
 
     @property
     def trainable_keys(self) -> list[str]:
-        return [t["name"] for t in self._inputs if t["kind"] == "param"]
+        return self._names.outward_list(self._trainable_paths)
 
     @property
     def data_keys(self) -> list[str]:
-        return [t["name"] for t in self._inputs if t["kind"] != "param"]
+        return self._names.outward_list(self._data_paths)
 
     @property
     def shapes(self) -> dict[str, tuple]:
-        return {t["name"]: tuple(t["shape"]) for t in self._inputs + self._outputs}
+        return self._names.outward({t["name"]: tuple(t["shape"])
+                                    for t in self._inputs + self._outputs})
 
     @property
     def static_keys(self) -> list[str]:
@@ -205,8 +232,8 @@ class PhysicalModel:
                      if "." not in k]
         if model is None:
             return sorted(self.data_keys)
-        fixed, held = constant_dependents(model, constants, self.output_keys)
-        return sorted(set(self.data_keys) | fixed | held)
+        fixed, held = constant_dependents(model, constants, self._output_paths)
+        return sorted(self._names.outward_list(set(self._data_paths) | fixed | held))
 
     # Parameters ----------------------------------------------------------
     def randomize_params(self, seed: int | None = None) -> dict[str, np.ndarray]:
@@ -220,7 +247,7 @@ class PhysicalModel:
                                         if i == t["tensor_split"] else d
                                         for i, d in enumerate(t["shape"])))
             terminals.append(t)
-        return random_parameters(terminals, seed)
+        return self._names.outward(random_parameters(terminals, seed))
 
     # Evaluation ----------------------------------------------------------
     def _arrays(self, terminals: list, given: Mapping, what: str) -> list[np.ndarray]:
@@ -258,7 +285,7 @@ class PhysicalModel:
         by then)."""
         model = getattr(self, "logical_model", None)
         pairs = getattr(model, "state_pairs", {}) if model is not None else {}
-        inputs, outputs = set(self.input_keys), set(self.output_keys)
+        inputs, outputs = set(self._input_paths), set(self._output_paths)
         return {k: v for k, v in pairs.items() if k in inputs and v[0] in outputs}
 
     @property
@@ -281,9 +308,23 @@ class PhysicalModel:
         output. A model with state keys takes the state in `state=` (start
         from pm.initial_state_dict) and returns the next state last:
         (outputs, new_state) or (outputs, gradients, new_state); without
-        `state=` it starts from the initial state and returns no state."""
-        given = dict(params or {})
-        for key, value in (data or {}).items():
+        `state=` it starts from the initial state and returns no state.
+
+        Inputs may be named in any form (naming.py: `linear_0.weight` or
+        the original's `weight_0`); the dicts returned take every form too."""
+        names = self._names
+        result = self._evaluate_paths(names.inward(params, "parameter"),
+                                      names.inward(data), output_gradients
+                                      if not isinstance(output_gradients, Mapping)
+                                      else names.inward(output_gradients, "output gradient"),
+                                      None if state is None else names.inward(state, "state"))
+        if isinstance(result, tuple):
+            return tuple(names.outward(r) for r in result)
+        return names.outward(result)
+
+    def _evaluate_paths(self, params: dict, data: dict, output_gradients, state):
+        given = dict(params)
+        for key, value in data.items():
             if key in given:
                 raise KeyNotFoundError(f"'{key}' is given both as a parameter and as data")
             given[key] = value
@@ -347,9 +388,9 @@ class PhysicalModel:
     def _evaluate_given(self, given: dict, output_gradients):
         # A parameter only a discarded output needed may still be given
         # (parameters drawn for the whole model): it is not read.
-        discarded = set(self.discarded_keys)
+        discarded = set(self._discarded)
         given = {k: v for k, v in given.items() if k not in discarded}
-        known = set(self.input_keys)
+        known = set(self._input_paths)
         unknown = [k for k in given if k not in known]
         if unknown:
             raise KeyNotFoundError(f"unknown input(s) {unknown}; the model's inputs are "
@@ -393,7 +434,7 @@ class PhysicalModel:
                 self._dp.global_parameters(grads, self._inputs))
 
     def _check_seeded_outputs(self, output_gradients: Mapping) -> None:
-        unknown = [k for k in output_gradients if k not in self.output_keys]
+        unknown = [k for k in output_gradients if k not in self._output_paths]
         if unknown:
             raise KeyNotFoundError(f"output_gradients names unknown output(s) {unknown}; "
                                    f"the outputs are {self.output_keys}")
@@ -439,9 +480,12 @@ class PhysicalModel:
                     raise TypeError(f"pm(x) needs a model with one data input (or one named "
                                     f"'input'); this one has {names}: name them")
                 data = {target: args[0]}
-        params = {k: v for k, v in data.items() if k in self.trainable_keys}
+        data = {self._names.canonical(k) if isinstance(k, str) else k: v
+                for k, v in data.items()}
+        trainable = self.trainable_keys
+        params = {k: v for k, v in data.items() if k in trainable}
         data = {k: v for k, v in data.items() if k not in params}
-        missing = [k for k in self.trainable_keys if k not in params]
+        missing = [k for k in trainable if k not in params]
         if missing:
             if getattr(self, "_call_params", None) is None:
                 self._call_params = self.randomize_params(seed=0)
@@ -521,10 +565,10 @@ class PhysicalModel:
         key = (seeds, tuple(specs), profile)
         compiled = self._gradient_models.get(key)
         if compiled is None:
-            if not self.trainable_keys:
+            if not self._trainable_paths:
                 raise MithrilError("the model has no trainable inputs to differentiate")
             model = _mithril.compile(self.source, self.entry, specs, self._discard,
-                                     f"<model {self.entry}>", True, self.trainable_keys,
+                                     f"<model {self.entry}>", True, self._trainable_paths,
                                      list(seeds), threads=self._threads,
                                      gpu_tiles_on_host=self.backend.gpu_tiles_on_host,
                                      target=self.backend.device, chip=self._chip,
@@ -540,7 +584,7 @@ class PhysicalModel:
             raise MithrilError(f"the model is quantized (quantize='{self.backend.quantize}'), "
                                "for inference: gradients need a float backend")
         self._check_seeded_outputs(output_gradients)
-        seeds = tuple(k for k in self.output_keys if k in output_gradients)
+        seeds = tuple(k for k in self._output_paths if k in output_gradients)
         model, model_inputs, model_outputs = self._gradient_model(seeds, given)
         feeds = dict(given)
         for key in seeds:
@@ -567,13 +611,28 @@ class PhysicalModel:
                    loss: str = "final_cost") -> dict[str, np.ndarray]:
         """One optimization step on `loss` (a scalar output): forward,
         backward and `optimizer`'s update in one compiled call. `params` and
-        the optimizer's state are updated in place; returns the outputs."""
+        the optimizer's state are updated in place; returns the outputs.
+        `params` may name the parameters in any form (naming.py); they are
+        updated under the names given."""
+        names = self._names
+        if names.identity and params.keys() <= names.primary.keys():
+            results = self._train_step_paths(params, names.inward(data), optimizer,
+                                             names.path(loss))
+            return names.outward(results)
+        paths = names.inward(params, "parameter")
+        results = self._train_step_paths(paths, names.inward(data), optimizer, names.path(loss))
+        for key in params:
+            params[key] = paths[names.path(key)]
+        return names.outward(results)
+
+    def _train_step_paths(self, params: dict, data: Mapping | None, optimizer,
+                          loss: str) -> dict[str, np.ndarray]:
         if self.inference:
             raise MithrilError("the model was compiled with inference=True: it cannot train")
         if getattr(self.backend, "quantize", None):
             raise MithrilError(f"the model is quantized (quantize='{self.backend.quantize}'), "
                                "for inference: training needs a float backend")
-        if loss not in self.output_keys:
+        if loss not in self._output_paths:
             raise KeyNotFoundError(f"no output '{loss}' to minimize (outputs: {self.output_keys})")
         weight = None
         if self._dp is not None:
@@ -587,7 +646,7 @@ class PhysicalModel:
         compiled = self._gradient_models.get(key)
         if compiled is None:
             model = _mithril.compile(self.source, self.entry, specs, self._discard,
-                                     f"<model {self.entry}>", True, self.trainable_keys, [loss],
+                                     f"<model {self.entry}>", True, self._trainable_paths, [loss],
                                      optimizer.algorithm, optimizer.momentum,
                                      optimizer.weight_decay, threads=self._threads,
                                      gpu_tiles_on_host=self.backend.gpu_tiles_on_host,
@@ -684,7 +743,7 @@ class PhysicalModel:
                 "dynamic": self._dynamic, "batch_range": self._batch_range,
                 "controls": {"level": c.level, "optimizations": c.optimizations,
                              "llvm_level": c.llvm_level, "threads": c.threads},
-                "cpu": _mithril.host_cpu()}
+                "cpu": _mithril.host_cpu(), "names": self._names.to_json()}
         params = params if params is not None else getattr(self, "_call_params", None)
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
             z.writestr("meta.json", json.dumps(meta, indent=1))
@@ -750,23 +809,28 @@ class PhysicalModel:
                  batch_range=tuple(meta["batch_range"]) if meta["batch_range"] else None,
                  _forward=forward)
         pm.list_inputs = dict(meta.get("list_inputs", {}))
+        pm._names = Names.from_json(meta.get("names"), pm._input_paths + pm._output_paths
+                                    + list(pm._discarded))
         pm.params = None
         if "params.npz" in files:
             import io
             with np.load(io.BytesIO(files["params.npz"])) as saved:
-                pm.params = {k: saved[k] for k in saved.files}
+                pm.params = pm._names.outward(pm._names.inward({k: saved[k]
+                                                                for k in saved.files}))
             pm._call_params = pm.params
         return pm
 
     # Introspection -------------------------------------------------------
     def get_shapes(self) -> dict[str, list]:
         """Every input and output terminal's shape (None for a dynamic size)."""
-        return {t["name"]: list(t["shape"]) for t in self._inputs + self._outputs}
+        return self._names.outward({t["name"]: list(t["shape"])
+                                    for t in self._inputs + self._outputs})
 
     def get_types(self) -> dict[str, type]:
         """Every input and output terminal's element type, as a numpy type
         (ml.float32 is np.float32)."""
-        return {t["name"]: user_dtype(t["dtype"]).type for t in self._inputs + self._outputs}
+        return self._names.outward({t["name"]: user_dtype(t["dtype"]).type
+                                    for t in self._inputs + self._outputs})
 
     @property
     def stages(self) -> list[tuple]:
@@ -807,11 +871,12 @@ class PhysicalModel:
             count = int(np.prod(t["shape"])) if t["shape"] else 1
             if t["kind"] == "param":
                 total += count
-            lines.append(f"  {t['kind']:<5} {t['name']}: {t['dtype']} {list(t['shape'])}"
+            lines.append(f"  {t['kind']:<5} {self._names.external(t['name'])}: {t['dtype']} "
+                         f"{list(t['shape'])}"
                          + (f"  ({count} parameters)" if t["kind"] == "param" else ""))
         lines.append("Outputs:")
         for t in self._outputs:
-            lines.append(f"  {t['name']}: {t['dtype']} {list(t['shape'])}")
+            lines.append(f"  {self._names.external(t['name'])}: {t['dtype']} {list(t['shape'])}")
         lines.append(f"Trainable parameters: {total}")
         if self._dp is not None:
             lines.append(self._dp.describe())
