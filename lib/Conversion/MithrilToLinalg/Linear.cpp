@@ -121,25 +121,7 @@ struct MatmulPattern : OpRewritePattern<MatmulOp> {
 } // namespace
 
 /// The loops below are sequential recurrences (each row or column of the
-/// result needs the ones before it): scf.for loops over tensors that read
-/// with tensor.extract and write with tensor.insert, which bufferization
-/// turns into in-place stores.
-
-/// An scf.for from `lower` to `upper` (step 1) carrying `init`; `body` gets
-/// the induction variable and the carried values and returns the next ones.
-static scf::ForOp
-forLoop(OpBuilder &b, Location loc, Value lower, Value upper, ValueRange init,
-        function_ref<SmallVector<Value>(OpBuilder &, Location, Value, ValueRange)> body) {
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  return scf::ForOp::create(b, loc, lower, upper, one, init,
-                            [&](OpBuilder &nb, Location l, Value iv, ValueRange carried) {
-                              scf::YieldOp::create(nb, l, body(nb, l, iv, carried));
-                            });
-}
-
-static Value extract(OpBuilder &b, Location loc, Value tensor, Value row, Value column) {
-  return tensor::ExtractOp::create(b, loc, tensor, ValueRange{row, column});
-}
+/// result needs the ones before it), built with forLoop and extract (Utils.h).
 
 /// `start` minus the products of `lhs(k)` and `rhs(k)` for k in [from, to).
 static Value subtractProducts(OpBuilder &b, Location loc, Value start, Value from, Value to,

@@ -120,4 +120,5 @@ void mithril::populateMithrilToLinalgPatterns(RewritePatternSet &patterns, bool 
   populatePoolingPatterns(patterns);
   populateCollectivePatterns(patterns);
   populateRandomPatterns(patterns);
+  populateManifoldPatterns(patterns);
 }

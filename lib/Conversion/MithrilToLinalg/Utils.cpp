@@ -345,3 +345,17 @@ Value linalg_lowering::oneWhere(OpBuilder &b, Location loc, Value cond, Type et)
   Value zero = isFloat(et) ? floatConst(b, loc, et, 0.0) : zeroOf(b, loc, et);
   return arith::SelectOp::create(b, loc, cond, one, zero);
 }
+
+scf::ForOp linalg_lowering::forLoop(
+    OpBuilder &b, Location loc, Value lower, Value upper, ValueRange init,
+    function_ref<SmallVector<Value>(OpBuilder &, Location, Value, ValueRange)> body) {
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  return scf::ForOp::create(b, loc, lower, upper, one, init,
+                            [&](OpBuilder &nb, Location l, Value iv, ValueRange carried) {
+                              scf::YieldOp::create(nb, l, body(nb, l, iv, carried));
+                            });
+}
+
+Value linalg_lowering::extract(OpBuilder &b, Location loc, Value tensor, Value row, Value column) {
+  return tensor::ExtractOp::create(b, loc, tensor, ValueRange{row, column});
+}

@@ -14,6 +14,7 @@
 #ifndef MITHRIL_LIB_CONVERSION_MITHRILTOLINALG_UTILS_H
 #define MITHRIL_LIB_CONVERSION_MITHRILTOLINALG_UTILS_H
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/PatternMatch.h"
@@ -140,6 +141,26 @@ mlir::Value clampIndex(mlir::OpBuilder &b, mlir::Location loc, mlir::Value index
                        mlir::Value bound);
 
 //===----------------------------------------------------------------------===//
+// Sequential loops
+//===----------------------------------------------------------------------===//
+
+/// An scf.for from `lower` to `upper` (step 1) carrying `init`; `body` gets
+/// the induction variable and the carried values and returns the next ones.
+/// Sequential recurrences are such loops over tensors that read with
+/// tensor.extract and write with tensor.insert, which bufferization turns
+/// into in-place stores.
+mlir::scf::ForOp
+forLoop(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lower, mlir::Value upper,
+        mlir::ValueRange init,
+        llvm::function_ref<llvm::SmallVector<mlir::Value>(mlir::OpBuilder &, mlir::Location,
+                                                          mlir::Value, mlir::ValueRange)>
+            body);
+
+/// tensor[row][column] of a matrix.
+mlir::Value extract(mlir::OpBuilder &b, mlir::Location loc, mlir::Value tensor, mlir::Value row,
+                    mlir::Value column);
+
+//===----------------------------------------------------------------------===//
 // Patterns, by op family
 //===----------------------------------------------------------------------===//
 
@@ -175,6 +196,9 @@ void populateLossPatterns(mlir::RewritePatternSet &patterns, bool indexErrors);
 
 /// all_reduce, as a call of the host's collective (Collectives.cpp).
 void populateCollectivePatterns(mlir::RewritePatternSet &patterns);
+
+/// tsne_p_joint (Manifold.cpp).
+void populateManifoldPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace mithril::linalg_lowering
 

@@ -12,7 +12,7 @@ from .layers import (MLP, AvgPool2D, BatchNorm2D, Convolution1D, Convolution2D, 
                      Linear, MaxPool1D, MaxPool2D, PolynomialRegression, RNNCell)
 from .kernels import KernelizedSVM, PolynomialKernel, QuadraticFormRegularizer, RBFKernel
 from .manifold import (MDS, TSNE, DistanceMatrix, EncoderDistanceMatrix, MDSCore, NormModifier,
-                       TSNECore)
+                       TSNECore, TsnePJoint)
 from .parity import (AUC, F1, Accuracy, Clamp, EncoderDecoder, Eye, Floor, GroupNorm,
                      IsNan, LSTMCell, ManyToOne, NanToNum, OneToMany, Ones, PositionalEncoding,
                      Pad, Precision, Recall, ScaledDotProduct, SiLU, SwapAxes, ZerosLike)
@@ -36,7 +36,7 @@ from .torch_layers import AvgPool2d, BatchNorm2d, Conv2d, GlobalAvgPool2d, MaxPo
 __all__ = ["IOKey", "Model", "Tensor", "TBD", "Connection", "functional", "L1", "L2", "TrainModel", "Layer", "LinearSVM", "LogisticRegression", "MLP", "AvgPool2D", "BatchNorm2D", "Convolution1D",
            "Convolution2D", "LayerNorm", "Linear", "MaxPool1D", "MaxPool2D", "RNNCell",
            "PolynomialRegression", "KernelizedSVM", "PolynomialKernel",
-           "QuadraticFormRegularizer", "RBFKernel", "MDS", "TSNE", "DistanceMatrix",
+           "QuadraticFormRegularizer", "RBFKernel", "MDS", "TSNE", "TsnePJoint", "DistanceMatrix",
            "EncoderDistanceMatrix", "MDSCore", "NormModifier", "TSNECore",
            "AvgPool2d", "BatchNorm2d", "Conv2d", "GlobalAvgPool2d", "MaxPool2d", "ReLU",
            "Clamp", "GroupNorm", "LSTMCell", "PositionalEncoding", "ScaledDotProduct", "SiLU",

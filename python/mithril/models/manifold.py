@@ -6,7 +6,7 @@ matrices, multidimensional scaling (MDS) and t-SNE."""
 from __future__ import annotations
 
 from ..errors import MithrilError
-from ..framework import Model
+from ..framework import Model, Primitive, TerminalSpec
 from ._compose import Composer
 from .kernels import cartesian_difference
 from .primitives import (Absolute, Add, Buffer, Divide, EyeLike, FloorDivide, KLDivergence,
@@ -90,26 +90,49 @@ class MDSCore(Model):
         c.finish("distances")
 
 
+class TsnePJoint(Primitive):
+    """t-SNE's joint probabilities of `squared_distances` [N, N] at
+    `target_perplexity` (a number: `TsnePJoint(target_perplexity=20.0)` or a
+    connected scalar), as Mithril computes them: a bisection per row for the
+    bandwidth whose conditional probabilities reach the perplexity, then
+    (P + P^T) / (2 N). `threshold` clips the probabilities in the entropy
+    (default: the machine epsilon of the element type). The dialect's
+    `mithril.tsne_p_joint`; it has no gradient, as in Mithril."""
+    op = "tsne_p_joint"
+    inputs = ("squared_distances", "target_perplexity")
+
+    def __init__(self, threshold: float | None = None, *, name=None) -> None:
+        super().__init__(name)
+        if threshold is not None:
+            self.inputs = (*type(self).inputs, "threshold")
+            self._specs["threshold"] = TerminalSpec()
+            self._set_terminal_value("threshold", float(threshold))
+
+
 class TSNECore(Model):
     """t-SNE's cost: KL(p_joint || q) summed, with q the Student-t affinities
     of the predicted squared distances, normalized off the diagonal. The joint
-    probabilities `p_joint` are an input."""
+    probabilities `p_joint` are an input, or, with calculate_p_joint=True,
+    computed from `distances` at `perplexity` (TsnePJoint; squared first
+    where exact_distances)."""
 
     requires_norm = False
 
     def __init__(self, exact_distances: bool = True, calculate_p_joint: bool = False,
                  perplexity: float = 20.0, name=None) -> None:
         super().__init__(name)
-        if calculate_p_joint:
-            raise MithrilError("TSNECore: calculate_p_joint (a perplexity search) is not "
-                               "supported; pass the joint probabilities as p_joint")
         c = Composer(self)
+        p_joint = "p_joint"
+        if calculate_p_joint:
+            squared = c(Square(), input="distances") if exact_distances else "distances"
+            p_joint = c(TsnePJoint(target_perplexity=float(perplexity)),
+                        squared_distances=squared)
         affinity = c(Divide(), numerator=1.0, denominator=c(Add(), left=1.0,
                                                            right="pred_distances"))
         off_diagonal = c(Subtract(), left=1.0, right=c(EyeLike(), input="distances"))
         q = c(Multiply(), left=affinity, right=off_diagonal)
         q = c(Divide(), numerator=q, denominator=c(Sum(), input=q))
-        c(Sum(), input=c(KLDivergence(), input=q, target="p_joint"), output="output")
+        c(Sum(), input=c(KLDivergence(), input=q, target=p_joint), output="output")
         c.finish("distances")
 
 
@@ -146,7 +169,8 @@ class MDS(_DistanceEncoder):
 
 
 class TSNE(_DistanceEncoder):
-    """t-SNE into `prediction_dim` dimensions; `p_joint` is an input."""
+    """t-SNE into `prediction_dim` dimensions; `p_joint` is an input, or
+    computed from the input's distances with calculate_p_joint=True."""
 
     def __init__(self, prediction_dim: int, input_type: str = "distances",
                  preplexity: float = 20.0, calculate_p_joint: bool = False, name=None) -> None:

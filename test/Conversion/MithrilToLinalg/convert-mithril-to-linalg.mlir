@@ -205,6 +205,31 @@ mithril.model @Cholesky(data %a: tensor<?x?xf64>) -> (l: tensor<?x?xf64>) {
 
 // -----
 
+// tsne_p_joint searches each row's bandwidth by bisection (a while loop of at
+// most 1001 steps over the row's perplexity: max, sum of exponentials, clipped
+// entropy in bits), writes the row's conditional probabilities, and
+// symmetrizes them: (P + P^T) / (2 N). Without a threshold operand the
+// machine epsilon of f32 clips the probabilities.
+// CHECK-LABEL: func.func @TsnePJoint(
+// CHECK: arith.constant 1.1920929E-7 : f32
+// CHECK: scf.for %[[I:.+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[P:.+]] = %{{.+}}) -> (tensor<4x4xf32>)
+// CHECK: scf.while
+// CHECK: arith.cmpi ult
+// CHECK: math.exp
+// CHECK: math.log2
+// CHECK: math.exp2
+// CHECK: arith.cmpf ueq
+// CHECK: tensor.insert %{{.+}} into %{{.+}}[%[[I]], %{{.+}}]
+// CHECK: linalg.generic {indexing_maps = [#{{.+}}, #[[TRANSPOSED:.+]], #{{.+}}]
+// CHECK: arith.addf
+// CHECK: arith.divf
+mithril.model @TsnePJoint(data %d: tensor<4x4xf32>, data %t: tensor<f32>) -> (p: tensor<4x4xf32>) {
+  %0 = mithril.tsne_p_joint %d, %t : (tensor<4x4xf32>, tensor<f32>) -> tensor<4x4xf32>
+  mithril.output %0 : tensor<4x4xf32>
+}
+
+// -----
+
 // triangular_solve substitutes row by row: forward from row 0 for a lower
 // matrix, back from the last row for its transpose (reading A[k][i]), each
 // entry the right-hand side less the solved rows' products, divided by the

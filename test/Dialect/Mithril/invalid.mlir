@@ -303,6 +303,33 @@ mithril.model @pad_negative(data %x: tensor<4x3xf32>) -> (p: tensor<3x3xf32>) {
 
 // -----
 
+mithril.model @tsne_p_joint_not_square(data %d: tensor<3x4xf64>, data %t: tensor<f64>) -> (p: tensor<3x4xf64>) {
+  // expected-error @+2 {{'mithril.tsne_p_joint' expects its squared distances to be a square matrix, got terminal 'd' (3x4)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.tsne_p_joint %d, %t : (tensor<3x4xf64>, tensor<f64>) -> tensor<3x4xf64>
+  mithril.output %0 : tensor<3x4xf64>
+}
+
+// -----
+
+mithril.model @tsne_p_joint_perplexities(data %d: tensor<3x3xf64>, data %t: tensor<2xf64>) -> (p: tensor<3x3xf64>) {
+  // expected-error @+2 {{'mithril.tsne_p_joint' target_perplexity must hold one element, got terminal 't' (2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.tsne_p_joint %d, %t : (tensor<3x3xf64>, tensor<2xf64>) -> tensor<3x3xf64>
+  mithril.output %0 : tensor<3x3xf64>
+}
+
+// -----
+
+mithril.model @tsne_p_joint_types(data %d: tensor<3x3xf64>, data %t: tensor<f32>) -> (p: tensor<3x3xf64>) {
+  // expected-error @+2 {{'mithril.tsne_p_joint' target_perplexity terminal 't' (scalar) has another element type than the distances' 'f64'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.tsne_p_joint %d, %t : (tensor<3x3xf64>, tensor<f32>) -> tensor<3x3xf64>
+  mithril.output %0 : tensor<3x3xf64>
+}
+
+// -----
+
 mithril.model @cholesky_not_square(data %a: tensor<3x4xf64>) -> (l: tensor<3x4xf64>) {
   // expected-error @+2 {{'mithril.cholesky' expects its input to be a square matrix, got terminal 'a' (3x4)}}
   // expected-error @+1 {{failed to infer returned types}}

@@ -244,6 +244,15 @@ mithril.model @pad(data %x: tensor<4x3xf32>) -> (p: tensor<7x6xf32>, q: tensor<4
   mithril.output %0, %1 : tensor<7x6xf32>, tensor<4x5xf32>
 }
 
+// CHECK-LABEL: mithril.model @tsne_p_joint
+// CHECK-NEXT: %{{[0-9]+}} = tsne_p_joint %d, %perplexity : (tensor<5x5xf64>, tensor<f64>) -> tensor<5x5xf64>
+// CHECK-NEXT: %{{[0-9]+}} = tsne_p_joint %d, %perplexity, %threshold : (tensor<5x5xf64>, tensor<f64>, tensor<1xf64>) -> tensor<5x5xf64>
+mithril.model @tsne_p_joint(data %d: tensor<5x5xf64>, data %perplexity: tensor<f64>, data %threshold: tensor<1xf64>) -> (p: tensor<5x5xf64>, q: tensor<5x5xf64>) {
+  %0 = mithril.tsne_p_joint %d, %perplexity : (tensor<5x5xf64>, tensor<f64>) -> tensor<5x5xf64>
+  %1 = mithril.tsne_p_joint %d, %perplexity, %threshold : (tensor<5x5xf64>, tensor<f64>, tensor<1xf64>) -> tensor<5x5xf64>
+  mithril.output %0, %1 : tensor<5x5xf64>, tensor<5x5xf64>
+}
+
 // CHECK-LABEL: mithril.model @linalg
 // CHECK-NEXT: %[[L:[0-9]+]] = cholesky %a : (tensor<4x4xf64>) -> tensor<4x4xf64>
 // CHECK-NEXT: %[[Y:[0-9]+]] = triangular_solve %[[L]], %b : (tensor<4x4xf64>, tensor<4x2xf64>) -> tensor<4x2xf64>

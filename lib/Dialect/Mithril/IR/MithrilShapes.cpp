@@ -344,6 +344,30 @@ LogicalResult CholeskyOp::inferReturnTypes(MLIRContext *, std::optional<Location
   return success();
 }
 
+LogicalResult TsnePJointOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                             Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  FailureOr<int64_t> n =
+      squareSize(loc, getOperationName(), "its squared distances", adaptor.getSquaredDistances());
+  if (failed(n))
+    return failure();
+  Type element = getRanked(adaptor.getSquaredDistances()).getElementType();
+  for (auto [role, v] :
+       {std::pair<StringRef, Value>{"target_perplexity", adaptor.getTargetPerplexity()},
+        {"threshold", adaptor.getThreshold()}}) {
+    if (!v)
+      continue;
+    RankedTensorType t = getRanked(v);
+    if (t.getElementType() != element)
+      return fail(loc, "'mithril.tsne_p_joint' ", role, " ", describeWithShape(v),
+                  " has another element type than the distances' ", element);
+    if (t.hasStaticShape() && t.getNumElements() != 1)
+      return fail(loc, "'mithril.tsne_p_joint' ", role, " must hold one element, got ",
+                  describeWithShape(v));
+  }
+  types.push_back(RankedTensorType::get({*n, *n}, element));
+  return success();
+}
+
 LogicalResult TriangularSolveOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                                   Adaptor adaptor, SmallVectorImpl<Type> &types) {
   Value matrix = adaptor.getMatrix(), rhs = adaptor.getRhs();

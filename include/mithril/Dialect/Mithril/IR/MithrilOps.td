@@ -555,6 +555,32 @@ def Mithril_CholeskyOp : Mithril_TensorOp<"cholesky",
   let results = (outs RankedTensorOf<[AnyFloat]>:$result);
 }
 
+def Mithril_TsnePJointOp : Mithril_TensorOp<"tsne_p_joint"> {
+  let summary = "t-SNE's joint probabilities of squared distances at a perplexity";
+  let description = [{
+    For squared distances `D` (`[N, N]`), Mithril's `TsnePJoint`: for each
+    row i a bandwidth sigma_i is searched by bisection in [0, 1001] (at most
+    1001 steps, stopping where the row's perplexity equals
+    `target_perplexity` exactly or the interval stops shrinking) so that the
+    row's conditional probabilities `p_j|i = softmax_j(-D_ij / (2 sigma_i^2))`
+    (the diagonal excluded) reach the target perplexity `2^H`, with
+    `H = -sum_j p log2 p` over the probabilities clipped to
+    `[threshold, 1 - threshold]`; the result is `(P + P^T) / (2 N)`.
+    `target_perplexity` and `threshold` hold one element each; without
+    `threshold`, the machine epsilon of the element type (Mithril's
+    `Constant.EPSILON`). Computed in the element type, by sequential loops;
+    it has no gradient (Mithril computes it once, before training).
+
+    ```mlir
+    %p = mithril.tsne_p_joint %d, %perplexity : (tensor<8x8xf64>, tensor<f64>) -> tensor<8x8xf64>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[F32, F64]>:$squared_distances,
+                       RankedTensorOf<[F32, F64]>:$target_perplexity,
+                       Optional<RankedTensorOf<[F32, F64]>>:$threshold);
+  let results = (outs RankedTensorOf<[F32, F64]>:$result);
+}
+
 def Mithril_TriangularSolveOp : Mithril_TensorOp<"triangular_solve",
     [Mithril_Differentiable, Mithril_RefinesOperandShapes, Mithril_BatchParallel]> {
   let summary = "X with op(A) X = B, for a triangular A";
