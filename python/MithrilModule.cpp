@@ -490,7 +490,8 @@ PYBIND11_MODULE(_mithril, m) {
          const std::vector<std::pair<std::string, bool>> &optimizations, int llvmLevel,
          bool profile, unsigned checkpointSegments, const std::string &precision,
          bool precisionTerminals, const std::string &targetCpu, const std::string &quantize,
-         bool quantizeObserve, const std::vector<double> &activationScales, bool allReduceGradients,
+         bool quantizeObserve, const std::vector<double> &activationScales,
+         const std::vector<double> &activationRanges, bool allReduceGradients,
          unsigned tensorParallel, bool cache, bool lossScaling, bool interfaceOnly) {
         std::unique_ptr<CompiledModel> result;
         {
@@ -522,6 +523,7 @@ PYBIND11_MODULE(_mithril, m) {
           options.quantize = quantize;
           options.quantizeObserve = quantizeObserve;
           options.activationScales = activationScales;
+          options.activationRanges = activationRanges;
           options.allReduceGradients = allReduceGradients;
           options.tensorParallel = tensorParallel;
           options.useCache = cache;
@@ -549,7 +551,8 @@ PYBIND11_MODULE(_mithril, m) {
       py::arg("llvm_level") = -1, py::arg("profile") = false, py::arg("checkpoint_segments") = 0u,
       py::arg("precision") = "", py::arg("precision_terminals") = false, py::arg("target_cpu") = "",
       py::arg("quantize") = "", py::arg("quantize_observe") = false,
-      py::arg("activation_scales") = std::vector<double>{}, py::arg("all_reduce_gradients") = false,
+      py::arg("activation_scales") = std::vector<double>{},
+      py::arg("activation_ranges") = std::vector<double>{}, py::arg("all_reduce_gradients") = false,
       py::arg("tensor_parallel") = 1u, py::arg("cache") = true, py::arg("loss_scaling") = false,
       py::arg("interface_only") = false);
   m.def(

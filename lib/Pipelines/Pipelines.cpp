@@ -149,6 +149,8 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
       quantize.observe = options.quantizeObserve;
       quantize.activationScales.assign(options.activationScales.begin(),
                                        options.activationScales.end());
+      quantize.activationRanges.assign(options.activationRanges.begin(),
+                                       options.activationRanges.end());
       pm.addPass(createMithrilQuantizeInt8(quantize));
     }
     pm.addPass(createMithrilWidenLowPrecision());

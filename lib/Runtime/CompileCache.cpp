@@ -121,6 +121,10 @@ std::string CompileCache::key(StringRef source, const CompileOptions &options) c
   for (double scale : options.activationScales)
     scales += llvm::formatv("{0:e},", scale).str();
   add(scales);
+  std::string ranges;
+  for (double bound : options.activationRanges)
+    ranges += llvm::formatv("{0:e},", bound).str();
+  add(ranges);
   add(options.targetCpu);
   add(std::to_string(options.gpuTilesOnHost) + std::to_string(options.dynamicShapes));
   add(std::to_string(resolvedThreads(options)) + ":" + std::to_string(options.optLevel));

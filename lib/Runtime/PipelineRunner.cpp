@@ -46,12 +46,16 @@ std::string mithril::runtime::detail::pipelineOptions(const CompileOptions &opti
     add("quantize", options.quantize);
   if (options.quantizeObserve)
     add("quantize-observe", "true");
-  if (!options.activationScales.empty()) {
-    std::string scales;
-    llvm::raw_string_ostream os(scales);
+  for (auto [name, values] : {std::pair<StringRef, const std::vector<double> *>{
+                                  "activation-scales", &options.activationScales},
+                              {"activation-ranges", &options.activationRanges}}) {
+    if (values->empty())
+      continue;
+    std::string list;
+    llvm::raw_string_ostream os(list);
     llvm::interleave(
-        options.activationScales, os, [&](double v) { os << llvm::formatv("{0:e9}", v); }, ",");
-    add("activation-scales", scales);
+        *values, os, [&](double v) { os << llvm::formatv("{0:e9}", v); }, ",");
+    add(name, list);
   }
   if (!options.precision.empty()) {
     add("precision", options.precision);

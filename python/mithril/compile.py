@@ -111,9 +111,9 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
 
     calibration_data  with MlirBackend(quantize="int8"): a few representative inputs, each
                     a dict of every input of the model, parameters included (or a
-                    (params, data) pair); the largest |activation| each quantized product
-                    sees over them fixes its activation scale at compile time (static
-                    quantization; values beyond it are clamped), instead of computing it
+                    (params, data) pair); the range each quantized product's activation
+                    spans over them fixes its scale and zero point at compile time (static
+                    quantization; values beyond it are clamped), instead of computing them
                     from each call's data
 
     custom_passes   graph passes run on the model's mithril IR, in order, before the
@@ -266,7 +266,7 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
         with open(file_path, "w") as f:
             f.write(source)
     if calibration_data is not None:
-        controls.activation_scales = _calibrate(source, entry, backend, shapes, discard,
+        controls.activation_ranges = _calibrate(source, entry, backend, shapes, discard,
                                                 controls, calibration_data)
     pm = PhysicalModel(source, entry, backend, shapes, discard, inference, controls,
                        dynamic=(controls.static_shapes is False or batch_range is not None
@@ -292,17 +292,19 @@ def _expand_lists(shapes: dict, lists: dict) -> dict:
 
 
 def _calibrate(source, entry, backend, shapes, discard, controls, calibration_data) -> list:
-    """Static activation scales of a quantize="int8" model: its calibration
-    run (mithril-quantize-int8's observe: each quantized product's max|x| as
-    an output calibration:<i>) evaluated on every calibration input, the
-    largest of each over 127."""
+    """Static activation ranges of a quantize="int8" model, flat (lo, hi)
+    pairs: its calibration run (mithril-quantize-int8's observe: each
+    quantized product's [min x, max x] as an output calibration:<i>)
+    evaluated on every calibration input, the smallest minimum and largest
+    maximum of each."""
     if controls.quantize != "int8":
         raise ValueError("calibration_data is for quantized models: use "
                          "ml.MlirBackend(quantize='int8')")
     samples = list(calibration_data)
     if not samples:
         raise ValueError("calibration_data is empty: give at least one input dict")
-    observe = dataclasses.replace(controls, quantize_observe=True, activation_scales=[])
+    observe = dataclasses.replace(controls, quantize_observe=True, activation_scales=[],
+                                  activation_ranges=[])
     observer = PhysicalModel(source, entry, backend, shapes, discard, True, observe)
     names = sorted((k for k in observer.output_keys if k.startswith("calibration:")),
                    key=lambda k: int(k.split(":", 1)[1]))
@@ -310,7 +312,7 @@ def _calibrate(source, entry, backend, shapes, discard, controls, calibration_da
         raise ValueError("calibration_data: the model has no matrix product of a weight to "
                          "quantize")
     inputs = set(observer.input_keys)
-    largest = [0.0] * len(names)
+    lows, highs = [0.0] * len(names), [0.0] * len(names)
     for i, sample in enumerate(samples):
         if isinstance(sample, tuple) and len(sample) == 2:
             given = {**dict(sample[0] or {}), **dict(sample[1] or {})}
@@ -325,9 +327,10 @@ def _calibrate(source, entry, backend, shapes, discard, controls, calibration_da
                                    "input, parameters included (the scales depend on them)")
         outputs = observer.evaluate({k: v for k, v in given.items() if k in inputs})
         for j, name in enumerate(names):
-            largest[j] = max(largest[j], float(np.asarray(outputs[name])))
-    # An activation that was zero throughout keeps a usable scale.
-    return [max(m, 1e-30) / 127.0 for m in largest]
+            lo, hi = (float(v) for v in np.asarray(outputs[name]).reshape(2))
+            lows[j], highs[j] = min(lows[j], lo), max(highs[j], hi)
+    # Zero is in every range (the zero point is a level), as the pass takes it.
+    return [bound for pair in zip(lows, highs) for bound in pair]
 
 
 def _precision_controls(controls, backend: MlirBackend, mixed_precision) -> None:

@@ -55,10 +55,12 @@ class CompileControls:
     # cpu_options["target_cpu"]: the x86-64 CPU code is compiled for ("": the host).
     target_cpu: str = ""
     # The backend's quantize= ("int8", or "" for none); quantize_observe: a
-    # calibration run; activation_scales: static scales from one.
+    # calibration run; activation_ranges: static (lo, hi) pairs from one,
+    # flat; activation_scales: static symmetric scales.
     quantize: str = ""
     quantize_observe: bool = False
     activation_scales: list = field(default_factory=list)
+    activation_ranges: list = field(default_factory=list)
 
     def native_kwargs(self) -> dict:
         """The keyword arguments of _mithril.compile these controls set."""
@@ -67,7 +69,8 @@ class CompileControls:
                 "precision": self.precision, "precision_terminals": self.precision_terminals,
                 "target_cpu": self.target_cpu, "quantize": self.quantize,
                 "quantize_observe": self.quantize_observe,
-                "activation_scales": list(self.activation_scales)}
+                "activation_scales": list(self.activation_scales),
+                "activation_ranges": list(self.activation_ranges)}
 
 
 def _check_bool(what: str, value) -> bool:

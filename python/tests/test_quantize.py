@@ -21,16 +21,19 @@ def mlp():
     return model
 
 
-def int8_product(x, w):
+def int8_product(x, w, bounds=None):
     """x @ w with w per column in symmetric int8 and x per tensor in unsigned
     8 bits with a zero point (as ONNX Runtime's dynamic quantization), as the
-    compiled code computes it (float32 scales, exact integer sums)."""
+    compiled code computes it (float32 scales, exact integer sums). The
+    activation's range is x's, or `bounds` (a calibrated range: values
+    beyond it clamp)."""
     f32 = np.float32
     amax = np.abs(w).max(axis=0, keepdims=True)
     sw = (np.maximum(amax, f32(1e-30)) / f32(127)).astype(f32)
     t = (w / sw).astype(f32)
     wq = (np.sign(t) * np.floor(np.abs(t) + f32(0.5))).astype(np.int64)
-    lo, hi = min(x.min(), f32(0)), max(x.max(), f32(0))
+    lo, hi = (x.min(), x.max()) if bounds is None else (f32(bounds[0]), f32(bounds[1]))
+    lo, hi = min(lo, f32(0)), max(hi, f32(0))
     sx = f32(max(f32(hi - lo), f32(1e-30)) / f32(255))
     zero = np.floor(f32(f32(-lo) / sx) + f32(0.5))
     q = np.clip(np.floor((x / sx).astype(f32) + f32(0.5)) + zero, 0, 255).astype(np.int64)
@@ -167,10 +170,11 @@ def test_int8_matrix_vector_products_are_exact(target_cpu, batch):
     np.testing.assert_allclose(got, int8_mlp(params, x), rtol=1e-5, atol=1e-5)
 
 
-def test_calibration_data_fixes_the_activation_scales():
-    # Static quantization: the scale of each product's activation comes from
-    # the calibration inputs (the largest |x| each product saw, over 127), not
-    # from each call's data; values beyond the calibrated range are clamped.
+def test_calibration_data_fixes_the_activation_ranges():
+    # Static quantization: the range, so the scale and zero point, of each
+    # product's activation comes from the calibration inputs (the smallest
+    # and largest value each product saw), not from each call's data; values
+    # beyond the calibrated range are clamped.
     backend = ml.MlirBackend(quantize="int8")
     probe = ml.compile(mlp(), backend, shapes={"input": [32, 128]})
     params = probe.randomize_params(seed=0)
@@ -179,32 +183,27 @@ def test_calibration_data_fixes_the_activation_scales():
     pm = ml.compile(mlp(), backend, shapes={"input": [32, 128]},
                     calibration_data=[{**params, "input": x} for x in batches])
 
-    def static_product(x, w, amax):
-        s = np.float32(amax) / np.float32(127)
-        t = (x / s).astype(np.float32)
-        xq = (np.sign(t) * np.minimum(np.floor(np.abs(t) + np.float32(0.5)), 127)).astype(np.int64)
-        wamax = np.abs(w).max(axis=0, keepdims=True)
-        sw = (np.maximum(wamax, np.float32(1e-30)) / np.float32(127)).astype(np.float32)
-        tw = (w / sw).astype(np.float32)
-        wq = (np.sign(tw) * np.floor(np.abs(tw) + np.float32(0.5))).astype(np.int64)
-        return ((xq @ wq).astype(np.float32) * s).astype(np.float32) * sw
+    def static_product(x, w, bounds):
+        return int8_product(x, w, bounds)
 
     # The activation ranges the calibration saw, in float32 arithmetic.
-    amax0 = max(np.abs(x).max() for x in batches)
+    range0 = (min(x.min() for x in batches), max(x.max() for x in batches))
     # (The calibration run computes in float32: the second product's
-    # activation is the first layer's float32 output.)
+    # activation is the first layer's float32 output, a ReLU's: lo is 0 and
+    # its 255 steps cover [0, hi].)
     hidden = [np.maximum(x @ params["linear_0.weight"].T + params["linear_0.bias"], 0)
               for x in batches]
-    amax1 = max(np.abs(h).max() for h in hidden)
+    range1 = (min(h.min() for h in hidden), max(h.max() for h in hidden))
+    assert range1[0] == 0
 
     # A new input twice as large: its values beyond the calibrated range clamp.
     x = 2 * rng.standard_normal((32, 128)).astype(np.float32)
     got = pm.evaluate(params, {"input": x})["output"]
-    h = np.maximum(static_product(x, params["linear_0.weight"].T, amax0)
+    h = np.maximum(static_product(x, params["linear_0.weight"].T, range0)
                    + params["linear_0.bias"], 0)
-    want = static_product(h.astype(np.float32), params["linear_1.weight"].T, amax1) \
+    want = static_product(h.astype(np.float32), params["linear_1.weight"].T, range1) \
         + params["linear_1.bias"]
-    np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     # Not the dynamic scales: those would follow this input's larger range.
     dynamic = probe.evaluate(params, {"input": x})["output"]
     assert np.abs(dynamic - got).max() > 1e-2

@@ -133,13 +133,18 @@ static cl::opt<std::string> quantize(
     cl::init(""), cl::cat(category));
 static cl::list<double> activationScales(
     "activation-scales",
-    cl::desc("With --quantize=int8: static activation scales, one per quantized product in "
-             "order (max|x| / 127 from a --quantize-observe run), instead of each call's"),
+    cl::desc("With --quantize=int8: static symmetric activation scales, one per quantized "
+             "product in order (max|x| / 127), instead of each call's range"),
+    cl::CommaSeparated, cl::cat(category));
+static cl::list<double> activationRanges(
+    "activation-ranges",
+    cl::desc("With --quantize=int8: static activation ranges, a lo,hi pair per quantized "
+             "product in order (from a --quantize-observe run), instead of each call's"),
     cl::CommaSeparated, cl::cat(category));
 static cl::opt<bool> quantizeObserve(
     "quantize-observe",
     cl::desc("With --quantize=int8: a calibration run: quantize nothing and output each "
-             "product's activation max|x| as calibration:<i>"),
+             "product's activation range [min x, max x] as calibration:<i>"),
     cl::init(false), cl::cat(category));
 static cl::opt<std::string> targetCpu(
     "target-cpu",
@@ -185,10 +190,13 @@ static Error applyOptimizationFlags(CompileOptions &options) {
   if (!quantize.empty() && quantize != "int8")
     return createStringError("--quantize must be int8, got '" + quantize + "'");
   options.quantize = quantize;
-  if ((quantizeObserve || !activationScales.empty()) && quantize.empty())
-    return createStringError("--quantize-observe and --activation-scales need --quantize=int8");
+  if ((quantizeObserve || !activationScales.empty() || !activationRanges.empty()) &&
+      quantize.empty())
+    return createStringError("--quantize-observe, --activation-scales and --activation-ranges "
+                             "need --quantize=int8");
   options.quantizeObserve = quantizeObserve;
   options.activationScales.assign(activationScales.begin(), activationScales.end());
+  options.activationRanges.assign(activationRanges.begin(), activationRanges.end());
   for (const std::string &name : disabledOptimizations)
     if (Error err = setOptimization(options, name, false))
       return err;

@@ -77,12 +77,17 @@ struct ModelPipelineOptions : public mlir::PassPipelineOptions<Derived> {
   Option<bool> quantizeObserve{
       *this, "quantize-observe",
       llvm::cl::desc("With quantize=int8: quantize nothing, and output each quantized "
-                     "product's activation max|x| as calibration:<i> (a calibration run)"),
+                     "product's activation range [min x, max x] as calibration:<i> (a "
+                     "calibration run)"),
       llvm::cl::init(false)};
   ListOption<double> activationScales{
       *this, "activation-scales",
-      llvm::cl::desc("With quantize=int8: static activation scales, one per quantized product "
-                     "(from a quantize-observe run); default: computed on each call")};
+      llvm::cl::desc("With quantize=int8: static symmetric activation scales, one per "
+                     "quantized product; default: each call's range")};
+  ListOption<double> activationRanges{
+      *this, "activation-ranges",
+      llvm::cl::desc("With quantize=int8: static activation ranges, a lo, hi pair per "
+                     "quantized product (from a quantize-observe run); default: each call's")};
   Option<bool> precisionTerminals{
       *this, "precision-terminals",
       llvm::cl::desc("With precision: the terminals take the low-precision type too"),
@@ -127,6 +132,7 @@ template <typename To, typename From> void copyModelOptions(To &to, const From &
   to.quantize = from.quantize;
   to.quantizeObserve = from.quantizeObserve;
   to.activationScales = from.activationScales;
+  to.activationRanges = from.activationRanges;
 }
 
 struct CpuPipelineOptions : public ModelPipelineOptions<CpuPipelineOptions> {

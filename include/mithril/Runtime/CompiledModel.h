@@ -87,10 +87,12 @@ struct CompileOptions {
   bool precisionTerminals = false;
   /// "int8": matrix products of weights in 8-bit integers (inference only).
   std::string quantize;
-  /// With quantize: a calibration run (each product's activation max|x| as
-  /// an output calibration:<i>), or static activation scales from one.
+  /// With quantize: a calibration run (each product's activation range
+  /// [min x, max x] as an output calibration:<i>), or static activation
+  /// ranges (lo, hi pairs) from one, or static symmetric scales.
   bool quantizeObserve = false;
   std::vector<double> activationScales;
+  std::vector<double> activationRanges;
   /// An x86 CPU to compile for ("znver2", "skylake-avx512",
   /// "sapphirerapids"), whose vector registers the schedule then sizes its
   /// tiles for; empty: the host. Emitted code may target any CPU; JIT code

@@ -30,15 +30,36 @@ mithril.model @Layer(data %x: tensor<4x8xf32>, param %w: tensor<3x8xf32>, data %
 }
 
 // Calibration: with observe, nothing is quantized and the activation's
-// max|x| of each product becomes an output; with activation-scales, that
-// static scale replaces the per-call one and the levels are clamped to 127.
+// range [min, max] of each product becomes an output; with
+// activation-ranges, that static range replaces the per-call one (no
+// reduction of the activation, the scale and zero point folded from
+// constants); with activation-scales, a static symmetric scale does, the
+// levels clamped to 127.
 // RUN: mithril-opt %s -mithril-quantize-int8=observe | FileCheck %s --check-prefix=OBSERVE
 // OBSERVE-LABEL: mithril.model @Layer
-// OBSERVE-SAME: "calibration:0": tensor<f32>
+// OBSERVE-SAME: "calibration:0": tensor<2xf32>
 // OBSERVE-NOT: i32
-// OBSERVE: %[[A:.*]] = abs %x : (tensor<4x8xf32>) -> tensor<4x8xf32>
-// OBSERVE: %[[M:.*]] = max %[[A]] : (tensor<4x8xf32>) -> tensor<f32>
-// OBSERVE: output %{{.*}}, %{{.*}}, %[[M]]
+// OBSERVE: %[[LO:.*]] = min %x : (tensor<4x8xf32>) -> tensor<f32>
+// OBSERVE: %[[LO1:.*]] = reshape %[[LO]]
+// OBSERVE: %[[HI:.*]] = max %x : (tensor<4x8xf32>) -> tensor<f32>
+// OBSERVE: %[[HI1:.*]] = reshape %[[HI]]
+// OBSERVE: %[[R:.*]] = concat %[[LO1]], %[[HI1]] : (tensor<1xf32>, tensor<1xf32>) -> tensor<2xf32>
+// OBSERVE: output %{{.*}}, %{{.*}}, %[[R]]
+// RUN: mithril-opt %s -mithril-quantize-int8=activation-ranges=-1.5,2.5 -canonicalize | FileCheck %s --check-prefix=RANGE
+// RANGE-LABEL: mithril.model @Layer
+// hi - lo = 4 and -lo = 1.5, from the range's constants:
+// RANGE-DAG: %[[NEGLO:.*]] = constant dense<1.500000e+00> : tensor<f32>
+// RANGE-DAG: %[[WIDTH:.*]] = constant dense<4.000000e+00> : tensor<f32>
+// RANGE-NOT: min %x
+// RANGE-NOT: max %x
+// RANGE: maximum %[[WIDTH]]
+// RANGE: matmul %{{.*}}, %{{.*}} : (tensor<4x8xi32>, tensor<8x3xi32>) -> tensor<4x3xi32>
+// RUN: not mithril-opt %s -mithril-quantize-int8=activation-ranges=2,1 2>&1 | FileCheck %s --check-prefix=ORDER
+// ORDER: activation range 0 must have lo <= hi, got [2.000000e+00, 1.000000e+00]
+// RUN: not mithril-opt %s -mithril-quantize-int8=activation-ranges=0,1,0,1 2>&1 | FileCheck %s --check-prefix=PAIRS
+// PAIRS: mithril-quantize-int8: activation-ranges has 4 values, but the model has 1 matrix products of weights to quantize (a lo, hi pair each)
+// RUN: not mithril-opt %s -mithril-quantize-int8="activation-ranges=0,1 activation-scales=0.5" 2>&1 | FileCheck %s --check-prefix=BOTH
+// BOTH: mithril-quantize-int8: give activation-scales or activation-ranges, not both
 // RUN: mithril-opt %s -mithril-quantize-int8=activation-scales=0.25 | FileCheck %s --check-prefix=STATIC
 // STATIC-LABEL: mithril.model @Layer
 // STATIC: constant dense<2.500000e-01>

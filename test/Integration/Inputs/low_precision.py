@@ -33,20 +33,24 @@ if sys.argv[1] == "check-mlp":
     # after 3 layers.
     assert 1e-4 < err < 6e-2, err
     print("low-precision mlp within tolerance")
-elif sys.argv[1] == "scales":
-    # The calibration run's outputs: each product's activation max|x|, as
-    # --activation-scales (max / 127), checked against numpy's float32 run.
+elif sys.argv[1] in ("ranges", "scales"):
+    # The calibration run's outputs: each product's activation range [min x,
+    # max x], checked against numpy's float32 run; as --activation-ranges
+    # (lo,hi pairs) or --activation-scales (max(|lo|, |hi|) / 127).
     d, out = sys.argv[2], np.load(sys.argv[3])
     x = np.load(f"{d}/input.npy")
     p = dict(np.load(f"{d}/params.npz"))
     want, h = [], x
     for i, layer in enumerate(("layer1", "layer2", "layer3")):
-        want.append(np.abs(h).max())
+        want.append((h.min(), h.max()))
         h = h @ p[layer + ".weight"].T + p[layer + ".bias"]
         h = np.maximum(h, 0) if i < 2 else h
-    got = [float(out[f"calibration:{i}"]) for i in range(3)]
+    got = [tuple(float(v) for v in out[f"calibration:{i}"]) for i in range(3)]
     assert np.allclose(got, want, rtol=1e-5), (got, want)
-    print(",".join(f"{g / 127:.9e}" for g in got))
+    if sys.argv[1] == "ranges":
+        print(",".join(f"{v:.9e}" for pair in got for v in pair))
+    else:
+        print(",".join(f"{max(abs(lo), abs(hi)) / 127:.9e}" for lo, hi in got))
 elif sys.argv[1] == "gen":
     d = sys.argv[2]
     rng = np.random.default_rng(3)

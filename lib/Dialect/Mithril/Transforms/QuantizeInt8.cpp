@@ -104,7 +104,20 @@ struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<Quantize
       }
       for (MatmulOp mm : products) {
         std::optional<double> scale;
-        if (!activationScales.empty()) {
+        std::optional<std::pair<double, double>> range;
+        if (!activationRanges.empty()) {
+          if (2 * index + 1 >= activationRanges.size()) {
+            ++index;
+            continue;
+          }
+          range = {activationRanges[2 * index], activationRanges[2 * index + 1]};
+          if (!(range->first <= range->second)) {
+            mm.emitOpError("mithril-quantize-int8: activation range ")
+                << index << " must have lo <= hi, got [" << range->first << ", " << range->second
+                << "]";
+            return signalPassFailure();
+          }
+        } else if (!activationScales.empty()) {
           if (index >= activationScales.size()) {
             ++index;
             continue;
@@ -116,20 +129,33 @@ struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<Quantize
             return signalPassFailure();
           }
         }
-        quantize(mm, scale);
+        quantize(mm, scale, range);
         ++index;
       }
     }
-    if (!observe && !activationScales.empty() && index != activationScales.size()) {
+    if (observe)
+      return;
+    if (!activationScales.empty() && !activationRanges.empty()) {
+      getOperation().emitError("mithril-quantize-int8: give activation-scales or "
+                               "activation-ranges, not both");
+      return signalPassFailure();
+    }
+    if (!activationScales.empty() && index != activationScales.size()) {
       getOperation().emitError("mithril-quantize-int8: activation-scales has ")
           << activationScales.size() << " values, but the model has " << index
           << " matrix products of weights to quantize";
       signalPassFailure();
     }
+    if (!activationRanges.empty() && 2 * index != activationRanges.size()) {
+      getOperation().emitError("mithril-quantize-int8: activation-ranges has ")
+          << activationRanges.size() << " values, but the model has " << index
+          << " matrix products of weights to quantize (a lo, hi pair each)";
+      signalPassFailure();
+    }
   }
 
-  /// The calibration run: each product's max|x| over its activation as an
-  /// output named calibration:<i>.
+  /// The calibration run: each product's activation range, [min x, max x],
+  /// as an output named calibration:<i>.
   void addCalibrationOutputs(ModelOp model, ArrayRef<MatmulOp> products, unsigned &index) {
     OutputOp output = model.getOutputOp();
     if (!output)
@@ -141,8 +167,14 @@ struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<Quantize
       names.append(attrs.begin(), attrs.end());
     for (MatmulOp mm : products) {
       Location loc = mm.getLoc();
-      values.push_back(MaxOp::create(b, loc, AbsOp::create(b, loc, mm.getLhs()),
-                                     DenseI64ArrayAttr(), b.getBoolAttr(false)));
+      Value x = mm.getLhs();
+      Value lo = ReshapeOp::create(
+          b, loc, MinOp::create(b, loc, x, DenseI64ArrayAttr(), b.getBoolAttr(false)),
+          b.getDenseI64ArrayAttr({1}));
+      Value hi = ReshapeOp::create(
+          b, loc, MaxOp::create(b, loc, x, DenseI64ArrayAttr(), b.getBoolAttr(false)),
+          b.getDenseI64ArrayAttr({1}));
+      values.push_back(ConcatOp::create(b, loc, ValueRange{lo, hi}, b.getI64IntegerAttr(0)));
       names.push_back(b.getDictionaryAttr({b.getNamedAttr(
           kTerminalNameAttr, b.getStringAttr("calibration:" + std::to_string(index++)))}));
     }
@@ -193,8 +225,10 @@ struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<Quantize
   }
 
   /// `mm` on int8 levels; the activation's scale is `staticScale` when
-  /// given (its levels clamped to +-127), else computed on each call.
-  void quantize(MatmulOp mm, std::optional<double> staticScale) {
+  /// given (symmetric, its levels clamped to +-127), else its range is
+  /// `staticRange` when given or computed on each call.
+  void quantize(MatmulOp mm, std::optional<double> staticScale,
+                std::optional<std::pair<double, double>> staticRange) {
     OpBuilder b(mm);
     Location loc = mm.getLoc();
     Value x = mm.getLhs(), w = mm.getRhs();
@@ -234,17 +268,25 @@ struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<Quantize
       sx = scalar(*staticScale);
       acc = MatmulOp::create(b, loc, levels(x, sx, /*clamp=*/true), wLevels);
     } else {
-      // Computed on each call, as ONNX Runtime's DynamicQuantizeLinear: the
-      // activation over its range [lo, hi] (zero included) in unsigned 8
-      // bits with a zero point, q = clamp(round(x / s) + z, 0, 255), s =
-      // (hi - lo) / 255, z = round(-lo / s): a ReLU's output gets all 255
-      // steps, where symmetric levels would leave the negative half unused.
-      // q - 128 is stored in a signed byte, so the product is the same
-      // integer matmul; sum (q - z) w = sum (q - 128) w + (128 - z) sum w.
-      Value lo = MinimumOp::create(
-          b, loc, MinOp::create(b, loc, x, DenseI64ArrayAttr(), b.getBoolAttr(false)), scalar(0));
-      Value hi = MaximumOp::create(
-          b, loc, MaxOp::create(b, loc, x, DenseI64ArrayAttr(), b.getBoolAttr(false)), scalar(0));
+      // The activation over its range [lo, hi] (zero included), computed on
+      // each call as ONNX Runtime's DynamicQuantizeLinear does or fixed by
+      // calibration as its static QuantizeLinear, in unsigned 8 bits with a
+      // zero point, q = clamp(round(x / s) + z, 0, 255), s = (hi - lo) / 255,
+      // z = round(-lo / s): a ReLU's output gets all 255 steps, where
+      // symmetric levels would leave the negative half unused (values beyond
+      // a calibrated range clamp). q - 128 is stored in a signed byte, so the
+      // product is the same integer matmul; sum (q - z) w = sum (q - 128) w
+      // + (128 - z) sum w.
+      Value lo, hi;
+      if (staticRange) {
+        lo = scalar(std::min(staticRange->first, 0.0));
+        hi = scalar(std::max(staticRange->second, 0.0));
+      } else {
+        lo = MinimumOp::create(
+            b, loc, MinOp::create(b, loc, x, DenseI64ArrayAttr(), b.getBoolAttr(false)), scalar(0));
+        hi = MaximumOp::create(
+            b, loc, MaxOp::create(b, loc, x, DenseI64ArrayAttr(), b.getBoolAttr(false)), scalar(0));
+      }
       sx = DivideOp::create(
           b, loc, MaximumOp::create(b, loc, SubtractOp::create(b, loc, hi, lo), scalar(1e-30)),
           scalar(kUnsignedSteps));

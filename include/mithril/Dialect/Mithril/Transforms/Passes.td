@@ -233,22 +233,28 @@ def MithrilQuantizeInt8 : Pass<"mithril-quantize-int8", "mlir::ModuleOp"> {
     8-bit operands, which an int8 kernel would compute; for inference only
     (the rounding has no useful gradient).
 
-    Static activation scales (calibration, as ONNX Runtime's static
-    quantization): with `observe`, nothing is quantized and each product's
-    `max|x|` over its activation becomes an output named `calibration:<i>`
-    (products numbered in the order this pass visits them); run on
-    calibration data, the largest of each gives `activation-scales`
-    (`max / 127`, one per product, in that order), which then replace the
-    per-call scales (symmetric int8 activations), levels beyond the
-    calibrated range clamped to +-127.
+    Static activations (calibration, as ONNX Runtime's static quantization):
+    with `observe`, nothing is quantized and each product's activation range
+    `[min x, max x]` becomes an output named `calibration:<i>` (products
+    numbered in the order this pass visits them); run on calibration data,
+    the smallest minimum and largest maximum of each give
+    `activation-ranges` (a `lo, hi` pair per product, in that order), which
+    replace the per-call ranges: the same unsigned 8-bit activations with a
+    zero point, their scale and zero point constants, values beyond the
+    calibrated range clamped. `activation-scales` instead gives symmetric
+    int8 activations (`s = max|x| / 127`, one scale per product, levels
+    beyond it clamped to +-127).
   }];
   let options = [
     Option<"observe", "observe", "bool", /*default=*/"false",
-           "Quantize nothing: output each product's activation max|x| as "
-           "calibration:<i> (for activation-scales)">,
+           "Quantize nothing: output each product's activation range [min x, max x] as "
+           "calibration:<i> (for activation-ranges)">,
     ListOption<"activationScales", "activation-scales", "double",
-               "Static activation scales, one per quantized product in order (default: "
-               "computed from the data on each call)">
+               "Static symmetric activation scales, one per quantized product in order "
+               "(default: unsigned activations over the range of each call's data)">,
+    ListOption<"activationRanges", "activation-ranges", "double",
+               "Static activation ranges, a lo, hi pair per quantized product in order "
+               "(unsigned 8-bit activations with a zero point, values beyond clamped)">
   ];
   let dependentDialects = ["mithril::MithrilDialect"];
 }
