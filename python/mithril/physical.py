@@ -17,6 +17,7 @@ from .options import CompileControls
 from .types import FLOATS, from_storage, to_storage, user_dtype
 
 _SAVE_FORMAT = "mithril-physical-model"
+_NO_ARRAYS: Mapping = {}
 
 _NP_DTYPES = {"float32": np.float32, "float64": np.float64, "int32": np.int32,
               "int64": np.int64, "int8": np.int8, "int16": np.int16, "bool": np.bool_,
@@ -132,6 +133,8 @@ class PhysicalModel:
         self._inputs = _with_shape_tuples(interface.inputs)
         self._outputs = interface.outputs
         self._set_names()
+        # evaluate's common call (_make_fast_plan), made at the first.
+        self._fast_plan = None
         # Data parallelism: how the outputs of each rank's share of the
         # batch make the global ones (mithril-batch-sharding).
         self._dp = None
@@ -176,6 +179,7 @@ class PhysicalModel:
                    output_origins=None) -> None:
         self._names = Names(self._input_paths + self._output_paths + list(self._discarded),
                             use_short_namings, long_paths, output_origins)
+        self._fast_plan = None
 
     @property
     def _input_paths(self) -> list[str]:
@@ -312,6 +316,14 @@ class PhysicalModel:
 
         Inputs may be named in any form (naming.py: `linear_0.weight` or
         the original's `weight_0`); the dicts returned take every form too."""
+        if output_gradients is None and state is None:
+            fast = self._fast_plan
+            if fast is None:
+                fast = self._fast_plan = self._make_fast_plan()
+            if fast and not profiling._active:
+                result = self._evaluate_fast(fast, params, data)
+                if result is not None:
+                    return result
         names = self._names
         result = self._evaluate_paths(names.inward(params, "parameter"),
                                       names.inward(data), output_gradients
@@ -321,6 +333,57 @@ class PhysicalModel:
         if isinstance(result, tuple):
             return tuple(names.outward(r) for r in result)
         return names.outward(result)
+
+    def _make_fast_plan(self) -> tuple | bool:
+        """What the common call needs (a static model on the CPU, its inputs
+        given as arrays of their compiled types and shapes under the model's
+        names): (inputs as (name, dtype, shape), outputs as (shape, dtype),
+        output names, the returned dict's type); False where a model needs
+        the general path. A small model's call is a few microseconds, and
+        this path saves most of the Python in it (one Zen 4 core: 6.2 ->
+        3 us for a one-op model)."""
+        terminals = self._inputs + self._outputs
+        if (self.backend.device != "cpu" or self._dynamic or self._dp is not None
+                or self._batch_range is not None or self.list_inputs or self._state_pairs
+                or any(t["dtype"] == "bfloat16" for t in terminals)):
+            return False
+        inputs = tuple((self._names.external(t["name"]), np.dtype(_NP_DTYPES[t["dtype"]]),
+                        tuple(t["shape"])) for t in self._inputs)
+        outputs = tuple((tuple(t["shape"]), np.dtype(_NP_DTYPES[t["dtype"]]))
+                        for t in self._outputs)
+        return (inputs, outputs, self._names.outward_list(self._output_paths),
+                self._names._dict_type)
+
+    def _evaluate_fast(self, fast: tuple, params, data):
+        """evaluate's common call, or None where it is not one (the general
+        path then runs, and reports what is wrong)."""
+        inputs, outputs, names, dict_type = fast
+        params = params if params is not None else _NO_ARRAYS
+        data = data if data is not None else _NO_ARRAYS
+        # (A NameDict from randomize_params: its lookups, which also take
+        # aliases, are Python's; a plain copy is cheaper.)
+        if type(params) is not dict:
+            params = dict(params)
+        if type(data) is not dict:
+            data = dict(data)
+        if len(params) + len(data) != len(inputs):
+            return None
+        arrays = []
+        for name, dtype, shape in inputs:
+            value = data.get(name)
+            if value is None:
+                value = params.get(name)
+                if value is None:
+                    return None
+            elif name in params:
+                return None
+            if (type(value) is not np.ndarray or value.dtype != dtype or value.shape != shape
+                    or not value.flags.c_contiguous):
+                return None
+            arrays.append(value)
+        results = [np.empty(shape, dtype) for shape, dtype in outputs]
+        self._forward.run(arrays, results)
+        return dict_type(zip(names, results))
 
     def _evaluate_paths(self, params: dict, data: dict, output_gradients, state):
         given = dict(params)
@@ -811,6 +874,7 @@ class PhysicalModel:
         pm.list_inputs = dict(meta.get("list_inputs", {}))
         pm._names = Names.from_json(meta.get("names"), pm._input_paths + pm._output_paths
                                     + list(pm._discarded))
+        pm._fast_plan = None
         pm.params = None
         if "params.npz" in files:
             import io

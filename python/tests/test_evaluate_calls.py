@@ -1,0 +1,70 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""evaluate's common call (PhysicalModel._evaluate_fast: a static CPU model
+given its inputs as arrays of their compiled types and shapes) gives what
+the general path gives, and every other call still goes the general way,
+with its errors."""
+
+import numpy as np
+import pytest
+
+import mithril as ml
+from mithril.errors import KeyNotFoundError, MithrilError
+from mithril.models import IOKey, Linear, Model, Relu
+
+
+def model():
+    m = Model()
+    m |= Linear(6).connect(input="input")
+    m += Relu()
+    m += Linear(3).connect(output=IOKey("output"))
+    return m
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    pm = ml.compile(model(), ml.MlirBackend(), shapes={"input": [4, 5]}, inference=True)
+    params = pm.randomize_params(seed=1)
+    x = np.random.default_rng(2).standard_normal((4, 5)).astype(np.float32)
+    return pm, params, x
+
+
+def general(pm, params, data):
+    plan, pm._fast_plan = pm._fast_plan, False
+    try:
+        return pm.evaluate(params, data)
+    finally:
+        pm._fast_plan = plan
+
+
+def test_the_common_call_is_the_general_one(compiled):
+    pm, params, x = compiled
+    fast = pm.evaluate(params, {"input": x})
+    assert pm._fast_plan  # the common call took the fast path
+    slow = general(pm, params, {"input": x})
+    assert sorted(fast) == sorted(slow) == ["output"]
+    np.testing.assert_array_equal(fast["output"], slow["output"])
+    # Every form of the names, and everything in one dict, still works.
+    both = pm.evaluate(None, {**params, "input": x})
+    np.testing.assert_array_equal(both["output"], slow["output"])
+    short = {"weight_0": params["linear_0.weight"], "bias_0": params["linear_0.bias"],
+             "weight_1": params["linear_1.weight"], "bias_1": params["linear_1.bias"]}
+    np.testing.assert_array_equal(pm.evaluate(short, {"input": x})["output"], slow["output"])
+    # Arrays of another type or layout are converted as before.
+    converted = pm.evaluate(params, {"input": np.asfortranarray(x.astype(np.float64))})
+    np.testing.assert_allclose(converted["output"], slow["output"], rtol=1e-6)
+    # Outputs are new arrays on every call.
+    again = pm.evaluate(params, {"input": x})
+    assert again["output"] is not fast["output"]
+
+
+def test_uncommon_calls_report_what_is_wrong(compiled):
+    pm, params, x = compiled
+    with pytest.raises(KeyNotFoundError, match="missing input 'input'"):
+        pm.evaluate(params, {})
+    with pytest.raises(KeyNotFoundError, match="unknown input"):
+        pm.evaluate(params, {"input": x, "other": x})
+    with pytest.raises(KeyNotFoundError, match="given both as a parameter and as data"):
+        pm.evaluate(params, {"input": x, "linear_0.bias": params["linear_0.bias"]})
+    with pytest.raises(MithrilError, match="expected shape"):
+        pm.evaluate(params, {"input": x[:2]})
