@@ -321,6 +321,9 @@ def _calibrate(source, entry, backend, shapes, discard, controls, calibration_da
         else:
             raise TypeError(f"calibration_data[{i}] must be a dict of the model's inputs or a "
                             f"(params, data) pair, got {type(sample).__name__}")
+        # Keys of any naming form (use_short_namings) name the observer's paths.
+        given = {observer._names.path(k) if isinstance(k, str) else k: v
+                 for k, v in given.items()}
         missing = sorted(inputs - set(given))
         if missing:
             raise KeyNotFoundError(f"calibration_data[{i}] lacks input(s) {missing}: give every "

@@ -176,3 +176,16 @@ def test_flags_are_checked():
     for safe in (True, False):
         pm = ml.compile(mlp(), ml.MlirBackend(), shapes={"input": [2, 5]}, safe_shapes=safe)
         assert pm.output_keys == ["output"]
+
+
+def test_calibration_data_in_short_names():
+    # Static int8 calibration reads its inputs under any form of the names.
+    m = mlp()
+    backend = ml.MlirBackend(quantize="int8")
+    probe = ml.compile(m, backend, shapes={"input": [8, 5]}, use_short_namings=True)
+    params = probe.randomize_params(seed=6)
+    assert "weight_0" in params
+    x = np.random.default_rng(7).standard_normal((8, 5)).astype(np.float32)
+    pm = ml.compile(m, backend, shapes={"input": [8, 5]}, use_short_namings=True,
+                    calibration_data=[{**params, "input": x}])
+    assert pm.evaluate(params, {"input": x})["output"].shape == (8, 3)
