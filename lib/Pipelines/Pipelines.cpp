@@ -165,9 +165,6 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
 
   if (wanted("fusion")) {
     if (options.fusion) {
-      // A weight's SGD step into the product that computes its gradient,
-      // before elementwise fusion merges the step's two ops.
-      pm.addPass(createMithrilAccumulateUpdates());
       pm.addPass(createMithrilFuseElementwise());
       addGraphCleanups(pm, options);
     }

@@ -40,24 +40,6 @@ def MithrilFuseElementwise : Pass<"mithril-fuse-elementwise", "mlir::ModuleOp"> 
                            "mlir::affine::AffineDialect"];
 }
 
-def MithrilAccumulateUpdates : Pass<"mithril-accumulate-updates", "mlir::ModuleOp"> {
-  let summary = "Fold a gradient step into the matrix product that computes the gradient";
-  let description = [{
-    A training step's SGD update of a weight, `w - lr * g` with `g = A B` a
-    matrix product (a Linear layer's weight gradient `dy^T x`), becomes one
-    product that accumulates into the weight: `linalg.matmul ins(A', B)
-    outs(w)` with the smaller operand scaled, `A' = -lr A` (or `B`). The
-    gradient is then never written to memory and read back, and no separate
-    pass over the weight-sized update runs: the product starts from `w`.
-    Matched on linalg: a zero-filled `linalg.matmul` whose only use is an
-    elementwise product with a scalar whose only use is subtracted from
-    another tensor of the same shape. The rounding differs from the separate
-    update by a few ulps of the update, not of the weight.
-  }];
-  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::arith::ArithDialect",
-                           "mlir::tensor::TensorDialect"];
-}
-
 def MithrilDeallocAtLastUse : Pass<"mithril-dealloc-at-last-use", "mlir::ModuleOp"> {
   let summary = "Free each buffer right after its last use";
   let description = [{
