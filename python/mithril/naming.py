@@ -123,20 +123,26 @@ class Names:
         origins = dict(output_origins or {})
         short = short_names(paths, origins)
         long = long_names(paths, long_paths or {}, origins)
-        self.mode = use_short_namings
         if use_short_namings is None:
-            self.primary = {p: p for p in paths}
+            primary = {p: p for p in paths}
         else:
-            self.primary = short if use_short_namings else long
-        self.identity = all(k == v for k, v in self.primary.items())
-        self._path_of = {v: k for k, v in self.primary.items()}
+            primary = short if use_short_namings else long
         # The other forms' names, where no terminal has them as its own.
-        self.aliases: dict[str, str] = {}
+        own = set(primary.values())
+        aliases: dict[str, str] = {}
         for form in (dict(zip(paths, paths)), short, long):
             for path, name in form.items():
-                if name not in self._path_of and name not in self.aliases:
-                    self.aliases[name] = self.primary[path]
-        self._dict_type = type("NameDict", (NameDict,), {"aliases": self.aliases})
+                if name not in own and name not in aliases:
+                    aliases[name] = primary[path]
+        self._set(use_short_namings, primary, aliases)
+
+    def _set(self, mode: bool | None, primary: dict, aliases: dict) -> None:
+        self.mode = mode
+        self.primary = primary
+        self.aliases = aliases
+        self.identity = all(k == v for k, v in primary.items())
+        self._path_of = {v: k for k, v in primary.items()}
+        self._dict_type = type("NameDict", (NameDict,), {"aliases": aliases})
 
     def external(self, path: str) -> str:
         """The model's name of the terminal at `path` (an unknown name as is)."""
@@ -193,10 +199,5 @@ class Names:
         if not data:
             return cls(paths)
         names = cls.__new__(cls)
-        names.mode = data.get("mode")
-        names.primary = dict(data["primary"])
-        names.identity = all(k == v for k, v in names.primary.items())
-        names._path_of = {v: k for k, v in names.primary.items()}
-        names.aliases = dict(data["aliases"])
-        names._dict_type = type("NameDict", (NameDict,), {"aliases": names.aliases})
+        names._set(data.get("mode"), dict(data["primary"]), dict(data["aliases"]))
         return names
