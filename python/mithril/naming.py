@@ -142,7 +142,7 @@ class Names:
         self.aliases = aliases
         self.identity = all(k == v for k, v in primary.items())
         self._path_of = {v: k for k, v in primary.items()}
-        self._dict_type = type("NameDict", (NameDict,), {"aliases": aliases})
+        self.dict_type = type("NameDict", (NameDict,), {"aliases": aliases})
 
     def external(self, path: str) -> str:
         """The model's name of the terminal at `path` (an unknown name as is)."""
@@ -180,8 +180,8 @@ class Names:
     def outward(self, values: Mapping) -> NameDict:
         """`values` (keyed by paths) keyed by the model's names."""
         if self.identity:
-            return self._dict_type(values)
-        return self._dict_type({self.primary.get(k, k): v for k, v in values.items()})
+            return self.dict_type(values)
+        return self.dict_type({self.primary.get(k, k): v for k, v in values.items()})
 
     def every_name(self, paths: Iterable[str]) -> set[str]:
         """Every form's names of the terminals at `paths`."""

@@ -352,7 +352,7 @@ class PhysicalModel:
         outputs = tuple((tuple(t["shape"]), np.dtype(_NP_DTYPES[t["dtype"]]))
                         for t in self._outputs)
         return (inputs, outputs, self._names.outward_list(self._output_paths),
-                self._names._dict_type)
+                self._names.dict_type)
 
     def _evaluate_fast(self, fast: tuple, params, data):
         """evaluate's common call, or None where it is not one (the general

@@ -39,13 +39,17 @@ Value onlyElement(OpBuilder &b, Location loc, Value t) {
 struct ConditionalRow {
   Value distances, row, twoSigmaSquared, max, sum;
 
-  Value logit(OpBuilder &b, Location l, Value j) const {
+  /// The logit of a squared distance `d`.
+  Value logitOf(OpBuilder &b, Location l, Value d) const {
     Value zero = zeroOf(b, l, twoSigmaSquared.getType());
-    Value scaled = arith::DivFOp::create(
-        b, l, arith::NegFOp::create(b, l, extract(b, l, distances, row, j)), twoSigmaSquared);
+    Value scaled = arith::DivFOp::create(b, l, arith::NegFOp::create(b, l, d), twoSigmaSquared);
     Value degenerate =
         arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, twoSigmaSquared, zero);
     return arith::SelectOp::create(b, l, degenerate, zero, scaled);
+  }
+
+  Value logit(OpBuilder &b, Location l, Value j) const {
+    return logitOf(b, l, extract(b, l, distances, row, j));
   }
 
   /// exp(x_j - max), 0 on the diagonal.
@@ -61,9 +65,24 @@ struct ConditionalRow {
   }
 };
 
-/// Row `row` of the conditional probabilities at bandwidth `sigma`.
+/// The smallest entry of row `row` of `distances`.
+Value rowMinimum(OpBuilder &b, Location loc, Value distances, Value row, Value n) {
+  Type t = cast<RankedTensorType>(distances.getType()).getElementType();
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  return forLoop(b, loc, zero, n, floatConst(b, loc, t, INFINITY),
+                 [&](OpBuilder &nb, Location l, Value j, ValueRange acc) -> SmallVector<Value> {
+                   return {
+                       arith::MinimumFOp::create(nb, l, acc[0], extract(nb, l, distances, row, j))};
+                 })
+      .getResult(0);
+}
+
+/// Row `row` of the conditional probabilities at bandwidth `sigma`, given
+/// the row's smallest squared distance `nearest`: dividing by the positive
+/// 2 sigma^2 keeps the order of the rounded logits, so their maximum is the
+/// logit of `nearest`, found once per row instead of once per bandwidth.
 ConditionalRow conditionalRow(OpBuilder &b, Location loc, Value distances, Value row, Value sigma,
-                              Value n) {
+                              Value nearest, Value n) {
   Type t = sigma.getType();
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   ConditionalRow r;
@@ -71,12 +90,7 @@ ConditionalRow conditionalRow(OpBuilder &b, Location loc, Value distances, Value
   r.row = row;
   r.twoSigmaSquared = arith::MulFOp::create(b, loc, floatConst(b, loc, t, 2.0),
                                             arith::MulFOp::create(b, loc, sigma, sigma));
-  Value lowest = floatConst(b, loc, t, -INFINITY);
-  r.max = forLoop(b, loc, zero, n, lowest,
-                  [&](OpBuilder &nb, Location l, Value j, ValueRange acc) -> SmallVector<Value> {
-                    return {arith::MaximumFOp::create(nb, l, acc[0], r.logit(nb, l, j))};
-                  })
-              .getResult(0);
+  r.max = r.logitOf(b, loc, nearest);
   r.sum = forLoop(b, loc, zero, n, zeroOf(b, loc, t),
                   [&](OpBuilder &nb, Location l, Value j, ValueRange acc) -> SmallVector<Value> {
                     return {arith::AddFOp::create(nb, l, acc[0], r.weight(nb, l, j))};
@@ -110,8 +124,8 @@ Value perplexity(OpBuilder &b, Location loc, const ConditionalRow &r, Value thre
 /// shrinking; the midpoint of the interval left. (Where the target is met
 /// exactly, Mithril widens the interval to every point of that perplexity
 /// before taking its midpoint: a difference of a few ulps of sigma.)
-Value searchBandwidth(OpBuilder &b, Location loc, Value distances, Value row, Value target,
-                      Value threshold, Value n) {
+Value searchBandwidth(OpBuilder &b, Location loc, Value distances, Value row, Value nearest,
+                      Value target, Value threshold, Value n) {
   Type t = target.getType();
   Value two = floatConst(b, loc, t, 2.0);
   Value limit = arith::ConstantIndexOp::create(b, loc, 1001);
@@ -130,8 +144,8 @@ Value searchBandwidth(OpBuilder &b, Location loc, Value distances, Value row, Va
       [&](OpBuilder &nb, Location l, ValueRange args) {
         Value lo = args[0], hi = args[1];
         Value guess = arith::DivFOp::create(nb, l, arith::AddFOp::create(nb, l, lo, hi), two);
-        Value value =
-            perplexity(nb, l, conditionalRow(nb, l, distances, row, guess, n), threshold, n);
+        Value value = perplexity(nb, l, conditionalRow(nb, l, distances, row, guess, nearest, n),
+                                 threshold, n);
         auto cmp = [&](arith::CmpFPredicate p, Value x, Value y) -> Value {
           return arith::CmpFOp::create(nb, l, p, x, y);
         };
@@ -177,8 +191,9 @@ struct TsnePJointPattern : OpRewritePattern<TsnePJointOp> {
     conditional =
         forLoop(rewriter, loc, zero, n, conditional,
                 [&](OpBuilder &b, Location l, Value i, ValueRange carried) -> SmallVector<Value> {
-                  Value sigma = searchBandwidth(b, l, distances, i, target, threshold, n);
-                  ConditionalRow r = conditionalRow(b, l, distances, i, sigma, n);
+                  Value nearest = rowMinimum(b, l, distances, i, n);
+                  Value sigma = searchBandwidth(b, l, distances, i, nearest, target, threshold, n);
+                  ConditionalRow r = conditionalRow(b, l, distances, i, sigma, nearest, n);
                   auto row =
                       forLoop(b, l, zero, n, carried[0],
                               [&](OpBuilder &rb, Location rl, Value j,
