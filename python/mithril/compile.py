@@ -30,8 +30,8 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
             optimizations: Mapping | None = None, verbose: bool = False,
             static_shapes: bool | None = None, jit_options: Mapping | None = None,
             hints: Mapping | None = None, cpu_options: Mapping | None = None,
-            target_hardware: str | None = None, optimize_for: str | None = None,
-            static_inference: bool | None = None, gradient_checkpointing: bool | None = None,
+            target_hardware: str | None = None, tpu_options: Mapping | None = None,
+            optimize_for: str | None = None, static_inference: bool | None = None, gradient_checkpointing: bool | None = None,
             checkpoint_segments: int | None = None, memory_planning=None,
             memory_optimization: bool | None = None, custom_passes: Iterable | None = None,
             mixed_precision=None, calibration_data: Iterable | None = None,
@@ -89,7 +89,8 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
                     {"inference_priority": "latency" | "throughput"}: both give the same code
     cpu_options     {"num_threads": n, "vectorize": bool}
     target_hardware "cpu"/"host", or an NVIDIA GPU ("nvidia_a100", "sm_80") with
-                    device="cuda": the architecture the kernels are compiled for
+                    device="cuda": the architecture the kernels are compiled for;
+                    "tpu" (and tpu_options, which go with it) is an error: no TPU target
     optimize_for    "latency" | "throughput": both give the same code today
     static_inference  with inference=True: no gradient code is ever compiled (as inference)
 
@@ -146,6 +147,8 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
                     "memory_optimization": memory_optimization,
                     "custom_passes": custom_passes, "mixed_precision": mixed_precision,
                     "use_short_namings": use_short_namings}
+    if tpu_options is not None and target_hardware != "tpu":
+        raise ValueError("tpu_options apply to target_hardware='tpu' alone")
     controls = resolve_controls(optimization_level, optimizations, jit_options, cpu_options,
                                 target_hardware, static_shapes, verbose, backend,
                                 gradient_checkpointing, checkpoint_segments, memory_planning,

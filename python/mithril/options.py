@@ -211,6 +211,10 @@ def resolve(optimization_level="medium", optimizations: Mapping | None = None,
                 raise ValueError(f"unknown GPU {target_hardware!r} (known: "
                                  f"{', '.join('nvidia_' + g for g in _GPU_CHIPS)}, or sm_NN)")
             controls.chip = chip
+        elif target_hardware == "tpu":
+            raise ValueError("target_hardware 'tpu' is not supported: this backend compiles "
+                             "for CPUs (cpu or host) and NVIDIA GPUs (device='cuda'); Mithril "
+                             "reaches TPUs through JaxBackend")
         else:
             raise ValueError(f"target_hardware {target_hardware!r} is not supported (cpu or "
                              "host; an NVIDIA GPU with device='cuda')")

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
+from .deferred import DeferredPhysicalModel
 from .errors import KeyNotFoundError, MithrilError
 from .optimizers import SGD, Optimizer
 
@@ -95,6 +96,12 @@ class Trainer:
             backend = backend or model.backend
             compile_args = dict(model.compile_args)
             forward = model
+        elif isinstance(model, DeferredPhysicalModel):
+            # Compiled without shapes: the training step is too, at its first
+            # batch, for that batch's shapes.
+            logical, forward = model.logical_model, model
+            backend = backend or model.backend
+            compile_args = dict(model.compile_args)
         else:
             if backend is None:
                 raise TypeError("Trainer(model=<logical model>) needs backend=ml.MlirBackend(...)")
@@ -132,7 +139,7 @@ class Trainer:
         # Data inputs keep their sizes but the batch axis, which stays
         # dynamic; parameters keep theirs.
         shapes = {}
-        if forward is not None:
+        if isinstance(forward, PhysicalModel):
             trainable = set(forward.trainable_keys)
             for key, shape in forward.get_shapes().items():
                 if key in forward.input_keys:
@@ -150,9 +157,16 @@ class Trainer:
             self.params = {k: np.array(v, copy=True) for k, v in params.items()}
         elif forward is not None and getattr(forward, "_call_params", None) is not None:
             self.params = {k: v.copy() for k, v in forward._call_params.items()}
+        elif isinstance(self.physical, DeferredPhysicalModel):
+            self.params = None  # drawn at the first batch, once its shapes are known
         else:
             self.params = self.physical.randomize_params(seed=seed)
+        self._seed = seed
         self._forward = forward
+
+    def _ensure_params(self, feeds: dict) -> None:
+        if self.params is None:
+            self.params = self.physical.compiled_for(feeds).randomize_params(seed=self._seed)
 
     # Batches -------------------------------------------------------------
     def _feeds(self, batch) -> dict:
@@ -209,6 +223,7 @@ class Trainer:
             batches = 0
             for batch in loader:
                 feeds = self._feeds(batch)
+                self._ensure_params(feeds)
                 outputs = self.physical.train_step(self.params, feeds, self.optimizer)
                 b_loss, b_n, b_correct = self._batch_metrics(feeds, outputs)
                 loss, n, correct = loss + b_loss, n + b_n, correct + b_correct
@@ -231,6 +246,7 @@ class Trainer:
         loss = n = correct = 0
         for batch in loader:
             feeds = self._feeds(batch)
+            self._ensure_params(feeds)
             params = {k: v for k, v in self.params.items()}
             data = {k: v for k, v in feeds.items() if k not in params}
             outputs = self.physical.evaluate(params, data)
@@ -245,6 +261,13 @@ class Trainer:
         parameters (a Trainer made from a physical model)."""
         if self._forward is None:
             raise MithrilError("Trainer.predict needs the physical model from ml.compile")
-        params = {k: self.params[k] for k in self._forward.trainable_keys}
-        outputs = self._forward.evaluate(params, {self.input_key: _as_array(x)})
+        data = {self.input_key: _as_array(x)}
+        if self.params is None:
+            raise MithrilError("Trainer.predict: train first (the parameters are drawn at the "
+                               "first batch of a model compiled without shapes)")
+        forward = self._forward
+        if isinstance(forward, DeferredPhysicalModel):
+            forward = forward.compiled_for(data)
+        params = {k: self.params[k] for k in forward.trainable_keys}
+        outputs = forward.evaluate(params, data)
         return outputs[self.output_key]

@@ -120,3 +120,30 @@ def test_trainer_errors():
         ml.Adam(learning_rate=-1)
     with pytest.raises(TypeError, match="not both"):
         ml.SGD(0.1, learning_rate=0.1)
+
+
+def test_trainer_of_a_model_compiled_without_shapes():
+    # The documents' flow: `ml.compile(model, backend)` with nothing giving
+    # the input's shape, then a Trainer on it. The training step compiles
+    # at the first batch and draws the parameters then.
+    x, y = data()
+    batches = [(x[i:i + 16], y[i:i + 16]) for i in range(0, len(x), 16)]
+    pm = ml.compile(classifier(), ml.MlirBackend(dtype=ml.float64))
+    trainer = ml.Trainer(model=pm, optimizer=ml.Adam(learning_rate=0.01),
+                         loss=ml.CrossEntropyLoss())
+    assert trainer.params is None
+    with pytest.raises(ml.MithrilError, match="train first"):
+        trainer.predict(x[:16])
+    trainer.evaluate(batches[:1])  # draws the parameters, updates nothing
+    start = {k: v.copy() for k, v in trainer.params.items()}
+    assert start["linear_0.weight"].shape == (8, 4)
+    trainer.train(batches, epochs=2)
+    want = torch_train(start, batches, 2, 0.01)
+    for key in want:
+        np.testing.assert_allclose(trainer.params[key], want[key], rtol=1e-9, atol=1e-12)
+    t = {k: torch.tensor(v) for k, v in want.items()}
+    logits = (torch.relu(torch.tensor(x[:5]) @ t["linear_0.weight"].T + t["linear_0.bias"])
+              @ t["linear_1.weight"].T + t["linear_1.bias"]).numpy()
+    np.testing.assert_allclose(trainer.predict(x[:5]), logits, rtol=1e-10)
+    # The compiled model's pm(x) runs with the trained parameters.
+    np.testing.assert_allclose(pm(x[:5]), logits, rtol=1e-10)
