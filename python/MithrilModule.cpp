@@ -492,7 +492,9 @@ PYBIND11_MODULE(_mithril, m) {
          bool precisionTerminals, const std::string &targetCpu, const std::string &quantize,
          bool quantizeObserve, const std::vector<double> &activationScales,
          const std::vector<double> &activationRanges, bool allReduceGradients,
-         unsigned tensorParallel, bool cache, bool lossScaling, bool interfaceOnly) {
+         unsigned tensorParallel, bool cache, bool lossScaling, bool interfaceOnly,
+         const std::map<std::string, uint64_t> &externalSymbols,
+         const std::vector<std::string> &sharedLibraries) {
         std::unique_ptr<CompiledModel> result;
         {
           // Compilation does not touch Python objects.
@@ -529,6 +531,8 @@ PYBIND11_MODULE(_mithril, m) {
           options.useCache = cache;
           options.lossScaling = lossScaling;
           options.interfaceOnly = interfaceOnly;
+          options.externalSymbols = externalSymbols;
+          options.sharedLibraries = sharedLibraries;
           auto model = CompiledModel::compile(source, options);
           if (!model) {
             std::string message = llvm::toString(model.takeError());
@@ -554,7 +558,9 @@ PYBIND11_MODULE(_mithril, m) {
       py::arg("activation_scales") = std::vector<double>{},
       py::arg("activation_ranges") = std::vector<double>{}, py::arg("all_reduce_gradients") = false,
       py::arg("tensor_parallel") = 1u, py::arg("cache") = true, py::arg("loss_scaling") = false,
-      py::arg("interface_only") = false);
+      py::arg("interface_only") = false,
+      py::arg("external_symbols") = std::map<std::string, uint64_t>{},
+      py::arg("shared_libraries") = std::vector<std::string>{});
   m.def(
       "batch_sharding",
       [](const std::string &source, const std::string &entry,
@@ -762,7 +768,7 @@ PYBIND11_MODULE(_mithril, m) {
       "load",
       [](const py::bytes &object, const std::string &logicalIR, const std::string &cpu,
          const std::string &entry, unsigned threads, bool dynamicShapes,
-         const std::string &sourceName) {
+         const std::string &sourceName, const std::map<std::string, uint64_t> &externalSymbols) {
         std::string code = object;
         std::unique_ptr<CompiledModel> result;
         {
@@ -770,6 +776,7 @@ PYBIND11_MODULE(_mithril, m) {
           CompileOptions options = makeOptions(entry, {}, {}, sourceName);
           options.threads = threads;
           options.dynamicShapes = dynamicShapes;
+          options.externalSymbols = externalSymbols;
           auto model = CompiledModel::load(code, logicalIR, cpu, options);
           if (!model) {
             std::string message = llvm::toString(model.takeError());
@@ -782,7 +789,8 @@ PYBIND11_MODULE(_mithril, m) {
       },
       py::arg("object"), py::arg("logical_ir"), py::arg("cpu"), py::arg("entry") = "",
       py::arg("threads") = 0u, py::arg("dynamic_shapes") = false,
-      py::arg("source_name") = "<saved model>");
+      py::arg("source_name") = "<saved model>",
+      py::arg("external_symbols") = std::map<std::string, uint64_t>{});
   m.attr("OPTIMIZATION_NAMES") = [] {
     py::list names;
     for (llvm::StringRef name : optimizationNames())

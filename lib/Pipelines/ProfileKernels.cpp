@@ -88,8 +88,11 @@ static std::string kernelName(Operation *op) {
 }
 
 /// A kernel: an op at a function's top level that does the work of a loop
-/// nest (and not an allocation, a view or a constant).
+/// nest (and not an allocation, a view or a constant), or the call of a
+/// user's C function (mithril.custom_call, bufferized).
 static bool isKernel(Operation &op) {
+  if (auto call = dyn_cast<func::CallOp>(op))
+    return call.getCallee().starts_with("__mithril_custom_call_");
   return op.getNumRegions() > 0 || isa<linalg::LinalgOp, memref::CopyOp>(op);
 }
 

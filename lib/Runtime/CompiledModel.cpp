@@ -13,6 +13,7 @@
 #include "mithril/Runtime/Distributed.h"
 
 #include "mithril/Dialect/Mithril/IR/MithrilOps.h"
+#include "mithril/Dialect/Mithril/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mithril/Dialect/Mithril/Transforms/Passes.h"
 #include "mithril/InitAllDialects.h"
 #include "mithril/InitAllPasses.h"
@@ -109,6 +110,7 @@ std::unique_ptr<MLIRContext> mithril::runtime::createContext() {
   mlir::registerAllExtensions(registry);
   mlir::registerAllToLLVMIRTranslations(registry);
   mithril::registerAllDialects(registry);
+  mithril::registerBufferizableOpInterfaceExternalModels(registry);
   auto ctx = std::make_unique<MLIRContext>(registry, MLIRContext::Threading::DISABLED);
   // Users see diagnostics, not dumps of the op they are about.
   ctx->printOpOnDiagnostic(false);
@@ -251,6 +253,55 @@ static std::string locationName(Location loc) {
       if (auto name = dyn_cast<NameLoc>(inner))
         return name.getName().str();
   return "";
+}
+
+/// The C functions the custom calls of `root` name, by name. Each is its
+/// address in options.externalSymbols, or a symbol of options'
+/// sharedLibraries (loaded into the process now) or of the process; one
+/// that is none is an error naming the op.
+static Expected<llvm::StringMap<void *>> resolveCustomCalls(ModelOp root,
+                                                            const CompileOptions &options) {
+  llvm::StringMap<void *> resolved;
+  SmallVector<CustomCallOp> calls;
+  root.walk([&](CustomCallOp call) { calls.push_back(call); });
+  if (calls.empty())
+    return resolved;
+  if (options.target != "cpu")
+    return makeError("'mithril.custom_call' @" + calls.front().getCallee().str() +
+                     " calls a C function of the host: it runs on target 'cpu' only");
+  SmallVector<llvm::sys::DynamicLibrary> libraries;
+  for (const std::string &path : options.sharedLibraries) {
+    std::string error;
+    auto library = llvm::sys::DynamicLibrary::getPermanentLibrary(path.c_str(), &error);
+    if (!library.isValid())
+      return makeError("cannot load the shared library '" + path + "': " + error);
+    libraries.push_back(library);
+  }
+  for (CustomCallOp call : calls) {
+    StringRef name = call.getCallee();
+    if (resolved.count(name))
+      continue;
+    void *address = nullptr;
+    if (auto it = options.externalSymbols.find(name.str()); it != options.externalSymbols.end())
+      address = reinterpret_cast<void *>(static_cast<uintptr_t>(it->second));
+    for (llvm::sys::DynamicLibrary &library : libraries)
+      if (!address)
+        address = library.getAddressOfSymbol(name.data());
+    if (!address)
+      address = llvm::sys::DynamicLibrary::SearchForAddressOfSymbol(name.str());
+    std::string path = locationName(call.getLoc());
+    if (!address)
+      return makeError((path.empty() ? "" : path + ": ") + "'mithril.custom_call' @" + name.str() +
+                       ": no C function '" + name.str() + "' in " +
+                       (options.sharedLibraries.empty()
+                            ? std::string("the process")
+                            : "the shared libraries given (" +
+                                  llvm::join(options.sharedLibraries, ", ") + ") or the process") +
+                       " (give its library with --shared-lib, or register it with "
+                       "MlirBackend.register_primitive)");
+    resolved[name] = address;
+  }
+  return resolved;
 }
 
 static std::string shapeOf(Type type) {
@@ -403,6 +454,9 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::load(StringRef object, S
   model->loadedObject_ = object.str();
   if (llvm::Error err = model->describe(*entry, options.dynamicShapes))
     return std::move(err);
+  auto customCalls = resolveCustomCalls(*entry, options);
+  if (!customCalls)
+    return customCalls.takeError();
 
   auto start = Clock::now();
   auto jit = llvm::orc::LLJITBuilder().create();
@@ -425,7 +479,7 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::load(StringRef object, S
   }
   llvm::orc::MangleAndInterner interner((*jit)->getExecutionSession(), (*jit)->getDataLayout());
   if (llvm::Error err = (*jit)->getMainJITDylib().define(
-          llvm::orc::absoluteSymbols(hostSymbols(interner, asyncSymbols))))
+          llvm::orc::absoluteSymbols(hostSymbols(interner, asyncSymbols, *customCalls))))
     return makeError(llvm::toString(std::move(err)));
   if (llvm::Error err = (*jit)->addObjectFile(
           llvm::MemoryBuffer::getMemBufferCopy(object, "<saved @" + model->entry_ + ">")))
@@ -534,6 +588,9 @@ CompiledModel::compileFresh(StringRef source, const CompileOptions &options) {
   }
   if (llvm::Error err = model->describe(root, options.dynamicShapes))
     return std::move(err);
+  auto customCalls = resolveCustomCalls(root, opts);
+  if (!customCalls)
+    return customCalls.takeError();
   if (options.interfaceOnly) {
     // The lowering to linalg too (a few ms): an op this backend cannot
     // lower (a size it needs static) is an error of the model, reported
@@ -624,8 +681,9 @@ CompiledModel::compileFresh(StringRef source, const CompileOptions &options) {
   model->usesWorkerThreads_ = asyncSymbols != nullptr;
   // Buffers come from the cache (the pipeline's runtime-allocator option);
   // split ops call the async runtime.
-  model->engine_->registerSymbols(
-      [&](llvm::orc::MangleAndInterner interner) { return hostSymbols(interner, asyncSymbols); });
+  model->engine_->registerSymbols([&](llvm::orc::MangleAndInterner interner) {
+    return hostSymbols(interner, asyncSymbols, *customCalls);
+  });
   auto fn = model->engine_->lookupPacked("_mlir_ciface_" + model->entry_);
   if (!fn)
     return makeError("compiled code has no entry point for @" + model->entry_ + ": " +

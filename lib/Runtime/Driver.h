@@ -116,9 +116,11 @@ int64_t reserveProfileIds();
 /// Registers the kernels mithril-profile-kernels named in `module`.
 void registerProfiledKernels(mlir::ModuleOp module, llvm::StringRef model, int64_t firstId);
 
-/// The symbols compiled code calls into the host for.
+/// The symbols compiled code calls into the host for, and the C functions
+/// of its custom calls.
 llvm::orc::SymbolMap hostSymbols(llvm::orc::MangleAndInterner &interner,
-                                 const llvm::StringMap<void *> *asyncSymbols);
+                                 const llvm::StringMap<void *> *asyncSymbols,
+                                 const llvm::StringMap<void *> &customCalls = {});
 
 } // namespace mithril::runtime::detail
 

@@ -327,10 +327,12 @@ void mithril::runtime::detail::registerProfiledKernels(ModuleOp module, StringRe
 }
 
 /// The symbols compiled code calls into the host for: the buffer cache, index
-/// errors, profiling timers and (with several threads) the async runtime.
+/// errors, profiling timers and (with several threads) the async runtime;
+/// and the users' C functions.
 llvm::orc::SymbolMap
 mithril::runtime::detail::hostSymbols(llvm::orc::MangleAndInterner &interner,
-                                      const llvm::StringMap<void *> *asyncSymbols) {
+                                      const llvm::StringMap<void *> *asyncSymbols,
+                                      const llvm::StringMap<void *> &customCalls) {
   llvm::orc::SymbolMap map;
   auto add = [&](StringRef name, void *address) {
     map[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
@@ -347,5 +349,7 @@ mithril::runtime::detail::hostSymbols(llvm::orc::MangleAndInterner &interner,
   if (asyncSymbols)
     for (const auto &symbol : *asyncSymbols)
       add(symbol.getKey(), symbol.getValue());
+  for (const auto &symbol : customCalls)
+    add(symbol.getKey(), symbol.getValue());
   return map;
 }

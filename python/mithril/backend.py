@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import MithrilError
+
 float32 = np.float32
 float64 = np.float64
 
@@ -90,6 +92,36 @@ class MlirBackend:
         # Starts MPI: a mesh that does not match the run is an error here.
         self._ranks = Ranks(data, tensor) if data * tensor > 1 else None
         self.local_shards = bool(local_shards)
+        # formula_key -> the C functions of a user's primitive (custom.py).
+        self.primitives: dict = {}
+
+    def register_primitive(self, fn, fn_grad=None, *, name: str | None = None) -> str:
+        """Gives this backend a primitive: `fn`, a C function (custom.py:
+        a ctypes function of a loaded library, an object with a C entry
+        point, or the name of a symbol of the process), which a
+        `CustomPrimitiveModel(formula_key=<its name>, ...)` computes, and
+        `fn_grad`, its gradient function, without which the primitive is not
+        differentiable. Returns the formula key (`name` or the function's).
+        The functions are called by compiled code on the CPU."""
+        from .custom import CustomPrimitive, c_function
+        function = c_function(fn, name, "register_primitive")
+        gradient = None
+        if fn_grad is not None:
+            gradient = c_function(fn_grad, None, "register_primitive(fn_grad=...)")
+        if self.device != "cpu":
+            raise MithrilError(f"register_primitive: C functions run on device='cpu', and this "
+                               f"backend is on {self.device!r}")
+        self.primitives[function.name] = CustomPrimitive(function, gradient)
+        return function.name
+
+    def _primitive_symbols(self) -> dict[str, int]:
+        """The registered C functions' addresses, by name."""
+        symbols = {}
+        for primitive in self.primitives.values():
+            for fn in (primitive.function, primitive.gradient):
+                if fn is not None and fn.address is not None:
+                    symbols[fn.name] = fn.address
+        return symbols
 
     @property
     def rank(self) -> int:

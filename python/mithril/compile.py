@@ -230,7 +230,7 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
     kinds = {k: "data" for k in data_keys} | {k: "param" for k in trainable_keys}
     # Constants are values, not terminals: their shapes come with them.
     shapes = {k: v for k, v in shapes.items() if k not in constants}
-    emitter = Emitter(backend.emit_float_name)
+    emitter = Emitter(backend.emit_float_name, getattr(backend, "primitives", None))
     try:
         entry, _ = emitter.emit_top(model, shapes, kinds, constants, types, outputs=_outputs)
     except MissingShapeError as e:
@@ -260,7 +260,7 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
     doubled = None
     if doubled_shapes is not None:
         doubled_shapes = {k: v for k, v in doubled_shapes.items() if k not in constants}
-        twice = Emitter(backend.emit_float_name)
+        twice = Emitter(backend.emit_float_name, getattr(backend, "primitives", None))
         twice.emit_top(model, doubled_shapes, kinds, constants, types)
         doubled = (twice.module.text(), doubled_shapes, total)
     if custom_passes is not None:

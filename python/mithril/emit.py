@@ -46,9 +46,11 @@ def _original_local_names(model: Model) -> list[str]:
 
 
 class Emitter:
-    def __init__(self, float_dtype: str) -> None:
+    def __init__(self, float_dtype: str, primitives=None) -> None:
         self._top_types: dict = {}
         self.float_dtype = float_dtype
+        # The backend's registered C primitives, by formula key (custom.py).
+        self.primitives = dict(primitives or {})
         self.module = _mithril.Module()
         self._names: set[str] = set()
         # Per definition, its outputs whose values are known when compiling.
@@ -224,7 +226,10 @@ class Emitter:
                     raise ShapeError(f"{path}{local}: terminal '{t}' of {sub.class_name} takes "
                                      f"a tensor, and '{bindings[t].name}' is a list of "
                                      f"{len(v)} tensors")
-            if isinstance(sub, Primitive):
+            primitive = self.primitives.get(getattr(sub, "formula_key", None))
+            if primitive is not None and hasattr(sub, "emit_custom_call"):
+                results = sub.emit_custom_call(builder, operands, path + local, primitive)
+            elif isinstance(sub, Primitive):
                 results = sub.emit(builder, operands, path + local, self.float_dtype)
             else:
                 child_types = {t: [builder.type_of(x) for x in v] if isinstance(v, list)

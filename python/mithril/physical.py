@@ -94,6 +94,10 @@ class PhysicalModel:
         # verbose=True shows the compile's stages: compiled, not taken from the
         # persistent compile cache.
         self._native["cache"] = not self._controls.verbose
+        # The C functions of the users' primitives (custom.py).
+        symbols = backend._primitive_symbols() if hasattr(backend, "_primitive_symbols") else {}
+        if symbols:
+            self._native["external_symbols"] = symbols
         ranks = getattr(backend, "_ranks", None)
         if ranks is not None and ranks.tensor_size > 1:
             self._native["tensor_parallel"] = ranks.tensor_size
@@ -864,7 +868,8 @@ class PhysicalModel:
         forward = None
         try:
             forward = _mithril.load(files["model.o"], files["logical.mlir"].decode(), meta["cpu"],
-                                    meta["entry"], meta["threads"], meta["dynamic"], str(path))
+                                    meta["entry"], meta["threads"], meta["dynamic"], str(path),
+                                    backend._primitive_symbols())
         except MithrilError as e:
             warnings.warn(f"{path}: {e}; compiling it again", stacklevel=2)
         pm = cls(source, meta["entry"], backend, {k: v for k, v in meta["shapes"].items()},

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mithril/Dialect/Mithril/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mithril/InitAllDialects.h"
 #include "mithril/InitAllPasses.h"
 
@@ -22,6 +23,7 @@ int main(int argc, char **argv) {
   mlir::registerAllExtensions(registry);
   mlir::registerAllToLLVMIRTranslations(registry);
   mithril::registerAllDialects(registry);
+  mithril::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::registerAllPasses();
   mithril::registerAllPasses();
   return mlir::asMainReturnCode(

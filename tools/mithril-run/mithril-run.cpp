@@ -169,6 +169,11 @@ static cl::opt<std::string> optimizationLevel(
     cl::desc("none (no graph optimization, no schedule, -O0: for debugging), low (folding, CSE, "
              "DCE; -O1), medium (everything; -O2) or high (everything; -O3)"),
     cl::init("medium"), cl::cat(category));
+static cl::list<std::string> sharedLibraries(
+    "shared-lib",
+    cl::desc("A shared library whose C functions the model's custom calls "
+             "(mithril.custom_call) name; searched before the process (repeatable)"),
+    cl::cat(category));
 static cl::list<std::string> disabledOptimizations(
     "disable",
     cl::desc("Optimizations to switch off: constant_folding, common_subexpression, "
@@ -197,6 +202,7 @@ static Error applyOptimizationFlags(CompileOptions &options) {
   options.quantizeObserve = quantizeObserve;
   options.activationScales.assign(activationScales.begin(), activationScales.end());
   options.activationRanges.assign(activationRanges.begin(), activationRanges.end());
+  options.sharedLibraries.assign(sharedLibraries.begin(), sharedLibraries.end());
   for (const std::string &name : disabledOptimizations)
     if (Error err = setOptimization(options, name, false))
       return err;

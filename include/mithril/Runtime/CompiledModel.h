@@ -142,6 +142,12 @@ struct CompileOptions {
   bool interfaceOnly = false;
   /// The file the source came from, for diagnostics and reproducers.
   std::string sourceName = "<model>";
+  /// The C functions of the model's custom calls (mithril.custom_call): by
+  /// name, their addresses in this process (functions a caller loaded
+  /// itself, as Python's register_primitive does), and shared libraries to
+  /// load and search for the others, before the process's own symbols.
+  std::map<std::string, uint64_t> externalSymbols;
+  std::vector<std::string> sharedLibraries;
 };
 
 /// Sets the optimizations and the LLVM level of a named level: "none" (no

@@ -95,6 +95,9 @@ struct ConvertMithrilToLinalgPass
                            func::FuncDialect, linalg::LinalgDialect, math::MathDialect,
                            memref::MemRefDialect, scf::SCFDialect, tensor::TensorDialect>();
     target.addIllegalDialect<MithrilDialect>();
+    // A user's C function is called where the op bufferizes
+    // (BufferizableOpInterfaceImpl.cpp).
+    target.addLegalOp<CustomCallOp>();
     RewritePatternSet patterns(ctx);
     populateMithrilToLinalgPatterns(patterns, indexErrors);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))

@@ -777,6 +777,8 @@ class PrimitiveModel(Primitive):
         super().__init__(name)
         self.op = formula_key.removeprefix("mithril.")
         self.formula_key = formula_key
+        # The IOKeys' shape templates: a registered C primitive's shape rule.
+        self._templates = {k: getattr(v, "shape_template", None) for k, v in keys.items()}
         for key in self.inputs:
             value = keys[key]
             shape = getattr(value, "shape_template", None)
@@ -790,6 +792,27 @@ class PrimitiveModel(Primitive):
         values = [operands[k] for k in self.inputs if k in operands]
         try:
             results = builder.add_op(self.op, values, {}, path)
+        except MithrilError as e:
+            raise MithrilError(f"{type(self).__name__}('{self.formula_key}'): "
+                               f"{str(e).splitlines()[0]}") from None
+        return {"output": results[0]}
+
+    def emit_custom_call(self, builder, operands, path, primitive):
+        """The primitive as a call of the C function the backend registered
+        for `formula_key` (backend.register_primitive; custom.py)."""
+        from ..custom import result_shape_attributes
+        missing = [k for k in self.inputs if k not in operands]
+        if missing:
+            raise MithrilError(f"{type(self).__name__}('{self.formula_key}'): input "
+                               f"'{missing[0]}' is not connected")
+        attributes = {"callee": primitive.function.name,
+                      **result_shape_attributes(self.formula_key, self.inputs, self._templates,
+                                                self._templates.get("output"))}
+        if primitive.gradient is not None:
+            attributes["grad_callee"] = primitive.gradient.name
+        try:
+            results = builder.add_op("custom_call", [operands[k] for k in self.inputs],
+                                     attributes, path)
         except MithrilError as e:
             raise MithrilError(f"{type(self).__name__}('{self.formula_key}'): "
                                f"{str(e).splitlines()[0]}") from None

@@ -38,3 +38,13 @@ mithril.model @ZeroGradient(param %x: tensor<3xf32>) -> (y: tensor<3xf32>) {
   %y = mithril.sign %x : (tensor<3xf32>) -> tensor<3xf32>
   mithril.output %y : tensor<3xf32>
 }
+
+// -----
+
+// A custom call without a gradient function stops autodiff where a
+// differentiated value flows into it.
+mithril.model @CustomNoGradient(param %w: tensor<4xf32>) -> (y: tensor<4xf32>) {
+  // expected-error @+1 {{'mithril.custom_call' op @swish has no gradient function, and its operand 0 is differentiated: register one with the primitive}}
+  %y = mithril.custom_call %w {callee = "swish"} : (tensor<4xf32>) -> tensor<4xf32>
+  mithril.output %y : tensor<4xf32>
+}

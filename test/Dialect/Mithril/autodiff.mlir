@@ -117,3 +117,16 @@ mithril.model @Tril(param %a: tensor<3x3xf64>) -> (t: tensor<3x3xf64>) {
   %t = mithril.tril %a {diagonal = -1 : i64} : (tensor<3x3xf64>) -> tensor<3x3xf64>
   mithril.output %t : tensor<3x3xf64>
 }
+
+// A custom call's gradient: one call of its gradient function per
+// differentiated operand, with the operands, the result, the result's
+// adjoint and the operand's index; data operands get none.
+// CHECK-LABEL: mithril.model @Custom(
+// CHECK: %[[Y:.+]] = custom_call %x, %w {callee = "scale", grad_callee = "scale_grad"}
+// CHECK: %[[DW:.+]] = custom_call %x, %w, %[[Y]], %{{.+}} {callee = "scale_grad", index = 1 : i64, shape_of = 1 : i64} : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<8xf32>
+// CHECK-NOT: index = 0
+// CHECK: output %[[Y]], %[[DW]]
+mithril.model @Custom(data %x: tensor<4x8xf32>, param %w: tensor<8xf32>) -> (y: tensor<4x8xf32>) {
+  %y = mithril.custom_call %x, %w {callee = "scale", grad_callee = "scale_grad"} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  mithril.output %y : tensor<4x8xf32>
+}

@@ -414,3 +414,48 @@ mithril.model @random_dynamic(data %k: tensor<i64>) -> (z: tensor<?xf32>) {
   %0 = mithril.random_normal %k {shape = array<i64: -9223372036854775808>, element_type = f32} : (tensor<i64>) -> tensor<?xf32>
   mithril.output %0 : tensor<?xf32>
 }
+
+// -----
+
+mithril.model @custom_call_name(data %x: tensor<4xf32>) -> (y: tensor<4xf32>) {
+  // expected-error @+2 {{'mithril.custom_call' callee 'my op' is not a C function name}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.custom_call %x {callee = "my op"} : (tensor<4xf32>) -> tensor<4xf32>
+  mithril.output %0 : tensor<4xf32>
+}
+
+// -----
+
+mithril.model @custom_call_pairs(data %x: tensor<4xf32>) -> (y: tensor<4xf32>) {
+  // expected-error @+2 {{'mithril.custom_call' @f result_shape must hold (operand, dim) or (-1, size) pairs, got 3 numbers}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.custom_call %x {callee = "f", result_shape = array<i64: 0, 0, 1>} : (tensor<4xf32>) -> tensor<4xf32>
+  mithril.output %0 : tensor<4xf32>
+}
+
+// -----
+
+mithril.model @custom_call_dim(data %x: tensor<4xf32>) -> (y: tensor<4xf32>) {
+  // expected-error @+2 {{'mithril.custom_call' @f result dimension 0 refers to dimension 1 of operand 0, terminal 'x' (4)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.custom_call %x {callee = "f", result_shape = array<i64: 0, 1>} : (tensor<4xf32>) -> tensor<4xf32>
+  mithril.output %0 : tensor<4xf32>
+}
+
+// -----
+
+mithril.model @custom_call_operand(data %x: tensor<4xf32>) -> (y: tensor<4xf32>) {
+  // expected-error @+2 {{'mithril.custom_call' @f takes the shape of operand 2, but it has 1 operands}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.custom_call %x {callee = "f", shape_of = 2} : (tensor<4xf32>) -> tensor<4xf32>
+  mithril.output %0 : tensor<4xf32>
+}
+
+// -----
+
+mithril.model @custom_call_result(data %x: tensor<4xf32>) -> (y: tensor<5xf32>) {
+  // expected-error @+2 {{'mithril.custom_call' op inferred type(s) 'tensor<4xf32>' are incompatible with return type(s) of operation 'tensor<5xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = mithril.custom_call %x {callee = "f"} : (tensor<4xf32>) -> tensor<5xf32>
+  mithril.output %0 : tensor<5xf32>
+}

@@ -269,3 +269,16 @@ mithril.model @linalg(data %a: tensor<4x4xf64>, data %b: tensor<4x2xf64>) -> (x:
   %5 = mithril.tril %a {diagonal = -1 : i64} : (tensor<4x4xf64>) -> tensor<4x4xf64>
   mithril.output %2 : tensor<4x2xf64>
 }
+
+// CHECK-LABEL: mithril.model @custom_call
+// CHECK-NEXT: %[[S:[0-9]+]] = custom_call %x {callee = "swish", grad_callee = "swish_grad"} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT: %{{[0-9]+}} = custom_call %x, %v {callee = "outer", result_shape = array<i64: 0, 0, -1, 3>} : (tensor<4x8xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+// CHECK-NEXT: %{{[0-9]+}} = custom_call %x, %v, %[[S]], %x {callee = "swish_grad", index = 1 : i64, shape_of = 1 : i64} : (tensor<4x8xf32>, tensor<3xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<3xf32>
+// CHECK-NEXT: %{{[0-9]+}} = custom_call %x {callee = "count", element_type = i64, result_shape = array<i64: -1, 1>} : (tensor<4x8xf32>) -> tensor<1xi64>
+mithril.model @custom_call(data %x: tensor<4x8xf32>, data %v: tensor<3xf32>) -> (y: tensor<4x8xf32>) {
+  %0 = mithril.custom_call %x {callee = "swish", grad_callee = "swish_grad"} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %1 = mithril.custom_call %x, %v {callee = "outer", result_shape = array<i64: 0, 0, -1, 3>} : (tensor<4x8xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  %2 = mithril.custom_call %x, %v, %0, %x {callee = "swish_grad", index = 1 : i64, shape_of = 1 : i64} : (tensor<4x8xf32>, tensor<3xf32>, tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<3xf32>
+  %3 = mithril.custom_call %x {callee = "count", element_type = i64, result_shape = array<i64: -1, 1>} : (tensor<4x8xf32>) -> tensor<1xi64>
+  mithril.output %0 : tensor<4x8xf32>
+}

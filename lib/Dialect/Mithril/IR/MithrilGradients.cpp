@@ -773,3 +773,24 @@ LogicalResult CrossEntropyOp::buildGradient(GradientBuilder &g, Value grad) {
   g.accumulate(logp, g.neg(g.mul(gk, weights)));
   return success();
 }
+
+LogicalResult CustomCallOp::buildGradient(GradientBuilder &g, Value grad) {
+  // Operand i's adjoint is the gradient function's answer for index i, from
+  // the operands, the result and the result's adjoint.
+  SmallVector<Value> operands(getOperands());
+  operands.push_back(getResult());
+  operands.push_back(grad);
+  for (auto [i, operand] : llvm::enumerate(getOperands())) {
+    if (!g.isActive(operand))
+      continue;
+    if (!getGradCallee())
+      return emitOpError("@") << getCallee() << " has no gradient function, and its operand " << i
+                              << " is differentiated: register one with the primitive";
+    auto call = CustomCallOp::create(
+        g.b, g.loc, operand.getType(), operands, g.b.getStringAttr(*getGradCallee()),
+        /*grad_callee=*/nullptr, /*result_shape=*/nullptr, g.b.getI64IntegerAttr(i),
+        /*element_type=*/nullptr, g.b.getI64IntegerAttr(i));
+    g.accumulate(operand, call.getResult());
+  }
+  return success();
+}

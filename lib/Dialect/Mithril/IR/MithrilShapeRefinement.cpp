@@ -99,6 +99,26 @@ LogicalResult MatmulOp::refineOperandShapes(ShapeRefiner &refiner) {
   return success();
 }
 
+LogicalResult CustomCallOp::refineOperandShapes(ShapeRefiner &refiner) {
+  // The result's sizes are the operand dimensions its shape rule names.
+  Value result = getResult();
+  if (std::optional<ArrayRef<int64_t>> spec = getResultShape()) {
+    for (size_t i = 0; i + 1 < spec->size(); i += 2)
+      if ((*spec)[i] >= 0 && (*spec)[i] < int64_t(getOperands().size()) &&
+          failed(refiner.refine(getOperands()[(*spec)[i]], (*spec)[i + 1],
+                                ShapeRefiner::dimOf(result, i / 2))))
+        return failure();
+    return success();
+  }
+  int64_t like = getShapeOf();
+  if (like < 0 || like >= int64_t(getOperands().size()))
+    return success();
+  for (int64_t d = 0, e = cast<RankedTensorType>(result.getType()).getRank(); d < e; ++d)
+    if (failed(refiner.refine(getOperands()[like], d, ShapeRefiner::dimOf(result, d))))
+      return failure();
+  return success();
+}
+
 LogicalResult TriangularSolveOp::refineOperandShapes(ShapeRefiner &refiner) {
   auto dimOf = ShapeRefiner::dimOf;
   Value matrix = getMatrix(), rhs = getRhs(), result = getResult();

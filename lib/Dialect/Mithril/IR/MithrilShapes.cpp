@@ -17,6 +17,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -365,6 +366,60 @@ LogicalResult TsnePJointOp::inferReturnTypes(MLIRContext *, std::optional<Locati
                   describeWithShape(v));
   }
   types.push_back(RankedTensorType::get({*n, *n}, element));
+  return success();
+}
+
+LogicalResult CustomCallOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                             Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  StringRef callee = adaptor.getCallee();
+  auto isCIdentifier = [](StringRef name) {
+    return !name.empty() && !llvm::isDigit(name.front()) &&
+           llvm::all_of(name, [](char c) { return llvm::isAlnum(c) || c == '_'; });
+  };
+  for (std::optional<StringRef> name : {std::optional<StringRef>(callee), adaptor.getGradCallee()})
+    if (name && !isCIdentifier(*name))
+      return fail(loc, "'mithril.custom_call' callee '", *name, "' is not a C function name");
+  ValueRange operands = adaptor.getOperands();
+  int64_t count = operands.size();
+  std::optional<Type> element = adaptor.getElementType();
+  if (std::optional<ArrayRef<int64_t>> spec = adaptor.getResultShape()) {
+    if (spec->size() % 2 != 0)
+      return fail(loc, "'mithril.custom_call' @", callee,
+                  " result_shape must hold (operand, dim) or (-1, size) pairs, got ", spec->size(),
+                  " numbers");
+    SmallVector<int64_t> shape;
+    for (size_t i = 0; i < spec->size(); i += 2) {
+      int64_t operand = (*spec)[i], dim = (*spec)[i + 1];
+      if (operand == -1) {
+        if (dim < 0)
+          return fail(loc, "'mithril.custom_call' @", callee, " result dimension ", i / 2,
+                      " has the negative size ", dim);
+        shape.push_back(dim);
+        continue;
+      }
+      if (operand < 0 || operand >= count)
+        return fail(loc, "'mithril.custom_call' @", callee, " result dimension ", i / 2,
+                    " refers to operand ", operand, " of ", count);
+      RankedTensorType t = getRanked(operands[operand]);
+      if (dim < 0 || dim >= t.getRank())
+        return fail(loc, "'mithril.custom_call' @", callee, " result dimension ", i / 2,
+                    " refers to dimension ", dim, " of operand ", operand, ", ",
+                    describeWithShape(operands[operand]));
+      shape.push_back(t.getDimSize(dim));
+    }
+    if (!element && count == 0)
+      return fail(loc, "'mithril.custom_call' @", callee,
+                  " has no operand to take its element type from: give element_type");
+    types.push_back(
+        RankedTensorType::get(shape, element ? *element : getRanked(operands[0]).getElementType()));
+    return success();
+  }
+  int64_t like = adaptor.getShapeOf();
+  if (like < 0 || like >= count)
+    return fail(loc, "'mithril.custom_call' @", callee, " takes the shape of operand ", like,
+                ", but it has ", count, " operands");
+  RankedTensorType t = getRanked(operands[like]);
+  types.push_back(RankedTensorType::get(t.getShape(), element ? *element : t.getElementType()));
   return success();
 }
 

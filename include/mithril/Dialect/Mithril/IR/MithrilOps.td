@@ -581,6 +581,50 @@ def Mithril_TsnePJointOp : Mithril_TensorOp<"tsne_p_joint"> {
   let results = (outs RankedTensorOf<[F32, F64]>:$result);
 }
 
+def Mithril_CustomCallOp : Mithril_TensorOp<"custom_call",
+    [Mithril_Differentiable, Mithril_RefinesOperandShapes]> {
+  let summary = "A user's primitive: a C function of the operands";
+  let description = [{
+    Calls the C function `callee` (a symbol of the process or of a shared
+    library given to the compiler) with the operands and a fresh result
+    buffer, as an array of tensor records (docs/custom-primitives.md,
+    `include/mithril/Runtime/CustomCall.h`):
+
+    ```c
+    typedef struct { void *data; int64_t rank; const int64_t *sizes; } MithrilTensor;
+    void callee(const MithrilTensor *tensors, int64_t count);           // operands, result
+    void grad_callee(const MithrilTensor *tensors, int64_t count, int64_t index);
+    ```
+
+    Each record's data is dense and row-major. With `index`, the call is the
+    gradient of another custom call: `index` is passed as the third argument.
+
+    The result's shape rule: `result_shape` lists, for each result dimension,
+    a pair `(operand, dim)` (the size of that operand dimension) or
+    `(-1, size)` (a fixed size); without it, the result has the shape of
+    operand `shape_of` (0 by default). Its element type is `element_type`,
+    or that operand's (operand 0 with `result_shape`).
+
+    `grad_callee` makes the op differentiable: operand i's adjoint is
+    `custom_call @grad_callee(operands..., result, result_adjoint)` with
+    `index = i` and operand i's shape. Without it, differentiating through
+    the op is an error naming the callee. The call is taken as pure: the
+    function reads its operands, writes its result, and nothing else.
+
+    ```mlir
+    %y = mithril.custom_call %x {callee = "swish", grad_callee = "swish_grad"} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    %z = mithril.custom_call %a, %b {callee = "outer", result_shape = array<i64: 0, 0, 1, 0>} : (tensor<4xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$operands, StrAttr:$callee,
+                       OptionalAttr<StrAttr>:$grad_callee,
+                       OptionalAttr<DenseI64ArrayAttr>:$result_shape,
+                       DefaultValuedAttr<I64Attr, "0">:$shape_of,
+                       OptionalAttr<TypeAttr>:$element_type,
+                       OptionalAttr<I64Attr>:$index);
+  let results = (outs AnyRankedTensor:$result);
+}
+
 def Mithril_TriangularSolveOp : Mithril_TensorOp<"triangular_solve",
     [Mithril_Differentiable, Mithril_RefinesOperandShapes, Mithril_BatchParallel]> {
   let summary = "X with op(A) X = B, for a triangular A";
