@@ -271,3 +271,28 @@ def test_mithril_run_loads_the_library(library, tmp_path):
                              capture_output=True, text=True)
     assert missing.returncode != 0
     assert "no C function 'swish'" in missing.stderr and "--shared-lib" in missing.stderr
+
+
+def test_a_composition_is_a_primitive_with_derived_shapes_and_gradients():
+    # docs/custom-primitives.md's first way: a Model of existing ops.
+    from mithril.models import Multiply, Sigmoid
+
+    class Swish(Model):
+        def __init__(self, name=None):
+            super().__init__(name=name)
+            self |= Sigmoid()(input="input", output="gate")
+            self |= Multiply()(left="input", right="gate", output=IOKey("output"))
+            self.set_cin("input")
+            self.set_cout("output")
+
+    model = Model()
+    model |= Linear(4)(input="input", output="hidden")
+    model += Swish()(input="hidden", output=IOKey("act"))
+    model += Sum()(input="act", output=IOKey("output"))
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={"input": [3, 5]})
+    params = pm.randomize_params(seed=1)
+    x = np.random.default_rng(0).standard_normal((3, 5))
+    outputs, grads = pm.evaluate(params, {"input": x}, output_gradients={"output": np.array(1.0)})
+    y, h, s = numpy_swish(params, x)
+    np.testing.assert_allclose(outputs["act"], y, rtol=1e-14)
+    np.testing.assert_allclose(grads["linear_0.weight"], (s + h * s * (1 - s)).T @ x, rtol=1e-12)
