@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs the build into a staging prefix, builds examples/downstream-opt
 # against the installed CMake package, and runs it on a model: the dialect
-# must parse, flatten and infer shapes outside this repository.
+# must parse, flatten and infer shapes outside this repository. Then
+# `pip install .` into a virtual environment (offline: no build isolation,
+# the system's setuptools) gives a `mithril` that compiles and runs a model
+# with no PYTHONPATH.
 set -euo pipefail
 BUILD=$(cd "${1:-build}" && pwd)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,3 +21,29 @@ echo "$out"
 echo "$out" | grep -q 'param %fc.weight: tensor<16x8xf32>' || {
   echo "downstream-opt did not flatten and infer shapes as expected" >&2; exit 1; }
 echo "downstream consumer: loaded the dialect from $PREFIX"
+
+VENV="$BUILD/install-check/venv"
+rm -rf "$VENV"
+/usr/bin/python3 -m venv --system-site-packages "$VENV"
+MITHRIL_BUILD_DIR="$BUILD" "$VENV/bin/pip" install --no-build-isolation --no-deps "$ROOT" \
+  >> "$BUILD/install-check.log" 2>&1 || {
+  echo "pip install . failed (see $BUILD/install-check.log)" >&2; exit 1; }
+(cd "$BUILD/install-check" && env -u PYTHONPATH "$VENV/bin/python" - <<'PY'
+import numpy as np
+
+import mithril as ml
+from mithril.models import Linear, Model
+
+assert "/install-check/venv/" in ml.__file__, ml.__file__
+model = Model()
+model |= Linear(3)(input="input", output="output")
+pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={"input": [2, 4]})
+params = pm.randomize_params()
+x = np.arange(8.0).reshape(2, 4)
+want = x @ params["linear_0.weight"].T + params["linear_0.bias"]
+np.testing.assert_allclose(pm.evaluate(params, {"input": x})["output"], want, rtol=1e-14)
+import os
+assert os.path.exists(os.path.join(ml.get_include(), "mithril", "Runtime", "CustomCall.h"))
+print("pip install .: mithril from", ml.__file__, "compiles and runs a model")
+PY
+)

@@ -14,6 +14,8 @@ packages=(
   zlib1g-dev libgtest-dev
   # Python package and its tests; torch is the numeric oracle.
   python3 python3-dev python3-numpy python3-pybind11 pybind11-dev python3-pytest python3-torch
+  # `pip install .` (checked by make check-install): a venv, pip and setuptools.
+  python3-venv python3-pip python3-setuptools python3-wheel
   # The digits data set of the training example.
   python3-sklearn
   # Data parallelism (device_mesh): MPI, and the tests' mpirun.

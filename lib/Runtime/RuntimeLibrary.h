@@ -8,10 +8,13 @@
 #ifndef MITHRIL_LIB_RUNTIME_RUNTIMELIBRARY_H
 #define MITHRIL_LIB_RUNTIME_RUNTIMELIBRARY_H
 
+#include "llvm/ADT/SmallString.h"
 #include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 
 #include <cstdlib>
+#include <dlfcn.h>
 #include <initializer_list>
 #include <string>
 
@@ -19,7 +22,9 @@ namespace mithril::runtime {
 
 /// Where an optional runtime library (CUDA, MPI) is: the path in the
 /// environment variable `override` if set, else the first of `candidates`
-/// (the build tree's, then the installed one) that exists; empty if none.
+/// (the build tree's, then the installed one) that exists, else a library of
+/// the same name next to the code calling this (the Python extension of a
+/// `pip install`ed package carries them); empty if none.
 inline std::string findRuntimeLibrary(const char *override,
                                       std::initializer_list<const char *> candidates) {
   if (const char *env = std::getenv(override); env && *env)
@@ -27,6 +32,14 @@ inline std::string findRuntimeLibrary(const char *override,
   for (const char *candidate : candidates)
     if (llvm::sys::fs::exists(candidate))
       return candidate;
+  Dl_info self;
+  if (candidates.size() && dladdr(reinterpret_cast<void *>(&findRuntimeLibrary), &self) &&
+      self.dli_fname) {
+    llvm::SmallString<256> beside(llvm::sys::path::parent_path(self.dli_fname));
+    llvm::sys::path::append(beside, llvm::sys::path::filename(*candidates.begin()));
+    if (llvm::sys::fs::exists(beside))
+      return std::string(beside);
+  }
   return "";
 }
 

@@ -48,6 +48,20 @@ __all__ = [
     "Model", "Optimizer", "OutOfMemoryError", "PhysicalModel", "SGD", "Adam", "ShapeError",
     "compile", "float32", "Trainer", "Loss", "profile", "CrossEntropyLoss", "MSELoss", "BCEWithLogitsLoss",
     "float64", "TBD", "Tensor", "float16", "bfloat16", "int8", "uint8", "int16", "int32", "int64", "Dtype", "types",
-    "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats",
+    "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats", "get_include",
 ]
 __version__ = "0.1.0"
+
+
+def get_include() -> str:
+    """The directory of the C headers users' code includes
+    (`mithril/Runtime/CustomCall.h` for custom primitives): the package's
+    own copy when installed with pip, else the source tree's."""
+    from pathlib import Path
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "include", here.parents[1] / "include",
+                      here.parents[2] / "include"):
+        if (candidate / "mithril" / "Runtime" / "CustomCall.h").exists():
+            return str(candidate)
+    raise MithrilError("the mithril C headers are not installed with this package")
+

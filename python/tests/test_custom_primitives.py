@@ -7,7 +7,6 @@ against numpy and finite differences, from Python and from mithril-run."""
 import ctypes
 import shutil
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,7 +16,7 @@ from mithril import IOKey
 from mithril.framework.physical import PhysicalModel
 from mithril.models import CustomPrimitiveModel, Linear, Model, Sum
 
-INCLUDE = Path(__file__).resolve().parents[2] / "include"
+INCLUDE = ml.get_include()
 
 SOURCE = r"""
 #include <math.h>
