@@ -80,6 +80,31 @@ def _compiled(model) -> tuple:
     return model, _with_shape_tuples(model.inputs), model.outputs
 
 
+def _converted(value, dtype: str, what: str) -> np.ndarray:
+    """`value` in the storage of a terminal of type `dtype`: numbers convert
+    as numpy converts them, unless that loses something (complex values into
+    a real type, fractions into an integer type), and what is not a number
+    is an error naming the terminal, as the guide's "Type mismatch"."""
+    source = getattr(value, "dtype", None)
+    kind = getattr(source, "kind", None)
+    if kind is None and not hasattr(value, "detach"):
+        kind = np.asarray(value).dtype.kind
+    if kind == "c" and not dtype.startswith("complex"):
+        raise MithrilError(f"Type mismatch: {what} expects {dtype}, got complex values "
+                           f"({source or 'complex'}): take .real or abs() first")
+    try:
+        array = to_storage(value, dtype)
+    except (TypeError, ValueError) as e:
+        raise MithrilError(f"Type mismatch: {what} expects {dtype}, got "
+                           f"{source or type(value).__name__}: {e}") from None
+    if kind == "f" and array.dtype.kind in "iu":
+        original = np.asarray(value)
+        if not np.array_equal(original, array):
+            raise MithrilError(f"Type mismatch: {what} expects {dtype}, got {original.dtype} "
+                               "values that are not whole numbers")
+    return array
+
+
 class PhysicalModel:
     def __init__(self, source: str, entry: str, backend, shapes: dict, discard: list,
                  inference: bool, controls: CompileControls | None = None,
@@ -272,7 +297,7 @@ class PhysicalModel:
                     and value.flags.c_contiguous and value.shape == t.get("_shape")):
                 arrays.append(value)
                 continue
-            array = to_storage(value, t["dtype"])
+            array = _converted(value, t["dtype"], f"{what} '{t['name']}'")
             if not _fits(array.shape, t["shape"]):
                 raise MithrilError(f"{what} '{t['name']}': expected shape {list(t['shape'])}, "
                                    f"got {list(array.shape)}")

@@ -86,3 +86,28 @@ def test_tbd_is_an_unset_value():
     model |= Linear(3)(input=ml.IOKey("input", value=ml.TBD, shape=[2, 4]), output="output")
     pm = ml.compile(model, ml.MlirBackend())
     assert "input" in pm.input_keys
+
+
+def test_inputs_that_lose_values_in_conversion_are_type_mismatches():
+    # The guide's "Type mismatch: expected float32, got ..." troubleshooting:
+    # numbers convert as numpy converts them unless something is lost.
+    from mithril.models import Embedding, Linear, Model
+    model = Model()
+    model |= Linear(4)(input="input", output="output")
+    pm = ml.compile(model, ml.MlirBackend(), shapes={"input": [2, 3]})
+    params = pm.randomize_params()
+    assert pm.evaluate(params, {"input": np.ones((2, 3), np.int64)})["output"].dtype == np.float32
+    assert pm.evaluate(params, {"input": [[1, 2, 3], [4, 5, 6]]})["output"].shape == (2, 4)
+    with pytest.raises(ml.MithrilError, match="Type mismatch: input 'input' expects float32, "
+                                             "got complex values"):
+        pm.evaluate(params, {"input": np.ones((2, 3), np.complex64)})
+    with pytest.raises(ml.MithrilError, match="Type mismatch: input 'input' expects float32"):
+        pm.evaluate(params, {"input": np.array([["a"] * 3] * 2)})
+    model = Model()
+    model |= Embedding(5, 3)(input="input", output="output")
+    pm = ml.compile(model, ml.MlirBackend(), shapes={"input": [2]})
+    params = pm.randomize_params()
+    assert pm.evaluate(params, {"input": np.array([1.0, 2.0])})["output"].shape == (2, 3)
+    with pytest.raises(ml.MithrilError, match="expects int64, got float64 values that are not "
+                                             "whole numbers"):
+        pm.evaluate(params, {"input": np.array([1.5, 2.0])})
