@@ -97,7 +97,7 @@ def _converted(value, dtype: str, what: str) -> np.ndarray:
     except (TypeError, ValueError) as e:
         raise MithrilError(f"Type mismatch: {what} expects {dtype}, got "
                            f"{source or type(value).__name__}: {e}") from None
-    if kind == "f" and array.dtype.kind in "iu":
+    if kind == "f" and dtype.startswith(("int", "uint")):  # not bfloat16's uint16 storage
         original = np.asarray(value)
         if not np.array_equal(original, array):
             raise MithrilError(f"Type mismatch: {what} expects {dtype}, got {original.dtype} "
