@@ -254,6 +254,11 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     // vector code; the libm lowering, first, called fabsf and floorf once per
     // element (3,500 calls in an int8 MLP). libm takes the rest (tanh, erf,
     // ...), and log1p: the intrinsic form would compute log(1 + x).
+    // float32 exp, log, tanh, ... as vector polynomials: LLVM scalarizes
+    // them into libm calls otherwise.
+    MithrilApproximateMathOptions approximate;
+    approximate.functions = {"exp", "tanh"};
+    pm.addPass(createMithrilApproximateMath(approximate));
     ConvertMathToLLVMPassOptions mathToLLVM;
     mathToLLVM.approximateLog1p = false;
     pm.addPass(createConvertMathToLLVMPass(mathToLLVM));

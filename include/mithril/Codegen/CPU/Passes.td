@@ -145,4 +145,23 @@ def MithrilLowerScalarTransfers : Pass<"mithril-lower-scalar-transfers", "mlir::
   let dependentDialects = ["mlir::memref::MemRefDialect", "mlir::vector::VectorDialect"];
 }
 
+def MithrilApproximateMath : Pass<"mithril-approximate-math", "mlir::ModuleOp"> {
+  let summary = "float32 math functions as vector polynomials instead of libm calls";
+  let description = [{
+    LLVM has no vector form of `exp`, `log` or `tanh` without a vector math
+    library: a `math.exp` of a vector became one scalar `expf` call per
+    element (512 calls in a sigmoid's register tile). This pass rewrites the
+    float32 functions listed in `functions` into upstream's polynomial
+    approximations (range reduction and a minimax polynomial, as Eigen's),
+    which stay vector code; float64 keeps libm. Run it after bufferization,
+    before the lowering to LLVM.
+  }];
+  let options = [
+    ListOption<"functions", "functions", "std::string",
+               "The math ops to approximate (exp, expm1, log, log1p, log2, tanh, erf, ...)">
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect",
+                           "mlir::vector::VectorDialect"];
+}
+
 #endif // MITHRIL_CODEGEN_CPU_PASSES_TD

@@ -1,0 +1,24 @@
+// float32 exp and tanh become vector polynomials (no libm call per element);
+// float64 and the functions not listed stay math ops for libm.
+// RUN: mithril-opt %s --mithril-approximate-math="functions=exp,tanh" | FileCheck %s
+
+// CHECK-LABEL: func.func @f32
+// CHECK-NOT: math.exp
+// CHECK-NOT: math.tanh
+// CHECK: math.fma
+// CHECK: math.log %{{.+}} : vector<16xf32>
+func.func @f32(%x: vector<16xf32>) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>) {
+  %e = math.exp %x : vector<16xf32>
+  %t = math.tanh %x : vector<16xf32>
+  %l = math.log %x : vector<16xf32>
+  return %e, %t, %l : vector<16xf32>, vector<16xf32>, vector<16xf32>
+}
+
+// CHECK-LABEL: func.func @f64
+// CHECK: math.exp %{{.+}} : vector<8xf64>
+// CHECK: math.tanh %{{.+}} : vector<8xf64>
+func.func @f64(%x: vector<8xf64>) -> (vector<8xf64>, vector<8xf64>) {
+  %e = math.exp %x : vector<8xf64>
+  %t = math.tanh %x : vector<8xf64>
+  return %e, %t : vector<8xf64>, vector<8xf64>
+}
