@@ -69,11 +69,24 @@ FailureOr<SmallVector<Value>> ModelBuilder::addOp(StringRef opName, ValueRange o
   if (failed(infer.inferReturnTypes(getContext(), loc, op->getOperands(),
                                     op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
                                     op->getRegions(), types)) ||
-      types.size() != 1) {
+      types.empty()) {
     op->erase();
     return failure();
   }
-  op->getResult(0).setType(types[0]);
+  if (types.size() == 1) {
+    op->getResult(0).setType(types[0]);
+  } else {
+    // An op of several results (mithril.unique's values and count): made
+    // again with all of them.
+    OperationState again(loc, *info);
+    again.addOperands(op->getOperands());
+    again.addTypes(types);
+    again.propertiesAttr = op->getPropertiesAsAttribute();
+    again.addAttributes(llvm::to_vector(op->getDiscardableAttrs()));
+    Operation *full = builder.create(again);
+    op->erase();
+    op = full;
+  }
   if (failed(verify(op))) {
     op->erase();
     return failure();

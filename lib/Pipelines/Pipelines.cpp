@@ -78,6 +78,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     MithrilFlattenOptions flatten;
     flatten.entry = options.entry;
     pm.addPass(createMithrilFlatten(flatten));
+    pm.addPass(createMithrilExposeSizes());
   }
 
   if (wanted("shapes")) {

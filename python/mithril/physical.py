@@ -80,6 +80,20 @@ def _compiled(model) -> tuple:
     return model, _with_shape_tuples(model.inputs), model.outputs
 
 
+# An output whose size depends on the data (Unique's) comes with its size as
+# the output "<name>:size" (mithril-expose-sizes); evaluate returns its first
+# <name>:size elements and not the size.
+_SIZE = ":size"
+
+
+def _trim_sized(outputs: dict) -> None:
+    for key in [k for k in outputs if k.endswith(_SIZE)]:
+        size = int(outputs.pop(key))
+        name = key[:-len(_SIZE)]
+        if name in outputs:
+            outputs[name] = outputs[name][:size]
+
+
 def _converted(value, dtype: str, what: str) -> np.ndarray:
     """`value` in the storage of a terminal of type `dtype`: numbers convert
     as numpy converts them, unless that loses something (complex values into
@@ -232,7 +246,7 @@ class PhysicalModel:
 
     @property
     def output_keys(self) -> list[str]:
-        return self._names.outward_list(self._output_paths)
+        return self._names.outward_list([p for p in self._output_paths if not p.endswith(_SIZE)])
 
     @property
     def discarded_keys(self) -> list[str]:
@@ -359,6 +373,7 @@ class PhysicalModel:
                                       if not isinstance(output_gradients, Mapping)
                                       else names.inward(output_gradients, "output gradient"),
                                       None if state is None else names.inward(state, "state"))
+        _trim_sized(result[0] if isinstance(result, tuple) else result)
         if isinstance(result, tuple):
             return tuple(names.outward(r) for r in result)
         return names.outward(result)
@@ -373,6 +388,7 @@ class PhysicalModel:
         3 us for a one-op model)."""
         terminals = self._inputs + self._outputs
         if (self.backend.device != "cpu" or self._dynamic or self._dp is not None
+                or any(t["name"].endswith(_SIZE) for t in self._outputs)
                 or self._batch_range is not None or self.list_inputs or self._state_pairs
                 or any(t["dtype"] == "bfloat16" for t in terminals)):
             return False

@@ -523,9 +523,29 @@ int main(int argc, char **argv) {
     outs() << format("%zu kernels, %.3f ms in all\n", records.size(), total * 1e3);
   }
 
+  // An output whose size depends on the data (mithril.unique's values)
+  // comes with its size as "<name>:size": its first elements are shown and
+  // saved, and not the size.
+  std::vector<TerminalInfo> shown((*model)->outputs().begin(), (*model)->outputs().end());
+  for (size_t i = 0; i < shown.size(); ++i) {
+    StringRef name = shown[i].name;
+    if (!name.consume_back(":size"))
+      continue;
+    for (size_t j = 0; j < shown.size(); ++j) {
+      if (shown[j].name != name || outputArrays[j].shape().size() != 1)
+        continue;
+      int64_t size = *static_cast<const int64_t *>(outputArrays[i].data());
+      Array trimmed(shown[j].dtype, {size});
+      std::memcpy(trimmed.data(), outputArrays[j].data(), size * dtypeSize(shown[j].dtype));
+      outputArrays[j] = std::move(trimmed);
+    }
+    shown.erase(shown.begin() + i);
+    outputArrays.erase(outputArrays.begin() + i);
+    --i;
+  }
   if (printOutputs || outputFile.empty()) {
     for (size_t i = 0; i < outputArrays.size(); ++i) {
-      const TerminalInfo &t = (*model)->outputs()[i];
+      const TerminalInfo &t = shown[i];
       outs() << t.name << ": " << dtypeName(t.dtype) << " "
              << formatShape(outputArrays[i].shape()) << "\n";
       printArray(outs(), outputArrays[i]);
@@ -534,7 +554,7 @@ int main(int argc, char **argv) {
   if (!outputFile.empty()) {
     NamedArrays named;
     for (size_t i = 0; i < outputArrays.size(); ++i)
-      named.emplace_back((*model)->outputs()[i].name, std::move(outputArrays[i]));
+      named.emplace_back(shown[i].name, std::move(outputArrays[i]));
     if (Error err = writeNpz(outputFile, named))
       return fail(std::move(err));
   }

@@ -124,4 +124,5 @@ void mithril::populateMithrilToLinalgPatterns(RewritePatternSet &patterns, bool 
   populateCollectivePatterns(patterns);
   populateRandomPatterns(patterns);
   populateManifoldPatterns(patterns);
+  populateSetPatterns(patterns);
 }

@@ -200,6 +200,9 @@ void populateCollectivePatterns(mlir::RewritePatternSet &patterns);
 /// tsne_p_joint (Manifold.cpp).
 void populateManifoldPatterns(mlir::RewritePatternSet &patterns);
 
+/// mithril.unique (Sets.cpp).
+void populateSetPatterns(mlir::RewritePatternSet &patterns);
+
 } // namespace mithril::linalg_lowering
 
 #endif // MITHRIL_LIB_CONVERSION_MITHRILTOLINALG_UTILS_H

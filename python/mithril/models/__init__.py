@@ -15,7 +15,7 @@ from .manifold import (MDS, TSNE, DistanceMatrix, EncoderDistanceMatrix, MDSCore
                        TSNECore, TsnePJoint)
 from .parity import (AUC, F1, Accuracy, Clamp, EncoderDecoder, Eye, Floor, GroupNorm,
                      IsNan, LSTMCell, ManyToOne, NanToNum, OneToMany, Ones, PositionalEncoding,
-                     Pad, Precision, Recall, ScaledDotProduct, SiLU, SwapAxes, ZerosLike)
+                     Pad, Precision, Recall, ScaledDotProduct, SiLU, SwapAxes, Unique, ZerosLike)
 from .parity import (Cholesky, Eigvalsh, GaussProcessRegressionCore, GPRAlpha, GPRLoss, GPRVOuter,
                      TransposedDiagonal)
 # The original's models its example programs use (python/tests/original_examples).
@@ -43,6 +43,6 @@ __all__ = ["IOKey", "Model", "Tensor", "TBD", "Connection", "functional", "L1", 
            "SwapAxes", "Split", "Arange", "Eye", "Floor", "IsNan", "NanToNum", "Ones", "ZerosLike",
            "ManyToOne", "OneToMany", "EncoderDecoder", "Accuracy", "Precision", "Recall", "F1",
            "AUC", "Cholesky", "Eigvalsh", "GaussProcessRegressionCore", "GPRAlpha", "GPRLoss",
-           "GPRVOuter", "TransposedDiagonal"] + reference.__all__ + [
+           "GPRVOuter", "TransposedDiagonal", "Unique"] + reference.__all__ + [
     k for k, v in _p.items() if isinstance(v, type) and not k.startswith("_")
     and k not in ("Primitive", "TerminalSpec")]

@@ -63,7 +63,7 @@ from .primitives import (Absolute, Add, ArgMax, Buffer, Concat, Divide, Equal, E
                          NotEqual, PermuteTensor, Reciprocal, Reshape, Shape, Sigmoid, Slice,
                          Softmax, Sqrt, Squeeze, Subtract, Sum, Tanh, Transpose, Variance, Where)
 
-__all__ = ["Split", "Arange", "Clamp", "Eye", "Floor", "GroupNorm", "IsNan", "LSTMCell", "NanToNum",
+__all__ = ["Split", "Arange", "Clamp", "Eye", "Floor", "GroupNorm", "IsNan", "LSTMCell", "NanToNum", "Unique",
            "Ones", "PositionalEncoding", "ScaledDotProduct", "SiLU", "SwapAxes", "ZerosLike",
            "ManyToOne", "OneToMany", "EncoderDecoder", "Accuracy", "Precision", "Recall", "F1",
            "AUC", "Cholesky", "GPRAlpha", "GPRVOuter", "TransposedDiagonal", "Eigvalsh", "GPRLoss",
@@ -505,6 +505,20 @@ class IsNan(Primitive):
     def emit(self, builder, operands, path, float_dtype="float32"):
         x = operands["input"]
         return {"output": _op(builder, "not_equal", [x, x], {}, path)}
+
+
+class Unique(Primitive):
+    """numpy.unique of the input: its distinct values, sorted, as a 1-D
+    tensor (NaNs last, as one value). The dialect's `mithril.unique`. Their
+    number depends on the data, so the output can only be an output of the
+    model (the compiled code computes it at the input's size and trims it
+    when it returns); feeding it to another model is an error when compiling.
+    It has no gradient."""
+    op = "unique"
+
+    def emit(self, builder, operands, path, float_dtype="float32"):
+        values, _count = builder.add_op("unique", [operands["input"]], {}, path)
+        return {"output": values}
 
 
 class NanToNum(Primitive):

@@ -323,3 +323,22 @@ mithril.model @RandomUniform(data %k: tensor<i64>) -> (u: tensor<5xf64>) {
   %0 = mithril.random_uniform %k {shape = array<i64: 5>, element_type = f64} : (tensor<i64>) -> tensor<5xf64>
   mithril.output %0 : tensor<5xf64>
 }
+
+// unique: three generics over pairs (i, j): earlier equal elements, the
+// rank among first elements, the first element of each rank; then the count.
+// Floats compare NaN as equal to NaN and after every number.
+// CHECK-LABEL: func.func @Unique(
+// CHECK: tensor.collapse_shape
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK-DAG: arith.cmpf uno
+// CHECK-DAG: arith.cmpi ult
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK: arith.cmpf olt
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK: arith.select
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]
+// CHECK: return %{{.+}}, %{{.+}} : tensor<6xf32>, tensor<i64>
+mithril.model @Unique(data %x: tensor<2x3xf32>) -> (u: tensor<6xf32>, n: tensor<i64>) {
+  %v, %n = mithril.unique %x : (tensor<2x3xf32>) -> (tensor<6xf32>, tensor<i64>)
+  mithril.output %v, %n : tensor<6xf32>, tensor<i64>
+}

@@ -459,3 +459,12 @@ mithril.model @custom_call_result(data %x: tensor<4xf32>) -> (y: tensor<5xf32>) 
   %0 = mithril.custom_call %x {callee = "f"} : (tensor<4xf32>) -> tensor<5xf32>
   mithril.output %0 : tensor<5xf32>
 }
+
+// -----
+
+mithril.model @unique_operand(data %x: tensor<4xf32>) -> (s: tensor<f32>) {
+  // expected-error @+1 {{'mithril.unique' op values have a size that depends on the data (the number of distinct values), so they can only be an output of the model, not an operand of 'mithril.sum'}}
+  %v, %n = mithril.unique %x : (tensor<4xf32>) -> (tensor<4xf32>, tensor<i64>)
+  %s = mithril.sum %v {axes = array<i64: 0>, keepdim = false} : (tensor<4xf32>) -> tensor<f32>
+  mithril.output %s : tensor<f32>
+}

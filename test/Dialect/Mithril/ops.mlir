@@ -282,3 +282,10 @@ mithril.model @custom_call(data %x: tensor<4x8xf32>, data %v: tensor<3xf32>) -> 
   %3 = mithril.custom_call %x {callee = "count", element_type = i64, result_shape = array<i64: -1, 1>} : (tensor<4x8xf32>) -> tensor<1xi64>
   mithril.output %0 : tensor<4x8xf32>
 }
+
+// CHECK-LABEL: mithril.model @unique
+// CHECK-NEXT: %{{.+}}, %{{.+}} = unique %x : (tensor<2x3xi64>) -> (tensor<6xi64>, tensor<i64>)
+mithril.model @unique(data %x: tensor<2x3xi64>) -> (u: tensor<6xi64>) {
+  %v, %n = mithril.unique %x : (tensor<2x3xi64>) -> (tensor<6xi64>, tensor<i64>)
+  mithril.output %v : tensor<6xi64>
+}

@@ -423,6 +423,26 @@ LogicalResult CustomCallOp::inferReturnTypes(MLIRContext *, std::optional<Locati
   return success();
 }
 
+LogicalResult UniqueOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
+                                         Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  RankedTensorType in = getRanked(adaptor.getInput());
+  int64_t n = in.hasStaticShape() ? in.getNumElements() : kDyn;
+  types.push_back(RankedTensorType::get({n}, in.getElementType()));
+  types.push_back(RankedTensorType::get({}, IntegerType::get(ctx, 64)));
+  return success();
+}
+
+LogicalResult UniqueOp::verify() {
+  for (OpOperand &use : getValues().getUses()) {
+    if (isa<OutputOp>(use.getOwner()))
+      continue;
+    return emitOpError("values have a size that depends on the data (the number of distinct "
+                       "values), so they can only be an output of the model, not an operand of '")
+           << use.getOwner()->getName() << "'";
+  }
+  return success();
+}
+
 LogicalResult TriangularSolveOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                                   Adaptor adaptor, SmallVectorImpl<Type> &types) {
   Value matrix = adaptor.getMatrix(), rhs = adaptor.getRhs();

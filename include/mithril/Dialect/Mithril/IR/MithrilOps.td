@@ -625,6 +625,27 @@ def Mithril_CustomCallOp : Mithril_TensorOp<"custom_call",
   let results = (outs AnyRankedTensor:$result);
 }
 
+def Mithril_UniqueOp : Mithril_TensorOp<"unique", [Mithril_ZeroGradient]> {
+  let summary = "The distinct values of a tensor, sorted; their count";
+  let description = [{
+    `numpy.unique` of the flattened input: its distinct values in ascending
+    order (NaNs last, all NaNs one value, as numpy's `equal_nan`), as the
+    first `count` elements of `values`, which has one element per input
+    element (the rest repeat the largest value). Because the number of
+    distinct values depends on the data, `values` can only be an output of
+    the model: `mithril-expose-sizes` adds `count` as the output
+    `<name>:size`, by which the runtime trims it. Computed by comparing every
+    pair of elements (quadratic in the input's size). No gradient.
+
+    ```mlir
+    %u, %n = mithril.unique %labels : (tensor<8xi64>) -> (tensor<8xi64>, tensor<i64>)
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$values, 0DTensorOf<[I64]>:$count);
+  let hasVerifier = 1;
+}
+
 def Mithril_TriangularSolveOp : Mithril_TensorOp<"triangular_solve",
     [Mithril_Differentiable, Mithril_RefinesOperandShapes, Mithril_BatchParallel]> {
   let summary = "X with op(A) X = B, for a triangular A";

@@ -215,6 +215,17 @@ def MithrilMixedPrecision : Pass<"mithril-mixed-precision", "mlir::ModuleOp"> {
   let dependentDialects = ["mithril::MithrilDialect"];
 }
 
+def MithrilExposeSizes : Pass<"mithril-expose-sizes", "mlir::ModuleOp"> {
+  let summary = "Outputs whose size depends on the data get their size as an output";
+  let description = [{
+    A `mithril.unique` computes its distinct values into a tensor of the
+    input's size and counts them. After flattening, for each output terminal
+    `<name>` those values reach, this pass adds the count as the output
+    `<name>:size`; the runtime (Python's PhysicalModel, mithril-run) returns
+    the first `<name>:size` elements as `<name>` and no `:size` output.
+  }];
+}
+
 def MithrilQuantizeInt8 : Pass<"mithril-quantize-int8", "mlir::ModuleOp"> {
   let summary = "Int8 inference: matrix products of weights in 8-bit integers";
   let description = [{
