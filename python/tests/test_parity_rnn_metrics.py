@@ -503,3 +503,34 @@ def test_weight_rows_from_the_loss_target(backend64, rng):
     pm = ml.compile(train_model, backend64, constant_keys={
         "input": rng.standard_normal((4, 3)), "target": rng.standard_normal((4, 2))})
     assert pm.randomize_params()["weight"].shape == (2, 3)
+
+
+def test_lstm_cell_body_and_the_cell_base_class():
+    # The original's LSTMCellBody (the gate math without the output layer)
+    # and Cell, the base class of the recurrent cells; BaseKey is IOKey.
+    from mithril.models import BaseKey, Cell, IOKey, LSTMCell, LSTMCellBody, Model, RNNCell
+    assert issubclass(LSTMCell, Cell) and issubclass(RNNCell, Cell)
+    assert BaseKey is ml.IOKey
+    body = LSTMCellBody()
+    assert body.output_keys == ["cell", "hidden"]
+    model = Model()
+    model |= body(input="input", prev_hidden="prev_hidden", prev_cell="prev_cell",
+                  hidden=IOKey("hidden"), cell=IOKey("cell"))
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64),
+                    shapes={"input": [2, 1, 3], "prev_hidden": [3, 1, 4], "prev_cell": [3, 1, 4]},
+                    data_keys=["input", "prev_hidden", "prev_cell"])
+    p = pm.randomize_params(seed=0)
+    rng = np.random.default_rng(0)
+    x, h, c = (rng.standard_normal(s) for s in [(2, 1, 3), (3, 1, 4), (3, 1, 4)])
+    out = pm.evaluate(p, {"input": x, "prev_hidden": h, "prev_cell": c})
+    joint = np.concatenate([x, h[:2]], -1)
+
+    def gate(w, b, f):
+        return f(joint @ p[w].T + p[b])
+
+    sigmoid = lambda z: 1 / (1 + np.exp(-z))  # noqa: E731
+    cell = c[:2] * gate("w_f", "bias_f", sigmoid) + gate("w_i", "bias_i", sigmoid) * gate(
+        "w_c", "bias_c", np.tanh)
+    np.testing.assert_allclose(out["cell"], cell, rtol=1e-13)
+    np.testing.assert_allclose(out["hidden"], np.tanh(cell) * gate("w_o", "bias_o", sigmoid),
+                               rtol=1e-13)

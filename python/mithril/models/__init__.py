@@ -3,18 +3,20 @@
 """The model library: primitives, layers and losses with Mithril's names."""
 
 from ..framework import TBD, Connection, IOKey, Model, Tensor
+# The original's key specification of PrimitiveModel terminals: an IOKey here.
+BaseKey = IOKey
 from ..expressions import functional
 from .primitives import *  # noqa: F401,F403
 from .primitives import __dict__ as _p
 from .train import L1, L2, TrainModel
 from .layers import (MLP, AvgPool2D, BatchNorm2D, Convolution1D, Convolution2D, Layer, LayerNorm,
                      LinearSVM, LogisticRegression,
-                     Linear, MaxPool1D, MaxPool2D, PolynomialRegression, RNNCell)
+                     Linear, MaxPool1D, MaxPool2D, PolynomialRegression, RNNCell, Cell)
 from .kernels import KernelizedSVM, PolynomialKernel, QuadraticFormRegularizer, RBFKernel
 from .manifold import (MDS, TSNE, DistanceMatrix, EncoderDistanceMatrix, MDSCore, NormModifier,
                        TSNECore, TsnePJoint)
 from .parity import (AUC, F1, Accuracy, Clamp, EncoderDecoder, Eye, Floor, GroupNorm,
-                     IsNan, LSTMCell, ManyToOne, NanToNum, OneToMany, Ones, PositionalEncoding,
+                     IsNan, LSTMCell, LSTMCellBody, ManyToOne, NanToNum, OneToMany, Ones, PositionalEncoding,
                      Pad, Precision, Recall, ScaledDotProduct, SiLU, SwapAxes, Unique, ZerosLike)
 from .parity import (Cholesky, Eigvalsh, GaussProcessRegressionCore, GPRAlpha, GPRLoss, GPRVOuter,
                      TransposedDiagonal)

@@ -340,7 +340,12 @@ class MLP(Model):
             self._rename(self._cout, "output")
 
 
-class RNNCell(Model):
+class Cell(Model):
+    """The original's base class of the recurrent cells (RNNCell, LSTMCell):
+    what ManyToOne, OneToMany and EncoderDecoder take as `cell_type`."""
+
+
+class RNNCell(Cell):
     """Mithril's RNN cell. input is [N, 1, d_in]; prev_hidden is [M, 1, d_hid]
     with M >= N (a batch sorted by length that shrinks over time): the cell
     updates the first N rows.

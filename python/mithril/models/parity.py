@@ -57,13 +57,13 @@ from .. import static
 from ..errors import MithrilError
 from ..framework import TBD, Connection, IOKey, Model, Primitive, Tensor, _fresh_copy
 from ._compose import Composer
-from .layers import Linear, _param
+from .layers import Cell, Linear, _param
 from .primitives import (Absolute, Add, ArgMax, Buffer, Concat, Divide, Equal, EyeLike, Greater,
                          Less, Log, LogicalAnd, LogicalNot, MatrixMultiply, Max, Mean, Multiply,
                          NotEqual, PermuteTensor, Reciprocal, Reshape, Shape, Sigmoid, Slice,
                          Softmax, Sqrt, Squeeze, Subtract, Sum, Tanh, Transpose, Variance, Where)
 
-__all__ = ["Split", "Arange", "Clamp", "Eye", "Floor", "GroupNorm", "IsNan", "LSTMCell", "NanToNum", "Unique",
+__all__ = ["Split", "Arange", "Clamp", "Eye", "Floor", "GroupNorm", "IsNan", "LSTMCell", "LSTMCellBody", "NanToNum", "Unique",
            "Ones", "PositionalEncoding", "ScaledDotProduct", "SiLU", "SwapAxes", "ZerosLike",
            "ManyToOne", "OneToMany", "EncoderDecoder", "Accuracy", "Precision", "Recall", "F1",
            "AUC", "Cholesky", "GPRAlpha", "GPRVOuter", "TransposedDiagonal", "Eigvalsh", "GPRLoss",
@@ -390,7 +390,43 @@ class PositionalEncoding(Model):
         c.finish("input")
 
 
-class LSTMCell(Model):
+def _lstm_gates(c: Composer) -> None:
+    """The LSTM cell's gate math into `c`'s model: cell and hidden from
+    input, prev_hidden, prev_cell and the gates' weights (LSTMCellBody)."""
+    previous_hidden = c(_Rows("head"), input="prev_hidden", like="input")
+    previous_cell = c(_Rows("head"), input="prev_cell", like="input")
+    joint = c(Concat(n=2, axis=-1), input1="input", input2=previous_hidden)
+
+    def gate(weight: str, bias: str, activation) -> str:
+        return c(activation, input=c(Linear(), input=joint, weight=weight, bias=bias))
+
+    forget = gate("w_f", "bias_f", Sigmoid())
+    admit = gate("w_i", "bias_i", Sigmoid())
+    candidate = gate("w_c", "bias_c", Tanh())
+    output_gate = gate("w_o", "bias_o", Sigmoid())
+    c(Add(), left=c(Multiply(), left=previous_cell, right=forget),
+      right=c(Multiply(), left=admit, right=candidate), output="cell")
+    c(Multiply(), left=c(Tanh(), input="cell"), right=output_gate, output="hidden")
+
+
+class LSTMCellBody(Model):
+    """The gate math of Mithril's LSTM cell (LSTMCell without its output
+    layer and the ended rows): from input [N, 1, d_in] and the first N rows
+    of prev_hidden and prev_cell,
+
+        x = concat([input, prev_hidden[:N]], axis=-1)
+        f = sigmoid(x @ w_f.T + bias_f)    i = sigmoid(x @ w_i.T + bias_i)
+        c = tanh(x @ w_c.T + bias_c)       o = sigmoid(x @ w_o.T + bias_o)
+        cell = prev_cell[:N] * f + i * c   hidden = tanh(cell) * o"""
+
+    def __init__(self, name=None) -> None:
+        super().__init__(name)
+        c = Composer(self)
+        _lstm_gates(c)
+        c.finish("input", "hidden")
+
+
+class LSTMCell(Cell):
     """Mithril's LSTM cell. input is [N, 1, d_in]; prev_hidden and prev_cell
     are [M, 1, d_hid] with M >= N (a batch sorted by length that shrinks
     over time): the cell updates their first N rows.
@@ -408,20 +444,7 @@ class LSTMCell(Model):
     def __init__(self, name=None) -> None:
         super().__init__(name)
         c = Composer(self)
-        previous_hidden = c(_Rows("head"), input="prev_hidden", like="input")
-        previous_cell = c(_Rows("head"), input="prev_cell", like="input")
-        joint = c(Concat(n=2, axis=-1), input1="input", input2=previous_hidden)
-
-        def gate(weight: str, bias: str, activation) -> str:
-            return c(activation, input=c(Linear(), input=joint, weight=weight, bias=bias))
-
-        forget = gate("w_f", "bias_f", Sigmoid())
-        admit = gate("w_i", "bias_i", Sigmoid())
-        candidate = gate("w_c", "bias_c", Tanh())
-        output_gate = gate("w_o", "bias_o", Sigmoid())
-        c(Add(), left=c(Multiply(), left=previous_cell, right=forget),
-          right=c(Multiply(), left=admit, right=candidate), output="cell")
-        c(Multiply(), left=c(Tanh(), input="cell"), right=output_gate, output="hidden")
+        _lstm_gates(c)
         c(_Rows("tail"), input="prev_hidden", like="input", output="hidden_compl")
         c(Linear(), input="hidden", weight="w_out", bias="bias_out", output="output")
         c.finish("input")
