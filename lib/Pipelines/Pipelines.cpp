@@ -257,9 +257,11 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     // ...), and log1p: the intrinsic form would compute log(1 + x).
     // float32 exp, log, tanh, ... as vector polynomials: LLVM scalarizes
     // them into libm calls otherwise.
-    MithrilApproximateMathOptions approximate;
-    approximate.functions = {"exp", "tanh"};
-    pm.addPass(createMithrilApproximateMath(approximate));
+    if (options.approximateMath) {
+      MithrilApproximateMathOptions approximate;
+      approximate.functions = {"exp", "tanh"};
+      pm.addPass(createMithrilApproximateMath(approximate));
+    }
     ConvertMathToLLVMPassOptions mathToLLVM;
     mathToLLVM.approximateLog1p = false;
     pm.addPass(createConvertMathToLLVMPass(mathToLLVM));

@@ -130,7 +130,7 @@ std::string CompileCache::key(StringRef source, const CompileOptions &options) c
   add(std::to_string(resolvedThreads(options)) + ":" + std::to_string(options.optLevel));
   add(std::to_string(options.fold) + std::to_string(options.cse) + std::to_string(options.dce) +
       std::to_string(options.fusion) + std::to_string(options.schedule) +
-      std::to_string(options.memoryPlanning));
+      std::to_string(options.memoryPlanning) + std::to_string(options.approximateMath));
   std::array<uint8_t, 32> digest = hash.final();
   return llvm::toHex(digest, /*LowerCase=*/true).substr(0, 40);
 }

@@ -150,7 +150,7 @@ unsigned mithril::runtime::resolvedThreads(const CompileOptions &options) {
 
 static constexpr StringRef kOptimizationNames[] = {
     "constant_folding", "common_subexpression", "dead_code_elimination", "fusion",
-    "operator_fusion",  "vectorization",        "memory_planning"};
+    "operator_fusion",  "vectorization",        "memory_planning",       "approximate_math"};
 
 ArrayRef<StringRef> mithril::runtime::optimizationNames() { return kOptimizationNames; }
 
@@ -163,6 +163,7 @@ llvm::Error mithril::runtime::setOptimization(CompileOptions &options, StringRef
                    .Cases({"fusion", "operator_fusion"}, &options.fusion)
                    .Case("vectorization", &options.schedule)
                    .Case("memory_planning", &options.memoryPlanning)
+                   .Case("approximate_math", &options.approximateMath)
                    .Default(nullptr);
   if (!flag)
     return makeError("unknown optimization '" + name + "' (known: " +
@@ -181,7 +182,7 @@ llvm::Error mithril::runtime::setOptimizationLevel(CompileOptions &options, Stri
   if (rank < 0)
     return makeError("unknown optimization level '" + level + "' (known: none, low, medium, high)");
   options.fold = options.cse = options.dce = options.memoryPlanning = rank >= 1;
-  options.fusion = options.schedule = rank >= 2;
+  options.fusion = options.schedule = options.approximateMath = rank >= 2;
   options.optLevel = static_cast<unsigned>(rank);
   return llvm::Error::success();
 }

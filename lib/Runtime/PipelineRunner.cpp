@@ -97,7 +97,8 @@ std::string mithril::runtime::detail::pipelineOptions(const CompileOptions &opti
                          {"dce", options.dce},
                          {"fusion", options.fusion},
                          {"schedule", options.schedule},
-                         {"memory-planning", options.memoryPlanning}})
+                         {"memory-planning", options.memoryPlanning},
+                         {"approximate-math", options.approximateMath}})
     if (!on)
       add(key, "false");
   if (stopAfter != "llvm")
@@ -136,6 +137,7 @@ llvm::Error mithril::runtime::detail::runPipeline(ModuleOp module, const Compile
     pipelineOpts.dce = options.dce;
     pipelineOpts.fusion = options.fusion;
     pipelineOpts.memoryPlanning = options.memoryPlanning;
+    pipelineOpts.approximateMath = options.approximateMath;
     pipelineOpts.schedule = options.schedule;
     pipelineOpts.profile = options.profile;
     pipelineOpts.profileFirstId = options.profileFirstId;

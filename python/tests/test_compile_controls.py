@@ -259,3 +259,18 @@ def test_jit_options_map_or_warn():
     pm = ml.compile(mlp(), ml.MlirBackend(), shapes={"input": [2, 7]}, target_hardware="cpu",
                     optimize_for="throughput", inference=True, static_inference=True)
     assert pm.inference
+
+
+def test_approximate_math_switches_vector_exp():
+    # The chain's exp and sigmoid: vector polynomials by default (more LLVM
+    # ops: the range reduction and the polynomial, inline), a libm call per
+    # element without; the numbers agree to a few ulps.
+    shapes = {"input": [64, 64]}
+    pms = {on: ml.compile(chain(), ml.MlirBackend(), shapes=shapes,
+                          optimizations={"approximate_math": on}) for on in (True, False)}
+    assert stage_ops(pms[True])["llvm"] > stage_ops(pms[False])["llvm"]
+    x = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
+    want = (1 / (1 + np.exp(-np.exp(np.maximum(x, 0).astype(np.float64))))).sum(axis=1)
+    for pm in pms.values():
+        np.testing.assert_allclose(pm(x), want, rtol=1e-5)
+    np.testing.assert_allclose(pms[True](x), pms[False](x), rtol=2e-6)

@@ -177,7 +177,8 @@ static cl::list<std::string> sharedLibraries(
 static cl::list<std::string> disabledOptimizations(
     "disable",
     cl::desc("Optimizations to switch off: constant_folding, common_subexpression, "
-             "dead_code_elimination, fusion, vectorization, memory_planning (comma-separated)"),
+             "dead_code_elimination, fusion, vectorization, memory_planning, approximate_math "
+             "(comma-separated)"),
     cl::CommaSeparated, cl::cat(category));
 
 /// The --optimization-level, --disable, -O and --precision flags applied to

@@ -165,6 +165,11 @@ struct CpuPipelineOptions : public ModelPipelineOptions<CpuPipelineOptions> {
                      "use) instead of at the end of the function, so that temporaries whose "
                      "lifetimes do not overlap share memory"),
       llvm::cl::init(true)};
+  Option<bool> approximateMath{
+      *this, "approximate-math",
+      llvm::cl::desc("Compute float32 exp and tanh as vector polynomials (mithril-approximate-"
+                     "math, a few ulps from libm's) instead of one libm call per element"),
+      llvm::cl::init(true)};
   Option<bool> gpuTilesOnHost{
       *this, "gpu-tiles-on-host",
       llvm::cl::desc("Tile contractions as mithril-gpu-pipeline does (shared-memory tiles in "
