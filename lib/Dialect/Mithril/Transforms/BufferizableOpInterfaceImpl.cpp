@@ -12,9 +12,10 @@
 //   void callee(const MithrilTensor *tensors, int64_t count[, int64_t index]);
 //
 // The records are the operands' buffers, then a fresh result buffer; each is
-// dense and row-major (an operand in a strided view is copied first). The
-// records and their sizes live in one stack array of i64: 3 words per
-// tensor, then every tensor's sizes.
+// dense and row-major (an operand in a strided view is copied first). A
+// private wrapper function takes the buffers, so that buffer deallocation
+// keeps them until the call returns, and writes the records into one stack
+// array of i64: 3 words per tensor, then every tensor's sizes.
 //
 //===----------------------------------------------------------------------===//
 
