@@ -255,11 +255,12 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     // vector code; the libm lowering, first, called fabsf and floorf once per
     // element (3,500 calls in an int8 MLP). libm takes the rest (tanh, erf,
     // ...), and log1p: the intrinsic form would compute log(1 + x).
-    // float32 exp, log, tanh, ... as vector polynomials: LLVM scalarizes
-    // them into libm calls otherwise.
+    // float32 exp, tanh and erf as vector polynomials: LLVM scalarizes them
+    // into libm calls otherwise. Not log: upstream's polynomial loses
+    // subnormal inputs (log(1e-38) off by 2).
     if (options.approximateMath) {
       MithrilApproximateMathOptions approximate;
-      approximate.functions = {"exp", "tanh"};
+      approximate.functions = {"exp", "tanh", "erf"};
       pm.addPass(createMithrilApproximateMath(approximate));
     }
     ConvertMathToLLVMPassOptions mathToLLVM;

@@ -167,8 +167,9 @@ struct CpuPipelineOptions : public ModelPipelineOptions<CpuPipelineOptions> {
       llvm::cl::init(true)};
   Option<bool> approximateMath{
       *this, "approximate-math",
-      llvm::cl::desc("Compute float32 exp and tanh as vector polynomials (mithril-approximate-"
-                     "math, a few ulps from libm's) instead of one libm call per element"),
+      llvm::cl::desc("Compute float32 exp, tanh and erf as vector polynomials (mithril-"
+                     "approximate-math, a few ulps from libm's) instead of one libm call per "
+                     "element"),
       llvm::cl::init(true)};
   Option<bool> gpuTilesOnHost{
       *this, "gpu-tiles-on-host",
