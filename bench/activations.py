@@ -23,7 +23,7 @@ import torch  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mithril as ml  # noqa: E402
-from hostinfo import host_cpu  # noqa: E402
+from hostinfo import host_description  # noqa: E402
 from mithril.models import Gelu, IOKey, Model, Sigmoid, Softmax, Softplus, Tanh  # noqa: E402
 
 torch.set_num_threads(1)
@@ -37,7 +37,7 @@ CASES = {
     "softplus": (Softplus, torch.nn.functional.softplus, lambda x: np.logaddexp(0, x)),
     "gelu (tanh form)": (lambda: Gelu(approximate=True),
                          lambda t: torch.nn.functional.gelu(t, approximate="tanh"), None),
-    "gelu (erf: libm)": (Gelu, torch.nn.functional.gelu, None),
+    "gelu (erf)": (Gelu, torch.nn.functional.gelu, None),
 }
 
 
@@ -60,7 +60,7 @@ def main() -> None:
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32) * 3
     tx = torch.from_numpy(x)
     lines = [f"Float32 activations on [{args.rows}, {args.cols}], one thread, "
-             f"{host_cpu()}; medians of {args.blocks} interleaved blocks, in microseconds; "
+             f"{host_description()}; medians of {args.blocks} interleaved blocks, in microseconds; "
              "ratios are each one's time over ours (above 1: we are faster).", "",
              "| op | ours | ours, libm | torch | numpy | libm / ours | torch / ours | "
              "numpy / ours |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]

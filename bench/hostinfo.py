@@ -15,3 +15,28 @@ def host_cpu() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown CPU"
+
+
+def cpu_isa() -> list[str]:
+    """The vector extensions the kernels care about that this CPU has."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f
+                          if line.startswith("flags")), [])
+    except OSError:
+        flags = []
+    wanted = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16", "avx_vnni",
+              "amx_tile", "amx_bf16", "amx_int8")
+    return [f for f in wanted if f in flags]
+
+
+def host_description() -> str:
+    """The CPU's name, LLVM's name for it (what our kernels are compiled
+    for) and its vector extensions: "AMD EPYC (LLVM znver4; avx2, ...)"."""
+    llvm = "unknown"
+    try:
+        from mithril import _mithril
+        llvm = _mithril.cpu_target().get("cpu", llvm)
+    except (ImportError, AttributeError):
+        pass
+    return f"{host_cpu()} (LLVM `{llvm}`; {', '.join(cpu_isa()) or 'no AVX2'})"

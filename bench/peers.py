@@ -41,7 +41,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from hostinfo import host_cpu
+from hostinfo import cpu_isa, host_cpu
 
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -748,18 +748,6 @@ def peer_missing(peer, versions):
             "torch": [("torch",)]}[peer]
     missing = [alts[0] for alts in need if not any(a in versions for a in alts)]
     return f"not installed ({', '.join(missing)}): run scripts/bench-peers.sh" if missing else None
-
-
-def cpu_isa():
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next((line.split(":", 1)[1].split() for line in f
-                          if line.startswith("flags")), [])
-    except OSError:
-        flags = []
-    wanted = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16", "avx_vnni",
-              "amx_tile", "amx_bf16", "amx_int8")
-    return [f for f in wanted if f in flags]
 
 
 def run_all(args, cases, candidates):
