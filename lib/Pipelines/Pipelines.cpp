@@ -255,12 +255,13 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     // vector code; the libm lowering, first, called fabsf and floorf once per
     // element (3,500 calls in an int8 MLP). libm takes the rest (tanh, erf,
     // ...), and log1p: the intrinsic form would compute log(1 + x).
-    // float32 exp, tanh and erf as vector polynomials: LLVM scalarizes them
-    // into libm calls otherwise. Not log: upstream's polynomial loses
-    // subnormal inputs (log(1e-38) off by 2).
+    // float32 exp, tanh, erf and log1p as vector polynomials: LLVM
+    // scalarizes them into libm calls otherwise. Not log: upstream's
+    // polynomial loses subnormal inputs (log(1e-38) off by 2); log1p's
+    // argument 1 + x is never subnormal.
     if (options.approximateMath) {
       MithrilApproximateMathOptions approximate;
-      approximate.functions = {"exp", "tanh", "erf"};
+      approximate.functions = {"exp", "tanh", "erf", "log1p"};
       pm.addPass(createMithrilApproximateMath(approximate));
     }
     ConvertMathToLLVMPassOptions mathToLLVM;

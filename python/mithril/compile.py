@@ -77,8 +77,8 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
                     numbers, for debugging), "low", "medium" (default) or "high"
     optimizations   {name: bool} switched after the level: constant_folding,
                     common_subexpression, dead_code_elimination, fusion (operator_fusion),
-                    vectorization, memory_planning, approximate_math (float32 exp, tanh
-                    and erf as vector polynomials, on from "medium")
+                    vectorization, memory_planning, approximate_math (float32 exp, tanh,
+                    erf and log1p as vector polynomials, on from "medium")
     verbose         print each compile stage with its op counts and time
     static_shapes   True: every size is fixed when the code is compiled (a None size is an
                     error; an input shapes= leaves out is fixed by the first call, as

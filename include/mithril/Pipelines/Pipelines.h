@@ -167,7 +167,7 @@ struct CpuPipelineOptions : public ModelPipelineOptions<CpuPipelineOptions> {
       llvm::cl::init(true)};
   Option<bool> approximateMath{
       *this, "approximate-math",
-      llvm::cl::desc("Compute float32 exp, tanh and erf as vector polynomials (mithril-"
+      llvm::cl::desc("Compute float32 exp, tanh, erf and log1p as vector polynomials (mithril-"
                      "approximate-math, a few ulps from libm's) instead of one libm call per "
                      "element"),
       llvm::cl::init(true)};

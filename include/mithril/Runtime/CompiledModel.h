@@ -126,7 +126,7 @@ struct CompileOptions {
   bool fold = true, cse = true, dce = true, fusion = true, schedule = true;
   /// Temporaries freed at their last use (mithril-dealloc-at-last-use).
   bool memoryPlanning = true;
-  /// float32 exp, tanh and erf as vector polynomials (mithril-approximate-
+  /// float32 exp, tanh, erf, log1p as vector polynomials (mithril-approximate-
   /// math, a few ulps) rather than libm's, called once per element.
   bool approximateMath = true;
   /// Time each kernel (mithril-profile-kernels): profileRecords() reports
