@@ -164,3 +164,28 @@ func.func @flatten_into_matmul(%x: tensor<16x64x7x7xf32>, %w: tensor<3136x10xf32
   %y = linalg.matmul ins(%flat, %w : tensor<16x3136xf32>, tensor<3136x10xf32>) outs(%init : tensor<16x10xf32>) -> tensor<16x10xf32>
   return %y : tensor<16x10xf32>
 }
+
+// -----
+
+// A keepdim reduction's result expanded to [N, 1] stays a 2-D row
+// reduction: expanded into it, the reduction would get a unit parallel loop
+// beside the reduced one, which the CPU schedule does not take as a row
+// reduction (a 256x1024 max with keepdim ran 14x slower).
+// CHECK-LABEL: func.func @keepdim_reduction
+// CHECK: linalg.generic {indexing_maps = [#{{.+}}, #{{.+}}], iterator_types = ["parallel", "reduction"]}
+// CHECK: tensor.expand_shape %{{.+}} {{\[\[}}0, 1]] output_shape [256, 1] : tensor<256xf32> into tensor<256x1xf32>
+#in = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @keepdim_reduction(%x: tensor<256x1024xf32>) -> tensor<256x1xf32> {
+  %cst = arith.constant 0xFF800000 : f32
+  %e = tensor.empty() : tensor<256xf32>
+  %init = linalg.fill ins(%cst : f32) outs(%e : tensor<256xf32>) -> tensor<256xf32>
+  %max = linalg.generic {indexing_maps = [#in, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<256x1024xf32>) outs(%init : tensor<256xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %m = arith.maximumf %a, %acc : f32
+    linalg.yield %m : f32
+  } -> tensor<256xf32>
+  %kept = tensor.expand_shape %max [[0, 1]] output_shape [256, 1] : tensor<256xf32> into tensor<256x1xf32>
+  return %kept : tensor<256x1xf32>
+}
