@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mithril/Dialect/Mithril/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mithril/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -92,7 +93,7 @@ static std::string kernelName(Operation *op) {
 /// user's C function (mithril.custom_call, bufferized).
 static bool isKernel(Operation &op) {
   if (auto call = dyn_cast<func::CallOp>(op))
-    return call.getCallee().starts_with("__mithril_custom_call_");
+    return call.getCallee().starts_with(mithril::kCustomCallWrapperPrefix);
   return op.getNumRegions() > 0 || isa<linalg::LinalgOp, memref::CopyOp>(op);
 }
 

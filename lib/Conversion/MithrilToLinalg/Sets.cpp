@@ -26,24 +26,19 @@ using namespace mithril::linalg_lowering;
 
 namespace {
 
-/// a == b, with NaN equal to NaN (numpy's equal_nan).
-Value sameValue(OpBuilder &b, Location l, Value x, Value y) {
+/// x == y (`less` false) or x < y (`less` true) in numpy's order of unique
+/// values: NaN after every number and equal to NaN (equal_nan). For floats,
+/// the ordered comparison, or y is NaN and x is NaN (equal) or a number
+/// (less).
+Value compareNanLast(OpBuilder &b, Location l, Value x, Value y, bool less) {
   if (!isFloat(x.getType()))
-    return arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, x, y);
-  Value equal = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, x, y);
-  Value xNan = arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, x, x);
-  Value yNan = arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, y, y);
-  return arith::OrIOp::create(b, l, equal, arith::AndIOp::create(b, l, xNan, yNan));
-}
-
-/// a < b, with NaN after every number.
-Value before(OpBuilder &b, Location l, Value x, Value y) {
-  if (!isFloat(x.getType()))
-    return arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, x, y);
-  Value less = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT, x, y);
-  Value xNumber = arith::CmpFOp::create(b, l, arith::CmpFPredicate::ORD, x, x);
-  Value yNan = arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, y, y);
-  return arith::OrIOp::create(b, l, less, arith::AndIOp::create(b, l, xNumber, yNan));
+    return arith::CmpIOp::create(b, l, less ? arith::CmpIPredicate::slt : arith::CmpIPredicate::eq,
+                                 x, y);
+  using P = arith::CmpFPredicate;
+  Value ordered = arith::CmpFOp::create(b, l, less ? P::OLT : P::OEQ, x, y);
+  Value xKind = arith::CmpFOp::create(b, l, less ? P::ORD : P::UNO, x, x);
+  Value yNan = arith::CmpFOp::create(b, l, P::UNO, y, y);
+  return arith::OrIOp::create(b, l, ordered, arith::AndIOp::create(b, l, xKind, yNan));
 }
 
 /// A generic over (i parallel, j reduction) of `ins` (each read at i or at
@@ -106,7 +101,7 @@ struct UniquePattern : OpRewritePattern<UniqueOp> {
         rewriter, loc, ValueRange{x, x}, {false, true}, zeros,
         [&](OpBuilder &b, Location l, ValueRange args, Value acc, Value i, Value j) -> Value {
           Value counted =
-              arith::AndIOp::create(b, l, sameValue(b, l, args[1], args[0]),
+              arith::AndIOp::create(b, l, compareNanLast(b, l, args[1], args[0], /*less=*/false),
                                     arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, j, i));
           return arith::AddIOp::create(
               b, l, acc, arith::SelectOp::create(b, l, counted, one, zeroOf(b, l, i64)));
@@ -117,7 +112,8 @@ struct UniquePattern : OpRewritePattern<UniqueOp> {
         [&](OpBuilder &b, Location l, ValueRange args, Value acc, Value, Value) -> Value {
           Value first =
               arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, args[2], zeroOf(b, l, i64));
-          Value counted = arith::AndIOp::create(b, l, first, before(b, l, args[1], args[0]));
+          Value counted = arith::AndIOp::create(
+              b, l, first, compareNanLast(b, l, args[1], args[0], /*less=*/true));
           return arith::AddIOp::create(
               b, l, acc, arith::SelectOp::create(b, l, counted, one, zeroOf(b, l, i64)));
         });

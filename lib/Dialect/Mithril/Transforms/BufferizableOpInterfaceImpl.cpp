@@ -80,7 +80,7 @@ static FailureOr<func::FuncOp> buildWrapper(RewriterBase &rewriter, CustomCallOp
   if (failed(callee))
     return failure();
 
-  std::string base = ("__mithril_custom_call_" + call.getCallee()).str();
+  std::string base = (Twine(kCustomCallWrapperPrefix) + call.getCallee()).str();
   std::string name = base;
   for (int n = 1; SymbolTable::lookupSymbolIn(module, name); ++n)
     name = base + "_" + std::to_string(n);

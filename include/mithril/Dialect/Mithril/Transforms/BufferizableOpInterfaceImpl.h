@@ -19,6 +19,10 @@ class DialectRegistry;
 
 namespace mithril {
 void registerBufferizableOpInterfaceExternalModels(mlir::DialectRegistry &registry);
+
+/// The name prefix of the private functions through which bufferized custom
+/// calls call their C function (mithril-profile-kernels times each call).
+inline constexpr const char kCustomCallWrapperPrefix[] = "__mithril_custom_call_";
 } // namespace mithril
 
 #endif // MITHRIL_DIALECT_MITHRIL_TRANSFORMS_BUFFERIZABLEOPINTERFACEIMPL_H
