@@ -22,6 +22,7 @@
 
 #include <chrono>
 #include <csetjmp>
+#include <functional>
 #include <optional>
 #include <unordered_set>
 
@@ -91,6 +92,11 @@ llvm::Expected<TerminalInfo> describeTerminal(llvm::StringRef modelName, llvm::S
 /// The target machine code is compiled for: the host's, or `cpu`'s.
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(unsigned optLevel,
                                                                        llvm::StringRef cpu = "");
+
+/// LLVM's module optimization at `optLevel` for the target `tm`, tuned for
+/// code the MLIR pipeline has already vectorized and unrolled.
+std::function<llvm::Error(llvm::Module *)> llvmOptimizer(unsigned optLevel,
+                                                         llvm::TargetMachine *tm);
 
 /// Where a run resumes when its compiled code cannot get memory.
 struct AllocationRecovery {

@@ -11,7 +11,6 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -41,7 +40,7 @@ static Expected<std::string> emitHostCode(ModuleOp module, const CompileOptions 
   if (!tm)
     return tm.takeError();
   ExecutionEngine::setupTargetTripleAndDataLayout(llvmModule.get(), tm->get());
-  if (llvm::Error err = makeOptimizingTransformer(options.optLevel, 0, tm->get())(llvmModule.get()))
+  if (llvm::Error err = llvmOptimizer(options.optLevel, tm->get())(llvmModule.get()))
     return std::move(err);
   std::string out;
   llvm::raw_string_ostream os(out);

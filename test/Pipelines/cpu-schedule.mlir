@@ -47,3 +47,23 @@ func.func @no_steps(%a: tensor<3x0xf32>, %b: tensor<0x4xf32>) -> tensor<3x4xf32>
   %0 = linalg.matmul ins(%a, %b : tensor<3x0xf32>, tensor<0x4xf32>) outs(%z : tensor<3x4xf32>) -> tensor<3x4xf32>
   return %0 : tensor<3x4xf32>
 }
+
+// A row reduction over a few elements (a softmax's row maximum over 10
+// classes) takes whole rows, at most 128 elements per tile: 8 rows of 10,
+// not one vector of all 64 x 10 (its transpose was 640 element moves).
+// CHECK-LABEL: func.func @row_max
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c8
+// CHECK:   vector.transfer_read {{.*}} : tensor<64x10xf32>, vector<8x10xf32>
+// CHECK:   vector.multi_reduction <maximumf>, {{.*}} [1] : vector<8x10xf32> to vector<8xf32>
+// CHECK-NOT: vector<64x10xf32>
+#rows = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @row_max(%x: tensor<64x10xf32>, %init: tensor<64xf32>) -> tensor<64xf32> {
+  %0 = linalg.generic {indexing_maps = [#rows, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<64x10xf32>) outs(%init : tensor<64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.maximumf %in, %out : f32
+    linalg.yield %m : f32
+  } -> tensor<64xf32>
+  return %0 : tensor<64xf32>
+}

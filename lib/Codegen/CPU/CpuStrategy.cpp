@@ -126,6 +126,10 @@ FailureOr<StrategyOptions> cpu::strategyOptions(Operation *anchor, StringRef pas
   return options;
 }
 
+/// The most elements (outputs x window) of a small-window reduction's tile:
+/// eight 512-bit registers of f32.
+static constexpr int64_t kMaxWindowTileElements = 128;
+
 /// For an op whose trailing loops are reductions over small static windows
 /// (at most 16 elements in all) after parallel loops, the innermost parallel
 /// loop when it is short enough to stay whole in a tile (64).
@@ -184,9 +188,23 @@ static SmallVector<int64_t> defaultTile(linalg::LinalgOp op, const RegisterFile 
   if (std::optional<unsigned> columns = smallWindowColumns(op)) {
     // A reduction over small windows (a pooling, also once elementwise
     // fusion has merged its producer and dropped the pooling's kernel): a
-    // row of outputs with their whole windows per tile.
+    // row of outputs with their whole windows per tile, at most
+    // kMaxWindowTileElements in all. (A softmax's row maximum over 64 x 10
+    // whole was one vector<64x10>, transposed by 640 element moves: 1,250
+    // LLVM shuffles each, a third of an MLP training step's compile.)
     for (unsigned i = *columns; i < loops; ++i)
       sizes[i] = 0;
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    int64_t window = 1;
+    for (unsigned i = *columns + 1; i < loops; ++i)
+      window *= ranges[i];
+    int64_t outputs = ranges[*columns];
+    if (outputs * window > kMaxWindowTileElements) {
+      int64_t tile = std::max<int64_t>(1, kMaxWindowTileElements / window);
+      while (tile > 1 && outputs % tile != 0)
+        --tile;
+      sizes[*columns] = tile;
+    }
     return sizes;
   }
   if (loops >= 1)
