@@ -65,7 +65,7 @@ mithril.model @Linear(data %x: tensor<64x784xf32>, param %w: tensor<512x784xf32>
 // CHECK-NEXT: scf.for {{.*}} to %c250 step %c1 {{.*}} -> (vector<8x32xf32>)
 // CHECK: tensor.extract_slice %[[COLS]][0, 768] [1000, 224] [1, 1]
 // CHECK: tensor.extract_slice %{{.+}}[0, 992] [1000, 8] [1, 1]
-// CHECK: vector.transfer_read %arg1[%{{.+}}, %c992]{{.*}} vector<1x8xf32>
+// CHECK: vector.transfer_read %arg1[%{{.+}}, %c992]{{.*}} vector<8xf32>
 
 // A Linear layer's weight [out, in] is packed straight from its own layout,
 // 16 x 16 blocks transposed in registers (AVX-512 shuffles), and its

@@ -185,6 +185,28 @@ struct ReduceSmallWindowsWithShuffles : OpRewritePattern<vector::MultiDimReducti
   }
 };
 
+/// A column broadcast along rows (an outer product's left operand: a
+/// column of 8 against rows of 32) came out of the vectorizer as a
+/// broadcast of the column to 32 x 8 and a transpose; the transpose became
+/// a shuffle of all 256 elements (and 64 more to assemble its operand).
+/// Broadcasting the column as 8 x 1 stretches each element along its row:
+/// 8 splats.
+struct TransposedBroadcastAsStretch : OpRewritePattern<vector::TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(vector::TransposeOp op, PatternRewriter &rewriter) const override {
+    auto broadcast = op.getVector().getDefiningOp<vector::BroadcastOp>();
+    auto column = broadcast ? dyn_cast<VectorType>(broadcast.getSourceType()) : VectorType();
+    VectorType result = op.getResultVectorType();
+    if (!column || column.getRank() != 1 || column.isScalable() || result.getRank() != 2 ||
+        op.getPermutation() != ArrayRef<int64_t>{1, 0})
+      return failure();
+    auto tall = VectorType::get({column.getDimSize(0), 1}, column.getElementType());
+    Value shaped = vector::ShapeCastOp::create(rewriter, op.getLoc(), tall, broadcast.getSource());
+    rewriter.replaceOpWithNewOp<vector::BroadcastOp>(op, result, shaped);
+    return success();
+  }
+};
+
 /// A read of a window tile, [.., kh, ow, kw] of a pooling's view
 /// [.., oh, kh, ow, kw], covers each input row (ow, kw) whole: reading it
 /// through the view with the row's two dimensions merged back makes each
@@ -785,6 +807,13 @@ LogicalResult Scheduler::splitAcrossThreads(IRRewriter &rewriter, ArrayRef<linal
   return success();
 }
 
+/// A generic matmul tile (three loops, the last a reduction of one step).
+static bool isOneStepProductTile(linalg::GenericOp op) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  return linalg::isaContractionOpInterface(op) && ranges.size() == 3 && ranges[2] == 1 &&
+         op.getNumReductionLoops() == 1 && !hasKernel(op, CpuKernel::PackedMatmul);
+}
+
 /// A convolution tile reads its input at output + kernel position, which
 /// is no permutation of the loops and does not vectorize; with the unit
 /// kernel, channel and row loops dropped, it reads along the output columns
@@ -804,9 +833,26 @@ void Scheduler::dropTileUnitDims(IRRewriter &rewriter, ModuleOp module) {
     if (succeeded(generic))
       setCpuKernel(*generic, CpuKernel::Transpose);
   }
+  // A matmul tile of one reduction step (the register tile of a product
+  // too small to pack) becomes an outer product: a column of the left
+  // operand by a row of the right. Vectorized as it is, its operands were
+  // rows x columns x 1 vectors, the right one built from one extract per
+  // element (32 loads and 256 inserts for an 8 x 32 tile, each step).
+  SmallVector<linalg::MatmulOp> matmulTiles;
+  module.walk([&](linalg::MatmulOp op) {
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    if (op.hasPureTensorSemantics() && op->getParentOfType<scf::ForOp>() && ranges.size() == 3 &&
+        ranges[2] == 1 && !hasKernel(op, CpuKernel::PackedMatmul))
+      matmulTiles.push_back(op);
+  });
+  for (linalg::MatmulOp op : matmulTiles) {
+    rewriter.setInsertionPoint(op);
+    (void)linalg::generalizeNamedOp(rewriter, op);
+  }
   SmallVector<linalg::GenericOp> tiles;
   module.walk([&](linalg::GenericOp op) {
-    if ((isConvolutionTile(op) || hasKernel(op, CpuKernel::Transpose)) &&
+    if ((isConvolutionTile(op) || hasKernel(op, CpuKernel::Transpose) ||
+         isOneStepProductTile(op)) &&
         op.hasPureTensorSemantics() && op->getParentOfType<scf::ForOp>())
       tiles.push_back(op);
   });
@@ -949,8 +995,10 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     // convolution's accumulator) get the read's shape; the script then hoists
     // the pair.
     RewritePatternSet patterns(&getContext());
-    patterns.add<DropUnitDimOfTransferWrite, ReduceSmallWindowsWithShuffles,
-                 ReadWholeRowsOfExpandedTensor, SumLanesWithShuffleTree>(&getContext());
+    patterns
+        .add<DropUnitDimOfTransferWrite, ReduceSmallWindowsWithShuffles,
+             ReadWholeRowsOfExpandedTensor, SumLanesWithShuffleTree, TransposedBroadcastAsStretch>(
+            &getContext());
     // With the canonicalizations that fold slices into the transfers.
     for (Dialect *dialect : getContext().getLoadedDialects())
       dialect->getCanonicalizationPatterns(patterns);
