@@ -253,6 +253,9 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
   }
 
   if (wanted("llvm")) {
+    // Constant buffers (weights compiled in) as flat byte arrays, not nested
+    // LLVM arrays of one constant per row.
+    pm.addPass(createMithrilFlatGlobals());
     pm.addPass(createConvertBufferizationToMemRefPass());
     pm.addPass(memref::createExpandStridedMetadataPass());
     pm.addPass(createLowerAffinePass());

@@ -25,6 +25,21 @@ def MithrilStridedCopies : Pass<"mithril-strided-copies", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
+def MithrilFlatGlobals : Pass<"mithril-flat-globals", "mlir::ModuleOp"> {
+  let summary = "Store multi-dimensional constant buffers as flat arrays";
+  let description = [{
+    A `memref.global` of rank two or more (a weight compiled into the model,
+    packed into panels) lowers to a nested LLVM array: one LLVM constant per
+    innermost row, 106,000 of them for an int8 weight packed as
+    `512x13x16x4xi8`, which LLVM translates, uniques and emits one by one
+    (most of an int8 MLP's compile). This pass gives each such global of a
+    static, identity-layout type the flat type of its elements
+    (`memref<425984xi8>`, one byte array in LLVM) and reads it through a
+    `memref.expand_shape` back to the original type. Run it after
+    bufferization, before the lowering to LLVM.
+  }];
+}
+
 def MithrilFuseElementwise : Pass<"mithril-fuse-elementwise", "mlir::ModuleOp"> {
   let summary = "Fuse elementwise linalg ops and fold reshapes into them, keeping reshapes well-formed";
   let description = [{
