@@ -244,12 +244,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     pm.addPass(createMithrilLowerScalarTransfers());
     pm.addPass(createLowerAffinePass());
     pm.addPass(createSCFToControlFlowPass());
-    // Not upstream's canonicalization of a chain of row inserts (the
-    // unrolled transfers of a register tile) into one from_elements of every
-    // scalar: 256 element extracts and inserts for an 8 x 32 tile where the
-    // rows take 8 (a fifth of an MLP training step's LLVM dialect ops).
-    pm.addPass(createCanonicalizerPass(GreedyRewriteConfig(),
-                                       {"(anonymous namespace)::InsertChainFullyInitialized"}));
+    pm.addPass(createCanonicalizerPass());
   }
 
   if (wanted("llvm")) {
