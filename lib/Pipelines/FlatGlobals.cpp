@@ -22,6 +22,12 @@ namespace mithril {
 using namespace mlir;
 
 namespace {
+/// `type`'s elements in one dimension.
+MemRefType flatType(MemRefType type) {
+  return MemRefType::get({type.getNumElements()}, type.getElementType(), AffineMap(),
+                         type.getMemorySpace());
+}
+
 struct FlatGlobalsPass : public mithril::impl::MithrilFlatGlobalsBase<FlatGlobalsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -37,9 +43,7 @@ struct FlatGlobalsPass : public mithril::impl::MithrilFlatGlobalsBase<FlatGlobal
       auto dense = dyn_cast_or_null<DenseElementsAttr>(init);
       if (init && !isa<UnitAttr>(init) && !dense)
         continue;
-      auto flat = MemRefType::get({type.getNumElements()}, type.getElementType(), AffineMap(),
-                                  type.getMemorySpace());
-      global.setType(flat);
+      global.setType(flatType(type));
       if (dense)
         global.setInitialValueAttr(
             dense.reshape(RankedTensorType::get({type.getNumElements()}, type.getElementType())));
@@ -57,11 +61,8 @@ struct FlatGlobalsPass : public mithril::impl::MithrilFlatGlobalsBase<FlatGlobal
     for (memref::GetGlobalOp read : reads) {
       MemRefType type = flattened.lookup(read.getNameAttr().getAttr());
       rewriter.setInsertionPoint(read);
-      auto flatRead = memref::GetGlobalOp::create(
-          rewriter, read.getLoc(),
-          MemRefType::get({type.getNumElements()}, type.getElementType(), AffineMap(),
-                          type.getMemorySpace()),
-          read.getName());
+      auto flatRead =
+          memref::GetGlobalOp::create(rewriter, read.getLoc(), flatType(type), read.getName());
       ReassociationIndices all(type.getRank());
       std::iota(all.begin(), all.end(), 0);
       rewriter.replaceOpWithNewOp<memref::ExpandShapeOp>(read, type, flatRead,

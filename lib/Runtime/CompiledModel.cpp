@@ -703,14 +703,14 @@ CompiledModel::compileFresh(StringRef source, const CompileOptions &options) {
   ExecutionEngineOptions engineOptions;
   // Timed apart from the translation and the code generation around it;
   // the JIT runs it when the entry point is first looked up, below.
-  auto optimizeSeconds = std::make_shared<double>(0);
   // (The engine keeps a function_ref: the function lives here.)
+  double optimizeSeconds = 0;
   std::function<llvm::Error(llvm::Module *)> transformer =
       [optimize = llvmOptimizer(options.optLevel, tm->get()),
-       optimizeSeconds](llvm::Module *module) {
+       &optimizeSeconds](llvm::Module *module) {
         auto optimizeStart = Clock::now();
         llvm::Error err = optimize(module);
-        *optimizeSeconds = secondsSince(optimizeStart);
+        optimizeSeconds = secondsSince(optimizeStart);
         return err;
       };
   engineOptions.transformer = transformer;
@@ -775,8 +775,8 @@ CompiledModel::compileFresh(StringRef source, const CompileOptions &options) {
   // The last phase keeps its name: translation to LLVM IR, code generation
   // and linking; LLVM's IR optimization is listed before it.
   std::string level = std::to_string(options.optLevel);
-  model->timings_.push_back({"LLVM IR passes -O" + level, *optimizeSeconds});
-  model->timings_.push_back({"LLVM -O" + level + " + JIT", secondsSince(start) - *optimizeSeconds});
+  model->timings_.push_back({"LLVM IR passes -O" + level, optimizeSeconds});
+  model->timings_.push_back({"LLVM -O" + level + " + JIT", secondsSince(start) - optimizeSeconds});
   return std::move(model);
 }
 

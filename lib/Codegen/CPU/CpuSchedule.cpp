@@ -807,8 +807,9 @@ LogicalResult Scheduler::splitAcrossThreads(IRRewriter &rewriter, ArrayRef<linal
   return success();
 }
 
-/// A generic matmul tile (three loops, the last a reduction of one step).
-static bool isOneStepProductTile(linalg::GenericOp op) {
+/// A matmul tile (three loops, the last a reduction of one step), named or
+/// generic.
+static bool isOneStepProductTile(linalg::LinalgOp op) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   return linalg::isaContractionOpInterface(op) && ranges.size() == 3 && ranges[2] == 1 &&
          op.getNumReductionLoops() == 1 && !hasKernel(op, CpuKernel::PackedMatmul);
@@ -840,9 +841,8 @@ void Scheduler::dropTileUnitDims(IRRewriter &rewriter, ModuleOp module) {
   // element (32 loads and 256 inserts for an 8 x 32 tile, each step).
   SmallVector<linalg::MatmulOp> matmulTiles;
   module.walk([&](linalg::MatmulOp op) {
-    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-    if (op.hasPureTensorSemantics() && op->getParentOfType<scf::ForOp>() && ranges.size() == 3 &&
-        ranges[2] == 1 && !hasKernel(op, CpuKernel::PackedMatmul))
+    if (op.hasPureTensorSemantics() && op->getParentOfType<scf::ForOp>() &&
+        isOneStepProductTile(op))
       matmulTiles.push_back(op);
   });
   for (linalg::MatmulOp op : matmulTiles) {
