@@ -76,3 +76,40 @@ TEST(TaskPool, LeavesAnIncompleteRuntimeAlone) {
   installTaskPool(symbols);
   EXPECT_EQ(symbols["mlirAsyncRuntimeExecute"], reinterpret_cast<void *>(&unused));
 }
+
+namespace {
+struct Chunks {
+  std::atomic<int> runs[16] = {};
+  std::atomic<int> nested{0};
+};
+void countChunk(void *context, int64_t index) {
+  std::this_thread::sleep_for(std::chrono::microseconds(100));
+  static_cast<Chunks *>(context)->runs[index].fetch_add(1);
+}
+// A chunk that splits work of its own, as an outlined split op inside
+// another one's chunk would.
+void nestedChunk(void *context, int64_t index) {
+  Chunks inner;
+  mithrilParallelFor(&countChunk, &inner, 4);
+  for (const auto &runs : inner.runs)
+    static_cast<Chunks *>(context)->nested.fetch_add(runs.load());
+  static_cast<Chunks *>(context)->runs[index].fetch_add(1);
+}
+} // namespace
+
+// mithrilParallelFor runs each chunk exactly once and returns only when all
+// are done, also when chunks split work of their own.
+TEST(TaskPool, ParallelForRunsEveryChunkOnce) {
+  for (int64_t count : {0, 1, 2, 3, 16}) {
+    Chunks chunks;
+    mithrilParallelFor(&countChunk, &chunks, count);
+    for (int64_t i = 0; i < 16; ++i)
+      EXPECT_EQ(chunks.runs[i].load(), i < count ? 1 : 0) << "chunk " << i << " of " << count;
+  }
+  Chunks outer;
+  mithrilParallelFor(&nestedChunk, &outer, 3);
+  for (int64_t i = 0; i < 3; ++i)
+    EXPECT_EQ(outer.runs[i].load(), 1);
+  EXPECT_EQ(outer.nested.load(), 3 * 4);
+  EXPECT_FALSE(runningPoolTask());
+}

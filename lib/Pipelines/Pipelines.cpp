@@ -224,7 +224,10 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
       profile.firstId = options.profileFirstId;
       pm.addPass(createMithrilProfileKernels(profile));
     }
-    if (options.threads > 1) {
+    if (options.threads > 1 && options.taskPool) {
+      // The chunks of split ops run on the host's pool, one call per op.
+      pm.addPass(createMithrilDispatchChunks());
+    } else if (options.threads > 1) {
       // The chunks of split ops become tasks of the async runtime's pool.
       pm.addPass(createForallToParallelLoopPass());
       AsyncParallelForPassOptions parallelFor;
@@ -283,7 +286,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     // The dot products the schedule picked for the target (vdpbf16ps).
     vectorToLLVM.x86Vector = true;
     pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
-    if (options.threads > 1)
+    if (options.threads > 1 && !options.taskPool)
       pm.addPass(createConvertAsyncToLLVMPass());
     FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
     memrefToLLVM.useGenericFunctions = options.runtimeAllocator;

@@ -524,6 +524,8 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::load(StringRef object, S
   if (!process)
     return makeError("cannot search the process's symbols: " + llvm::toString(process.takeError()));
   (*jit)->getMainJITDylib().addGenerator(std::move(*process));
+  // Code saved by builds before the task pool's mithrilParallelFor calls the
+  // async runtime for its split ops.
   const llvm::StringMap<void *> *asyncSymbols = nullptr;
   if (resolvedThreads(options) > 1) {
     auto symbols = asyncRuntimeSymbols();
@@ -723,14 +725,9 @@ CompiledModel::compileFresh(StringRef source, const CompileOptions &options) {
   // Kernel loads and launches, device memory.
   if (cuda)
     sharedLibs.push_back(cuda->path);
-  // Split ops hand their chunks to the async runtime's thread pool.
+  // Split ops hand their chunks to the task pool through mithrilParallelFor
+  // (the pipeline's task-pool option): the async runtime is not needed.
   const llvm::StringMap<void *> *asyncSymbols = nullptr;
-  if (!cuda && resolvedThreads(options) > 1) {
-    auto symbols = asyncRuntimeSymbols();
-    if (!symbols)
-      return symbols.takeError();
-    asyncSymbols = *symbols;
-  }
   engineOptions.sharedLibPaths = sharedLibs;
   engineOptions.enableGDBNotificationListener = false;
   // Kept for objectCode(): a saved model keeps its compiled code.
@@ -743,9 +740,9 @@ CompiledModel::compileFresh(StringRef source, const CompileOptions &options) {
     return makeError("JIT compilation of @" + model->entry_ +
                      " failed: " + llvm::toString(engine.takeError()));
   model->engine_ = std::move(*engine);
-  model->usesWorkerThreads_ = asyncSymbols != nullptr;
+  model->usesWorkerThreads_ = !cuda && resolvedThreads(options) > 1;
   // Buffers come from the cache (the pipeline's runtime-allocator option);
-  // split ops call the async runtime.
+  // split ops call the task pool.
   model->engine_->registerSymbols([&](llvm::orc::MangleAndInterner interner) {
     return hostSymbols(interner, asyncSymbols, *customCalls);
   });

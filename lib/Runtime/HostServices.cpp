@@ -342,6 +342,7 @@ mithril::runtime::detail::hostSymbols(llvm::orc::MangleAndInterner &interner,
   add("_mlir_memref_to_llvm_aligned_alloc", reinterpret_cast<void *>(&mithrilCachedAlignedAlloc));
   add("_mlir_memref_to_llvm_free", reinterpret_cast<void *>(&mithrilCachedFree));
   add("mithrilIndexError", reinterpret_cast<void *>(&mithrilIndexError));
+  add("mithrilParallelFor", reinterpret_cast<void *>(&mithrilParallelFor));
   add("mithrilProfileEnter", reinterpret_cast<void *>(&mithrilProfileEnter));
   add("mithrilProfileExit", reinterpret_cast<void *>(&mithrilProfileExit));
   add("mithrilAllReduceF32", reinterpret_cast<void *>(&mithrilAllReduceF32));

@@ -129,6 +129,7 @@ llvm::Error mithril::runtime::detail::runPipeline(ModuleOp module, const Compile
     pipelineOpts.stopAfter = stop.str();
     pipelineOpts.startAfter = start.str();
     pipelineOpts.runtimeAllocator = forJit;
+    pipelineOpts.taskPool = forJit;
     pipelineOpts.indexErrors = forJit;
     pipelineOpts.dynamicData = options.dynamicShapes;
     pipelineOpts.gpuTilesOnHost = options.gpuTilesOnHost;
@@ -167,7 +168,7 @@ llvm::Error mithril::runtime::detail::runPipeline(ModuleOp module, const Compile
       // From the source up to the stage that failed.
       std::string reproduce = pipelineOptions(options, *stage, "");
       if (forJit)
-        reproduce += " runtime-allocator=true index-errors=true";
+        reproduce += " runtime-allocator=true index-errors=true task-pool=true";
       return makeError(diags.text + "reproduce with: mithril-opt --pass-pipeline='builtin.module(" +
                        "mithril-cpu-pipeline{" + reproduce + "})' " + options.sourceName);
     }

@@ -3,13 +3,16 @@
 // Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
 // Exceptions. See LICENSE for license information.
 //
-// Ops split across threads run as tasks of the MLIR async runtime, whose
-// thread pool puts idle workers to sleep on a condition variable: every split
-// op then pays a wake-up of a worker and, when the worker finishes last, of
-// the caller (tens of microseconds each on a VM, more than a small layer's
-// whole run). This pool keeps its workers spinning for a while after their
-// last task, and the waiting caller runs queued tasks itself and spins until
-// the pool is idle before it blocks.
+// Ops split across threads hand their chunks to this pool: compiled with
+// mithril-dispatch-chunks, through one call of mithrilParallelFor per op;
+// compiled for the MLIR async runtime, through its execute and await entry
+// points, which this pool replaces. The async runtime's own pool puts idle
+// workers to sleep on a condition variable: every split op then paid a
+// wake-up of a worker and, when the worker finished last, of the caller
+// (tens of microseconds each on a VM, more than a small layer's whole run).
+// This pool keeps its workers spinning for a while after their last task,
+// and a waiting caller runs queued tasks itself and spins until its chunks
+// are done before it blocks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,6 +51,7 @@ thread_local unsigned taskDepth = 0;
 class TaskPool {
 public:
   using Resume = void (*)(void *);
+  using Chunk = void (*)(void *, int64_t);
 
   static TaskPool &get() {
     static TaskPool *pool = new TaskPool(); // workers live as long as the process
@@ -55,17 +59,67 @@ public:
   }
 
   void submit(void *handle, Resume resume) {
+    Task task;
+    task.context = handle;
+    task.resume = resume;
     running_.fetch_add(1, std::memory_order_relaxed);
     bool wake;
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      queue_.push_back({handle, resume});
+      queue_.push_back(task);
       queued_.store(queue_.size(), std::memory_order_release);
       ++submissions_;
       wake = sleeping_ > 0;
     }
     if (wake)
       wakeup_.notify_one();
+  }
+
+  /// Runs chunks 0 to count - 1 of `chunk`: the others on the workers, the
+  /// first on the calling thread, and returns once all are done.
+  void parallelFor(Chunk chunk, void *context, int64_t count) {
+    if (count <= 0)
+      return;
+    if (count == 1) {
+      chunk(context, 0);
+      return;
+    }
+    std::atomic<int64_t> pending{count - 1};
+    running_.fetch_add(count - 1, std::memory_order_relaxed);
+    unsigned sleeping;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (int64_t index = 1; index < count; ++index) {
+        Task task;
+        task.context = context;
+        task.chunk = chunk;
+        task.index = index;
+        task.pending = &pending;
+        queue_.push_back(task);
+      }
+      queued_.store(queue_.size(), std::memory_order_release);
+      ++submissions_;
+      sleeping = sleeping_;
+    }
+    if (sleeping > 1 && count > 2)
+      wakeup_.notify_all();
+    else if (sleeping)
+      wakeup_.notify_one();
+    chunk(context, 0);
+    // Help with queued tasks (this op's or another caller's) until this
+    // op's chunks are done; then, past the spin, leave the core to them.
+    auto deadline = Clock::now() + kCallerSpin;
+    while (pending.load(std::memory_order_acquire) != 0) {
+      Task task;
+      if (tryPop(task)) {
+        run(task);
+        continue;
+      }
+      if (Clock::now() > deadline)
+        std::this_thread::yield();
+      else
+        MITHRIL_SPIN_PAUSE();
+    }
   }
 
   /// Runs queued tasks and spins until no task runs or `limit` passes.
@@ -90,9 +144,14 @@ public:
   }
 
 private:
+  /// A coroutine of the async runtime to resume, or a chunk of a
+  /// parallelFor with the counter of its op's chunks still running.
   struct Task {
-    void *handle = nullptr;
+    void *context = nullptr;
     Resume resume = nullptr;
+    Chunk chunk = nullptr;
+    int64_t index = 0;
+    std::atomic<int64_t> *pending = nullptr;
   };
 
   TaskPool() {
@@ -116,8 +175,14 @@ private:
 
   void run(const Task &task) {
     ++taskDepth;
-    task.resume(task.handle);
+    if (task.resume)
+      task.resume(task.context);
+    else
+      task.chunk(task.context, task.index);
     --taskDepth;
+    // The caller may return (and its context go) as soon as pending drops.
+    if (task.pending)
+      task.pending->fetch_sub(1, std::memory_order_release);
     running_.fetch_sub(1, std::memory_order_release);
   }
 
@@ -176,6 +241,10 @@ extern "C" void mithrilPoolAwaitToken(void *token) {
   realAwaitToken(token);
 }
 } // namespace
+
+extern "C" void mithrilParallelFor(void (*chunk)(void *, int64_t), void *context, int64_t count) {
+  TaskPool::get().parallelFor(chunk, context, count);
+}
 
 void mithril::runtime::installTaskPool(llvm::StringMap<void *> &symbols) {
   auto replace = [&](llvm::StringRef name, AwaitFn &real, void *ours) {

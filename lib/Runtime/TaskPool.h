@@ -10,6 +10,8 @@
 
 #include "llvm/ADT/StringMap.h"
 
+#include <cstdint>
+
 namespace mithril::runtime {
 
 /// Replaces the entry points of the MLIR async runtime through which compiled
@@ -17,6 +19,11 @@ namespace mithril::runtime {
 /// `mlirAsyncRuntimeAwaitAllInGroup`, `mlirAsyncRuntimeAwaitToken`) with the
 /// task pool's; tokens, groups and reference counts stay the runtime's.
 void installTaskPool(llvm::StringMap<void *> &asyncRuntimeSymbols);
+
+/// Runs `chunk(context, i)` for i in [0, count): the chunks of a split op
+/// compiled with mithril-dispatch-chunks, on the pool's workers and the
+/// calling thread. Returns once every chunk is done.
+extern "C" void mithrilParallelFor(void (*chunk)(void *, int64_t), void *context, int64_t count);
 
 /// Waits until no task of the pool runs: compiled code may be freed then.
 void waitForPoolTasks();

@@ -1,10 +1,12 @@
 // Large ops are split across threads with their elementwise epilogue and
 // their fill: one scf.forall per chain, which becomes tasks of the MLIR async
-// runtime. Small ops stay on one thread.
+// runtime, or with task-pool one call of the host's pool (mithril's JIT).
+// Small ops stay on one thread.
 // RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=fusion threads=2" | FileCheck %s --check-prefix=FUSION
 // RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=loops threads=2" | FileCheck %s --check-prefix=LOOPS
 // RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=fusion threads=1" | FileCheck %s --check-prefix=SERIAL
 // RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 threads=2" | FileCheck %s --check-prefix=LLVM
+// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 threads=2 task-pool=true" | FileCheck %s --check-prefix=POOL
 // RUN: mithril-opt %s --mithril-cpu-pipeline="target-cpu=znver2 stop-after=fusion threads=1" | FileCheck %s --check-prefix=AVX2
 
 mithril.model @Big(data %x: tensor<256x512xf32>, param %w: tensor<512x512xf32>, param %b: tensor<512xf32>) -> (y: tensor<256x512xf32>) {
@@ -65,6 +67,17 @@ mithril.model @Gemv(data %x: tensor<16x784xf32>, param %w: tensor<512x784xf32>) 
 // LOOPS-LABEL: func.func @Small(
 // LOOPS-NOT: async.runtime
 // LOOPS: return
+
+// With task-pool: no async runtime, one call of the pool per split op, with
+// the chunk function's address.
+// POOL-NOT: mlirAsyncRuntime
+// POOL-LABEL: llvm.func @Big(
+// POOL: %[[CHUNK:.+]] = llvm.mlir.addressof @Big_chunk : !llvm.ptr
+// POOL: llvm.call @mithrilParallelFor(%[[CHUNK]], %{{.+}}, %{{.+}}) : (!llvm.ptr, !llvm.ptr, i64) -> ()
+// POOL-LABEL: llvm.func @Big_chunk(
+// POOL-LABEL: llvm.func @Small(
+// POOL-NOT: mithrilParallelFor
+// POOL: llvm.return
 
 // LLVM: llvm.call @mlirAsyncRuntimeCreateGroup
 // LLVM: llvm.call @mlirAsyncRuntimeAwaitAllInGroup

@@ -191,8 +191,15 @@ struct CpuPipelineOptions : public ModelPipelineOptions<CpuPipelineOptions> {
   Option<unsigned> threads{
       *this, "threads",
       llvm::cl::desc("Threads for large ops: above 1, they are split into chunks that run on "
-                     "the MLIR async runtime (libmlir_async_runtime), which the code then needs"),
+                     "the MLIR async runtime (libmlir_async_runtime), which the code then needs, "
+                     "or with task-pool on the host's pool"),
       llvm::cl::init(1)};
+  Option<bool> taskPool{
+      *this, "task-pool",
+      llvm::cl::desc("With threads: run each split op's chunks through one call of "
+                     "mithrilParallelFor, which the host provides (mithril's JIT: its task "
+                     "pool), instead of tasks of the MLIR async runtime (mithril-dispatch-chunks)"),
+      llvm::cl::init(false)};
   Option<bool> runtimeAllocator{
       *this, "runtime-allocator",
       llvm::cl::desc("Allocate buffers through _mlir_memref_to_llvm_alloc/_free, which the "

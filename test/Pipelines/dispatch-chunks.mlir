@@ -1,0 +1,80 @@
+// RUN: mithril-opt %s --mithril-dispatch-chunks --split-input-file --verify-diagnostics | FileCheck %s
+// RUN: mithril-opt %s --mithril-dispatch-chunks --split-input-file --verify-diagnostics --convert-scf-to-cf --finalize-memref-to-llvm --convert-to-llvm --reconcile-unrealized-casts | FileCheck %s --check-prefix=LLVM
+
+// A split op's chunks: the body becomes a function of the context and the
+// chunk index, the loop one call of the host's pool. The memref and the
+// scalar travel in the context struct; the constants are cloned.
+// CHECK: func.func private @mithrilParallelFor((!llvm.ptr, index) -> (), !llvm.ptr, index)
+// CHECK-LABEL: func.func @scale(
+// CHECK-SAME: %[[BUF:.+]]: memref<512xf32>, %[[FACTOR:.+]]: f32)
+// CHECK: %[[CTX:.+]] = llvm.alloca %{{.+}} x !llvm.struct<(struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>, f32)>
+// CHECK-NOT: scf.forall
+// CHECK: %[[DESC:.+]] = builtin.unrealized_conversion_cast %[[BUF]] : memref<512xf32> to !llvm.struct
+// CHECK: %[[F0:.+]] = llvm.getelementptr %[[CTX]][0, 0]
+// CHECK: llvm.store %[[DESC]], %[[F0]]
+// CHECK: %[[F1:.+]] = llvm.getelementptr %[[CTX]][0, 1]
+// CHECK: llvm.store %[[FACTOR]], %[[F1]]
+// CHECK: %[[C2:.+]] = arith.constant 2 : index
+// CHECK: %[[FN:.+]] = constant @scale_chunk : (!llvm.ptr, index) -> ()
+// CHECK: call @mithrilParallelFor(%[[FN]], %[[CTX]], %[[C2]])
+// CHECK: return
+// CHECK-LABEL: func.func private @scale_chunk(
+// CHECK-SAME: %[[C:.+]]: !llvm.ptr, %[[CHUNK:.+]]: index)
+// CHECK: %[[D:.+]] = llvm.load %{{.+}} : !llvm.ptr -> !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>
+// CHECK: %[[M:.+]] = builtin.unrealized_conversion_cast %[[D]] : {{.+}} to memref<512xf32>
+// CHECK: %[[S:.+]] = llvm.load %{{.+}} : !llvm.ptr -> f32
+// CHECK: %[[OFF:.+]] = arith.muli %[[CHUNK]], %[[C256:.+]] : index
+// CHECK: %[[IV:.+]] = arith.addi %{{.+}}, %[[OFF]] : index
+// CHECK: scf.for %[[I:.+]] = %{{.+}} to %{{.+}} step
+// CHECK: %[[J:.+]] = arith.addi %[[IV]], %[[I]]
+// CHECK: memref.load %[[M]][%[[J]]]
+// CHECK: arith.mulf %{{.+}}, %[[S]]
+
+// Once lowered, no casts are left and the chunk function's
+// address goes to the pool.
+// LLVM-LABEL: llvm.func @scale(
+// LLVM: %[[FN:.+]] = llvm.mlir.addressof @scale_chunk : !llvm.ptr
+// LLVM: llvm.call @mithrilParallelFor(%[[FN]], %{{.+}}, %{{.+}}) : (!llvm.ptr, !llvm.ptr, i64) -> ()
+// LLVM-NOT: unrealized_conversion_cast
+func.func @scale(%buf: memref<512xf32>, %factor: f32) {
+  %c0 = arith.constant 0 : index
+  %c256 = arith.constant 256 : index
+  %c1 = arith.constant 1 : index
+  scf.forall (%chunk) = (0) to (512) step (256) {
+    scf.for %i = %c0 to %c256 step %c1 {
+      %j = arith.addi %chunk, %i : index
+      %x = memref.load %buf[%j] : memref<512xf32>
+      %y = arith.mulf %x, %factor : f32
+      memref.store %y, %buf[%j] : memref<512xf32>
+    }
+  }
+  return
+}
+
+// -----
+
+// A lower bound and a step that are not constants travel with the rest;
+// the number of chunks is computed where the loop was.
+// CHECK-LABEL: func.func @dynamic(
+// CHECK-SAME: %[[LO:.+]]: index, %[[HI:.+]]: index, %[[STEP:.+]]: index
+// CHECK: %[[SPAN:.+]] = arith.subi %[[HI]], %[[LO]]
+// CHECK: %[[N:.+]] = arith.ceildivsi %[[SPAN]], %[[STEP]]
+// CHECK: call @mithrilParallelFor(%{{.+}}, %{{.+}}, %[[N]])
+func.func @dynamic(%lo: index, %hi: index, %step: index, %buf: memref<?xf32>) {
+  %one = arith.constant 1.0 : f32
+  scf.forall (%i) = (%lo) to (%hi) step (%step) {
+    memref.store %one, %buf[%i] : memref<?xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @two_dims(%buf: memref<4x4xf32>) {
+  %one = arith.constant 1.0 : f32
+  // expected-error @below {{only a one-dimensional scf.forall without results}}
+  scf.forall (%i, %j) in (4, 4) {
+    memref.store %one, %buf[%i, %j] : memref<4x4xf32>
+  }
+  return
+}
