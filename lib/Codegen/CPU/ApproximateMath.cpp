@@ -7,6 +7,8 @@
 
 #include "mithril/Codegen/CPU/Passes.h"
 
+#include "RewriteSelected.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
@@ -33,7 +35,11 @@ struct ApproximateMathPass : public mithril::impl::MithrilApproximateMathBase<Ap
     };
     populateMathPolynomialApproximationPatterns(patterns,
                                                 llvm::function_ref<bool(StringRef)>(wanted));
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    auto selected = [&](Operation *op) {
+      return op->getDialect() && op->getDialect()->getNamespace() == "math" &&
+             wanted(op->getName().getStringRef());
+    };
+    if (failed(mithril::cpu::rewriteSelected(getOperation(), std::move(patterns), selected)))
       signalPassFailure();
   }
 };

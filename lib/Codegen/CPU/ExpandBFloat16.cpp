@@ -7,9 +7,12 @@
 
 #include "mithril/Codegen/CPU/Passes.h"
 
+#include "RewriteSelected.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mithril {
@@ -26,7 +29,16 @@ struct ExpandBFloat16Pass : public mithril::impl::MithrilExpandBF16Base<ExpandBF
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     arith::populateExpandBFloat16Patterns(patterns);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    // The conversions from and to bf16.
+    auto isBF16 = [](Type type) { return isa<BFloat16Type>(getElementTypeOrSelf(type)); };
+    auto converts = [&](Operation *op) {
+      if (auto ext = dyn_cast<arith::ExtFOp>(op))
+        return isBF16(ext.getIn().getType());
+      if (auto trunc = dyn_cast<arith::TruncFOp>(op))
+        return isBF16(trunc.getType());
+      return false;
+    };
+    if (failed(mithril::cpu::rewriteSelected(getOperation(), std::move(patterns), converts)))
       signalPassFailure();
   }
 };

@@ -7,6 +7,8 @@
 
 #include "mithril/Codegen/CPU/Passes.h"
 
+#include "RewriteSelected.h"
+
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
@@ -44,7 +46,13 @@ struct LowerScalarTransfersPass
     patterns.add<ZeroDimReadAsLoad>(&getContext());
     vector::populateScalarVectorTransferLoweringPatterns(patterns, /*benefit=*/1,
                                                          /*allowMultipleUses=*/true);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    // Transfers, and extracts of a transfer's read.
+    auto transfer = [](Operation *op) {
+      if (auto extract = dyn_cast<vector::ExtractOp>(op))
+        return extract.getSource().getDefiningOp<vector::TransferReadOp>() != nullptr;
+      return isa<vector::TransferReadOp, vector::TransferWriteOp>(op);
+    };
+    if (failed(mithril::cpu::rewriteSelected(getOperation(), std::move(patterns), transfer)))
       signalPassFailure();
   }
 };

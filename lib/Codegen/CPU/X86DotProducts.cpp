@@ -7,6 +7,8 @@
 
 #include "mithril/Codegen/CPU/Passes.h"
 
+#include "RewriteSelected.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -106,7 +108,8 @@ struct X86DotProductsPass : public mithril::impl::MithrilX86DotProductsBase<X86D
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<ContractionToVpdpbusd, LanewiseContractionToVpdpbusd>(&getContext());
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    auto contraction = [](Operation *op) { return isa<vector::ContractionOp>(op); };
+    if (failed(mithril::cpu::rewriteSelected(getOperation(), std::move(patterns), contraction)))
       signalPassFailure();
   }
 };
