@@ -1,8 +1,9 @@
 // A reduction of a whole tensor to one value accumulates in vector lanes:
 // the input viewed flat as [n / 128][128], each register tile reduced down
 // its rows only (into 128 partial values, independent registers), and the
-// partial values combined once at the end. Before, each 8 x 28 tile was
-// reduced across its lanes into the scalar.
+// partial values combined once at the end, 32 at a time by a horizontal
+// vector.reduction (a shuffle tree, not a chain of 32 one-lane steps).
+// Before, each 8 x 28 tile was reduced across its lanes into the scalar.
 // RUN: mithril-opt %s --mithril-cpu-pipeline="target-cpu=znver4 threads=1 stop-after=fusion" | FileCheck %s
 
 mithril.model @MaxAbs(data %x: tensor<256x784xf32>) -> (m: tensor<f32>) {
@@ -21,7 +22,7 @@ mithril.model @Odd(data %x: tensor<7x13xf32>) -> (s: tensor<f32>) {
 // CHECK: tensor.collapse_shape %{{.+}} {{\[\[}}0, 1]] : tensor<256x784xf32> into tensor<200704xf32>
 // CHECK: tensor.expand_shape %{{.+}} {{\[\[}}0, 1]] output_shape [1568, 128]
 // CHECK: vector.multi_reduction <maximumf>, %{{.+}}, %{{.+}} [0] : vector<8x32xf32> to vector<32xf32>
-// CHECK: vector.multi_reduction <maximumf>, %{{.+}}, %{{.+}} [0] : vector<32xf32> to f32
+// CHECK: vector.reduction <maximumf>, %{{.+}}, %{{.+}} : vector<32xf32> into f32
 // CHECK-LABEL: func.func @Odd(
 // CHECK-NOT: expand_shape
 // CHECK: vector.multi_reduction <add>

@@ -52,3 +52,27 @@ func.func @lanewise(%w: vector<16x4xi8>, %a: vector<16x4xi8>, %acc: vector<16xi3
        %0, %1, %acc : vector<16x4xi32>, vector<16x4xi32> into vector<16xi32>
   return %2 : vector<16xi32>
 }
+
+// Activations read as 64 bytes and flipped from signed to unsigned (xor
+// 0x80) on the 16 x 4 tile: the flip moves onto the 64 bytes as read, and
+// the shape casts fold away, so no 2-D vector is left for the LLVM lowering
+// to unroll into rows.
+// CHECK-LABEL: func.func @flipped_lanes
+// CHECK: %[[FLIP:.*]] = arith.constant dense<-128> : vector<64xi8>
+// CHECK: %[[U:.*]] = arith.xori %arg0, %[[FLIP]] : vector<64xi8>
+// CHECK: %[[S:.*]] = vector.shape_cast %arg1 : vector<16x4xi8> to vector<64xi8>
+// CHECK: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"(%arg2, %[[U]], %[[S]])
+// CHECK-NOT: vector<16x4xi8> to vector<16x4xi32>
+// CHECK: return
+func.func @flipped_lanes(%bytes: vector<64xi8>, %w: vector<16x4xi8>, %acc: vector<16xi32>) -> vector<16xi32> {
+  %sign = arith.constant dense<-128> : vector<16x4xi8>
+  %tile = vector.shape_cast %bytes : vector<64xi8> to vector<16x4xi8>
+  %flipped = arith.xori %tile, %sign : vector<16x4xi8>
+  %0 = arith.extui %flipped : vector<16x4xi8> to vector<16x4xi32>
+  %1 = arith.extsi %w : vector<16x4xi8> to vector<16x4xi32>
+  %2 = vector.contract {indexing_maps = [affine_map<(l, q) -> (l, q)>, affine_map<(l, q) -> (l, q)>,
+                                         affine_map<(l, q) -> (l)>],
+                        iterator_types = ["parallel", "reduction"], kind = #vector.kind<add>}
+       %0, %1, %acc : vector<16x4xi32>, vector<16x4xi32> into vector<16xi32>
+  return %2 : vector<16xi32>
+}

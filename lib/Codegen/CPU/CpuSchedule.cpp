@@ -256,6 +256,25 @@ struct ReadWholeRowsOfExpandedTensor : OpRewritePattern<vector::TransferReadOp> 
   }
 };
 
+/// A whole 1-D vector reduced to a scalar (the last step of a reduction of
+/// a row or of everything: a min, max or sum over 32 lanes) as one
+/// horizontal `vector.reduction`: a tree of shuffles in LLVM. Left to
+/// `lower-vector-multi-reduction`, whose strategy suits the 2-D reductions,
+/// it became a chain of 32 one-lane steps through an array of 32
+/// `vector<1xf32>` (a fifth of an int8 MLP's LLVM dialect ops).
+struct WholeVectorReduction : OpRewritePattern<vector::MultiDimReductionOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(vector::MultiDimReductionOp op,
+                                PatternRewriter &rewriter) const override {
+    VectorType source = op.getSourceVectorType();
+    if (source.getRank() != 1 || source.isScalable() || isa<VectorType>(op.getType()) ||
+        !op.isReducedDim(0))
+      return failure();
+    rewriter.replaceOpWithNewOp<vector::ReductionOp>(op, op.getKind(), op.getSource(), op.getAcc());
+    return success();
+  }
+};
+
 /// The sums across lanes of a tile of partial sums (a matrix-vector
 /// product's rows x columns x lanes accumulators): reduced one accumulator
 /// at a time, each took a log2(lanes)-step tree inside one register and an
@@ -995,10 +1014,9 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     // convolution's accumulator) get the read's shape; the script then hoists
     // the pair.
     RewritePatternSet patterns(&getContext());
-    patterns
-        .add<DropUnitDimOfTransferWrite, ReduceSmallWindowsWithShuffles,
-             ReadWholeRowsOfExpandedTensor, SumLanesWithShuffleTree, TransposedBroadcastAsStretch>(
-            &getContext());
+    patterns.add<DropUnitDimOfTransferWrite, ReduceSmallWindowsWithShuffles,
+                 ReadWholeRowsOfExpandedTensor, SumLanesWithShuffleTree,
+                 TransposedBroadcastAsStretch, WholeVectorReduction>(&getContext());
     // With the canonicalizations that fold slices into the transfers.
     for (Dialect *dialect : getContext().getLoadedDialects())
       dialect->getCanonicalizationPatterns(patterns);

@@ -8,6 +8,8 @@
 #ifndef MITHRIL_LIB_CODEGEN_CPU_REWRITESELECTED_H
 #define MITHRIL_LIB_CODEGEN_CPU_REWRITESELECTED_H
 
+#include "mlir/IR/Iterators.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mithril::cpu {
@@ -29,8 +31,17 @@ inline mlir::LogicalResult rewriteSelected(mlir::Operation *root,
     return mlir::success();
   mlir::GreedyRewriteConfig config;
   config.setStrictness(mlir::GreedyRewriteStrictness::ExistingAndNewOps);
-  return mlir::applyOpPatternsGreedily(ops, mlir::FrozenRewritePatternSet(std::move(patterns)),
-                                       config);
+  bool changed = false;
+  mlir::LogicalResult converged = mlir::applyOpPatternsGreedily(
+      ops, mlir::FrozenRewritePatternSet(std::move(patterns)), config, &changed);
+  // The ops that fed the rewritten ones, now unused, are outside the set the
+  // driver may erase: users before producers, so that chains go at once.
+  if (changed)
+    root->walk<mlir::WalkOrder::PostOrder, mlir::ReverseIterator>([](mlir::Operation *op) {
+      if (mlir::isOpTriviallyDead(op))
+        op->erase();
+    });
+  return converged;
 }
 
 } // namespace mithril::cpu
