@@ -22,3 +22,18 @@ func.func @f64(%x: vector<8xf64>) -> (vector<8xf64>, vector<8xf64>) {
   %t = math.tanh %x : vector<8xf64>
   return %e, %t : vector<8xf64>, vector<8xf64>
 }
+
+// log1p's expansion computes log(1 + x): that log is approximated with it
+// (else the backend called logf once per lane), while the model's own log
+// stays a math op when `functions` does not name it.
+// RUN: mithril-opt %s --mithril-approximate-math="functions=log1p" | FileCheck %s --check-prefix=LOG1P
+// LOG1P-LABEL: func.func @log1p
+// LOG1P-NOT: math.log1p
+// LOG1P: math.log %arg1 : vector<16xf32>
+// LOG1P-NOT: math.log
+// LOG1P: return
+func.func @log1p(%x: vector<16xf32>, %y: vector<16xf32>) -> (vector<16xf32>, vector<16xf32>) {
+  %p = math.log1p %x : vector<16xf32>
+  %l = math.log %y : vector<16xf32>
+  return %p, %l : vector<16xf32>, vector<16xf32>
+}

@@ -153,8 +153,10 @@ def MithrilApproximateMath : Pass<"mithril-approximate-math", "mlir::ModuleOp"> 
     element (512 calls in a sigmoid's register tile). This pass rewrites the
     float32 functions listed in `functions` into upstream's polynomial
     approximations (range reduction and a minimax polynomial, as Eigen's),
-    which stay vector code; float64 keeps libm. Run it after bufferization,
-    before the lowering to LLVM.
+    which stay vector code; float64 keeps libm. The `log` that `log1p`'s
+    expansion computes of 1 + x, which is never subnormal, is approximated
+    with it; the model's own `log` ops only when `functions` names `log`.
+    Run it after bufferization, before the lowering to LLVM.
   }];
   let options = [
     ListOption<"functions", "functions", "std::string",
