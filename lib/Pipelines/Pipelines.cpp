@@ -261,13 +261,13 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     // vector code; the libm lowering, first, called fabsf and floorf once per
     // element (3,500 calls in an int8 MLP). libm takes the rest (tanh, erf,
     // ...), and log1p: the intrinsic form would compute log(1 + x).
-    // float32 exp, tanh, erf and log1p as vector polynomials: LLVM
-    // scalarizes them into libm calls otherwise. Not log: upstream's
-    // polynomial loses subnormal inputs (log(1e-38) off by 2); log1p's
-    // argument 1 + x is never subnormal.
+    // float32 exp, tanh, erf, log1p and log as vector polynomials: LLVM
+    // scalarizes them into libm calls otherwise. Upstream's log polynomial
+    // loses subnormal inputs (log(1e-38) off by 2): mithril-approximate-math
+    // scales them into the normal range first.
     if (options.approximateMath) {
       MithrilApproximateMathOptions approximate;
-      approximate.functions = {"exp", "tanh", "erf", "log1p"};
+      approximate.functions = {"exp", "tanh", "erf", "log1p", "log"};
       pm.addPass(createMithrilApproximateMath(approximate));
     }
     ConvertMathToLLVMPassOptions mathToLLVM;

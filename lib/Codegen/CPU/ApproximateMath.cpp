@@ -13,7 +13,10 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <limits>
 
 namespace mithril {
 #define GEN_PASS_DEF_MITHRILAPPROXIMATEMATH
@@ -23,6 +26,41 @@ namespace mithril {
 using namespace mlir;
 
 namespace {
+/// Marks a log whose input is known to be normal (or zero, infinite, NaN):
+/// upstream's polynomial takes it as it is.
+constexpr llvm::StringLiteral kNormalInput = "mithril.normal_input";
+
+/// float32 log(x) as log(x * 2^24) - 24 ln 2 where x is subnormal, else
+/// log(x): upstream's polynomial reads the exponent field, which a subnormal
+/// does not have (log(1e-38) came out off by 2). The inner log is marked for
+/// the polynomial.
+struct NormalizedLog : OpRewritePattern<math::LogOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(math::LogOp op, PatternRewriter &rewriter) const override {
+    Type type = op.getType();
+    if (op->hasAttr(kNormalInput) || !getElementTypeOrSelf(type).isF32())
+      return failure();
+    Location loc = op.getLoc();
+    auto constant = [&](float value) -> Value {
+      auto attr = rewriter.getF32FloatAttr(value);
+      if (auto vector = dyn_cast<VectorType>(type))
+        return arith::ConstantOp::create(rewriter, loc, DenseElementsAttr::get(vector, value));
+      return arith::ConstantOp::create(rewriter, loc, attr);
+    };
+    Value x = op.getOperand();
+    Value tiny = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OLT,
+                                       math::AbsFOp::create(rewriter, loc, x),
+                                       constant(std::numeric_limits<float>::min()));
+    Value scaled = arith::SelectOp::create(
+        rewriter, loc, tiny, arith::MulFOp::create(rewriter, loc, x, constant(0x1p24f)), x);
+    auto log = math::LogOp::create(rewriter, loc, scaled, op.getFastmathAttr());
+    log->setAttr(kNormalInput, rewriter.getUnitAttr());
+    Value shifted = arith::SubFOp::create(rewriter, loc, log, constant(24.0f * 0.693147180559945f));
+    rewriter.replaceOpWithNewOp<arith::SelectOp>(op, tiny, shifted, log);
+    return success();
+  }
+};
+
 struct ApproximateMathPass : public mithril::impl::MithrilApproximateMathBase<ApproximateMathPass> {
   using MithrilApproximateMathBase::MithrilApproximateMathBase;
   void runOnOperation() override {
@@ -44,6 +82,10 @@ struct ApproximateMathPass : public mithril::impl::MithrilApproximateMathBase<Ap
     };
     populateMathPolynomialApproximationPatterns(patterns,
                                                 llvm::function_ref<bool(StringRef)>(expanded));
+    // The model's own float32 logs first go through NormalizedLog; upstream's
+    // pattern then approximates the marked inner log.
+    if (wanted("log"))
+      patterns.add<NormalizedLog>(&getContext(), /*benefit=*/2);
     auto selected = [&](Operation *op) {
       return op->getDialect() && op->getDialect()->getNamespace() == "math" &&
              wanted(op->getName().getStringRef());

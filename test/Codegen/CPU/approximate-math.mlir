@@ -27,7 +27,7 @@ func.func @f64(%x: vector<8xf64>) -> (vector<8xf64>, vector<8xf64>) {
 // (else the backend called logf once per lane), while the model's own log
 // stays a math op when `functions` does not name it.
 // RUN: mithril-opt %s --mithril-approximate-math="functions=log1p" | FileCheck %s --check-prefix=LOG1P
-// LOG1P-LABEL: func.func @log1p
+// LOG1P-LABEL: func.func @log1p(
 // LOG1P-NOT: math.log1p
 // LOG1P: math.log %arg1 : vector<16xf32>
 // LOG1P-NOT: math.log
@@ -36,4 +36,23 @@ func.func @log1p(%x: vector<16xf32>, %y: vector<16xf32>) -> (vector<16xf32>, vec
   %p = math.log1p %x : vector<16xf32>
   %l = math.log %y : vector<16xf32>
   return %p, %l : vector<16xf32>, vector<16xf32>
+}
+
+// The model's own log, when listed: subnormal inputs are scaled by 2^24 into
+// the normal range and 24 ln 2 taken off after, around the polynomial.
+// RUN: mithril-opt %s --mithril-approximate-math="functions=log" | FileCheck %s --check-prefix=LOG
+// LOG-LABEL: func.func @log(
+// LOG: %[[ABS:.+]] = math.absf %arg0 : vector<16xf32>
+// LOG: %[[TINY:.+]] = arith.cmpf olt, %[[ABS]], %{{.+}} : vector<16xf32>
+// LOG: %[[UP:.+]] = arith.mulf %arg0, %{{.+}} : vector<16xf32>
+// LOG: arith.select %[[TINY]], %[[UP]], %arg0 : vector<16xi1>, vector<16xf32>
+// LOG-NOT: math.log
+// LOG: math.fma
+// LOG: arith.subf
+// LOG: arith.select %[[TINY]]
+// LOG: math.log %{{.+}} : vector<8xf64>
+func.func @log(%x: vector<16xf32>, %y: vector<8xf64>) -> (vector<16xf32>, vector<8xf64>) {
+  %l = math.log %x : vector<16xf32>
+  %d = math.log %y : vector<8xf64>
+  return %l, %d : vector<16xf32>, vector<8xf64>
 }

@@ -155,7 +155,11 @@ def MithrilApproximateMath : Pass<"mithril-approximate-math", "mlir::ModuleOp"> 
     approximations (range reduction and a minimax polynomial, as Eigen's),
     which stay vector code; float64 keeps libm. The `log` that `log1p`'s
     expansion computes of 1 + x, which is never subnormal, is approximated
-    with it; the model's own `log` ops only when `functions` names `log`.
+    with it; the model's own `log` ops only when `functions` names `log`, and
+    then as log(x * 2^24) - 24 ln 2 where x is subnormal: upstream's
+    polynomial reads the exponent field, which a subnormal lacks (log(1e-38)
+    came out off by 2). Over 2^20 inputs from 1e-45 to 1e38: at most 1.03
+    ulps from float64, libm's 0.82; [256, 1024] in 0.13 ms, libm's 0.9 ms.
     Run it after bufferization, before the lowering to LLVM.
   }];
   let options = [
