@@ -131,8 +131,14 @@ struct DispatchChunksPass : public mithril::impl::MithrilDispatchChunksBase<Disp
     func::ReturnOp::create(body, loc);
 
     // The caller: the context struct in its entry block, filled where the
-    // loop was, and the call of the pool.
-    OpBuilder allocas = OpBuilder::atBlockBegin(&caller.getBody().front());
+    // loop was, and the call of the pool. Inside another split loop, the
+    // struct goes at the start of that loop's body, which becomes the entry
+    // block of its own chunk function: one struct per chunk running, not one
+    // that concurrent chunks share.
+    Block *entryBlock = &caller.getBody().front();
+    if (auto outer = loop->getParentOfType<scf::ForallOp>())
+      entryBlock = outer.getBody();
+    OpBuilder allocas = OpBuilder::atBlockBegin(entryBlock);
     Value one =
         LLVM::ConstantOp::create(allocas, loc, builder.getI64Type(), builder.getI64IntegerAttr(1));
     Value contextPtr = LLVM::AllocaOp::create(allocas, loc, ptrType, structType, one);

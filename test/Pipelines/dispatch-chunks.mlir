@@ -78,3 +78,29 @@ func.func @two_dims(%buf: memref<4x4xf32>) {
   }
   return
 }
+
+// -----
+
+// Nested split loops: the inner one is outlined first, and its context goes
+// into the outer body, which becomes the outer chunk function's entry block:
+// each outer chunk has its own.
+// CHECK-LABEL: func.func @nested(
+// CHECK: llvm.alloca %{{.+}} x !llvm.struct<(struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)>)>
+// CHECK-NOT: llvm.alloca
+// CHECK: call @mithrilParallelFor
+// CHECK-LABEL: func.func private @nested_chunk_0(
+// CHECK: llvm.alloca %{{.+}} x !llvm.struct<(struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)>, i64)>
+// CHECK: constant @nested_chunk :
+// CHECK: call @mithrilParallelFor
+// CHECK-LABEL: func.func private @nested_chunk(
+// CHECK-NOT: llvm.alloca
+// CHECK: memref.store
+func.func @nested(%buf: memref<4x8xf32>) {
+  %one = arith.constant 1.0 : f32
+  scf.forall (%i) in (4) {
+    scf.forall (%j) in (8) {
+      memref.store %one, %buf[%i, %j] : memref<4x8xf32>
+    }
+  }
+  return
+}
