@@ -14,6 +14,8 @@
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/X86TargetParser.h"
 
+#include <algorithm>
+
 namespace mithril {
 #define GEN_PASS_DEF_MITHRILCPUSTRATEGY
 #include "mithril/Codegen/CPU/Passes.h.inc"
@@ -211,6 +213,25 @@ static SmallVector<int64_t> defaultTile(linalg::LinalgOp op, const RegisterFile 
     sizes[loops - 1] = regs.elementwiseColumns();
   if (loops >= 2)
     sizes[loops - 2] = 8;
+  // Rows narrower than a tile's columns (10 classes, a 14- or 28-wide
+  // image): as many rows as one tile's columns hold (at least one, and a
+  // divisor of the rows, so that no partial tile is left). An n-D vector
+  // becomes one LLVM vector per row anyway, so 8 rows were 8 copies of each
+  // op's code (of a whole exp or log polynomial) for the same instructions
+  // per element. (Zen 4, one thread: MLP training step 0.70 -> 0.62 s and
+  // CNN training step 0.77 -> 0.58 s to compile, the same run times.)
+  if (loops >= 2) {
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    int64_t width = ranges[loops - 1], height = ranges[loops - 2];
+    if (!ShapedType::isDynamic(width) && width > 0 && width < regs.elementwiseColumns()) {
+      int64_t rows = std::clamp<int64_t>(regs.elementwiseColumns() / width, 1, 8);
+      if (ShapedType::isDynamic(height))
+        rows = 1;
+      while (rows > 1 && height % rows != 0)
+        --rows;
+      sizes[loops - 2] = rows;
+    }
+  }
   return sizes;
 }
 

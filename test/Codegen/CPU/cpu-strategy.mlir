@@ -50,6 +50,49 @@ func.func @elementwise_and_transpose(%x: tensor<64x128xf32>) -> tensor<128x64xf3
 
 // -----
 
+// Rows narrower than the tile's columns (10 classes, 28-wide images): as
+// many rows as one tile's columns hold, a divisor of the rows (the columns
+// are clamped to the row when tiled): 2 rows of 10 and 1 of 28 with
+// AVX-512's 32 columns, 1 of 10 with AVX2's 16 (28 is wider: 8 rows); a
+// 3 x 4 tensor is one tile.
+// ZEN4-LABEL: func.func @narrow_rows
+// ZEN4: register_tile = [2, 32]>
+// ZEN4: register_tile = [1, 1, 32]>
+// ZEN4: register_tile = [3, 32]>
+// ZEN2-LABEL: func.func @narrow_rows
+// ZEN2: register_tile = [1, 16]>
+// ZEN2: register_tile = [1, 8, 16]>
+// ZEN2: register_tile = [3, 16]>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @narrow_rows(%x: tensor<64x10xf32>, %y: tensor<16x28x28xf32>, %z: tensor<3x4xf32>)
+    -> (tensor<64x10xf32>, tensor<16x28x28xf32>, tensor<3x4xf32>) {
+  %e0 = tensor.empty() : tensor<64x10xf32>
+  %a = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<64x10xf32>) outs(%e0 : tensor<64x10xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = math.exp %in : f32
+    linalg.yield %r : f32
+  } -> tensor<64x10xf32>
+  %e1 = tensor.empty() : tensor<16x28x28xf32>
+  %b = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%y : tensor<16x28x28xf32>) outs(%e1 : tensor<16x28x28xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = math.tanh %in : f32
+    linalg.yield %r : f32
+  } -> tensor<16x28x28xf32>
+  %e2 = tensor.empty() : tensor<3x4xf32>
+  %c = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%z : tensor<3x4xf32>) outs(%e2 : tensor<3x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = math.exp %in : f32
+    linalg.yield %r : f32
+  } -> tensor<3x4xf32>
+  return %a, %b, %c : tensor<64x10xf32>, tensor<16x28x28xf32>, tensor<3x4xf32>
+}
+
+// -----
+
 // A config written by hand is kept, and the schedule carries it out: 4 x 16
 // accumulators instead of the strategy's 8 x 32.
 // ZEN4-LABEL: func.func @hand_written
