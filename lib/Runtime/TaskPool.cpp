@@ -59,20 +59,12 @@ public:
   }
 
   void submit(void *handle, Resume resume) {
-    Task task;
-    task.context = handle;
-    task.resume = resume;
-    running_.fetch_add(1, std::memory_order_relaxed);
-    bool wake;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      queue_.push_back(task);
-      queued_.store(queue_.size(), std::memory_order_release);
-      ++submissions_;
-      wake = sleeping_ > 0;
-    }
-    if (wake)
-      wakeup_.notify_one();
+    enqueue(1, [&](int64_t) {
+      Task task;
+      task.context = handle;
+      task.resume = resume;
+      return task;
+    });
   }
 
   /// Runs chunks 0 to count - 1 of `chunk`: the others on the workers, the
@@ -80,62 +72,26 @@ public:
   void parallelFor(Chunk chunk, void *context, int64_t count) {
     if (count <= 0)
       return;
-    if (count == 1) {
-      chunk(context, 0);
-      return;
-    }
     std::atomic<int64_t> pending{count - 1};
-    running_.fetch_add(count - 1, std::memory_order_relaxed);
-    unsigned sleeping;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      for (int64_t index = 1; index < count; ++index) {
+    if (count > 1)
+      enqueue(count - 1, [&](int64_t i) {
         Task task;
         task.context = context;
         task.chunk = chunk;
-        task.index = index;
+        task.index = i + 1;
         task.pending = &pending;
-        queue_.push_back(task);
-      }
-      queued_.store(queue_.size(), std::memory_order_release);
-      ++submissions_;
-      sleeping = sleeping_;
-    }
-    if (sleeping > 1 && count > 2)
-      wakeup_.notify_all();
-    else if (sleeping)
-      wakeup_.notify_one();
+        return task;
+      });
     chunk(context, 0);
     // Help with queued tasks (this op's or another caller's) until this
-    // op's chunks are done; then, past the spin, leave the core to them.
-    auto deadline = Clock::now() + kCallerSpin;
-    while (pending.load(std::memory_order_acquire) != 0) {
-      Task task;
-      if (tryPop(task)) {
-        run(task);
-        continue;
-      }
-      if (Clock::now() > deadline)
-        std::this_thread::yield();
-      else
-        MITHRIL_SPIN_PAUSE();
-    }
+    // op's chunks are done, yielding the core now and then.
+    while (!helpWhile([&] { return pending.load(std::memory_order_acquire) != 0; }, kCallerSpin))
+      std::this_thread::yield();
   }
 
   /// Runs queued tasks and spins until no task runs or `limit` passes.
   bool helpUntilIdle(std::chrono::microseconds limit) {
-    auto deadline = Clock::now() + limit;
-    while (running_.load(std::memory_order_acquire) != 0) {
-      Task task;
-      if (tryPop(task)) {
-        run(task);
-        continue;
-      }
-      if (Clock::now() > deadline)
-        return false;
-      MITHRIL_SPIN_PAUSE();
-    }
-    return true;
+    return helpWhile([&] { return running_.load(std::memory_order_acquire) != 0; }, limit);
   }
 
   void waitIdle() {
@@ -153,6 +109,42 @@ private:
     int64_t index = 0;
     std::atomic<int64_t> *pending = nullptr;
   };
+
+  /// Queues `count` tasks, `make(i)` for i in [0, count), and wakes
+  /// sleeping workers for them.
+  template <typename Make> void enqueue(int64_t count, Make make) {
+    running_.fetch_add(count, std::memory_order_relaxed);
+    unsigned sleeping;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (int64_t i = 0; i < count; ++i)
+        queue_.push_back(make(i));
+      queued_.store(queue_.size(), std::memory_order_release);
+      ++submissions_;
+      sleeping = sleeping_;
+    }
+    if (sleeping > 1 && count > 1)
+      wakeup_.notify_all();
+    else if (sleeping)
+      wakeup_.notify_one();
+  }
+
+  /// Runs queued tasks and spins while `busy()`, at most `limit`: false if
+  /// still busy then.
+  template <typename Busy> bool helpWhile(Busy busy, std::chrono::microseconds limit) {
+    auto deadline = Clock::now() + limit;
+    while (busy()) {
+      Task task;
+      if (tryPop(task)) {
+        run(task);
+        continue;
+      }
+      if (Clock::now() > deadline)
+        return false;
+      MITHRIL_SPIN_PAUSE();
+    }
+    return true;
+  }
 
   TaskPool() {
     // One worker per hardware thread besides the caller's, and at least one.
