@@ -19,6 +19,8 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
 
+#include <algorithm>
+
 namespace mithril {
 #define GEN_PASS_DEF_MITHRILDISPATCHCHUNKS
 #include "mithril/Pipelines/Passes.h.inc"
@@ -156,8 +158,8 @@ struct DispatchChunksPass : public mithril::impl::MithrilDispatchChunksBase<Disp
                            upperInt = getConstantIntValue(upper),
                            stepInt = getConstantIntValue(step);
     if (lowerInt && upperInt && stepInt && *stepInt > 0) {
-      count = arith::ConstantIndexOp::create(builder, loc,
-                                             llvm::divideCeil(*upperInt - *lowerInt, *stepInt));
+      int64_t span = std::max<int64_t>(0, *upperInt - *lowerInt);
+      count = arith::ConstantIndexOp::create(builder, loc, llvm::divideCeil(span, *stepInt));
     } else {
       Value span =
           arith::SubIOp::create(builder, loc, getValueOrCreateConstantIndexOp(builder, loc, upper),

@@ -104,3 +104,17 @@ func.func @nested(%buf: memref<4x8xf32>) {
   }
   return
 }
+
+// -----
+
+// An empty loop: no chunks, not a count wrapped around.
+// CHECK-LABEL: func.func @empty(
+// CHECK: %[[ZERO:.+]] = arith.constant 0 : index
+// CHECK: call @mithrilParallelFor(%{{.+}}, %{{.+}}, %[[ZERO]])
+func.func @empty(%buf: memref<8xf32>) {
+  %one = arith.constant 1.0 : f32
+  scf.forall (%i) = (6) to (2) step (1) {
+    memref.store %one, %buf[%i] : memref<8xf32>
+  }
+  return
+}
