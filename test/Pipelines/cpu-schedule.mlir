@@ -49,12 +49,14 @@ func.func @no_steps(%a: tensor<3x0xf32>, %b: tensor<0x4xf32>) -> tensor<3x4xf32>
 }
 
 // A row reduction over a few elements (a softmax's row maximum over 10
-// classes) takes whole rows, at most 128 elements per tile: 8 rows of 10,
-// not one vector of all 64 x 10 (its transpose was 640 element moves).
+// classes) takes whole rows, at most one tile's 32 columns of elements: 2
+// rows of 10 (a divisor of 64), not one vector of all 64 x 10 (its
+// transpose was 640 element moves), nor 8 rows (the code of 8 rows for the
+// same instructions per element).
 // CHECK-LABEL: func.func @row_max
-// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c8
-// CHECK:   vector.transfer_read {{.*}} : tensor<64x10xf32>, vector<8x10xf32>
-// CHECK:   vector.multi_reduction <maximumf>, {{.*}} [1] : vector<8x10xf32> to vector<8xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c2
+// CHECK:   vector.transfer_read {{.*}} : tensor<64x10xf32>, vector<2x10xf32>
+// CHECK:   vector.multi_reduction <maximumf>, {{.*}} [1] : vector<2x10xf32> to vector<2xf32>
 // CHECK-NOT: vector<64x10xf32>
 #rows = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
