@@ -725,9 +725,6 @@ CompiledModel::compileFresh(StringRef source, const CompileOptions &options) {
   // Kernel loads and launches, device memory.
   if (cuda)
     sharedLibs.push_back(cuda->path);
-  // Split ops hand their chunks to the task pool through mithrilParallelFor
-  // (the pipeline's task-pool option): the async runtime is not needed.
-  const llvm::StringMap<void *> *asyncSymbols = nullptr;
   engineOptions.sharedLibPaths = sharedLibs;
   engineOptions.enableGDBNotificationListener = false;
   // Kept for objectCode(): a saved model keeps its compiled code.
@@ -742,9 +739,10 @@ CompiledModel::compileFresh(StringRef source, const CompileOptions &options) {
   model->engine_ = std::move(*engine);
   model->usesWorkerThreads_ = !cuda && resolvedThreads(options) > 1;
   // Buffers come from the cache (the pipeline's runtime-allocator option);
-  // split ops call the task pool.
+  // split ops hand their chunks to the task pool through mithrilParallelFor
+  // (its task-pool option): the async runtime is not needed.
   model->engine_->registerSymbols([&](llvm::orc::MangleAndInterner interner) {
-    return hostSymbols(interner, asyncSymbols, *customCalls);
+    return hostSymbols(interner, /*asyncSymbols=*/nullptr, *customCalls);
   });
   auto fn = model->engine_->lookupPacked("_mlir_ciface_" + model->entry_);
   if (!fn)
