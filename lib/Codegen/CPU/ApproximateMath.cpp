@@ -10,6 +10,7 @@
 #include "RewriteSelected.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -41,11 +42,8 @@ struct NormalizedLog : OpRewritePattern<math::LogOp> {
     if (op->hasAttr(kNormalInput) || !getElementTypeOrSelf(type).isF32())
       return failure();
     Location loc = op.getLoc();
-    auto constant = [&](float value) -> Value {
-      auto attr = rewriter.getF32FloatAttr(value);
-      if (auto vector = dyn_cast<VectorType>(type))
-        return arith::ConstantOp::create(rewriter, loc, DenseElementsAttr::get(vector, value));
-      return arith::ConstantOp::create(rewriter, loc, attr);
+    auto constant = [&](float value) {
+      return createScalarOrSplatConstant(rewriter, loc, type, APFloat(value));
     };
     Value x = op.getOperand();
     Value tiny = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OLT,

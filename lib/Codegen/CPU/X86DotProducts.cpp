@@ -133,11 +133,12 @@ struct X86DotProductsPass : public mithril::impl::MithrilX86DotProductsBase<X86D
     RewritePatternSet patterns(&getContext());
     patterns.add<ContractionToVpdpbusd, LanewiseContractionToVpdpbusd, XorBeforeShapeCast>(
         &getContext());
-    auto contraction = [](Operation *op) {
+    auto contractionOrFlip = [](Operation *op) {
       return isa<vector::ContractionOp>(op) ||
              (isa<arith::XOrIOp>(op) && isa<VectorType>(op->getResult(0).getType()));
     };
-    if (failed(mithril::cpu::rewriteSelected(getOperation(), std::move(patterns), contraction)))
+    if (failed(
+            mithril::cpu::rewriteSelected(getOperation(), std::move(patterns), contractionOrFlip)))
       signalPassFailure();
   }
 };
