@@ -36,10 +36,14 @@ except ImportError:  # optional peer
 def variant(kind: str) -> str:
     target = _mithril.cpu_target()
     if kind == "bf16":
+        if target["bf16_tiles"]:
+            return "AMX tdpbf16ps tiles (matmul blocks), bf16 pairs packed"
         return ("vdpbf16ps (AVX512-BF16), bf16 pairs packed" if target["bf16_dot_product"]
                 else "widened to f32 when packed, f32 FMA kernel")
     if kind == "f16":
         return "widened to f32 when packed (F16C), f32 FMA kernel"
+    if kind == "int8" and target["int8_tiles"]:
+        return "AMX tdpbusd tiles (matmul blocks), byte quads packed"
     if kind == "int8":
         return ("vpdpbusd (AVX512-VNNI), byte quads packed" if target["int8_dot_product"]
                 else "bytes widened to 32-bit integer products")
@@ -167,7 +171,8 @@ def write(rows, path):
              f"Measured by `make bench-lowprecision` on {host_cpu()} (LLVM: {target['cpu']}; "
              f"{target['vector_bits']}-bit vectors, AVX512-BF16 "
              f"{'yes' if target['bf16_dot_product'] else 'no'}, AVX512-VNNI "
-             f"{'yes' if target['int8_dot_product'] else 'no'}), one thread, "
+             f"{'yes' if target['int8_dot_product'] else 'no'}, AMX tiles "
+             f"{'yes' if target['bf16_tiles'] else 'no'}), one thread, "
              f"{time.strftime('%Y-%m-%d %H:%M')}; torch "
              f"{torch.__version__ if torch else 'absent'}. Times are medians of alternating "
              "blocks; `vs f32` is our float32 time over the row's (above 1: faster than f32). "

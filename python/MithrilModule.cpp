@@ -757,11 +757,15 @@ PYBIND11_MODULE(_mithril, m) {
         d["vector_bits"] = target->vectorBits;
         d["bf16_dot_product"] = target->bf16DotProduct;
         d["int8_dot_product"] = target->int8DotProduct;
+        d["bf16_tiles"] = target->bf16Tiles;
+        d["int8_tiles"] = target->int8Tiles;
         return d;
       },
       py::arg("cpu") = "",
       "What the CPU schedule picks its kernels from for `cpu` (LLVM's name; the host's when "
-      "empty): vector_bits, bf16_dot_product (vdpbf16ps), int8_dot_product (vpdpbusd)");
+      "empty): vector_bits, bf16_dot_product (vdpbf16ps), int8_dot_product (vpdpbusd), "
+      "bf16_tiles and int8_tiles (AMX tdpbf16ps and tdpbusd; for the host, only when Linux "
+      "grants this process the tile state)");
   m.def("host_cpu", &CompiledModel::hostCPU,
         "The host's CPU name and features, as saved models record them");
   m.def(

@@ -219,6 +219,8 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
   }
 
   if (wanted("loops")) {
+    // The schedule's AMX matmul tiles, on buffers now (tile loads need them).
+    pm.addPass(createMithrilX86TileMatmuls());
     if (options.profile) {
       MithrilProfileKernelsOptions profile;
       profile.firstId = options.profileFirstId;
@@ -285,6 +287,8 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     vectorToLLVM.reassociateFPReductions = true;
     // The dot products the schedule picked for the target (vdpbf16ps).
     vectorToLLVM.x86Vector = true;
+    // And the AMX tiles (mithril-x86-tile-matmuls).
+    vectorToLLVM.amx = true;
     pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
     if (options.threads > 1 && !options.taskPool)
       pm.addPass(createConvertAsyncToLLVMPass());

@@ -12,6 +12,7 @@
 #include "TaskPool.h"
 #include "mithril/Runtime/Distributed.h"
 
+#include "mithril/Codegen/CPU/CpuTarget.h"
 #include "mithril/Dialect/Mithril/IR/MithrilOps.h"
 #include "mithril/Dialect/Mithril/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mithril/Dialect/Mithril/Transforms/Passes.h"
@@ -343,6 +344,11 @@ mithril::runtime::detail::hostTargetMachine(unsigned optLevel, StringRef cpu) {
     builder->setCPU(cpu.str());
     builder->setFeatures("");
   }
+  // float16 arithmetic rounds after every op on every CPU, as numpy's does:
+  // with AVX512-FP16's native half arithmetic LLVM fused a float16 product
+  // into the sum after it (one rounding, not two), so Sapphire Rapids gave
+  // other numbers than Zen 4 for the same model. Conversions keep F16C.
+  builder->getFeatures().AddFeature("avx512fp16", false);
   builder->setCodeGenOptLevel(optLevel >= 3 ? llvm::CodeGenOptLevel::Aggressive
                                             : llvm::CodeGenOptLevel::Default);
   // A product feeding a sum becomes one fused multiply-add, as in BLAS
@@ -513,6 +519,8 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::load(StringRef object, S
     return customCalls.takeError();
 
   auto start = Clock::now();
+  // Code compiled for AMX needs the process's tile state before it runs.
+  (void)mithril::hostAllowsAmxTiles();
   auto jit = llvm::orc::LLJITBuilder().create();
   if (!jit)
     return makeError("cannot start the JIT: " + llvm::toString(jit.takeError()));
@@ -732,6 +740,8 @@ CompiledModel::compileFresh(StringRef source, const CompileOptions &options) {
   // MITHRIL_PERF=1 lets `perf record -k 1` + `perf inject --jit` name the
   // compiled functions.
   engineOptions.enablePerfNotificationListener = getenv("MITHRIL_PERF") != nullptr;
+  // AMX tiles (mithril-x86-tile-matmuls) need the process's tile state.
+  (void)mithril::hostAllowsAmxTiles();
   auto engine = ExecutionEngine::create(**module, engineOptions, std::move(*tm));
   if (!engine)
     return makeError("JIT compilation of @" + model->entry_ +

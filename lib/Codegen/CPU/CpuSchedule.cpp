@@ -989,7 +989,9 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     // packed bits, while a tensor of i1 is one byte per element in memory.
     SmallVector<linalg::LinalgOp> tiles;
     module.walk([&](linalg::LinalgOp op) {
-      if (op.hasPureTensorSemantics() && !touchesBooleans(op))
+      // (AMX tiles are written after bufferization.)
+      if (op.hasPureTensorSemantics() && !touchesBooleans(op) &&
+          !hasKernel(op, CpuKernel::TileMatmul))
         tiles.push_back(op);
     });
     for (linalg::LinalgOp op : tiles) {

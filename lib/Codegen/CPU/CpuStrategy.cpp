@@ -16,6 +16,11 @@
 
 #include <algorithm>
 
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace mithril {
 #define GEN_PASS_DEF_MITHRILCPUSTRATEGY
 #include "mithril/Codegen/CPU/Passes.h.inc"
@@ -64,6 +69,9 @@ static CpuTarget targetFromFeatures(const llvm::StringMap<bool> &features) {
   target.vectorBits = avx512 ? 512 : features.lookup("avx") ? 256 : 128;
   target.bf16DotProduct = avx512 && features.lookup("avx512bf16");
   target.int8DotProduct = avx512 && features.lookup("avx512vnni");
+  bool tiles = avx512 && features.lookup("amx-tile");
+  target.bf16Tiles = tiles && target.bf16DotProduct && features.lookup("amx-bf16");
+  target.int8Tiles = tiles && target.int8DotProduct && features.lookup("amx-int8");
   return target;
 }
 
@@ -73,6 +81,8 @@ std::optional<CpuTarget> mithril::cpuTarget(StringRef cpu) {
   if (cpu.empty()) {
     static const CpuTarget host = [] {
       CpuTarget target = targetFromFeatures(llvm::sys::getHostCPUFeatures());
+      if ((target.bf16Tiles || target.int8Tiles) && !hostAllowsAmxTiles())
+        target.bf16Tiles = target.int8Tiles = false;
       if (std::optional<int64_t> l2 = hostL2Bytes())
         target.l2Bytes = *l2;
       return target;
@@ -87,6 +97,18 @@ std::optional<CpuTarget> mithril::cpuTarget(StringRef cpu) {
   for (StringRef name : names)
     features[name] = true;
   return targetFromFeatures(features);
+}
+
+bool mithril::hostAllowsAmxTiles() {
+#if defined(__linux__) && defined(__x86_64__)
+  // ARCH_REQ_XCOMP_PERM for XTILEDATA (state component 18): without it the
+  // first tile instruction raises SIGILL. The permission holds for every
+  // thread of the process and for its forks.
+  static const bool allowed = syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+  return allowed;
+#else
+  return false;
+#endif
 }
 
 std::optional<unsigned> mithril::vectorRegisterBits(StringRef cpu) {
@@ -116,6 +138,8 @@ FailureOr<StrategyOptions> cpu::strategyOptions(Operation *anchor, StringRef pas
   // The dot products are 512-bit instructions.
   options.registers.bf16DotProduct = target->bf16DotProduct && options.registers.bits >= 512;
   options.registers.int8DotProduct = target->int8DotProduct && options.registers.bits >= 512;
+  options.registers.bf16Tiles = target->bf16Tiles && options.registers.bf16DotProduct;
+  options.registers.int8Tiles = target->int8Tiles && options.registers.int8DotProduct;
   if (!cacheTile.empty()) {
     options.cacheTile.assign(cacheTile.begin(), cacheTile.end());
   } else if (target->l2Bytes < (512 << 10)) {
@@ -252,8 +276,22 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
     // group whole.
     if (loops == 4)
       return {regs.rows(), 1, regs.columns(op), 1};
-    if (loops == 5)
+    if (loops == 5) {
+      // On AMX tiles: 32 rows x the panel, with the block's whole reduction
+      // (mithril-x86-tile-matmuls keeps the accumulators in tiles).
+      Type et = getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType());
+      if (regs.tilesFor(et) && regs.columns(op) % kTileColumns == 0) {
+        // Only whole tiles of 16 rows and 64-byte steps: a function's tiles
+        // then all have one shape, which LLVM's tile register allocation
+        // needs (each tile register keeps one shape in a configuration).
+        SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+        int64_t stepGroups = kTileRowBytes * 8 / et.getIntOrFloatBitWidth() / ranges[4];
+        if (!ShapedType::isDynamicShape(ranges) && ranges[0] % kTileColumns == 0 &&
+            ranges[3] % stepGroups == 0)
+          return {ranges[0] % kTileRows == 0 ? kTileRows : kTileColumns, 1, regs.columns(op), 0, 0};
+      }
       return {regs.rows(), 1, regs.columns(op), 1, 0};
+    }
     break;
   case CpuKernel::ConvFlat:
     // Loops n, f, p, c, kh, kw: 8 output channels x a row of flat positions
@@ -341,6 +379,9 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
     if (isa<linalg::BatchMatmulOp>(op.getOperation()))
       return {1, regs.rows(), regs.columns(op), 1};
     break;
+  case CpuKernel::TileMatmul:
+    // Written whole by mithril-x86-tile-matmuls.
+    return SmallVector<int64_t>(loops, 0);
   case CpuKernel::LaneSum:
   case CpuKernel::WindowReduction:
   case CpuKernel::Default:

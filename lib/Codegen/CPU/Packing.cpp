@@ -444,6 +444,30 @@ Value Scheduler::writeWholeTile(IRRewriter &rewriter, Location loc, Value vector
       .getResult();
 }
 
+/// Whether `op`, a register tile of packDotProductGroups' product with the
+/// reduction whole (loops m, n, k / group, group), can run on AMX tiles: A
+/// [m][k / g][g] and B [k / g][n][g] of the target's tile types, static, in
+/// whole tiles (rows and columns multiples of 16, the reduction of 64-byte
+/// steps). mithril-x86-tile-matmuls writes it.
+bool Scheduler::isTileMatmul(linalg::GenericOp op) const {
+  MLIRContext *ctx = op.getContext();
+  Type et = getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType());
+  if (!strategy.registers.tilesFor(et) ||
+      getElementTypeOrSelf(op.getDpsInputOperand(1)->get().getType()) != et)
+    return false;
+  AffineExpr dm, dn, dk, dg;
+  bindDims(ctx, dm, dn, dk, dg);
+  SmallVector<AffineMap> expected = {AffineMap::get(4, 0, {dm, dk, dg}, ctx),
+                                     AffineMap::get(4, 0, {dk, dn, dg}, ctx),
+                                     AffineMap::get(4, 0, {dm, dn}, ctx)};
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  int64_t group = dotProductGroup(et);
+  int64_t stepGroups = kTileRowBytes / (et.getIntOrFloatBitWidth() / 8) / group;
+  return op.getIndexingMapsArray() == expected && !ShapedType::isDynamicShape(ranges) &&
+         ranges[0] % kTileColumns == 0 && ranges[1] % kTileColumns == 0 &&
+         ranges[2] % stepGroups == 0 && ranges[3] == group;
+}
+
 /// Writes the register tiles of packDotProductGroups' products as dot
 /// products: per row, the row's group of A (a pair of bf16, or a quad of i8
 /// offset to unsigned) broadcast to every 32-bit lane, times 16 columns'
@@ -451,11 +475,15 @@ Value Scheduler::writeWholeTile(IRRewriter &rewriter, Location loc, Value vector
 /// Each tile is (after dropTileUnitDims) a generic over (m, n, group)
 /// reading A[m][g], B[n][g] and accumulating C[m][n]; one that is not stays
 /// for the vectorizer, which computes the same numbers element by element.
-void Scheduler::lowerDotProductTiles(IRRewriter &rewriter, ModuleOp module) {
+void Scheduler::lowerDotProductTiles(IRRewriter &rewriter, ModuleOp module) const {
   SmallVector<linalg::GenericOp> tiles;
   module.walk([&](linalg::GenericOp op) {
     if (!hasKernel(op, CpuKernel::PackedMatmul) || !op.hasPureTensorSemantics() ||
-        op.getNumLoops() != 3 || op.getNumDpsInputs() != 2)
+        op.getNumDpsInputs() != 2)
+      return;
+    if (op.getNumLoops() == 4 && isTileMatmul(op))
+      return setCpuKernel(op, CpuKernel::TileMatmul);
+    if (op.getNumLoops() != 3)
       return;
     Type et = getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType());
     if (et.isBF16() || et.isInteger(8))

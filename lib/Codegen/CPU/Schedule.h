@@ -296,7 +296,10 @@ public:
   /// Each tile is (after dropTileUnitDims) a generic over (m, n, group)
   /// reading A[m][g], B[n][g] and accumulating C[m][n]; one that is not stays
   /// for the vectorizer, which computes the same numbers element by element.
-  static void lowerDotProductTiles(IRRewriter &rewriter, ModuleOp module);
+  /// Tiles of the whole reduction that fit the target's AMX tiles get kernel
+  /// TileMatmul instead (isTileMatmul), and stay for after bufferization.
+  void lowerDotProductTiles(IRRewriter &rewriter, ModuleOp module) const;
+  bool isTileMatmul(linalg::GenericOp op) const;
 
   /// Writes the register tiles of rewriteBF16MatrixVectorProduct's partial
   /// sums as vdpbf16ps: a tile over (rows, columns, one step, 16 lanes,

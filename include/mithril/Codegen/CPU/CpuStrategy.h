@@ -36,12 +36,20 @@ struct RegisterFile {
   bool bf16DotProduct = false;
   /// Whether i8 matmuls multiply quads of bytes into i32 lanes (vpdpbusd).
   bool int8DotProduct = false;
+  /// Whether packed bf16 (i8) matmul blocks run on AMX tiles: register
+  /// tiles of kTileRows x one panel, the block's reduction whole.
+  bool bf16Tiles = false;
+  bool int8Tiles = false;
 
   /// Rows of a matmul register tile.
   int64_t rows() const { return bits >= 512 ? 8 : 6; }
   /// Columns of a register tile: two registers of the op's element type per
   /// row (32 f32 or 16 f64 with AVX-512; 16 or 8 with AVX2).
   int64_t columns(mlir::linalg::LinalgOp op) const;
+  /// Whether matmul blocks of `element` inputs run on AMX tiles.
+  bool tilesFor(mlir::Type element) const {
+    return (bf16Tiles && element.isBF16()) || (int8Tiles && element.isInteger(8));
+  }
   /// Columns of the tile of any other op: two registers of f32.
   int64_t elementwiseColumns() const { return bits / 16; }
 };
@@ -73,6 +81,13 @@ inline constexpr int64_t kElementwiseWorkDivisor = 16;
 inline constexpr int64_t kGemvLanes = 16;
 inline constexpr int64_t kGemvMaxRows = 16;
 inline constexpr int64_t kGemvRowTile = 4;
+
+/// An AMX tile: 16 rows of 64 bytes (16 f32 or i32 accumulators, 16 groups
+/// of a bf16 pair or an i8 quad). A register tile of a matmul on AMX is two
+/// tiles down (32 rows) and a 32-column panel across.
+inline constexpr int64_t kTileColumns = 16;
+inline constexpr int64_t kTileRowBytes = 64;
+inline constexpr int64_t kTileRows = 32;
 
 /// The op's register kernel: its config's, else what its form is (matmul,
 /// 16 x 16 transpose, reduction over small windows, or the default).

@@ -25,6 +25,11 @@ struct CpuTarget {
   bool bf16DotProduct = false;
   /// vpdpbusd: quads of u8 x s8 summed into i32 (AVX512-VNNI).
   bool int8DotProduct = false;
+  /// AMX tiles: tdpbf16ps (AMX-BF16) and tdpbusd (AMX-INT8) multiply 16-row
+  /// tiles of 64-byte rows into 16 x 16 f32 or i32 tiles. For the host, only
+  /// when Linux also lets this process use them (arch_prctl, asked once).
+  bool bf16Tiles = false;
+  bool int8Tiles = false;
   /// The L2 cache per core in bytes: the host's from sysfs, else (a named
   /// CPU, or no sysfs) 1 MiB.
   int64_t l2Bytes = 1 << 20;
@@ -40,6 +45,11 @@ std::optional<CpuTarget> cpuTarget(llvm::StringRef cpu = "");
 /// table of the CPU's features), or the host's (CPUID) when empty. 512 with
 /// AVX-512, 256 with AVX, 128 otherwise; none for a name LLVM does not know.
 std::optional<unsigned> vectorRegisterBits(llvm::StringRef cpu = "");
+
+/// Asks Linux, once per process, for the AMX tile state (XTILEDATA) that
+/// code using AMX tiles needs before its first tile instruction; whether
+/// this process may use them (false off Linux, or without AMX).
+bool hostAllowsAmxTiles();
 
 } // namespace mithril
 

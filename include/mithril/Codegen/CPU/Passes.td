@@ -130,6 +130,30 @@ def MithrilX86DotProducts : Pass<"mithril-x86-dot-products", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::vector::VectorDialect"];
 }
 
+def MithrilX86TileMatmuls : Pass<"mithril-x86-tile-matmuls", "mlir::ModuleOp"> {
+  let summary = "The CPU schedule's AMX matmul tiles as tile loads, tdpbf16ps / tdpbusd and stores";
+  let description = [{
+    On targets with AMX, `mithril-cpu-schedule` leaves each register tile of a
+    packed bf16 (or i8) matmul block as a `linalg.generic` of kernel
+    `tile_matmul` over (m, n, k / g, g): A `[m][k / g][g]`, B packed
+    `[k / g][n][g]` (pairs of bf16, or quads of i8 whose A side is offset to
+    unsigned), accumulating C `[m][n]` in f32 (i32). After bufferization, this
+    pass writes each such generic as AMX tiles: blocks of up to 2 x 2
+    accumulator tiles of 16 x 16 loaded from C once, a loop over the
+    reduction in steps of 64 bytes per row (`amx.tile_load` of A's rows and
+    B's packed groups, `amx.tile_mulf`, or `amx.tile_muli` with an unsigned
+    A), and the tiles stored back; the accumulators stay in tile registers
+    across the loop. Only generics of whole tiles are written (rows and
+    columns multiples of 16, the reduction of 64-byte steps), so that every
+    tile has one shape, as LLVM's tile register allocation wants; any other
+    stays for the loop lowering, which computes the same numbers element by
+    element. LLVM's X86 backend then configures the tiles (`ldtilecfg`); the
+    process must have asked Linux for the tile state (`hostAllowsAmxTiles`).
+  }];
+  let dependentDialects = ["mlir::amx::AMXDialect", "mlir::memref::MemRefDialect",
+                           "mlir::scf::SCFDialect", "mlir::arith::ArithDialect"];
+}
+
 def MithrilLowerScalarTransfers : Pass<"mithril-lower-scalar-transfers", "mlir::ModuleOp"> {
   let summary = "Lower vector transfers of one element to memref loads and stores";
   let description = [{

@@ -40,7 +40,11 @@ def Mithril_CpuKernel : I32EnumAttr<"CpuKernel", "register kernel of a linalg op
     I32EnumAttrCase<"Transpose", 9, "transpose">,
     // A reduction over small static windows after its parallel loops: a row
     // of outputs with their whole windows per tile.
-    I32EnumAttrCase<"WindowReduction", 10, "window_reduction">
+    I32EnumAttrCase<"WindowReduction", 10, "window_reduction">,
+    // A packed bf16 or i8 matmul tile on AMX tiles: loops (m, n, k / group,
+    // group), each whole; mithril-x86-tile-matmuls writes it after
+    // bufferization.
+    I32EnumAttrCase<"TileMatmul", 11, "tile_matmul">
   ]> {
   let cppNamespace = "::mithril";
   let genSpecializedAttr = 0;

@@ -1,0 +1,192 @@
+//===- X86TileMatmuls.cpp - AMX matmul tiles as tile loads and products ---===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mithril/Codegen/CPU/Passes.h"
+
+#include "mithril/Dialect/Mithril/IR/LoweringConfig.h"
+
+#include "mlir/Dialect/AMX/AMXDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mithril {
+#define GEN_PASS_DEF_MITHRILX86TILEMATMULS
+#include "mithril/Codegen/CPU/Passes.h.inc"
+} // namespace mithril
+
+using namespace mlir;
+
+namespace {
+/// An AMX tile: 16 rows of 64 bytes (16 f32 or i32 accumulators).
+constexpr int64_t kTileRows = 16;
+constexpr int64_t kTileRowBytes = 64;
+
+/// The shapes of a tile_matmul generic on buffers: A [m][k / g][g], B
+/// [k / g][n][g], C [m][n], static, of AMX's element types.
+struct TileMatmulShape {
+  int64_t m, n, groups, group;
+  Type element, accumulator;
+};
+
+/// Whether the body of `op` yields acc + ext(a) * ext(b): float extensions
+/// for bf16; for i8, A zero-extended (its bytes offset to unsigned) and B
+/// sign-extended, as tdpbusd multiplies them.
+bool isTileProduct(linalg::GenericOp op, bool int8) {
+  Block &body = op.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  Value acc = body.getArgument(2);
+  Operation *sum = yield.getValues()[0].getDefiningOp();
+  if (!sum || !isa<arith::AddFOp, arith::AddIOp>(sum) || sum->getNumOperands() != 2)
+    return false;
+  Value product = sum->getOperand(0) == acc ? sum->getOperand(1) : sum->getOperand(0);
+  if (sum->getOperand(0) != acc && sum->getOperand(1) != acc)
+    return false;
+  Operation *mul = product.getDefiningOp();
+  if (!mul || !isa<arith::MulFOp, arith::MulIOp>(mul))
+    return false;
+  Operation *lhs = mul->getOperand(0).getDefiningOp();
+  Operation *rhs = mul->getOperand(1).getDefiningOp();
+  if (!lhs || !rhs || lhs->getOperand(0) != body.getArgument(0) ||
+      rhs->getOperand(0) != body.getArgument(1))
+    return false;
+  if (int8)
+    return isa<arith::ExtUIOp>(lhs) && isa<arith::ExtSIOp>(rhs);
+  return isa<arith::ExtFOp>(lhs) && isa<arith::ExtFOp>(rhs);
+}
+
+FailureOr<TileMatmulShape> tileMatmulShape(linalg::GenericOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
+    return failure();
+  auto a = dyn_cast<MemRefType>(op.getDpsInputOperand(0)->get().getType());
+  auto b = dyn_cast<MemRefType>(op.getDpsInputOperand(1)->get().getType());
+  auto c = dyn_cast<MemRefType>(op.getDpsInitOperand(0)->get().getType());
+  if (!a || !b || !c || a.getRank() != 3 || b.getRank() != 3 || c.getRank() != 2 ||
+      !a.hasStaticShape() || !b.hasStaticShape() || !c.hasStaticShape())
+    return failure();
+  TileMatmulShape shape{a.getDimSize(0), b.getDimSize(1),    a.getDimSize(1),
+                        a.getDimSize(2), a.getElementType(), c.getElementType()};
+  bool bf16 = shape.element.isBF16() && shape.accumulator.isF32() && shape.group == 2;
+  bool int8 = shape.element.isInteger(8) && shape.accumulator.isInteger(32) && shape.group == 4;
+  if ((!bf16 && !int8) || b.getElementType() != shape.element || b.getDimSize(0) != shape.groups ||
+      b.getDimSize(2) != shape.group || c.getDimSize(0) != shape.m || c.getDimSize(1) != shape.n)
+    return failure();
+  // Whole tiles only: one tile shape in the function (LLVM's tile register
+  // allocation keeps one shape per register).
+  int64_t stepGroups = kTileRowBytes / (shape.element.getIntOrFloatBitWidth() / 8) / shape.group;
+  if (shape.m % kTileRows != 0 || shape.n % kTileRows != 0 || shape.groups % stepGroups != 0)
+    return failure();
+  MLIRContext *ctx = op.getContext();
+  AffineExpr dm, dn, dk, dg;
+  bindDims(ctx, dm, dn, dk, dg);
+  SmallVector<AffineMap> maps = {AffineMap::get(4, 0, {dm, dk, dg}, ctx),
+                                 AffineMap::get(4, 0, {dk, dn, dg}, ctx),
+                                 AffineMap::get(4, 0, {dm, dn}, ctx)};
+  if (op.getIndexingMapsArray() != maps || !isTileProduct(op, int8))
+    return failure();
+  // Tile rows are read with the innermost dimension contiguous.
+  for (MemRefType type : {a, b, c}) {
+    int64_t offset;
+    SmallVector<int64_t> strides;
+    if (failed(type.getStridesAndOffset(strides, offset)) || strides.back() != 1)
+      return failure();
+  }
+  return shape;
+}
+
+/// Writes `op` as AMX tiles (see the pass's description).
+void writeTiles(IRRewriter &rewriter, linalg::GenericOp op, const TileMatmulShape &shape) {
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+  auto index = [&](OpBuilder &builder, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(builder, loc, v);
+  };
+  // A as [m][k] and B as [k / g][n * g]: a tile row of A is 16 groups of one
+  // row, a tile row of B one group of 16 columns.
+  SmallVector<ReassociationIndices> rowsAndRest = {{0}, {1, 2}};
+  Value a =
+      memref::CollapseShapeOp::create(rewriter, loc, op.getDpsInputOperand(0)->get(), rowsAndRest);
+  Value b =
+      memref::CollapseShapeOp::create(rewriter, loc, op.getDpsInputOperand(1)->get(), rowsAndRest);
+  Value c = op.getDpsInitOperand(0)->get();
+  int64_t rowElements = kTileRowBytes * 8 / shape.element.getIntOrFloatBitWidth();
+  int64_t stepGroups = rowElements / shape.group;
+  // Every tile is 16 rows of 64 bytes: accumulators, A's rows and B's groups.
+  auto accumulatorTile = amx::TileType::get({kTileRows, kTileRows}, shape.accumulator);
+  auto operandTile = amx::TileType::get({kTileRows, rowElements}, shape.element);
+  // Blocks of 2 x 2 accumulator tiles (fewer at the edges): with their two
+  // A and two B tiles, the eight tile registers.
+  for (int64_t row = 0; row < shape.m; row += 2 * kTileRows) {
+    SmallVector<int64_t> rowTiles;
+    for (int64_t r = row; r < std::min(shape.m, row + 2 * kTileRows); r += kTileRows)
+      rowTiles.push_back(r);
+    for (int64_t column = 0; column < shape.n; column += 2 * kTileRows) {
+      SmallVector<int64_t> columnTiles;
+      for (int64_t j = column; j < std::min(shape.n, column + 2 * kTileRows); j += kTileRows)
+        columnTiles.push_back(j);
+      SmallVector<Value> accumulators;
+      for (int64_t r : rowTiles)
+        for (int64_t j : columnTiles)
+          accumulators.push_back(
+              amx::TileLoadOp::create(rewriter, loc, accumulatorTile, c,
+                                      ValueRange{index(rewriter, r), index(rewriter, j)}));
+      auto loop = scf::ForOp::create(
+          rewriter, loc, index(rewriter, 0), index(rewriter, shape.groups),
+          index(rewriter, stepGroups), accumulators,
+          [&](OpBuilder &builder, Location l, Value k, ValueRange in) {
+            Value aColumn = arith::MulIOp::create(builder, l, k, index(builder, shape.group));
+            SmallVector<Value> aTiles, bTiles;
+            for (int64_t r : rowTiles)
+              aTiles.push_back(amx::TileLoadOp::create(builder, l, operandTile, a,
+                                                       ValueRange{index(builder, r), aColumn}));
+            // Columns j.. of B are groups j * g.. of its rows.
+            for (int64_t j : columnTiles)
+              bTiles.push_back(amx::TileLoadOp::create(
+                  builder, l, operandTile, b, ValueRange{k, index(builder, j * shape.group)}));
+            SmallVector<Value> out;
+            for (auto [i, aTile] : llvm::enumerate(aTiles))
+              for (auto [j, bTile] : llvm::enumerate(bTiles)) {
+                Value acc = in[i * bTiles.size() + j];
+                // i8: A's bytes were offset to unsigned (vpdpbusd's form),
+                // B's are signed: tdpbusd.
+                if (shape.element.isBF16())
+                  out.push_back(
+                      amx::TileMulFOp::create(builder, l, accumulatorTile, aTile, bTile, acc));
+                else
+                  out.push_back(amx::TileMulIOp::create(builder, l, accumulatorTile, aTile, bTile,
+                                                        acc, /*isZextLhs=*/true,
+                                                        /*isZextRhs=*/false));
+              }
+            scf::YieldOp::create(builder, l, out);
+          });
+      int64_t next = 0;
+      for (int64_t r : rowTiles)
+        for (int64_t j : columnTiles)
+          amx::TileStoreOp::create(rewriter, loc, c,
+                                   ValueRange{index(rewriter, r), index(rewriter, j)},
+                                   loop.getResult(next++));
+    }
+  }
+  rewriter.eraseOp(op);
+}
+
+struct X86TileMatmulsPass : public mithril::impl::MithrilX86TileMatmulsBase<X86TileMatmulsPass> {
+  void runOnOperation() override {
+    SmallVector<linalg::GenericOp> tiles;
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (mithril::getCpuKernel(op) == mithril::CpuKernel::TileMatmul)
+        tiles.push_back(op);
+    });
+    IRRewriter rewriter(&getContext());
+    for (linalg::GenericOp op : tiles)
+      if (FailureOr<TileMatmulShape> shape = tileMatmulShape(op); succeeded(shape))
+        writeTiles(rewriter, op, *shape);
+  }
+};
+} // namespace
