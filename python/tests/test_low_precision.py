@@ -249,7 +249,8 @@ def test_bfloat16_conversion_matches_the_reference_rounding():
 
 def _bf16_products():
     """A plain product and a Linear layer's (its weight transposed), large
-    enough for the packed schedule (and for vdpbf16ps where the CPU has it)."""
+    enough for the packed schedule (and for vdpbf16ps or AMX tiles where the
+    CPU has them)."""
     from mithril.models import MatrixMultiply
     model = Model()
     model |= MatrixMultiply()(left="a", right="b", output=ml.IOKey("y"))
@@ -258,21 +259,26 @@ def _bf16_products():
 
 
 @pytest.mark.parametrize("target_cpu", ["host", "haswell"])
-def test_bfloat16_matmul_accumulates_in_float32(target_cpu):
+@pytest.mark.parametrize("rows, depth", [
+    (48, 512),  # AMX: tiles of 16 rows
+    (64, 784),  # AMX: 768 steps on tiles, the last 16 on vdpbf16ps
+    (40, 200),  # AMX: rows and reduction of no whole tiles, all on vdpbf16ps
+])
+def test_bfloat16_matmul_accumulates_in_float32(target_cpu, rows, depth):
     # Inputs exact in bfloat16: the products are exact in float32 and the sums
     # accumulate in float32, so each output is the float64 product rounded once
     # to bfloat16 (half an ulp: at most 2^-8 relative) up to float32 rounding of the
     # sums. A bf16 accumulator would be off by about 1e-2 of the RMS. The
-    # host's kernel (vdpbf16ps with AVX512-BF16) and the AVX2 kernel (operands
-    # widened when packed) are held to the same bound.
+    # host's kernel (AMX tiles, or vdpbf16ps with AVX512-BF16) and the AVX2
+    # kernel (operands widened when packed) are held to the same bound.
     rng = np.random.default_rng(5)
-    a = bf16(rng.standard_normal((48, 512)))
-    b = bf16(rng.standard_normal((512, 512)))
-    w = bf16(rng.standard_normal((128, 512)))
+    a = bf16(rng.standard_normal((rows, depth)))
+    b = bf16(rng.standard_normal((depth, 512)))
+    w = bf16(rng.standard_normal((128, depth)))
     options = {"cpu_options": {"target_cpu": target_cpu}}
     try:
         pm = ml.compile(_bf16_products(), ml.MlirBackend(dtype=ml.bfloat16),
-                        shapes={"a": [48, 512], "b": [512, 512]}, jit=True, **options)
+                        shapes={"a": [rows, depth], "b": [depth, 512]}, jit=True, **options)
     except ml.MithrilError as error:  # a host without AVX2
         pytest.skip(str(error))
     out = pm.evaluate({"linear_0.weight": w} if "linear_0.weight" in pm.input_keys else

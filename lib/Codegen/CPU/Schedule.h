@@ -164,6 +164,15 @@ public:
   /// 1000^3 one ran at 5 GFLOP/s (partial vectors, and no packing).
   LogicalResult peelMatmulRemainders(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
 
+  /// Splits the reduction of a matmul whose blocks would run on AMX tiles
+  /// but for a reduction of no whole 64-byte steps (784 bf16 = 24 steps of
+  /// 32 + 16) into the whole steps and the rest, the rest accumulating into
+  /// the first part's result on the vector kernels: a block's tiles must all
+  /// have one shape. A transposed right operand (a Linear layer's weight) is
+  /// split before its transpose, and a constant one folds into two
+  /// constants, so that both parts still pack from the weight itself.
+  void splitReductionsForTiles(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
+
   static SmallVector<linalg::LinalgOp> collectTensorOps(ModuleOp module);
 
   /// The tile levels of a convolution's weight gradient (loops f, c, kh, kw,
