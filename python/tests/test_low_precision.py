@@ -263,6 +263,7 @@ def _bf16_products():
     (48, 512),  # AMX: tiles of 16 rows
     (64, 784),  # AMX: 768 steps on tiles, the last 16 on vdpbf16ps
     (40, 200),  # AMX: rows and reduction of no whole tiles, all on vdpbf16ps
+    (32, 1024),  # AMX: rows 2 KiB apart, copied with a padded stride
 ])
 def test_bfloat16_matmul_accumulates_in_float32(target_cpu, rows, depth):
     # Inputs exact in bfloat16: the products are exact in float32 and the sums
