@@ -5,7 +5,8 @@
 // that a register tile reads its panel contiguously; the 8 x 32 register
 // tiles then sweep the panels (panels outermost) with their accumulator
 // hoisted out of the reduction. Smaller matmuls get the register tiles only.
-// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=fusion" | FileCheck %s
+// (A named CPU: the host's L2 sizes the blocks, 1 MiB is assumed for a name.)
+// RUN: mithril-opt %s --mithril-cpu-pipeline="target-cpu=skylake-avx512 stop-after=fusion" | FileCheck %s
 // RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=linalg" | not mithril-opt --mithril-cpu-schedule="cache-tile=1,2,3,4" 2>&1 | FileCheck %s --check-prefix=BAD
 
 mithril.model @Gemm(data %a: tensor<512x512xf32>, data %b: tensor<512x512xf32>) -> (c: tensor<512x512xf32>) {

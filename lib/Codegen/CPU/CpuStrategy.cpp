@@ -40,12 +40,12 @@ int64_t RegisterFile::columns(linalg::LinalgOp op) const {
 static std::optional<int64_t> hostL2Bytes() {
   for (int index = 0; index < 8; ++index) {
     std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
-    auto level = llvm::MemoryBuffer::getFile(dir + "level", /*IsText=*/true);
+    auto level = llvm::MemoryBuffer::getFileAsStream(dir + "level");
     if (!level)
       break;
     if (StringRef((*level)->getBuffer()).trim() != "2")
       continue;
-    auto size = llvm::MemoryBuffer::getFile(dir + "size", /*IsText=*/true);
+    auto size = llvm::MemoryBuffer::getFileAsStream(dir + "size");
     if (!size)
       return std::nullopt;
     StringRef text = StringRef((*size)->getBuffer()).trim();
@@ -146,6 +146,11 @@ FailureOr<StrategyOptions> cpu::strategyOptions(Operation *anchor, StringRef pas
     // A 256 x 256 f32 block of the right operand (256 KiB) and the left
     // operand's 128 x 256 would not stay in a small L2: half the columns.
     options.cacheTile = {128, 128, 256};
+  } else if (target->l2Bytes >= (2 << 20)) {
+    // A 2 MiB L2 (Sapphire and Emerald Rapids) holds blocks twice as deep:
+    // the accumulators are loaded and stored half as often (sgemm 1024 and
+    // 2048: 6% faster on one Emerald Rapids core).
+    options.cacheTile = {128, 256, 512};
   }
   options.threads = threads;
   options.minParallelWork = minParallelWork;
@@ -400,6 +405,15 @@ SmallVector<int64_t> cpu::configuredRegisterTile(linalg::LinalgOp op, const Regi
 std::optional<std::pair<unsigned, int64_t>>
 cpu::parallelSplit(linalg::LinalgOp op, LoweringConfigAttr config, const StrategyOptions &options) {
   if (options.threads < 2 || op->getNumResults() == 0)
+    return std::nullopt;
+  // A transpose that only feeds matmuls as their right operand (a Linear
+  // layer's weight) is not computed: their blocks pack straight from its
+  // input. Split, it was (0.24 of 1.74 ms for an MLP at batch 256 on two
+  // threads).
+  if (isa<linalg::TransposeOp>(op.getOperation()) &&
+      llvm::all_of(op->getResult(0).getUses(), [](OpOperand &use) {
+        return isa<linalg::MatmulOp>(use.getOwner()) && use.getOperandNumber() == 1;
+      }))
     return std::nullopt;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   int64_t work = 1;

@@ -32,13 +32,31 @@ Value Scheduler::transposedSource(IRRewriter &rewriter, Value b) {
   auto slice = b.getDefiningOp<tensor::ExtractSliceOp>();
   if (!slice || slice.getSourceType().getRank() != 2 || slice.getType().getRank() != 2)
     return Value();
-  auto transpose = slice.getSource().getDefiningOp<linalg::TransposeOp>();
-  if (!transpose || !transpose.hasPureTensorSemantics() ||
-      transpose.getPermutation() != ArrayRef<int64_t>{1, 0} ||
-      !llvm::all_of(slice.getMixedStrides(),
-                    [](OpFoldResult stride) { return isConstantIntValue(stride, 1); }))
+  auto unitStrides = [](tensor::ExtractSliceOp op) {
+    return llvm::all_of(op.getMixedStrides(),
+                        [](OpFoldResult stride) { return isConstantIntValue(stride, 1); });
+  };
+  if (!unitStrides(slice))
     return Value();
   SmallVector<OpFoldResult> offsets = slice.getMixedOffsets(), sizes = slice.getMixedSizes();
+  // Through slices of slices (a thread's share of the matrix, then a block
+  // of it), their offsets added.
+  Value source = slice.getSource();
+  while (auto outer = source.getDefiningOp<tensor::ExtractSliceOp>()) {
+    if (outer.getSourceType().getRank() != 2 || outer.getType().getRank() != 2 ||
+        !unitStrides(outer))
+      return Value();
+    AffineExpr d0, d1;
+    bindDims(rewriter.getContext(), d0, d1);
+    for (auto [offset, outerOffset] : llvm::zip(offsets, outer.getMixedOffsets()))
+      offset = affine::makeComposedFoldedAffineApply(rewriter, slice.getLoc(), d0 + d1,
+                                                     {outerOffset, offset});
+    source = outer.getSource();
+  }
+  auto transpose = source.getDefiningOp<linalg::TransposeOp>();
+  if (!transpose || !transpose.hasPureTensorSemantics() ||
+      transpose.getPermutation() != ArrayRef<int64_t>{1, 0})
+    return Value();
   RankedTensorType type = slice.getType();
   return tensor::ExtractSliceOp::create(
       rewriter, slice.getLoc(),
@@ -46,6 +64,36 @@ Value Scheduler::transposedSource(IRRewriter &rewriter, Value b) {
       transpose.getInput(), SmallVector<OpFoldResult>{offsets[1], offsets[0]},
       SmallVector<OpFoldResult>{sizes[1], sizes[0]},
       SmallVector<OpFoldResult>{rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)});
+}
+
+/// Whether the rows of the matrix block `a` (a slice of a static matrix, or
+/// a matrix) lie a multiple of 2 KiB apart: then they map to at most two of
+/// L1's 64 sets of 64-byte lines.
+static bool rowsShareL1Sets(Value a) {
+  auto type = cast<RankedTensorType>(a.getType());
+  auto slice = a.getDefiningOp<tensor::ExtractSliceOp>();
+  if (slice && slice.getSourceType().getRank() == 2)
+    type = slice.getSourceType();
+  if (type.isDynamicDim(1))
+    return false;
+  return type.getDimSize(1) * (type.getElementTypeBitWidth() / 8) % 2048 == 0;
+}
+
+/// A copy of the matrix block `a` whose rows are 64 bytes further apart
+/// than its columns need (a slice of a padded tensor that does not fold).
+static Value copyWithPaddedRows(IRRewriter &rewriter, Location loc, Value a) {
+  auto type = cast<RankedTensorType>(a.getType());
+  int64_t m = type.getDimSize(0), k = type.getDimSize(1);
+  Type et = type.getElementType();
+  int64_t pad = 64 / (et.getIntOrFloatBitWidth() / 8);
+  Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getZeroAttr(et));
+  Value padded = tensor::createPadHighOp(RankedTensorType::get({m, k + pad}, et), a, zero,
+                                         /*nofold=*/true, loc, rewriter);
+  OpFoldResult zeroIndex = rewriter.getIndexAttr(0), one = rewriter.getIndexAttr(1);
+  return tensor::ExtractSliceOp::create(
+      rewriter, loc, type, padded, ArrayRef<OpFoldResult>{zeroIndex, zeroIndex},
+      ArrayRef<OpFoldResult>{rewriter.getIndexAttr(m), rewriter.getIndexAttr(k)},
+      ArrayRef<OpFoldResult>{one, one});
 }
 
 /// Rewrites a matmul block C += A * B so that B is first copied into
@@ -221,27 +269,8 @@ void Scheduler::packDotProductGroups(IRRewriter &rewriter, linalg::MatmulOp bloc
   // (a 1024 or 2048 bf16 matrix) fall into at most two of L1's 64 sets and
   // evict each other (12 ways), so the block is copied with 64 more bytes a
   // row (bf16 sgemm 2048: 463 -> 533 GFLOP/s, Emerald Rapids).
-  if (strategy.registers.tilesFor(et) && m % kTileColumns == 0) {
-    int64_t elementBytes = et.getIntOrFloatBitWidth() / 8;
-    auto slice = a.getDefiningOp<tensor::ExtractSliceOp>();
-    int64_t rowBytes =
-        (slice && !slice.getSourceType().isDynamicDim(1) ? slice.getSourceType().getDimSize(1)
-                                                         : k) *
-        elementBytes;
-    if (rowBytes % 2048 == 0) {
-      int64_t pad = kTileRowBytes / elementBytes;
-      Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getZeroAttr(et));
-      // nofold: the padded copy is the point.
-      Value padded = tensor::createPadHighOp(RankedTensorType::get({m, k + pad}, et), a, zero,
-                                             /*nofold=*/true, loc, rewriter);
-      OpFoldResult zeroIndex = rewriter.getIndexAttr(0), one = rewriter.getIndexAttr(1);
-      a = tensor::ExtractSliceOp::create(
-          rewriter, loc, RankedTensorType::get({m, k}, et), padded,
-          ArrayRef<OpFoldResult>{zeroIndex, zeroIndex},
-          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(m), rewriter.getIndexAttr(k)},
-          ArrayRef<OpFoldResult>{one, one});
-    }
-  }
+  if (strategy.registers.tilesFor(et) && m % kTileColumns == 0 && rowsShareL1Sets(a))
+    a = copyWithPaddedRows(rewriter, loc, a);
   Value aGroups =
       tensor::ExpandShapeOp::create(rewriter, loc, RankedTensorType::get({m, groups, group}, et), a,
                                     SmallVector<ReassociationIndices>{{0}, {1, 2}});

@@ -1,0 +1,52 @@
+//===- CpuTargetTest.cpp - what code generation reads of the host CPU -----===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mithril/Codegen/CPU/CpuTarget.h"
+
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+using namespace mithril;
+
+namespace {
+
+// The host's L2 comes from sysfs, whose files claim a page of size but hold a
+// few bytes: read as a regular file, they never parsed and every host was
+// taken for 1 MiB.
+TEST(CpuTarget, HostL2IsReadFromSysfs) {
+  std::string dir = "/sys/devices/system/cpu/cpu0/cache/index2/";
+  std::ifstream level(dir + "level"), size(dir + "size");
+  std::string levelText, sizeText;
+  if (!(level >> levelText) || levelText != "2" || !(size >> sizeText) || sizeText.empty() ||
+      sizeText.back() != 'K')
+    GTEST_SKIP() << "no sysfs L2 entry in kilobytes on this host";
+  int64_t expected = std::stoll(sizeText.substr(0, sizeText.size() - 1)) * 1024;
+  std::optional<CpuTarget> host = cpuTarget();
+  ASSERT_TRUE(host.has_value());
+  EXPECT_EQ(host->l2Bytes, expected);
+}
+
+// A named CPU's features come from LLVM's table: AMX on Sapphire Rapids,
+// neither AMX nor AVX-512 on Zen 2; an unknown name is none.
+TEST(CpuTarget, NamedCpusFollowLLVMsFeatureTable) {
+  std::optional<CpuTarget> spr = cpuTarget("sapphirerapids");
+  ASSERT_TRUE(spr.has_value());
+  EXPECT_EQ(spr->vectorBits, 512u);
+  EXPECT_TRUE(spr->bf16Tiles && spr->int8Tiles && spr->bf16DotProduct && spr->int8DotProduct);
+  std::optional<CpuTarget> zen4 = cpuTarget("znver4");
+  ASSERT_TRUE(zen4.has_value());
+  EXPECT_TRUE(zen4->bf16DotProduct && !zen4->bf16Tiles && !zen4->int8Tiles);
+  std::optional<CpuTarget> zen2 = cpuTarget("znver2");
+  ASSERT_TRUE(zen2.has_value());
+  EXPECT_EQ(zen2->vectorBits, 256u);
+  EXPECT_FALSE(zen2->bf16DotProduct || zen2->bf16Tiles);
+  EXPECT_FALSE(cpuTarget("pentium9").has_value());
+}
+
+} // namespace
