@@ -490,7 +490,9 @@ void Scheduler::splitReductionsForTiles(IRRewriter &rewriter, ArrayRef<linalg::L
     // A step of tiles is 64 bytes of each row of A.
     int64_t step = kTileRowBytes / (et.getIntOrFloatBitWidth() / 8);
     int64_t m = ranges[0], n = ranges[1], k = ranges[2], whole = k - k % step;
-    if (whole == 0 || whole == k)
+    // (Rows or columns of no whole tiles would keep the product off the
+    // tiles anyway: the split would only add a pass over C.)
+    if (whole == 0 || whole == k || m % kTileColumns != 0 || n % kTileColumns != 0)
       continue;
     Location loc = op.getLoc();
     rewriter.setInsertionPoint(op);
