@@ -488,11 +488,11 @@ void Scheduler::splitReductionsForTiles(IRRewriter &rewriter, ArrayRef<linalg::L
         ShapedType::isDynamicShape(ranges) || !isa<RankedTensorType>(a.getType()))
       continue;
     // A step of tiles is 64 bytes of each row of A.
-    int64_t step = kTileRowBytes / (et.getIntOrFloatBitWidth() / 8);
+    int64_t step = amxStepElements(et);
     int64_t m = ranges[0], n = ranges[1], k = ranges[2], whole = k - k % step;
     // (Rows or columns of no whole tiles would keep the product off the
     // tiles anyway: the split would only add a pass over C.)
-    if (whole == 0 || whole == k || m % kTileColumns != 0 || n % kTileColumns != 0)
+    if (whole == 0 || whole == k || m % kAmxTileRows != 0 || n % kAmxTileRows != 0)
       continue;
     Location loc = op.getLoc();
     rewriter.setInsertionPoint(op);

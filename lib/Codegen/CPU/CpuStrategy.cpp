@@ -285,15 +285,15 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
       // On AMX tiles: 32 rows x the panel, with the block's whole reduction
       // (mithril-x86-tile-matmuls keeps the accumulators in tiles).
       Type et = getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType());
-      if (regs.tilesFor(et) && regs.columns(op) % kTileColumns == 0) {
+      if (regs.tilesFor(et) && regs.columns(op) % kAmxTileRows == 0) {
         // Only whole tiles of 16 rows and 64-byte steps: a function's tiles
         // then all have one shape, which LLVM's tile register allocation
         // needs (each tile register keeps one shape in a configuration).
         SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-        int64_t stepGroups = kTileRowBytes * 8 / et.getIntOrFloatBitWidth() / ranges[4];
-        if (!ShapedType::isDynamicShape(ranges) && ranges[0] % kTileColumns == 0 &&
-            ranges[3] % stepGroups == 0)
-          return {ranges[0] % kTileRows == 0 ? kTileRows : kTileColumns, 1, regs.columns(op), 0, 0};
+        if (!ShapedType::isDynamicShape(ranges) && ranges[0] % kAmxTileRows == 0 &&
+            ranges[3] % (amxStepElements(et) / ranges[4]) == 0)
+          return {ranges[0] % kAmxRegisterTileRows == 0 ? kAmxRegisterTileRows : kAmxTileRows, 1,
+                  regs.columns(op), 0, 0};
       }
       return {regs.rows(), 1, regs.columns(op), 1, 0};
     }
@@ -393,6 +393,13 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
     break;
   }
   return defaultTile(op, regs);
+}
+
+SmallVector<AffineMap> cpu::tileMatmulMaps(MLIRContext *ctx) {
+  AffineExpr dm, dn, dk, dg;
+  bindDims(ctx, dm, dn, dk, dg);
+  return {AffineMap::get(4, 0, {dm, dk, dg}, ctx), AffineMap::get(4, 0, {dk, dn, dg}, ctx),
+          AffineMap::get(4, 0, {dm, dn}, ctx)};
 }
 
 SmallVector<int64_t> cpu::configuredRegisterTile(linalg::LinalgOp op, const RegisterFile &regs) {

@@ -269,7 +269,7 @@ void Scheduler::packDotProductGroups(IRRewriter &rewriter, linalg::MatmulOp bloc
   // (a 1024 or 2048 bf16 matrix) fall into at most two of L1's 64 sets and
   // evict each other (12 ways), so the block is copied with 64 more bytes a
   // row (bf16 sgemm 2048: 463 -> 533 GFLOP/s, Emerald Rapids).
-  if (strategy.registers.tilesFor(et) && m % kTileColumns == 0 && rowsShareL1Sets(a))
+  if (strategy.registers.tilesFor(et) && m % kAmxTileRows == 0 && rowsShareL1Sets(a))
     a = copyWithPaddedRows(rewriter, loc, a);
   Value aGroups =
       tensor::ExpandShapeOp::create(rewriter, loc, RankedTensorType::get({m, groups, group}, et), a,
@@ -505,22 +505,16 @@ Value Scheduler::writeWholeTile(IRRewriter &rewriter, Location loc, Value vector
 /// whole tiles (rows and columns multiples of 16, the reduction of 64-byte
 /// steps). mithril-x86-tile-matmuls writes it.
 bool Scheduler::isTileMatmul(linalg::GenericOp op) const {
-  MLIRContext *ctx = op.getContext();
   Type et = getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType());
   if (!strategy.registers.tilesFor(et) ||
       getElementTypeOrSelf(op.getDpsInputOperand(1)->get().getType()) != et)
     return false;
-  AffineExpr dm, dn, dk, dg;
-  bindDims(ctx, dm, dn, dk, dg);
-  SmallVector<AffineMap> expected = {AffineMap::get(4, 0, {dm, dk, dg}, ctx),
-                                     AffineMap::get(4, 0, {dk, dn, dg}, ctx),
-                                     AffineMap::get(4, 0, {dm, dn}, ctx)};
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   int64_t group = dotProductGroup(et);
-  int64_t stepGroups = kTileRowBytes / (et.getIntOrFloatBitWidth() / 8) / group;
-  return op.getIndexingMapsArray() == expected && !ShapedType::isDynamicShape(ranges) &&
-         ranges[0] % kTileColumns == 0 && ranges[1] % kTileColumns == 0 &&
-         ranges[2] % stepGroups == 0 && ranges[3] == group;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  return op.getIndexingMapsArray() == tileMatmulMaps(op.getContext()) &&
+         !ShapedType::isDynamicShape(ranges) && ranges[0] % kAmxTileRows == 0 &&
+         ranges[1] % kAmxTileRows == 0 && ranges[2] % (amxStepElements(et) / group) == 0 &&
+         ranges[3] == group;
 }
 
 /// Writes the register tiles of packDotProductGroups' products as dot

@@ -7,6 +7,7 @@
 
 #include "mithril/Codegen/CPU/Passes.h"
 
+#include "mithril/Codegen/CPU/CpuStrategy.h"
 #include "mithril/Dialect/Mithril/IR/LoweringConfig.h"
 
 #include "mlir/Dialect/AMX/AMXDialect.h"
@@ -24,9 +25,8 @@ namespace mithril {
 using namespace mlir;
 
 namespace {
-/// An AMX tile: 16 rows of 64 bytes (16 f32 or i32 accumulators).
-constexpr int64_t kTileRows = 16;
-constexpr int64_t kTileRowBytes = 64;
+using mithril::cpu::amxStepElements;
+using mithril::cpu::kAmxTileRows;
 
 /// The shapes of a tile_matmul generic on buffers: A [m][k / g][g], B
 /// [k / g][n][g], C [m][n], static, of AMX's element types.
@@ -79,16 +79,11 @@ FailureOr<TileMatmulShape> tileMatmulShape(linalg::GenericOp op) {
     return failure();
   // Whole tiles only: one tile shape in the function (LLVM's tile register
   // allocation keeps one shape per register).
-  int64_t stepGroups = kTileRowBytes / (shape.element.getIntOrFloatBitWidth() / 8) / shape.group;
-  if (shape.m % kTileRows != 0 || shape.n % kTileRows != 0 || shape.groups % stepGroups != 0)
+  if (shape.m % kAmxTileRows != 0 || shape.n % kAmxTileRows != 0 ||
+      shape.groups % (amxStepElements(shape.element) / shape.group) != 0)
     return failure();
-  MLIRContext *ctx = op.getContext();
-  AffineExpr dm, dn, dk, dg;
-  bindDims(ctx, dm, dn, dk, dg);
-  SmallVector<AffineMap> maps = {AffineMap::get(4, 0, {dm, dk, dg}, ctx),
-                                 AffineMap::get(4, 0, {dk, dn, dg}, ctx),
-                                 AffineMap::get(4, 0, {dm, dn}, ctx)};
-  if (op.getIndexingMapsArray() != maps || !isTileProduct(op, int8))
+  if (op.getIndexingMapsArray() != mithril::cpu::tileMatmulMaps(op.getContext()) ||
+      !isTileProduct(op, int8))
     return failure();
   // Tile rows are read with the innermost dimension contiguous.
   for (MemRefType type : {a, b, c}) {
@@ -115,20 +110,20 @@ void writeTiles(IRRewriter &rewriter, linalg::GenericOp op, const TileMatmulShap
   Value b =
       memref::CollapseShapeOp::create(rewriter, loc, op.getDpsInputOperand(1)->get(), rowsAndRest);
   Value c = op.getDpsInitOperand(0)->get();
-  int64_t rowElements = kTileRowBytes * 8 / shape.element.getIntOrFloatBitWidth();
+  int64_t rowElements = amxStepElements(shape.element);
   int64_t stepGroups = rowElements / shape.group;
   // Every tile is 16 rows of 64 bytes: accumulators, A's rows and B's groups.
-  auto accumulatorTile = amx::TileType::get({kTileRows, kTileRows}, shape.accumulator);
-  auto operandTile = amx::TileType::get({kTileRows, rowElements}, shape.element);
+  auto accumulatorTile = amx::TileType::get({kAmxTileRows, kAmxTileRows}, shape.accumulator);
+  auto operandTile = amx::TileType::get({kAmxTileRows, rowElements}, shape.element);
   // Blocks of 2 x 2 accumulator tiles (fewer at the edges): with their two
   // A and two B tiles, the eight tile registers.
-  for (int64_t row = 0; row < shape.m; row += 2 * kTileRows) {
+  for (int64_t row = 0; row < shape.m; row += 2 * kAmxTileRows) {
     SmallVector<int64_t> rowTiles;
-    for (int64_t r = row; r < std::min(shape.m, row + 2 * kTileRows); r += kTileRows)
+    for (int64_t r = row; r < std::min(shape.m, row + 2 * kAmxTileRows); r += kAmxTileRows)
       rowTiles.push_back(r);
-    for (int64_t column = 0; column < shape.n; column += 2 * kTileRows) {
+    for (int64_t column = 0; column < shape.n; column += 2 * kAmxTileRows) {
       SmallVector<int64_t> columnTiles;
-      for (int64_t j = column; j < std::min(shape.n, column + 2 * kTileRows); j += kTileRows)
+      for (int64_t j = column; j < std::min(shape.n, column + 2 * kAmxTileRows); j += kAmxTileRows)
         columnTiles.push_back(j);
       SmallVector<Value> accumulators;
       for (int64_t r : rowTiles)

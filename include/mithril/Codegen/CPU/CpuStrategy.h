@@ -37,7 +37,7 @@ struct RegisterFile {
   /// Whether i8 matmuls multiply quads of bytes into i32 lanes (vpdpbusd).
   bool int8DotProduct = false;
   /// Whether packed bf16 (i8) matmul blocks run on AMX tiles: register
-  /// tiles of kTileRows x one panel, the block's reduction whole.
+  /// tiles of kAmxRegisterTileRows x one panel, the block's reduction whole.
   bool bf16Tiles = false;
   bool int8Tiles = false;
 
@@ -85,9 +85,19 @@ inline constexpr int64_t kGemvRowTile = 4;
 /// An AMX tile: 16 rows of 64 bytes (16 f32 or i32 accumulators, 16 groups
 /// of a bf16 pair or an i8 quad). A register tile of a matmul on AMX is two
 /// tiles down (32 rows) and a 32-column panel across.
-inline constexpr int64_t kTileColumns = 16;
-inline constexpr int64_t kTileRowBytes = 64;
-inline constexpr int64_t kTileRows = 32;
+inline constexpr int64_t kAmxTileRows = 16;
+inline constexpr int64_t kAmxTileRowBytes = 64;
+inline constexpr int64_t kAmxRegisterTileRows = 2 * kAmxTileRows;
+
+/// The reduction steps of one AMX tile row of `element`s (a 64-byte row: 32
+/// bf16, 64 i8).
+inline int64_t amxStepElements(mlir::Type element) {
+  return kAmxTileRowBytes * 8 / element.getIntOrFloatBitWidth();
+}
+
+/// The indexing maps of a packed product's register tile on AMX tiles, loops
+/// (m, n, k / group, group): A [m][k / g][g], B [k / g][n][g], C [m][n].
+llvm::SmallVector<mlir::AffineMap> tileMatmulMaps(mlir::MLIRContext *ctx);
 
 /// The op's register kernel: its config's, else what its form is (matmul,
 /// 16 x 16 transpose, reduction over small windows, or the default).
