@@ -24,6 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 BATCH = 256
+STEPS_PER_BLOCK = 5
 
 
 def run_case(mesh: tuple, steps: int) -> dict:
@@ -47,13 +48,19 @@ def run_case(mesh: tuple, steps: int) -> dict:
     optimizer = ml.SGD(lr=0.01)
     pm.train_step(params, {"input": x, "target": y}, optimizer)  # compiles the step
     compile_s = time.perf_counter() - start
-    times = []
-    for _ in range(steps):
-        t0 = time.perf_counter()
-        pm.train_step(params, {"input": x, "target": y}, optimizer)
-        times.append(time.perf_counter() - t0)
-    result = {"mesh": list(mesh), "step_ms": float(np.median(times[steps // 5:]) * 1e3),
-              "compile_s": compile_s}
+    # Blocks of steps between two timings of the host's speed probe (every
+    # rank probes, so the ranks stay in step); the parent keeps quiet blocks.
+    from hostinfo import speed_probe
+    blocks = []
+    for _ in range(max(1, steps // STEPS_PER_BLOCK)):
+        probe_before = speed_probe()
+        times = []
+        for _ in range(STEPS_PER_BLOCK):
+            t0 = time.perf_counter()
+            pm.train_step(params, {"input": x, "target": y}, optimizer)
+            times.append(time.perf_counter() - t0)
+        blocks.append([float(np.median(times) * 1e3), probe_before, speed_probe()])
+    result = {"mesh": list(mesh), "blocks": blocks, "compile_s": compile_s}
     if mesh[0] > 1:
         # The all-reduce alone: one buffer the size of all the gradients
         # (the step sums them one parameter at a time).
@@ -90,7 +97,7 @@ def launch(mesh: tuple, steps: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--case", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.case is not None:
@@ -98,19 +105,27 @@ def main() -> None:
         return
     if shutil.which("mpirun") is None:
         sys.exit("bench/distributed.py needs mpirun (apt-get install openmpi-bin libopenmpi-dev)")
-    from hostinfo import host_cpu
+    from hostinfo import host_cpu, quiet_limit
     one, two, tensor = [], [], []
     for _ in range(args.rounds):
         one.append(launch((1,), args.steps))
         two.append(launch((2,), args.steps))
         tensor.append(launch((1, 2), args.steps))
-    step1 = float(np.median([r["step_ms"] for r in one]))
-    step2 = float(np.median([r["step_ms"] for r in two]))
-    step_t = float(np.median([r["step_ms"] for r in tensor]))
+    # Only blocks whose speed probes were quiet count (bench/hostinfo.py).
+    limit = quiet_limit([p for r in one + two + tensor for b in r["blocks"] for p in b[1:]])
+
+    def step_ms(runs):
+        quiet = [b[0] for r in runs for b in r["blocks"] if max(b[1:]) <= limit]
+        return float(np.median(quiet or [b[0] for r in runs for b in r["blocks"]])), len(quiet)
+
+    (step1, quiet1), (step2, quiet2), (step_t, quiet_t) = step_ms(one), step_ms(two), step_ms(tensor)
     reduce2 = float(np.median([r["allreduce_ms"] for r in two]))
     print(f"Host: {host_cpu()}, {os.cpu_count()} cores; Open MPI via mpirun, one thread per rank")
     print(f"MLP 784-512-512-10 training step (SGD), batch {BATCH}, float32, "
-          f"median of {args.rounds} launches x {args.steps} steps\n")
+          f"{args.rounds} launches x {args.steps} steps, the median of the quiet blocks of "
+          f"{STEPS_PER_BLOCK} steps (the host's speed probe within 15% of its fastest, "
+          f"{limit * 1e3:.2f} ms; quiet blocks: {quiet1}, {quiet2} and {quiet_t} of "
+          f"{len(one[0]['blocks']) * args.rounds} per configuration)\n")
     print("| configuration | step (ms) | speed-up | all-reduce of the gradients (ms) | share |")
     print("|---|---:|---:|---:|---:|")
     print(f"| 1 process x 1 thread | {step1:.2f} | 1.00x | - | - |")

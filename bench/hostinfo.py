@@ -3,6 +3,7 @@
 """The host CPU's name, as the benchmark tables state it."""
 
 import platform
+import time
 
 
 def host_cpu() -> str:
@@ -40,3 +41,29 @@ def host_description() -> str:
     except (ImportError, AttributeError):
         pass
     return f"{host_cpu()} (LLVM `{llvm}`; {', '.join(cpu_isa()) or 'no AVX2'})"
+
+
+def speed_probe() -> float:
+    """Seconds a fixed pure-Python loop takes now (the best of 3 runs).
+
+    The VMs this project is measured on have periods, seconds long, in which
+    every workload of a process runs 1.3-2x slower (numpy's sums as much as
+    our kernels; measured 2026-11-27). Timing this probe beside each block of
+    calls tells the quiet blocks from the slow ones. Pure Python, so that every
+    interpreter started from the same binary (ours and the peers' venv) takes
+    the same time for it."""
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        total = 0
+        for i in range(60000):
+            total += i * i
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def quiet_limit(probes) -> float:
+    """The probe time up to which a block counts as quiet: 15% above the
+    fastest probe of the whole run (the probe's times are bimodal on these
+    VMs: within 10% of the fastest when quiet, 1.4-1.9x when slow)."""
+    return 1.15 * min(probes)

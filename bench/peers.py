@@ -41,7 +41,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from hostinfo import cpu_isa, host_cpu
+from hostinfo import cpu_isa, host_cpu, quiet_limit, speed_probe
 
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -611,21 +611,25 @@ def train_error(loss, params, d):
 def block_median(run, blocks, block_s):
     """The median seconds of a call over `blocks` blocks of calls (each at
     least block_s and 4 calls; a block's first call is not counted), after one
-    warm-up call."""
+    warm-up call; and each block's median call with the host's speed probe
+    before and after it (hostinfo.speed_probe), to tell quiet blocks from slow."""
     run()
-    times = []
+    times, per_block = [], []
     for _ in range(blocks):
-        start, calls = time.perf_counter(), 0
+        probe_before = speed_probe()
+        start, calls, block = time.perf_counter(), 0, []
         while True:
             t0 = time.perf_counter()
             run()
             t1 = time.perf_counter()
             calls += 1
             if calls > 1:
-                times.append(t1 - t0)
+                block.append(t1 - t0)
             if calls >= 4 and t1 - start >= block_s:
                 break
-    return statistics.median(times), len(times)
+        times += block
+        per_block.append([statistics.median(block), probe_before, speed_probe()])
+    return statistics.median(times), len(times), per_block
 
 
 def worker(args):
@@ -643,7 +647,8 @@ def worker(args):
         if not err <= case.tol:
             result["status"] = "wrong"
         else:
-            result["median_s"], result["calls"] = block_median(run, args.blocks, args.block_s)
+            (result["median_s"], result["calls"],
+             result["blocks"]) = block_median(run, args.blocks, args.block_s)
     except Exception as e:  # reported, not raised: the orchestrator footnotes it
         result = {"status": "error", "reason": f"{type(e).__name__}: {e}"}
     print("RESULT " + json.dumps(result), flush=True)
@@ -793,8 +798,16 @@ def run_all(args, cases, candidates):
     return results, ours_info, peer_info, (load_before, load_after)
 
 
-def summarize(entry):
-    """A cell's numbers, or its reason for being empty."""
+def quiet_time(run, limit):
+    """A launch's time: the median over its quiet blocks (both speed probes
+    within `limit`) of their median call, or None when no block was quiet."""
+    quiet = [b[0] for b in run.get("blocks", []) if max(b[1], b[2]) <= limit]
+    return statistics.median(quiet) if quiet else None
+
+
+def summarize(entry, limit):
+    """A cell's numbers, or its reason for being empty. Launches with no quiet
+    block count only when no launch of the cell had one (marked `noisy`)."""
     if "skip" in entry:
         return {"reason": entry["skip"]}
     runs = entry["runs"]
@@ -803,11 +816,25 @@ def summarize(entry):
         return {"wrong": bad["error"]}
     if bad is not None:
         return {"reason": bad["reason"]}
-    medians = [r["median_s"] for r in runs]
+    medians = [t for t in (quiet_time(r, limit) for r in runs) if t is not None]
+    noisy = not medians
+    if noisy:
+        medians = [r["median_s"] for r in runs]
     return {"time": statistics.median(medians), "lo": min(medians), "hi": max(medians),
             "compile": statistics.median(r["compile_s"] for r in runs),
-            "error": max(r["error"] for r in runs), "launches": len(runs),
+            "error": max(r["error"] for r in runs), "launches": len(medians), "noisy": noisy,
             "notes": sorted({r["note"] for r in runs if r.get("note")})}
+
+
+def probe_stats(results):
+    """The quiet limit over every block's speed probes, and how many blocks
+    were within it."""
+    blocks = [b for entry in results.values() for r in entry.get("runs", [])
+              for b in r.get("blocks", [])]
+    if not blocks:
+        return float("inf"), 0, 0
+    limit = quiet_limit([p for b in blocks for p in b[1:]])
+    return limit, sum(max(b[1], b[2]) <= limit for b in blocks), len(blocks)
 
 
 def fmt_ms(seconds):
@@ -836,6 +863,7 @@ def report(args, cases, candidates, results, ours_info, peer_info, loads):
     except OSError:
         ours_rev = "unknown"
     target = ours_info.get("cpu_target", {})
+    limit, quiet_blocks, all_blocks = probe_stats(results)
     lines = [
         "# Peer benchmarks", "",
         f"Measured by `scripts/bench-peers.sh{' --quick' if args.quick else ''}` "
@@ -877,13 +905,19 @@ def report(args, cases, candidates, results, ours_info, peer_info, loads):
         "instead (bound only for broken results: 0.2 int8, 5e-2 bf16).", "",
         f"Times: the median over {args.launches} launches of each launch's median call "
         f"({args.blocks} blocks of at least {args.block_s} s and 4 calls, after one warm-up "
-        "call), in ms; the candidates of a case take turns, launch after launch. "
+        "call), in ms, counting only quiet blocks: the host's speed probe (a fixed "
+        "pure-Python loop, bench/hostinfo.py) timed before and after each block within 15% "
+        f"of its fastest time in the whole run ({limit * 1e3:.2f} ms; {quiet_blocks} of "
+        f"{all_blocks} blocks were quiet). These VMs have periods, seconds long, in which "
+        "every workload of a process runs 1.3-2x slower, peers and numpy alike; a launch "
+        "with no quiet block is left out, and a cell with none at all shows every block, "
+        "marked `noisy`. The candidates of a case take turns, launch after launch. "
         "`best peer / ours` is the fastest peer's time over ours (above 1: we are faster); "
         "`compile ours / best peer` is our compile-to-first-result time over that peer's "
         "(below 1: we compile faster).",
     ]
     for threads in args.threads:
-        cells = {(c.id, cand): summarize(results[threads, c.id, cand])
+        cells = {(c.id, cand): summarize(results[threads, c.id, cand], limit)
                  for c in cases for cand in candidates}
         peers = [p for p in candidates if p != "ours"]
         head = ["case"] + [TITLES[c] for c in candidates]
@@ -897,8 +931,9 @@ def report(args, cases, candidates, results, ours_info, peer_info, loads):
                 s = cells[case.id, cand]
                 where = f"{TITLES[cand]} on {case.title} ({threads}t)"
                 if "time" in s:
-                    row.append(fmt_ms(s["time"]))
-                    srow.append(f"{fmt_ms(s['lo'])}-{fmt_ms(s['hi'])}, err {s['error']:.1e}")
+                    row.append(fmt_ms(s["time"]) + (" noisy" if s["noisy"] else ""))
+                    srow.append(f"{fmt_ms(s['lo'])}-{fmt_ms(s['hi'])} ({s['launches']} "
+                                f"quiet), err {s['error']:.1e}")
                     crow.append(fmt_s(s["compile"]))
                     for text in s["notes"]:
                         note(text, where)
@@ -927,7 +962,8 @@ def report(args, cases, candidates, results, ours_info, peer_info, loads):
             compile_t.append("| " + " | ".join(crow) + " |")
         lines += ["", f"## {threads} thread{'s' if threads > 1 else ''} "
                       f"(taskset -c {','.join(str(i) for i in range(threads))})", ""] + table
-        lines += ["", "Launch spread (min-max of the launch medians, ms) and relative error "
+        lines += ["", "Launch spread (min-max of the launch medians, ms; launches with a quiet "
+                      "block) and relative error "
                       "against the float64 reference:", ""] + spread
         lines += ["", "Compile to first result (s, median over launches; imports not "
                       "counted):", ""] + compile_t
