@@ -669,6 +669,33 @@ PYBIND11_MODULE(_mithril, m) {
       py::arg("local"), py::arg("counts"), py::arg("group") = "world",
       "Every rank's bytes in rank order (MPI_Allgatherv); counts[r] is rank r's length");
   m.def(
+      "all_gather_into",
+      [](py::array local, py::array out, const std::string &group) {
+        if (!(local.flags() & py::array::c_style) || !(out.flags() & py::array::c_style) ||
+            !out.writeable())
+          throw py::type_error("all_gather_into takes a C-contiguous array and a writable "
+                               "C-contiguous one to gather into");
+        int64_t bytes = local.nbytes();
+        if (bytes == 0 || out.nbytes() % bytes != 0)
+          throw py::value_error("all_gather_into: the output's " + std::to_string(out.nbytes()) +
+                                " bytes are not a whole number of the local " +
+                                std::to_string(bytes));
+        // Every rank sends as many bytes; allGatherBytes checks there is one
+        // count per rank of the group.
+        std::vector<int64_t> counts(static_cast<size_t>(out.nbytes() / bytes), bytes);
+        const void *send = local.data();
+        void *recv = out.mutable_data();
+        llvm::Error err = llvm::Error::success();
+        {
+          py::gil_scoped_release release;
+          err = allGatherBytes(send, bytes, recv, counts, parseGroup(group));
+        }
+        if (err)
+          raise(llvm::toString(std::move(err)));
+      },
+      py::arg("local"), py::arg("out"), py::arg("group") = "world",
+      "Every rank's array, in rank order, into out (MPI_Allgather of equal parts, no copies)");
+  m.def(
       "broadcast",
       [](py::array array, int root, const std::string &group) {
         if (!(array.flags() & py::array::c_style) || !array.writeable())

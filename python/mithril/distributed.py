@@ -257,18 +257,29 @@ class DataParallelPlan:
             return arrays
         splits = {prefix + t["name"]: (t["tensor_split"], t.get("tensor_blocks", 1))
                   for t in terminals if t.get("tensor_split", -1) >= 0}
-        out = {}
-        for k, v in arrays.items():
-            if k not in splits:
-                out[k] = v
-                continue
+        out = {k: v for k, v in arrays.items() if k not in splits}
+        parts = [(k, np.ascontiguousarray(v)) for k, v in arrays.items() if k in splits]
+        if not parts:
+            return out
+        # One all-gather for all of them (every rank's slices have the same
+        # shapes): this rank's slices back to back as bytes, the group's
+        # in rank order.
+        send = np.concatenate([v.reshape(-1).view(np.uint8) for _, v in parts])
+        tp = self.ranks.tensor_size
+        received = np.empty((tp, send.size), dtype=np.uint8)
+        _mithril.all_gather_into(send, received, "tensor")
+        offset = 0
+        for k, v in parts:
             axis, blocks = splits[k]
-            v = np.asarray(v)
             part = v.shape[axis] // blocks
-            # Gather [..., blocks, 1, part, ...] slices along the rank axis.
-            mine = v.reshape(v.shape[:axis] + (blocks, 1, part) + v.shape[axis + 1:])
-            whole = self.ranks.gather(mine, axis + 1, "tensor")
-            out[k] = np.ascontiguousarray(
-                whole.reshape(v.shape[:axis] + (v.shape[axis] * self.ranks.tensor_size,)
-                              + v.shape[axis + 1:]))
-        return out
+            whole = np.empty(v.shape[:axis] + (v.shape[axis] * tp,) + v.shape[axis + 1:], v.dtype)
+            # Rank r's [..., blocks, part, ...] into [..., blocks, r, part, ...].
+            slots = whole.reshape(v.shape[:axis] + (blocks, tp, part) + v.shape[axis + 1:])
+            for r in range(tp):
+                slots[(slice(None),) * (axis + 1) + (r,)] = (
+                    received[r, offset:offset + v.nbytes].view(v.dtype).reshape(
+                        v.shape[:axis] + (blocks, part) + v.shape[axis + 1:]))
+            offset += v.nbytes
+            out[k] = whole
+        # The arrays' order as given.
+        return {k: out[k] for k in arrays}
