@@ -122,6 +122,18 @@ def test_mesh_errors():
         ml.MlirBackend(device_mesh=(2, 2, 2))
 
 
+def test_all_gather_into_checks_its_buffers():
+    from mithril import _mithril
+    local = np.ones(3, np.float32)
+    with pytest.raises(ValueError, match="not a whole number"):
+        _mithril.all_gather_into(local, np.empty(5, np.float32), "tensor")
+    with pytest.raises(TypeError, match="writable"):
+        _mithril.all_gather_into(local, np.empty(6, np.float32)[::2], "tensor")
+    # Sizes that fit, in a process that never started MPI: an error, no crash.
+    with pytest.raises(ml.MithrilError, match="MPI has not been started"):
+        _mithril.all_gather_into(local, np.empty(6, np.float32), "tensor")
+
+
 def _source(model, shapes):
     from mithril.emit import Emitter
     emitter = Emitter("float32")
