@@ -60,6 +60,15 @@ def run_case(mesh: tuple, steps: int) -> dict:
             pm.train_step(params, {"input": x, "target": y}, optimizer)
             times.append(time.perf_counter() - t0)
         blocks.append([float(np.median(times) * 1e3), probe_before, speed_probe()])
+    if ranks > 1:
+        # A slow period may hit one rank's core and not the other's, and the
+        # step waits for the slower rank: a block's probes are the slowest
+        # rank's.
+        probes = np.ascontiguousarray([b[1:] for b in blocks], dtype=np.float64)
+        every = np.empty((ranks,) + probes.shape)
+        _mithril.all_gather_into(probes, every, "world")
+        for b, slowest in zip(blocks, every.max(axis=0)):
+            b[1:] = slowest.tolist()
     result = {"mesh": list(mesh), "blocks": blocks, "compile_s": compile_s}
     if mesh[0] > 1:
         # The all-reduce alone: one buffer the size of all the gradients
