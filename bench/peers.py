@@ -13,9 +13,11 @@ N: ours under Debian's python3 with the build's package, peers under the
 virtual environment that scripts/bench-peers.sh installs. A worker builds its
 model, times the compile up to the first result, checks that result against
 the reference (a float32 result more than 1e-4 away, relative, is reported as
-wrong and not timed), then times blocks of calls and reports their median.
-Every (candidate, case) is launched several times, the candidates of a case
-taking turns, and the table gives the median of the launch medians and the
+wrong and not timed), then times blocks of calls, each between two timings
+of the host's speed probe (bench/hostinfo.py), and reports each block's
+median. Every (candidate, case) is launched several times, the candidates of a
+case taking turns, and the table gives the median over launches of each
+launch's median quiet block (probes within 15% of the run's fastest) and the
 min-max spread across launches.
 
     scripts/bench-peers.sh [VENV_DIR] [--quick] [--threads 1,2]
