@@ -154,3 +154,57 @@ func.func @partial_columns(%a: memref<16x16x2xbf16>, %b: memref<16x24x2xbf16>, %
   }
   return
 }
+
+// An accumulator that starts at zero (its fill dropped by the schedule):
+// tilezero instead of loading the tiles, the rest as @bf16_tile.
+// CHECK-LABEL: func.func @zero_accumulator
+// CHECK-NOT: amx.tile_load %arg2
+// CHECK-COUNT-4: amx.tile_zero : !amx.tile<16x16xf32>
+// CHECK: scf.for
+// CHECK-COUNT-4: amx.tile_mulf
+// CHECK: scf.yield
+// CHECK-COUNT-4: amx.tile_store %arg2
+// ASM-LABEL: zero_accumulator:
+// ASM-COUNT-4: tilezero
+// ASM-NOT: tileloadd {{.*}}%tmm{{[0-3]}}
+// ASM: tdpbf16ps
+func.func @zero_accumulator(%a: memref<32x128x2xbf16>, %b: memref<128x32x2xbf16>,
+                            %c: memref<32x32xf32>) {
+  linalg.generic {indexing_maps = [#a, #b, #c],
+                  iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+      ins(%a, %b : memref<32x128x2xbf16>, memref<128x32x2xbf16>) outs(%c : memref<32x32xf32>)
+      attrs = {mithril.lowering_config = #mithril.lowering_config<kernel = tile_matmul>,
+               mithril.zero_accumulator} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %0 = arith.extf %x : bf16 to f32
+    %1 = arith.extf %y : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %acc, %2 : f32
+    linalg.yield %3 : f32
+  }
+  return
+}
+
+// Left to the loop lowering (not whole tiles), it gets its zeros back.
+// CHECK-LABEL: func.func @zero_accumulator_off_tiles
+// CHECK-NOT: amx.
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: linalg.fill ins(%[[ZERO]] : f32) outs(%arg2 : memref<8x16xf32>)
+// CHECK: linalg.generic
+// CHECK-NOT: mithril.zero_accumulator
+func.func @zero_accumulator_off_tiles(%a: memref<8x16x2xbf16>, %b: memref<16x16x2xbf16>,
+                                      %c: memref<8x16xf32>) {
+  linalg.generic {indexing_maps = [#a, #b, #c],
+                  iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+      ins(%a, %b : memref<8x16x2xbf16>, memref<16x16x2xbf16>) outs(%c : memref<8x16xf32>)
+      attrs = {mithril.lowering_config = #mithril.lowering_config<kernel = tile_matmul>,
+               mithril.zero_accumulator} {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %0 = arith.extf %x : bf16 to f32
+    %1 = arith.extf %y : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %acc, %2 : f32
+    linalg.yield %3 : f32
+  }
+  return
+}

@@ -272,6 +272,17 @@ static SmallVector<int64_t> defaultTile(linalg::LinalgOp op, const RegisterFile 
   return sizes;
 }
 
+bool cpu::onAmxTiles(linalg::LinalgOp op, const RegisterFile &regs) {
+  if (op.getNumLoops() != 5 || op.getNumDpsInputs() != 2)
+    return false;
+  Type et = getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType());
+  if (!regs.tilesFor(et) || regs.columns(op) % kAmxTileRows != 0)
+    return false;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  return !ShapedType::isDynamicShape(ranges) && ranges[0] % kAmxTileRows == 0 &&
+         ranges[3] % (amxStepElements(et) / ranges[4]) == 0;
+}
+
 SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &regs) {
   unsigned loops = op.getNumLoops();
   switch (kernelOf(op)) {
@@ -284,16 +295,10 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
     if (loops == 5) {
       // On AMX tiles: 32 rows x the panel, with the block's whole reduction
       // (mithril-x86-tile-matmuls keeps the accumulators in tiles).
-      Type et = getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType());
-      if (regs.tilesFor(et) && regs.columns(op) % kAmxTileRows == 0) {
-        // Only whole tiles of 16 rows and 64-byte steps: a function's tiles
-        // then all have one shape, which LLVM's tile register allocation
-        // needs (each tile register keeps one shape in a configuration).
-        SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-        if (!ShapedType::isDynamicShape(ranges) && ranges[0] % kAmxTileRows == 0 &&
-            ranges[3] % (amxStepElements(et) / ranges[4]) == 0)
-          return {ranges[0] % kAmxRegisterTileRows == 0 ? kAmxRegisterTileRows : kAmxTileRows, 1,
-                  regs.columns(op), 0, 0};
+      if (onAmxTiles(op, regs)) {
+        int64_t rows = op.getStaticLoopRanges()[0];
+        return {rows % kAmxRegisterTileRows == 0 ? kAmxRegisterTileRows : kAmxTileRows, 1,
+                regs.columns(op), 0, 0};
       }
       return {regs.rows(), 1, regs.columns(op), 1, 0};
     }

@@ -103,7 +103,8 @@ static Value copyWithPaddedRows(IRRewriter &rewriter, Location loc, Value a) {
 /// share a few L1 sets. The product becomes a generic over (m, panel,
 /// column in panel, k) of kernel packed_matmul, on C viewed as
 /// [m][panel][cols]. False when the block does not qualify.
-bool Scheduler::packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block, bool startsAtZero) {
+bool Scheduler::packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block, bool startsAtZero,
+                                 bool *fillUnneeded) {
   if (!block.hasPureTensorSemantics())
     return false;
   Value a = block.getDpsInputOperand(0)->get(), b = block.getDpsInputOperand(1)->get();
@@ -123,8 +124,12 @@ bool Scheduler::packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block, b
       strategy.registers.bf16DotProduct && et.isBF16() && at.isBF16() && accumulator.isF32();
   bool int8Dot = strategy.registers.int8DotProduct && et.isInteger(8) && at.isInteger(8) &&
                  accumulator.isInteger(32);
-  if ((bf16Dot || int8Dot) && k % dotProductGroup(et) == 0 && cols % 16 == 0)
-    return packDotProductGroups(rewriter, block, a, b, c, startsAtZero), true;
+  if ((bf16Dot || int8Dot) && k % dotProductGroup(et) == 0 && cols % 16 == 0) {
+    bool overwrites = packDotProductGroups(rewriter, block, a, b, c, startsAtZero);
+    if (fillUnneeded)
+      *fillUnneeded = overwrites;
+    return true;
+  }
   // Integers without a dot product stay unpacked (widenUnpackedOperands).
   if (!isa<FloatType>(et))
     return false;
@@ -228,7 +233,7 @@ Value Scheduler::widenElements(IRRewriter &rewriter, Location loc, Value v, Type
 /// lowerDotProductTiles writes as dot products. For i8, A's bytes enter the
 /// unsigned operand offset by 128, and 128 times each column's sum of B is
 /// subtracted from the block's sums.
-void Scheduler::packDotProductGroups(IRRewriter &rewriter, linalg::MatmulOp block, Value a, Value b,
+bool Scheduler::packDotProductGroups(IRRewriter &rewriter, linalg::MatmulOp block, Value a, Value b,
                                      Value c, bool startsAtZero) {
   Location loc = block.getLoc();
   auto ct = cast<RankedTensorType>(c.getType());
@@ -306,6 +311,15 @@ void Scheduler::packDotProductGroups(IRRewriter &rewriter, linalg::MatmulOp bloc
   rewriter.replaceOp(
       block,
       tensor::CollapseShapeOp::create(rewriter, loc, ct, product.getResult(0), split).getResult());
+  if (et.isInteger(8))
+    return startsAtZero;
+  // On AMX tiles from zero: tilezero, not a load of zeros (and no fill).
+  if (startsAtZero &&
+      onAmxTiles(cast<linalg::LinalgOp>(product.getOperation()), strategy.registers)) {
+    product->setAttr(kZeroAccumulatorAttr, rewriter.getUnitAttr());
+    return true;
+  }
+  return false;
 }
 
 /// The i8 tensor `v` with each element's sign bit flipped: v + 128 as an
@@ -525,19 +539,34 @@ bool Scheduler::isTileMatmul(linalg::GenericOp op) const {
 /// reading A[m][g], B[n][g] and accumulating C[m][n]; one that is not stays
 /// for the vectorizer, which computes the same numbers element by element.
 void Scheduler::lowerDotProductTiles(IRRewriter &rewriter, ModuleOp module) const {
-  SmallVector<linalg::GenericOp> tiles;
+  SmallVector<linalg::GenericOp> tiles, zeroStarts;
   module.walk([&](linalg::GenericOp op) {
     if (!hasKernel(op, CpuKernel::PackedMatmul) || !op.hasPureTensorSemantics() ||
         op.getNumDpsInputs() != 2)
       return;
     if (op.getNumLoops() == 4 && isTileMatmul(op))
       return setCpuKernel(op, CpuKernel::TileMatmul);
+    // A tile whose fill was dropped for tilezero (kZeroAccumulatorAttr) but
+    // is not on tiles after all gets the zeros back.
+    if (op->hasAttr(kZeroAccumulatorAttr))
+      zeroStarts.push_back(op);
     if (op.getNumLoops() != 3)
       return;
     Type et = getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType());
     if (et.isBF16() || et.isInteger(8))
       tiles.push_back(op);
   });
+  for (linalg::GenericOp op : zeroStarts) {
+    rewriter.setInsertionPoint(op);
+    OpOperand *init = op.getDpsInitOperand(0);
+    Value zero = arith::ConstantOp::create(
+        rewriter, op.getLoc(), rewriter.getZeroAttr(getElementTypeOrSelf(init->get().getType())));
+    Value zeros = linalg::FillOp::create(rewriter, op.getLoc(), zero, init->get()).getResult(0);
+    rewriter.modifyOpInPlace(op, [&] {
+      init->set(zeros);
+      op->removeAttr(kZeroAccumulatorAttr);
+    });
+  }
   for (linalg::GenericOp op : tiles) {
     MLIRContext *ctx = op.getContext();
     Type et = getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType());

@@ -227,7 +227,11 @@ public:
   /// `startsAtZero`: the block's C is known to hold zeros (a zero-filled
   /// output whose reduction is not split into blocks), so an i8 block writes
   /// its offset products instead of subtracting them from C.
-  bool packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block, bool startsAtZero = false);
+  /// With `startsAtZero` (C is a zero fill nothing else reads), sets
+  /// `fillUnneeded` when the packed product writes every element of C
+  /// without reading it, so that the caller may drop the fill.
+  bool packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block, bool startsAtZero = false,
+                        bool *fillUnneeded = nullptr);
 
   /// Matmuls that kept narrow operands (bf16 or f16 into f32) but were not
   /// packed (too few columns: a Linear layer of 10 outputs) read them
@@ -250,7 +254,10 @@ public:
   /// lowerDotProductTiles writes as dot products. For i8, A's bytes enter the
   /// unsigned operand offset by 128, and 128 times each column's sum of B is
   /// subtracted from the block's sums.
-  void packDotProductGroups(IRRewriter &rewriter, linalg::MatmulOp block, Value a, Value b, Value c,
+  /// Returns whether the product writes C without reading it (i8 from zero:
+  /// the offset products are written first; bf16 from zero on AMX tiles:
+  /// kZeroAccumulatorAttr).
+  bool packDotProductGroups(IRRewriter &rewriter, linalg::MatmulOp block, Value a, Value b, Value c,
                             bool startsAtZero);
 
   /// `cPanels` [m][panel][col] minus 128 times each column's sum of the

@@ -27,6 +27,7 @@ using namespace mlir;
 namespace {
 using mithril::cpu::amxStepElements;
 using mithril::cpu::kAmxTileRows;
+using mithril::cpu::kZeroAccumulatorAttr;
 
 /// The shapes of a tile_matmul generic on buffers: A [m][k / g][g], B
 /// [k / g][n][g], C [m][n], static, of AMX's element types.
@@ -110,6 +111,8 @@ void writeTiles(IRRewriter &rewriter, linalg::GenericOp op, const TileMatmulShap
   Value b =
       memref::CollapseShapeOp::create(rewriter, loc, op.getDpsInputOperand(1)->get(), rowsAndRest);
   Value c = op.getDpsInitOperand(0)->get();
+  // C's values are not read when it starts at zero (its fill was dropped).
+  bool zeroAccumulator = op->hasAttr(kZeroAccumulatorAttr);
   int64_t rowElements = amxStepElements(shape.element);
   int64_t stepGroups = rowElements / shape.group;
   // Every tile is 16 rows of 64 bytes: accumulators, A's rows and B's groups.
@@ -129,8 +132,11 @@ void writeTiles(IRRewriter &rewriter, linalg::GenericOp op, const TileMatmulShap
       for (int64_t r : rowTiles)
         for (int64_t j : columnTiles)
           accumulators.push_back(
-              amx::TileLoadOp::create(rewriter, loc, accumulatorTile, c,
-                                      ValueRange{index(rewriter, r), index(rewriter, j)}));
+              zeroAccumulator
+                  ? amx::TileZeroOp::create(rewriter, loc, accumulatorTile).getResult()
+                  : amx::TileLoadOp::create(rewriter, loc, accumulatorTile, c,
+                                            ValueRange{index(rewriter, r), index(rewriter, j)})
+                        .getResult());
       auto loop = scf::ForOp::create(
           rewriter, loc, index(rewriter, 0), index(rewriter, shape.groups),
           index(rewriter, stepGroups), accumulators,
@@ -179,9 +185,22 @@ struct X86TileMatmulsPass : public mithril::impl::MithrilX86TileMatmulsBase<X86T
         tiles.push_back(op);
     });
     IRRewriter rewriter(&getContext());
-    for (linalg::GenericOp op : tiles)
-      if (FailureOr<TileMatmulShape> shape = tileMatmulShape(op); succeeded(shape))
+    for (linalg::GenericOp op : tiles) {
+      if (FailureOr<TileMatmulShape> shape = tileMatmulShape(op); succeeded(shape)) {
         writeTiles(rewriter, op, *shape);
+        continue;
+      }
+      // Left to the loops, a product whose accumulator was to start at zero
+      // gets its zeros.
+      if (op->hasAttr(kZeroAccumulatorAttr)) {
+        rewriter.setInsertionPoint(op);
+        Value c = op.getDpsInitOperand(0)->get();
+        Value zero = arith::ConstantOp::create(
+            rewriter, op.getLoc(), rewriter.getZeroAttr(getElementTypeOrSelf(c.getType())));
+        linalg::FillOp::create(rewriter, op.getLoc(), zero, c);
+        op->removeAttr(kZeroAccumulatorAttr);
+      }
+    }
   }
 };
 } // namespace

@@ -95,6 +95,20 @@ inline int64_t amxStepElements(mlir::Type element) {
   return kAmxTileRowBytes * 8 / element.getIntOrFloatBitWidth();
 }
 
+/// Whether packDotProductGroups' product `op` (loops m, panel, column in
+/// panel, k / group, group) goes onto AMX tiles: the target has tiles for its
+/// element type, and it is static and of whole tiles (rows and panel columns
+/// multiples of 16, the reduction of 64-byte steps). Only such tiles: a
+/// function's tiles then all have one shape, which LLVM's tile register
+/// allocation needs (each tile register keeps one shape in a configuration).
+bool onAmxTiles(mlir::linalg::LinalgOp op, const RegisterFile &regs);
+
+/// A unit attribute on a product that goes onto AMX tiles: its accumulator
+/// starts at zero (a zero fill that nothing else reads, dropped), so
+/// mithril-x86-tile-matmuls starts the accumulator tiles with tilezero instead
+/// of loading them.
+inline constexpr llvm::StringLiteral kZeroAccumulatorAttr = "mithril.zero_accumulator";
+
 /// The indexing maps of a packed product's register tile on AMX tiles, loops
 /// (m, n, k / group, group): A [m][k / g][g], B [k / g][n][g], C [m][n].
 llvm::SmallVector<mlir::AffineMap> tileMatmulMaps(mlir::MLIRContext *ctx);
