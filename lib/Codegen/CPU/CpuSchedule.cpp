@@ -207,6 +207,94 @@ struct TransposedBroadcastAsStretch : OpRewritePattern<vector::TransposeOp> {
   }
 };
 
+/// A transpose of pairs of 16-bit elements ([.., b, a, 2] -> [.., a, b, 2],
+/// the leading dimensions 1: a bf16 weight packed for dot products), read
+/// from a tensor and written to one: each pair moves as one i32. The read
+/// and the write take whole rows of b x 2a and a x 2b elements (through the
+/// tensors with their last two dimensions merged), and a 2-D transpose of
+/// b x a i32 is what the script's shuffle_16x16 lowering turns into
+/// shuffles of whole registers for 16 x 16. (As it came, the transfers moved
+/// 2 elements at a time and the transpose extracted and inserted each pair.)
+struct TransposePairsAs32Bit : OpRewritePattern<vector::TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  /// Whether `xfer` reads or writes whole pairs: a tensor of 16-bit pairs,
+  /// in bounds, unmasked, minor identity, the last index 0.
+  static bool readsWholePairs(VectorTransferOpInterface xfer) {
+    auto tensor = dyn_cast<RankedTensorType>(xfer.getShapedType());
+    return tensor && tensor.hasStaticShape() && tensor.getRank() >= 3 &&
+           tensor.getShape().back() == 2 && tensor.getElementTypeBitWidth() == 16 &&
+           !xfer.getMask() && xfer.getPermutationMap().isMinorIdentity() &&
+           llvm::all_of(xfer.getInBoundsValues(), [](bool b) { return b; }) &&
+           matchPattern(xfer.getIndices().back(), m_Zero());
+  }
+
+  /// `xfer`'s tensor with its last two dimensions merged, and its indices
+  /// into that ([.., i, 0] -> [.., 2 i]).
+  static std::pair<Value, SmallVector<Value>> mergedPairs(PatternRewriter &rewriter,
+                                                          VectorTransferOpInterface xfer) {
+    Location loc = xfer.getLoc();
+    auto tensor = cast<RankedTensorType>(xfer.getShapedType());
+    int64_t rank = tensor.getRank();
+    SmallVector<ReassociationIndices> merge;
+    for (int64_t i = 0; i + 2 < rank; ++i)
+      merge.push_back({i});
+    merge.push_back({rank - 2, rank - 1});
+    Value merged = tensor::CollapseShapeOp::create(rewriter, loc, xfer.getBase(), merge);
+    SmallVector<Value> indices(xfer.getIndices().drop_back(2));
+    Value two = arith::ConstantIndexOp::create(rewriter, loc, 2);
+    indices.push_back(arith::MulIOp::create(rewriter, loc, xfer.getIndices()[rank - 2], two));
+    return {merged, indices};
+  }
+
+  LogicalResult matchAndRewrite(vector::TransposeOp op, PatternRewriter &rewriter) const override {
+    VectorType source = op.getSourceVectorType();
+    ArrayRef<int64_t> perm = op.getPermutation();
+    int64_t rank = source.getRank();
+    if (rank < 3 || source.isScalable() || source.getElementTypeBitWidth() != 16 ||
+        source.getDimSize(rank - 1) != 2 || perm[rank - 1] != rank - 1 ||
+        perm[rank - 2] != rank - 3 || perm[rank - 3] != rank - 2)
+      return failure();
+    for (int64_t i = 0; i + 3 < rank; ++i)
+      if (perm[i] != i || source.getDimSize(i) != 1)
+        return failure();
+    auto read = op.getVector().getDefiningOp<vector::TransferReadOp>();
+    auto write = op->hasOneUse() ? dyn_cast<vector::TransferWriteOp>(*op->getUsers().begin())
+                                 : vector::TransferWriteOp();
+    if (!read || !write || write.getVector() != op.getResult() ||
+        !readsWholePairs(cast<VectorTransferOpInterface>(read.getOperation())) ||
+        !readsWholePairs(cast<VectorTransferOpInterface>(write.getOperation())))
+      return failure();
+    Location loc = op.getLoc();
+    Type element = source.getElementType(), i32 = rewriter.getI32Type();
+    int64_t b = source.getDimSize(rank - 3), a = source.getDimSize(rank - 2);
+    rewriter.setInsertionPoint(read);
+    auto [from, fromIndices] =
+        mergedPairs(rewriter, cast<VectorTransferOpInterface>(read.getOperation()));
+    Value rows =
+        vector::TransferReadOp::create(rewriter, loc, VectorType::get({b, 2 * a}, element), from,
+                                       fromIndices, read.getPadding(), ArrayRef<bool>{true, true});
+    rewriter.setInsertionPoint(write);
+    Value words = vector::BitCastOp::create(rewriter, loc, VectorType::get({b, a}, i32), rows);
+    Value swapped = vector::TransposeOp::create(rewriter, loc, words, ArrayRef<int64_t>{1, 0});
+    Value pairs =
+        vector::BitCastOp::create(rewriter, loc, VectorType::get({a, 2 * b}, element), swapped);
+    auto [to, toIndices] =
+        mergedPairs(rewriter, cast<VectorTransferOpInterface>(write.getOperation()));
+    Value written = vector::TransferWriteOp::create(rewriter, loc, pairs, to, toIndices,
+                                                    ArrayRef<bool>{true, true})
+                        .getResult();
+    auto destType = cast<RankedTensorType>(write.getBase().getType());
+    auto merged = cast<tensor::CollapseShapeOp>(to.getDefiningOp());
+    rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(write, destType, written,
+                                                       merged.getReassociationIndices());
+    rewriter.eraseOp(op);
+    if (read->use_empty())
+      rewriter.eraseOp(read);
+    return success();
+  }
+};
+
 /// A read of a window tile, [.., kh, ow, kw] of a pooling's view
 /// [.., oh, kh, ow, kw], covers each input row (ow, kw) whole: reading it
 /// through the view with the row's two dimensions merged back makes each
@@ -1110,7 +1198,8 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     RewritePatternSet patterns(&getContext());
     patterns.add<DropUnitDimOfTransferWrite, ReduceSmallWindowsWithShuffles,
                  ReadWholeRowsOfExpandedTensor, SumLanesWithShuffleTree,
-                 TransposedBroadcastAsStretch, WholeVectorReduction>(&getContext());
+                 TransposedBroadcastAsStretch, TransposePairsAs32Bit, WholeVectorReduction>(
+        &getContext());
     // With the canonicalizations that fold slices into the transfers.
     for (Dialect *dialect : getContext().getLoadedDialects())
       dialect->getCanonicalizationPatterns(patterns);

@@ -198,12 +198,32 @@ static bool isRegisterTranspose(linalg::LinalgOp op) {
          getElementTypeOrSelf(op->getResult(0).getType()).getIntOrFloatBitWidth() == 32;
 }
 
+/// A transpose of pairs of 16-bit elements (the last dimension, 2, stays;
+/// the two before it swap): packDotProductGroups' packing of a bf16 weight.
+/// Each pair moves as one 32-bit element, 16 x 16 of them in registers.
+static bool isPairTranspose(linalg::LinalgOp op) {
+  auto transpose = dyn_cast<linalg::TransposeOp>(op.getOperation());
+  if (!transpose)
+    return false;
+  ArrayRef<int64_t> perm = transpose.getPermutation();
+  unsigned rank = perm.size();
+  auto result = cast<ShapedType>(op->getResult(0).getType());
+  if (rank < 3 || perm[rank - 1] != int64_t(rank - 1) || perm[rank - 2] != int64_t(rank - 3) ||
+      perm[rank - 3] != int64_t(rank - 2) || result.getDimSize(rank - 1) != 2 ||
+      result.getElementTypeBitWidth() != 16)
+    return false;
+  for (unsigned i = 0; i + 3 < rank; ++i)
+    if (perm[i] != int64_t(i))
+      return false;
+  return true;
+}
+
 CpuKernel cpu::kernelOf(linalg::LinalgOp op) {
   if (LoweringConfigAttr config = getLoweringConfig(op))
     return config.getKernel();
   if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op.getOperation()))
     return CpuKernel::Matmul;
-  if (isRegisterTranspose(op))
+  if (isRegisterTranspose(op) || isPairTranspose(op))
     return CpuKernel::Transpose;
   if (smallWindowColumns(op))
     return CpuKernel::WindowReduction;
@@ -378,6 +398,14 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
     if (isRegisterTranspose(op)) {
       SmallVector<int64_t> sizes(loops, 1);
       sizes[loops - 1] = sizes[loops - 2] = 16;
+      return sizes;
+    }
+    // 16 x 16 pairs, the pairs whole (the loop lowering moves each as an
+    // i32: transposePairsAs32Bit).
+    if (isPairTranspose(op)) {
+      SmallVector<int64_t> sizes(loops, 1);
+      sizes[loops - 3] = sizes[loops - 2] = 16;
+      sizes[loops - 1] = 0;
       return sizes;
     }
     break;
