@@ -43,5 +43,24 @@ mithril.model @Rows65(data %x: tensor<65x64xf32>, param %w: tensor<64x64xf32>) -
 // CHECK: scf.for %{{.+}} = %c0 to %c65 step %c5
 // CHECK: vector<5x32xf32>
 
+// A weight of fewer than 16 columns (a classifier's 10 outputs) takes the
+// matrix-vector kernel for any number of rows: tiles of 4 rows x 2 columns x
+// 16 lanes over both operands' own rows, no transpose and no packed panel.
+mithril.model @Narrow10(data %x: tensor<256x512xf32>, param %w: tensor<10x512xf32>) -> (y: tensor<256x10xf32>) {
+  %wt = mithril.transpose %w : (tensor<10x512xf32>) -> tensor<512x10xf32>
+  %y = mithril.matmul %x, %wt : (tensor<256x512xf32>, tensor<512x10xf32>) -> tensor<256x10xf32>
+  mithril.output %y : tensor<256x10xf32>
+}
+
+// CHECK-LABEL: func.func @Narrow10(
+// CHECK-NOT: linalg.transpose
+// CHECK-DAG: %[[X:.+]] = tensor.expand_shape %arg0 {{.*}} into tensor<256x32x16xf32>
+// CHECK-DAG: %[[W:.+]] = tensor.expand_shape %arg1 {{.*}} into tensor<10x32x16xf32>
+// CHECK: scf.for %[[N:.+]] = %c0 to %c10 step %c2
+// CHECK: scf.for %[[M:.+]] = %c0 to %c256 step %c4
+// CHECK: scf.for %[[K:.+]] = %c0 to %c32 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (vector<4x2x16xf32>)
+// CHECK: vector.transfer_read %[[X]][%[[M]], %[[K]], %c0]{{.*}} : tensor<256x32x16xf32>, vector<4x1x16xf32>
+// CHECK: vector.transfer_read %[[W]][%[[N]], %[[K]], %c0]{{.*}} : tensor<10x32x16xf32>, vector<2x1x16xf32>
+
 // The transfers are unrolled to 1-D: no stack buffers inside the loops.
 // LOOPS-NOT: memref.alloca

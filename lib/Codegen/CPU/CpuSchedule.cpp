@@ -223,8 +223,9 @@ struct TransposePairsAs32Bit : OpRewritePattern<vector::TransposeOp> {
   static bool readsWholePairs(VectorTransferOpInterface xfer) {
     auto tensor = dyn_cast<RankedTensorType>(xfer.getShapedType());
     return tensor && tensor.hasStaticShape() && tensor.getRank() >= 3 &&
-           tensor.getShape().back() == 2 && tensor.getElementTypeBitWidth() == 16 &&
-           !xfer.getMask() && xfer.getPermutationMap().isMinorIdentity() &&
+           tensor.getShape().back() == 2 && tensor.getElementType().isIntOrFloat() &&
+           tensor.getElementTypeBitWidth() == 16 && !xfer.getMask() &&
+           xfer.getPermutationMap().isMinorIdentity() &&
            llvm::all_of(xfer.getInBoundsValues(), [](bool b) { return b; }) &&
            matchPattern(xfer.getIndices().back(), m_Zero());
   }
@@ -251,9 +252,9 @@ struct TransposePairsAs32Bit : OpRewritePattern<vector::TransposeOp> {
     VectorType source = op.getSourceVectorType();
     ArrayRef<int64_t> perm = op.getPermutation();
     int64_t rank = source.getRank();
-    if (rank < 3 || source.isScalable() || source.getElementTypeBitWidth() != 16 ||
-        source.getDimSize(rank - 1) != 2 || perm[rank - 1] != rank - 1 ||
-        perm[rank - 2] != rank - 3 || perm[rank - 3] != rank - 2)
+    if (rank < 3 || source.isScalable() || !source.getElementType().isIntOrFloat() ||
+        source.getElementTypeBitWidth() != 16 || source.getDimSize(rank - 1) != 2 ||
+        perm[rank - 1] != rank - 1 || perm[rank - 2] != rank - 3 || perm[rank - 3] != rank - 2)
       return failure();
     for (int64_t i = 0; i + 3 < rank; ++i)
       if (perm[i] != i || source.getDimSize(i) != 1)

@@ -194,8 +194,9 @@ static bool isRegisterTranspose(linalg::LinalgOp op) {
     return false;
   ArrayRef<int64_t> perm = transpose.getPermutation();
   unsigned rank = perm.size();
+  Type element = getElementTypeOrSelf(transpose.getInit().getType());
   return rank >= 2 && perm[rank - 1] == int64_t(rank - 2) && perm[rank - 2] == int64_t(rank - 1) &&
-         getElementTypeOrSelf(op->getResult(0).getType()).getIntOrFloatBitWidth() == 32;
+         element.isIntOrFloat() && element.getIntOrFloatBitWidth() == 32;
 }
 
 /// A transpose of pairs of 16-bit elements (the last dimension, 2, stays;
@@ -207,10 +208,11 @@ static bool isPairTranspose(linalg::LinalgOp op) {
     return false;
   ArrayRef<int64_t> perm = transpose.getPermutation();
   unsigned rank = perm.size();
-  auto result = cast<ShapedType>(op->getResult(0).getType());
+  // (The init's type: a transpose on buffers has no result.)
+  auto result = cast<ShapedType>(transpose.getInit().getType());
   if (rank < 3 || perm[rank - 1] != int64_t(rank - 1) || perm[rank - 2] != int64_t(rank - 3) ||
       perm[rank - 3] != int64_t(rank - 2) || result.getDimSize(rank - 1) != 2 ||
-      result.getElementTypeBitWidth() != 16)
+      !result.getElementType().isIntOrFloat() || result.getElementTypeBitWidth() != 16)
     return false;
   for (unsigned i = 0; i + 3 < rank; ++i)
     if (perm[i] != int64_t(i))

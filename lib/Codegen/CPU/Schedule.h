@@ -117,8 +117,9 @@ public:
   /// across threads (`beforeSplit`) the thread split.
   void configureTile(Operation *op, CpuKernel kernel, bool beforeSplit = false) const;
 
-  /// A matmul with at most kGemvMaxRows rows whose right operand is a
-  /// transposed matrix (a Linear layer's weight, stored [out, in]) becomes a
+  /// A matmul with at most kGemvMaxRows rows (or fewer than kGemvNarrowColumns
+  /// columns) whose right operand is a transposed matrix (a Linear layer's
+  /// weight, stored [out, in]) becomes a
   /// matrix-vector product on the weight's own layout: the reduction is split
   /// into steps of kGemvLanes lanes of partial sums, so that each step reads
   /// contiguous rows of the weight and does full-width FMAs, and the lanes

@@ -77,10 +77,13 @@ mlir::FailureOr<StrategyOptions> strategyOptions(mlir::Operation *anchor, llvm::
 inline constexpr int64_t kGemvWorkDivisor = 8;
 inline constexpr int64_t kElementwiseWorkDivisor = 16;
 /// A matrix-vector product sums 16 lanes of partial sums; at most 16 rows,
-/// tiled by up to 4.
+/// tiled by up to 4, or any number of rows against a weight of fewer than
+/// 16 columns (a classifier's last layer of 10), which would not fill the
+/// registers of a packed panel.
 inline constexpr int64_t kGemvLanes = 16;
 inline constexpr int64_t kGemvMaxRows = 16;
 inline constexpr int64_t kGemvRowTile = 4;
+inline constexpr int64_t kGemvNarrowColumns = 16;
 
 /// An AMX tile: 16 rows of 64 bytes (16 f32 or i32 accumulators, 16 groups
 /// of a bf16 pair or an i8 quad). A register tile of a matmul on AMX is two
