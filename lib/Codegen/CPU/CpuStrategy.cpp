@@ -10,6 +10,7 @@
 
 #include "mithril/Codegen/CPU/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/X86TargetParser.h"
@@ -292,6 +293,22 @@ static SmallVector<int64_t> defaultTile(linalg::LinalgOp op, const RegisterFile 
     }
   }
   return sizes;
+}
+
+void cpu::restoreZeroAccumulator(RewriterBase &rewriter, linalg::GenericOp op) {
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
+  OpOperand *init = op.getDpsInitOperand(0);
+  Value zero = arith::ConstantOp::create(
+      rewriter, op.getLoc(), rewriter.getZeroAttr(getElementTypeOrSelf(init->get().getType())));
+  auto fill = linalg::FillOp::create(rewriter, op.getLoc(), zero, init->get());
+  rewriter.modifyOpInPlace(op, [&] {
+    // On tensors the product reads the fill's result; on buffers the fill
+    // writes the accumulator in place.
+    if (fill->getNumResults() == 1)
+      init->set(fill.getResult(0));
+    op->removeAttr(kZeroAccumulatorAttr);
+  });
 }
 
 bool cpu::onAmxTiles(linalg::LinalgOp op, const RegisterFile &regs) {

@@ -556,17 +556,8 @@ void Scheduler::lowerDotProductTiles(IRRewriter &rewriter, ModuleOp module) cons
     if (et.isBF16() || et.isInteger(8))
       tiles.push_back(op);
   });
-  for (linalg::GenericOp op : zeroStarts) {
-    rewriter.setInsertionPoint(op);
-    OpOperand *init = op.getDpsInitOperand(0);
-    Value zero = arith::ConstantOp::create(
-        rewriter, op.getLoc(), rewriter.getZeroAttr(getElementTypeOrSelf(init->get().getType())));
-    Value zeros = linalg::FillOp::create(rewriter, op.getLoc(), zero, init->get()).getResult(0);
-    rewriter.modifyOpInPlace(op, [&] {
-      init->set(zeros);
-      op->removeAttr(kZeroAccumulatorAttr);
-    });
-  }
+  for (linalg::GenericOp op : zeroStarts)
+    restoreZeroAccumulator(rewriter, op);
   for (linalg::GenericOp op : tiles) {
     MLIRContext *ctx = op.getContext();
     Type et = getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType());

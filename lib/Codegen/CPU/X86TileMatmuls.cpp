@@ -192,14 +192,8 @@ struct X86TileMatmulsPass : public mithril::impl::MithrilX86TileMatmulsBase<X86T
       }
       // Left to the loops, a product whose accumulator was to start at zero
       // gets its zeros.
-      if (op->hasAttr(kZeroAccumulatorAttr)) {
-        rewriter.setInsertionPoint(op);
-        Value c = op.getDpsInitOperand(0)->get();
-        Value zero = arith::ConstantOp::create(
-            rewriter, op.getLoc(), rewriter.getZeroAttr(getElementTypeOrSelf(c.getType())));
-        linalg::FillOp::create(rewriter, op.getLoc(), zero, c);
-        op->removeAttr(kZeroAccumulatorAttr);
-      }
+      if (op->hasAttr(kZeroAccumulatorAttr))
+        mithril::cpu::restoreZeroAccumulator(rewriter, op);
     }
   }
 };

@@ -112,6 +112,11 @@ bool onAmxTiles(mlir::linalg::LinalgOp op, const RegisterFile &regs);
 /// of loading them.
 inline constexpr llvm::StringLiteral kZeroAccumulatorAttr = "mithril.zero_accumulator";
 
+/// Gives a product marked kZeroAccumulatorAttr that will not run on tiles
+/// its zeros back: a zero fill of its accumulator (tensor or buffer) before
+/// it, and the mark removed.
+void restoreZeroAccumulator(mlir::RewriterBase &rewriter, mlir::linalg::GenericOp op);
+
 /// The indexing maps of a packed product's register tile on AMX tiles, loops
 /// (m, n, k / group, group): A [m][k / g][g], B [k / g][n][g], C [m][n].
 llvm::SmallVector<mlir::AffineMap> tileMatmulMaps(mlir::MLIRContext *ctx);
