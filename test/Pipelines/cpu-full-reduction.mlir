@@ -18,6 +18,14 @@ mithril.model @Odd(data %x: tensor<7x13xf32>) -> (s: tensor<f32>) {
   mithril.output %s : tensor<f32>
 }
 
+// The minimum and the maximum of one tensor (an int8 activation's range)
+// read it in one pass: one loop reduces each tile both ways.
+mithril.model @Range(data %x: tensor<256x784xf32>) -> (lo: tensor<f32>, hi: tensor<f32>) {
+  %lo = mithril.min %x : (tensor<256x784xf32>) -> tensor<f32>
+  %hi = mithril.max %x : (tensor<256x784xf32>) -> tensor<f32>
+  mithril.output %lo, %hi : tensor<f32>, tensor<f32>
+}
+
 // CHECK-LABEL: func.func @MaxAbs(
 // CHECK: tensor.collapse_shape %{{.+}} {{\[\[}}0, 1]] : tensor<256x784xf32> into tensor<200704xf32>
 // CHECK: tensor.expand_shape %{{.+}} {{\[\[}}0, 1]] output_shape [1568, 128]
@@ -26,3 +34,12 @@ mithril.model @Odd(data %x: tensor<7x13xf32>) -> (s: tensor<f32>) {
 // CHECK-LABEL: func.func @Odd(
 // CHECK-NOT: expand_shape
 // CHECK: vector.multi_reduction <add>
+// CHECK-LABEL: func.func @Range(
+// CHECK: scf.for
+// CHECK: %[[TILE:.+]] = vector.transfer_read
+// CHECK-DAG: vector.multi_reduction <minimumf>, %[[TILE]], %{{.+}} [0] : vector<8x32xf32> to vector<32xf32>
+// CHECK-DAG: vector.multi_reduction <maximumf>, %[[TILE]], %{{.+}} [0] : vector<8x32xf32> to vector<32xf32>
+// CHECK: scf.yield
+// CHECK-NOT: vector.multi_reduction
+// CHECK: vector.reduction <minimumf>
+// CHECK: vector.reduction <maximumf>

@@ -14,6 +14,7 @@
 #include "mithril/Conversion/MithrilToLinalg/MithrilToLinalg.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -881,6 +882,7 @@ LogicalResult Scheduler::tileForCache(IRRewriter &rewriter, ArrayRef<linalg::Lin
 constexpr int64_t kFullReductionLanes = 128;
 
 LogicalResult Scheduler::splitFullReductions(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
+  SmallVector<linalg::GenericOp> partials;
   for (linalg::LinalgOp op : ops) {
     auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
     if (!generic || !generic.hasPureTensorSemantics() || generic.getNumParallelLoops() != 0 ||
@@ -934,8 +936,97 @@ LogicalResult Scheduler::splitFullReductions(IRRewriter &rewriter, ArrayRef<lina
     for (Operation *part :
          {split->splitLinalgOp.getOperation(), split->resultCombiningLinalgOp.getOperation()})
       part->removeAttr(LoweringConfigAttr::opAttrName);
+    if (auto partial = dyn_cast<linalg::GenericOp>(split->splitLinalgOp.getOperation()))
+      partials.push_back(partial);
   }
+  mergeSiblingPartials(rewriter, partials);
   return success();
+}
+
+/// The tensor `v` reads, looking through reshapes of it.
+static Value reshapedSource(Value v) {
+  while (true) {
+    if (auto expand = v.getDefiningOp<tensor::ExpandShapeOp>())
+      v = expand.getSrc();
+    else if (auto collapse = v.getDefiningOp<tensor::CollapseShapeOp>())
+      v = collapse.getSrc();
+    else
+      return v;
+  }
+}
+
+/// Whether partial reductions `a` and `b` read equal inputs (the same
+/// tensor, in the same shape) in the same loops, each into a fill of a
+/// constant into an empty tensor.
+static bool areSiblingPartials(linalg::GenericOp a, linalg::GenericOp b) {
+  if (a == b || a->getBlock() != b->getBlock() || a.getNumDpsInputs() != 1 ||
+      b.getNumDpsInputs() != 1 || a.getNumDpsInits() != 1 || b.getNumDpsInits() != 1 ||
+      a.getIndexingMapsArray() != b.getIndexingMapsArray() ||
+      a.getIteratorTypesArray() != b.getIteratorTypesArray())
+    return false;
+  Value inA = a.getDpsInputOperand(0)->get(), inB = b.getDpsInputOperand(0)->get();
+  if (inA.getType() != inB.getType() || reshapedSource(inA) != reshapedSource(inB))
+    return false;
+  for (linalg::GenericOp op : {a, b}) {
+    auto fill = op.getDpsInitOperand(0)->get().getDefiningOp<linalg::FillOp>();
+    if (!fill || !fill.getInputs()[0].getDefiningOp<arith::ConstantOp>() ||
+        !fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>())
+      return false;
+  }
+  return true;
+}
+
+void Scheduler::mergeSiblingPartials(IRRewriter &rewriter, ArrayRef<linalg::GenericOp> partials) {
+  llvm::DenseSet<Operation *> merged;
+  for (size_t i = 0; i < partials.size(); ++i) {
+    if (merged.contains(partials[i]))
+      continue;
+    for (size_t j = i + 1; j < partials.size(); ++j) {
+      linalg::GenericOp first = partials[i], second = partials[j];
+      if (merged.contains(second) || !areSiblingPartials(first, second))
+        continue;
+      // In the place of whichever comes first, with a copy of the other's
+      // fill (its own may come after): the other's result may be read
+      // before the later one's place.
+      if (second->isBeforeInBlock(first))
+        std::swap(first, second);
+      rewriter.setInsertionPoint(first);
+      auto fill = second.getDpsInitOperand(0)->get().getDefiningOp<linalg::FillOp>();
+      Operation *value = rewriter.clone(*fill.getInputs()[0].getDefiningOp());
+      Operation *empty = rewriter.clone(*fill.getOutputs()[0].getDefiningOp());
+      Value secondInit =
+          linalg::FillOp::create(rewriter, fill.getLoc(), value->getResult(0), empty->getResult(0))
+              .getResult(0);
+      SmallVector<AffineMap> maps = first.getIndexingMapsArray();
+      maps.push_back(second.getIndexingMapsArray().back());
+      auto both = linalg::GenericOp::create(
+          rewriter, first.getLoc(),
+          TypeRange{first.getResultTypes()[0], second.getResultTypes()[0]},
+          ValueRange{first.getDpsInputOperand(0)->get()},
+          ValueRange{first.getDpsInitOperand(0)->get(), secondInit}, maps,
+          first.getIteratorTypesArray());
+      Block *body = rewriter.createBlock(&both.getRegion());
+      Location loc = first.getLoc();
+      Value in = body->addArgument(first.getBody()->getArgument(0).getType(), loc);
+      Value outFirst = body->addArgument(first.getBody()->getArgument(1).getType(), loc);
+      Value outSecond = body->addArgument(second.getBody()->getArgument(1).getType(), loc);
+      SmallVector<Value> yielded;
+      for (auto [op, out] : {std::make_pair(first, outFirst), std::make_pair(second, outSecond)}) {
+        IRMapping mapping;
+        mapping.map(op.getBody()->getArgument(0), in);
+        mapping.map(op.getBody()->getArgument(1), out);
+        for (Operation &inner : op.getBody()->without_terminator())
+          rewriter.clone(inner, mapping);
+        yielded.push_back(mapping.lookupOrDefault(op.getBody()->getTerminator()->getOperand(0)));
+      }
+      linalg::YieldOp::create(rewriter, loc, yielded);
+      rewriter.replaceOp(first, both.getResult(0));
+      rewriter.replaceOp(second, both.getResult(1));
+      merged.insert(first);
+      merged.insert(second);
+      break;
+    }
+  }
 }
 
 /// Splits each op with enough work, together with the elementwise chain
@@ -1107,6 +1198,63 @@ void Scheduler::foldEmptyLoops(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> 
   }
 }
 
+void Scheduler::unshareFills(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
+  for (linalg::LinalgOp op : ops) {
+    auto fill = dyn_cast<linalg::FillOp>(op.getOperation());
+    if (!fill || !fill.hasPureTensorSemantics() || fill->hasOneUse())
+      continue;
+    SmallVector<OpOperand *> uses =
+        llvm::map_to_vector(fill->getUses(), [](OpOperand &use) { return &use; });
+    // The first user keeps the original; each other one that writes into it
+    // (a linalg op's init) gets a fill of its own, into a new tensor. That
+    // tensor is an alloc_tensor, which CSE leaves apart (an allocation),
+    // where two equal empty tensors, and then the fills, would merge again.
+    for (OpOperand *use : ArrayRef(uses).drop_front()) {
+      auto user = dyn_cast<linalg::LinalgOp>(use->getOwner());
+      auto empty = fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>();
+      if (!user || !user.isDpsInit(use) || !empty)
+        continue;
+      rewriter.setInsertionPoint(user);
+      Value dest = bufferization::AllocTensorOp::create(rewriter, empty.getLoc(), empty.getType(),
+                                                        empty.getDynamicSizes());
+      auto copy = linalg::FillOp::create(rewriter, fill.getLoc(), fill.getInputs(), dest);
+      copy->setDiscardableAttrs(fill->getDiscardableAttrDictionary());
+      rewriter.modifyOpInPlace(user, [&] { use->set(copy.getResult(0)); });
+    }
+  }
+}
+
+void Scheduler::flattenElementwise(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops,
+                                   int64_t columns) {
+  for (linalg::LinalgOp op : ops) {
+    auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+    if (!generic || !generic.hasPureTensorSemantics() || kernelOf(op) != CpuKernel::Default ||
+        generic.getNumLoops() < 2 || generic.getNumReductionLoops() != 0)
+      continue;
+    SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
+    if (ShapedType::isDynamicShape(ranges))
+      continue;
+    int64_t total = 1;
+    for (int64_t range : ranges)
+      total *= range;
+    if (ranges.back() % columns == 0 || total % columns != 0)
+      continue;
+    if (!llvm::all_of(generic.getIndexingMapsArray(),
+                      [](AffineMap map) { return map.isIdentity() || map.getNumResults() == 0; }))
+      continue;
+    ReassociationIndices all;
+    for (int64_t d = 0; d < int64_t(ranges.size()); ++d)
+      all.push_back(d);
+    rewriter.setInsertionPoint(generic);
+    FailureOr<linalg::CollapseResult> flat = linalg::collapseOpIterationDims(op, {all}, rewriter);
+    if (failed(flat))
+      continue;
+    // (Its config, chosen for the rows, is chosen again for the flat op.)
+    flat->collapsedOp->removeAttr(LoweringConfigAttr::opAttrName);
+    rewriter.replaceOp(generic, flat->results);
+  }
+}
+
 namespace {
 struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedulePass> {
   using MithrilCpuScheduleBase::MithrilCpuScheduleBase;
@@ -1125,6 +1273,9 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     Scheduler scheduler(&getContext(), strategy);
     IRRewriter rewriter(&getContext());
     scheduler.foldEmptyLoops(rewriter, scheduler.collectTensorOps(module));
+    scheduler.unshareFills(rewriter, scheduler.collectTensorOps(module));
+    scheduler.flattenElementwise(rewriter, scheduler.collectTensorOps(module),
+                                 strategy.registers.elementwiseColumns());
     if (failed(scheduler.rewriteMatrixVectorProducts(rewriter, scheduler.collectTensorOps(module))))
       return signalPassFailure();
     if (failed(scheduler.splitFullReductions(rewriter, scheduler.collectTensorOps(module))))

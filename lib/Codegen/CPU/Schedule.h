@@ -134,6 +134,12 @@ public:
   /// 256 x 784: 0.33 ms, about 15 times the memory's time).
   LogicalResult splitFullReductions(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
 
+  /// Partial reductions (of splitFullReductions) that read the same tensor
+  /// the same way become one op with a result each: the input is read once
+  /// for all of them (an int8 activation's minimum and maximum, one pass
+  /// over x instead of two).
+  void mergeSiblingPartials(IRRewriter &rewriter, ArrayRef<linalg::GenericOp> partials);
+
   /// The bf16 form of a matrix-vector product for vdpbf16ps: A [m][k] and
   /// the weight W [n][k] viewed as [.][k / 32][16][2], partial sums P[m][n]
   /// [16] accumulating A[m][kk][l][p] * W[n][kk][l][p] over kk and p (one
@@ -333,6 +339,22 @@ public:
   /// inits (an empty tensor, or the fill of a reduction over nothing). Tiling
   /// it would divide by the zero range.
   static void foldEmptyLoops(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
+
+  /// Gives each op that accumulates into a fill shared with others (CSE
+  /// merges the equal zero fills of same-shaped outputs: two Linear layers
+  /// of 512 outputs) a fill of its own. A shared fill cannot be fused into
+  /// one op's tiles or dropped, and bufferization copied it for every op
+  /// but the last (512 KiB a layer of an MLP at batch 256).
+  static void unshareFills(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
+
+  /// An elementwise op that reads and writes whole tensors in order (every
+  /// operand's map the identity, or a scalar's) runs over them viewed flat
+  /// when their rows are no multiple of a tile's `columns` and the whole
+  /// is: rows of 784 (an int8 activation's quantization) were tiles of 28
+  /// columns, two vectors of which one masked, and rows of 10 (the logits)
+  /// vectors of 10 lanes.
+  static void flattenElementwise(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops,
+                                 int64_t columns);
 };
 
 } // namespace mithril::cpu::detail

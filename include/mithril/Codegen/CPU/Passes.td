@@ -98,7 +98,8 @@ def MithrilCpuSchedule : Pass<"mithril-cpu-schedule", "mlir::ModuleOp"> {
     "mlir::scf::SCFDialect",
     "mlir::tensor::TensorDialect",
     "mlir::arith::ArithDialect",
-    "mlir::x86vector::X86VectorDialect"
+    "mlir::x86vector::X86VectorDialect",
+    "mlir::bufferization::BufferizationDialect"
   ];
 }
 
