@@ -281,6 +281,9 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     pm.addPass(createMithrilX86DotProducts());
     // Multi-dimensional reductions the vectorizer produced become 1-D ones.
     pm.addNestedPass<func::FuncOp>(vector::createLowerVectorMultiReductionPass());
+    // Their min and max (and every other) without ordering -0 below +0:
+    // half the instructions on x86.
+    pm.addPass(createMithrilRelaxFloatMinMax());
     // Register-tile contractions become outer products: broadcasts and FMAs.
     ConvertVectorToLLVMPassOptions vectorToLLVM;
     vectorToLLVM.vectorContractLowering = vector::VectorContractLowering::OuterProduct;

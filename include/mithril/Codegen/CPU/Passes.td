@@ -103,6 +103,23 @@ def MithrilCpuSchedule : Pass<"mithril-cpu-schedule", "mlir::ModuleOp"> {
   ];
 }
 
+def MithrilRelaxFloatMinMax : Pass<"mithril-relax-float-min-max", "mlir::ModuleOp"> {
+  let summary = "Float minimum and maximum without ordering -0 below +0 (nsz)";
+  let description = [{
+    `arith.minimumf` and `arith.maximumf` order -0 below +0 as IEEE 754's
+    minimum and maximum do, which x86 has no instruction for: LLVM lowered a
+    maximum of two vectors to six instructions (sign masks and blends around
+    `vmaxps`), three with `nsz`. The ops the models' min and max reductions,
+    max pooling and elementwise minimum and maximum lower to don't promise
+    the sign of a zero result (numpy's `np.maximum(-0.0, 0.0)` is `-0.0`), so
+    this pass sets `nsz` on every float `arith.minimumf`, `arith.maximumf`
+    and `vector.reduction` of those kinds. NaN still propagates. Run it after
+    the multi-reductions are lowered (the vector dialect's multi-reduction
+    carries no fastmath flags), before the lowering to LLVM.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::vector::VectorDialect"];
+}
+
 def MithrilExpandBF16 : Pass<"mithril-expand-bf16", "mlir::ModuleOp"> {
   let summary = "Lower bfloat16 conversions to integer arithmetic";
   let description = [{
