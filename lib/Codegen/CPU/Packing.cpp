@@ -348,16 +348,31 @@ Value Scheduler::flipSignBits(IRRewriter &rewriter, Location loc, Value v) {
 std::pair<Value, Value> Scheduler::packedConstant(IRRewriter &rewriter, Location loc, Value block,
                                                   bool kByN, int64_t cols, int64_t group) {
   auto slice = block.getDefiningOp<tensor::ExtractSliceOp>();
-  if (!slice || slice.getSourceType().getRank() != 2 || slice.getType().getRank() != 2 ||
-      !slice.getType().hasStaticShape())
+  auto unitStrides = [](tensor::ExtractSliceOp op) {
+    return op.getSourceType().getRank() == 2 && op.getType().getRank() == 2 &&
+           llvm::all_of(op.getMixedStrides(),
+                        [](OpFoldResult stride) { return isConstantIntValue(stride, 1); });
+  };
+  if (!slice || !unitStrides(slice) || !slice.getType().hasStaticShape())
     return {};
-  auto constant = slice.getSource().getDefiningOp<arith::ConstantOp>();
+  // The block's offsets in the constant, through slices of slices (a
+  // thread's columns, then the cache block's).
+  SmallVector<OpFoldResult> offsets = slice.getMixedOffsets();
+  Value source = slice.getSource();
+  while (auto outer = source.getDefiningOp<tensor::ExtractSliceOp>()) {
+    if (!unitStrides(outer))
+      return {};
+    AffineExpr d0, d1;
+    bindDims(rewriter.getContext(), d0, d1);
+    for (auto [offset, outerOffset] : llvm::zip(offsets, outer.getMixedOffsets()))
+      offset = affine::makeComposedFoldedAffineApply(rewriter, loc, d0 + d1, {outerOffset, offset});
+    source = outer.getSource();
+  }
+  auto constant = source.getDefiningOp<arith::ConstantOp>();
   auto attr = constant ? dyn_cast<DenseIntElementsAttr>(constant.getValue()) : nullptr;
-  if (!attr || !attr.getElementType().isInteger(8) ||
-      !llvm::all_of(slice.getMixedStrides(),
-                    [](OpFoldResult stride) { return isConstantIntValue(stride, 1); }))
+  if (!attr || !attr.getElementType().isInteger(8))
     return {};
-  auto st = slice.getSourceType();
+  auto st = cast<RankedTensorType>(source.getType());
   int64_t kDim = kByN ? 0 : 1, nDim = 1 - kDim;
   int64_t kTotal = st.getDimSize(kDim), nTotal = st.getDimSize(nDim);
   int64_t kBlock = slice.getType().getDimSize(kDim), nBlock = slice.getType().getDimSize(nDim);
@@ -390,7 +405,6 @@ std::pair<Value, Value> Scheduler::packedConstant(IRRewriter &rewriter, Location
                              ArrayRef<int32_t>(sums)));
   rewriter.restoreInsertionPoint(here);
   // The block's offsets in panels, groups and reduction blocks.
-  SmallVector<OpFoldResult> offsets = slice.getMixedOffsets();
   auto divided = [&](OpFoldResult offset, int64_t by) {
     AffineExpr d0 = rewriter.getAffineDimExpr(0);
     return affine::makeComposedFoldedAffineApply(rewriter, loc, d0.floorDiv(by), {offset});
