@@ -1231,6 +1231,12 @@ void Scheduler::flattenElementwise(IRRewriter &rewriter, ArrayRef<linalg::Linalg
     if (!generic || !generic.hasPureTensorSemantics() || kernelOf(op) != CpuKernel::Default ||
         generic.getNumLoops() < 2 || generic.getNumReductionLoops() != 0)
       continue;
+    // A result the function returns stays in its shape: bufferization then
+    // writes it into the caller's buffer, where a flat one was copied there
+    // (an SGD update of a 512 x 784 weight: 1.6 MB a step).
+    if (llvm::any_of(generic->getUsers(),
+                     [](Operation *user) { return user->hasTrait<OpTrait::ReturnLike>(); }))
+      continue;
     SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
     if (ShapedType::isDynamicShape(ranges))
       continue;
