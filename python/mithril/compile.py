@@ -18,7 +18,7 @@ from .naming import Names
 from .options import resolve as resolve_controls
 from . import _mithril
 from .physical import PhysicalModel, _shape_spec, _with_shape_tuples, random_parameters
-from .types import compiled_dtype_name, dtype_name_among
+from .types import compiled_dtype_name, dtype_name_among, from_bfloat16_bits
 
 
 def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = None,
@@ -167,6 +167,12 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
             raise ShapeError(f"static_shapes=True, but shapes= leaves sizes of {dynamic} "
                              "dynamic (None)")
     constants = dict(constant_keys or {})
+    if getattr(backend, "float_name", None) == "bfloat16":
+        # uint16 arrays are bfloat16 bit patterns, as evaluate() takes them:
+        # their values, not the integers (a bfloat16 model is built in
+        # float32, which holds every bfloat16 value exactly).
+        constants = {k: from_bfloat16_bits(v) if isinstance(v, np.ndarray)
+                     and v.dtype == np.uint16 else v for k, v in constants.items()}
     data_keys = set(data_keys or ())
     trainable_keys = set(trainable_keys or ())
     discard = list(discard_keys or ())

@@ -291,6 +291,32 @@ def test_bfloat16_matmul_accumulates_in_float32(target_cpu, rows, depth):
         assert np.max(err) <= 1e-5 * rms, f"{name}: {np.max(err) / rms:.3g} x rms"
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_weights_compiled_in_equal_weights_passed(dtype, threads):
+    # Weights given as constant_keys are packed when compiling (the whole
+    # matrix, of which each cache block and each thread's share takes its
+    # slice); the outputs are those of the same weights passed to evaluate.
+    # bfloat16 weights may be given as bit patterns (uint16), as evaluate
+    # takes them, or as values.
+    model = Model()
+    model |= Linear(512)(input="input", output="h")
+    model |= Tanh()(input="h", output=ml.IOKey("output"))
+    backend = lambda: ml.MlirBackend(dtype=getattr(ml, dtype), num_threads=threads)
+    shapes = {"input": [256, 300]}
+    passed = ml.compile(model, backend(), shapes=shapes, inference=True)
+    params = {k: bf16(v) for k, v in passed.randomize_params(seed=11).items()}
+    x = bf16(np.random.default_rng(2).standard_normal((256, 300)))
+    want = np.asarray(passed.evaluate(params, {"input": x})["output"], np.float32)
+    given = [params] + ([{k: to_bfloat16_bits(v) for k, v in params.items()}]
+                        if dtype == "bfloat16" else [])
+    for constants in given:
+        compiled_in = ml.compile(model, backend(), shapes=shapes, inference=True,
+                                 constant_keys=constants)
+        got = np.asarray(compiled_in.evaluate({}, {"input": x})["output"], np.float32)
+        np.testing.assert_array_equal(got, want)
+
+
 def test_bfloat16_bit_patterns_pass_unconverted():
     # uint16 arrays for a bfloat16 terminal are its bit patterns (numpy has no
     # bfloat16): the same outputs as the float32 values they encode.
