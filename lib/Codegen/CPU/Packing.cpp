@@ -20,6 +20,8 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 
+#include <cstring>
+
 using namespace mlir;
 using namespace mithril;
 using namespace mithril::cpu;
@@ -134,9 +136,15 @@ bool Scheduler::packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block, b
   if (!isa<FloatType>(et))
     return false;
   SmallVector<ReassociationIndices> split = {{0}, {1, 2}};
-  Value empty = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{panels, k, cols}, et);
-  Value packed;
-  if (Value weightBlock = transposedSource(rewriter, b)) {
+  Value weightBlock = transposedSource(rewriter, b);
+  // A weight compiled in is packed when compiling (the whole matrix): per
+  // call, only the block's slice of it is taken.
+  Value packed =
+      packedFloatConstant(rewriter, loc, weightBlock ? weightBlock : b, !weightBlock, cols, 1);
+  Value empty;
+  if (!packed)
+    empty = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{panels, k, cols}, et);
+  if (!packed && weightBlock) {
     // B is a block of a transposed matrix (a Linear layer's weight): pack
     // straight from the matrix, [panels][cols][k] transposed in registers,
     // and the transposed copy of the whole matrix is no longer needed.
@@ -145,7 +153,7 @@ bool Scheduler::packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block, b
                                       weightBlock, SmallVector<ReassociationIndices>{{0, 1}, {2}});
     packed = linalg::TransposeOp::create(rewriter, loc, wPanels, empty, ArrayRef<int64_t>{0, 2, 1})
                  .getResult()[0];
-  } else {
+  } else if (!packed) {
     Value bPanels = tensor::ExpandShapeOp::create(
         rewriter, loc, RankedTensorType::get({k, panels, cols}, et), b, split);
     packed = linalg::TransposeOp::create(rewriter, loc, bPanels, empty, ArrayRef<int64_t>{1, 0, 2})
@@ -262,6 +270,9 @@ bool Scheduler::packDotProductGroups(IRRewriter &rewriter, linalg::MatmulOp bloc
   if (et.isInteger(8))
     std::tie(packed, constantSums) =
         packedConstant(rewriter, loc, weightBlock ? weightBlock : b, !weightBlock, cols, group);
+  else
+    packed = packedFloatConstant(rewriter, loc, weightBlock ? weightBlock : b, !weightBlock, cols,
+                                 group);
   if (!packed)
     packed = weightBlock ? pack(weightBlock, {panels, cols, groups, group}, {0, 2, 1, 3})
                          : pack(b, {groups, group, panels, cols}, {2, 0, 3, 1});
@@ -339,6 +350,101 @@ Value Scheduler::flipSignBits(IRRewriter &rewriter, Location loc, Value v) {
       .getResult(0);
 }
 
+/// When `block` is a unit-stride slice of a rank-2 constant, possibly through
+/// slices of slices (a thread's columns, then a cache block of them): the
+/// constant and the block's offsets in it.
+static std::optional<std::pair<arith::ConstantOp, SmallVector<OpFoldResult>>>
+constantSlice(IRRewriter &rewriter, Location loc, Value block) {
+  auto slice = block.getDefiningOp<tensor::ExtractSliceOp>();
+  auto unitStrides = [](tensor::ExtractSliceOp op) {
+    return op.getSourceType().getRank() == 2 && op.getType().getRank() == 2 &&
+           llvm::all_of(op.getMixedStrides(),
+                        [](OpFoldResult stride) { return isConstantIntValue(stride, 1); });
+  };
+  if (!slice || !unitStrides(slice) || !slice.getType().hasStaticShape())
+    return std::nullopt;
+  SmallVector<OpFoldResult> offsets = slice.getMixedOffsets();
+  Value source = slice.getSource();
+  while (auto outer = source.getDefiningOp<tensor::ExtractSliceOp>()) {
+    if (!unitStrides(outer))
+      return std::nullopt;
+    AffineExpr d0, d1;
+    bindDims(rewriter.getContext(), d0, d1);
+    for (auto [offset, outerOffset] : llvm::zip(offsets, outer.getMixedOffsets()))
+      offset = affine::makeComposedFoldedAffineApply(rewriter, loc, d0 + d1, {outerOffset, offset});
+    source = outer.getSource();
+  }
+  auto constant = source.getDefiningOp<arith::ConstantOp>();
+  if (!constant || !isa<DenseElementsAttr>(constant.getValue()))
+    return std::nullopt;
+  return std::make_pair(constant, offsets);
+}
+
+/// offset / by, folded where it is constant.
+static OpFoldResult dividedOffset(IRRewriter &rewriter, Location loc, OpFoldResult offset,
+                                  int64_t by) {
+  AffineExpr d0 = rewriter.getAffineDimExpr(0);
+  return affine::makeComposedFoldedAffineApply(rewriter, loc, d0.floorDiv(by), {offset});
+}
+
+Value Scheduler::packedFloatConstant(IRRewriter &rewriter, Location loc, Value block, bool kByN,
+                                     int64_t cols, int64_t group) {
+  auto found = constantSlice(rewriter, loc, block);
+  if (!found)
+    return nullptr;
+  auto [constant, offsets] = *found;
+  auto attr = cast<DenseElementsAttr>(constant.getValue());
+  auto st = cast<RankedTensorType>(constant.getType());
+  auto bt = cast<RankedTensorType>(block.getType());
+  Type et = st.getElementType();
+  if (!isa<FloatType>(et) || et.getIntOrFloatBitWidth() % 8 != 0)
+    return nullptr;
+  int64_t kDim = kByN ? 0 : 1, nDim = 1 - kDim;
+  int64_t kTotal = st.getDimSize(kDim), nTotal = st.getDimSize(nDim);
+  int64_t kBlock = bt.getDimSize(kDim), nBlock = bt.getDimSize(nDim);
+  if (nTotal % cols != 0 || nBlock % cols != 0 || kTotal % group != 0 || kBlock % group != 0)
+    return nullptr;
+  int64_t panels = nTotal / cols, groups = kTotal / group;
+  // [panels][k][cols], or [panels][k / g][cols][g] for groups of g > 1.
+  SmallVector<int64_t> wholeShape = {panels, groups, cols};
+  SmallVector<int64_t> blockShape = {nBlock / cols, kBlock / group, cols};
+  if (group > 1) {
+    wholeShape.push_back(group);
+    blockShape.push_back(group);
+  }
+  auto wholeType = RankedTensorType::get(wholeShape, et);
+  DenseElementsAttr whole;
+  if (attr.isSplat()) {
+    whole = DenseElementsAttr::get(wholeType, attr.getSplatValue<Attribute>());
+  } else {
+    // B[k][n] to [n / cols][k / g][n % cols][k % g], moved as raw bytes.
+    int64_t bytes = et.getIntOrFloatBitWidth() / 8;
+    ArrayRef<char> raw = attr.getRawData();
+    std::vector<char> packed(raw.size());
+    for (int64_t nn = 0; nn < nTotal; ++nn)
+      for (int64_t kk = 0; kk < kTotal; ++kk) {
+        int64_t from = kByN ? kk * nTotal + nn : nn * kTotal + kk;
+        int64_t to = (((nn / cols) * groups + kk / group) * cols + nn % cols) * group + kk % group;
+        std::memcpy(packed.data() + to * bytes, raw.data() + from * bytes, bytes);
+      }
+    whole = DenseElementsAttr::getFromRawBuffer(wholeType, packed);
+  }
+  OpBuilder::InsertPoint here = rewriter.saveInsertionPoint();
+  rewriter.setInsertionPointAfter(constant);
+  Value wholePacked = arith::ConstantOp::create(rewriter, loc, whole);
+  rewriter.restoreInsertionPoint(here);
+  OpFoldResult zero = rewriter.getIndexAttr(0), one = rewriter.getIndexAttr(1);
+  SmallVector<OpFoldResult> blockOffsets = {dividedOffset(rewriter, loc, offsets[nDim], cols),
+                                            dividedOffset(rewriter, loc, offsets[kDim], group),
+                                            zero};
+  if (group > 1)
+    blockOffsets.push_back(zero);
+  return tensor::ExtractSliceOp::create(rewriter, loc, RankedTensorType::get(blockShape, et),
+                                        wholePacked, blockOffsets,
+                                        getAsIndexOpFoldResult(rewriter.getContext(), blockShape),
+                                        SmallVector<OpFoldResult>(blockShape.size(), one));
+}
+
 /// The i8 constant `block` (a static slice of a rank-2 constant, [k][n] when
 /// `kByN`, else [n][k]) as packDotProductGroups packs it, and its column
 /// sums ([n / cols][cols] i32), as slices of the whole matrix packed when
@@ -347,32 +453,15 @@ Value Scheduler::flipSignBits(IRRewriter &rewriter, Location loc, Value v) {
 /// `block` is not such a slice.
 std::pair<Value, Value> Scheduler::packedConstant(IRRewriter &rewriter, Location loc, Value block,
                                                   bool kByN, int64_t cols, int64_t group) {
-  auto slice = block.getDefiningOp<tensor::ExtractSliceOp>();
-  auto unitStrides = [](tensor::ExtractSliceOp op) {
-    return op.getSourceType().getRank() == 2 && op.getType().getRank() == 2 &&
-           llvm::all_of(op.getMixedStrides(),
-                        [](OpFoldResult stride) { return isConstantIntValue(stride, 1); });
-  };
-  if (!slice || !unitStrides(slice) || !slice.getType().hasStaticShape())
+  auto found = constantSlice(rewriter, loc, block);
+  if (!found)
     return {};
-  // The block's offsets in the constant, through slices of slices (a
-  // thread's columns, then the cache block's).
-  SmallVector<OpFoldResult> offsets = slice.getMixedOffsets();
-  Value source = slice.getSource();
-  while (auto outer = source.getDefiningOp<tensor::ExtractSliceOp>()) {
-    if (!unitStrides(outer))
-      return {};
-    AffineExpr d0, d1;
-    bindDims(rewriter.getContext(), d0, d1);
-    for (auto [offset, outerOffset] : llvm::zip(offsets, outer.getMixedOffsets()))
-      offset = affine::makeComposedFoldedAffineApply(rewriter, loc, d0 + d1, {outerOffset, offset});
-    source = outer.getSource();
-  }
-  auto constant = source.getDefiningOp<arith::ConstantOp>();
-  auto attr = constant ? dyn_cast<DenseIntElementsAttr>(constant.getValue()) : nullptr;
+  auto [constant, offsets] = *found;
+  auto slice = block.getDefiningOp<tensor::ExtractSliceOp>();
+  auto attr = dyn_cast<DenseIntElementsAttr>(constant.getValue());
   if (!attr || !attr.getElementType().isInteger(8))
     return {};
-  auto st = cast<RankedTensorType>(source.getType());
+  auto st = cast<RankedTensorType>(constant.getType());
   int64_t kDim = kByN ? 0 : 1, nDim = 1 - kDim;
   int64_t kTotal = st.getDimSize(kDim), nTotal = st.getDimSize(nDim);
   int64_t kBlock = slice.getType().getDimSize(kDim), nBlock = slice.getType().getDimSize(nDim);
@@ -406,8 +495,7 @@ std::pair<Value, Value> Scheduler::packedConstant(IRRewriter &rewriter, Location
   rewriter.restoreInsertionPoint(here);
   // The block's offsets in panels, groups and reduction blocks.
   auto divided = [&](OpFoldResult offset, int64_t by) {
-    AffineExpr d0 = rewriter.getAffineDimExpr(0);
-    return affine::makeComposedFoldedAffineApply(rewriter, loc, d0.floorDiv(by), {offset});
+    return dividedOffset(rewriter, loc, offset, by);
   };
   OpFoldResult zero = rewriter.getIndexAttr(0), one = rewriter.getIndexAttr(1);
   auto index = [&](int64_t v) -> OpFoldResult { return rewriter.getIndexAttr(v); };
