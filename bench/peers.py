@@ -260,6 +260,12 @@ def setup_ours(threads):
     return SimpleNamespace(ml=ml, models=models, bench=bench, to_bf16=to_bfloat16_bits)
 
 
+# How ours gets the weights of an inference case (--ours-weights): as
+# arguments of each call ("args"), or compiled in ("compiled"). int8 always
+# compiles them in (quantized when compiling).
+OURS_WEIGHTS = {"mode": "args"}
+
+
 def build_ours(lib, case, d, threads, scratch):
     ml, models = lib.ml, lib.models
     options = {"num_threads": threads}
@@ -292,11 +298,17 @@ def build_ours(lib, case, d, threads, scratch):
         pm = ml.compile(net, backend, shapes={"input": input_shape(case)}, inference=True,
                         constant_keys=params)
         return (lambda: pm.evaluate({}, {"input": d["x"]})["logits"]), None
-    pm = ml.compile(net, backend, shapes={"input": input_shape(case)}, inference=True)
     x = d["x"]
     if case.precision == "bf16":  # bfloat16 bit patterns pass unconverted
         params = {k: lib.to_bf16(v) for k, v in params.items()}
         x = lib.to_bf16(x)
+    if OURS_WEIGHTS["mode"] == "compiled":
+        # As the inference runtimes' initializers (and torch's freezing): the
+        # weights compiled in, packed when compiling.
+        pm = ml.compile(net, backend, shapes={"input": input_shape(case)}, inference=True,
+                        constant_keys=params)
+        return (lambda: pm.evaluate({}, {"input": x})["logits"]), None
+    pm = ml.compile(net, backend, shapes={"input": input_shape(case)}, inference=True)
     return (lambda: pm.evaluate(params, {"input": x})["logits"]), None
 
 
@@ -636,6 +648,7 @@ def block_median(run, blocks, block_s):
 
 def worker(args):
     case = CASES[args.case]
+    OURS_WEIGHTS["mode"] = args.ours_weights
     try:
         d = load_data(os.path.join(args.data, case.id))
         lib = SETUP[args.worker](args.threads)
@@ -711,7 +724,8 @@ def launch(cand, case, threads, data, args):
     python = "/usr/bin/python3" if cand == "ours" else args.venv_python
     cmd = [python, os.path.abspath(__file__), "--worker", cand, "--case", case.id,
            "--threads", str(threads), "--data", data, "--scratch", scratch,
-           "--blocks", str(args.blocks), "--block-s", str(args.block_s)]
+           "--blocks", str(args.blocks), "--block-s", str(args.block_s),
+           "--ours-weights", args.ours_weights]
     if shutil.which("taskset"):
         cmd = ["taskset", "-c", ",".join(str(i) for i in range(threads))] + cmd
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -895,9 +909,15 @@ def report(args, cases, candidates, results, ours_info, peer_info, loads):
         "IREE compiles the same function's StableHLO export "
         "(`--iree-llvmcpu-target-cpu=host`); torch compiles an nn.Module with inductor "
         "(inference: autograd off, freezing on; training: forward, loss and backward "
-        "compiled, SGD eager); ours and JAX/IREE take the parameters as "
-        "arguments of each call, except ours in int8, which compiles the weights in "
-        "(`constant_keys`, quantized when compiling, as ONNX Runtime's initializers). "
+        "compiled, SGD eager); " + (
+            "JAX/IREE take the parameters as arguments of each call, and ours compiles "
+            "the inference cases' weights in (`--ours-weights compiled`: `constant_keys`, "
+            "packed, and in int8 quantized, when compiling, as ONNX Runtime's and "
+            "OpenVINO's initializers and torch's freezing); training steps take them as "
+            "arguments. " if args.ours_weights == "compiled" else
+            "ours and JAX/IREE take the parameters as "
+            "arguments of each call, except ours in int8, which compiles the weights in "
+            "(`constant_keys`, quantized when compiling, as ONNX Runtime's initializers). ") +
         "Every result is first checked against a float64 "
         "reference computed by numpy from the same float32 data (training: the loss and "
         "the parameter update of one SGD step, lr 0.01, where differences within a float32 "
@@ -986,6 +1006,10 @@ def main():
     parser.add_argument("--launches", type=int, default=3, help="fresh processes per cell")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per worker")
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--ours-weights", choices=["args", "compiled"], default="args",
+                        help="ours' inference weights: arguments of each call (as JAX and IREE "
+                        "take them), or compiled in (constant_keys, as the inference runtimes' "
+                        "initializers and torch's freezing); int8 always compiles them in")
     parser.add_argument("-o", default=os.path.join(HERE, "peers.md"))
     # Worker mode (started by the orchestrator).
     parser.add_argument("--worker", choices=CANDIDATES, help=argparse.SUPPRESS)
