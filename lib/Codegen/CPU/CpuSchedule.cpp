@@ -26,6 +26,7 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/Interfaces/TilingInterface.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -973,7 +974,18 @@ static bool areSiblingPartials(linalg::GenericOp a, linalg::GenericOp b) {
         !fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>())
       return false;
   }
-  return true;
+  // The merged op takes the earlier one's place: the values the later one's
+  // body reads from outside must already be there.
+  linalg::GenericOp earlier = a->isBeforeInBlock(b) ? a : b, later = a == earlier ? b : a;
+  DominanceInfo dominance;
+  WalkResult captures = later.getRegion().walk([&](Operation *inner) {
+    for (Value operand : inner->getOperands())
+      if (!later.getRegion().isAncestor(operand.getParentRegion()) &&
+          !dominance.properlyDominates(operand, earlier))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return !captures.wasInterrupted();
 }
 
 void Scheduler::mergeSiblingPartials(IRRewriter &rewriter, ArrayRef<linalg::GenericOp> partials) {
