@@ -1215,6 +1215,9 @@ void Scheduler::unshareFills(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> op
     auto fill = dyn_cast<linalg::FillOp>(op.getOperation());
     if (!fill || !fill.hasPureTensorSemantics() || fill->hasOneUse())
       continue;
+    auto empty = fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>();
+    if (!empty)
+      continue;
     SmallVector<OpOperand *> uses =
         llvm::map_to_vector(fill->getUses(), [](OpOperand &use) { return &use; });
     // The first user keeps the original; each other one that writes into it
@@ -1223,8 +1226,7 @@ void Scheduler::unshareFills(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> op
     // where two equal empty tensors, and then the fills, would merge again.
     for (OpOperand *use : ArrayRef(uses).drop_front()) {
       auto user = dyn_cast<linalg::LinalgOp>(use->getOwner());
-      auto empty = fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>();
-      if (!user || !user.isDpsInit(use) || !empty)
+      if (!user || !user.isDpsInit(use))
         continue;
       rewriter.setInsertionPoint(user);
       Value dest = bufferization::AllocTensorOp::create(rewriter, empty.getLoc(), empty.getType(),

@@ -140,24 +140,26 @@ bool Scheduler::packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block, b
   // A weight compiled in is packed when compiling (the whole matrix): per
   // call, only the block's slice of it is taken.
   Value packed =
-      packedFloatConstant(rewriter, loc, weightBlock ? weightBlock : b, !weightBlock, cols, 1);
-  Value empty;
-  if (!packed)
-    empty = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{panels, k, cols}, et);
-  if (!packed && weightBlock) {
-    // B is a block of a transposed matrix (a Linear layer's weight): pack
-    // straight from the matrix, [panels][cols][k] transposed in registers,
-    // and the transposed copy of the whole matrix is no longer needed.
-    Value wPanels =
-        tensor::ExpandShapeOp::create(rewriter, loc, RankedTensorType::get({panels, cols, k}, et),
-                                      weightBlock, SmallVector<ReassociationIndices>{{0, 1}, {2}});
-    packed = linalg::TransposeOp::create(rewriter, loc, wPanels, empty, ArrayRef<int64_t>{0, 2, 1})
-                 .getResult()[0];
-  } else if (!packed) {
-    Value bPanels = tensor::ExpandShapeOp::create(
-        rewriter, loc, RankedTensorType::get({k, panels, cols}, et), b, split);
-    packed = linalg::TransposeOp::create(rewriter, loc, bPanels, empty, ArrayRef<int64_t>{1, 0, 2})
-                 .getResult()[0];
+      packedConstantPanels(rewriter, loc, weightBlock ? weightBlock : b, !weightBlock, cols, 1);
+  if (!packed) {
+    Value empty = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{panels, k, cols}, et);
+    if (weightBlock) {
+      // B is a block of a transposed matrix (a Linear layer's weight): pack
+      // straight from the matrix, [panels][cols][k] transposed in registers,
+      // and the transposed copy of the whole matrix is no longer needed.
+      Value wPanels = tensor::ExpandShapeOp::create(
+          rewriter, loc, RankedTensorType::get({panels, cols, k}, et), weightBlock,
+          SmallVector<ReassociationIndices>{{0, 1}, {2}});
+      packed =
+          linalg::TransposeOp::create(rewriter, loc, wPanels, empty, ArrayRef<int64_t>{0, 2, 1})
+              .getResult()[0];
+    } else {
+      Value bPanels = tensor::ExpandShapeOp::create(
+          rewriter, loc, RankedTensorType::get({k, panels, cols}, et), b, split);
+      packed =
+          linalg::TransposeOp::create(rewriter, loc, bPanels, empty, ArrayRef<int64_t>{1, 0, 2})
+              .getResult()[0];
+    }
   }
   // Narrow operands without a dot product for their type (f16, or bf16
   // without AVX512-BF16) widen once here: the packed panels, and A's block
@@ -271,8 +273,8 @@ bool Scheduler::packDotProductGroups(IRRewriter &rewriter, linalg::MatmulOp bloc
     std::tie(packed, constantSums) =
         packedConstant(rewriter, loc, weightBlock ? weightBlock : b, !weightBlock, cols, group);
   else
-    packed = packedFloatConstant(rewriter, loc, weightBlock ? weightBlock : b, !weightBlock, cols,
-                                 group);
+    packed = packedConstantPanels(rewriter, loc, weightBlock ? weightBlock : b, !weightBlock, cols,
+                                  group);
   if (!packed)
     packed = weightBlock ? pack(weightBlock, {panels, cols, groups, group}, {0, 2, 1, 3})
                          : pack(b, {groups, group, panels, cols}, {2, 0, 3, 1});
@@ -387,21 +389,21 @@ static OpFoldResult dividedOffset(IRRewriter &rewriter, Location loc, OpFoldResu
   return affine::makeComposedFoldedAffineApply(rewriter, loc, d0.floorDiv(by), {offset});
 }
 
-Value Scheduler::packedFloatConstant(IRRewriter &rewriter, Location loc, Value block, bool kByN,
-                                     int64_t cols, int64_t group) {
-  auto found = constantSlice(rewriter, loc, block);
-  if (!found)
-    return nullptr;
-  auto [constant, offsets] = *found;
+/// The whole `constant` ([k][n] when `kByN`, else [n][k]) packed in panels of
+/// `cols` columns and groups of `group` reduction steps, as a constant after
+/// it, and the slice of it that a block of type `blockType` at `offsets`
+/// reads. Null when the sizes do not divide.
+static Value slicePackedConstant(IRRewriter &rewriter, Location loc, arith::ConstantOp constant,
+                                 ArrayRef<OpFoldResult> offsets, RankedTensorType blockType,
+                                 bool kByN, int64_t cols, int64_t group) {
   auto attr = cast<DenseElementsAttr>(constant.getValue());
   auto st = cast<RankedTensorType>(constant.getType());
-  auto bt = cast<RankedTensorType>(block.getType());
   Type et = st.getElementType();
-  if (!isa<FloatType>(et) || et.getIntOrFloatBitWidth() % 8 != 0)
+  if (!et.isIntOrFloat() || et.getIntOrFloatBitWidth() % 8 != 0)
     return nullptr;
   int64_t kDim = kByN ? 0 : 1, nDim = 1 - kDim;
   int64_t kTotal = st.getDimSize(kDim), nTotal = st.getDimSize(nDim);
-  int64_t kBlock = bt.getDimSize(kDim), nBlock = bt.getDimSize(nDim);
+  int64_t kBlock = blockType.getDimSize(kDim), nBlock = blockType.getDimSize(nDim);
   if (nTotal % cols != 0 || nBlock % cols != 0 || kTotal % group != 0 || kBlock % group != 0)
     return nullptr;
   int64_t panels = nTotal / cols, groups = kTotal / group;
@@ -445,6 +447,15 @@ Value Scheduler::packedFloatConstant(IRRewriter &rewriter, Location loc, Value b
                                         SmallVector<OpFoldResult>(blockShape.size(), one));
 }
 
+Value Scheduler::packedConstantPanels(IRRewriter &rewriter, Location loc, Value block, bool kByN,
+                                      int64_t cols, int64_t group) {
+  auto found = constantSlice(rewriter, loc, block);
+  if (!found)
+    return nullptr;
+  return slicePackedConstant(rewriter, loc, found->first, found->second,
+                             cast<RankedTensorType>(block.getType()), kByN, cols, group);
+}
+
 /// The i8 constant `block` (a static slice of a rank-2 constant, [k][n] when
 /// `kByN`, else [n][k]) as packDotProductGroups packs it, and its column
 /// sums ([n / cols][cols] i32), as slices of the whole matrix packed when
@@ -457,60 +468,39 @@ std::pair<Value, Value> Scheduler::packedConstant(IRRewriter &rewriter, Location
   if (!found)
     return {};
   auto [constant, offsets] = *found;
-  auto slice = block.getDefiningOp<tensor::ExtractSliceOp>();
   auto attr = dyn_cast<DenseIntElementsAttr>(constant.getValue());
-  if (!attr || !attr.getElementType().isInteger(8))
-    return {};
   auto st = cast<RankedTensorType>(constant.getType());
+  auto bt = cast<RankedTensorType>(block.getType());
   int64_t kDim = kByN ? 0 : 1, nDim = 1 - kDim;
   int64_t kTotal = st.getDimSize(kDim), nTotal = st.getDimSize(nDim);
-  int64_t kBlock = slice.getType().getDimSize(kDim), nBlock = slice.getType().getDimSize(nDim);
-  if (nTotal % cols != 0 || kTotal % group != 0 || kTotal % kBlock != 0 || nBlock % cols != 0 ||
-      kBlock % group != 0)
+  int64_t kBlock = bt.getDimSize(kDim), nBlock = bt.getDimSize(nDim);
+  if (!attr || !attr.getElementType().isInteger(8) || kTotal % kBlock != 0)
     return {};
+  Value packedBlock = slicePackedConstant(rewriter, loc, constant, offsets, bt, kByN, cols, group);
+  if (!packedBlock)
+    return {};
+  // Each column's sum over each reduction block of this block's size.
   SmallVector<int8_t> values(attr.getValues<int8_t>());
-  auto at = [&](int64_t kk, int64_t nn) {
-    return kByN ? values[kk * nTotal + nn] : values[nn * kTotal + kk];
-  };
-  int64_t panels = nTotal / cols, groups = kTotal / group;
-  SmallVector<int8_t> packed(values.size());
   SmallVector<int32_t> sums((kTotal / kBlock) * nTotal, 0);
   for (int64_t nn = 0; nn < nTotal; ++nn)
-    for (int64_t kk = 0; kk < kTotal; ++kk) {
-      int64_t panel = nn / cols, col = nn % cols, grp = kk / group, lane = kk % group;
-      packed[((panel * groups + grp) * cols + col) * group + lane] = at(kk, nn);
-      sums[(kk / kBlock) * nTotal + nn] += at(kk, nn);
-    }
+    for (int64_t kk = 0; kk < kTotal; ++kk)
+      sums[(kk / kBlock) * nTotal + nn] +=
+          kByN ? values[kk * nTotal + nn] : values[nn * kTotal + kk];
   OpBuilder::InsertPoint here = rewriter.saveInsertionPoint();
   rewriter.setInsertionPointAfter(constant);
-  Type i8 = rewriter.getI8Type(), i32 = rewriter.getI32Type();
-  Value wholePacked = arith::ConstantOp::create(
-      rewriter, loc,
-      DenseElementsAttr::get(RankedTensorType::get({panels, groups, cols, group}, i8),
-                             ArrayRef<int8_t>(packed)));
+  Type i32 = rewriter.getI32Type();
   Value wholeSums = arith::ConstantOp::create(
       rewriter, loc,
-      DenseElementsAttr::get(RankedTensorType::get({kTotal / kBlock, panels, cols}, i32),
+      DenseElementsAttr::get(RankedTensorType::get({kTotal / kBlock, nTotal / cols, cols}, i32),
                              ArrayRef<int32_t>(sums)));
   rewriter.restoreInsertionPoint(here);
-  // The block's offsets in panels, groups and reduction blocks.
-  auto divided = [&](OpFoldResult offset, int64_t by) {
-    return dividedOffset(rewriter, loc, offset, by);
-  };
   OpFoldResult zero = rewriter.getIndexAttr(0), one = rewriter.getIndexAttr(1);
-  auto index = [&](int64_t v) -> OpFoldResult { return rewriter.getIndexAttr(v); };
-  Value packedBlock = tensor::ExtractSliceOp::create(
-      rewriter, loc, RankedTensorType::get({nBlock / cols, kBlock / group, cols, group}, i8),
-      wholePacked,
-      SmallVector<OpFoldResult>{divided(offsets[nDim], cols), divided(offsets[kDim], group), zero,
-                                zero},
-      SmallVector<OpFoldResult>{index(nBlock / cols), index(kBlock / group), index(cols),
-                                index(group)},
-      SmallVector<OpFoldResult>(4, one));
   Value sumsBlock = tensor::ExtractSliceOp::create(
       rewriter, loc, RankedTensorType::get({nBlock / cols, cols}, i32), wholeSums,
-      SmallVector<OpFoldResult>{divided(offsets[kDim], kBlock), divided(offsets[nDim], cols), zero},
-      SmallVector<OpFoldResult>{one, index(nBlock / cols), index(cols)},
+      SmallVector<OpFoldResult>{dividedOffset(rewriter, loc, offsets[kDim], kBlock),
+                                dividedOffset(rewriter, loc, offsets[nDim], cols), zero},
+      SmallVector<OpFoldResult>{one, rewriter.getIndexAttr(nBlock / cols),
+                                rewriter.getIndexAttr(cols)},
       SmallVector<OpFoldResult>(3, one));
   return {packedBlock, sumsBlock};
 }

@@ -278,13 +278,13 @@ public:
   /// [panel][col] i32.
   static Value columnSums(IRRewriter &rewriter, Location loc, Value packed);
 
-  /// A block of a float constant ([k][n] when `kByN`, else [n][k], through
-  /// slices of slices) as packRightOperand packs it, [n / cols][k][cols], or
-  /// in groups of `group` > 1 reduction steps as packDotProductGroups does
-  /// (bf16 pairs), [n / cols][k / group][cols][group]: a slice of the whole
-  /// matrix packed when compiling. Null when `block` is no such block.
-  static Value packedFloatConstant(IRRewriter &rewriter, Location loc, Value block, bool kByN,
-                                   int64_t cols, int64_t group);
+  /// A block of a constant ([k][n] when `kByN`, else [n][k], through slices
+  /// of slices) as packRightOperand packs it, [n / cols][k][cols], or in
+  /// groups of `group` > 1 reduction steps as packDotProductGroups does (bf16
+  /// pairs, i8 quads), [n / cols][k / group][cols][group]: a slice of the
+  /// whole matrix packed when compiling. Null when `block` is no such block.
+  static Value packedConstantPanels(IRRewriter &rewriter, Location loc, Value block, bool kByN,
+                                    int64_t cols, int64_t group);
 
   /// A slice of an i8 constant packed as packDotProductGroups packs it, and
   /// its column sums, both computed when compiling (null when `block` is not
