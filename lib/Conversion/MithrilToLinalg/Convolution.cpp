@@ -478,6 +478,10 @@ static std::optional<Value> lowerPhasedConvGradWeight(OpBuilder &b, Location loc
 static std::optional<Value> lowerFastConv(OpBuilder &b, Location loc, Value input, Value weight,
                                           ArrayRef<int64_t> stride, ArrayRef<int64_t> padding,
                                           ArrayRef<int64_t> dilation, RankedTensorType out) {
+  auto isOne = [](int64_t v) { return v == 1; };
+  if (llvm::all_of(stride, isOne) && llvm::all_of(dilation, isOne))
+    if (std::optional<Value> winograd = lowerWinogradConv(b, loc, input, weight, padding))
+      return winograd;
   if (auto layout =
           flatConvLayout(tensorType(input), tensorType(weight), stride, padding, dilation))
     return lowerFlatConv(b, loc, input, weight, padding, *layout);

@@ -116,6 +116,13 @@ mlir::Value divideByScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value t
 mlir::Value padSpatial(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,
                        int64_t firstSpatial, llvm::ArrayRef<int64_t> padding, mlir::Value padValue);
 
+/// A stride-1, undilated 3x3 float32 convolution of static `input` [N, C, H,
+/// W] and `weight` [F, C, 3, 3] by Winograd's F(2x2, 3x3) (Winograd.cpp), or
+/// nullopt where it does not pay (few channels) or does not apply.
+std::optional<mlir::Value> lowerWinogradConv(mlir::OpBuilder &b, mlir::Location loc,
+                                             mlir::Value input, mlir::Value weight,
+                                             llvm::ArrayRef<int64_t> padding);
+
 /// For a gather-form window gradient: given input position `i` and window
 /// offset `k` along one spatial dimension, the output position `o` whose
 /// window covers `i` through `k` (when `valid`).

@@ -1,0 +1,287 @@
+//===- Winograd.cpp - 3x3 convolutions by Winograd's F(2x2, 3x3) ----------===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+//
+// A stride-1 3x3 convolution computes each 2x2 block of outputs from a 4x4
+// block of its input with 16 multiplications per channel pair instead of 36
+// (Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks"):
+//
+//   Y = A^T [ (G g G^T) .* (B^T d B) ] A,   summed over input channels,
+//
+// so the products become 16 independent [F x C] x [C x tiles] matmuls, one per
+// point of the 4x4 transformed block, which run on the flat convolution's
+// register tiles (CpuKernel::ConvFlat with a 1x1 kernel). The transforms are
+// additions (and halvings of the weights), elementwise over tiles.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Utils.h"
+
+#include "mithril/Conversion/MithrilToLinalg/MithrilToLinalg.h"
+#include "mithril/Dialect/Mithril/IR/LoweringConfig.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/AffineMap.h"
+
+using namespace mlir;
+using namespace mithril;
+using namespace mithril::linalg_lowering;
+
+namespace {
+
+/// Points of the transformed 4x4 block, and outputs of a tile per side.
+constexpr int64_t kPoints = 4, kOutputs = 2;
+
+/// Scalar arithmetic in the transforms' bodies.
+struct Arith {
+  OpBuilder &b;
+  Location loc;
+  Value add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value half(Value x) {
+    return arith::MulFOp::create(b, loc, x, floatConst(b, loc, x.getType(), 0.5));
+  }
+};
+
+using Transform1D = SmallVector<Value> (*)(Arith &, ArrayRef<Value>);
+
+/// G g: the 3 taps of a kernel row or column to 4 points.
+SmallVector<Value> filterTransform(Arith &a, ArrayRef<Value> g) {
+  Value outer = a.half(a.add(g[0], g[2])), middle = a.half(g[1]);
+  return {g[0], a.add(outer, middle), a.sub(outer, middle), g[2]};
+}
+
+/// B^T d: 4 inputs to 4 points.
+SmallVector<Value> inputTransform(Arith &a, ArrayRef<Value> d) {
+  return {a.sub(d[0], d[2]), a.add(d[1], d[2]), a.sub(d[2], d[1]), a.sub(d[1], d[3])};
+}
+
+/// A^T m: 4 points to 2 outputs.
+SmallVector<Value> outputTransform(Arith &a, ArrayRef<Value> m) {
+  return {a.add(a.add(m[0], m[1]), m[2]), a.sub(a.sub(m[1], m[2]), m[3])};
+}
+
+/// T x T^T for a rows x columns block `x` (row-major) and a 1-D transform T
+/// from `columns` values to `out` values: `out` x `out` values, row-major.
+SmallVector<Value> transform2D(Arith &a, ArrayRef<Value> x, int64_t size, Transform1D t) {
+  // Columns first: T applied to each column gives `out` rows.
+  SmallVector<SmallVector<Value>> columns;
+  for (int64_t j = 0; j < size; ++j) {
+    SmallVector<Value> column;
+    for (int64_t i = 0; i < size; ++i)
+      column.push_back(x[i * size + j]);
+    columns.push_back(t(a, column));
+  }
+  int64_t out = columns.front().size();
+  SmallVector<Value> result;
+  for (int64_t i = 0; i < out; ++i) {
+    SmallVector<Value> row;
+    for (int64_t j = 0; j < size; ++j)
+      row.push_back(columns[j][i]);
+    llvm::append_range(result, t(a, row));
+  }
+  return result;
+}
+
+/// A generic over `loops` parallel loops whose body maps the scalars of
+/// `inputs` (read through `inputMaps`) to one scalar per output of
+/// `outputTypes` (written through the identity).
+SmallVector<Value> buildPointwise(OpBuilder &b, Location loc, int64_t loops, ValueRange inputs,
+                                  ArrayRef<AffineMap> inputMaps, ArrayRef<RankedTensorType> outputs,
+                                  function_ref<SmallVector<Value>(Arith &, ValueRange)> body) {
+  SmallVector<Value> inits;
+  SmallVector<Type> types;
+  for (RankedTensorType t : outputs) {
+    inits.push_back(tensor::EmptyOp::create(b, loc, t.getShape(), t.getElementType()));
+    types.push_back(t);
+  }
+  SmallVector<AffineMap> maps(inputMaps);
+  maps.append(outputs.size(), b.getMultiDimIdentityMap(loops));
+  SmallVector<utils::IteratorType> iterators(loops, utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(b, loc, types, inputs, inits, maps, iterators,
+                                           [&](OpBuilder &nb, Location nl, ValueRange args) {
+                                             Arith a{nb, nl};
+                                             linalg::YieldOp::create(
+                                                 nb, nl, body(a, args.take_front(inputs.size())));
+                                           });
+  return SmallVector<Value>(generic.getResults());
+}
+
+/// Index attributes for static offsets, sizes or strides.
+SmallVector<OpFoldResult> indexAttrs(OpBuilder &b, ArrayRef<int64_t> values) {
+  return llvm::map_to_vector(values, [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); });
+}
+
+/// `v` collapsed to `shape` by `reassociation`.
+Value collapse(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape,
+               ArrayRef<ReassociationIndices> reassociation) {
+  auto type = RankedTensorType::get(shape, tensorType(v).getElementType());
+  return tensor::CollapseShapeOp::create(b, loc, type, v, reassociation);
+}
+
+} // namespace
+
+std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location loc, Value input,
+                                                        Value weight, ArrayRef<int64_t> padding) {
+  RankedTensorType xt = tensorType(input), wt = tensorType(weight);
+  // f32 only: the transforms' roundings are within a few ulps of the direct
+  // sum, which f64 users comparing to 1e-12 would notice.
+  if (xt.getRank() != 4 || !xt.hasStaticShape() || !wt.hasStaticShape() || padding.size() != 4 ||
+      !xt.getElementType().isF32() || wt.getDimSize(2) != 3 || wt.getDimSize(3) != 3)
+    return std::nullopt;
+  int64_t n = xt.getDimSize(0), c = xt.getDimSize(1), f = wt.getDimSize(0);
+  int64_t oh = xt.getDimSize(2) + padding[0] + padding[1] - 2;
+  int64_t ow = xt.getDimSize(3) + padding[2] + padding[3] - 2;
+  // The matmuls pay for the transforms only with channels on both sides;
+  // each register tile of the flat convolution is 8 output channels.
+  if (c < 8 || f < 8 || f % 8 != 0 || oh < 2 || ow < 2)
+    return std::nullopt;
+  int64_t th = llvm::divideCeil(oh, kOutputs), tw = llvm::divideCeil(ow, kOutputs);
+  int64_t tiles = n * th * tw;
+  // Tiles are the matmuls' columns: a whole number of register tiles, or
+  // padded up to one.
+  int64_t columns = llvm::alignTo(tiles, kConvFlatLanes);
+  MLIRContext *ctx = b.getContext();
+  Type et = xt.getElementType();
+  auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+
+  // U[p][f, c, 1, 1] = G g G^T for the 16 points p.
+  SmallVector<Value> filters;
+  {
+    SmallVector<Value> taps(9, weight);
+    SmallVector<AffineMap> maps;
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 3; ++j)
+        maps.push_back(AffineMap::get(
+            2, 0, {d(0), d(1), getAffineConstantExpr(i, ctx), getAffineConstantExpr(j, ctx)}, ctx));
+    SmallVector<RankedTensorType> types(kPoints * kPoints, RankedTensorType::get({f, c}, et));
+    for (Value u : buildPointwise(b, loc, 2, taps, maps, types, [](Arith &a, ValueRange g) {
+           return transform2D(a, llvm::to_vector(g), 3, filterTransform);
+         }))
+      filters.push_back(
+          tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({f, c, 1, 1}, et), u,
+                                        SmallVector<ReassociationIndices>{{0}, {1, 2, 3}}));
+  }
+
+  // V[p][1, c, columns] = B^T d B of each tile's 4x4 input block. Tile
+  // (ty, tx) reads rows 2 ty + i and columns 2 tx + j of the input padded to
+  // whole tiles; split into its four parity planes [n, c, i % 2, j % 2, th +
+  // 1, tw + 1], each of the 16 blocks' elements is a slice of one plane,
+  // contiguous along tx, which the transform reads as vectors.
+  SmallVector<Value> transformed;
+  {
+    Value zero = floatConst(b, loc, et, 0.0);
+    int64_t below = 2 * th + 2 - xt.getDimSize(2) - padding[0];
+    int64_t right = 2 * tw + 2 - xt.getDimSize(3) - padding[2];
+    Value padded = padSpatial(b, loc, input, 2, {padding[0], below, padding[2], right}, zero);
+    Value halves = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get({n, c, th + 1, 2, tw + 1, 2}, et), padded,
+        SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}, {4, 5}});
+    Value planes =
+        linalg::TransposeOp::create(
+            b, loc, halves,
+            tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{n, c, 2, 2, th + 1, tw + 1}, et),
+            ArrayRef<int64_t>{0, 1, 3, 5, 2, 4})
+            .getResult()[0];
+    SmallVector<Value> blocks;
+    for (int64_t i = 0; i < kPoints; ++i)
+      for (int64_t j = 0; j < kPoints; ++j) {
+        SmallVector<int64_t> offsets = {0, 0, i % 2, j % 2, i / 2, j / 2};
+        SmallVector<int64_t> sizes = {n, c, 1, 1, th, tw};
+        blocks.push_back(tensor::ExtractSliceOp::create(
+            b, loc, RankedTensorType::get({n, c, th, tw}, et), planes, indexAttrs(b, offsets),
+            indexAttrs(b, sizes), indexAttrs(b, SmallVector<int64_t>(6, 1))));
+      }
+    // Loops c, n, ty, tx: the tiles of a channel are contiguous.
+    SmallVector<AffineMap> maps(kPoints * kPoints,
+                                AffineMap::get(4, 0, {d(1), d(0), d(2), d(3)}, ctx));
+    SmallVector<RankedTensorType> types(kPoints * kPoints,
+                                        RankedTensorType::get({c, n, th, tw}, et));
+    for (Value v : buildPointwise(b, loc, 4, blocks, maps, types, [](Arith &a, ValueRange x) {
+           return transform2D(a, llvm::to_vector(x), kPoints, inputTransform);
+         })) {
+      Value flat = collapse(b, loc, v, {c, tiles}, {{0}, {1, 2, 3}});
+      if (columns != tiles) {
+        SmallVector<OpFoldResult> low = {b.getIndexAttr(0), b.getIndexAttr(0)};
+        SmallVector<OpFoldResult> high = {b.getIndexAttr(0), b.getIndexAttr(columns - tiles)};
+        flat = tensor::PadOp::create(b, loc, RankedTensorType::get({c, columns}, et), flat, low,
+                                     high, zero);
+      }
+      transformed.push_back(
+          tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({1, c, columns}, et), flat,
+                                        SmallVector<ReassociationIndices>{{0, 1}, {2}}));
+    }
+  }
+
+  // M[p][1, f, columns] = U[p] V[p], summed over c: the flat convolution's
+  // loops (n, f, p, c, kh, kw) with a 1x1 kernel.
+  SmallVector<Value> products;
+  {
+    auto type = RankedTensorType::get({1, f, columns}, et);
+    SmallVector<AffineMap> maps = {AffineMap::get(6, 0, {d(0), d(3), d(2) + d(4) + d(5)}, ctx),
+                                   AffineMap::get(6, 0, {d(1), d(3), d(4), d(5)}, ctx),
+                                   AffineMap::get(6, 0, {d(0), d(1), d(2)}, ctx)};
+    SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
+    iterators.append(3, utils::IteratorType::reduction);
+    for (int64_t p = 0; p < kPoints * kPoints; ++p) {
+      auto generic =
+          linalg::GenericOp::create(b, loc, TypeRange{type}, ValueRange{transformed[p], filters[p]},
+                                    zeroFilled(b, loc, type), maps, iterators, yieldMultiplyAdd);
+      setCpuKernel(generic, CpuKernel::ConvFlat);
+      products.push_back(generic.getResult(0));
+    }
+  }
+
+  // Y[i, j][f, columns] = A^T M A, then interleaved to [n, f, 2 th, 2 tw]
+  // and cut to the output's size.
+  SmallVector<Value> outputs;
+  {
+    SmallVector<Value> rows;
+    for (Value m : products)
+      rows.push_back(collapse(b, loc, m, {f, columns}, {{0, 1}, {2}}));
+    SmallVector<AffineMap> maps(kPoints * kPoints, b.getMultiDimIdentityMap(2));
+    SmallVector<RankedTensorType> types(kOutputs * kOutputs,
+                                        RankedTensorType::get({f, columns}, et));
+    for (Value y : buildPointwise(b, loc, 2, rows, maps, types, [](Arith &a, ValueRange m) {
+           return transform2D(a, llvm::to_vector(m), kPoints, outputTransform);
+         })) {
+      if (columns != tiles)
+        y = tensor::ExtractSliceOp::create(b, loc, RankedTensorType::get({f, tiles}, et), y,
+                                           indexAttrs(b, {0, 0}), indexAttrs(b, {f, tiles}),
+                                           indexAttrs(b, {1, 1}));
+      outputs.push_back(
+          tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({f, n, th, tw}, et), y,
+                                        SmallVector<ReassociationIndices>{{0}, {1, 2, 3}}));
+    }
+  }
+  // Loops n, f, ty, i, tx, j; output (i, j) of tile (n, ty, tx).
+  SmallVector<AffineMap> maps(kOutputs * kOutputs,
+                              AffineMap::get(6, 0, {d(1), d(0), d(2), d(4)}, ctx));
+  auto gridType = RankedTensorType::get({n, f, th, kOutputs, tw, kOutputs}, et);
+  Value grid = buildPointwise(
+      b, loc, 6, outputs, maps, {gridType}, [&](Arith &a, ValueRange y) -> SmallVector<Value> {
+        Value i = linalg::IndexOp::create(a.b, a.loc, 3),
+              j = linalg::IndexOp::create(a.b, a.loc, 5);
+        Value zeroIndex = arith::ConstantIndexOp::create(a.b, a.loc, 0);
+        Value top = arith::CmpIOp::create(a.b, a.loc, arith::CmpIPredicate::eq, i, zeroIndex);
+        Value left = arith::CmpIOp::create(a.b, a.loc, arith::CmpIPredicate::eq, j, zeroIndex);
+        Value upper = arith::SelectOp::create(a.b, a.loc, left, y[0], y[1]);
+        Value lower = arith::SelectOp::create(a.b, a.loc, left, y[2], y[3]);
+        return {arith::SelectOp::create(a.b, a.loc, top, upper, lower)};
+      })[0];
+  Value whole =
+      collapse(b, loc, grid, {n, f, th * kOutputs, tw * kOutputs}, {{0}, {1}, {2, 3}, {4, 5}});
+  if (th * kOutputs == oh && tw * kOutputs == ow)
+    return whole;
+  SmallVector<OpFoldResult> zeros(4, b.getIndexAttr(0)), ones(4, b.getIndexAttr(1));
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(n), b.getIndexAttr(f), b.getIndexAttr(oh),
+                                     b.getIndexAttr(ow)};
+  return tensor::ExtractSliceOp::create(b, loc, RankedTensorType::get({n, f, oh, ow}, et), whole,
+                                        zeros, sizes, ones)
+      .getResult();
+}
