@@ -541,6 +541,36 @@ lowerPerGroup(OpBuilder &b, Location loc, int64_t groups, int64_t inChannels, in
   return result;
 }
 
+/// The 2x2 max pooling of stride 2 that alone reads a 2-D convolution's
+/// result, directly or through one ReLU: the Winograd lowering computes it
+/// from each block of outputs (PooledBlocks).
+struct PooledConsumer {
+  MaxPool2DOp pool;
+  ReluOp relu;
+};
+
+static std::optional<PooledConsumer> pooledConsumer(Conv2DOp conv) {
+  PooledConsumer consumer;
+  Value value = conv.getResult();
+  if (!value.hasOneUse())
+    return std::nullopt;
+  Operation *user = *value.getUsers().begin();
+  if (auto relu = dyn_cast<ReluOp>(user)) {
+    if (!relu.getResult().hasOneUse() || relu.getType() != value.getType())
+      return std::nullopt;
+    consumer.relu = relu;
+    user = *relu.getResult().getUsers().begin();
+  }
+  auto pool = dyn_cast<MaxPool2DOp>(user);
+  auto isZero = [](int64_t v) { return v == 0; };
+  if (!pool || pool.getKernelSize() != ArrayRef<int64_t>{2, 2} ||
+      pool.getStride() != ArrayRef<int64_t>{2, 2} || !llvm::all_of(pool.getPadding(), isZero) ||
+      pool.getDilation() != ArrayRef<int64_t>{1, 1} || !pool.getType().hasStaticShape())
+    return std::nullopt;
+  consumer.pool = pool;
+  return consumer;
+}
+
 /// Convolution of any spatial rank with groups, as one linalg.generic over
 /// (n, g, f, o..., c, k...). The channel axes are split into (group, channel
 /// in group) first so that every loop indexes some operand directly.
@@ -579,6 +609,22 @@ template <typename OpT> struct ConvPattern : OpRewritePattern<OpT> {
     }
     ArrayRef<int64_t> stride = op.getStride(), padding = op.getPadding(),
                       dilation = op.getDilation();
+    if constexpr (std::is_same_v<OpT, Conv2DOp>) {
+      auto isOne = [](int64_t v) { return v == 1; };
+      std::optional<PooledConsumer> consumer = pooledConsumer(op);
+      if (consumer && groups == 1 && llvm::all_of(stride, isOne) && llvm::all_of(dilation, isOne)) {
+        PooledBlocks blocks{op.getBias(), static_cast<bool>(consumer->relu)};
+        std::optional<Value> pooled =
+            lowerWinogradConv(rewriter, loc, op.getInput(), op.getWeight(), padding, &blocks);
+        if (pooled && tensorType(*pooled) == consumer->pool.getType()) {
+          rewriter.replaceOp(consumer->pool, *pooled);
+          if (consumer->relu)
+            rewriter.eraseOp(consumer->relu);
+          rewriter.eraseOp(op);
+          return success();
+        }
+      }
+    }
     auto lowerGroup = [&](ArrayRef<Value> operands, RankedTensorType part) {
       return lowerFastConv(rewriter, loc, operands[0], operands[1], stride, padding, dilation,
                            part);

@@ -116,12 +116,22 @@ mlir::Value divideByScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value t
 mlir::Value padSpatial(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,
                        int64_t firstSpatial, llvm::ArrayRef<int64_t> padding, mlir::Value padValue);
 
+/// What a Winograd convolution computes of each 2x2 block of its outputs in
+/// place of the block: max(relu(y + bias)) over the block, the 2x2 max
+/// pooling of stride 2 that alone reads the convolution (through a ReLU).
+struct PooledBlocks {
+  mlir::Value bias; // [F], or null
+  bool relu = false;
+};
+
 /// A stride-1, undilated 3x3 float32 convolution of static `input` [N, C, H,
 /// W] and `weight` [F, C, 3, 3] by Winograd's F(2x2, 3x3) (Winograd.cpp), or
-/// nullopt where it does not pay (few channels) or does not apply.
+/// nullopt where it does not pay (few channels) or does not apply. With
+/// `pooled`, the result is the pooling [N, F, OH / 2, OW / 2] (even OH, OW).
 std::optional<mlir::Value> lowerWinogradConv(mlir::OpBuilder &b, mlir::Location loc,
                                              mlir::Value input, mlir::Value weight,
-                                             llvm::ArrayRef<int64_t> padding);
+                                             llvm::ArrayRef<int64_t> padding,
+                                             const PooledBlocks *pooled = nullptr);
 
 /// For a gather-form window gradient: given input position `i` and window
 /// offset `k` along one spatial dimension, the output position `o` whose

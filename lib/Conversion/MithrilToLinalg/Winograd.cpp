@@ -127,7 +127,8 @@ Value collapse(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape,
 } // namespace
 
 std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location loc, Value input,
-                                                        Value weight, ArrayRef<int64_t> padding) {
+                                                        Value weight, ArrayRef<int64_t> padding,
+                                                        const PooledBlocks *pooled) {
   RankedTensorType xt = tensorType(input), wt = tensorType(weight);
   // f32 only: the transforms' roundings are within a few ulps of the direct
   // sum, which f64 users comparing to 1e-12 would notice.
@@ -140,6 +141,8 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
   // The matmuls pay for the transforms only with channels on both sides;
   // each register tile of the flat convolution is 8 output channels.
   if (c < 8 || f < 8 || f % 8 != 0 || oh < 2 || ow < 2)
+    return std::nullopt;
+  if (pooled && (oh % kOutputs != 0 || ow % kOutputs != 0))
     return std::nullopt;
   int64_t th = llvm::divideCeil(oh, kOutputs), tw = llvm::divideCeil(ow, kOutputs);
   int64_t tiles = n * th * tw;
@@ -237,13 +240,52 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
     }
   }
 
+  SmallVector<Value> rows;
+  for (Value m : products)
+    rows.push_back(collapse(b, loc, m, {f, columns}, {{0, 1}, {2}}));
+  // The pooling of each block, P[f, columns] = max(relu(A^T M A + bias)),
+  // then transposed to [n, f, th, tw]: relu and the bias commute with max.
+  if (pooled) {
+    SmallVector<Value> inputs(rows);
+    SmallVector<AffineMap> maps(kPoints * kPoints, b.getMultiDimIdentityMap(2));
+    if (pooled->bias) {
+      inputs.push_back(pooled->bias);
+      maps.push_back(AffineMap::get(2, 0, {d(0)}, ctx));
+    }
+    bool relu = pooled->relu;
+    Value pooledRows =
+        buildPointwise(b, loc, 2, inputs, maps, {RankedTensorType::get({f, columns}, et)},
+                       [&](Arith &a, ValueRange m) -> SmallVector<Value> {
+                         SmallVector<Value> y =
+                             transform2D(a, llvm::to_vector(m.take_front(kPoints * kPoints)),
+                                         kPoints, outputTransform);
+                         auto max = [&](Value x, Value z) {
+                           return arith::MaximumFOp::create(a.b, a.loc, x, z).getResult();
+                         };
+                         Value block = max(max(y[0], y[1]), max(y[2], y[3]));
+                         if (m.size() > kPoints * kPoints)
+                           block = a.add(block, m.back());
+                         if (relu)
+                           block = max(block, floatConst(a.b, a.loc, block.getType(), 0.0));
+                         return {block};
+                       })[0];
+    if (columns != tiles)
+      pooledRows = tensor::ExtractSliceOp::create(b, loc, RankedTensorType::get({f, tiles}, et),
+                                                  pooledRows, indexAttrs(b, {0, 0}),
+                                                  indexAttrs(b, {f, tiles}), indexAttrs(b, {1, 1}));
+    Value grid =
+        tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({f, n, th, tw}, et), pooledRows,
+                                      SmallVector<ReassociationIndices>{{0}, {1, 2, 3}});
+    return linalg::TransposeOp::create(
+               b, loc, grid, tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{n, f, th, tw}, et),
+               ArrayRef<int64_t>{1, 0, 2, 3})
+        .getResult()[0];
+  }
+
   // Y[i, j][f, columns] = A^T M A, then interleaved to [n, f, 2 th, 2 tw]
   // and cut to the output's size.
   SmallVector<Value> outputs;
   {
-    SmallVector<Value> rows;
-    for (Value m : products)
-      rows.push_back(collapse(b, loc, m, {f, columns}, {{0, 1}, {2}}));
     SmallVector<AffineMap> maps(kPoints * kPoints, b.getMultiDimIdentityMap(2));
     SmallVector<RankedTensorType> types(kOutputs * kOutputs,
                                         RankedTensorType::get({f, columns}, et));
