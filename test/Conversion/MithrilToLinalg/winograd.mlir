@@ -1,0 +1,75 @@
+// RUN: mithril-opt %s -split-input-file --convert-mithril-to-linalg | FileCheck %s
+
+// A stride-1 3x3 float32 convolution with 8+ channels on both sides lowers by
+// Winograd's F(2x2, 3x3): the 16 points of the transformed filter (one
+// generic over [F, C]), the input padded to whole 2x2 output blocks and split
+// into its four parity planes, the 16 points of each block's transformed
+// input over [C, N, TH, TW] (2 x 3 x 3 = 18 tiles, padded to 32 columns),
+// 16 products on the flat convolution's register tiles with a 1x1 kernel,
+// the 2x2 outputs of each block, and those interleaved into [N, F, OH, OW].
+// CHECK-LABEL: func.func @Winograd(
+// CHECK: %[[U:.+]]:16 = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} ins(%arg1, %arg1, %arg1, %arg1, %arg1, %arg1, %arg1, %arg1, %arg1 : {{.*}}) outs({{.*}}) {
+// CHECK: } -> (tensor<16x8xf32>,
+// CHECK: %[[XP:.+]] = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: %[[HALVES:.+]] = tensor.expand_shape %[[XP]] {{\[}}[0], [1], [2, 3], [4, 5]] output_shape [2, 8, 4, 2, 4, 2]
+// CHECK: %[[PLANES:.+]] = linalg.transpose ins(%[[HALVES]] : tensor<2x8x4x2x4x2xf32>) outs(%{{.+}} : tensor<2x8x2x2x4x4xf32>) permutation = [0, 1, 3, 5, 2, 4]
+// CHECK: tensor.extract_slice %[[PLANES]][0, 0, 0, 0, 0, 0] [2, 8, 1, 1, 3, 3]
+// CHECK: tensor.extract_slice %[[PLANES]][0, 0, 1, 1, 1, 1] [2, 8, 1, 1, 3, 3]
+// CHECK: %[[V:.+]]:16 = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+// CHECK: } -> (tensor<8x2x3x3xf32>,
+// CHECK: tensor.collapse_shape %[[V]]#0 {{\[}}[0], [1, 2, 3]] : tensor<8x2x3x3xf32> into tensor<8x18xf32>
+// CHECK: tensor.pad {{.*}} high[0, 14]
+// CHECK-COUNT-16: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%{{.+}}, %{{.+}} : tensor<1x8x32xf32>, tensor<16x8x1x1xf32>) outs(%{{.+}} : tensor<1x16x32xf32>) attrs = {mithril.lowering_config = #mithril.lowering_config<kernel = conv_flat>}
+// CHECK: %[[Y:.+]]:4 = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]}
+// CHECK: } -> (tensor<16x32xf32>, tensor<16x32xf32>, tensor<16x32xf32>, tensor<16x32xf32>)
+// CHECK: %[[GRID:.+]] = linalg.generic {{.*}} outs(%{{.+}} : tensor<2x16x3x2x3x2xf32>)
+// CHECK: linalg.index 3
+// CHECK: linalg.index 5
+// CHECK: tensor.collapse_shape %[[GRID]] {{\[}}[0], [1], [2, 3], [4, 5]] : tensor<2x16x3x2x3x2xf32> into tensor<2x16x6x6xf32>
+mithril.model @Winograd(data %x: tensor<2x8x6x6xf32>, param %w: tensor<16x8x3x3xf32>) -> (y: tensor<2x16x6x6xf32>) {
+  %y = mithril.conv2d %x, %w {dilation = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x8x6x6xf32>, tensor<16x8x3x3xf32>) -> tensor<2x16x6x6xf32>
+  mithril.output %y : tensor<2x16x6x6xf32>
+}
+
+// -----
+
+// A 2x2 max pooling of stride 2 that alone reads the convolution through a
+// ReLU is computed from each block's outputs, max(relu(y + bias)) (both
+// commute with max), then transposed from [F, N, TH, TW] to NCHW: no
+// interleaved outputs, no pooling op.
+// CHECK-LABEL: func.func @WinogradPooled(
+// CHECK-COUNT-16: lowering_config<kernel = conv_flat>
+// CHECK: %[[P:.+]] = linalg.generic {{.*}} ins({{.*}}, %arg2 : {{.*}}, tensor<16xf32>) outs(%{{.+}} : tensor<16x32xf32>)
+// CHECK-COUNT-3: arith.maximumf
+// CHECK: arith.addf
+// CHECK: arith.maximumf
+// CHECK: } -> tensor<16x32xf32>
+// CHECK: %[[S:.+]] = tensor.extract_slice %[[P]][0, 0] [16, 18] [1, 1]
+// CHECK: %[[G:.+]] = tensor.expand_shape %[[S]] {{\[}}[0], [1, 2, 3]] output_shape [16, 2, 3, 3]
+// CHECK: %[[T:.+]] = linalg.transpose ins(%[[G]] : tensor<16x2x3x3xf32>) outs(%{{.+}} : tensor<2x16x3x3xf32>) permutation = [1, 0, 2, 3]
+// CHECK-NEXT: return %[[T]]
+mithril.model @WinogradPooled(data %x: tensor<2x8x6x6xf32>, param %w: tensor<16x8x3x3xf32>, param %b: tensor<16xf32>) -> (y: tensor<2x16x3x3xf32>) {
+  %c = mithril.conv2d %x, %w, %b {dilation = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x8x6x6xf32>, tensor<16x8x3x3xf32>, tensor<16xf32>) -> tensor<2x16x6x6xf32>
+  %r = mithril.relu %c : (tensor<2x16x6x6xf32>) -> tensor<2x16x6x6xf32>
+  %y = mithril.max_pool2d %r {kernel_size = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>} : (tensor<2x16x6x6xf32>) -> tensor<2x16x3x3xf32>
+  mithril.output %y : tensor<2x16x3x3xf32>
+}
+
+// -----
+
+// Where the transforms would not pay (fewer than 8 input channels) or their
+// roundings would show (float64), the convolution stays on flat rows.
+// CHECK-LABEL: func.func @FewChannels(
+// CHECK-NOT: linalg.transpose
+// CHECK: linalg.generic {{.*}} ins(%{{.+}}, %arg1 : tensor<2x4x{{[0-9]+}}xf32>, tensor<16x4x3x3xf32>) {{.*}}lowering_config<kernel = conv_flat>
+// CHECK-LABEL: func.func @Float64(
+// CHECK-NOT: linalg.transpose
+// CHECK: linalg.generic {{.*}} ins(%{{.+}}, %arg1 : tensor<2x8x{{[0-9]+}}xf64>, tensor<16x8x3x3xf64>) {{.*}}lowering_config<kernel = conv_flat>
+mithril.model @FewChannels(data %x: tensor<2x4x6x6xf32>, param %w: tensor<16x4x3x3xf32>) -> (y: tensor<2x16x6x6xf32>) {
+  %y = mithril.conv2d %x, %w {dilation = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x4x6x6xf32>, tensor<16x4x3x3xf32>) -> tensor<2x16x6x6xf32>
+  mithril.output %y : tensor<2x16x6x6xf32>
+}
+mithril.model @Float64(data %x: tensor<2x8x6x6xf64>, param %w: tensor<16x8x3x3xf64>) -> (y: tensor<2x16x6x6xf64>) {
+  %y = mithril.conv2d %x, %w {dilation = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x8x6x6xf64>, tensor<16x8x3x3xf64>) -> tensor<2x16x6x6xf64>
+  mithril.output %y : tensor<2x16x6x6xf64>
+}
