@@ -5,7 +5,7 @@
 // and so do ops that broadcast a row (a bias) and ops whose result the
 // function returns: bufferization writes that one into the caller's buffer,
 // where a flat one was copied there (an SGD update of a 512 x 784 weight,
-// 1.6 MB a step).
+// 1.6 MB a step); their tiles are 8 x 16 (whole vectors: 784 = 49 x 16).
 // RUN: mithril-opt %s --mithril-cpu-pipeline="target-cpu=znver4 threads=1 stop-after=fusion" | FileCheck %s
 // RUN: mithril-opt %s --mithril-cpu-pipeline="target-cpu=znver4 threads=1 stop-after=bufferize" | FileCheck %s --check-prefix=BUF
 
@@ -52,10 +52,10 @@ mithril.model @Returned(data %x: tensor<256x784xf32>) -> (y: tensor<256x784xf32>
 // CHECK: arith.maximumf %{{.+}}, %{{.+}} : vector<8x32xf32>
 // CHECK-LABEL: func.func @Bias(
 // CHECK-NOT: tensor<200704xf32>
-// CHECK: arith.addf %{{.+}}, %{{.+}} : vector<8x28xf32>
+// CHECK: arith.addf %{{.+}}, %{{.+}} : vector<8x16xf32>
 // CHECK-LABEL: func.func @Returned(
 // CHECK-NOT: tensor<200704xf32>
-// CHECK: vector<8x28xf32>
+// CHECK: vector<8x16xf32>
 
 // BUF-LABEL: func.func @Returned(
 // BUF-NOT: memref.copy

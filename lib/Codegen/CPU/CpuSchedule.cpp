@@ -53,6 +53,7 @@ module attributes {transform.with_named_sequence} {
       transform.apply_patterns.vector.reduction_to_contract
       transform.apply_patterns.vector.transfer_permutation_patterns
       transform.apply_patterns.tensor.fold_tensor_subset_ops_into_vector_transfers
+      transform.apply_patterns.vector.lower_masked_transfers
     } : !transform.any_op
     %loops = transform.structured.match ops{["scf.for"]} in %root
         : (!transform.any_op) -> !transform.any_op
@@ -73,6 +74,23 @@ module attributes {transform.with_named_sequence} {
   }
 }
 )mlir";
+
+/// The vector sizes of a row tile whose width is no power of 2 (a 7-wide row
+/// of 2x2 blocks of a 14 x 14 image): the next power of 2, masked, where the
+/// exact width would be split into 4 + 2 + 1 lanes by LLVM. Empty (the op's
+/// own shape) for every other tile.
+static SmallVector<int64_t> maskedVectorSizes(linalg::LinalgOp op) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (ranges.empty() || ShapedType::isDynamicShape(ranges) || !isa<linalg::GenericOp>(op) ||
+      op.getNumReductionLoops() != 0)
+    return {};
+  int64_t width = ranges.back();
+  if (width <= 2 || width >= 16 || llvm::isPowerOf2_64(width) ||
+      llvm::any_of(ArrayRef(ranges).drop_back(), [](int64_t r) { return r != 1; }))
+    return {};
+  ranges.back() = llvm::PowerOf2Ceil(width);
+  return ranges;
+}
 
 namespace {
 /// Drops a unit dimension of a vector.transfer_write that lands on a tensor
@@ -1348,7 +1366,10 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     });
     for (linalg::LinalgOp op : tiles) {
       rewriter.setInsertionPoint(op);
-      FailureOr<linalg::VectorizationResult> vectorized = linalg::vectorize(rewriter, op);
+      SmallVector<int64_t> sizes = maskedVectorSizes(op);
+      SmallVector<bool> scalable(sizes.size(), false);
+      FailureOr<linalg::VectorizationResult> vectorized =
+          linalg::vectorize(rewriter, op, sizes, scalable);
       if (succeeded(vectorized))
         rewriter.replaceOp(op, vectorized->replacements);
     }

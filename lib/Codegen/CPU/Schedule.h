@@ -58,8 +58,9 @@ inline bool isConvolutionTile(Operation *op) {
 inline bool hasKernel(Operation *op, CpuKernel kernel) { return getCpuKernel(op) == kernel; }
 
 /// Fits tile sizes to static loop ranges: a loop no longer than its tile is
-/// not tiled (0), and other tiles shrink to the largest size that divides
-/// the loop, since a partial tile would have a dynamic shape and stay scalar.
+/// not tiled (0), and other tiles shrink to a size that divides the loop
+/// (a partial tile would have a dynamic shape and stay scalar): a power of 2
+/// where one is at least half the tile, else the largest divisor.
 /// Dynamic loops keep their tile when `tileDynamic`, and are left whole
 /// otherwise.
 inline void fitTilesToLoops(MutableArrayRef<int64_t> sizes, ArrayRef<int64_t> ranges,
@@ -75,8 +76,17 @@ inline void fitTilesToLoops(MutableArrayRef<int64_t> sizes, ArrayRef<int64_t> ra
       size = 0;
       continue;
     }
-    while (range % size != 0)
-      --size;
+    if (range % size == 0)
+      continue;
+    // A power of 2 of at least half the tile, where one divides the loop,
+    // over the largest divisor: 16 columns of 784 are whole vectors, 28
+    // were 16 + 8 + 4 lanes.
+    int64_t divisor = size, powerOf2 = llvm::bit_floor(static_cast<uint64_t>(size));
+    while (range % divisor != 0)
+      --divisor;
+    while (powerOf2 > 1 && range % powerOf2 != 0)
+      powerOf2 /= 2;
+    size = 2 * powerOf2 >= size ? powerOf2 : divisor;
   }
 }
 
