@@ -57,6 +57,17 @@ static bool shouldFuse(OpOperand *fused) {
     if (auto linalgProducer = dyn_cast<linalg::LinalgOp>(producer))
       if (linalgProducer.getNumReductionLoops() > 0)
         return false;
+    // Not where it would cut the producer's rows of whole vectors into
+    // shorter ones: a Winograd output transform over [F, 784] tiles (49
+    // vectors of 16 a row) viewed as [F, 16, 7, 7] ran 7-wide rows, 4x
+    // slower.
+    constexpr int64_t kLanes = 16;
+    ArrayRef<int64_t> source = expand.getSrcType().getShape();
+    ArrayRef<int64_t> result = expand.getResultType().getShape();
+    if (isa<linalg::LinalgOp>(producer) && !source.empty() &&
+        !ShapedType::isDynamic(source.back()) && !ShapedType::isDynamic(result.back()) &&
+        result.back() > 1 && source.back() % kLanes == 0 && result.back() % kLanes != 0)
+      return false;
     return hasOneDynamicSizePerGroup(expand.getResultType(), expand.getReassociationIndices());
   }
   // A producer that reads its own result (a reduction over no loops, as of a

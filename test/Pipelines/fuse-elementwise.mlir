@@ -189,3 +189,38 @@ func.func @keepdim_reduction(%x: tensor<256x1024xf32>) -> tensor<256x1xf32> {
   %kept = tensor.expand_shape %max [[0, 1]] output_shape [256, 1] : tensor<256xf32> into tensor<256x1xf32>
   return %kept : tensor<256x1xf32>
 }
+
+// -----
+
+// An expand that would cut the producer's rows of whole vectors (784 = 49 x
+// 16) into 7-wide ones is not folded into the producer (rows of 7 ran a
+// Winograd output transform 4x slower); one that only appends unit
+// dimensions (a 1x1 kernel's) still is.
+// CHECK-LABEL: func.func @keep_whole_vector_rows
+// CHECK: %[[ROWS:.+]] = linalg.generic {{.*}} outs(%{{.+}} : tensor<8x784xf32>)
+// CHECK: tensor.expand_shape %[[ROWS]] {{\[}}[0], [1, 2, 3]] output_shape [8, 16, 7, 7]
+// CHECK-LABEL: func.func @fold_unit_trailing
+// CHECK: linalg.generic {{.*}} outs(%{{.+}} : tensor<8x32x1x1xf32>)
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @keep_whole_vector_rows(%x: tensor<8x784xf32>) -> tensor<8x16x7x7xf32> {
+  %e = tensor.empty() : tensor<8x784xf32>
+  %0 = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<8x784xf32>) outs(%e : tensor<8x784xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = math.exp %a : f32
+    linalg.yield %r : f32
+  } -> tensor<8x784xf32>
+  %1 = tensor.expand_shape %0 [[0], [1, 2, 3]] output_shape [8, 16, 7, 7] : tensor<8x784xf32> into tensor<8x16x7x7xf32>
+  return %1 : tensor<8x16x7x7xf32>
+}
+func.func @fold_unit_trailing(%x: tensor<8x32xf32>) -> tensor<8x32x1x1xf32> {
+  %e = tensor.empty() : tensor<8x32xf32>
+  %0 = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<8x32xf32>) outs(%e : tensor<8x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = math.exp %a : f32
+    linalg.yield %r : f32
+  } -> tensor<8x32xf32>
+  %1 = tensor.expand_shape %0 [[0], [1, 2, 3]] output_shape [8, 32, 1, 1] : tensor<8x32xf32> into tensor<8x32x1x1xf32>
+  return %1 : tensor<8x32x1x1xf32>
+}

@@ -92,16 +92,11 @@ SmallVector<Value> transform2D(Arith &a, ArrayRef<Value> x, int64_t size, Transf
 /// `inputs` (read through `inputMaps`) to one scalar per output of
 /// `outputTypes` (written through the identity).
 SmallVector<Value> buildPointwise(OpBuilder &b, Location loc, int64_t loops, ValueRange inputs,
-                                  ArrayRef<AffineMap> inputMaps, ArrayRef<RankedTensorType> outputs,
+                                  ArrayRef<AffineMap> inputMaps, ValueRange inits,
                                   function_ref<SmallVector<Value>(Arith &, ValueRange)> body) {
-  SmallVector<Value> inits;
-  SmallVector<Type> types;
-  for (RankedTensorType t : outputs) {
-    inits.push_back(tensor::EmptyOp::create(b, loc, t.getShape(), t.getElementType()));
-    types.push_back(t);
-  }
+  SmallVector<Type> types(inits.getTypes());
   SmallVector<AffineMap> maps(inputMaps);
-  maps.append(outputs.size(), b.getMultiDimIdentityMap(loops));
+  maps.append(inits.size(), b.getMultiDimIdentityMap(loops));
   SmallVector<utils::IteratorType> iterators(loops, utils::IteratorType::parallel);
   auto generic = linalg::GenericOp::create(b, loc, types, inputs, inits, maps, iterators,
                                            [&](OpBuilder &nb, Location nl, ValueRange args) {
@@ -110,6 +105,34 @@ SmallVector<Value> buildPointwise(OpBuilder &b, Location loc, int64_t loops, Val
                                                  nb, nl, body(a, args.take_front(inputs.size())));
                                            });
   return SmallVector<Value>(generic.getResults());
+}
+
+/// Empty tensors of `type`, `count` of them.
+SmallVector<Value> emptyTensors(OpBuilder &b, Location loc, RankedTensorType type, int64_t count) {
+  SmallVector<Value> empties;
+  for (int64_t i = 0; i < count; ++i)
+    empties.push_back(tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType()));
+  return empties;
+}
+
+/// The 16 points `parts` (each of one shape) stacked into one tensor [16,
+/// shape...], the batch of the products. (A copy of each: written in place,
+/// a slice of the stack as each point's output was turned back into an
+/// empty tensor by the fusion's cleanups, and the 16 empties merged.)
+Value stackPoints(OpBuilder &b, Location loc, ArrayRef<Value> parts) {
+  RankedTensorType part = tensorType(parts.front());
+  SmallVector<int64_t> shape = {static_cast<int64_t>(parts.size())};
+  llvm::append_range(shape, part.getShape());
+  Value stack = tensor::EmptyOp::create(b, loc, shape, part.getElementType());
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1)}, strides(shape.size(), b.getIndexAttr(1));
+  for (int64_t d : part.getShape())
+    sizes.push_back(b.getIndexAttr(d));
+  for (auto [p, value] : llvm::enumerate(parts)) {
+    SmallVector<OpFoldResult> offsets(shape.size(), b.getIndexAttr(0));
+    offsets[0] = b.getIndexAttr(p);
+    stack = tensor::InsertSliceOp::create(b, loc, value, stack, offsets, sizes, strides);
+  }
+  return stack;
 }
 
 /// Index attributes for static offsets, sizes or strides.
@@ -153,8 +176,22 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
   Type et = xt.getElementType();
   auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
 
-  // U[p][f, c, 1, 1] = G g G^T for the 16 points p.
-  SmallVector<Value> filters;
+  // Each stage's ops carry its name beside the convolution's, which
+  // profiles show per kernel.
+  Location convLoc = loc;
+  auto stage = [&](StringRef name) {
+    loc = FusedLoc::get(ctx, {convLoc, NameLoc::get(StringAttr::get(ctx, name))});
+  };
+  auto slice = [&](Value v, ArrayRef<int64_t> offsets, ArrayRef<int64_t> sizes,
+                   ArrayRef<int64_t> shape) -> Value {
+    return tensor::ExtractSliceOp::create(b, loc, RankedTensorType::get(shape, et), v,
+                                          indexAttrs(b, offsets), indexAttrs(b, sizes),
+                                          indexAttrs(b, SmallVector<int64_t>(offsets.size(), 1)));
+  };
+
+  // U[p, f, c, 1, 1] = G g G^T for the 16 points p = 4 u + v.
+  stage("winograd filter transform");
+  Value filters;
   {
     SmallVector<Value> taps(9, weight);
     SmallVector<AffineMap> maps;
@@ -162,21 +199,24 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
       for (int64_t j = 0; j < 3; ++j)
         maps.push_back(AffineMap::get(
             2, 0, {d(0), d(1), getAffineConstantExpr(i, ctx), getAffineConstantExpr(j, ctx)}, ctx));
-    SmallVector<RankedTensorType> types(kPoints * kPoints, RankedTensorType::get({f, c}, et));
-    for (Value u : buildPointwise(b, loc, 2, taps, maps, types, [](Arith &a, ValueRange g) {
-           return transform2D(a, llvm::to_vector(g), 3, filterTransform);
-         }))
-      filters.push_back(
-          tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({f, c, 1, 1}, et), u,
-                                        SmallVector<ReassociationIndices>{{0}, {1, 2, 3}}));
+    SmallVector<Value> points =
+        buildPointwise(b, loc, 2, taps, maps,
+                       emptyTensors(b, loc, RankedTensorType::get({f, c}, et), kPoints * kPoints),
+                       [](Arith &a, ValueRange g) {
+                         return transform2D(a, llvm::to_vector(g), 3, filterTransform);
+                       });
+    filters = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get({kPoints * kPoints, f, c, 1, 1}, et),
+        stackPoints(b, loc, points), SmallVector<ReassociationIndices>{{0}, {1}, {2, 3, 4}});
   }
 
-  // V[p][1, c, columns] = B^T d B of each tile's 4x4 input block. Tile
-  // (ty, tx) reads rows 2 ty + i and columns 2 tx + j of the input padded to
+  // V[p, c, columns] = B^T d B of each tile's 4x4 input block. Tile (ty,
+  // tx) reads rows 2 ty + i and columns 2 tx + j of the input padded to
   // whole tiles; split into its four parity planes [n, c, i % 2, j % 2, th +
   // 1, tw + 1], each of the 16 blocks' elements is a slice of one plane,
   // contiguous along tx, which the transform reads as vectors.
-  SmallVector<Value> transformed;
+  stage("winograd input transform");
+  Value points;
   {
     Value zero = floatConst(b, loc, et, 0.0);
     int64_t below = 2 * th + 2 - xt.getDimSize(2) - padding[0];
@@ -193,56 +233,52 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
             .getResult()[0];
     SmallVector<Value> blocks;
     for (int64_t i = 0; i < kPoints; ++i)
-      for (int64_t j = 0; j < kPoints; ++j) {
-        SmallVector<int64_t> offsets = {0, 0, i % 2, j % 2, i / 2, j / 2};
-        SmallVector<int64_t> sizes = {n, c, 1, 1, th, tw};
-        blocks.push_back(tensor::ExtractSliceOp::create(
-            b, loc, RankedTensorType::get({n, c, th, tw}, et), planes, indexAttrs(b, offsets),
-            indexAttrs(b, sizes), indexAttrs(b, SmallVector<int64_t>(6, 1))));
-      }
+      for (int64_t j = 0; j < kPoints; ++j)
+        blocks.push_back(slice(planes, {0, 0, i % 2, j % 2, i / 2, j / 2}, {n, c, 1, 1, th, tw},
+                               {n, c, th, tw}));
     // Loops c, n, ty, tx: the tiles of a channel are contiguous.
     SmallVector<AffineMap> maps(kPoints * kPoints,
                                 AffineMap::get(4, 0, {d(1), d(0), d(2), d(3)}, ctx));
-    SmallVector<RankedTensorType> types(kPoints * kPoints,
-                                        RankedTensorType::get({c, n, th, tw}, et));
-    for (Value v : buildPointwise(b, loc, 4, blocks, maps, types, [](Arith &a, ValueRange x) {
-           return transform2D(a, llvm::to_vector(x), kPoints, inputTransform);
-         })) {
-      Value flat = collapse(b, loc, v, {c, tiles}, {{0}, {1, 2, 3}});
-      if (columns != tiles) {
-        SmallVector<OpFoldResult> low = {b.getIndexAttr(0), b.getIndexAttr(0)};
-        SmallVector<OpFoldResult> high = {b.getIndexAttr(0), b.getIndexAttr(columns - tiles)};
-        flat = tensor::PadOp::create(b, loc, RankedTensorType::get({c, columns}, et), flat, low,
-                                     high, zero);
-      }
-      transformed.push_back(
-          tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({1, c, columns}, et), flat,
-                                        SmallVector<ReassociationIndices>{{0, 1}, {2}}));
+    SmallVector<Value> parts;
+    for (Value v : buildPointwise(
+             b, loc, 4, blocks, maps,
+             emptyTensors(b, loc, RankedTensorType::get({c, n, th, tw}, et), kPoints * kPoints),
+             [](Arith &a, ValueRange x) {
+               return transform2D(a, llvm::to_vector(x), kPoints, inputTransform);
+             }))
+      parts.push_back(collapse(b, loc, v, {c, tiles}, {{0}, {1, 2, 3}}));
+    points = stackPoints(b, loc, parts);
+    // Whole register tiles of columns: the tiles padded with zeros.
+    if (columns != tiles) {
+      SmallVector<OpFoldResult> low(3, b.getIndexAttr(0));
+      SmallVector<OpFoldResult> high = {b.getIndexAttr(0), b.getIndexAttr(0),
+                                        b.getIndexAttr(columns - tiles)};
+      points =
+          tensor::PadOp::create(b, loc, RankedTensorType::get({kPoints * kPoints, c, columns}, et),
+                                points, low, high, zero);
     }
   }
 
-  // M[p][1, f, columns] = U[p] V[p], summed over c: the flat convolution's
-  // loops (n, f, p, c, kh, kw) with a 1x1 kernel.
-  SmallVector<Value> products;
+  stage("winograd products");
+  Value products;
   {
-    auto type = RankedTensorType::get({1, f, columns}, et);
+    auto type = RankedTensorType::get({kPoints * kPoints, f, columns}, et);
     SmallVector<AffineMap> maps = {AffineMap::get(6, 0, {d(0), d(3), d(2) + d(4) + d(5)}, ctx),
-                                   AffineMap::get(6, 0, {d(1), d(3), d(4), d(5)}, ctx),
+                                   AffineMap::get(6, 0, {d(0), d(1), d(3), d(4), d(5)}, ctx),
                                    AffineMap::get(6, 0, {d(0), d(1), d(2)}, ctx)};
     SmallVector<utils::IteratorType> iterators(3, utils::IteratorType::parallel);
     iterators.append(3, utils::IteratorType::reduction);
-    for (int64_t p = 0; p < kPoints * kPoints; ++p) {
-      auto generic =
-          linalg::GenericOp::create(b, loc, TypeRange{type}, ValueRange{transformed[p], filters[p]},
-                                    zeroFilled(b, loc, type), maps, iterators, yieldMultiplyAdd);
-      setCpuKernel(generic, CpuKernel::ConvFlat);
-      products.push_back(generic.getResult(0));
-    }
+    auto generic =
+        linalg::GenericOp::create(b, loc, TypeRange{type}, ValueRange{points, filters},
+                                  zeroFilled(b, loc, type), maps, iterators, yieldMultiplyAdd);
+    setCpuKernel(generic, CpuKernel::ConvFlat);
+    products = generic.getResult(0);
   }
 
+  stage("winograd output transform");
   SmallVector<Value> rows;
-  for (Value m : products)
-    rows.push_back(collapse(b, loc, m, {f, columns}, {{0, 1}, {2}}));
+  for (int64_t p = 0; p < kPoints * kPoints; ++p)
+    rows.push_back(slice(products, {p, 0, 0}, {1, f, columns}, {f, columns}));
   // The pooling of each block, P[f, columns] = max(relu(A^T M A + bias)),
   // then transposed to [n, f, th, tw]: relu and the bias commute with max.
   if (pooled) {
@@ -254,7 +290,8 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
     }
     bool relu = pooled->relu;
     Value pooledRows =
-        buildPointwise(b, loc, 2, inputs, maps, {RankedTensorType::get({f, columns}, et)},
+        buildPointwise(b, loc, 2, inputs, maps,
+                       emptyTensors(b, loc, RankedTensorType::get({f, columns}, et), 1),
                        [&](Arith &a, ValueRange m) -> SmallVector<Value> {
                          SmallVector<Value> y =
                              transform2D(a, llvm::to_vector(m.take_front(kPoints * kPoints)),
@@ -287,9 +324,9 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
   SmallVector<Value> outputs;
   {
     SmallVector<AffineMap> maps(kPoints * kPoints, b.getMultiDimIdentityMap(2));
-    SmallVector<RankedTensorType> types(kOutputs * kOutputs,
-                                        RankedTensorType::get({f, columns}, et));
-    for (Value y : buildPointwise(b, loc, 2, rows, maps, types, [](Arith &a, ValueRange m) {
+    SmallVector<Value> inits =
+        emptyTensors(b, loc, RankedTensorType::get({f, columns}, et), kOutputs * kOutputs);
+    for (Value y : buildPointwise(b, loc, 2, rows, maps, inits, [](Arith &a, ValueRange m) {
            return transform2D(a, llvm::to_vector(m), kPoints, outputTransform);
          })) {
       if (columns != tiles)
@@ -306,7 +343,8 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
                               AffineMap::get(6, 0, {d(1), d(0), d(2), d(4)}, ctx));
   auto gridType = RankedTensorType::get({n, f, th, kOutputs, tw, kOutputs}, et);
   Value grid = buildPointwise(
-      b, loc, 6, outputs, maps, {gridType}, [&](Arith &a, ValueRange y) -> SmallVector<Value> {
+      b, loc, 6, outputs, maps, emptyTensors(b, loc, gridType, 1),
+      [&](Arith &a, ValueRange y) -> SmallVector<Value> {
         Value i = linalg::IndexOp::create(a.b, a.loc, 3),
               j = linalg::IndexOp::create(a.b, a.loc, 5);
         Value zeroIndex = arith::ConstantIndexOp::create(a.b, a.loc, 0);
