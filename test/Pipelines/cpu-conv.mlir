@@ -100,3 +100,15 @@ mithril.model @DilatedRows(data %x: tensor<2x4x28x28xf32>, param %w: tensor<16x4
 // DILATED: #[[IN:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d3, d2 + d4 * 64 + d5 * 2)>
 // DILATED-LABEL: func.func @DilatedRows(
 // DILATED: linalg.generic {indexing_maps = [#[[IN]], {{.*}}#mithril.lowering_config<kernel = conv_flat>
+
+// The products of a Winograd convolution (16 x 7 x 7 = 784 tiles, an odd
+// multiple of 16) run on half register tiles, 8 channels x 16 tiles, rather
+// than tiles of 28 columns that the vectorizer would split.
+// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 entry=Winograd stop-after=fusion" | FileCheck %s --check-prefix=WINO
+mithril.model @Winograd(data %x: tensor<16x32x14x14xf32>, param %w: tensor<64x32x3x3xf32>) -> (y: tensor<16x64x14x14xf32>) {
+  %y = mithril.conv2d %x, %w {dilation = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<16x32x14x14xf32>, tensor<64x32x3x3xf32>) -> tensor<16x64x14x14xf32>
+  mithril.output %y : tensor<16x64x14x14xf32>
+}
+// WINO-LABEL: func.func @Winograd(
+// WINO: scf.for %{{.+}} = %c0 to %c784 step %c16
+// WINO: scf.for %{{.+}} = %c0 to %c32 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (vector<8x16xf32>)

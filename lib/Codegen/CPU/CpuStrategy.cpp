@@ -346,14 +346,9 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
     // Loops n, f, p, c, kh, kw: 8 output channels x a row of flat positions
     // accumulate in registers, one input channel and kernel position at a
     // time, broadcasting a weight per channel against contiguous input.
-    // Winograd's matmuls (1x1 kernels) have a whole number of half tiles.
-    if (loops == 6) {
-      int64_t columns = regs.columns(op), positions = op.getStaticLoopRanges()[2];
-      if (!ShapedType::isDynamic(positions) && positions % columns != 0 &&
-          positions % (columns / 2) == 0)
-        columns /= 2;
-      return {1, regs.rows(), columns, 1, 1, 1};
-    }
+    // (Winograd's products, 784 tiles, get 16 columns from fitTilesToLoops.)
+    if (loops == 6)
+      return {1, regs.rows(), regs.columns(op), 1, 1, 1};
     break;
   case CpuKernel::ConvFlatWeightGrad:
     // Loops f, c, kh, kw, lane, n, block: 4 output x 4 input channels (2
