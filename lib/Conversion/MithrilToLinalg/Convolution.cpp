@@ -26,11 +26,6 @@ static bool hasNoElements(Value v) {
   return llvm::is_contained(cast<RankedTensorType>(v.getType()).getShape(), 0);
 }
 
-/// Index attributes for static offsets, sizes or strides.
-static SmallVector<OpFoldResult> indexAttrs(OpBuilder &b, ArrayRef<int64_t> values) {
-  return llvm::map_to_vector(values, [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); });
-}
-
 /// lhs + rhs, elementwise, for two static tensors of one float type.
 static Value addTensors(OpBuilder &b, Location loc, Value lhs, Value rhs) {
   RankedTensorType type = tensorType(lhs);

@@ -38,6 +38,10 @@ Value linalg_lowering::emptyTensor(OpBuilder &b, Location loc, RankedTensorType 
   return tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType(), dynamic);
 }
 
+SmallVector<OpFoldResult> linalg_lowering::indexAttrs(OpBuilder &b, ArrayRef<int64_t> values) {
+  return llvm::map_to_vector(values, [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); });
+}
+
 Value linalg_lowering::zeroFilled(OpBuilder &b, Location loc, RankedTensorType type) {
   Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(type.getElementType()));
   Value empty = tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());

@@ -38,6 +38,10 @@ mlir::OpFoldResult dimOf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v, 
 mlir::Value emptyTensor(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType type,
                         llvm::ArrayRef<mlir::OpFoldResult> sizes);
 
+/// Index attributes for static offsets, sizes or strides.
+llvm::SmallVector<mlir::OpFoldResult> indexAttrs(mlir::OpBuilder &b,
+                                                 llvm::ArrayRef<int64_t> values);
+
 /// A static-shaped tensor of `type` filled with zeros.
 mlir::Value zeroFilled(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType type);
 

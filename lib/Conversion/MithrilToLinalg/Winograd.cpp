@@ -66,8 +66,8 @@ SmallVector<Value> outputTransform(Arith &a, ArrayRef<Value> m) {
   return {a.add(a.add(m[0], m[1]), m[2]), a.sub(a.sub(m[1], m[2]), m[3])};
 }
 
-/// T x T^T for a rows x columns block `x` (row-major) and a 1-D transform T
-/// from `columns` values to `out` values: `out` x `out` values, row-major.
+/// T x T^T for a size x size block `x` (row-major) and a 1-D transform T
+/// from `size` values to `out` values: `out` x `out` values, row-major.
 SmallVector<Value> transform2D(Arith &a, ArrayRef<Value> x, int64_t size, Transform1D t) {
   // Columns first: T applied to each column gives `out` rows.
   SmallVector<SmallVector<Value>> columns;
@@ -89,8 +89,8 @@ SmallVector<Value> transform2D(Arith &a, ArrayRef<Value> x, int64_t size, Transf
 }
 
 /// A generic over `loops` parallel loops whose body maps the scalars of
-/// `inputs` (read through `inputMaps`) to one scalar per output of
-/// `outputTypes` (written through the identity).
+/// `inputs` (read through `inputMaps`) to one scalar per output, each written
+/// into its init of `inits` through the identity; the results.
 SmallVector<Value> buildPointwise(OpBuilder &b, Location loc, int64_t loops, ValueRange inputs,
                                   ArrayRef<AffineMap> inputMaps, ValueRange inits,
                                   function_ref<SmallVector<Value>(Arith &, ValueRange)> body) {
@@ -133,11 +133,6 @@ Value stackPoints(OpBuilder &b, Location loc, ArrayRef<Value> parts) {
     stack = tensor::InsertSliceOp::create(b, loc, value, stack, offsets, sizes, strides);
   }
   return stack;
-}
-
-/// Index attributes for static offsets, sizes or strides.
-SmallVector<OpFoldResult> indexAttrs(OpBuilder &b, ArrayRef<int64_t> values) {
-  return llvm::map_to_vector(values, [&](int64_t v) -> OpFoldResult { return b.getIndexAttr(v); });
 }
 
 /// `v` collapsed to `shape` by `reassociation`.
