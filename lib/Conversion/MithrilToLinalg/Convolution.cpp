@@ -394,19 +394,6 @@ static std::optional<Value> lowerPhasedConvGradInput(OpBuilder &b, Location loc,
   if (!isPhasedConv(gt, wt, stride, padding, unitStride ? ArrayRef<int64_t>(ones) : dilation) ||
       !out.hasStaticShape() || phaseDilation.size() != 2)
     return std::nullopt;
-  // Stride and dilation 1: dx is the convolution of the output gradient
-  // with the flipped kernel, padded by kernel - 1 - padding, by Winograd's
-  // transforms where they apply (3x3, 8+ channels).
-  bool unitDilation = llvm::all_of(dilation, [](int64_t v) { return v == 1; });
-  if (unitStride && unitDilation && wt.getDimSize(2) == 3 && wt.getDimSize(3) == 3 &&
-      llvm::all_of(padding, [](int64_t p) { return p <= 2; })) {
-    SmallVector<int64_t> gradPadding =
-        llvm::map_to_vector(padding, [](int64_t p) { return 2 - p; });
-    if (std::optional<Value> dx =
-            lowerWinogradConv(b, loc, grad, flipKernel(b, loc, weight), gradPadding);
-        dx && tensorType(*dx) == out)
-      return dx;
-  }
   int64_t n = out.getDimSize(0), c = out.getDimSize(1), f = wt.getDimSize(0);
   int64_t oh = gt.getDimSize(2), ow = gt.getDimSize(3);
   int64_t hp = out.getDimSize(2) + padding[0] + padding[1];
