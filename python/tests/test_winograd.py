@@ -120,3 +120,21 @@ def test_gradients_through_a_winograd_forward(rng):
     assert_close(grads["input"], tx.grad.numpy())
     assert_close(grads[wkey], tw.grad.numpy())
     assert_close(grads[bkey], tb.grad.numpy())
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_pooled_blocks_without_bias(groups, rng):
+    # No bias: the pooled output transform adds nothing; with two groups of
+    # 8 channels the pooling stays a separate op after each group's transforms.
+    x, wt, _ = random_inputs(rng, 2, 16, 16, 8, 10, groups=groups)
+    model = M.Model()
+    model |= M.Convolution2D(kernel_size=3, out_channels=16, padding=1, use_bias=False,
+                             groups=groups).connect(input="input")
+    model += M.Relu()
+    model += M.MaxPool2D(kernel_size=2).connect(output="out")
+    pm = ml.compile(model, ml.MlirBackend(), shapes={"input": list(x.shape)}, inference=True)
+    (key,) = pm.randomize_params()
+    out = pm.evaluate({key: wt}, {"input": x})["out"]
+    y = F.conv2d(torch.tensor(x, dtype=torch.float64), torch.tensor(wt, dtype=torch.float64),
+                 padding=1, groups=groups)
+    assert_close(out, F.max_pool2d(torch.relu(y), 2).numpy())
