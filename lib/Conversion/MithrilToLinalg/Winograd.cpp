@@ -254,6 +254,9 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
     }
   }
 
+  // M[p, f, columns] = U[p] V[p], summed over c: the flat convolution's loops
+  // (n, f, position, c, kh, kw) with the point as its batch n and a 1x1
+  // kernel per point, one kernel for all 16 products.
   stage("winograd products");
   Value products;
   {
