@@ -473,10 +473,9 @@ static std::optional<Value> lowerPhasedConvGradWeight(OpBuilder &b, Location loc
 static std::optional<Value> lowerFastConv(OpBuilder &b, Location loc, Value input, Value weight,
                                           ArrayRef<int64_t> stride, ArrayRef<int64_t> padding,
                                           ArrayRef<int64_t> dilation, RankedTensorType out) {
-  auto isOne = [](int64_t v) { return v == 1; };
-  if (llvm::all_of(stride, isOne) && llvm::all_of(dilation, isOne))
-    if (std::optional<Value> winograd = lowerWinogradConv(b, loc, input, weight, padding))
-      return winograd;
+  if (std::optional<Value> winograd =
+          lowerWinogradConv(b, loc, input, weight, stride, padding, dilation))
+    return winograd;
   if (auto layout =
           flatConvLayout(tensorType(input), tensorType(weight), stride, padding, dilation))
     return lowerFlatConv(b, loc, input, weight, padding, *layout);
@@ -560,7 +559,8 @@ static std::optional<PooledConsumer> pooledConsumer(Conv2DOp conv) {
   auto isZero = [](int64_t v) { return v == 0; };
   if (!pool || pool.getKernelSize() != ArrayRef<int64_t>{2, 2} ||
       pool.getStride() != ArrayRef<int64_t>{2, 2} || !llvm::all_of(pool.getPadding(), isZero) ||
-      pool.getDilation() != ArrayRef<int64_t>{1, 1} || !pool.getType().hasStaticShape())
+      pool.getDilation() != ArrayRef<int64_t>{1, 1} || !pool.getType().hasStaticShape() ||
+      pool.getType().getElementType() != conv.getType().getElementType())
     return std::nullopt;
   consumer.pool = pool;
   return consumer;
@@ -605,12 +605,11 @@ template <typename OpT> struct ConvPattern : OpRewritePattern<OpT> {
     ArrayRef<int64_t> stride = op.getStride(), padding = op.getPadding(),
                       dilation = op.getDilation();
     if constexpr (std::is_same_v<OpT, Conv2DOp>) {
-      auto isOne = [](int64_t v) { return v == 1; };
       std::optional<PooledConsumer> consumer = pooledConsumer(op);
-      if (consumer && groups == 1 && llvm::all_of(stride, isOne) && llvm::all_of(dilation, isOne)) {
+      if (consumer && groups == 1) {
         PooledBlocks blocks{op.getBias(), static_cast<bool>(consumer->relu)};
-        std::optional<Value> pooled =
-            lowerWinogradConv(rewriter, loc, op.getInput(), op.getWeight(), padding, &blocks);
+        std::optional<Value> pooled = lowerWinogradConv(
+            rewriter, loc, op.getInput(), op.getWeight(), stride, padding, dilation, &blocks);
         if (pooled && tensorType(*pooled) == consumer->pool.getType()) {
           rewriter.replaceOp(consumer->pool, *pooled);
           if (consumer->relu)

@@ -128,14 +128,15 @@ struct PooledBlocks {
   bool relu = false;
 };
 
-/// A stride-1, undilated 3x3 float32 convolution of static `input` [N, C, H,
-/// W] and `weight` [F, C, 3, 3] by Winograd's F(2x2, 3x3) (Winograd.cpp), or
-/// nullopt where it does not pay (few channels) or does not apply. With
-/// `pooled`, the result is the pooling [N, F, OH / 2, OW / 2] (even OH, OW).
-std::optional<mlir::Value> lowerWinogradConv(mlir::OpBuilder &b, mlir::Location loc,
-                                             mlir::Value input, mlir::Value weight,
-                                             llvm::ArrayRef<int64_t> padding,
-                                             const PooledBlocks *pooled = nullptr);
+/// A 3x3 float32 convolution of static `input` [N, C, H, W] and `weight` [F,
+/// C, 3, 3] by Winograd's F(2x2, 3x3) (Winograd.cpp), or nullopt where it
+/// does not pay (few channels) or does not apply (a stride or dilation other
+/// than 1). With `pooled`, the result is the pooling [N, F, OH / 2, OW / 2]
+/// (even OH, OW).
+std::optional<mlir::Value>
+lowerWinogradConv(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input, mlir::Value weight,
+                  llvm::ArrayRef<int64_t> stride, llvm::ArrayRef<int64_t> padding,
+                  llvm::ArrayRef<int64_t> dilation, const PooledBlocks *pooled = nullptr);
 
 /// For a gather-form window gradient: given input position `i` and window
 /// offset `k` along one spatial dimension, the output position `o` whose

@@ -145,8 +145,13 @@ Value collapse(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape,
 } // namespace
 
 std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location loc, Value input,
-                                                        Value weight, ArrayRef<int64_t> padding,
+                                                        Value weight, ArrayRef<int64_t> stride,
+                                                        ArrayRef<int64_t> padding,
+                                                        ArrayRef<int64_t> dilation,
                                                         const PooledBlocks *pooled) {
+  auto isOne = [](int64_t v) { return v == 1; };
+  if (!llvm::all_of(stride, isOne) || !llvm::all_of(dilation, isOne))
+    return std::nullopt;
   RankedTensorType xt = tensorType(input), wt = tensorType(weight);
   // f32 only: the transforms' roundings are within a few ulps of the direct
   // sum, which f64 users comparing to 1e-12 would notice.
