@@ -409,3 +409,68 @@ def test_a_step_with_infinite_gradients_is_skipped_and_the_scale_halved():
     pm.train_step(params, data, opt)
     assert opt.steps == 2 and opt.loss_scale == 2048.0
     assert not np.array_equal(params["linear_0.weight"], before["linear_0.weight"])
+
+
+def test_bfloat16_rounds_between_ops_to_nearest_even():
+    # a * b + c: the product rounded to bfloat16 where the sum reads it (on
+    # the float32's bits once the two ops fuse), then the sum rounded.
+    model = Model()
+    model |= Multiply()(left="a", right="b", output="p")
+    model |= Add()(left="p", right="c", output="output")
+    rng = np.random.default_rng(4)
+    a, b, c = (bf16(rng.standard_normal(1000)) for _ in range(3))
+    # Products that are ties (3 * (1 + 2^-7) = 3 + 1.5 units of 2^-6: up to
+    # the even 3.03125; 3 * (1 + 3 * 2^-7): down to the even 3.0625), one
+    # finite in float32 that rounds up to inf in bfloat16, and NaN.
+    a[:4] = [3.0, 3.0, 1.4140625 * 2.0**127, np.nan]
+    b[:4] = [1.0 + 2.0**-7, 1.0 + 3 * 2.0**-7, 1.4140625, 1.0]
+    c[:4] = 0.0
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.bfloat16), shapes={k: [1000] for k in "abc"})
+    got = np.asarray(pm.evaluate({}, {"a": a, "b": b, "c": c})["output"], np.float32)
+    want = bf16(bf16(a.astype(np.float32) * b.astype(np.float32)) + c)
+    np.testing.assert_array_equal(got, want)
+    assert got[0] == 3.03125 and got[1] == 3.0625 and got[2] == np.inf and np.isnan(got[3])
+
+
+def bf16_cnn():
+    from mithril.models import Convolution2D, Flatten, MaxPool2D, Relu
+    model = Model()
+    model |= Convolution2D(kernel_size=3, out_channels=8, padding=1)(input="input")
+    model += Relu()
+    model += MaxPool2D(kernel_size=2)
+    model += Convolution2D(kernel_size=3, out_channels=16, padding=1)
+    model += Relu()
+    model += MaxPool2D(kernel_size=2)
+    model += Flatten(start_dim=1)
+    model += Linear(5)(output="output")
+    return model
+
+
+def torch_bf16_cnn(params, x, names):
+    """The CNN in float64 with each op's result rounded to bfloat16."""
+    r = lambda t: torch.tensor(bf16(t.numpy()), dtype=torch.float64)
+    t = {k: torch.tensor(np.asarray(v, np.float64)) for k, v in params.items()}
+    h = torch.tensor(np.asarray(x, np.float64))
+    for conv in names[:2]:
+        h = r(torch.nn.functional.conv2d(h, t[f"{conv}.weight"], t[f"{conv}.bias"], padding=1))
+        h = torch.nn.functional.max_pool2d(torch.relu(h), 2)
+    h = r(h.flatten(1) @ t[f"{names[2]}.weight"].T)
+    return r(h + t[f"{names[2]}.bias"]).numpy()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_bfloat16_cnn_against_rounded_reference(threads):
+    # The convolutions of 8 and more channels run by Winograd's transforms
+    # with the pooling folded in, the rounding of the convolution's result
+    # inside; the first one's rounding fuses into its pooling.
+    pm = ml.compile(bf16_cnn(), ml.MlirBackend(dtype=ml.bfloat16, num_threads=threads),
+                    shapes={"input": [4, 1, 12, 12]})
+    params = {k: bf16(v) for k, v in pm.randomize_params(seed=5).items()}
+    x = bf16(np.random.default_rng(6).standard_normal((4, 1, 12, 12)))
+    got = np.asarray(pm.evaluate(params, {"input": x})["output"], np.float64)
+    names = sorted({k.split(".")[0] for k in params})
+    want = torch_bf16_cnn(params, x, names)
+    # The float32 sums of Winograd's transforms against float64's: a value
+    # near a bfloat16 tie may round to the other side, one unit in 2^8.
+    close(got, want, 2e-2)
+    assert np.mean(np.abs(got - want)) / np.sqrt(np.mean(want**2)) < 2e-3

@@ -224,3 +224,85 @@ func.func @fold_unit_trailing(%x: tensor<8x32xf32>) -> tensor<8x32x1x1xf32> {
   %1 = tensor.expand_shape %0 [[0], [1, 2, 3]] output_shape [8, 32, 1, 1] : tensor<8x32xf32> into tensor<8x32x1x1xf32>
   return %1 : tensor<8x32x1x1xf32>
 }
+
+// -----
+
+// Mixed precision rounds each op's result to bf16 and widens it again where
+// the next op reads it. Once fused, a rounding of a value that is already a
+// bf16 (the ReLU of a rounded value) goes, and the one left rounds on the
+// float32's bits (to nearest even, NaN kept) instead of converting to bf16
+// and back.
+// CHECK-LABEL: func.func @bf16_round_trips
+// CHECK: linalg.generic
+// CHECK-NOT: arith.truncf
+// CHECK-NOT: arith.extf
+// CHECK:   %[[BITS:.+]] = arith.bitcast %{{.+}} : f32 to i32
+// CHECK:   %[[LSB:.+]] = arith.shrui %[[BITS]], %{{.+}} : i32
+// CHECK:   arith.andi %[[LSB]]
+// CHECK:   arith.addi %[[BITS]]
+// CHECK:   %[[KEPT:.+]] = arith.andi %{{.+}}, %{{.+}} : i32
+// CHECK:   %[[ROUNDED:.+]] = arith.bitcast %[[KEPT]] : i32 to f32
+// CHECK:   %[[NAN:.+]] = arith.cmpf uno
+// CHECK:   %[[R:.+]] = arith.select %[[NAN]], %{{.+}}, %[[ROUNDED]] : f32
+// CHECK:   %[[RELU:.+]] = arith.maximumf %[[R]], %{{.+}} : f32
+// CHECK-NOT: arith.bitcast
+// CHECK:   linalg.yield %[[RELU]] : f32
+// CHECK-NOT: linalg.generic
+#id = affine_map<(d0) -> (d0)>
+func.func @bf16_round_trips(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %wide = tensor.empty() : tensor<8xf32>
+  %narrow = tensor.empty() : tensor<8xbf16>
+  %zero = arith.constant 0.0 : f32
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%x : tensor<8xf32>) outs(%narrow : tensor<8xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %r = arith.truncf %a : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<8xbf16>
+  %1 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%0 : tensor<8xbf16>) outs(%wide : tensor<8xf32>) {
+  ^bb0(%a: bf16, %o: f32):
+    %e = arith.extf %a : bf16 to f32
+    %r = arith.maximumf %e, %zero : f32
+    %t = arith.truncf %r : f32 to bf16
+    %back = arith.extf %t : bf16 to f32
+    linalg.yield %back : f32
+  } -> tensor<8xf32>
+  return %1 : tensor<8xf32>
+}
+
+// -----
+
+// A producer does not fuse into a convolution whose lowering chose its
+// kernel: the fused generic would lose the choice, and its body would no
+// longer be the multiply-add the kernel takes.
+// CHECK-LABEL: func.func @not_into_conv_kernel
+// CHECK: %[[WIDE:.+]] = linalg.generic
+// CHECK:   arith.extf
+// CHECK: linalg.generic {{.*}} ins(%{{.+}}, %[[WIDE]] :
+// CHECK-SAME: kernel = conv_flat
+// CHECK-NOT: arith.extf
+#in = affine_map<(n, f, p, c, k) -> (n, c, p + k)>
+#w = affine_map<(n, f, p, c, k) -> (f, c, k)>
+#out = affine_map<(n, f, p, c, k) -> (n, f, p)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @not_into_conv_kernel(%x: tensor<1x2x10xf32>, %w: tensor<4x2x3xbf16>,
+                                %acc: tensor<1x4x8xf32>) -> tensor<1x4x8xf32> {
+  %e = tensor.empty() : tensor<4x2x3xf32>
+  %wide = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%w : tensor<4x2x3xbf16>) outs(%e : tensor<4x2x3xf32>) {
+  ^bb0(%a: bf16, %o: f32):
+    %r = arith.extf %a : bf16 to f32
+    linalg.yield %r : f32
+  } -> tensor<4x2x3xf32>
+  %y = linalg.generic {indexing_maps = [#in, #w, #out],
+                       iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]}
+      ins(%x, %wide : tensor<1x2x10xf32>, tensor<4x2x3xf32>) outs(%acc : tensor<1x4x8xf32>)
+      attrs = {mithril.lowering_config = #mithril.lowering_config<kernel = conv_flat>} {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<1x4x8xf32>
+  return %y : tensor<1x4x8xf32>
+}

@@ -537,15 +537,43 @@ lowerPerGroup(OpBuilder &b, Location loc, int64_t groups, int64_t inChannels, in
 
 /// The 2x2 max pooling of stride 2 that alone reads a 2-D convolution's
 /// result, directly or through one ReLU: the Winograd lowering computes it
-/// from each block of outputs (PooledBlocks).
+/// from each block of outputs (PooledBlocks). Mixed precision's roundings of
+/// the convolution's and the ReLU's results (a cast to a narrower float and
+/// back) may come between; the ReLU's is exact. `between` holds the ops from
+/// the convolution to the pooling, in order.
 struct PooledConsumer {
   MaxPool2DOp pool;
   ReluOp relu;
+  FloatType roundTo;
+  SmallVector<Operation *> between;
 };
+
+/// The value `v` rounded to a narrower float and back, when that is all its
+/// one use does (two casts); null otherwise.
+static Value roundedThroughNarrow(Value v, FloatType &narrow) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (!v.hasOneUse())
+    return Value();
+  auto down = dyn_cast<CastOp>(*v.getUsers().begin());
+  if (!down || !down.getResult().hasOneUse())
+    return Value();
+  auto to = dyn_cast<FloatType>(getElementTypeOrSelf(down.getType()));
+  auto up = dyn_cast<CastOp>(*down.getResult().getUsers().begin());
+  if (!to || !up || up.getType() != type || to.getWidth() >= type.getElementTypeBitWidth())
+    return Value();
+  narrow = to;
+  return up.getResult();
+}
 
 static std::optional<PooledConsumer> pooledConsumer(Conv2DOp conv) {
   PooledConsumer consumer;
   Value value = conv.getResult();
+  FloatType narrow;
+  if (Value rounded = roundedThroughNarrow(value, narrow)) {
+    consumer.roundTo = narrow;
+    consumer.between.append({*value.getUsers().begin(), rounded.getDefiningOp()});
+    value = rounded;
+  }
   if (!value.hasOneUse())
     return std::nullopt;
   Operation *user = *value.getUsers().begin();
@@ -553,7 +581,16 @@ static std::optional<PooledConsumer> pooledConsumer(Conv2DOp conv) {
     if (!relu.getResult().hasOneUse() || relu.getType() != value.getType())
       return std::nullopt;
     consumer.relu = relu;
-    user = *relu.getResult().getUsers().begin();
+    consumer.between.push_back(relu);
+    value = relu.getResult();
+    // A ReLU of a rounded value needs no rounding.
+    FloatType again;
+    if (Value rounded = roundedThroughNarrow(value, again);
+        rounded && consumer.roundTo && again == consumer.roundTo) {
+      consumer.between.append({*value.getUsers().begin(), rounded.getDefiningOp()});
+      value = rounded;
+    }
+    user = *value.getUsers().begin();
   }
   auto pool = dyn_cast<MaxPool2DOp>(user);
   auto isZero = [](int64_t v) { return v == 0; };
@@ -607,13 +644,13 @@ template <typename OpT> struct ConvPattern : OpRewritePattern<OpT> {
     if constexpr (std::is_same_v<OpT, Conv2DOp>) {
       std::optional<PooledConsumer> consumer = pooledConsumer(op);
       if (consumer && groups == 1) {
-        PooledBlocks blocks{op.getBias(), static_cast<bool>(consumer->relu)};
+        PooledBlocks blocks{op.getBias(), static_cast<bool>(consumer->relu), consumer->roundTo};
         std::optional<Value> pooled = lowerWinogradConv(
             rewriter, loc, op.getInput(), op.getWeight(), stride, padding, dilation, &blocks);
         if (pooled && tensorType(*pooled) == consumer->pool.getType()) {
           rewriter.replaceOp(consumer->pool, *pooled);
-          if (consumer->relu)
-            rewriter.eraseOp(consumer->relu);
+          for (Operation *between : llvm::reverse(consumer->between))
+            rewriter.eraseOp(between);
           rewriter.eraseOp(op);
           return success();
         }

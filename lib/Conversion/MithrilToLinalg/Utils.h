@@ -126,6 +126,9 @@ mlir::Value padSpatial(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input
 struct PooledBlocks {
   mlir::Value bias; // [F], or null
   bool relu = false;
+  /// The narrower float that mixed precision rounds the convolution's result
+  /// to (before the ReLU), or null.
+  mlir::FloatType roundTo;
 };
 
 /// A 3x3 float32 convolution of static `input` [N, C, H, W] and `weight` [F,

@@ -292,6 +292,7 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
       maps.push_back(AffineMap::get(2, 0, {d(0)}, ctx));
     }
     bool relu = pooled->relu;
+    FloatType roundTo = pooled->roundTo;
     Value pooledRows =
         buildPointwise(b, loc, 2, inputs, maps,
                        emptyTensors(b, loc, RankedTensorType::get({f, columns}, et), 1),
@@ -305,6 +306,12 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
                          Value block = max(max(y[0], y[1]), max(y[2], y[3]));
                          if (m.size() > kPoints * kPoints)
                            block = a.add(block, m.back());
+                         // Rounding is monotone: the pooling of rounded
+                         // values is the rounded pooling.
+                         if (roundTo)
+                           block = arith::ExtFOp::create(
+                               a.b, a.loc, block.getType(),
+                               arith::TruncFOp::create(a.b, a.loc, roundTo, block).getResult());
                          if (relu)
                            block = max(block, floatConst(a.b, a.loc, block.getType(), 0.0));
                          return {block};

@@ -65,6 +65,33 @@ mithril.model @WinogradPooled(data %x: tensor<2x8x6x6xf32>, param %w: tensor<16x
 
 // -----
 
+// Mixed precision rounds the convolution's result to bf16 (a cast there and
+// back) before the ReLU, and the ReLU's (exact, dropped): each block rounds
+// after its bias, before the ReLU; rounding is monotone, so the pooling of the
+// rounded values is the rounded pooling. The casts and the pooling go.
+// CHECK-LABEL: func.func @WinogradPooledRounded(
+// CHECK: linalg.generic {{.*}} outs(%{{.+}} : tensor<16x32xf32>)
+// CHECK-COUNT-3: arith.maximumf
+// CHECK: %[[SUM:.+]] = arith.addf
+// CHECK: %[[NARROW:.+]] = arith.truncf %[[SUM]] : f32 to bf16
+// CHECK: %[[WIDE:.+]] = arith.extf %[[NARROW]] : bf16 to f32
+// CHECK: arith.maximumf %[[WIDE]]
+// CHECK: } -> tensor<16x32xf32>
+// CHECK-NOT: mithril.
+// CHECK: linalg.transpose
+mithril.model @WinogradPooledRounded(data %x: tensor<2x8x6x6xf32>, param %w: tensor<16x8x3x3xf32>, param %b: tensor<16xf32>) -> (y: tensor<2x16x3x3xf32>) {
+  %c = mithril.conv2d %x, %w, %b {dilation = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x8x6x6xf32>, tensor<16x8x3x3xf32>, tensor<16xf32>) -> tensor<2x16x6x6xf32>
+  %cn = mithril.cast %c {element_type = bf16} : (tensor<2x16x6x6xf32>) -> tensor<2x16x6x6xbf16>
+  %cw = mithril.cast %cn {element_type = f32} : (tensor<2x16x6x6xbf16>) -> tensor<2x16x6x6xf32>
+  %r = mithril.relu %cw : (tensor<2x16x6x6xf32>) -> tensor<2x16x6x6xf32>
+  %rn = mithril.cast %r {element_type = bf16} : (tensor<2x16x6x6xf32>) -> tensor<2x16x6x6xbf16>
+  %rw = mithril.cast %rn {element_type = f32} : (tensor<2x16x6x6xbf16>) -> tensor<2x16x6x6xf32>
+  %y = mithril.max_pool2d %rw {kernel_size = array<i64: 2, 2>, stride = array<i64: 2, 2>, padding = array<i64: 0, 0, 0, 0>, dilation = array<i64: 1, 1>} : (tensor<2x16x6x6xf32>) -> tensor<2x16x3x3xf32>
+  mithril.output %y : tensor<2x16x3x3xf32>
+}
+
+// -----
+
 // Where the transforms would not pay (fewer than 8 input channels) or their
 // roundings would show (float64), the convolution stays on flat rows.
 // CHECK-LABEL: func.func @FewChannels(
