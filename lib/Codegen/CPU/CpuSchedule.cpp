@@ -666,7 +666,7 @@ LogicalResult Scheduler::peelMatmulRemainders(IRRewriter &rewriter,
     if (ranges.size() != 3 || ShapedType::isDynamic(ranges[0]) ||
         ShapedType::isDynamic(ranges[1]) || ranges[0] < 8)
       continue;
-    int64_t rows = strategy.registers.rows(), cols = strategy.registers.columns(op);
+    int64_t rows = strategy.registers.matmulRows(op), cols = strategy.registers.matmulColumns(op);
     unsigned dimension;
     int64_t split;
     if (ranges[1] > cols && ranges[1] % cols != 0) {
@@ -959,7 +959,7 @@ LogicalResult Scheduler::tileForCache(IRRewriter &rewriter, ArrayRef<linalg::Lin
     fitTilesToLoops(sizes, ranges, /*tileDynamic=*/false);
     // Row blocks of whole register tiles (1000 rows: 40, not 125, which
     // would leave tiles of 5 rows).
-    int64_t rows = strategy.registers.rows();
+    int64_t rows = strategy.registers.matmulRows(op);
     if (sizes[0] % rows != 0 && !ShapedType::isDynamic(ranges[0]) && ranges[0] % rows == 0)
       for (int64_t m = block[0] / rows * rows; m >= rows; m -= rows)
         if (ranges[0] % m == 0) {

@@ -113,7 +113,7 @@ bool Scheduler::packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block, b
   Value c = block.getDpsInitOperand(0)->get();
   auto bt = dyn_cast<RankedTensorType>(b.getType());
   auto ct = dyn_cast<RankedTensorType>(c.getType());
-  int64_t cols = strategy.registers.columns(cast<linalg::LinalgOp>(block.getOperation()));
+  int64_t cols = strategy.registers.matmulColumns(cast<linalg::LinalgOp>(block.getOperation()));
   if (!bt || !ct || !bt.hasStaticShape() || !ct.hasStaticShape() || bt.getDimSize(1) % cols != 0 ||
       bt.getDimSize(1) <= cols || ct.getDimSize(0) < 16)
     return false;
@@ -250,7 +250,7 @@ bool Scheduler::packDotProductGroups(IRRewriter &rewriter, linalg::MatmulOp bloc
   auto bt = cast<RankedTensorType>(b.getType());
   Type et = bt.getElementType(), accumulator = ct.getElementType();
   int64_t group = dotProductGroup(et);
-  int64_t cols = strategy.registers.columns(cast<linalg::LinalgOp>(block.getOperation()));
+  int64_t cols = strategy.registers.matmulColumns(cast<linalg::LinalgOp>(block.getOperation()));
   int64_t k = bt.getDimSize(0), n = bt.getDimSize(1), m = ct.getDimSize(0);
   int64_t panels = n / cols, groups = k / group;
   Value empty =

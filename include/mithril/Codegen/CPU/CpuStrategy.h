@@ -46,6 +46,12 @@ struct RegisterFile {
   /// Columns of a register tile: two registers of the op's element type per
   /// row (32 f32 or 16 f64 with AVX-512; 16 or 8 with AVX2).
   int64_t columns(mlir::linalg::LinalgOp op) const;
+  /// Rows and columns of the register tile of a matmul (a linalg.matmul
+  /// block, or the generic that packing makes of it): rows() x columns(op),
+  /// except for bf16 products on vdpbf16ps, 4 rows x 4 registers (64 columns)
+  /// where the columns allow (see wideDotProductTile).
+  int64_t matmulRows(mlir::linalg::LinalgOp op) const;
+  int64_t matmulColumns(mlir::linalg::LinalgOp op) const;
   /// Whether matmul blocks of `element` inputs run on AMX tiles.
   bool tilesFor(mlir::Type element) const {
     return (bf16Tiles && element.isBF16()) || (int8Tiles && element.isInteger(8));
