@@ -47,6 +47,10 @@ except ImportError:  # pragma: no cover - depends on the environment
     _ml_dtypes = None
 
 
+# ml_dtypes' bfloat16, or None without it.
+BFLOAT16 = np.dtype(_ml_dtypes.bfloat16) if _ml_dtypes else None
+
+
 def user_dtype(name: str) -> np.dtype:
     """The numpy dtype of the arrays the package returns for a terminal of
     type `name`: numpy has no bfloat16, so bfloat16 values come back as

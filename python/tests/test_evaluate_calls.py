@@ -58,6 +58,25 @@ def test_the_common_call_is_the_general_one(compiled):
     assert again["output"] is not fast["output"]
 
 
+def test_bfloat16_bits_take_the_common_call():
+    # bfloat16 terminals: their bit patterns (uint16) go straight in, and
+    # the outputs come back as the general path returns them; float arrays
+    # (and float64 of the same shape) still convert on the general path.
+    from mithril.types import from_bfloat16_bits, to_bfloat16_bits
+    pm = ml.compile(model(), ml.MlirBackend(dtype=ml.bfloat16), shapes={"input": [4, 5]},
+                    inference=True)
+    params = {k: to_bfloat16_bits(v) for k, v in pm.randomize_params(seed=1).items()}
+    x = np.random.default_rng(2).standard_normal((4, 5)).astype(np.float32)
+    fast = pm.evaluate(params, {"input": to_bfloat16_bits(x)})
+    assert pm._fast_plan
+    slow = general(pm, params, {"input": to_bfloat16_bits(x)})
+    assert fast["output"].dtype == slow["output"].dtype == pm.backend.dtype
+    np.testing.assert_array_equal(fast["output"], slow["output"])
+    floats = {k: from_bfloat16_bits(v).astype(np.float64) for k, v in params.items()}
+    converted = pm.evaluate(floats, {"input": x.astype(np.float64)})
+    np.testing.assert_array_equal(converted["output"], slow["output"])
+
+
 def test_uncommon_calls_report_what_is_wrong(compiled):
     pm, params, x = compiled
     with pytest.raises(KeyNotFoundError, match="missing input 'input'"):
