@@ -90,6 +90,8 @@ CASES = {c.id: c for c in (
          skip=_INT8_SKIP),
     Case("bf16mlp256", "bf16 MLP b256", "mlp", 256, precision="bf16", tol=5e-2,
          skip=_BF16_SKIP),
+    Case("bf16cnn16", "bf16 CNN forward b16", "cnn", 16, precision="bf16", tol=5e-2,
+         skip=_BF16_SKIP),
 )}
 QUICK_CASES = ("sgemm1024", "mlp16", "mlp256", "cnn16")
 
