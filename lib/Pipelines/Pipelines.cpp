@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mithril/Pipelines/Pipelines.h"
+#include "mithril/Codegen/CPU/CpuTarget.h"
 #include "mithril/Conversion/Passes.h"
 #include "mithril/Dialect/Mithril/Transforms/Passes.h"
 
@@ -159,6 +160,12 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
       pm.addPass(createCanonicalizerPass());
     ConvertMithrilToLinalgOptions lowering;
     lowering.indexErrors = options.indexErrors;
+    // A model computed in bf16, scheduled for a CPU with bf16 dot products
+    // (512-bit registers): Winograd's products multiply bf16 pairs too.
+    if (options.precision == "bf16" && options.schedule && !options.gpuTilesOnHost &&
+        (options.vectorBits == 0 || options.vectorBits >= 512))
+      if (std::optional<CpuTarget> target = cpuTarget(options.targetCpu))
+        lowering.bf16Products = target->bf16DotProduct;
     pm.addPass(createConvertMithrilToLinalg(lowering));
     if (options.fold)
       pm.addPass(createCanonicalizerPass());

@@ -462,7 +462,10 @@ def torch_bf16_cnn(params, x, names):
 def test_bfloat16_cnn_against_rounded_reference(threads):
     # The convolutions of 8 and more channels run by Winograd's transforms
     # with the pooling folded in, the rounding of the convolution's result
-    # inside; the first one's rounding fuses into its pooling.
+    # inside; the first one's rounding fuses into its pooling. With
+    # AVX512-BF16 the transformed operands multiply in bf16 (f32 sums): on
+    # Zen 4 the error is then 4.9e-3 of the RMS at most, 6e-4 on average
+    # (exactly the reference's values with float32 products).
     pm = ml.compile(bf16_cnn(), ml.MlirBackend(dtype=ml.bfloat16, num_threads=threads),
                     shapes={"input": [4, 1, 12, 12]})
     params = {k: bf16(v) for k, v in pm.randomize_params(seed=5).items()}

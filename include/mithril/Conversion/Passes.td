@@ -35,7 +35,11 @@ def ConvertMithrilToLinalg : Pass<"convert-mithril-to-linalg", "mlir::ModuleOp">
   }];
   let options = [
     Option<"indexErrors", "index-errors", "bool", /*default=*/"false",
-           "Report indices out of range through mithrilIndexError (the host provides it)">
+           "Report indices out of range through mithrilIndexError (the host provides it)">,
+    Option<"bf16Products", "bf16-products", "bool", /*default=*/"false",
+           "Multiply the transformed inputs and filters of Winograd convolutions in bf16 "
+           "(rounded, f32 sums) for a bf16 dot-product kernel: for models computed in bf16 "
+           "on CPUs that have one">
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect",

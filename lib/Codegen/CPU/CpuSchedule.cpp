@@ -823,8 +823,11 @@ SmallVector<SmallVector<int64_t>> Scheduler::weightGradLevels(linalg::LinalgOp o
 /// a call).
 static linalg::FillOp fusibleAccumulatorFill(linalg::LinalgOp op) {
   CpuKernel kernel = kernelOf(op);
+  // (A batch of packed products, Winograd's in bf16, too: its accumulators
+  // start at zero in registers rather than from a 3 MiB fill.)
+  bool batchedProducts = kernel == CpuKernel::PackedMatmul && op.getNumLoops() == 6;
   if (kernel != CpuKernel::ConvFlat && kernel != CpuKernel::ConvSpatial &&
-      kernel != CpuKernel::PoolWindow && kernel != CpuKernel::WindowReduction)
+      kernel != CpuKernel::PoolWindow && kernel != CpuKernel::WindowReduction && !batchedProducts)
     return nullptr;
   if (op.getNumDpsInits() != 1)
     return nullptr;
@@ -882,9 +885,12 @@ LogicalResult Scheduler::tileForRegisters(IRRewriter &rewriter, ArrayRef<linalg:
       options.setTileSizes(getAsIndexOpFoldResult(ctx, level));
       if (hasKernel(current, CpuKernel::MatrixVector))
         options.setInterchange(gemvInterchange(cast<linalg::LinalgOp>(current)));
-      // Panels outermost: one packed panel serves every row tile in turn.
+      // Panels outermost (after a batch): one packed panel serves every row
+      // tile in turn.
       if (hasKernel(current, CpuKernel::PackedMatmul))
-        options.setInterchange({1, 0, 2, 3});
+        options.setInterchange(cast<linalg::LinalgOp>(current).getNumLoops() == 6
+                                   ? SmallVector<int64_t>{0, 2, 1, 3}
+                                   : SmallVector<int64_t>{1, 0, 2, 3});
       if (linalg::FillOp fill = fillOf.lookup(op); fill && index == 0) {
         scf::SCFTileAndFuseOptions fuseOptions;
         fuseOptions.tilingOptions = options;

@@ -376,6 +376,10 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
       }
       return {regs.matmulRows(op), 1, regs.matmulColumns(op), 1, 0};
     }
+    // A batch of them, packed when lowered (Winograd's bf16 products: loops
+    // point, m, panel, column, k / 2, pair): rows x the panel.
+    if (loops == 6)
+      return {1, regs.rows(), 1, op.getStaticLoopRanges()[3], 1, 0};
     break;
   case CpuKernel::ConvFlat:
     // Loops n, f, p, c, kh, kw: 8 output channels x a row of flat positions

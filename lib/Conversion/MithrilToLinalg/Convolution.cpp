@@ -472,9 +472,10 @@ static std::optional<Value> lowerPhasedConvGradWeight(OpBuilder &b, Location loc
 /// flat rows, or phase by phase for strides; nullopt where neither applies.
 static std::optional<Value> lowerFastConv(OpBuilder &b, Location loc, Value input, Value weight,
                                           ArrayRef<int64_t> stride, ArrayRef<int64_t> padding,
-                                          ArrayRef<int64_t> dilation, RankedTensorType out) {
-  if (std::optional<Value> winograd =
-          lowerWinogradConv(b, loc, input, weight, stride, padding, dilation))
+                                          ArrayRef<int64_t> dilation, RankedTensorType out,
+                                          bool bf16Products) {
+  if (std::optional<Value> winograd = lowerWinogradConv(b, loc, input, weight, stride, padding,
+                                                        dilation, nullptr, bf16Products))
     return winograd;
   if (auto layout =
           flatConvLayout(tensorType(input), tensorType(weight), stride, padding, dilation))
@@ -607,7 +608,9 @@ static std::optional<PooledConsumer> pooledConsumer(Conv2DOp conv) {
 /// (n, g, f, o..., c, k...). The channel axes are split into (group, channel
 /// in group) first so that every loop indexes some operand directly.
 template <typename OpT> struct ConvPattern : OpRewritePattern<OpT> {
-  using OpRewritePattern<OpT>::OpRewritePattern;
+  ConvPattern(MLIRContext *ctx, bool bf16Products)
+      : OpRewritePattern<OpT>(ctx), bf16Products(bf16Products) {}
+  bool bf16Products;
   LogicalResult matchAndRewrite(OpT op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
@@ -645,8 +648,9 @@ template <typename OpT> struct ConvPattern : OpRewritePattern<OpT> {
       std::optional<PooledConsumer> consumer = pooledConsumer(op);
       if (consumer && groups == 1) {
         PooledBlocks blocks{op.getBias(), static_cast<bool>(consumer->relu), consumer->roundTo};
-        std::optional<Value> pooled = lowerWinogradConv(
-            rewriter, loc, op.getInput(), op.getWeight(), stride, padding, dilation, &blocks);
+        std::optional<Value> pooled =
+            lowerWinogradConv(rewriter, loc, op.getInput(), op.getWeight(), stride, padding,
+                              dilation, &blocks, bf16Products);
         if (pooled && tensorType(*pooled) == consumer->pool.getType()) {
           rewriter.replaceOp(consumer->pool, *pooled);
           for (Operation *between : llvm::reverse(consumer->between))
@@ -657,8 +661,8 @@ template <typename OpT> struct ConvPattern : OpRewritePattern<OpT> {
       }
     }
     auto lowerGroup = [&](ArrayRef<Value> operands, RankedTensorType part) {
-      return lowerFastConv(rewriter, loc, operands[0], operands[1], stride, padding, dilation,
-                           part);
+      return lowerFastConv(rewriter, loc, operands[0], operands[1], stride, padding, dilation, part,
+                           bf16Products);
     };
     std::optional<Value> fast =
         groups == 1 ? lowerGroup({op.getInput(), op.getWeight()}, out)
@@ -878,8 +882,8 @@ struct ConvGradWeightPattern : OpRewritePattern<ConvGradWeightOp> {
 
 } // namespace
 
-void linalg_lowering::populateConvolutionPatterns(RewritePatternSet &patterns) {
+void linalg_lowering::populateConvolutionPatterns(RewritePatternSet &patterns, bool bf16Products) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<ConvPattern<Conv1DOp>, ConvPattern<Conv2DOp>, ConvGradInputPattern,
-               ConvGradWeightPattern>(ctx);
+  patterns.add<ConvPattern<Conv1DOp>, ConvPattern<Conv2DOp>>(ctx, bf16Products);
+  patterns.add<ConvGradInputPattern, ConvGradWeightPattern>(ctx);
 }

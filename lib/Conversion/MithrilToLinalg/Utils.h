@@ -135,11 +135,14 @@ struct PooledBlocks {
 /// C, 3, 3] by Winograd's F(2x2, 3x3) (Winograd.cpp), or nullopt where it
 /// does not pay (few channels) or does not apply (a stride or dilation other
 /// than 1). With `pooled`, the result is the pooling [N, F, OH / 2, OW / 2]
-/// (even OH, OW).
+/// (even OH, OW). With `bf16Products`, the transformed input and filter are
+/// rounded to bf16 and multiplied in pairs of channels (f32 sums), as the
+/// bf16 dot-product register tiles take them (even C).
 std::optional<mlir::Value>
 lowerWinogradConv(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input, mlir::Value weight,
                   llvm::ArrayRef<int64_t> stride, llvm::ArrayRef<int64_t> padding,
-                  llvm::ArrayRef<int64_t> dilation, const PooledBlocks *pooled = nullptr);
+                  llvm::ArrayRef<int64_t> dilation, const PooledBlocks *pooled = nullptr,
+                  bool bf16Products = false);
 
 /// For a gather-form window gradient: given input position `i` and window
 /// offset `k` along one spatial dimension, the output position `o` whose
@@ -199,7 +202,7 @@ void populateReductionPatterns(mlir::RewritePatternSet &patterns);
 void populateLinearPatterns(mlir::RewritePatternSet &patterns);
 
 /// Convolutions and their gradients (Convolution.cpp).
-void populateConvolutionPatterns(mlir::RewritePatternSet &patterns);
+void populateConvolutionPatterns(mlir::RewritePatternSet &patterns, bool bf16Products = false);
 
 /// Max and average pooling and their gradients (Pooling.cpp).
 void populatePoolingPatterns(mlir::RewritePatternSet &patterns);

@@ -13,8 +13,10 @@
 //
 // so the products become 16 independent [F x C] x [C x tiles] matmuls, one per
 // point of the 4x4 transformed block, which run on the flat convolution's
-// register tiles (CpuKernel::ConvFlat with a 1x1 kernel). The transforms are
-// additions (and halvings of the weights), elementwise over tiles.
+// register tiles (CpuKernel::ConvFlat with a 1x1 kernel), or with
+// bf16Products on the packed matmul's bf16 dot-product tiles, the transformed
+// operands rounded to bf16. The transforms are additions (and halvings of the
+// weights), elementwise over tiles.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,6 +38,10 @@ namespace {
 
 /// Points of the transformed 4x4 block, and outputs of a tile per side.
 constexpr int64_t kPoints = 4, kOutputs = 2;
+
+/// Columns of a panel of bf16 products: the dot-product register tile's (8 x
+/// 32).
+constexpr int64_t kBF16Panel = 32;
 
 /// Scalar arithmetic in the transforms' bodies.
 struct Arith {
@@ -148,7 +154,8 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
                                                         Value weight, ArrayRef<int64_t> stride,
                                                         ArrayRef<int64_t> padding,
                                                         ArrayRef<int64_t> dilation,
-                                                        const PooledBlocks *pooled) {
+                                                        const PooledBlocks *pooled,
+                                                        bool bf16Products) {
   auto isOne = [](int64_t v) { return v == 1; };
   if (!llvm::all_of(stride, isOne) || !llvm::all_of(dilation, isOne))
     return std::nullopt;
@@ -167,13 +174,24 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
     return std::nullopt;
   if (pooled && (oh % kOutputs != 0 || ow % kOutputs != 0))
     return std::nullopt;
+  // bf16 products multiply pairs of channels.
+  if (bf16Products && c % 2 != 0)
+    bf16Products = false;
   int64_t th = llvm::divideCeil(oh, kOutputs), tw = llvm::divideCeil(ow, kOutputs);
   int64_t tiles = n * th * tw;
   // Tiles are the matmuls' columns: a whole number of register tiles, or
-  // padded up to one.
-  int64_t columns = llvm::alignTo(tiles, kConvFlatLanes);
+  // padded up to one (in bf16, of panels of the dot-product tiles' width).
+  int64_t columns = llvm::alignTo(tiles, bf16Products ? kBF16Panel : kConvFlatLanes);
   MLIRContext *ctx = b.getContext();
   Type et = xt.getElementType();
+  // The transformed operands' type: f32, or bf16 for bf16 products.
+  Type pointType = bf16Products ? Type(b.getBF16Type()) : et;
+  auto narrow = [&](Arith &a, SmallVector<Value> values) {
+    if (bf16Products)
+      for (Value &v : values)
+        v = arith::TruncFOp::create(a.b, a.loc, pointType, v);
+    return values;
+  };
   auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
 
   // Each stage's ops carry its name beside the convolution's, which
@@ -199,15 +217,22 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
       for (int64_t j = 0; j < 3; ++j)
         maps.push_back(AffineMap::get(
             2, 0, {d(0), d(1), getAffineConstantExpr(i, ctx), getAffineConstantExpr(j, ctx)}, ctx));
-    SmallVector<Value> points =
-        buildPointwise(b, loc, 2, taps, maps,
-                       emptyTensors(b, loc, RankedTensorType::get({f, c}, et), kPoints * kPoints),
-                       [](Arith &a, ValueRange g) {
-                         return transform2D(a, llvm::to_vector(g), 3, filterTransform);
-                       });
+    SmallVector<Value> points = buildPointwise(
+        b, loc, 2, taps, maps,
+        emptyTensors(b, loc, RankedTensorType::get({f, c}, pointType), kPoints * kPoints),
+        [&](Arith &a, ValueRange g) {
+          return narrow(a, transform2D(a, llvm::to_vector(g), 3, filterTransform));
+        });
+    // f32: [16, f, c, 1, 1], the flat convolution's weight with a 1x1
+    // kernel; bf16: [16, f, c / 2, 2], pairs of channels.
     filters = tensor::ExpandShapeOp::create(
-        b, loc, RankedTensorType::get({kPoints * kPoints, f, c, 1, 1}, et),
-        stackPoints(b, loc, points), SmallVector<ReassociationIndices>{{0}, {1}, {2, 3, 4}});
+        b, loc,
+        RankedTensorType::get(bf16Products ? ArrayRef<int64_t>{kPoints * kPoints, f, c / 2, 2}
+                                           : ArrayRef<int64_t>{kPoints * kPoints, f, c, 1, 1},
+                              pointType),
+        stackPoints(b, loc, points),
+        bf16Products ? SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}}
+                     : SmallVector<ReassociationIndices>{{0}, {1}, {2, 3, 4}});
   }
 
   // V[p, c, columns] = B^T d B of each tile's 4x4 input block. Tile (ty,
@@ -242,9 +267,10 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
     SmallVector<Value> parts;
     for (Value v : buildPointwise(
              b, loc, 4, blocks, maps,
-             emptyTensors(b, loc, RankedTensorType::get({c, n, th, tw}, et), kPoints * kPoints),
-             [](Arith &a, ValueRange x) {
-               return transform2D(a, llvm::to_vector(x), kPoints, inputTransform);
+             emptyTensors(b, loc, RankedTensorType::get({c, n, th, tw}, pointType),
+                          kPoints * kPoints),
+             [&](Arith &a, ValueRange x) {
+               return narrow(a, transform2D(a, llvm::to_vector(x), kPoints, inputTransform));
              }))
       parts.push_back(collapse(b, loc, v, {c, tiles}, {{0}, {1, 2, 3}}));
     points = stackPoints(b, loc, parts);
@@ -253,9 +279,26 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
       SmallVector<OpFoldResult> low(3, b.getIndexAttr(0));
       SmallVector<OpFoldResult> high = {b.getIndexAttr(0), b.getIndexAttr(0),
                                         b.getIndexAttr(columns - tiles)};
-      points =
-          tensor::PadOp::create(b, loc, RankedTensorType::get({kPoints * kPoints, c, columns}, et),
-                                points, low, high, zero);
+      points = tensor::PadOp::create(
+          b, loc, RankedTensorType::get({kPoints * kPoints, c, columns}, pointType), points, low,
+          high, floatConst(b, loc, pointType, 0.0));
+    }
+    // bf16: panels of the register tiles' columns, each channel pair's
+    // columns interleaved, [16, panels, c / 2, panel, 2]: a tile's step
+    // reads one contiguous row of pairs.
+    if (bf16Products) {
+      int64_t panels = columns / kBF16Panel;
+      Value split = tensor::ExpandShapeOp::create(
+          b, loc,
+          RankedTensorType::get({kPoints * kPoints, c / 2, 2, panels, kBF16Panel}, pointType),
+          points, SmallVector<ReassociationIndices>{{0}, {1, 2}, {3, 4}});
+      points = linalg::TransposeOp::create(
+                   b, loc, split,
+                   tensor::EmptyOp::create(
+                       b, loc, ArrayRef<int64_t>{kPoints * kPoints, panels, c / 2, kBF16Panel, 2},
+                       pointType),
+                   ArrayRef<int64_t>{0, 3, 1, 4, 2})
+                   .getResult()[0];
     }
   }
 
@@ -264,7 +307,30 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
   // kernel per point, one kernel for all 16 products.
   stage("winograd products");
   Value products;
-  {
+  if (bf16Products) {
+    // Loops (p, f, panel, column, c / 2, pair): per point, U [f, c / 2, 2]
+    // times the panels of V, f32 sums: the packed matmul's dot-product
+    // register tiles (vdpbf16ps) after its unit loops drop.
+    int64_t panels = columns / kBF16Panel;
+    auto type = RankedTensorType::get({kPoints * kPoints, f, panels, kBF16Panel}, et);
+    SmallVector<AffineMap> maps = {AffineMap::get(6, 0, {d(0), d(1), d(4), d(5)}, ctx),
+                                   AffineMap::get(6, 0, {d(0), d(2), d(4), d(3), d(5)}, ctx),
+                                   AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, ctx)};
+    SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
+    iterators.append(2, utils::IteratorType::reduction);
+    auto generic = linalg::GenericOp::create(
+        b, loc, TypeRange{type}, ValueRange{filters, points}, zeroFilled(b, loc, type), maps,
+        iterators, [&](OpBuilder &nb, Location nl, ValueRange args) {
+          Value u = arith::ExtFOp::create(nb, nl, et, args[0]);
+          Value v = arith::ExtFOp::create(nb, nl, et, args[1]);
+          Value product = arith::MulFOp::create(nb, nl, u, v);
+          linalg::YieldOp::create(nb, nl,
+                                  arith::AddFOp::create(nb, nl, args[2], product).getResult());
+        });
+    setCpuKernel(generic, CpuKernel::PackedMatmul);
+    products =
+        collapse(b, loc, generic.getResult(0), {kPoints * kPoints, f, columns}, {{0}, {1}, {2, 3}});
+  } else {
     auto type = RankedTensorType::get({kPoints * kPoints, f, columns}, et);
     SmallVector<AffineMap> maps = {AffineMap::get(6, 0, {d(0), d(3), d(2) + d(4) + d(5)}, ctx),
                                    AffineMap::get(6, 0, {d(0), d(1), d(3), d(4), d(5)}, ctx),

@@ -1,4 +1,5 @@
 // RUN: mithril-opt %s -split-input-file --convert-mithril-to-linalg | FileCheck %s
+// RUN: mithril-opt %s -split-input-file --convert-mithril-to-linalg="bf16-products=true" | FileCheck %s --check-prefix=BF16
 
 // A stride-1 3x3 float32 convolution with 8+ channels on both sides lowers by
 // Winograd's F(2x2, 3x3): the 16 points of the transformed filter (one
@@ -107,4 +108,34 @@ mithril.model @FewChannels(data %x: tensor<2x4x6x6xf32>, param %w: tensor<16x4x3
 mithril.model @Float64(data %x: tensor<2x8x6x6xf64>, param %w: tensor<16x8x3x3xf64>) -> (y: tensor<2x16x6x6xf64>) {
   %y = mithril.conv2d %x, %w {dilation = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x8x6x6xf64>, tensor<16x8x3x3xf64>) -> tensor<2x16x6x6xf64>
   mithril.output %y : tensor<2x16x6x6xf64>
+}
+
+// -----
+
+// With bf16-products (a model computed in bf16, for a CPU with bf16 dot
+// products) the transforms round their points to bf16, the filter's viewed
+// as pairs of channels [16, F, C / 2, 2], the input's padded to a panel of 32
+// columns and interleaved by channel pairs, [16, panels, C / 2, 32, 2], and
+// the products are one batch of packed dot-product tiles with f32 sums.
+// CHECK-LABEL: func.func @WinogradBF16(
+// CHECK: lowering_config<kernel = conv_flat>
+// BF16-LABEL: func.func @WinogradBF16(
+// BF16: linalg.generic
+// BF16-COUNT-16: arith.truncf %{{.+}} : f32 to bf16
+// BF16: } -> (tensor<16x8xbf16>,
+// BF16: %[[U:.+]] = tensor.expand_shape %{{.+}} {{\[}}[0], [1], [2, 3]] output_shape [16, 16, 4, 2] : tensor<16x16x8xbf16> into tensor<16x16x4x2xbf16>
+// BF16-COUNT-16: arith.truncf %{{.+}} : f32 to bf16
+// BF16: tensor.pad %{{.+}} low[0, 0, 0] high[0, 0, 14]
+// BF16: } : tensor<16x8x18xbf16> to tensor<16x8x32xbf16>
+// BF16: %[[SPLIT:.+]] = tensor.expand_shape %{{.+}} output_shape [16, 4, 2, 1, 32] : tensor<16x8x32xbf16> into tensor<16x4x2x1x32xbf16>
+// BF16: %[[V:.+]] = linalg.transpose ins(%[[SPLIT]] : {{.*}}) outs(%{{.+}} : tensor<16x1x4x32x2xbf16>) permutation = [0, 3, 1, 4, 2]
+// BF16: %[[M:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%[[U]], %[[V]] : tensor<16x16x4x2xbf16>, tensor<16x1x4x32x2xbf16>) outs(%{{.+}} : tensor<16x16x1x32xf32>) attrs = {mithril.lowering_config = #mithril.lowering_config<kernel = packed_matmul>}
+// BF16: arith.extf
+// BF16: arith.extf
+// BF16: arith.mulf
+// BF16: arith.addf
+// BF16: tensor.collapse_shape %[[M]] {{\[}}[0], [1], [2, 3]] : tensor<16x16x1x32xf32> into tensor<16x16x32xf32>
+mithril.model @WinogradBF16(data %x: tensor<2x8x6x6xf32>, param %w: tensor<16x8x3x3xf32>, param %b: tensor<16xf32>) -> (y: tensor<2x16x6x6xf32>) {
+  %c = mithril.conv2d %x, %w, %b {dilation = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x8x6x6xf32>, tensor<16x8x3x3xf32>, tensor<16xf32>) -> tensor<2x16x6x6xf32>
+  mithril.output %c : tensor<2x16x6x6xf32>
 }

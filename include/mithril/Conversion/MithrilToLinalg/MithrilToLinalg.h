@@ -54,9 +54,11 @@ inline constexpr llvm::StringLiteral kIndexErrorFunction = "mithrilIndexError";
 
 /// Adds the patterns that lower mithril primitives to linalg on tensors.
 /// With `indexErrors`, ops indexing by data report indices out of range
-/// through kIndexErrorFunction (they clamp them either way).
-void populateMithrilToLinalgPatterns(mlir::RewritePatternSet &patterns,
-                                     bool indexErrors = false);
+/// through kIndexErrorFunction (they clamp them either way). With
+/// `bf16Products`, Winograd convolutions multiply their transformed operands
+/// in bf16 (convert-mithril-to-linalg's bf16-products).
+void populateMithrilToLinalgPatterns(mlir::RewritePatternSet &patterns, bool indexErrors = false,
+                                     bool bf16Products = false);
 
 } // namespace mithril
 
