@@ -135,6 +135,30 @@ static bool isUnmaskedReductionToVector(vector::MultiDimReductionOp op) {
          !isa<vector::MaskOp>(op->getParentOp());
 }
 
+/// The value a broadcast of one element (a scalar, or a vector of one
+/// element) spreads, when `v` is one; null otherwise.
+static Value broadcastSource(Value v) {
+  auto broadcast = v.getDefiningOp<vector::BroadcastOp>();
+  if (!broadcast)
+    return Value();
+  auto source = dyn_cast<VectorType>(broadcast.getSourceType());
+  return !source || source.getNumElements() == 1 ? broadcast.getSource() : Value();
+}
+
+/// The scalar of broadcastSource's value.
+static Value broadcastElement(RewriterBase &rewriter, Location loc, Value source) {
+  if (auto single = dyn_cast<VectorType>(source.getType()))
+    return vector::ExtractOp::create(rewriter, loc, source,
+                                     SmallVector<int64_t>(single.getRank(), 0));
+  return source;
+}
+
+/// Whether `v` is a constant vector of one value.
+static bool isSplatVector(Value v) {
+  DenseElementsAttr splat;
+  return isa<VectorType>(v.getType()) && matchPattern(v, m_Constant(&splat)) && splat.isSplat();
+}
+
 /// An elementwise op on vectors that are shape casts of one shape (or
 /// broadcasts of one element, or splats) computes on that shape, the cast
 /// moved after it, when that shape's rows are longer. A pooling's window tile
@@ -174,15 +198,12 @@ struct ElementwiseBeforeShapeCast : RewritePattern {
         continue;
       }
       auto wanted = VectorType::get(shape, type.getElementType());
-      DenseElementsAttr splat;
       if (auto shapeCast = v.getDefiningOp<vector::ShapeCastOp>();
           shapeCast && shapeCast.getSourceVectorType() == wanted)
         kinds.push_back(Kind::Source);
-      else if (auto broadcast = v.getDefiningOp<vector::BroadcastOp>();
-               broadcast && (!isa<VectorType>(broadcast.getSourceType()) ||
-                             cast<VectorType>(broadcast.getSourceType()).getNumElements() == 1))
+      else if (broadcastSource(v))
         kinds.push_back(Kind::Broadcast);
-      else if (matchPattern(v, m_Constant(&splat)) && splat.isSplat())
+      else if (isSplatVector(v))
         kinds.push_back(Kind::Splat);
       else
         return failure();
@@ -198,11 +219,8 @@ struct ElementwiseBeforeShapeCast : RewritePattern {
       if (kind == Kind::Source) {
         operands.push_back(v.getDefiningOp<vector::ShapeCastOp>().getSource());
       } else if (kind == Kind::Broadcast) {
-        Value element = v.getDefiningOp<vector::BroadcastOp>().getSource();
-        if (auto single = dyn_cast<VectorType>(element.getType()))
-          element = vector::ExtractOp::create(rewriter, loc, element,
-                                              SmallVector<int64_t>(single.getRank(), 0));
-        operands.push_back(vector::BroadcastOp::create(rewriter, loc, wanted, element));
+        operands.push_back(vector::BroadcastOp::create(
+            rewriter, loc, wanted, broadcastElement(rewriter, loc, broadcastSource(v))));
       } else {
         DenseElementsAttr splat;
         matchPattern(v, m_Constant(&splat));
@@ -233,13 +251,9 @@ struct ElementwiseOnBroadcastElements : RewritePattern {
       return failure();
     bool anyBroadcast = false;
     for (Value v : op->getOperands()) {
-      DenseElementsAttr splat;
-      auto broadcast = v.getDefiningOp<vector::BroadcastOp>();
-      auto source = broadcast ? dyn_cast<VectorType>(broadcast.getSourceType()) : VectorType();
-      if (broadcast && (!source || source.getNumElements() == 1))
+      if (broadcastSource(v))
         anyBroadcast = true;
-      else if (!isa<VectorType>(v.getType()) ||
-               !(matchPattern(v, m_Constant(&splat)) && splat.isSplat()))
+      else if (!isSplatVector(v))
         return failure();
     }
     if (!anyBroadcast)
@@ -247,12 +261,8 @@ struct ElementwiseOnBroadcastElements : RewritePattern {
     Location loc = op->getLoc();
     SmallVector<Value> elements;
     for (Value v : op->getOperands()) {
-      if (auto broadcast = v.getDefiningOp<vector::BroadcastOp>()) {
-        Value element = broadcast.getSource();
-        if (auto single = dyn_cast<VectorType>(element.getType()))
-          element = vector::ExtractOp::create(rewriter, loc, element,
-                                              SmallVector<int64_t>(single.getRank(), 0));
-        elements.push_back(element);
+      if (Value source = broadcastSource(v)) {
+        elements.push_back(broadcastElement(rewriter, loc, source));
         continue;
       }
       DenseElementsAttr splat;
