@@ -24,7 +24,7 @@ from mithril import _mithril
 from mithril.models import MatrixMultiply, Model
 from mithril.types import from_bfloat16_bits, to_bfloat16_bits
 
-from bench import median_times, mlp
+from bench import cnn, median_times, mlp
 from hostinfo import host_cpu
 
 try:
@@ -68,6 +68,30 @@ def gemm():
 def relerr(got, ref):
     got = np.asarray(got, np.float64)
     return float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
+
+
+def compare_variants(make_model, x, cases, seed, repeats, calibration=None):
+    """Each of `cases` ({kind: (backend, compile options, storage)}, float32
+    first) compiled for input `x` and run on the same bfloat16-exact
+    parameters: its median time and its output's error against the first's.
+    `calibration(params)` gives the calibration data of a case whose options
+    ask for it."""
+    calls, errs, ref, params = {}, {}, None, None
+    for kind, (backend, extra, storage) in cases.items():
+        if extra.pop("calibration", False):
+            extra = {"calibration_data": calibration(params)}
+        pm = ml.compile(make_model(), backend, shapes={"input": list(x.shape)}, jit=True,
+                        **extra)
+        if params is None:
+            params = {k: bf16(v) for k, v in pm.randomize_params(seed=seed).items()}
+        p = {k: stored(v, storage) for k, v in params.items()}
+        data = {"input": stored(x, storage)}
+        out = np.asarray(pm.evaluate(p, data)["logits"], np.float64)
+        if ref is None:
+            ref = out
+        errs[kind] = relerr(out, ref) if kind != "f32" else 0.0
+        calls[kind] = (lambda pm=pm, p=p, data=data: pm.evaluate(p, data))
+    return dict(zip(calls, median_times(list(calls.values()), repeats))), errs
 
 
 def run(quick: bool):
@@ -114,31 +138,39 @@ def run(quick: bool):
                  "int8": (ml.MlirBackend(quantize="int8", num_threads=1), {}, np.float32),
                  "int8 static": (ml.MlirBackend(quantize="int8", num_threads=1),
                                  {"calibration": True}, np.float32)}
-        calls, errs, ref, params = {}, {}, None, None
-        for kind, (backend, extra, storage) in cases.items():
-            if extra.pop("calibration", False):
-                # Static activation scales from four calibration batches.
-                extra = {"calibration_data": [
-                    {**params, "input": rng.standard_normal((batch, 784)).astype(np.float32)}
-                    for _ in range(4)]}
-            pm = ml.compile(mlp(), backend, shapes={"input": [batch, 784]}, jit=True, **extra)
-            if params is None:
-                params = {k: bf16(v) for k, v in pm.randomize_params(seed=2).items()}
-            p = {k: stored(v, storage) for k, v in params.items()}
-            data = {"input": stored(x, storage)}
-            out = np.asarray(pm.evaluate(p, data)["logits"], np.float64)
-            if ref is None:
-                ref = out
-            errs[kind] = relerr(out, ref) if kind != "f32" else 0.0
-            calls[kind] = (lambda pm=pm, p=p, data=data: pm.evaluate(p, data))
-        times = dict(zip(calls, median_times(list(calls.values()), repeats)))
-        for kind in calls:
+        # Static activation scales from four calibration batches.
+        calibration = (lambda params, batch=batch: [
+            {**params, "input": rng.standard_normal((batch, 784)).astype(np.float32)}
+            for _ in range(4)])
+        times, errs = compare_variants(mlp, x, cases, 2, repeats, calibration)
+        for kind in times:
             name = {"mixed bf16": "mixed-precision bf16",
                     "int8 static": "int8, calibrated scales"}.get(kind, kind)
             rows.append((f"MLP 784-512-512-10 b{batch} ({name})", times[kind],
                          times["f32"] / times[kind], None, errs[kind],
                          variant(kind.split()[0] if kind.startswith("int8") else
                                  kind.split()[-1])))
+
+    # The bench CNN (3x3 convolutions of 32 and 64 channels, 2x2 poolings):
+    # the second convolution runs by Winograd's transforms, its 16 products
+    # on bf16 dot products where the CPU has them.
+    batch = 16
+    x = rng.standard_normal((batch, 1, 28, 28)).astype(np.float32)
+    cases = {"f32": (ml.MlirBackend(num_threads=1), {}, np.float32),
+             "bf16": (ml.MlirBackend(dtype=ml.bfloat16, num_threads=1), {}, "bits"),
+             "mixed bf16": (ml.MlirBackend(precision="bfloat16", num_threads=1),
+                            {"mixed_precision": True}, np.float32)}
+    times, errs = compare_variants(cnn, x, cases, 4, repeats)
+    target = _mithril.cpu_target()
+    for kind in times:
+        name = {"mixed bf16": "mixed-precision bf16"}.get(kind, kind)
+        kernel = variant("f32")
+        if kind != "f32":
+            kernel = ("Winograd products on vdpbf16ps (AVX512-BF16), transformed operands "
+                      "rounded to bf16" if target["bf16_dot_product"]
+                      else "bf16 storage, Winograd and every product in f32")
+        rows.append((f"CNN forward b{batch} ({name})", times[kind], times["f32"] / times[kind],
+                     None, errs[kind], kernel))
 
     batch = 256
     x = rng.standard_normal((batch, 784)).astype(np.float32)
@@ -177,7 +209,8 @@ def write(rows, path):
              f"{torch.__version__ if torch else 'absent'}. Times are medians of alternating "
              "blocks; `vs f32` is our float32 time over the row's (above 1: faster than f32). "
              "Error: relative Frobenius error of the result against float64 on the same "
-             "(bfloat16-exact) inputs for matmuls, against our float32 for the MLP.", "",
+             "(bfloat16-exact) inputs for matmuls, against our float32 for the MLP and the "
+             "CNN.", "",
              "| case | time | vs f32 | GFLOP/s | error | kernel |",
              "| --- | --- | --- | --- | --- | --- |"]
     for case, seconds, ratio, gflops, err, kernel in rows:
