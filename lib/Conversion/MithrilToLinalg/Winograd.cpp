@@ -122,13 +122,17 @@ SmallVector<Value> emptyTensors(OpBuilder &b, Location loc, RankedTensorType typ
 }
 
 /// The 16 points `parts` (each of one shape) stacked into one tensor [16,
-/// shape...], the batch of the products. (A copy of each: written in place,
-/// a slice of the stack as each point's output was turned back into an
-/// empty tensor by the fusion's cleanups, and the 16 empties merged.)
-Value stackPoints(OpBuilder &b, Location loc, ArrayRef<Value> parts) {
+/// shape...], the batch of the products, its last dimension zero-padded to
+/// `lastSize` where that is larger (the zeros written in place, not the stack
+/// copied into a padded one). (A copy of each: written in place, a slice of
+/// the stack as each point's output was turned back into an empty tensor by
+/// the fusion's cleanups, and the 16 empties merged.)
+Value stackPoints(OpBuilder &b, Location loc, ArrayRef<Value> parts, int64_t lastSize = 0) {
   RankedTensorType part = tensorType(parts.front());
   SmallVector<int64_t> shape = {static_cast<int64_t>(parts.size())};
   llvm::append_range(shape, part.getShape());
+  int64_t last = shape.back();
+  shape.back() = std::max(last, lastSize);
   Value stack = tensor::EmptyOp::create(b, loc, shape, part.getElementType());
   SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1)}, strides(shape.size(), b.getIndexAttr(1));
   for (int64_t d : part.getShape())
@@ -137,6 +141,19 @@ Value stackPoints(OpBuilder &b, Location loc, ArrayRef<Value> parts) {
     SmallVector<OpFoldResult> offsets(shape.size(), b.getIndexAttr(0));
     offsets[0] = b.getIndexAttr(p);
     stack = tensor::InsertSliceOp::create(b, loc, value, stack, offsets, sizes, strides);
+  }
+  if (shape.back() > last) {
+    SmallVector<int64_t> tailShape(shape);
+    tailShape.back() = shape.back() - last;
+    Value zero = floatConst(b, loc, part.getElementType(), 0.0);
+    Value empty = tensor::EmptyOp::create(b, loc, tailShape, part.getElementType());
+    Value tail = linalg::FillOp::create(b, loc, zero, empty).getResult(0);
+    SmallVector<OpFoldResult> offsets(shape.size(), b.getIndexAttr(0));
+    offsets.back() = b.getIndexAttr(last);
+    SmallVector<OpFoldResult> tailSizes;
+    for (int64_t d : tailShape)
+      tailSizes.push_back(b.getIndexAttr(d));
+    stack = tensor::InsertSliceOp::create(b, loc, tail, stack, offsets, tailSizes, strides);
   }
   return stack;
 }
@@ -273,16 +290,8 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
                return narrow(a, transform2D(a, llvm::to_vector(x), kPoints, inputTransform));
              }))
       parts.push_back(collapse(b, loc, v, {c, tiles}, {{0}, {1, 2, 3}}));
-    points = stackPoints(b, loc, parts);
     // Whole register tiles of columns: the tiles padded with zeros.
-    if (columns != tiles) {
-      SmallVector<OpFoldResult> low(3, b.getIndexAttr(0));
-      SmallVector<OpFoldResult> high = {b.getIndexAttr(0), b.getIndexAttr(0),
-                                        b.getIndexAttr(columns - tiles)};
-      points = tensor::PadOp::create(
-          b, loc, RankedTensorType::get({kPoints * kPoints, c, columns}, pointType), points, low,
-          high, floatConst(b, loc, pointType, 0.0));
-    }
+    points = stackPoints(b, loc, parts, columns);
     // bf16: panels of the register tiles' columns, each channel pair's
     // columns interleaved, [16, panels, c / 2, panel, 2]: a tile's step
     // reads one contiguous row of pairs.

@@ -6,7 +6,7 @@
 // generic over [F, C]) stacked into [16, F, C, 1, 1], the input padded to
 // whole 2x2 output blocks and split into its four parity planes, the 16
 // points of each block's transformed input over [C, N, TH, TW] (2 x 3 x 3 =
-// 18 tiles) stacked into [16, C, 18] and padded to 32 columns, one batch of
+// 18 tiles) stacked into [16, C, 32], zeros after the 18, one batch of
 // 16 products on the flat convolution's register tiles (the point as the
 // batch, a 1x1 kernel per point), the 2x2 outputs of each block from the
 // 16 points, and those interleaved into [N, F, OH, OW].
@@ -24,8 +24,9 @@
 // CHECK: %[[V:.+]]:16 = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
 // CHECK: } -> (tensor<8x2x3x3xf32>,
 // CHECK: tensor.collapse_shape %[[V]]#0 {{\[}}[0], [1, 2, 3]] : tensor<8x2x3x3xf32> into tensor<8x18xf32>
-// CHECK: %[[VS:.+]] = tensor.insert_slice %{{.+}} into %{{.+}}[15, 0, 0] [1, 8, 18] [1, 1, 1] : tensor<8x18xf32> into tensor<16x8x18xf32>
-// CHECK: %[[POINTS:.+]] = tensor.pad %[[VS]] low[0, 0, 0] high[0, 0, 14]
+// CHECK: %[[VS:.+]] = tensor.insert_slice %{{.+}} into %{{.+}}[15, 0, 0] [1, 8, 18] [1, 1, 1] : tensor<8x18xf32> into tensor<16x8x32xf32>
+// CHECK: %[[TAIL:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<16x8x14xf32>)
+// CHECK: %[[POINTS:.+]] = tensor.insert_slice %[[TAIL]] into %[[VS]][0, 0, 18] [16, 8, 14] [1, 1, 1] : tensor<16x8x14xf32> into tensor<16x8x32xf32>
 // CHECK: %[[M:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%[[POINTS]], %[[FILTERS]] : tensor<16x8x32xf32>, tensor<16x16x8x1x1xf32>) outs(%{{.+}} : tensor<16x16x32xf32>) attrs = {mithril.lowering_config = #mithril.lowering_config<kernel = conv_flat>}
 // CHECK: tensor.extract_slice %[[M]][0, 0, 0] [1, 16, 32] [1, 1, 1] : tensor<16x16x32xf32> to tensor<16x32xf32>
 // CHECK: tensor.extract_slice %[[M]][15, 0, 0] [1, 16, 32] [1, 1, 1] : tensor<16x16x32xf32> to tensor<16x32xf32>
@@ -114,8 +115,8 @@ mithril.model @Float64(data %x: tensor<2x8x6x6xf64>, param %w: tensor<16x8x3x3xf
 
 // With bf16-products (a model computed in bf16, for a CPU with bf16 dot
 // products) the transforms round their points to bf16, the filter's viewed
-// as pairs of channels [16, F, C / 2, 2], the input's padded to a panel of 32
-// columns and interleaved by channel pairs, [16, panels, C / 2, 32, 2], and
+// as pairs of channels [16, F, C / 2, 2], the input's stacked into a panel of
+// 32 columns and interleaved by channel pairs, [16, panels, C / 2, 32, 2], and
 // the products are one batch of packed dot-product tiles with f32 sums.
 // CHECK-LABEL: func.func @WinogradBF16(
 // CHECK: lowering_config<kernel = conv_flat>
@@ -125,8 +126,8 @@ mithril.model @Float64(data %x: tensor<2x8x6x6xf64>, param %w: tensor<16x8x3x3xf
 // BF16: } -> (tensor<16x8xbf16>,
 // BF16: %[[U:.+]] = tensor.expand_shape %{{.+}} {{\[}}[0], [1], [2, 3]] output_shape [16, 16, 4, 2] : tensor<16x16x8xbf16> into tensor<16x16x4x2xbf16>
 // BF16-COUNT-16: arith.truncf %{{.+}} : f32 to bf16
-// BF16: tensor.pad %{{.+}} low[0, 0, 0] high[0, 0, 14]
-// BF16: } : tensor<16x8x18xbf16> to tensor<16x8x32xbf16>
+// BF16: %[[TAIL:.+]] = linalg.fill ins(%{{.+}} : bf16) outs(%{{.+}} : tensor<16x8x14xbf16>)
+// BF16: tensor.insert_slice %[[TAIL]] into %{{.+}}[0, 0, 18] [16, 8, 14] [1, 1, 1] : tensor<16x8x14xbf16> into tensor<16x8x32xbf16>
 // BF16: %[[SPLIT:.+]] = tensor.expand_shape %{{.+}} output_shape [16, 4, 2, 1, 32] : tensor<16x8x32xbf16> into tensor<16x4x2x1x32xbf16>
 // BF16: %[[V:.+]] = linalg.transpose ins(%[[SPLIT]] : {{.*}}) outs(%{{.+}} : tensor<16x1x4x32x2xbf16>) permutation = [0, 3, 1, 4, 2]
 // BF16: %[[M:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%[[U]], %[[V]] : tensor<16x16x4x2xbf16>, tensor<16x1x4x32x2xbf16>) outs(%{{.+}} : tensor<16x16x1x32xf32>) attrs = {mithril.lowering_config = #mithril.lowering_config<kernel = packed_matmul>}
