@@ -11,6 +11,7 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -212,7 +213,9 @@ static bool holdsNarrowValue(Value v, FloatType narrow, unsigned depth = 0) {
 /// (mixed precision's rounding of each op's result, fused into the op that
 /// reads it): nothing when x holds a value of the narrow type already, else
 /// for bf16 the rounding on x's bits, round to nearest even, in 32-bit
-/// integers of x's shape. The conversions would narrow each vector to i16
+/// integers of x's shape (upstream's bf16 expansion rounds the same way but
+/// into i16 lanes, which a round trip does not need). The conversions would
+/// narrow each vector to i16
 /// lanes and back, row by row of the tile (a bf16 CNN's pooling, whose tile
 /// rows are 2 wide, ran 9 times slower than in float32).
 /// The rounding on bits comes after fusion (`onBits`), so that the ops fused
@@ -238,11 +241,8 @@ struct RoundThroughNarrowFloat : OpRewritePattern<arith::ExtFOp> {
     Type bitsType = i32;
     if (auto vector = dyn_cast<VectorType>(x.getType()))
       bitsType = vector.clone(i32);
-    auto constant = [&](int64_t value) -> Value {
-      if (auto vector = dyn_cast<VectorType>(bitsType))
-        return arith::ConstantOp::create(
-            rewriter, loc, DenseElementsAttr::get(vector, rewriter.getI32IntegerAttr(value)));
-      return arith::ConstantOp::create(rewriter, loc, rewriter.getI32IntegerAttr(value));
+    auto constant = [&](int64_t value) {
+      return createScalarOrSplatConstant(rewriter, loc, bitsType, value);
     };
     // bits + 0x7fff + (bit 16 of bits): ties to the even bf16, a carry into
     // the exponent where the value rounds up to the next binade or to inf.

@@ -389,7 +389,6 @@ class PhysicalModel:
         as their bit patterns (uint16) or as ml_dtypes.bfloat16, outputs
         returned as from_bfloat16_bits makes them (the bf16 CNN at batch 16:
         ~60 us of Python a call less)."""
-        terminals = self._inputs + self._outputs
         if (self.backend.device != "cpu" or self._dynamic or self._dp is not None
                 or any(t["name"].endswith(_SIZE) for t in self._outputs)
                 or self._batch_range is not None or self.list_inputs or self._state_pairs):

@@ -47,7 +47,8 @@ except ImportError:  # pragma: no cover - depends on the environment
     _ml_dtypes = None
 
 
-# ml_dtypes' bfloat16, or None without it.
+# ml_dtypes' bfloat16, or None without it (compare with `is not None` first:
+# numpy reads a comparison with None as one with float64).
 BFLOAT16 = np.dtype(_ml_dtypes.bfloat16) if _ml_dtypes else None
 
 
@@ -57,7 +58,7 @@ def user_dtype(name: str) -> np.dtype:
     ml_dtypes.bfloat16 arrays where ml_dtypes is installed, else as float32
     arrays (which hold them exactly)."""
     if name == "bfloat16":
-        return np.dtype(_ml_dtypes.bfloat16) if _ml_dtypes else np.dtype(np.float32)
+        return BFLOAT16 if _ml_dtypes else np.dtype(np.float32)
     return np.dtype(np.bool_ if name == "bool" else name)
 
 

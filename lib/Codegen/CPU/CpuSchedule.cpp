@@ -238,7 +238,9 @@ struct ElementwiseBeforeShapeCast : RewritePattern {
 /// An elementwise op on broadcasts of single elements (and splats) computes
 /// on the elements, once, and broadcasts its result: a per-channel bias that
 /// mixed precision rounds to bf16 is rounded once per channel, not once per
-/// element of the tile.
+/// element of the tile. (Upstream's populateSinkVectorOpsPatterns also moves
+/// broadcasts of whole vectors, which took the int8 tiles' extensions away
+/// from the vpdpbusd lowering's pattern.)
 struct ElementwiseOnBroadcastElements : RewritePattern {
   explicit ElementwiseOnBroadcastElements(MLIRContext *ctx)
       : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}

@@ -199,6 +199,7 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
   // Tiles are the matmuls' columns: a whole number of register tiles, or
   // padded up to one (in bf16, of panels of the dot-product tiles' width).
   int64_t columns = llvm::alignTo(tiles, bf16Products ? kBF16Panel : kConvFlatLanes);
+  int64_t panels = columns / kBF16Panel;
   MLIRContext *ctx = b.getContext();
   Type et = xt.getElementType();
   // The transformed operands' type: f32, or bf16 for bf16 products.
@@ -296,7 +297,6 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
     // columns interleaved, [16, panels, c / 2, panel, 2]: a tile's step
     // reads one contiguous row of pairs.
     if (bf16Products) {
-      int64_t panels = columns / kBF16Panel;
       Value split = tensor::ExpandShapeOp::create(
           b, loc,
           RankedTensorType::get({kPoints * kPoints, c / 2, 2, panels, kBF16Panel}, pointType),
@@ -320,7 +320,6 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
     // Loops (p, f, panel, column, c / 2, pair): per point, U [f, c / 2, 2]
     // times the panels of V, f32 sums: the packed matmul's dot-product
     // register tiles (vdpbf16ps) after its unit loops drop.
-    int64_t panels = columns / kBF16Panel;
     auto type = RankedTensorType::get({kPoints * kPoints, f, panels, kBF16Panel}, et);
     SmallVector<AffineMap> maps = {AffineMap::get(6, 0, {d(0), d(1), d(4), d(5)}, ctx),
                                    AffineMap::get(6, 0, {d(0), d(2), d(4), d(3), d(5)}, ctx),
