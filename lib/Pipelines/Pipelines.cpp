@@ -212,7 +212,10 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     pm.addPass(createCanonicalizerPass());
     bufferization::BufferDeallocationPipelineOptions dealloc;
     bufferization::buildBufferDeallocationPipeline(pm, dealloc);
-    pm.addPass(createMithrilStridedCopies());
+    // The GPU pipeline's front (no host schedule) maps copies to threads.
+    MithrilStridedCopiesOptions copies;
+    copies.vectorRuns = options.schedule;
+    pm.addPass(createMithrilStridedCopies(copies));
     // Temporaries die at their last use, not at the end of the function.
     if (options.memoryPlanning)
       pm.addPass(createMithrilDeallocAtLastUse());

@@ -7,8 +7,11 @@
 
 #include "mithril/Pipelines/Pipelines.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mithril {
@@ -19,7 +22,111 @@ namespace mithril {
 using namespace mlir;
 
 namespace {
+/// The bytes one vector of a copied run moves: four 512-bit registers (LLVM
+/// splits them to the target's width).
+constexpr int64_t kChunkBytes = 256;
+/// Runs shorter than this many bytes stay scalar loops.
+constexpr int64_t kMinRunBytes = 16;
+
+/// How many trailing dimensions of `type` are one contiguous run.
+int64_t contiguousTrailingDims(MemRefType type) {
+  int64_t dims = 0;
+  while (dims < type.getRank() && type.areTrailingDimsContiguous(dims + 1))
+    ++dims;
+  return dims;
+}
+
+/// The groups that merge the last `dims` of `rank` dimensions into one.
+SmallVector<ReassociationIndices> trailingGroups(int64_t rank, int64_t dims) {
+  SmallVector<ReassociationIndices> groups;
+  for (int64_t d = 0; d < rank - dims; ++d)
+    groups.push_back({d});
+  groups.emplace_back();
+  for (int64_t d = rank - dims; d < rank; ++d)
+    groups.back().push_back(d);
+  return groups;
+}
+
+/// The copy as loops over the dimensions before the longest run that is
+/// contiguous in both buffers, each run moved in vectors of kChunkBytes (and
+/// one shorter vector for its tail). False when the runs are too short for
+/// vectors or cannot be viewed flat.
+bool copyInRuns(IRRewriter &rewriter, memref::CopyOp copy) {
+  auto source = cast<MemRefType>(copy.getSource().getType());
+  auto target = cast<MemRefType>(copy.getTarget().getType());
+  int64_t dims = std::min(contiguousTrailingDims(source), contiguousTrailingDims(target));
+  if (dims == 0)
+    return false;
+  int64_t rank = source.getRank(), outer = rank - dims;
+  int64_t run = 1;
+  for (int64_t d = outer; d < rank; ++d)
+    run *= source.getDimSize(d);
+  Type element = source.getElementType();
+  if (!element.isIntOrFloat())
+    return false;
+  int64_t elementBytes = llvm::divideCeil(element.getIntOrFloatBitWidth(), 8);
+  if (run * elementBytes < kMinRunBytes)
+    return false;
+  SmallVector<ReassociationIndices> groups = trailingGroups(rank, dims);
+  if (dims > 1 && !(memref::CollapseShapeOp::isGuaranteedCollapsible(source, groups) &&
+                    memref::CollapseShapeOp::isGuaranteedCollapsible(target, groups)))
+    return false;
+  Location loc = copy.getLoc();
+  rewriter.setInsertionPoint(copy);
+  Value from = copy.getSource(), to = copy.getTarget();
+  if (dims > 1) {
+    from = memref::CollapseShapeOp::create(rewriter, loc, from, groups);
+    to = memref::CollapseShapeOp::create(rewriter, loc, to, groups);
+  }
+  int64_t chunk = std::max<int64_t>(1, kChunkBytes / elementBytes);
+  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  SmallVector<Value> indices;
+  auto moveRun = [&](OpBuilder &b, Location l) {
+    auto move = [&](OpBuilder &nb, Value start, int64_t length) {
+      SmallVector<Value> at(indices);
+      at.push_back(start);
+      auto type = VectorType::get({length}, element);
+      Value data = vector::TransferReadOp::create(nb, l, type, from, at,
+                                                  /*padding=*/std::nullopt, ArrayRef<bool>{true});
+      vector::TransferWriteOp::create(nb, l, data, to, at, ArrayRef<bool>{true});
+    };
+    int64_t whole = run / chunk * chunk;
+    if (whole == chunk) {
+      move(b, zero, chunk);
+    } else if (whole > 0) {
+      Value end = arith::ConstantIndexOp::create(b, l, whole);
+      Value step = arith::ConstantIndexOp::create(b, l, chunk);
+      scf::ForOp::create(b, l, zero, end, step, ValueRange{},
+                         [&](OpBuilder &nb, Location, Value start, ValueRange) {
+                           move(nb, start, chunk);
+                           scf::YieldOp::create(nb, l);
+                         });
+    }
+    if (run > whole)
+      move(b, whole == 0 ? zero : arith::ConstantIndexOp::create(b, l, whole), run - whole);
+  };
+  // Loops over the outer dimensions, outermost first.
+  std::function<void(OpBuilder &, int64_t)> nest = [&](OpBuilder &b, int64_t d) {
+    if (d == outer)
+      return moveRun(b, loc);
+    Value end = arith::ConstantIndexOp::create(b, loc, source.getDimSize(d));
+    scf::ForOp::create(b, loc, zero, end, one, ValueRange{},
+                       [&](OpBuilder &nb, Location, Value iv, ValueRange) {
+                         indices.push_back(iv);
+                         nest(nb, d + 1);
+                         indices.pop_back();
+                         scf::YieldOp::create(nb, loc);
+                       });
+  };
+  nest(rewriter, 0);
+  rewriter.eraseOp(copy);
+  return true;
+}
+
 struct StridedCopiesPass : public mithril::impl::MithrilStridedCopiesBase<StridedCopiesPass> {
+  using MithrilStridedCopiesBase::MithrilStridedCopiesBase;
+
   void runOnOperation() override {
     SmallVector<memref::CopyOp> copies;
     getOperation().walk([&](memref::CopyOp copy) {
@@ -35,6 +142,8 @@ struct StridedCopiesPass : public mithril::impl::MithrilStridedCopiesBase<Stride
     });
     IRRewriter rewriter(&getContext());
     for (memref::CopyOp copy : copies) {
+      if (vectorRuns && copyInRuns(rewriter, copy))
+        continue;
       rewriter.setInsertionPoint(copy);
       rewriter.replaceOpWithNewOp<linalg::CopyOp>(copy, copy.getSource(), copy.getTarget());
     }

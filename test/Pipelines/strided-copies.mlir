@@ -1,15 +1,65 @@
-// Copies between buffers that are not both contiguous become linalg.copy
-// (loops that LLVM vectorizes) instead of calls of the runtime's memrefCopy;
-// contiguous and dynamic ones stay memref.copy.
+// Copies between buffers that are not both contiguous become loops over the
+// dimensions before the longest run both store contiguously, each run moved
+// by vector transfers (256 bytes, then the tail), instead of calls of the
+// runtime's memrefCopy; runs shorter than 16 bytes become linalg.copy
+// (scalar loops); contiguous and dynamic copies stay memref.copy.
 // RUN: mithril-opt %s --mithril-strided-copies | FileCheck %s
 
+// A padded buffer's rows of 14 floats: one transfer per row.
 // CHECK-LABEL: func.func @into_padded(
 // CHECK: %[[VIEW:.+]] = memref.subview
-// CHECK: linalg.copy ins(%arg0 : memref<2x14x14xf32>) outs(%[[VIEW]] : memref<2x14x14xf32, strided<[256, 16, 1], offset: 17>>)
+// CHECK: scf.for %[[I:.+]] = %c0 to %c2 step %c1
+// CHECK: scf.for %[[J:.+]] = %c0 to %c14 step %c1
+// CHECK: %[[ROW:.+]] = vector.transfer_read %arg0[%[[I]], %[[J]], %c0], %{{.+}} {in_bounds = [true]} : memref<2x14x14xf32>, vector<14xf32>
+// CHECK: vector.transfer_write %[[ROW]], %[[VIEW]][%[[I]], %[[J]], %c0] {in_bounds = [true]}
 // CHECK-NOT: memref.copy
 func.func @into_padded(%arg0: memref<2x14x14xf32>, %arg1: memref<2x16x16xf32>) {
   %view = memref.subview %arg1[0, 1, 1] [2, 14, 14] [1, 1, 1] : memref<2x16x16xf32> to memref<2x14x14xf32, strided<[256, 16, 1], offset: 17>>
   memref.copy %arg0, %view : memref<2x14x14xf32> to memref<2x14x14xf32, strided<[256, 16, 1], offset: 17>>
+  return
+}
+
+// One slice of a concatenation along a middle axis: the trailing [1, 32]
+// bytes are one run of both buffers, viewed flat.
+// CHECK-LABEL: func.func @concat_slice(
+// CHECK-DAG: %[[FROM:.+]] = memref.collapse_shape %arg0 {{\[}}[0], [1], [2, 3]]
+// CHECK-DAG: %[[TO:.+]] = memref.collapse_shape %{{.+}} {{\[}}[0], [1], [2, 3]]
+// CHECK: vector.transfer_read %[[FROM]]{{.+}} : memref<4x14x32xi8>, vector<32xi8>
+// CHECK: vector.transfer_write %{{.+}}, %[[TO]]
+// CHECK-NOT: memref.copy
+func.func @concat_slice(%arg0: memref<4x14x1x32xi8>, %arg1: memref<4x14x9x32xi8>) {
+  %view = memref.subview %arg1[0, 0, 2, 0] [4, 14, 1, 32] [1, 1, 1, 1] : memref<4x14x9x32xi8> to memref<4x14x1x32xi8, strided<[4032, 288, 32, 1], offset: 64>>
+  memref.copy %arg0, %view : memref<4x14x1x32xi8> to memref<4x14x1x32xi8, strided<[4032, 288, 32, 1], offset: 64>>
+  return
+}
+
+// A run of 100 floats: 64 floats, then the 36 left; a run of 300 floats: a
+// loop of 64-float transfers, then the 44 left.
+// CHECK-LABEL: func.func @long_rows(
+// CHECK: scf.for %[[R:.+]] = %c0 to %c3 step %c1
+// CHECK: vector.transfer_read %{{.+}}[%[[R]], %c0]{{.+}} vector<64xf32>
+// CHECK: vector.transfer_read %{{.+}}[%[[R]], %c64]{{.+}} vector<36xf32>
+// CHECK: scf.for %[[S:.+]] = %{{.+}} to %c2 step
+// CHECK: scf.for %[[K:.+]] = %{{.+}} to %c256 step %c64
+// CHECK: vector.transfer_read %{{.+}}[%[[S]], %[[K]]]{{.+}} vector<64xf32>
+// CHECK: vector.transfer_read %{{.+}}[%[[S]], %c256{{.*}}]{{.+}} vector<44xf32>
+func.func @long_rows(%arg0: memref<3x128xf32>, %arg1: memref<3x100xf32>) {
+  %view = memref.subview %arg0[0, 0] [3, 100] [1, 1] : memref<3x128xf32> to memref<3x100xf32, strided<[128, 1]>>
+  memref.copy %view, %arg1 : memref<3x100xf32, strided<[128, 1]>> to memref<3x100xf32>
+  %wide = memref.alloc() : memref<2x320xf32>
+  %part = memref.subview %wide[0, 0] [2, 300] [1, 1] : memref<2x320xf32> to memref<2x300xf32, strided<[320, 1]>>
+  %rows = memref.alloc() : memref<2x300xf32>
+  memref.copy %part, %rows : memref<2x300xf32, strided<[320, 1]>> to memref<2x300xf32>
+  return
+}
+
+// A column (stride 8): no run, scalar loops.
+// CHECK-LABEL: func.func @column(
+// CHECK: linalg.copy
+// CHECK-NOT: vector.transfer_read
+func.func @column(%arg0: memref<4x8xf32>, %arg1: memref<4xf32>) {
+  %view = memref.subview %arg0[0, 3] [4, 1] [1, 1] : memref<4x8xf32> to memref<4xf32, strided<[8], offset: 3>>
+  memref.copy %view, %arg1 : memref<4xf32, strided<[8], offset: 3>> to memref<4xf32>
   return
 }
 

@@ -18,11 +18,23 @@ def MithrilStridedCopies : Pass<"mithril-strided-copies", "mlir::ModuleOp"> {
     not both contiguous that becomes a call of the C runner utilities'
     `memrefCopy`, which walks the elements one index computation at a time
     (half the time of a small convolution). This pass turns every such copy
-    with static shapes into a `linalg.copy`, which lowers to loops with a
-    unit-stride innermost loop that LLVM vectorizes. Contiguous copies stay
-    `memref.copy` (a `memcpy`). Run it after bufferization.
+    with static shapes into loops over the dimensions before the longest
+    trailing run that both buffers store contiguously, each run moved by
+    vector transfers of 256 bytes (and one shorter for its tail): a
+    concatenation of rows of 32 bytes, or a padded copy of 28-float rows,
+    moves whole rows rather than elements. Runs shorter than 16 bytes (a
+    transpose's single elements) become a `linalg.copy`, scalar loops.
+    Contiguous copies stay `memref.copy` (a `memcpy`). With `vector-runs`
+    off (the GPU pipeline, whose copies become parallel loops mapped to
+    threads) every strided copy is a `linalg.copy`. Run it after
+    bufferization.
   }];
-  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+  let options = [
+    Option<"vectorRuns", "vector-runs", "bool", /*default=*/"true",
+           "Move contiguous runs by vector transfers (else linalg.copy)">,
+  ];
+  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::scf::SCFDialect",
+                           "mlir::vector::VectorDialect", "mlir::arith::ArithDialect"];
 }
 
 def MithrilFlatGlobals : Pass<"mithril-flat-globals", "mlir::ModuleOp"> {
