@@ -64,7 +64,7 @@ class Case:
     kind: str               # "sgemm", "mlp" (784-512-512-10) or "cnn" (bench.cnn)
     size: int               # n of an n x n sgemm, else the batch
     train: bool = False     # one SGD step on the mean cross entropy, not a forward
-    precision: str = "f32"  # "f32", "int8" (dynamic, Linear weights) or "bf16"
+    precision: str = "f32"  # "f32", "int8" (dynamic: Linear and Conv weights) or "bf16"
     tol: float = 1e-4       # relative error against float64 beyond which a result is wrong
     skip: tuple = ()        # (candidate, reason) pairs not run for this case
 
@@ -87,6 +87,8 @@ CASES = {c.id: c for c in (
     Case("cnntrain16", "CNN train step b16", "cnn", 16, train=True, skip=_TRAIN_SKIP),
     Case("int8mlp16", "int8 MLP b16", "mlp", 16, precision="int8", tol=0.2, skip=_INT8_SKIP),
     Case("int8mlp256", "int8 MLP b256", "mlp", 256, precision="int8", tol=0.2,
+         skip=_INT8_SKIP),
+    Case("int8cnn16", "int8 CNN forward b16", "cnn", 16, precision="int8", tol=0.2,
          skip=_INT8_SKIP),
     Case("bf16mlp256", "bf16 MLP b256", "mlp", 256, precision="bf16", tol=5e-2,
          skip=_BF16_SKIP),
@@ -316,7 +318,8 @@ def build_ours(lib, case, d, threads, scratch):
 
 def write_onnx(case, d, path):
     """The case's model as an ONNX graph (opset 17), weights as initializers.
-    Linear layers are MatMul + Add, which quantize_dynamic turns to int8."""
+    Linear layers are MatMul + Add, which quantize_dynamic turns to int8 (and
+    Conv to ConvInteger)."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     nodes, inits = [], []

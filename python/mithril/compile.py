@@ -113,10 +113,10 @@ def compile(model: BaseModel, backend: MlirBackend, *, shapes: Mapping | None = 
 
     calibration_data  with MlirBackend(quantize="int8"): a few representative inputs, each
                     a dict of every input of the model, parameters included (or a
-                    (params, data) pair); the range each quantized product's activation
-                    spans over them fixes its scale and zero point at compile time (static
-                    quantization; values beyond it are clamped), instead of computing them
-                    from each call's data
+                    (params, data) pair); the range each quantized product's or
+                    convolution's activation spans over them fixes its scale and zero
+                    point at compile time (static quantization; values beyond it are
+                    clamped), instead of computing them from each call's data
 
     custom_passes   graph passes run on the model's mithril IR, in order, before the
                     pipeline: a string is an MLIR pass pipeline ("canonicalize,cse",
@@ -319,8 +319,8 @@ def _calibrate(source, entry, backend, shapes, discard, controls, calibration_da
     names = sorted((k for k in observer.output_keys if k.startswith("calibration:")),
                    key=lambda k: int(k.split(":", 1)[1]))
     if not names:
-        raise ValueError("calibration_data: the model has no matrix product of a weight to "
-                         "quantize")
+        raise ValueError("calibration_data: the model has no matrix product or convolution of a "
+                         "weight to quantize")
     inputs = set(observer.input_keys)
     lows, highs = [0.0] * len(names), [0.0] * len(names)
     for i, sample in enumerate(samples):

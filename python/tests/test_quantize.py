@@ -247,3 +247,153 @@ def test_int8_odd_shapes_are_exact(target_cpu, shape, outputs, compiled_in):
     flat = x.reshape(-1, shape[-1])
     want = int8_product(flat, params["linear_0.weight"].T) + params["linear_0.bias"]
     np.testing.assert_allclose(got, want.reshape(*shape[:-1], outputs), rtol=1e-5, atol=1e-5)
+
+
+def int8_conv(x, w, b=None, stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), bounds=None):
+    """A 2-D convolution as the int8 product of its windows (im2col), as the
+    compiled code computes it: the input zero-padded first (the padding takes
+    the zero point's level, as zeros do), each window a row, the weight
+    [F, C, KH, KW] a [C KH KW, F] matrix quantized per output channel."""
+    n, c = x.shape[:2]
+    f, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), padding[:2], padding[2:]))
+    oh = (xp.shape[2] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+    ow = (xp.shape[3] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    windows = np.empty((n, oh, ow, c, kh, kw), np.float32)
+    for i in range(kh):
+        for j in range(kw):
+            r, s = i * dilation[0], j * dilation[1]
+            tap = xp[:, :, r:r + (oh - 1) * stride[0] + 1:stride[0],
+                     s:s + (ow - 1) * stride[1] + 1:stride[1]]
+            windows[..., i, j] = tap.transpose(0, 2, 3, 1)
+    y = int8_product(windows.reshape(n * oh * ow, -1), w.reshape(f, -1).T, bounds)
+    y = y.reshape(n, oh, ow, f).transpose(0, 3, 1, 2)
+    return y if b is None else y + b.reshape(1, f, 1, 1)
+
+
+@pytest.mark.parametrize("target_cpu", ["host", "haswell"])
+@pytest.mark.parametrize("kernel, stride, padding, dilation, channels, use_bias", [
+    (3, 1, 1, 1, (4, 8), True),    # the common 3 x 3, padded to the same size
+    (3, 2, 1, 1, (4, 16), True),   # strided
+    (3, 1, 2, 2, (5, 5), False),   # dilated, no bias
+    (1, 1, 0, 1, (32, 64), True),  # 1 x 1: a product over channels
+    ((2, 5), (2, 1), ((0, 1), (2, 0)), 1, (6, 7), True),  # uneven kernel and padding
+])
+@pytest.mark.parametrize("compiled_in", [False, True])
+def test_int8_convolutions_match_the_integer_arithmetic(target_cpu, kernel, stride, padding,
+                                                        dilation, channels, use_bias,
+                                                        compiled_in):
+    from mithril.models import Convolution2D
+    c, f = channels
+    model = Model()
+    model |= Convolution2D(kernel_size=kernel, out_channels=f, stride=stride, padding=padding,
+                           dilation=dilation, use_bias=use_bias)(input="input", output="output")
+    shape = [2, c, 11, 12]
+    backend = ml.MlirBackend(quantize="int8")
+    try:
+        pm = ml.compile(model, backend, shapes={"input": shape},
+                        cpu_options={"target_cpu": target_cpu})
+    except ml.MithrilError as error:  # a host without AVX2
+        pytest.skip(str(error))
+    params = pm.randomize_params(seed=6)
+    if compiled_in:
+        pm = ml.compile(model, backend, shapes={"input": shape},
+                        cpu_options={"target_cpu": target_cpu}, constant_keys=params,
+                        inference=True)
+    x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
+    got = pm.evaluate({} if compiled_in else params, {"input": x})["output"]
+
+    def pair(v):
+        return tuple(v) if isinstance(v, tuple) else (v, v)
+
+    pads = pair(padding)
+    pads = sum((pair(p) for p in pads), ())
+    want = int8_conv(x, params["convolution2d_0.weight"], params.get("convolution2d_0.bias"),
+                     pair(stride), pads, pair(dilation))
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    # Against float32: int8's error, not float32's.
+    ref = ml.compile(model, ml.MlirBackend(), shapes={"input": shape}).evaluate(
+        params, {"input": x})["output"]
+    err = np.abs(got - ref).max() / np.sqrt(np.mean(ref ** 2))
+    assert 1e-3 < err < 0.1, err
+
+
+def small_cnn():
+    from mithril.models import Convolution2D, Flatten, MaxPool2D
+    model = Model()
+    model |= Convolution2D(kernel_size=3, out_channels=8, padding=1)(input="input")
+    model += Relu()
+    model += MaxPool2D(kernel_size=2)
+    model += Convolution2D(kernel_size=3, out_channels=16, padding=1)
+    model += Relu()
+    model += MaxPool2D(kernel_size=2)
+    model += Flatten(start_dim=1)
+    model += Linear(10)(output="output")
+    return model
+
+
+def pool2(v):
+    n, c, h, w = v.shape
+    return v.reshape(n, c, h // 2, 2, w // 2, 2).max(axis=(3, 5))
+
+
+def conv3x3(v, w, b):
+    """A float32 3 x 3 convolution with padding 1."""
+    n, c, h, ww = v.shape
+    vp = np.pad(v, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    cols = np.stack([vp[:, :, i:i + h, j:j + ww] for i in range(3) for j in range(3)], 2)
+    y = np.einsum("nckhw,fck->nfhw", cols, w.reshape(len(w), c, 9), dtype=np.float64)
+    return (y + b.reshape(1, -1, 1, 1)).astype(np.float32)
+
+
+def int8_cnn(params, x, bounds=(None, None)):
+    """small_cnn as int8 computes it: the first convolution (a window of 9
+    inputs, too short to quantize) in float32, the second convolution and
+    the product in int8."""
+    h = pool2(np.maximum(conv3x3(x, params["convolution2d_0.weight"],
+                                 params["convolution2d_0.bias"]), 0))
+    h = pool2(np.maximum(int8_conv(h, params["convolution2d_1.weight"],
+                                   params["convolution2d_1.bias"], padding=(1, 1, 1, 1),
+                                   bounds=bounds[0]), 0))
+    return int8_product(h.reshape(len(h), -1).astype(np.float32),
+                        params["linear_0.weight"].T, bounds[1]) + params["linear_0.bias"]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_int8_cnn_quantizes_convolutions_and_products(threads):
+    backend = ml.MlirBackend(quantize="int8", num_threads=threads)
+    pm = ml.compile(small_cnn(), backend, shapes={"input": [4, 1, 12, 12]})
+    params = pm.randomize_params(seed=8)
+    x = np.random.default_rng(9).standard_normal((4, 1, 12, 12)).astype(np.float32)
+    got = pm.evaluate(params, {"input": x})["output"]
+    np.testing.assert_allclose(got, int8_cnn(params, x), rtol=1e-5, atol=1e-5)
+    ref = ml.compile(small_cnn(), ml.MlirBackend(), shapes={"input": [4, 1, 12, 12]}).evaluate(
+        params, {"input": x})["output"]
+    err = np.abs(got - ref).max() / np.sqrt(np.mean(ref ** 2))
+    assert 1e-3 < err < 0.1, err
+
+
+def test_calibration_covers_convolutions():
+    # Two quantized ops, two calibrated ranges, in program order: the second
+    # convolution's input (a pooled ReLU's: lo = 0) and the product's.
+    backend = ml.MlirBackend(quantize="int8")
+    probe = ml.compile(small_cnn(), backend, shapes={"input": [4, 1, 12, 12]})
+    params = probe.randomize_params(seed=8)
+    rng = np.random.default_rng(10)
+    batches = [rng.standard_normal((4, 1, 12, 12)).astype(np.float32) for _ in range(2)]
+    pm = ml.compile(small_cnn(), backend, shapes={"input": [4, 1, 12, 12]},
+                    calibration_data=[{**params, "input": b} for b in batches])
+    a1 = [pool2(np.maximum(conv3x3(b, params["convolution2d_0.weight"],
+                                   params["convolution2d_0.bias"]), 0)) for b in batches]
+    a2 = [pool2(np.maximum(conv3x3(a, params["convolution2d_1.weight"],
+                                   params["convolution2d_1.bias"]), 0)).reshape(4, -1)
+          for a in a1]
+    ranges = [(min(v.min() for v in vs), max(v.max() for v in vs)) for vs in (a1, a2)]
+    assert ranges[0][0] == 0
+    x = 2 * rng.standard_normal((4, 1, 12, 12)).astype(np.float32)
+    got = pm.evaluate(params, {"input": x})["output"]
+    # The calibration run's ranges are numpy's to float32 rounding: the
+    # emulation with numpy's ranges agrees to that; the dynamic ranges differ.
+    np.testing.assert_allclose(got, int8_cnn(params, x, ranges), rtol=1e-3, atol=1e-3)
+    assert np.abs(probe.evaluate(params, {"input": x})["output"] - got).max() > 1e-2

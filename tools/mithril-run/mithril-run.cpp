@@ -127,24 +127,24 @@ static cl::opt<bool> precisionTerminals(
     cl::init(false), cl::cat(category));
 static cl::opt<std::string> quantize(
     "quantize",
-    cl::desc("int8: matrix products of weights in 8-bit integers, weights per output column "
-             "and activations per tensor (unsigned, with a zero point), exact 32-bit "
-             "accumulation (inference only)"),
+    cl::desc("int8: matrix products and convolutions of weights in 8-bit integers, weights "
+             "per output column or channel and activations per tensor (unsigned, with a zero "
+             "point), exact 32-bit accumulation (inference only)"),
     cl::init(""), cl::cat(category));
 static cl::list<double> activationScales(
     "activation-scales",
     cl::desc("With --quantize=int8: static symmetric activation scales, one per quantized "
-             "product in order (max|x| / 127), instead of each call's range"),
+             "op in order (max|x| / 127), instead of each call's range"),
     cl::CommaSeparated, cl::cat(category));
 static cl::list<double> activationRanges(
     "activation-ranges",
     cl::desc("With --quantize=int8: static activation ranges, a lo,hi pair per quantized "
-             "product in order (from a --quantize-observe run), instead of each call's"),
+             "op in order (from a --quantize-observe run), instead of each call's"),
     cl::CommaSeparated, cl::cat(category));
 static cl::opt<bool> quantizeObserve(
     "quantize-observe",
     cl::desc("With --quantize=int8: a calibration run: quantize nothing and output each "
-             "product's activation range [min x, max x] as calibration:<i>"),
+             "quantized op's activation range [min x, max x] as calibration:<i>"),
     cl::init(false), cl::cat(category));
 static cl::opt<std::string> targetCpu(
     "target-cpu",

@@ -57,7 +57,7 @@ mithril.model @Layer(data %x: tensor<4x8xf32>, param %w: tensor<3x8xf32>, data %
 // RUN: not mithril-opt %s -mithril-quantize-int8=activation-ranges=2,1 2>&1 | FileCheck %s --check-prefix=ORDER
 // ORDER: activation range 0 must have lo <= hi, got [2.000000e+00, 1.000000e+00]
 // RUN: not mithril-opt %s -mithril-quantize-int8=activation-ranges=0,1,0,1 2>&1 | FileCheck %s --check-prefix=PAIRS
-// PAIRS: mithril-quantize-int8: activation-ranges has 4 values, but the model has 1 matrix products of weights to quantize (a lo, hi pair each)
+// PAIRS: mithril-quantize-int8: activation-ranges has 4 values, but the model has 1 matrix products and convolutions of weights to quantize (a lo, hi pair each)
 // RUN: not mithril-opt %s -mithril-quantize-int8="activation-ranges=0,1 activation-scales=0.5" 2>&1 | FileCheck %s --check-prefix=BOTH
 // BOTH: mithril-quantize-int8: give activation-scales or activation-ranges, not both
 // RUN: mithril-opt %s -mithril-quantize-int8=activation-scales=0.25 | FileCheck %s --check-prefix=STATIC
@@ -66,6 +66,6 @@ mithril.model @Layer(data %x: tensor<4x8xf32>, param %w: tensor<3x8xf32>, data %
 // STATIC: minimum %{{.*}}, %{{.*}} : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
 // STATIC: matmul %{{.*}}, %{{.*}} : (tensor<4x8xi32>, tensor<8x3xi32>) -> tensor<4x3xi32>
 // RUN: not mithril-opt %s -mithril-quantize-int8=activation-scales=0.25,0.5 2>&1 | FileCheck %s --check-prefix=COUNT
-// COUNT: mithril-quantize-int8: activation-scales has 2 values, but the model has 1 matrix products of weights to quantize
+// COUNT: mithril-quantize-int8: activation-scales has 2 values, but the model has 1 matrix products and convolutions of weights to quantize
 // RUN: not mithril-opt %s -mithril-quantize-int8=activation-scales=-1 2>&1 | FileCheck %s --check-prefix=SIGN
 // SIGN: activation scale 0 must be positive, got -1

@@ -33,8 +33,11 @@ constexpr double kLevels = 127.0;
 constexpr double kUnsignedSteps = 255.0;
 constexpr double kUnsignedOffset = 128.0;
 
-/// A float constant, or the 2-D transpose of one: weights compiled in
-/// (constant_keys) are quantized once, when the model is compiled.
+/// A float constant, or the 2-D transpose of one, either of them possibly
+/// through a reshape (a convolution's weight read as a matrix): weights
+/// compiled in (constant_keys) are quantized once, when the model is
+/// compiled. A reshape keeps the data's order, so the constant's data is the
+/// matrix's (or its transpose's) in row-major order.
 ConstantOp constantWeight(Value v, bool &transposed) {
   transposed = false;
   if (auto transpose = v.getDefiningOp<TransposeOp>()) {
@@ -44,6 +47,8 @@ ConstantOp constantWeight(Value v, bool &transposed) {
     v = transpose.getInput();
     transposed = true;
   }
+  if (auto reshape = v.getDefiningOp<ReshapeOp>())
+    v = reshape.getInput();
   auto constant = v.getDefiningOp<ConstantOp>();
   if (!constant || !isa<DenseElementsAttr>(constant.getValue()) ||
       !isa<FloatType>(cast<ShapedType>(constant.getType()).getElementType()))
@@ -85,24 +90,228 @@ void quantizeColumns(ArrayRef<Real> w, int64_t rows, int64_t cols, bool transpos
     }
 }
 
+/// The shortest window (C KH KW) a convolution is quantized for. A shorter
+/// one is an image model's first layer (1 or 3 channels): its product is a
+/// few multiply-adds per output over 8-bit rows padded to whole dot
+/// products, and int8 made it slower than float32's direct kernel (the bench
+/// CNN's 3 x 3 over 1 channel: 3.2 against 0.1 ms at batch 16 on Zen 4), as
+/// well as less precise where precision matters most.
+constexpr int64_t kMinConvWindow = 32;
+
+/// A convolution this pass takes to int8: 2-D, ungrouped, of a weight, with
+/// static channels, spatial sizes and kernel (the batch may be dynamic), and
+/// windows of at least kMinConvWindow elements.
+bool isQuantizableConv(ModelOp model, Conv2DOp conv) {
+  auto input = conv.getInput().getType();
+  auto weight = conv.getWeight().getType();
+  auto staticBeyondBatch = [](RankedTensorType t) {
+    return t.getRank() == 4 && llvm::none_of(t.getShape().drop_front(), ShapedType::isDynamic);
+  };
+  return conv.getGroups() == 1 && staticBeyondBatch(input) && weight.hasStaticShape() &&
+         staticBeyondBatch(conv.getType()) &&
+         weight.getNumElements() / weight.getDimSize(0) >= kMinConvWindow &&
+         isParameter(model, conv.getWeight());
+}
+
+/// The activation a quantized op reads: a product's left operand, a
+/// convolution's input.
+Value activationOf(Operation *op) {
+  if (auto mm = dyn_cast<MatmulOp>(op))
+    return mm.getLhs();
+  return cast<Conv2DOp>(op).getInput();
+}
+
+/// The mithril ops of one int8 product, in the element type `et` of the
+/// float model.
+class Int8Builder {
+public:
+  Int8Builder(OpBuilder &b, Location loc, Type et) : b(b), loc(loc), et(et) {}
+
+  Value scalar(double v) { return scalarConstant(b, loc, et, v); }
+
+  /// s = max(max|v| over axes, tiny) / 127: an all-zero tensor keeps s > 0.
+  Value scale(Value v, ArrayRef<int64_t> axes) {
+    Value amax = MaxOp::create(b, loc, AbsOp::create(b, loc, v),
+                               axes.empty() ? DenseI64ArrayAttr() : b.getDenseI64ArrayAttr(axes),
+                               b.getBoolAttr(!axes.empty()));
+    Value floor = MaximumOp::create(b, loc, amax, scalar(1e-30));
+    return DivideOp::create(b, loc, floor, scalar(kLevels));
+  }
+
+  /// round(v / s), half away from zero, sign(t) * floor(|t| + 1/2), in a
+  /// signed byte.
+  Value levelBytes(Value v, Value s, bool clamp) {
+    Value t = DivideOp::create(b, loc, v, s);
+    Value magnitude = FloorDivideOp::create(
+        b, loc, AddOp::create(b, loc, AbsOp::create(b, loc, t), scalar(0.5)), scalar(1.0));
+    // A static scale may not cover values beyond the calibrated range.
+    if (clamp)
+      magnitude = MinimumOp::create(b, loc, magnitude, scalar(kLevels));
+    Value rounded = MultiplyOp::create(b, loc, SignOp::create(b, loc, t), magnitude);
+    return CastOp::create(b, loc, rounded, TypeAttr::get(b.getI8Type()));
+  }
+
+  /// Bytes read by the product as 32-bit integers: the lowering's matmul
+  /// then multiplies the bytes and accumulates in 32 bits (vpdpbusd where
+  /// the CPU has AVX512-VNNI).
+  Value wide(Value bytes) { return CastOp::create(b, loc, bytes, TypeAttr::get(b.getI32Type())); }
+
+  struct Weight {
+    Value scales;     // [1, N]
+    Value levels;     // [K, N] i32 of i8 levels
+    Value columnSums; // [1, N] i32, or null until the zero point needs them
+  };
+
+  /// The weight `w` ([K, N] as the product reads it) per column in
+  /// symmetric int8: computed now when it is a constant, else by ops.
+  Weight weight(Value w) {
+    Weight q;
+    if (!compiledIn(w, q)) {
+      q.scales = scale(w, {0}); // [1, N]: one scale per output column
+      q.levels = wide(levelBytes(w, q.scales, /*clamp=*/false));
+    }
+    return q;
+  }
+
+  struct Activation {
+    Value bytes; // x's levels, q - 128 (or symmetric levels) in a signed byte
+    Value scale;
+    Value zero; // the zero point z (null for symmetric levels)
+  };
+
+  /// The activation per tensor: symmetric levels with `staticScale` when
+  /// given (clamped to +-127), else unsigned 8 bits with a zero point over
+  /// `staticRange` when given or over x's range computed on each call.
+  Activation activation(Value x, std::optional<double> staticScale,
+                        std::optional<std::pair<double, double>> staticRange) {
+    Activation a;
+    if (staticScale) {
+      a.scale = scalar(*staticScale);
+      a.bytes = levelBytes(x, a.scale, /*clamp=*/true);
+      return a;
+    }
+    // Over [lo, hi] (zero included), computed on each call as ONNX Runtime's
+    // DynamicQuantizeLinear does or fixed by calibration as its static
+    // QuantizeLinear, in unsigned 8 bits with a zero point, q = clamp(round(x
+    // / s) + z, 0, 255), s = (hi - lo) / 255, z = round(-lo / s): a ReLU's
+    // output gets all 255 steps, where symmetric levels would leave the
+    // negative half unused (values beyond a calibrated range clamp). q - 128
+    // is stored in a signed byte, so the product is the same integer matmul;
+    // sum (q - z) w = sum (q - 128) w + (128 - z) sum w.
+    Value lo, hi;
+    if (staticRange) {
+      lo = scalar(std::min(staticRange->first, 0.0));
+      hi = scalar(std::max(staticRange->second, 0.0));
+    } else {
+      lo = MinimumOp::create(
+          b, loc, MinOp::create(b, loc, x, DenseI64ArrayAttr(), b.getBoolAttr(false)), scalar(0));
+      hi = MaximumOp::create(
+          b, loc, MaxOp::create(b, loc, x, DenseI64ArrayAttr(), b.getBoolAttr(false)), scalar(0));
+    }
+    a.scale = DivideOp::create(
+        b, loc, MaximumOp::create(b, loc, SubtractOp::create(b, loc, hi, lo), scalar(1e-30)),
+        scalar(kUnsignedSteps));
+    // round(v) = floor(v + 1/2): the steps are never negative here.
+    auto round = [&](Value v) {
+      return FloorDivideOp::create(b, loc, AddOp::create(b, loc, v, scalar(0.5)), scalar(1.0));
+    };
+    a.zero = round(DivideOp::create(b, loc, SubtractOp::create(b, loc, scalar(0), lo), a.scale));
+    Value q = AddOp::create(b, loc, round(DivideOp::create(b, loc, x, a.scale)), a.zero);
+    q = MinimumOp::create(b, loc, MaximumOp::create(b, loc, q, scalar(0)), scalar(kUnsignedSteps));
+    a.bytes = CastOp::create(b, loc, SubtractOp::create(b, loc, q, scalar(kUnsignedOffset)),
+                             TypeAttr::get(b.getI8Type()));
+    return a;
+  }
+
+  /// The float product of activation bytes `rows` ([M, K], levels of `a`)
+  /// and the weight: the exact integer sums, plus the zero point's share,
+  /// scaled back, y = acc * s_x * s_w[n].
+  Value product(Value rows, const Activation &a, Weight &w) {
+    Value acc = MatmulOp::create(b, loc, wide(rows), w.levels);
+    if (a.zero) {
+      if (!w.columnSums)
+        w.columnSums =
+            SumOp::create(b, loc, w.levels, b.getDenseI64ArrayAttr({0}), b.getBoolAttr(true));
+      Value shift =
+          CastOp::create(b, loc, SubtractOp::create(b, loc, scalar(kUnsignedOffset), a.zero),
+                         TypeAttr::get(b.getI32Type()));
+      acc = AddOp::create(b, loc, acc, MultiplyOp::create(b, loc, w.columnSums, shift));
+    }
+    Value y = CastOp::create(b, loc, acc, TypeAttr::get(et));
+    return MultiplyOp::create(b, loc, MultiplyOp::create(b, loc, y, a.scale), w.scales);
+  }
+
+private:
+  /// A constant weight's scales, levels (i32 of i8 constants) and the
+  /// levels' column sums, computed now; false for a weight given at run
+  /// time.
+  bool compiledIn(Value w, Weight &q) {
+    bool transposed;
+    ConstantOp constant = constantWeight(w, transposed);
+    auto type = cast<RankedTensorType>(w.getType());
+    if (!constant || !type.hasStaticShape() || !(et.isF32() || et.isF64()) ||
+        cast<ShapedType>(constant.getType()).getElementType() != et)
+      return false;
+    auto data = cast<DenseElementsAttr>(constant.getValue());
+    int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
+    if (data.getNumElements() != rows * cols)
+      return false;
+    SmallVector<int8_t> levels;
+    auto scaleType = RankedTensorType::get({1, cols}, et);
+    DenseElementsAttr scaleAttr;
+    if (et.isF32()) {
+      SmallVector<float> values(data.getValues<float>()), perColumn;
+      quantizeColumns<float>(values, rows, cols, transposed, levels, perColumn);
+      scaleAttr = DenseElementsAttr::get(scaleType, ArrayRef<float>(perColumn));
+    } else {
+      SmallVector<double> values(data.getValues<double>()), perColumn;
+      quantizeColumns<double>(values, rows, cols, transposed, levels, perColumn);
+      scaleAttr = DenseElementsAttr::get(scaleType, ArrayRef<double>(perColumn));
+    }
+    q.scales = ConstantOp::create(b, loc, scaleAttr);
+    auto levelType = RankedTensorType::get({rows, cols}, b.getI8Type());
+    q.levels = wide(
+        ConstantOp::create(b, loc, DenseElementsAttr::get(levelType, ArrayRef<int8_t>(levels))));
+    SmallVector<int32_t> sums(cols, 0);
+    for (int64_t k = 0; k < rows; ++k)
+      for (int64_t n = 0; n < cols; ++n)
+        sums[n] += levels[k * cols + n];
+    q.columnSums =
+        ConstantOp::create(b, loc,
+                           DenseElementsAttr::get(RankedTensorType::get({1, cols}, b.getI32Type()),
+                                                  ArrayRef<int32_t>(sums)));
+    return true;
+  }
+
+  OpBuilder &b;
+  Location loc;
+  Type et;
+};
+
 struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<QuantizeInt8Pass> {
   using MithrilQuantizeInt8Base::MithrilQuantizeInt8Base;
 
   void runOnOperation() override {
     unsigned index = 0;
     for (ModelOp model : getOperation().getOps<ModelOp>()) {
-      SmallVector<MatmulOp> products;
-      model.getBodyBlock().walk([&](MatmulOp mm) {
-        auto lt = mm.getLhs().getType(), rt = mm.getRhs().getType();
-        if (isa<FloatType>(lt.getElementType()) && rt.getRank() == 2 && lt.getRank() >= 1 &&
-            isParameter(model, mm.getRhs()))
-          products.push_back(mm);
+      // Products and convolutions of weights, numbered in program order.
+      SmallVector<Operation *> targets;
+      model.getBodyBlock().walk([&](Operation *op) {
+        if (auto mm = dyn_cast<MatmulOp>(op)) {
+          auto lt = mm.getLhs().getType(), rt = mm.getRhs().getType();
+          if (isa<FloatType>(lt.getElementType()) && rt.getRank() == 2 && lt.getRank() >= 1 &&
+              isParameter(model, mm.getRhs()))
+            targets.push_back(op);
+        } else if (auto conv = dyn_cast<Conv2DOp>(op)) {
+          if (isQuantizableConv(model, conv))
+            targets.push_back(op);
+        }
       });
       if (observe) {
-        addCalibrationOutputs(model, products, index);
+        addCalibrationOutputs(model, targets, index);
         continue;
       }
-      for (MatmulOp mm : products) {
+      for (Operation *op : targets) {
         std::optional<double> scale;
         std::optional<std::pair<double, double>> range;
         if (!activationRanges.empty()) {
@@ -112,7 +321,7 @@ struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<Quantize
           }
           range = {activationRanges[2 * index], activationRanges[2 * index + 1]};
           if (!(range->first <= range->second)) {
-            mm.emitOpError("mithril-quantize-int8: activation range ")
+            op->emitOpError("mithril-quantize-int8: activation range ")
                 << index << " must have lo <= hi, got [" << range->first << ", " << range->second
                 << "]";
             return signalPassFailure();
@@ -124,12 +333,15 @@ struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<Quantize
           }
           scale = activationScales[index];
           if (!(*scale > 0.0)) {
-            mm.emitOpError("mithril-quantize-int8: activation scale ")
+            op->emitOpError("mithril-quantize-int8: activation scale ")
                 << index << " must be positive, got " << *scale;
             return signalPassFailure();
           }
         }
-        quantize(mm, scale, range);
+        if (auto mm = dyn_cast<MatmulOp>(op))
+          quantize(mm, scale, range);
+        else
+          quantize(cast<Conv2DOp>(op), scale, range);
         ++index;
       }
     }
@@ -143,20 +355,20 @@ struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<Quantize
     if (!activationScales.empty() && index != activationScales.size()) {
       getOperation().emitError("mithril-quantize-int8: activation-scales has ")
           << activationScales.size() << " values, but the model has " << index
-          << " matrix products of weights to quantize";
+          << " matrix products and convolutions of weights to quantize";
       signalPassFailure();
     }
     if (!activationRanges.empty() && 2 * index != activationRanges.size()) {
       getOperation().emitError("mithril-quantize-int8: activation-ranges has ")
           << activationRanges.size() << " values, but the model has " << index
-          << " matrix products of weights to quantize (a lo, hi pair each)";
+          << " matrix products and convolutions of weights to quantize (a lo, hi pair each)";
       signalPassFailure();
     }
   }
 
-  /// The calibration run: each product's activation range, [min x, max x],
-  /// as an output named calibration:<i>.
-  void addCalibrationOutputs(ModelOp model, ArrayRef<MatmulOp> products, unsigned &index) {
+  /// The calibration run: each quantized op's activation range, [min x,
+  /// max x], as an output named calibration:<i>.
+  void addCalibrationOutputs(ModelOp model, ArrayRef<Operation *> targets, unsigned &index) {
     OutputOp output = model.getOutputOp();
     if (!output)
       return;
@@ -165,9 +377,9 @@ struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<Quantize
     SmallVector<Attribute> names;
     if (ArrayAttr attrs = model.getResAttrsAttr())
       names.append(attrs.begin(), attrs.end());
-    for (MatmulOp mm : products) {
-      Location loc = mm.getLoc();
-      Value x = mm.getLhs();
+    for (Operation *op : targets) {
+      Location loc = op->getLoc();
+      Value x = activationOf(op);
       Value lo = ReshapeOp::create(
           b, loc, MinOp::create(b, loc, x, DenseI64ArrayAttr(), b.getBoolAttr(false)),
           b.getDenseI64ArrayAttr({1}));
@@ -183,136 +395,100 @@ struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<Quantize
     model.syncFunctionType();
   }
 
-  /// A constant weight's scales ([1, N]), levels (i32 of i8 constants) and
-  /// the levels' column sums ([1, N] i32), computed now; false for a weight
-  /// given at run time.
-  static bool compiledIn(OpBuilder &b, Location loc, Value w, Type et, Value &scales,
-                         Value &levelsI32, Value &columnSums) {
-    bool transposed;
-    ConstantOp constant = constantWeight(w, transposed);
-    auto type = cast<RankedTensorType>(w.getType());
-    if (!constant || !type.hasStaticShape() || !(et.isF32() || et.isF64()) ||
-        cast<ShapedType>(constant.getType()).getElementType() != et)
-      return false;
-    auto data = cast<DenseElementsAttr>(constant.getValue());
-    int64_t rows = type.getDimSize(0), cols = type.getDimSize(1);
-    SmallVector<int8_t> levels;
-    auto scaleType = RankedTensorType::get({1, cols}, et);
-    DenseElementsAttr scaleAttr;
-    if (et.isF32()) {
-      SmallVector<float> values(data.getValues<float>()), perColumn;
-      quantizeColumns<float>(values, rows, cols, transposed, levels, perColumn);
-      scaleAttr = DenseElementsAttr::get(scaleType, ArrayRef<float>(perColumn));
-    } else {
-      SmallVector<double> values(data.getValues<double>()), perColumn;
-      quantizeColumns<double>(values, rows, cols, transposed, levels, perColumn);
-      scaleAttr = DenseElementsAttr::get(scaleType, ArrayRef<double>(perColumn));
-    }
-    scales = ConstantOp::create(b, loc, scaleAttr);
-    auto levelType = RankedTensorType::get({rows, cols}, b.getI8Type());
-    Value bytes =
-        ConstantOp::create(b, loc, DenseElementsAttr::get(levelType, ArrayRef<int8_t>(levels)));
-    levelsI32 = CastOp::create(b, loc, bytes, TypeAttr::get(b.getI32Type()));
-    SmallVector<int32_t> sums(cols, 0);
-    for (int64_t k = 0; k < rows; ++k)
-      for (int64_t n = 0; n < cols; ++n)
-        sums[n] += levels[k * cols + n];
-    columnSums =
-        ConstantOp::create(b, loc,
-                           DenseElementsAttr::get(RankedTensorType::get({1, cols}, b.getI32Type()),
-                                                  ArrayRef<int32_t>(sums)));
-    return true;
-  }
-
   /// `mm` on int8 levels; the activation's scale is `staticScale` when
   /// given (symmetric, its levels clamped to +-127), else its range is
   /// `staticRange` when given or computed on each call.
   void quantize(MatmulOp mm, std::optional<double> staticScale,
                 std::optional<std::pair<double, double>> staticRange) {
     OpBuilder b(mm);
-    Location loc = mm.getLoc();
-    Value x = mm.getLhs(), w = mm.getRhs();
-    Type et = cast<RankedTensorType>(x.getType()).getElementType();
-    Type i32 = b.getI32Type();
-    auto scalar = [&](double v) { return scalarConstant(b, loc, et, v); };
-    // s = max(max|v| over axes, tiny) / 127: an all-zero tensor keeps s > 0.
-    auto scale = [&](Value v, ArrayRef<int64_t> axes) -> Value {
-      Value amax = MaxOp::create(b, loc, AbsOp::create(b, loc, v),
-                                 axes.empty() ? DenseI64ArrayAttr() : b.getDenseI64ArrayAttr(axes),
-                                 b.getBoolAttr(!axes.empty()));
-      Value floor = MaximumOp::create(b, loc, amax, scalar(1e-30));
-      return DivideOp::create(b, loc, floor, scalar(kLevels));
-    };
-    // round(v / s), half away from zero: sign(t) * floor(|t| + 1/2).
-    auto levels = [&](Value v, Value s, bool clamp) -> Value {
-      Value t = DivideOp::create(b, loc, v, s);
-      Value magnitude = FloorDivideOp::create(
-          b, loc, AddOp::create(b, loc, AbsOp::create(b, loc, t), scalar(0.5)), scalar(1.0));
-      // A static scale may not cover values beyond the calibrated range.
-      if (clamp)
-        magnitude = MinimumOp::create(b, loc, magnitude, scalar(kLevels));
-      Value rounded = MultiplyOp::create(b, loc, SignOp::create(b, loc, t), magnitude);
-      // Stored in 8 bits, read by the product as 32-bit integers: the
-      // lowering's matmul then multiplies the bytes and accumulates in 32
-      // bits (vpdpbusd where the CPU has AVX512-VNNI).
-      Value bytes = CastOp::create(b, loc, rounded, TypeAttr::get(b.getI8Type()));
-      return CastOp::create(b, loc, bytes, TypeAttr::get(i32));
-    };
-    Value sw, wLevels, wSums;
-    if (!compiledIn(b, loc, w, et, sw, wLevels, wSums)) {
-      sw = scale(w, {0}); // [1, N]: one scale per output column
-      wLevels = levels(w, sw, /*clamp=*/false);
-    }
-    Value sx, acc;
-    if (staticScale) {
-      sx = scalar(*staticScale);
-      acc = MatmulOp::create(b, loc, levels(x, sx, /*clamp=*/true), wLevels);
-    } else {
-      // The activation over its range [lo, hi] (zero included), computed on
-      // each call as ONNX Runtime's DynamicQuantizeLinear does or fixed by
-      // calibration as its static QuantizeLinear, in unsigned 8 bits with a
-      // zero point, q = clamp(round(x / s) + z, 0, 255), s = (hi - lo) / 255,
-      // z = round(-lo / s): a ReLU's output gets all 255 steps, where
-      // symmetric levels would leave the negative half unused (values beyond
-      // a calibrated range clamp). q - 128 is stored in a signed byte, so the
-      // product is the same integer matmul; sum (q - z) w = sum (q - 128) w
-      // + (128 - z) sum w.
-      Value lo, hi;
-      if (staticRange) {
-        lo = scalar(std::min(staticRange->first, 0.0));
-        hi = scalar(std::max(staticRange->second, 0.0));
-      } else {
-        lo = MinimumOp::create(
-            b, loc, MinOp::create(b, loc, x, DenseI64ArrayAttr(), b.getBoolAttr(false)), scalar(0));
-        hi = MaximumOp::create(
-            b, loc, MaxOp::create(b, loc, x, DenseI64ArrayAttr(), b.getBoolAttr(false)), scalar(0));
-      }
-      sx = DivideOp::create(
-          b, loc, MaximumOp::create(b, loc, SubtractOp::create(b, loc, hi, lo), scalar(1e-30)),
-          scalar(kUnsignedSteps));
-      // round(v) = floor(v + 1/2): the steps are never negative here.
-      auto round = [&](Value v) {
-        return FloorDivideOp::create(b, loc, AddOp::create(b, loc, v, scalar(0.5)), scalar(1.0));
-      };
-      Value zero = round(DivideOp::create(b, loc, SubtractOp::create(b, loc, scalar(0), lo), sx));
-      Value q = AddOp::create(b, loc, round(DivideOp::create(b, loc, x, sx)), zero);
-      q = MinimumOp::create(b, loc, MaximumOp::create(b, loc, q, scalar(0)),
-                            scalar(kUnsignedSteps));
-      Value bytes = CastOp::create(b, loc, SubtractOp::create(b, loc, q, scalar(kUnsignedOffset)),
-                                   TypeAttr::get(b.getI8Type()));
-      acc = MatmulOp::create(b, loc, CastOp::create(b, loc, bytes, TypeAttr::get(i32)), wLevels);
-      if (!wSums)
-        wSums = SumOp::create(b, loc, wLevels, b.getDenseI64ArrayAttr({0}), b.getBoolAttr(true));
-      Value shift = CastOp::create(
-          b, loc, SubtractOp::create(b, loc, scalar(kUnsignedOffset), zero), TypeAttr::get(i32));
-      acc = AddOp::create(b, loc, acc, MultiplyOp::create(b, loc, wSums, shift));
-    }
-    Value y = CastOp::create(b, loc, acc, TypeAttr::get(et));
-    y = MultiplyOp::create(b, loc, MultiplyOp::create(b, loc, y, sx), sw);
+    Value x = mm.getLhs();
+    Int8Builder q(b, mm.getLoc(), cast<RankedTensorType>(x.getType()).getElementType());
+    Int8Builder::Weight w = q.weight(mm.getRhs());
+    Int8Builder::Activation a = q.activation(x, staticScale, staticRange);
+    Value y = q.product(a.bytes, a, w);
     if (y.getType() != mm.getType())
       y.setType(mm.getType()); // the static sizes shape inference found
     mm.getResult().replaceAllUsesWith(y);
     mm.erase();
+  }
+
+  /// `conv` as the same int8 product over its windows (im2col). The input
+  /// is padded with zeros first, so that the padding takes the zero point's
+  /// level as the input's own zeros do, quantized, and its bytes moved
+  /// channels last ([N, H, W, C]); each window is then a row of [N OH OW,
+  /// KH KW C], gathered by KH KW strided slices that copy runs of C bytes. The
+  /// weight [F, C, KH, KW] is read as the [KH KW C, F] matrix, quantized per
+  /// output channel.
+  void quantize(Conv2DOp conv, std::optional<double> staticScale,
+                std::optional<std::pair<double, double>> staticRange) {
+    OpBuilder b(conv);
+    Location loc = conv.getLoc();
+    RankedTensorType weightType = conv.getWeight().getType(), out = conv.getType();
+    Type et = conv.getInput().getType().getElementType();
+    int64_t channels = weightType.getDimSize(1), features = weightType.getDimSize(0);
+    int64_t kh = weightType.getDimSize(2), kw = weightType.getDimSize(3);
+    int64_t oh = out.getDimSize(2), ow = out.getDimSize(3), k = channels * kh * kw;
+    ArrayRef<int64_t> stride = conv.getStride(), padding = conv.getPadding(),
+                      dilation = conv.getDilation();
+    Int8Builder q(b, loc, et);
+    auto perm = [&](ArrayRef<int64_t> p) { return b.getDenseI64ArrayAttr(p); };
+    Value matrix =
+        ReshapeOp::create(b, loc, channelsLast(b, loc, conv.getWeight()), perm({features, k}));
+    Int8Builder::Weight w = q.weight(TransposeOp::create(b, loc, matrix, perm({1, 0})));
+    Value x = conv.getInput();
+    if (llvm::any_of(padding, [](int64_t p) { return p != 0; }))
+      x = PadOp::create(b, loc, x,
+                        perm({0, 0, 0, 0, padding[0], padding[1], padding[2], padding[3]}),
+                        b.getF64FloatAttr(0.0));
+    Int8Builder::Activation a = q.activation(x, staticScale, staticRange);
+    Value bytes = TransposeOp::create(b, loc, a.bytes, perm({0, 2, 3, 1})); // [N, H, W, C]
+    SmallVector<Value> taps;
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t j = 0; j < kw; ++j) {
+        int64_t row = i * dilation[0], column = j * dilation[1];
+        Value tap = SliceOp::create(
+            b, loc, bytes, perm({1, 2}), perm({row, column}),
+            perm({row + (oh - 1) * stride[0] + 1, column + (ow - 1) * stride[1] + 1}),
+            perm({stride[0], stride[1]}));
+        taps.push_back(UnsqueezeOp::create(b, loc, tap, b.getI64IntegerAttr(3)));
+      }
+    // [N, OH, OW, KH KW, C] -> rows [N OH OW, KH KW C].
+    Value windows =
+        taps.size() == 1 ? taps.front() : ConcatOp::create(b, loc, taps, b.getI64IntegerAttr(3));
+    Value rows = ReshapeOp::create(b, loc, windows, perm({-1, k}));
+    Value y = q.product(rows, a, w); // [N OH OW, F]
+    y = TransposeOp::create(b, loc, ReshapeOp::create(b, loc, y, perm({-1, oh, ow, features})),
+                            perm({0, 3, 1, 2}));
+    if (Value bias = conv.getBias())
+      y = AddOp::create(b, loc, y, ReshapeOp::create(b, loc, bias, perm({1, features, 1, 1})));
+    if (y.getType() != out)
+      y.setType(out); // the static sizes shape inference found
+    conv.getResult().replaceAllUsesWith(y);
+    conv.erase();
+  }
+
+  /// The weight [F, C, KH, KW] as [F, KH, KW, C]: a constant one permuted
+  /// now (so that its levels are computed when compiling), else by a
+  /// transpose.
+  static Value channelsLast(OpBuilder &b, Location loc, Value weight) {
+    auto type = cast<RankedTensorType>(weight.getType());
+    int64_t f = type.getDimSize(0), c = type.getDimSize(1), kh = type.getDimSize(2),
+            kw = type.getDimSize(3);
+    if (kh * kw == 1)
+      return weight;
+    auto permutedType = RankedTensorType::get({f, kh, kw, c}, type.getElementType());
+    auto constant = weight.getDefiningOp<ConstantOp>();
+    auto data = constant ? dyn_cast<DenseElementsAttr>(constant.getValue()) : nullptr;
+    if (!data || data.isSplat() || data.getNumElements() != f * c * kh * kw)
+      return TransposeOp::create(b, loc, weight, b.getDenseI64ArrayAttr({0, 2, 3, 1}));
+    SmallVector<Attribute> values(data.getValues<Attribute>());
+    SmallVector<Attribute> permuted(values.size());
+    for (int64_t o = 0; o < f; ++o)
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t i = 0; i < kh; ++i)
+          for (int64_t j = 0; j < kw; ++j)
+            permuted[((o * kh + i) * kw + j) * c + ch] = values[((o * c + ch) * kh + i) * kw + j];
+    return ConstantOp::create(b, loc, DenseElementsAttr::get(permutedType, permuted));
   }
 };
 } // namespace

@@ -227,7 +227,7 @@ def MithrilExposeSizes : Pass<"mithril-expose-sizes", "mlir::ModuleOp"> {
 }
 
 def MithrilQuantizeInt8 : Pass<"mithril-quantize-int8", "mlir::ModuleOp"> {
-  let summary = "Int8 inference: matrix products of weights in 8-bit integers";
+  let summary = "Int8 inference: matrix products and convolutions of weights in 8-bit integers";
   let description = [{
     Post-training dynamic quantization, as ONNX Runtime's: every `matmul`
     whose right operand is a parameter (or a transposed one, a Linear
@@ -244,27 +244,38 @@ def MithrilQuantizeInt8 : Pass<"mithril-quantize-int8", "mlir::ModuleOp"> {
     8-bit operands, which an int8 kernel would compute; for inference only
     (the rounding has no useful gradient).
 
+    A `conv2d` of a weight (ungrouped, static but for the batch, with
+    windows of at least 32 elements: an image model's first layer over 1 or
+    3 channels stays float) is the same product over its windows (im2col):
+    the input is zero-padded first, so that the padding takes the zero
+    point's level as the input's own zeros do, then quantized per tensor and
+    its bytes moved channels last; one strided `slice` per kernel position
+    gathers the windows into rows `[N OH OW, KH KW C]`; the weight
+    `[F, C, KH, KW]` is read as the `[KH KW C, F]` matrix, symmetric per
+    output channel; the result goes back to `[N, F, OH, OW]` and the bias is
+    added in float.
+
     Static activations (calibration, as ONNX Runtime's static quantization):
-    with `observe`, nothing is quantized and each product's activation range
-    `[min x, max x]` becomes an output named `calibration:<i>` (products
-    numbered in the order this pass visits them); run on calibration data,
-    the smallest minimum and largest maximum of each give
-    `activation-ranges` (a `lo, hi` pair per product, in that order), which
+    with `observe`, nothing is quantized and each product's or convolution's
+    activation range `[min x, max x]` becomes an output named
+    `calibration:<i>` (numbered in program order, the order this pass visits
+    them); run on calibration data, the smallest minimum and largest maximum
+    of each give `activation-ranges` (a `lo, hi` pair per op, in that order), which
     replace the per-call ranges: the same unsigned 8-bit activations with a
     zero point, their scale and zero point constants, values beyond the
     calibrated range clamped. `activation-scales` instead gives symmetric
-    int8 activations (`s = max|x| / 127`, one scale per product, levels
-    beyond it clamped to +-127).
+    int8 activations (`s = max|x| / 127`, one scale per op, levels beyond it
+    clamped to +-127).
   }];
   let options = [
     Option<"observe", "observe", "bool", /*default=*/"false",
-           "Quantize nothing: output each product's activation range [min x, max x] as "
+           "Quantize nothing: output each quantized op's activation range [min x, max x] as "
            "calibration:<i> (for activation-ranges)">,
     ListOption<"activationScales", "activation-scales", "double",
-               "Static symmetric activation scales, one per quantized product in order "
+               "Static symmetric activation scales, one per quantized op in order "
                "(default: unsigned activations over the range of each call's data)">,
     ListOption<"activationRanges", "activation-ranges", "double",
-               "Static activation ranges, a lo, hi pair per quantized product in order "
+               "Static activation ranges, a lo, hi pair per quantized op in order "
                "(unsigned 8-bit activations with a zero point, values beyond clamped)">
   ];
   let dependentDialects = ["mithril::MithrilDialect"];
