@@ -306,3 +306,29 @@ func.func @not_into_conv_kernel(%x: tensor<1x2x10xf32>, %w: tensor<4x2x3xbf16>,
   } -> tensor<1x4x8xf32>
   return %y : tensor<1x4x8xf32>
 }
+
+// -----
+
+// A transpose of the last two dimensions keeps its view as it is: expanded
+// into its consumer's [2, 8, 6, 6], it would no longer move 16 x 16 register
+// blocks but gather single elements.
+// CHECK-LABEL: func.func @not_through_register_transpose
+// CHECK: %[[T:.+]] = linalg.transpose ins(%{{.+}} : tensor<2x36x8xf32>) outs(%{{.+}} : tensor<2x8x36xf32>) permutation = [0, 2, 1]
+// CHECK: tensor.expand_shape %[[T]] {{\[}}[0], [1], [2, 3]]
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%{{.+}} : tensor<2x8x6x6xf32>)
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @not_through_register_transpose(%x: tensor<2x36x8xf32>) -> tensor<2x8x6x6xf32> {
+  %e = tensor.empty() : tensor<2x8x36xf32>
+  %t = linalg.transpose ins(%x : tensor<2x36x8xf32>) outs(%e : tensor<2x8x36xf32>) permutation = [0, 2, 1]
+  %v = tensor.expand_shape %t [[0], [1], [2, 3]] output_shape [2, 8, 6, 6] : tensor<2x8x36xf32> into tensor<2x8x6x6xf32>
+  %o = tensor.empty() : tensor<2x8x6x6xf32>
+  %r = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%v : tensor<2x8x6x6xf32>) outs(%o : tensor<2x8x6x6xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %z = arith.constant 0.0 : f32
+    %m = arith.maximumf %a, %z : f32
+    linalg.yield %m : f32
+  } -> tensor<2x8x6x6xf32>
+  return %r : tensor<2x8x6x6xf32>
+}

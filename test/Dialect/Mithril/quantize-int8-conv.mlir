@@ -5,8 +5,8 @@
 // takes the zero point's level), quantized as a product's activation, its
 // bytes moved channels last and gathered by one strided slice per kernel
 // position into rows [N OH OW, KH KW C]; the weight read as the [KH KW C, F]
-// matrix, per output channel; the result back to [N, F, OH, OW] plus the
-// bias.
+// matrix, per output channel; the result back to [N, F, OH, OW] by a swap
+// of the last two dimensions of [N, OH OW, F], plus the bias.
 // CHECK-LABEL: mithril.model @Conv
 // CHECK: %[[WL:.*]] = transpose %{{.*}} {permutation = array<i64: 0, 2, 3, 1>} : (tensor<8x4x3x3xf32>) -> tensor<8x3x3x4xf32>
 // CHECK: reshape %[[WL]] {shape = array<i64: 8, 36>}
@@ -19,8 +19,9 @@
 // CHECK: %[[ROWS:.*]] = reshape %[[WINDOWS]] {shape = array<i64: -1, 36>} : (tensor<2x6x6x9x4xi8>) -> tensor<72x36xi8>
 // CHECK: %[[ROWS32:.*]] = cast %[[ROWS]] {element_type = i32} : (tensor<72x36xi8>) -> tensor<72x36xi32>
 // CHECK: matmul %[[ROWS32]], %{{.*}} : (tensor<72x36xi32>, tensor<36x8xi32>) -> tensor<72x8xi32>
-// CHECK: %[[GRID:.*]] = reshape %{{.*}} {shape = array<i64: -1, 6, 6, 8>} : (tensor<72x8xf32>) -> tensor<2x6x6x8xf32>
-// CHECK: %[[NCHW:.*]] = transpose %[[GRID]] {permutation = array<i64: 0, 3, 1, 2>} : (tensor<2x6x6x8xf32>) -> tensor<2x8x6x6xf32>
+// CHECK: %[[GRID:.*]] = reshape %{{.*}} {shape = array<i64: -1, 36, 8>} : (tensor<72x8xf32>) -> tensor<2x36x8xf32>
+// CHECK: %[[SWAP:.*]] = transpose %[[GRID]] {permutation = array<i64: 0, 2, 1>} : (tensor<2x36x8xf32>) -> tensor<2x8x36xf32>
+// CHECK: %[[NCHW:.*]] = reshape %[[SWAP]] {shape = array<i64: -1, 8, 6, 6>} : (tensor<2x8x36xf32>) -> tensor<2x8x6x6xf32>
 // CHECK: %[[BIAS:.*]] = reshape %b {shape = array<i64: 1, 8, 1, 1>}
 // CHECK: %[[Y:.*]] = add %[[NCHW]], %[[BIAS]]
 // CHECK: output %[[Y]]

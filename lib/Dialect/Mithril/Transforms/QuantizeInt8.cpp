@@ -456,9 +456,14 @@ struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<Quantize
     Value windows =
         taps.size() == 1 ? taps.front() : ConcatOp::create(b, loc, taps, b.getI64IntegerAttr(3));
     Value rows = ReshapeOp::create(b, loc, windows, perm({-1, k}));
-    Value y = q.product(rows, a, w); // [N OH OW, F]
-    y = TransposeOp::create(b, loc, ReshapeOp::create(b, loc, y, perm({-1, oh, ow, features})),
-                            perm({0, 3, 1, 2}));
+    // [N OH OW, F] -> [N, OH OW, F] -> [N, F, OH OW]: a swap of the last two
+    // dimensions, which the CPU schedule transposes in 16 x 16 register
+    // blocks (as [N, OH, OW, F] -> [N, F, OH, OW] it gathered single floats:
+    // 0.13 of 0.66 ms for the bench CNN).
+    Value y = q.product(rows, a, w);
+    y = TransposeOp::create(b, loc, ReshapeOp::create(b, loc, y, perm({-1, oh * ow, features})),
+                            perm({0, 2, 1}));
+    y = ReshapeOp::create(b, loc, y, perm({-1, features, oh, ow}));
     if (Value bias = conv.getBias())
       y = AddOp::create(b, loc, y, ReshapeOp::create(b, loc, bias, perm({1, features, 1, 1})));
     if (y.getType() != out)
