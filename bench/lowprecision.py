@@ -153,19 +153,30 @@ def run(quick: bool):
 
     # The bench CNN (3x3 convolutions of 32 and 64 channels, 2x2 poolings):
     # the second convolution runs by Winograd's transforms, its 16 products
-    # on bf16 dot products where the CPU has them.
+    # on bf16 dot products where the CPU has them; in int8 as the product of
+    # its windows (the first, of 9-input windows, stays float32).
     batch = 16
     x = rng.standard_normal((batch, 1, 28, 28)).astype(np.float32)
     cases = {"f32": (ml.MlirBackend(num_threads=1), {}, np.float32),
              "bf16": (ml.MlirBackend(dtype=ml.bfloat16, num_threads=1), {}, "bits"),
              "mixed bf16": (ml.MlirBackend(precision="bfloat16", num_threads=1),
-                            {"mixed_precision": True}, np.float32)}
-    times, errs = compare_variants(cnn, x, cases, 4, repeats)
+                            {"mixed_precision": True}, np.float32),
+             "int8": (ml.MlirBackend(quantize="int8", num_threads=1), {}, np.float32),
+             "int8 static": (ml.MlirBackend(quantize="int8", num_threads=1),
+                             {"calibration": True}, np.float32)}
+    calibration = (lambda params: [
+        {**params, "input": rng.standard_normal((batch, 1, 28, 28)).astype(np.float32)}
+        for _ in range(4)])
+    times, errs = compare_variants(cnn, x, cases, 4, repeats, calibration)
     target = _mithril.cpu_target()
     for kind in times:
-        name = {"mixed bf16": "mixed-precision bf16"}.get(kind, kind)
+        name = {"mixed bf16": "mixed-precision bf16",
+                "int8 static": "int8, calibrated scales"}.get(kind, kind)
         kernel = variant("f32")
-        if kind != "f32":
+        if kind.startswith("int8"):
+            kernel = ("second convolution as rows of its windows, " + variant("int8") +
+                      "; the first (9-input windows) in f32")
+        elif kind != "f32":
             kernel = ("Winograd products on vdpbf16ps (AVX512-BF16), transformed operands "
                       "rounded to bf16" if target["bf16_dot_product"]
                       else "bf16 storage, Winograd and every product in f32")
