@@ -105,3 +105,32 @@ func.func @hand_written(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>, %c: tensor
       ins(%a, %b : tensor<64x64xf32>, tensor<64x64xf32>) outs(%c : tensor<64x64xf32>) -> tensor<64x64xf32>
   return %r : tensor<64x64xf32>
 }
+
+// -----
+
+// Two threads split an elementwise op from 2^15 elements written: a generic
+// of 8 results over 64 x 64 iterations is split, one result over the same
+// loops is not.
+// SCHEDULE-LABEL: func.func @work_of_every_result
+// THREADS-LABEL: func.func @work_of_every_result
+// THREADS: linalg.generic {{.*}}threads = [0, 32]
+// THREADS: linalg.generic
+// THREADS-NOT: threads =
+#same = affine_map<(d0, d1) -> (d0, d1)>
+func.func @work_of_every_result(%x: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>) {
+  %e = tensor.empty() : tensor<64x64xf32>
+  %r:8 = linalg.generic {indexing_maps = [#same, #same, #same, #same, #same, #same, #same, #same, #same],
+                         iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<64x64xf32>) outs(%e, %e, %e, %e, %e, %e, %e, %e : tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) {
+  ^bb0(%in: f32, %o0: f32, %o1: f32, %o2: f32, %o3: f32, %o4: f32, %o5: f32, %o6: f32, %o7: f32):
+    %n = arith.negf %in : f32
+    linalg.yield %in, %n, %in, %n, %in, %n, %in, %n : f32, f32, f32, f32, f32, f32, f32, f32
+  } -> (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>)
+  %one = linalg.generic {indexing_maps = [#same, #same], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<64x64xf32>) outs(%e : tensor<64x64xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %n = arith.negf %in : f32
+    linalg.yield %n : f32
+  } -> tensor<64x64xf32>
+  return %r#1, %one : tensor<64x64xf32>, tensor<64x64xf32>
+}
