@@ -61,10 +61,11 @@ bool copyInRuns(IRRewriter &rewriter, memref::CopyOp copy) {
   int64_t run = 1;
   for (int64_t d = outer; d < rank; ++d)
     run *= source.getDimSize(d);
+  // Whole bytes only: a vector of i1 is packed bits, a buffer of i1 is not.
   Type element = source.getElementType();
-  if (!element.isIntOrFloat())
+  if (!element.isIntOrFloat() || element.getIntOrFloatBitWidth() % 8 != 0)
     return false;
-  int64_t elementBytes = llvm::divideCeil(element.getIntOrFloatBitWidth(), 8);
+  int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
   if (run * elementBytes < kMinRunBytes)
     return false;
   SmallVector<ReassociationIndices> groups = trailingGroups(rank, dims);

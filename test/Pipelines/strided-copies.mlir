@@ -63,6 +63,16 @@ func.func @column(%arg0: memref<4x8xf32>, %arg1: memref<4xf32>) {
   return
 }
 
+// Booleans: a vector of i1 is packed bits, a buffer of i1 bytes.
+// CHECK-LABEL: func.func @booleans(
+// CHECK: linalg.copy
+// CHECK-NOT: vector.transfer_read
+func.func @booleans(%arg0: memref<4x64xi1>, %arg1: memref<4x32xi1>) {
+  %view = memref.subview %arg0[0, 0] [4, 32] [1, 1] : memref<4x64xi1> to memref<4x32xi1, strided<[64, 1]>>
+  memref.copy %view, %arg1 : memref<4x32xi1, strided<[64, 1]>> to memref<4x32xi1>
+  return
+}
+
 // CHECK-LABEL: func.func @contiguous(
 // CHECK: memref.copy %arg0, %arg1
 func.func @contiguous(%arg0: memref<4x8xf32>, %arg1: memref<4x8xf32>) {
