@@ -12,6 +12,7 @@ import torch
 import mithril as ml
 from mithril.models import Add, Linear, Mean, Model, Multiply, SquaredError, Sum, Tanh, TrainModel
 from mithril.types import from_bfloat16_bits, to_bfloat16_bits
+from small_models import small_cnn
 
 
 def bf16(values):
@@ -432,20 +433,6 @@ def test_bfloat16_rounds_between_ops_to_nearest_even():
     assert got[0] == 3.03125 and got[1] == 3.0625 and got[2] == np.inf and np.isnan(got[3])
 
 
-def bf16_cnn():
-    from mithril.models import Convolution2D, Flatten, MaxPool2D, Relu
-    model = Model()
-    model |= Convolution2D(kernel_size=3, out_channels=8, padding=1)(input="input")
-    model += Relu()
-    model += MaxPool2D(kernel_size=2)
-    model += Convolution2D(kernel_size=3, out_channels=16, padding=1)
-    model += Relu()
-    model += MaxPool2D(kernel_size=2)
-    model += Flatten(start_dim=1)
-    model += Linear(5)(output="output")
-    return model
-
-
 def torch_bf16_cnn(params, x, names):
     """The CNN in float64 with each op's result rounded to bfloat16."""
     r = lambda t: torch.tensor(bf16(t.numpy()), dtype=torch.float64)
@@ -466,7 +453,7 @@ def test_bfloat16_cnn_against_rounded_reference(threads):
     # AVX512-BF16 the transformed operands multiply in bf16 (f32 sums): on
     # Zen 4 the error is then 4.9e-3 of the RMS at most, 6e-4 on average
     # (exactly the reference's values with float32 products).
-    pm = ml.compile(bf16_cnn(), ml.MlirBackend(dtype=ml.bfloat16, num_threads=threads),
+    pm = ml.compile(small_cnn(5), ml.MlirBackend(dtype=ml.bfloat16, num_threads=threads),
                     shapes={"input": [4, 1, 12, 12]})
     params = {k: bf16(v) for k, v in pm.randomize_params(seed=5).items()}
     x = bf16(np.random.default_rng(6).standard_normal((4, 1, 12, 12)))

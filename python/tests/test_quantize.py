@@ -11,6 +11,7 @@ import pytest
 
 import mithril as ml
 from mithril.models import Linear, Model, Relu
+from small_models import small_cnn
 
 
 def mlp():
@@ -319,20 +320,6 @@ def test_int8_convolutions_match_the_integer_arithmetic(target_cpu, kernel, stri
     assert 1e-3 < err < 0.1, err
 
 
-def small_cnn():
-    from mithril.models import Convolution2D, Flatten, MaxPool2D
-    model = Model()
-    model |= Convolution2D(kernel_size=3, out_channels=8, padding=1)(input="input")
-    model += Relu()
-    model += MaxPool2D(kernel_size=2)
-    model += Convolution2D(kernel_size=3, out_channels=16, padding=1)
-    model += Relu()
-    model += MaxPool2D(kernel_size=2)
-    model += Flatten(start_dim=1)
-    model += Linear(10)(output="output")
-    return model
-
-
 def pool2(v):
     n, c, h, w = v.shape
     return v.reshape(n, c, h // 2, 2, w // 2, 2).max(axis=(3, 5))
@@ -348,7 +335,7 @@ def conv3x3(v, w, b):
 
 
 def int8_cnn(params, x, bounds=(None, None)):
-    """small_cnn as int8 computes it: the first convolution (a window of 9
+    """small_cnn(10) as int8 computes it: the first convolution (a window of 9
     inputs, too short to quantize) in float32, the second convolution and
     the product in int8."""
     h = pool2(np.maximum(conv3x3(x, params["convolution2d_0.weight"],
@@ -363,12 +350,12 @@ def int8_cnn(params, x, bounds=(None, None)):
 @pytest.mark.parametrize("threads", [1, 2])
 def test_int8_cnn_quantizes_convolutions_and_products(threads):
     backend = ml.MlirBackend(quantize="int8", num_threads=threads)
-    pm = ml.compile(small_cnn(), backend, shapes={"input": [4, 1, 12, 12]})
+    pm = ml.compile(small_cnn(10), backend, shapes={"input": [4, 1, 12, 12]})
     params = pm.randomize_params(seed=8)
     x = np.random.default_rng(9).standard_normal((4, 1, 12, 12)).astype(np.float32)
     got = pm.evaluate(params, {"input": x})["output"]
     np.testing.assert_allclose(got, int8_cnn(params, x), rtol=1e-5, atol=1e-5)
-    ref = ml.compile(small_cnn(), ml.MlirBackend(), shapes={"input": [4, 1, 12, 12]}).evaluate(
+    ref = ml.compile(small_cnn(10), ml.MlirBackend(), shapes={"input": [4, 1, 12, 12]}).evaluate(
         params, {"input": x})["output"]
     err = np.abs(got - ref).max() / np.sqrt(np.mean(ref ** 2))
     assert 1e-3 < err < 0.1, err
@@ -378,11 +365,11 @@ def test_calibration_covers_convolutions():
     # Two quantized ops, two calibrated ranges, in program order: the second
     # convolution's input (a pooled ReLU's: lo = 0) and the product's.
     backend = ml.MlirBackend(quantize="int8")
-    probe = ml.compile(small_cnn(), backend, shapes={"input": [4, 1, 12, 12]})
+    probe = ml.compile(small_cnn(10), backend, shapes={"input": [4, 1, 12, 12]})
     params = probe.randomize_params(seed=8)
     rng = np.random.default_rng(10)
     batches = [rng.standard_normal((4, 1, 12, 12)).astype(np.float32) for _ in range(2)]
-    pm = ml.compile(small_cnn(), backend, shapes={"input": [4, 1, 12, 12]},
+    pm = ml.compile(small_cnn(10), backend, shapes={"input": [4, 1, 12, 12]},
                     calibration_data=[{**params, "input": b} for b in batches])
     a1 = [pool2(np.maximum(conv3x3(b, params["convolution2d_0.weight"],
                                    params["convolution2d_0.bias"]), 0)) for b in batches]
