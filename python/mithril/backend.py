@@ -24,9 +24,9 @@ class MlirBackend:
     installed). `precision` ("bfloat16" or "float16") is the compute type of
     compile(..., mixed_precision=True): float32 terminals (master weights),
     low-precision values between the ops. `quantize="int8"`: inference with
-    the matrix products of weights (Linear layers) and the 2-D convolutions
-    of weights (but those of windows under 32 inputs: a first layer over 1
-    or 3 channels stays float) in 8-bit integers, weights per output column
+    the matrix products of weights (Linear layers) and the 1-D and 2-D
+    convolutions of weights (but those of windows under 32 inputs: a first
+    layer over 1 or 3 channels stays float) in 8-bit integers, weights per output column
     or channel (symmetric) and activations per tensor (unsigned, with a zero
     point), scaled on each call (dynamic quantization); gradients and
     training are refused. `device` is

@@ -320,6 +320,31 @@ def test_int8_convolutions_match_the_integer_arithmetic(target_cpu, kernel, stri
     assert 1e-3 < err < 0.1, err
 
 
+@pytest.mark.parametrize("stride, padding, dilation", [(1, 2, 1), (2, 0, 1), (1, 3, 2)])
+@pytest.mark.parametrize("compiled_in", [False, True])
+def test_int8_1d_convolutions_match_the_integer_arithmetic(stride, padding, dilation,
+                                                           compiled_in):
+    # A 1-D convolution is the 2-D one of height 1.
+    from mithril.models import Convolution1D
+    model = Model()
+    model |= Convolution1D(kernel_size=5, out_channels=12, stride=stride, padding=padding,
+                           dilation=dilation)(input="input", output="output")
+    shape = [3, 8, 30]
+    backend = ml.MlirBackend(quantize="int8")
+    pm = ml.compile(model, backend, shapes={"input": shape})
+    params = pm.randomize_params(seed=11)
+    if compiled_in:
+        pm = ml.compile(model, backend, shapes={"input": shape}, constant_keys=params,
+                        inference=True)
+    x = np.random.default_rng(12).standard_normal(shape).astype(np.float32)
+    got = pm.evaluate({} if compiled_in else params, {"input": x})["output"]
+    want = int8_conv(x[:, :, None, :], params["convolution1d_0.weight"][:, :, None, :],
+                     params["convolution1d_0.bias"], (1, stride), (0, 0, padding, padding),
+                     (1, dilation))[:, :, 0, :]
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 def pool2(v):
     n, c, h, w = v.shape
     return v.reshape(n, c, h // 2, 2, w // 2, 2).max(axis=(3, 5))

@@ -48,3 +48,18 @@ mithril.model @Kept(data %x: tensor<2x1x6x6xf32>, param %w: tensor<8x1x3x3xf32>,
 // OBSERVE-SAME: "calibration:0": tensor<2xf32>
 // OBSERVE: min %x : (tensor<2x4x6x6xf32>) -> tensor<f32>
 // OBSERVE: conv2d
+
+// A 1-D convolution is the 2-D one of height 1: [N, C, L] viewed as
+// [N, C, 1, L], the weight [F, C, K] read as the [K C, F] matrix.
+// CHECK-LABEL: mithril.model @Conv1D
+// CHECK: transpose %w {permutation = array<i64: 0, 2, 1>} : (tensor<8x8x5xf32>) -> tensor<8x5x8xf32>
+// CHECK: reshape %x {shape = array<i64: -1, 8, 1, 20>} : (tensor<2x8x20xf32>) -> tensor<2x8x1x20xf32>
+// CHECK: pad %{{.*}} {pad_width = array<i64: 0, 0, 0, 0, 0, 0, 2, 2>}
+// CHECK-COUNT-5: slice
+// CHECK: matmul %{{.*}}, %{{.*}} : (tensor<40x40xi32>, tensor<40x8xi32>) -> tensor<40x8xi32>
+// CHECK: transpose %{{.*}} {permutation = array<i64: 0, 2, 1>} : (tensor<2x20x8xf32>) -> tensor<2x8x20xf32>
+// CHECK-NOT: conv1d
+mithril.model @Conv1D(data %x: tensor<2x8x20xf32>, param %w: tensor<8x8x5xf32>) -> (y: tensor<2x8x20xf32>) {
+  %0 = mithril.conv1d %x, %w {stride = array<i64: 1>, padding = array<i64: 2, 2>, dilation = array<i64: 1>} : (tensor<2x8x20xf32>, tensor<8x8x5xf32>) -> tensor<2x8x20xf32>
+  mithril.output %0 : tensor<2x8x20xf32>
+}

@@ -100,14 +100,15 @@ void quantizeColumns(ArrayRef<Real> w, int64_t rows, int64_t cols, bool transpos
 /// well as less precise where precision matters most.
 constexpr int64_t kMinConvWindow = 32;
 
-/// A convolution this pass takes to int8: 2-D, ungrouped, of a weight, with
-/// static channels, spatial sizes and kernel (the batch may be dynamic), and
-/// windows of at least kMinConvWindow elements.
-bool isQuantizableConv(ModelOp model, Conv2DOp conv) {
+/// A convolution this pass takes to int8: 1-D or 2-D, ungrouped, of a
+/// weight, with static channels, spatial sizes and kernel (the batch may be
+/// dynamic), and windows of at least kMinConvWindow elements.
+template <typename ConvOp> bool isQuantizableConv(ModelOp model, ConvOp conv) {
   auto input = conv.getInput().getType();
   auto weight = conv.getWeight().getType();
-  auto staticBeyondBatch = [](RankedTensorType t) {
-    return t.getRank() == 4 && llvm::none_of(t.getShape().drop_front(), ShapedType::isDynamic);
+  int64_t rank = weight.getRank();
+  auto staticBeyondBatch = [&](RankedTensorType t) {
+    return t.getRank() == rank && llvm::none_of(t.getShape().drop_front(), ShapedType::isDynamic);
   };
   return conv.getGroups() == 1 && staticBeyondBatch(input) && weight.hasStaticShape() &&
          staticBeyondBatch(conv.getType()) &&
@@ -120,6 +121,8 @@ bool isQuantizableConv(ModelOp model, Conv2DOp conv) {
 Value activationOf(Operation *op) {
   if (auto mm = dyn_cast<MatmulOp>(op))
     return mm.getLhs();
+  if (auto conv = dyn_cast<Conv1DOp>(op))
+    return conv.getInput();
   return cast<Conv2DOp>(op).getInput();
 }
 
@@ -307,6 +310,9 @@ struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<Quantize
         } else if (auto conv = dyn_cast<Conv2DOp>(op)) {
           if (isQuantizableConv(model, conv))
             targets.push_back(op);
+        } else if (auto conv = dyn_cast<Conv1DOp>(op)) {
+          if (isQuantizableConv(model, conv))
+            targets.push_back(op);
         }
       });
       if (observe) {
@@ -342,8 +348,10 @@ struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<Quantize
         }
         if (auto mm = dyn_cast<MatmulOp>(op))
           quantize(mm, scale, range);
+        else if (auto conv = dyn_cast<Conv1DOp>(op))
+          quantizeConv(conv, scale, range);
         else
-          quantize(cast<Conv2DOp>(op), scale, range);
+          quantizeConv(cast<Conv2DOp>(op), scale, range);
         ++index;
       }
     }
@@ -420,25 +428,36 @@ struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<Quantize
   /// channels last ([N, H, W, C]); each window is then a row of [N OH OW,
   /// KH KW C], gathered by KH KW strided slices that copy runs of C bytes. The
   /// weight [F, C, KH, KW] is read as the [KH KW C, F] matrix, quantized per
-  /// output channel.
-  void quantize(Conv2DOp conv, std::optional<double> staticScale,
-                std::optional<std::pair<double, double>> staticRange) {
+  /// output channel. A 1-D convolution is the 2-D one of height 1.
+  template <typename ConvOp>
+  void quantizeConv(ConvOp conv, std::optional<double> staticScale,
+                    std::optional<std::pair<double, double>> staticRange) {
     OpBuilder b(conv);
     Location loc = conv.getLoc();
     RankedTensorType weightType = conv.getWeight().getType(), out = conv.getType();
+    bool oneD = weightType.getRank() == 3;
     Type et = conv.getInput().getType().getElementType();
     int64_t channels = weightType.getDimSize(1), features = weightType.getDimSize(0);
-    int64_t kh = weightType.getDimSize(2), kw = weightType.getDimSize(3);
-    int64_t oh = out.getDimSize(2), ow = out.getDimSize(3), k = channels * kh * kw;
-    ArrayRef<int64_t> stride = conv.getStride(), padding = conv.getPadding(),
-                      dilation = conv.getDilation();
+    int64_t kh = oneD ? 1 : weightType.getDimSize(2), kw = weightType.getDimSize(oneD ? 2 : 3);
+    int64_t oh = oneD ? 1 : out.getDimSize(2), ow = out.getDimSize(oneD ? 2 : 3);
+    int64_t k = channels * kh * kw;
+    ArrayRef<int64_t> p = conv.getPadding(), s = conv.getStride(), d = conv.getDilation();
+    SmallVector<int64_t> padding =
+        oneD ? SmallVector<int64_t>{0, 0, p[0], p[1]} : SmallVector<int64_t>(p.begin(), p.end());
+    SmallVector<int64_t> stride =
+        oneD ? SmallVector<int64_t>{1, s[0]} : SmallVector<int64_t>(s.begin(), s.end());
+    SmallVector<int64_t> dilation =
+        oneD ? SmallVector<int64_t>{1, d[0]} : SmallVector<int64_t>(d.begin(), d.end());
     Int8Builder q(b, loc, et);
     auto ints = [&](ArrayRef<int64_t> v) { return b.getDenseI64ArrayAttr(v); };
     Value matrix =
         ReshapeOp::create(b, loc, channelsLast(b, loc, conv.getWeight()), ints({features, k}));
     Int8Builder::Weight w = q.weight(TransposeOp::create(b, loc, matrix, ints({1, 0})));
     Value x = conv.getInput();
-    if (llvm::any_of(padding, [](int64_t p) { return p != 0; }))
+    if (oneD)
+      x = ReshapeOp::create(b, loc, x,
+                            ints({-1, channels, 1, conv.getInput().getType().getDimSize(2)}));
+    if (llvm::any_of(padding, [](int64_t v) { return v != 0; }))
       x = PadOp::create(b, loc, x,
                         ints({0, 0, 0, 0, padding[0], padding[1], padding[2], padding[3]}),
                         b.getF64FloatAttr(0.0));
@@ -465,31 +484,39 @@ struct QuantizeInt8Pass : public mithril::impl::MithrilQuantizeInt8Base<Quantize
     Value y = q.product(rows, a, w);
     y = TransposeOp::create(b, loc, ReshapeOp::create(b, loc, y, ints({-1, oh * ow, features})),
                             ints({0, 2, 1}));
-    y = ReshapeOp::create(b, loc, y, ints({-1, features, oh, ow}));
+    if (!oneD)
+      y = ReshapeOp::create(b, loc, y, ints({-1, features, oh, ow}));
     if (Value bias = conv.getBias())
-      y = AddOp::create(b, loc, y, ReshapeOp::create(b, loc, bias, ints({1, features, 1, 1})));
+      y = AddOp::create(
+          b, loc, y,
+          ReshapeOp::create(b, loc, bias,
+                            oneD ? ints({1, features, 1}) : ints({1, features, 1, 1})));
     if (y.getType() != out)
       y.setType(out); // the static sizes shape inference found
     conv.getResult().replaceAllUsesWith(y);
     conv.erase();
   }
 
-  /// The weight [F, C, KH, KW] as [F, KH, KW, C]: a constant one permuted
-  /// now (so that its levels are computed when compiling), else by a
-  /// transpose.
+  /// The weight [F, C, KH, KW] as [F, KH, KW, C] ([F, C, K] as [F, K, C]): a
+  /// constant one permuted now (so that its levels are computed when
+  /// compiling), else by a transpose.
   static Value channelsLast(OpBuilder &b, Location loc, Value weight) {
     auto type = cast<RankedTensorType>(weight.getType());
-    int64_t f = type.getDimSize(0), c = type.getDimSize(1), kh = type.getDimSize(2),
-            kw = type.getDimSize(3);
+    bool oneD = type.getRank() == 3;
+    int64_t f = type.getDimSize(0), c = type.getDimSize(1), kh = oneD ? 1 : type.getDimSize(2),
+            kw = type.getDimSize(oneD ? 2 : 3);
     if (kh * kw == 1)
       return weight;
-    auto permutedType = RankedTensorType::get({f, kh, kw, c}, type.getElementType());
+    auto permutedType = oneD ? RankedTensorType::get({f, kw, c}, type.getElementType())
+                             : RankedTensorType::get({f, kh, kw, c}, type.getElementType());
     auto constant = weight.getDefiningOp<ConstantOp>();
     auto data = constant ? dyn_cast<DenseElementsAttr>(constant.getValue()) : nullptr;
     if (data && data.isSplat())
       return ConstantOp::create(b, loc, data.reshape(permutedType));
     if (!data || data.getNumElements() != f * c * kh * kw || type.getElementTypeBitWidth() % 8)
-      return TransposeOp::create(b, loc, weight, b.getDenseI64ArrayAttr({0, 2, 3, 1}));
+      return TransposeOp::create(b, loc, weight,
+                                 oneD ? b.getDenseI64ArrayAttr({0, 2, 1})
+                                      : b.getDenseI64ArrayAttr({0, 2, 3, 1}));
     // The bytes of each element moved, not an attribute per element.
     ArrayRef<char> raw = data.getRawData();
     size_t bytes = type.getElementTypeBitWidth() / 8;

@@ -244,9 +244,10 @@ def MithrilQuantizeInt8 : Pass<"mithril-quantize-int8", "mlir::ModuleOp"> {
     8-bit operands, which an int8 kernel would compute; for inference only
     (the rounding has no useful gradient).
 
-    A `conv2d` of a weight (ungrouped, static but for the batch, with
-    windows of at least 32 elements: an image model's first layer over 1 or
-    3 channels stays float) is the same product over its windows (im2col):
+    A `conv2d` or `conv1d` of a weight (ungrouped, static but for the batch,
+    with windows of at least 32 elements: an image model's first layer over 1
+    or 3 channels stays float) is the same product over its windows (im2col;
+    a 1-D convolution as the 2-D one of height 1):
     the input is zero-padded first, so that the padding takes the zero
     point's level as the input's own zeros do, then quantized per tensor and
     its bytes moved channels last; one strided `slice` per kernel position
