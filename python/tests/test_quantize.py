@@ -345,6 +345,32 @@ def test_int8_1d_convolutions_match_the_integer_arithmetic(stride, padding, dila
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("layer", ["linear", "conv"])
+def test_int8_dynamic_batch(layer):
+    # Compiled once for any batch (shapes with None): the widened operands
+    # and the windows take the batch's size at run time.
+    from mithril.models import Convolution2D
+    model = Model()
+    if layer == "linear":
+        model |= Linear(8)(input="input", output="output")
+        shape = [40]
+    else:
+        model |= Convolution2D(kernel_size=3, out_channels=8, padding=1)(input="input",
+                                                                         output="output")
+        shape = [4, 9, 10]
+    pm = ml.compile(model, ml.MlirBackend(quantize="int8"), shapes={"input": [None] + shape})
+    params = pm.randomize_params(seed=13)
+    for batch in (1, 5):
+        x = np.random.default_rng(batch).standard_normal([batch] + shape).astype(np.float32)
+        got = pm.evaluate(params, {"input": x})["output"]
+        if layer == "linear":
+            want = int8_product(x, params["linear_0.weight"].T) + params["linear_0.bias"]
+        else:
+            want = int8_conv(x, params["convolution2d_0.weight"], params["convolution2d_0.bias"],
+                             padding=(1, 1, 1, 1))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 def pool2(v):
     n, c, h, w = v.shape
     return v.reshape(n, c, h // 2, 2, w // 2, 2).max(axis=(3, 5))

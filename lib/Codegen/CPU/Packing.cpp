@@ -225,7 +225,9 @@ Value Scheduler::widenElements(IRRewriter &rewriter, Location loc, Value v, Type
   auto tensor = cast<RankedTensorType>(v.getType());
   if (tensor.getElementType() == type)
     return v;
-  Value empty = tensor::EmptyOp::create(rewriter, loc, tensor.getShape(), type);
+  // (With v's dynamic sizes: an int8 product of a dynamic batch.)
+  Value empty =
+      tensor::EmptyOp::create(rewriter, loc, tensor::getMixedSizes(rewriter, loc, v), type);
   SmallVector<AffineMap> maps(2, rewriter.getMultiDimIdentityMap(tensor.getRank()));
   SmallVector<utils::IteratorType> iterators(tensor.getRank(), utils::IteratorType::parallel);
   return linalg::GenericOp::create(
@@ -345,7 +347,8 @@ bool Scheduler::packDotProductGroups(IRRewriter &rewriter, linalg::MatmulOp bloc
 /// unsigned byte.
 Value Scheduler::flipSignBits(IRRewriter &rewriter, Location loc, Value v) {
   auto tensor = cast<RankedTensorType>(v.getType());
-  Value empty = tensor::EmptyOp::create(rewriter, loc, tensor.getShape(), tensor.getElementType());
+  Value empty = tensor::EmptyOp::create(rewriter, loc, tensor::getMixedSizes(rewriter, loc, v),
+                                        tensor.getElementType());
   SmallVector<AffineMap> maps(2, rewriter.getMultiDimIdentityMap(tensor.getRank()));
   SmallVector<utils::IteratorType> iterators(tensor.getRank(), utils::IteratorType::parallel);
   return linalg::GenericOp::create(

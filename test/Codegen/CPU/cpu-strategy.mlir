@@ -134,3 +134,20 @@ func.func @work_of_every_result(%x: tensor<64x64xf32>) -> (tensor<64x64xf32>, te
   } -> tensor<64x64xf32>
   return %r#1, %one : tensor<64x64xf32>, tensor<64x64xf32>
 }
+
+// -----
+
+// An int8 product of a dynamic batch whose operands are widened (8 columns,
+// too few to pack): the widened left operand takes the batch's size.
+// SCHEDULE-LABEL: func.func @int8_dynamic_rows
+// SCHEDULE: tensor.empty(%{{.+}}) : tensor<?x40xi32>
+// SCHEDULE: arith.extsi
+func.func @int8_dynamic_rows(%a: tensor<?x40xi8>, %b: tensor<40x8xi8>) -> tensor<?x8xi32> {
+  %c0 = arith.constant 0 : index
+  %z = arith.constant 0 : i32
+  %d = tensor.dim %a, %c0 : tensor<?x40xi8>
+  %e = tensor.empty(%d) : tensor<?x8xi32>
+  %f = linalg.fill ins(%z : i32) outs(%e : tensor<?x8xi32>) -> tensor<?x8xi32>
+  %r = linalg.matmul ins(%a, %b : tensor<?x40xi8>, tensor<40x8xi8>) outs(%f : tensor<?x8xi32>) -> tensor<?x8xi32>
+  return %r : tensor<?x8xi32>
+}
