@@ -80,47 +80,35 @@ bool copyInRuns(IRRewriter &rewriter, memref::CopyOp copy) {
     to = memref::CollapseShapeOp::create(rewriter, loc, to, groups);
   }
   int64_t chunk = std::max<int64_t>(1, kChunkBytes / elementBytes);
+  int64_t whole = run / chunk * chunk;
   Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
   Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
-  SmallVector<Value> indices;
-  auto moveRun = [&](OpBuilder &b, Location l) {
-    auto move = [&](OpBuilder &nb, Value start, int64_t length) {
-      SmallVector<Value> at(indices);
-      at.push_back(start);
-      auto type = VectorType::get({length}, element);
-      Value data = vector::TransferReadOp::create(nb, l, type, from, at,
-                                                  /*padding=*/std::nullopt, ArrayRef<bool>{true});
-      vector::TransferWriteOp::create(nb, l, data, to, at, ArrayRef<bool>{true});
-    };
-    int64_t whole = run / chunk * chunk;
-    if (whole == chunk) {
-      move(b, zero, chunk);
-    } else if (whole > 0) {
-      Value end = arith::ConstantIndexOp::create(b, l, whole);
-      Value step = arith::ConstantIndexOp::create(b, l, chunk);
-      scf::ForOp::create(b, l, zero, end, step, ValueRange{},
-                         [&](OpBuilder &nb, Location, Value start, ValueRange) {
-                           move(nb, start, chunk);
-                           scf::YieldOp::create(nb, l);
-                         });
-    }
-    if (run > whole)
-      move(b, whole == 0 ? zero : arith::ConstantIndexOp::create(b, l, whole), run - whole);
-  };
-  // Loops over the outer dimensions, outermost first.
-  std::function<void(OpBuilder &, int64_t)> nest = [&](OpBuilder &b, int64_t d) {
-    if (d == outer)
-      return moveRun(b, loc);
-    Value end = arith::ConstantIndexOp::create(b, loc, source.getDimSize(d));
-    scf::ForOp::create(b, loc, zero, end, one, ValueRange{},
-                       [&](OpBuilder &nb, Location, Value iv, ValueRange) {
-                         indices.push_back(iv);
-                         nest(nb, d + 1);
-                         indices.pop_back();
-                         scf::YieldOp::create(nb, loc);
-                       });
-  };
-  nest(rewriter, 0);
+  SmallVector<Value> lower(outer, zero), upper, steps(outer, one);
+  for (int64_t d = 0; d < outer; ++d)
+    upper.push_back(arith::ConstantIndexOp::create(rewriter, loc, source.getDimSize(d)));
+  // Loops over the outer dimensions; in each, the run in whole chunks, then
+  // its tail.
+  scf::buildLoopNest(
+      rewriter, loc, lower, upper, steps, [&](OpBuilder &b, Location l, ValueRange outerIndices) {
+        auto move = [&](OpBuilder &nb, Value start, int64_t length) {
+          SmallVector<Value> at(outerIndices);
+          at.push_back(start);
+          Value data =
+              vector::TransferReadOp::create(nb, l, VectorType::get({length}, element), from, at,
+                                             /*padding=*/std::nullopt, ArrayRef<bool>{true});
+          vector::TransferWriteOp::create(nb, l, data, to, at, ArrayRef<bool>{true});
+        };
+        if (whole == chunk) {
+          move(b, zero, chunk);
+        } else if (whole > 0) {
+          scf::buildLoopNest(
+              b, l, zero, arith::ConstantIndexOp::create(b, l, whole).getResult(),
+              arith::ConstantIndexOp::create(b, l, chunk).getResult(),
+              [&](OpBuilder &nb, Location, ValueRange start) { move(nb, start.front(), chunk); });
+        }
+        if (run > whole)
+          move(b, whole == 0 ? zero : arith::ConstantIndexOp::create(b, l, whole), run - whole);
+      });
   rewriter.eraseOp(copy);
   return true;
 }

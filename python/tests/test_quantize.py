@@ -250,23 +250,31 @@ def test_int8_odd_shapes_are_exact(target_cpu, shape, outputs, compiled_in):
     np.testing.assert_allclose(got, want.reshape(*shape[:-1], outputs), rtol=1e-5, atol=1e-5)
 
 
-def int8_conv(x, w, b=None, stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), bounds=None):
-    """A 2-D convolution as the int8 product of its windows (im2col), as the
-    compiled code computes it: the input zero-padded first (the padding takes
-    the zero point's level, as zeros do), each window a row, the weight
-    [F, C, KH, KW] a [C KH KW, F] matrix quantized per output channel."""
+def conv_windows(x, kh, kw, stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1)):
+    """The windows of a 2-D convolution over x [N, C, H, W], zero-padded:
+    [N, OH, OW, C, KH, KW]."""
     n, c = x.shape[:2]
-    f, _, kh, kw = w.shape
     xp = np.pad(x, ((0, 0), (0, 0), padding[:2], padding[2:]))
     oh = (xp.shape[2] - dilation[0] * (kh - 1) - 1) // stride[0] + 1
     ow = (xp.shape[3] - dilation[1] * (kw - 1) - 1) // stride[1] + 1
-    windows = np.empty((n, oh, ow, c, kh, kw), np.float32)
+    windows = np.empty((n, oh, ow, c, kh, kw), x.dtype)
     for i in range(kh):
         for j in range(kw):
             r, s = i * dilation[0], j * dilation[1]
             tap = xp[:, :, r:r + (oh - 1) * stride[0] + 1:stride[0],
                      s:s + (ow - 1) * stride[1] + 1:stride[1]]
             windows[..., i, j] = tap.transpose(0, 2, 3, 1)
+    return windows
+
+
+def int8_conv(x, w, b=None, stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), bounds=None):
+    """A 2-D convolution as the int8 product of its windows (im2col), as the
+    compiled code computes it: the input zero-padded first (the padding takes
+    the zero point's level, as zeros do), each window a row, the weight
+    [F, C, KH, KW] a [C KH KW, F] matrix quantized per output channel."""
+    f, _, kh, kw = w.shape
+    windows = conv_windows(x, kh, kw, stride, padding, dilation)
+    n, oh, ow = windows.shape[:3]
     y = int8_product(windows.reshape(n * oh * ow, -1), w.reshape(f, -1).T, bounds)
     y = y.reshape(n, oh, ow, f).transpose(0, 3, 1, 2)
     return y if b is None else y + b.reshape(1, f, 1, 1)
@@ -378,10 +386,8 @@ def pool2(v):
 
 def conv3x3(v, w, b):
     """A float32 3 x 3 convolution with padding 1."""
-    n, c, h, ww = v.shape
-    vp = np.pad(v, ((0, 0), (0, 0), (1, 1), (1, 1)))
-    cols = np.stack([vp[:, :, i:i + h, j:j + ww] for i in range(3) for j in range(3)], 2)
-    y = np.einsum("nckhw,fck->nfhw", cols, w.reshape(len(w), c, 9), dtype=np.float64)
+    windows = conv_windows(v, 3, 3, padding=(1, 1, 1, 1))
+    y = np.einsum("nhwcij,fcij->nfhw", windows, w, dtype=np.float64)
     return (y + b.reshape(1, -1, 1, 1)).astype(np.float32)
 
 
