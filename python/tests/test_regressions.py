@@ -578,3 +578,24 @@ def test_small_convolutions_start_from_zero_once(batch, length, channels, out_ch
         out = pm.evaluate({"weight": ws}, {"input": xs})["output"]
         want = ref(torch.tensor(xs), torch.tensor(ws), stride=stride, padding=padding).numpy()
         np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [ml.float32, ml.float64])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("rows, depth", [(1024, 2048), (1032, 1280), (2048, 1040)])
+def test_products_of_many_rows_and_deep_reductions(dtype, threads, rows, depth):
+    # A column block of these results fills a 1 MiB L2: on AVX-512 hosts the
+    # reduction blocks deepen to 1024 steps (2048: two blocks; 1280 and
+    # 1040: a divisor), rows and columns split at the tiles' multiples.
+    rng = np.random.default_rng(rows + depth)
+    np_type = np.float32 if dtype == ml.float32 else np.float64
+    a = rng.standard_normal((rows, depth)).astype(np_type)
+    b = rng.standard_normal((depth, 272)).astype(np_type)
+    m = Model()
+    m |= MatrixMultiply().connect(left="input", right="b", output="output")
+    pm = ml.compile(m, ml.MlirBackend(dtype=dtype, num_threads=threads),
+                    shapes={"input": [rows, depth], "b": [depth, 272]}, inference=True)
+    out = pm.evaluate({}, {"input": a, "b": b})["output"]
+    expected = a.astype(np.float64) @ b.astype(np.float64)
+    error = np.linalg.norm(out - expected) / np.linalg.norm(expected)
+    assert error < (1e-6 if dtype == ml.float32 else 1e-14)

@@ -65,6 +65,11 @@ struct StrategyOptions {
   RegisterFile registers;
   /// The matmul cache block (rows, columns, reduction).
   llvm::SmallVector<int64_t, 3> cacheTile = {128, 256, 256};
+  /// Whether `cacheTile` is the pass option's (used as given for every
+  /// matmul) rather than the target's default (which matmulCacheTile adapts).
+  bool cacheTileGiven = false;
+  /// The target's L2 cache per core in bytes.
+  int64_t l2Bytes = 1 << 20;
   unsigned threads = 1;
   int64_t minParallelWork = 1 << 19;
 };
@@ -77,6 +82,17 @@ mlir::FailureOr<StrategyOptions> strategyOptions(mlir::Operation *anchor, llvm::
                                                  llvm::StringRef targetCpu, unsigned vectorBits,
                                                  llvm::ArrayRef<int64_t> cacheTile,
                                                  unsigned threads, int64_t minParallelWork);
+
+/// The reduction block of a float matmul whose rows make a column block of
+/// its result as large as the L2 (see matmulCacheTile).
+inline constexpr int64_t kDeepReductionBlock = 1024;
+
+/// The cache block (rows, columns, reduction) of `op`, a matmul: the
+/// options' target default, with a deeper reduction block for f32 and f64
+/// products on 512-bit registers whose rows make a column block of the
+/// result (rows x block columns) at least as large as the L2.
+llvm::SmallVector<int64_t, 3> matmulCacheTile(mlir::linalg::LinalgOp op,
+                                              const StrategyOptions &options);
 
 /// Threads split a matrix-vector product from min-parallel-work / 8
 /// multiply-adds, and elementwise ops from a sixteenth (see parallelSplit).
