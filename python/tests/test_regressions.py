@@ -582,11 +582,12 @@ def test_small_convolutions_start_from_zero_once(batch, length, channels, out_ch
 
 @pytest.mark.parametrize("dtype", [ml.float32, ml.float64])
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("rows, depth", [(1024, 2048), (1032, 1280), (2048, 1040)])
-def test_products_of_many_rows_and_deep_reductions(dtype, threads, rows, depth):
-    # A column block of these results fills a 1 MiB L2: on AVX-512 hosts the
-    # reduction blocks deepen to 1024 steps (2048: two blocks; 1280 and
-    # 1040: a divisor), rows and columns split at the tiles' multiples.
+@pytest.mark.parametrize("rows, depth, target_cpu", [(1024, 2048, ""), (1032, 1280, ""),
+                                                     (2048, 1040, ""), (1026, 2048, "haswell")])
+def test_products_of_many_rows_and_deep_reductions(dtype, threads, rows, depth, target_cpu):
+    # A column block of these results fills a 1 MiB L2: the reduction blocks
+    # deepen to 1024 steps (2048: two blocks; 1280 and 1040: a divisor),
+    # rows and columns split at the tiles' multiples (AVX2's 6-row tiles too).
     rng = np.random.default_rng(rows + depth)
     np_type = np.float32 if dtype == ml.float32 else np.float64
     a = rng.standard_normal((rows, depth)).astype(np_type)
@@ -594,7 +595,8 @@ def test_products_of_many_rows_and_deep_reductions(dtype, threads, rows, depth):
     m = Model()
     m |= MatrixMultiply().connect(left="input", right="b", output="output")
     pm = ml.compile(m, ml.MlirBackend(dtype=dtype, num_threads=threads),
-                    shapes={"input": [rows, depth], "b": [depth, 272]}, inference=True)
+                    shapes={"input": [rows, depth], "b": [depth, 272]}, inference=True,
+                    cpu_options={"target_cpu": target_cpu} if target_cpu else None)
     out = pm.evaluate({}, {"input": a, "b": b})["output"]
     expected = a.astype(np.float64) @ b.astype(np.float64)
     error = np.linalg.norm(out - expected) / np.linalg.norm(expected)

@@ -505,7 +505,7 @@ SmallVector<int64_t> cpu::configuredRegisterTile(linalg::LinalgOp op, const Regi
 
 SmallVector<int64_t, 3> cpu::matmulCacheTile(linalg::LinalgOp op, const StrategyOptions &options) {
   SmallVector<int64_t, 3> block = options.cacheTile;
-  if (options.cacheTileGiven || options.registers.bits < 512)
+  if (options.cacheTileGiven)
     return block;
   // Each reduction block loads and stores every accumulator tile of the
   // result once. While a column block of the result (rows x block columns)
@@ -513,9 +513,10 @@ SmallVector<int64_t, 3> cpu::matmulCacheTile(linalg::LinalgOp op, const Strategy
   // from L3 and memory, block after block, and a deeper reduction block
   // loads them fewer times. (Zen 4, one core, 1 MiB L2: sgemm 1024 21.0 ->
   // 20.0 ms and 2048 172 -> 159 ms, dgemm 2048 351 -> 328 ms, a 4096 x 512 x
-  // 1024 product 43.4 -> 39.5; 512 to 1000 rows within 1% either way; the
-  // bench CNN's training step, whose products have at most 256 rows, was
-  // 2-3% slower with every block deepened.)
+  // 1024 product 43.4 -> 39.5; its AVX2 code, 6 x 16 tiles: sgemm 1024
+  // 21.9 -> 20.9 ms, 2048 171-177 -> 159-164 ms; 512 to 1000 rows within 1%
+  // either way; the bench CNN's training step, whose products have at most
+  // 256 rows, was 2-3% slower with every block deepened.)
   // Narrow inputs keep theirs: 8-bit and tile blocks are deepened by the
   // schedule, and bf16 on vector registers measured no better.
   Type element = getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType());

@@ -89,8 +89,8 @@ inline constexpr int64_t kDeepReductionBlock = 1024;
 
 /// The cache block (rows, columns, reduction) of `op`, a matmul: the
 /// options' target default, with a deeper reduction block for f32 and f64
-/// products on 512-bit registers whose rows make a column block of the
-/// result (rows x block columns) at least as large as the L2.
+/// products whose rows make a column block of the result (rows x block
+/// columns) at least as large as the L2.
 llvm::SmallVector<int64_t, 3> matmulCacheTile(mlir::linalg::LinalgOp op,
                                               const StrategyOptions &options);
 
