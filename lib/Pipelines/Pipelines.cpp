@@ -286,7 +286,11 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     mathToLLVM.approximateLog1p = false;
     pm.addPass(createConvertMathToLLVMPass(mathToLLVM));
     pm.addPass(createConvertMathToLibmPass());
-    pm.addPass(createMithrilExpandBF16());
+    // With AVX512-BF16, truncations to bf16 stay for vcvtneps2bf16.
+    MithrilExpandBF16Options expandBF16;
+    if (std::optional<CpuTarget> target = cpuTarget(options.targetCpu))
+      expandBF16.nativeTruncation = target->bf16DotProduct;
+    pm.addPass(createMithrilExpandBF16(expandBF16));
     // The schedule's int8 register tiles as vpdpbusd (AVX512-VNNI targets).
     pm.addPass(createMithrilX86DotProducts());
     // Multi-dimensional reductions the vectorizer produced become 1-D ones.

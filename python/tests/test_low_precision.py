@@ -433,6 +433,30 @@ def test_bfloat16_rounds_between_ops_to_nearest_even():
     assert got[0] == 3.03125 and got[1] == 3.0625 and got[2] == np.inf and np.isnan(got[3])
 
 
+@pytest.mark.parametrize("target_cpu", ["host", "haswell"])
+def test_bfloat16_subnormal_results_follow_the_target(target_cpu):
+    # With AVX512-BF16 the rounding to bfloat16 is vcvtneps2bf16, which
+    # flushes subnormal results to zero; elsewhere it is integer arithmetic,
+    # which keeps them. Normal results round to nearest even either way.
+    from mithril import _mithril
+    model = Model()
+    model |= Multiply()(left="a", right="b", output="output")
+    a = bf16(np.array([2.0**-70, -(2.0**-70), 3.0, 2.0**-60] * 8, np.float32))
+    b = bf16(np.array([2.0**-60, 2.0**-61, 1.0 + 2.0**-7, 2.0**-60] * 8, np.float32))
+    options = None if target_cpu == "host" else {"target_cpu": target_cpu}
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.bfloat16), shapes={"a": [32], "b": [32]},
+                    cpu_options=options)
+    got = np.asarray(pm.evaluate({}, {"a": a, "b": b})["output"], np.float32)
+    exact = a.astype(np.float32) * b.astype(np.float32)
+    want = bf16(exact)
+    native = _mithril.cpu_target("" if target_cpu == "host" else target_cpu)["bf16_dot_product"]
+    if native:
+        want[np.abs(exact) < np.finfo(np.float32).tiny] = 0.0
+    np.testing.assert_array_equal(got, want)
+    assert got[2] == 3.03125  # the tie rounds to even on every target
+    assert (got[0] == 0.0) == native
+
+
 def torch_bf16_cnn(params, x, names):
     """The CNN in float64 with each op's result rounded to bfloat16."""
     r = lambda t: torch.tensor(bf16(t.numpy()), dtype=torch.float64)

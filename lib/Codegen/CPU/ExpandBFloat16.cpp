@@ -26,6 +26,8 @@ namespace {
 /// Upstream's bf16 patterns alone (arith-expand would also rewrite min/max
 /// and the integer divisions that the LLVM lowering handles better).
 struct ExpandBFloat16Pass : public mithril::impl::MithrilExpandBF16Base<ExpandBFloat16Pass> {
+  using MithrilExpandBF16Base::MithrilExpandBF16Base;
+
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     arith::populateExpandBFloat16Patterns(patterns);
@@ -35,7 +37,7 @@ struct ExpandBFloat16Pass : public mithril::impl::MithrilExpandBF16Base<ExpandBF
       if (auto ext = dyn_cast<arith::ExtFOp>(op))
         return isBF16(ext.getIn().getType());
       if (auto trunc = dyn_cast<arith::TruncFOp>(op))
-        return isBF16(trunc.getType());
+        return !nativeTruncation && isBF16(trunc.getType());
       return false;
     };
     if (failed(mithril::cpu::rewriteSelected(getOperation(), std::move(patterns), converts)))

@@ -129,7 +129,16 @@ def MithrilExpandBF16 : Pass<"mithril-expand-bf16", "mlir::ModuleOp"> {
     AVX512-BF16, which the JIT cannot resolve on hosts whose libgcc predates
     it, and which serializes the conversion one element at a time. Run it
     before the lowering to LLVM.
+
+    With `native-truncation` (targets with AVX512-BF16), truncations stay:
+    LLVM lowers them to `vcvtneps2bf16`, one instruction for 16 elements
+    instead of seven. It rounds to nearest even as the expansion does, but
+    flushes subnormal inputs and results to zero.
   }];
+  let options = [
+    Option<"nativeTruncation", "native-truncation", "bool", /*default=*/"false",
+           "Keep truncations to bf16 for LLVM's vcvtneps2bf16 (AVX512-BF16 targets)">,
+  ];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::vector::VectorDialect"];
 }
 
