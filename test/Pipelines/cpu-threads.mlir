@@ -16,6 +16,15 @@ mithril.model @Big(data %x: tensor<256x512xf32>, param %w: tensor<512x512xf32>, 
   mithril.output %y : tensor<256x512xf32>
 }
 
+// In bf16 the product sums in float32 and its epilogue rounds to bf16: a
+// result of another element type, still one chain.
+mithril.model @BigBF16(data %x: tensor<256x512xbf16>, param %w: tensor<512x512xbf16>, param %b: tensor<512xbf16>) -> (y: tensor<256x512xbf16>) {
+  %mm = mithril.matmul %x, %w : (tensor<256x512xbf16>, tensor<512x512xbf16>) -> tensor<256x512xbf16>
+  %a = mithril.add %mm, %b : (tensor<256x512xbf16>, tensor<512xbf16>) -> tensor<256x512xbf16>
+  %y = mithril.relu %a : (tensor<256x512xbf16>) -> tensor<256x512xbf16>
+  mithril.output %y : tensor<256x512xbf16>
+}
+
 mithril.model @Small(data %x: tensor<8x16xf32>, param %w: tensor<16x32xf32>) -> (y: tensor<8x32xf32>) {
   %mm = mithril.matmul %x, %w : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
   mithril.output %mm : tensor<8x32xf32>
@@ -39,6 +48,13 @@ mithril.model @Gemv(data %x: tensor<16x784xf32>, param %w: tensor<512x784xf32>) 
 // FUSION: arith.maximumf {{.*}} : vector<8x32xf32>
 // FUSION: scf.forall.in_parallel
 // FUSION-NEXT: tensor.parallel_insert_slice %{{.+}} into %[[OUT]][0, %[[J]]] [256, 256] [1, 1]
+// FUSION-NOT: scf.forall
+// FUSION-LABEL: func.func @BigBF16(
+// FUSION: scf.forall (%[[J:.+]]) = (0) to (512) step (256) shared_outs(%[[OUT:.+]] = %{{.+}}) -> (tensor<256x512xbf16>)
+// FUSION: arith.maximumf {{.*}} : vector<8x32xf32>
+// FUSION: arith.truncf {{.*}} : vector<8x32xf32> to vector<8x32xbf16>
+// FUSION: scf.forall.in_parallel
+// FUSION-NEXT: tensor.parallel_insert_slice %{{.+}} into %[[OUT]][0, %[[J]]] [256, 256] [1, 1] : tensor<256x256xbf16>
 // FUSION-NOT: scf.forall
 // FUSION-LABEL: func.func @Small(
 // FUSION-NOT: scf.forall

@@ -97,15 +97,17 @@ inline bool touchesBooleans(Operation *op) {
 
 /// The last op of the elementwise chain that consumes `op`: single uses into
 /// all-parallel linalg ops with an identity output map and the same result
-/// type (a matmul's bias and activation, say).
+/// shape (a matmul's bias and activation, say, and the rounding of a bf16
+/// model's float32 product to bf16).
 inline SmallVector<linalg::LinalgOp> elementwiseChain(linalg::LinalgOp op) {
   SmallVector<linalg::LinalgOp> chain = {op};
   while (chain.back()->getNumResults() == 1 && chain.back()->hasOneUse()) {
     auto user = dyn_cast<linalg::LinalgOp>(*chain.back()->getUsers().begin());
+    auto shape = [](Value v) { return cast<ShapedType>(v.getType()).getShape(); };
     if (!user || !user.hasPureTensorSemantics() || user->getNumResults() != 1 ||
         user.getNumParallelLoops() != user.getNumLoops() ||
         !user.getIndexingMapMatchingResult(user->getResult(0)).isIdentity() ||
-        user->getResult(0).getType() != chain.back()->getResult(0).getType())
+        shape(user->getResult(0)) != shape(chain.back()->getResult(0)))
       break;
     chain.push_back(user);
   }
