@@ -601,3 +601,31 @@ def test_products_of_many_rows_and_deep_reductions(dtype, threads, rows, depth, 
     expected = a.astype(np.float64) @ b.astype(np.float64)
     error = np.linalg.norm(out - expected) / np.linalg.norm(expected)
     assert error < (1e-6 if dtype == ml.float32 else 1e-14)
+
+
+@pytest.mark.parametrize("target_cpu", ["", "haswell"])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("rows", [100, 250, 256])
+@pytest.mark.parametrize("dtype", [ml.float32, ml.float64])
+def test_row_remainders_of_packed_products(target_cpu, threads, rows, dtype):
+    # Rows no register tile divides (8-row tiles with AVX-512, 6 with AVX2)
+    # are split off each packed block's product and read the same packed
+    # block of the weight (a Linear's, transposed, and a plain right operand).
+    rng = np.random.default_rng(rows)
+    np_type = np.float32 if dtype == ml.float32 else np.float64
+    m = Model()
+    m |= Linear(512)(input="input", output="hidden")
+    m |= Relu()(input="hidden", output="h")
+    m |= MatrixMultiply().connect(left="h", right="b", output=ml.IOKey("output"))
+    pm = ml.compile(m, ml.MlirBackend(dtype=dtype, num_threads=threads),
+                    shapes={"input": [rows, 784], "b": [512, 320]}, inference=True,
+                    cpu_options={"target_cpu": target_cpu} if target_cpu else None)
+    params = pm.randomize_params(seed=1)
+    x = rng.standard_normal((rows, 784)).astype(np_type)
+    b = rng.standard_normal((512, 320)).astype(np_type)
+    out = pm.evaluate(params, {"input": x, "b": b})["output"]
+    weight = np.asarray(next(v for k, v in params.items() if k.endswith("weight")), np.float64)
+    bias = np.asarray(next(v for k, v in params.items() if k.endswith("bias")), np.float64)
+    expected = np.maximum(x.astype(np.float64) @ weight.T + bias, 0) @ b.astype(np.float64)
+    error = np.linalg.norm(out - expected) / np.linalg.norm(expected)
+    assert error < (1e-6 if dtype == ml.float32 else 1e-14)

@@ -8,6 +8,7 @@
 // (A named CPU: the host's L2 sizes the blocks, 1 MiB is assumed for a name.)
 // RUN: mithril-opt %s --mithril-cpu-pipeline="target-cpu=skylake-avx512 stop-after=fusion" | FileCheck %s
 // RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=linalg" | not mithril-opt --mithril-cpu-schedule="cache-tile=1,2,3,4" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: mithril-opt %s --mithril-cpu-pipeline="target-cpu=znver2 stop-after=fusion" | FileCheck %s --check-prefix=AVX2
 
 mithril.model @Gemm(data %a: tensor<512x512xf32>, data %b: tensor<512x512xf32>) -> (c: tensor<512x512xf32>) {
   %c = mithril.matmul %a, %b : (tensor<512x512xf32>, tensor<512x512xf32>) -> tensor<512x512xf32>
@@ -29,6 +30,12 @@ mithril.model @Wide(data %a: tensor<512x64xf32>, data %b: tensor<64x784xf32>) ->
 mithril.model @Odd(data %a: tensor<1000x1000xf32>, data %b: tensor<1000x1000xf32>) -> (c: tensor<1000x1000xf32>) {
   %c = mithril.matmul %a, %b : (tensor<1000x1000xf32>, tensor<1000x1000xf32>) -> tensor<1000x1000xf32>
   mithril.output %c : tensor<1000x1000xf32>
+}
+
+mithril.model @LinearRows(data %x: tensor<256x784xf32>, param %w: tensor<512x784xf32>) -> (y: tensor<256x512xf32>) {
+  %wt = mithril.transpose %w : (tensor<512x784xf32>) -> tensor<784x512xf32>
+  %y = mithril.matmul %x, %wt : (tensor<256x784xf32>, tensor<784x512xf32>) -> tensor<256x512xf32>
+  mithril.output %y : tensor<256x512xf32>
 }
 
 mithril.model @Linear(data %x: tensor<64x784xf32>, param %w: tensor<512x784xf32>) -> (y: tensor<64x512xf32>) {
@@ -81,3 +88,18 @@ mithril.model @Linear(data %x: tensor<64x784xf32>, param %w: tensor<512x784xf32>
 // CHECK: vector.shuffle {{.*}} : vector<16xf32>, vector<16xf32>
 
 // BAD: cache-tile needs 3 positive sizes (rows, columns, reduction)
+
+// 256 rows in AVX2's 6-row tiles: the rows stay whole until each block of
+// the weight is packed (straight from the weight: no transposed copy), and
+// the block's product then splits into 252 rows of 6-row tiles and 4 rows
+// of 4-row tiles, both reading the one packed block.
+// AVX2-LABEL: func.func @LinearRows(
+// AVX2-NOT: tensor<784x512xf32>
+// AVX2: %[[PANELS:.+]] = scf.for {{.*}} -> (tensor<16x112x16xf32>)
+// AVX2: scf.for {{.*}} to %c252 step %c6 {{.*}} -> (tensor<252x16x16xf32>)
+// AVX2: scf.for {{.*}} -> (vector<6x16xf32>)
+// AVX2: vector.transfer_read %[[PANELS]]
+// AVX2: -> (tensor<4x16x16xf32>)
+// AVX2: scf.for {{.*}} -> (vector<4x16xf32>)
+// AVX2: vector.transfer_read %[[PANELS]]
+// AVX2-LABEL: func.func @Linear(

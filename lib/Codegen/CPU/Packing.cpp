@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Utils/Utils.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
@@ -188,7 +189,24 @@ bool Scheduler::packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block, b
   rewriter.replaceOp(
       block,
       tensor::CollapseShapeOp::create(rewriter, loc, ct, product.getResult(0), split).getResult());
+  splitRowRemainder(rewriter, product);
   return true;
+}
+
+void Scheduler::splitRowRemainder(IRRewriter &rewriter, linalg::LinalgOp op) {
+  int64_t rows = strategy.registers.matmulRows(op);
+  int64_t m = op.getStaticLoopRanges()[0];
+  if (ShapedType::isDynamic(m) || m <= rows || m % rows == 0)
+    return;
+  CpuKernel kernel = kernelOf(op);
+  rewriter.setInsertionPoint(op);
+  auto [whole, rest] = linalg::splitOp(rewriter, cast<TilingInterface>(op.getOperation()), 0,
+                                       rewriter.getIndexAttr(m - m % rows));
+  // Each part gets the tiles of its own rows (the rest: the divisor of
+  // its rows that fitTilesToLoops picks).
+  for (TilingInterface part : {whole, rest})
+    if (part)
+      configureTile(part, kernel);
 }
 
 /// Matmuls that kept narrow operands (bf16 or f16 into f32) but were not

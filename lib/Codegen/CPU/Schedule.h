@@ -252,6 +252,13 @@ public:
   bool packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block, bool startsAtZero = false,
                         bool *fillUnneeded = nullptr);
 
+  bool packsRowsTogether(linalg::LinalgOp op) const;
+
+  /// Splits `op` (a matmul block, or the product packRightOperand builds)
+  /// into the rows its register tiles divide and the rest, each configured
+  /// for its rows: after packing, both parts read the one packed block.
+  void splitRowRemainder(IRRewriter &rewriter, linalg::LinalgOp op);
+
   /// Matmuls that kept narrow operands (bf16 or f16 into f32) but were not
   /// packed (too few columns: a Linear layer of 10 outputs) read them
   /// widened: extending each element inside the register tile made a 256 x
