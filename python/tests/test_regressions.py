@@ -629,3 +629,20 @@ def test_row_remainders_of_packed_products(target_cpu, threads, rows, dtype):
     expected = np.maximum(x.astype(np.float64) @ weight.T + bias, 0) @ b.astype(np.float64)
     error = np.linalg.norm(out - expected) / np.linalg.norm(expected)
     assert error < (1e-6 if dtype == ml.float32 else 1e-14)
+
+
+@pytest.mark.parametrize("target_cpu", ["", "haswell"])
+@pytest.mark.parametrize("rows", [200, 203])
+def test_row_remainders_of_a_single_block(target_cpu, rows):
+    # Rows kept whole for packing that then fit one cache block (no packing
+    # for float products of one block): the remainder is split off there.
+    rng = np.random.default_rng(rows)
+    a = rng.standard_normal((rows, 256)).astype(np.float32)
+    b = rng.standard_normal((256, 256)).astype(np.float32)
+    m = Model()
+    m |= MatrixMultiply().connect(left="input", right="b", output="output")
+    pm = ml.compile(m, ml.MlirBackend(dtype=ml.float32), shapes={"input": [rows, 256], "b": [256, 256]},
+                    inference=True, cpu_options={"target_cpu": target_cpu} if target_cpu else None)
+    out = pm.evaluate({}, {"input": a, "b": b})["output"]
+    expected = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.linalg.norm(out - expected) / np.linalg.norm(expected) < 1e-6

@@ -1055,6 +1055,9 @@ LogicalResult Scheduler::tileForCache(IRRewriter &rewriter, ArrayRef<linalg::Lin
                            &fillUnneeded) &&
           fillUnneeded)
         dropFill();
+      else if (!dotProducts)
+        // Rows kept whole for packing (packsRowsTogether) that fit one block.
+        splitRowRemainder(rewriter, op);
       continue;
     }
     scf::SCFTilingOptions options;
