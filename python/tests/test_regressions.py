@@ -641,8 +641,9 @@ def test_row_remainders_of_a_single_block(target_cpu, rows):
     b = rng.standard_normal((256, 256)).astype(np.float32)
     m = Model()
     m |= MatrixMultiply().connect(left="input", right="b", output="output")
-    pm = ml.compile(m, ml.MlirBackend(dtype=ml.float32), shapes={"input": [rows, 256], "b": [256, 256]},
-                    inference=True, cpu_options={"target_cpu": target_cpu} if target_cpu else None)
+    pm = ml.compile(m, ml.MlirBackend(dtype=ml.float32),
+                    shapes={"input": [rows, 256], "b": [256, 256]}, inference=True,
+                    cpu_options={"target_cpu": target_cpu} if target_cpu else None)
     out = pm.evaluate({}, {"input": a, "b": b})["output"]
     expected = a.astype(np.float64) @ b.astype(np.float64)
     assert np.linalg.norm(out - expected) / np.linalg.norm(expected) < 1e-6
