@@ -647,3 +647,23 @@ def test_row_remainders_of_a_single_block(target_cpu, rows):
     out = pm.evaluate({}, {"input": a, "b": b})["output"]
     expected = a.astype(np.float64) @ b.astype(np.float64)
     assert np.linalg.norm(out - expected) / np.linalg.norm(expected) < 1e-6
+
+
+@pytest.mark.parametrize("rows, depth, target_cpu", [(1024, 1000, ""), (1030, 1000, "haswell"),
+                                                     (2048, 1296, "")])
+def test_linear_of_many_rows_and_a_deep_reduction(rows, depth, target_cpu):
+    # A Linear's weight packed straight from its [out, in] layout in
+    # 1024-deep reduction blocks (1000 and 1296: no multiple of 16 divides
+    # them whole), on two threads.
+    m = Model()
+    m |= Linear(288)(input="input", output=ml.IOKey("output"))
+    pm = ml.compile(m, ml.MlirBackend(num_threads=2), shapes={"input": [rows, depth]},
+                    inference=True,
+                    cpu_options={"target_cpu": target_cpu} if target_cpu else None)
+    params = pm.randomize_params(seed=0)
+    x = np.random.default_rng(1).standard_normal((rows, depth)).astype(np.float32)
+    out = pm.evaluate(params, {"input": x})["output"]
+    weight = np.asarray(next(v for k, v in params.items() if k.endswith("weight")), np.float64)
+    bias = np.asarray(next(v for k, v in params.items() if k.endswith("bias")), np.float64)
+    expected = x.astype(np.float64) @ weight.T + bias
+    assert np.linalg.norm(out - expected) / np.linalg.norm(expected) < 1e-6
