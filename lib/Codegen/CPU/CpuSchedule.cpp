@@ -657,6 +657,12 @@ void Scheduler::configureTile(Operation *op, CpuKernel kernel, bool beforeSplit)
                               cpu::registerTile(linalgOp, strategy.registers)));
 }
 
+ArrayRef<int64_t> Scheduler::cacheBlockOf(linalg::LinalgOp op) const {
+  LoweringConfigAttr config = getLoweringConfig(op);
+  return config && !config.getCacheTile().empty() ? config.getCacheTile()
+                                                  : ArrayRef<int64_t>(strategy.cacheTile);
+}
+
 /// Whether the rows of float matmul `op` no register tile divides are better
 /// left whole until its right operand is packed: a matmul larger than one
 /// cache block, whose blocks pack (more than one panel of columns, at least
@@ -678,10 +684,7 @@ bool Scheduler::packsRowsTogether(linalg::LinalgOp op) const {
   int64_t cols = strategy.registers.matmulColumns(op);
   if (ranges[1] <= cols || ranges[1] % cols != 0)
     return false;
-  LoweringConfigAttr config = getLoweringConfig(op);
-  ArrayRef<int64_t> block = config && !config.getCacheTile().empty()
-                                ? config.getCacheTile()
-                                : ArrayRef<int64_t>(strategy.cacheTile);
+  ArrayRef<int64_t> block = cacheBlockOf(op);
   return llvm::any_of(llvm::zip(ranges, block),
                       [](auto pair) { return std::get<0>(pair) > std::get<1>(pair); });
 }
@@ -986,10 +989,7 @@ LogicalResult Scheduler::tileForCache(IRRewriter &rewriter, ArrayRef<linalg::Lin
   for (linalg::LinalgOp op : ops) {
     if (!isa<linalg::MatmulOp>(op.getOperation()))
       continue;
-    LoweringConfigAttr config = getLoweringConfig(op);
-    SmallVector<int64_t> block(config && !config.getCacheTile().empty()
-                                   ? config.getCacheTile()
-                                   : ArrayRef<int64_t>(strategy.cacheTile));
+    SmallVector<int64_t> block(cacheBlockOf(op));
     // The block's reduction is counted in f32 elements: 8-bit operands take
     // one 4 times as long in the same bytes (an int8 784-input Linear layer
     // at batch 256 then takes its offset sums off the output once, not 7

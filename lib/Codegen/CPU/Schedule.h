@@ -100,10 +100,10 @@ inline bool touchesBooleans(Operation *op) {
 /// shape (a matmul's bias and activation, say, and the rounding of a bf16
 /// model's float32 product to bf16).
 inline SmallVector<linalg::LinalgOp> elementwiseChain(linalg::LinalgOp op) {
+  auto shape = [](Value v) { return cast<ShapedType>(v.getType()).getShape(); };
   SmallVector<linalg::LinalgOp> chain = {op};
   while (chain.back()->getNumResults() == 1 && chain.back()->hasOneUse()) {
     auto user = dyn_cast<linalg::LinalgOp>(*chain.back()->getUsers().begin());
-    auto shape = [](Value v) { return cast<ShapedType>(v.getType()).getShape(); };
     if (!user || !user.hasPureTensorSemantics() || user->getNumResults() != 1 ||
         user.getNumParallelLoops() != user.getNumLoops() ||
         !user.getIndexingMapMatchingResult(user->getResult(0)).isIdentity() ||
@@ -252,6 +252,12 @@ public:
   bool packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block, bool startsAtZero = false,
                         bool *fillUnneeded = nullptr);
 
+  /// The cache block (rows, columns, reduction) of matmul `op`: its
+  /// config's, else the strategy's.
+  ArrayRef<int64_t> cacheBlockOf(linalg::LinalgOp op) const;
+
+  /// Whether `op`'s rows no register tile divides stay whole until its
+  /// blocks are packed (splitRowRemainder then splits each packed product).
   bool packsRowsTogether(linalg::LinalgOp op) const;
 
   /// Splits `op` (a matmul block, or the product packRightOperand builds)
