@@ -48,6 +48,10 @@ std::string mithril::checkCpuPipelineOptions(const CpuPipelineOptions &options) 
     return "unknown pipeline stage '" + start.str() + "' (stages: " + stageList() + ")";
   if (startIt > stopIt)
     return "start-after=" + start.str() + " comes after stop-after=" + stop.str();
+  // The async runtime's coroutines and tokens live in the function the
+  // kernels would leave.
+  if (options.outlineKernels && options.threads > 1 && !options.taskPool)
+    return "outline-kernels with threads above 1 needs task-pool";
   return "";
 }
 
@@ -252,6 +256,8 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
       pm.addPass(createAsyncRuntimeRefCountingOptPass());
     }
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+    if (options.outlineKernels)
+      pm.addPass(createMithrilOutlineKernels());
     // Unrolled into 1-D transfers: the default goes through a stack buffer
     // per transfer, allocated inside the loops, which overflows the stack on
     // long loop nests.

@@ -103,6 +103,29 @@ def MithrilProfileKernels : Pass<"mithril-profile-kernels", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::func::FuncDialect", "mlir::arith::ArithDialect"];
 }
 
+def MithrilOutlineKernels : Pass<"mithril-outline-kernels", "mlir::ModuleOp"> {
+  let summary = "Move each large kernel into a function of its own, for parallel code generation";
+  let description = [{
+    Moves every kernel at the top level of each public function (a loop nest
+    or another op with regions and no results) that holds at least `min-ops`
+    ops into a private function of its own, marked `noinline`, and calls it
+    where the kernel was. The values the kernel uses from outside become the
+    function's arguments, except constants, views and index arithmetic,
+    which the function computes again (so that its shapes, offsets and loop
+    bounds stay constant for LLVM).
+
+    The JIT compiles a model's LLVM code in as many pieces as it has threads
+    for (one per CPU the process may run on): a model is one function per
+    entry otherwise, which LLVM compiles on one thread. Run it after
+    bufferization, before loops are lowered.
+  }];
+  let options = [
+    Option<"minOps", "min-ops", "int64_t", /*default=*/"24",
+           "The fewest ops (counted through nested regions) a kernel must hold to be moved">
+  ];
+  let dependentDialects = ["mlir::func::FuncDialect"];
+}
+
 def MithrilDispatchChunks : Pass<"mithril-dispatch-chunks", "mlir::ModuleOp"> {
   let summary = "Run the chunks of split ops on the host's task pool through one call";
   let description = [{

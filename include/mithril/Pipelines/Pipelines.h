@@ -212,6 +212,12 @@ struct CpuPipelineOptions : public ModelPipelineOptions<CpuPipelineOptions> {
                      "through mithrilIndexError, which the host provides (mithril's JIT: an "
                      "error of the run); without it they are clamped into range"),
       llvm::cl::init(false)};
+  Option<bool> outlineKernels{
+      *this, "outline-kernels",
+      llvm::cl::desc("Move each large kernel into a function of its own, so that LLVM can "
+                     "compile the model's code in pieces on several threads "
+                     "(mithril-outline-kernels)"),
+      llvm::cl::init(false)};
   Option<bool> profile{*this, "profile",
                        llvm::cl::desc("Time each kernel through mithrilProfileEnter/Exit, "
                                       "which the host provides (mithril-profile-kernels)"),

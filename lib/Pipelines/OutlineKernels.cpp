@@ -1,0 +1,233 @@
+//===- OutlineKernels.cpp - each large kernel in a function of its own ----===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mithril/Pipelines/Pipelines.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mithril {
+#define GEN_PASS_DEF_MITHRILOUTLINEKERNELS
+#include "mithril/Pipelines/Passes.h.inc"
+} // namespace mithril
+
+using namespace mlir;
+
+namespace {
+
+/// An op the kernel function computes again instead of receiving its
+/// result: a constant, a view, index arithmetic. LLVM then sees the static
+/// offsets and bounds they carry.
+bool isRecomputable(Operation *op) {
+  return op && op->getNumRegions() == 0 && op->getNumResults() == 1 && isMemoryEffectFree(op);
+}
+
+/// About how much LLVM code `op` becomes: one for the op and one for each
+/// row of its largest vector (a vector<8x32xf32> is 8 vectors of 32 lanes
+/// in LLVM), with what its regions hold.
+int64_t codeSize(Operation *op) {
+  int64_t size = 0;
+  op->walk([&](Operation *inner) {
+    int64_t rows = 1;
+    auto count = [&](Type type) {
+      if (auto vector = dyn_cast<VectorType>(type); vector && vector.getRank() > 1)
+        rows = std::max(rows, vector.getNumElements() / vector.getShape().back());
+    };
+    for (Type type : inner->getResultTypes())
+      count(type);
+    for (Type type : inner->getOperandTypes())
+      count(type);
+    size += rows;
+  });
+  return size;
+}
+
+/// A kernel worth a function: an op with regions and no results (a loop
+/// nest after bufferization) of at least `minSize` in codeSize.
+bool isLargeKernel(Operation &op, int64_t minSize) {
+  if (op.getNumRegions() == 0 || op.getNumResults() != 0 ||
+      op.hasTrait<OpTrait::IsIsolatedFromAbove>())
+    return false;
+  return codeSize(&op) >= minSize;
+}
+
+/// An op a run of straight-line code may hold: no regions, no call, no
+/// terminator, and no effects but reads and writes (an allocation or a free
+/// stays with the caller, which owns the buffer).
+bool isStraightLine(Operation &op) {
+  if (op.getNumRegions() > 0 || op.hasTrait<OpTrait::IsTerminator>() || isa<CallOpInterface>(op))
+    return false;
+  if (isMemoryEffectFree(&op))
+    return true;
+  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+  if (!effects)
+    return false;
+  SmallVector<MemoryEffects::EffectInstance> instances;
+  effects.getEffects(instances);
+  return llvm::all_of(instances, [](const MemoryEffects::EffectInstance &effect) {
+    return isa<MemoryEffects::Read, MemoryEffects::Write>(effect.getEffect());
+  });
+}
+
+struct OutlineKernelsPass : public mithril::impl::MithrilOutlineKernelsBase<OutlineKernelsPass> {
+  using MithrilOutlineKernelsBase::MithrilOutlineKernelsBase;
+
+  /// The caller's last kernel function: the next goes after it, so that
+  /// they follow in the module in the order they run.
+  Operation *lastFunction = nullptr;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    // The model entries: the private functions are chunk functions or
+    // declarations already.
+    SmallVector<func::FuncOp> callers;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isExternal() && func.isPublic())
+        callers.push_back(func);
+    for (func::FuncOp caller : callers) {
+      // Loop nests, and the runs of straight-line code between them (small
+      // ops vectorized whole, with no loop around their vectors).
+      SmallVector<SmallVector<Operation *>> kernels;
+      for (Block &block : caller.getBody()) {
+        SmallVector<Operation *> run;
+        for (Operation &op : block) {
+          if (isStraightLine(op)) {
+            run.push_back(&op);
+            continue;
+          }
+          SmallVector<Operation *> moved = movableOps(run);
+          int64_t size = 0;
+          for (Operation *movedOp : moved)
+            size += codeSize(movedOp);
+          if (size >= minOps)
+            kernels.push_back(std::move(moved));
+          run.clear();
+          if (isLargeKernel(op, minOps))
+            kernels.push_back({&op});
+        }
+      }
+      lastFunction = nullptr;
+      for (ArrayRef<Operation *> kernel : kernels)
+        outline(kernel, caller, symbols);
+    }
+  }
+
+  /// The ops of a straight-line run that a function can take: all but the
+  /// pure ones whose results the code after the run uses (and what they
+  /// read), which stay. Empty when a stay would read what the function
+  /// writes, or a result with effects is used after the run.
+  static SmallVector<Operation *> movableOps(ArrayRef<Operation *> run) {
+    llvm::SmallPtrSet<Operation *, 32> inRun(run.begin(), run.end());
+    llvm::SmallPtrSet<Operation *, 8> stays;
+    SmallVector<Operation *> worklist;
+    for (Operation *op : run)
+      for (Operation *user : op->getUsers())
+        if (!inRun.contains(op->getBlock()->findAncestorOpInBlock(*user))) {
+          if (!isMemoryEffectFree(op))
+            return {};
+          if (stays.insert(op).second)
+            worklist.push_back(op);
+          break;
+        }
+    while (!worklist.empty()) {
+      Operation *op = worklist.pop_back_val();
+      for (Value operand : op->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if (!def || !inRun.contains(def) || stays.contains(def))
+          continue;
+        if (!isMemoryEffectFree(def))
+          return {};
+        stays.insert(def);
+        worklist.push_back(def);
+      }
+    }
+    SmallVector<Operation *> moved;
+    for (Operation *op : run)
+      if (!stays.contains(op))
+        moved.push_back(op);
+    return moved;
+  }
+
+  /// Moves `kernel` (one op with regions, or a run of straight-line ops in
+  /// order, none of whose results is used after it) into a function and
+  /// calls it in place of the last op.
+  void outline(ArrayRef<Operation *> kernel, func::FuncOp caller, SymbolTable &symbols) {
+    Location loc = kernel.back()->getLoc();
+    Block *block = kernel.front()->getBlock();
+    llvm::SmallPtrSet<Operation *, 32> moved(kernel.begin(), kernel.end());
+    // What the kernel reads from outside: recomputable ops (and what they
+    // read, transitively) are cloned, the other values become arguments.
+    llvm::SetVector<Value> used;
+    for (Operation *op : kernel) {
+      for (Region &region : op->getRegions())
+        getUsedValuesDefinedAbove(region, used);
+      for (Value operand : op->getOperands())
+        if (!moved.contains(operand.getDefiningOp()))
+          used.insert(operand);
+    }
+    llvm::SetVector<Operation *> clones;
+    llvm::SetVector<Value> arguments;
+    SmallVector<Value> worklist(used.begin(), used.end());
+    while (!worklist.empty()) {
+      Value value = worklist.pop_back_val();
+      Operation *def = value.getDefiningOp();
+      if (!isRecomputable(def) || def->getBlock() != block) {
+        arguments.insert(value);
+        continue;
+      }
+      if (clones.insert(def))
+        llvm::append_range(worklist, def->getOperands());
+    }
+    SmallVector<Operation *> ordered(clones.begin(), clones.end());
+    llvm::sort(ordered, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+    // Arguments in the caller's order: its own arguments, then values by
+    // where they are defined.
+    SmallVector<Value> args(arguments.begin(), arguments.end());
+    llvm::stable_sort(args, [&](Value a, Value b) {
+      auto argA = dyn_cast<BlockArgument>(a), argB = dyn_cast<BlockArgument>(b);
+      if (argA || argB)
+        return argA && (!argB || argA.getArgNumber() < argB.getArgNumber());
+      Operation *defA = a.getDefiningOp(), *defB = b.getDefiningOp();
+      return defA->getBlock() == defB->getBlock() && defA != defB && defA->isBeforeInBlock(defB);
+    });
+
+    OpBuilder moduleBuilder(caller);
+    moduleBuilder.setInsertionPointAfter(lastFunction ? lastFunction : caller.getOperation());
+    auto type = moduleBuilder.getFunctionType(ValueRange(args).getTypes(), {});
+    auto function =
+        func::FuncOp::create(moduleBuilder, loc, (caller.getName() + "_kernel").str(), type);
+    function.setPrivate();
+    // LLVM would inline a function called once back into its caller.
+    function->setAttr("passthrough",
+                      moduleBuilder.getArrayAttr({moduleBuilder.getStringAttr("noinline")}));
+    symbols.insert(function);
+    lastFunction = function;
+    Block *entry = function.addEntryBlock();
+    OpBuilder body = OpBuilder::atBlockEnd(entry);
+    IRMapping mapping;
+    for (auto [value, argument] : llvm::zip(args, entry->getArguments()))
+      mapping.map(value, argument);
+    for (Operation *op : ordered)
+      body.clone(*op, mapping);
+    for (Operation *op : kernel)
+      body.clone(*op, mapping);
+    func::ReturnOp::create(body, loc);
+
+    OpBuilder builder(kernel.back());
+    func::CallOp::create(builder, loc, function, args);
+    for (Operation *op : llvm::reverse(kernel))
+      op->erase();
+  }
+};
+
+} // namespace
