@@ -494,7 +494,7 @@ PYBIND11_MODULE(_mithril, m) {
          const std::vector<double> &activationRanges, bool allReduceGradients,
          unsigned tensorParallel, bool cache, bool lossScaling, bool interfaceOnly,
          const std::map<std::string, uint64_t> &externalSymbols,
-         const std::vector<std::string> &sharedLibraries) {
+         const std::vector<std::string> &sharedLibraries, unsigned compileThreads) {
         std::unique_ptr<CompiledModel> result;
         {
           // Compilation does not touch Python objects.
@@ -522,6 +522,7 @@ PYBIND11_MODULE(_mithril, m) {
           options.precision = precision;
           options.precisionTerminals = precisionTerminals;
           options.targetCpu = targetCpu;
+          options.compileThreads = compileThreads;
           options.quantize = quantize;
           options.quantizeObserve = quantizeObserve;
           options.activationScales = activationScales;
@@ -560,7 +561,7 @@ PYBIND11_MODULE(_mithril, m) {
       py::arg("tensor_parallel") = 1u, py::arg("cache") = true, py::arg("loss_scaling") = false,
       py::arg("interface_only") = false,
       py::arg("external_symbols") = std::map<std::string, uint64_t>{},
-      py::arg("shared_libraries") = std::vector<std::string>{});
+      py::arg("shared_libraries") = std::vector<std::string>{}, py::arg("compile_threads") = 0u);
   m.def(
       "batch_sharding",
       [](const std::string &source, const std::string &entry,

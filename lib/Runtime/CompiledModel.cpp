@@ -453,19 +453,9 @@ llvm::Error CompiledModel::describe(Operation *rootOp, bool dynamicShapes) {
 }
 
 Expected<std::string> CompiledModel::objectCode() const {
-  if (!loadedObject_.empty())
-    return loadedObject_;
-  if (!engine_ || cuda_)
-    return makeError("only a model compiled for the CPU in this process has object code");
-  SmallString<128> path;
-  if (std::error_code ec = llvm::sys::fs::createTemporaryFile("mithril-model", "o", path))
-    return makeError("cannot create a temporary file: " + ec.message());
-  llvm::scope_exit remove([&] { llvm::sys::fs::remove(path); });
-  engine_->dumpToObjectFile(path);
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer || (*buffer)->getBufferSize() == 0)
-    return makeError("the JIT kept no object code for @" + entry_);
-  return (*buffer)->getBuffer().str();
+  if (objectCode_.empty())
+    return makeError("only a model compiled for the CPU has object code");
+  return objectCode_;
 }
 
 std::string CompiledModel::hostCPU() {
@@ -511,7 +501,7 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::load(StringRef object, S
   model->options_ = options;
   model->options_.entry = model->entry_;
   model->logicalIR_ = logicalIR.str();
-  model->loadedObject_ = object.str();
+  model->objectCode_ = object.str();
   if (llvm::Error err = model->describe(*entry, options.dynamicShapes))
     return std::move(err);
   auto customCalls = resolveCustomCalls(*entry, options);
@@ -521,17 +511,6 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::load(StringRef object, S
   auto start = Clock::now();
   // Code compiled for AMX needs the process's tile state before it runs.
   (void)mithril::hostAllowsAmxTiles();
-  auto jit = llvm::orc::LLJITBuilder().create();
-  if (!jit)
-    return makeError("cannot start the JIT: " + llvm::toString(jit.takeError()));
-  // memrefCopy and the C library come from the process.
-  if (llvm::sys::fs::exists(MITHRIL_C_RUNNER_UTILS))
-    llvm::sys::DynamicLibrary::LoadLibraryPermanently(MITHRIL_C_RUNNER_UTILS);
-  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
-      (*jit)->getDataLayout().getGlobalPrefix());
-  if (!process)
-    return makeError("cannot search the process's symbols: " + llvm::toString(process.takeError()));
-  (*jit)->getMainJITDylib().addGenerator(std::move(*process));
   // Code saved by builds before the task pool's mithrilParallelFor calls the
   // async runtime for its split ops.
   const llvm::StringMap<void *> *asyncSymbols = nullptr;
@@ -541,20 +520,16 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::load(StringRef object, S
       return symbols.takeError();
     asyncSymbols = *symbols;
   }
-  llvm::orc::MangleAndInterner interner((*jit)->getExecutionSession(), (*jit)->getDataLayout());
-  if (llvm::Error err = (*jit)->getMainJITDylib().define(
-          llvm::orc::absoluteSymbols(hostSymbols(interner, asyncSymbols, *customCalls))))
-    return makeError(llvm::toString(std::move(err)));
-  if (llvm::Error err = (*jit)->addObjectFile(
-          llvm::MemoryBuffer::getMemBufferCopy(object, "<saved @" + model->entry_ + ">")))
-    return makeError("the saved object code does not load: " + llvm::toString(std::move(err)));
+  auto jit = linkObjects(object, "the saved @" + model->entry_, asyncSymbols, *customCalls);
+  if (!jit)
+    return jit.takeError();
   auto fn = (*jit)->lookup("_mlir__mlir_ciface_" + model->entry_);
   if (!fn)
     return makeError("the saved object code has no entry point for @" + model->entry_ + ": " +
                      llvm::toString(fn.takeError()));
   model->function_ = fn->toPtr<void (*)(void **)>();
   model->usesWorkerThreads_ = asyncSymbols != nullptr;
-  model->loadedJit_ = std::move(*jit);
+  model->jit_ = std::move(*jit);
   model->timings_.push_back({"load object code", secondsSince(start)});
   return std::move(model);
 }
@@ -706,6 +681,51 @@ CompiledModel::compileFresh(StringRef source, const CompileOptions &options) {
     return makeError("internal error: the compiled @" + model->entry_ +
                      " does not take its outputs as destination buffers");
 
+  std::string level = std::to_string(options.optLevel);
+  if (!cuda) {
+    // Translated once, then optimized and compiled in pieces on threads
+    // (the pipeline gave each large kernel a function of its own), and the
+    // pieces linked by the JIT.
+    start = Clock::now();
+    llvm::LLVMContext llvmContext;
+    std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(**module, llvmContext);
+    if (!llvmModule)
+      return makeError("internal error: the code of @" + model->entry_ +
+                       " does not translate to LLVM IR");
+    double optimizeSeconds = 0;
+    auto objects = compileObjects(*llvmModule, options, "_mlir_ciface_" + model->entry_,
+                                  compileThreadsFor(options), optimizeSeconds);
+    if (!objects)
+      return makeError("JIT compilation of @" + model->entry_ +
+                       " failed: " + llvm::toString(objects.takeError()));
+    llvmModule.reset();
+    auto code = packObjects(*objects);
+    if (!code)
+      return code.takeError();
+    // AMX tiles (mithril-x86-tile-matmuls) need the process's tile state.
+    (void)mithril::hostAllowsAmxTiles();
+    // Buffers come from the cache (the pipeline's runtime-allocator option);
+    // split ops hand their chunks to the task pool through mithrilParallelFor
+    // (its task-pool option): the async runtime is not needed.
+    auto jit = linkObjects(*code, "@" + model->entry_, /*asyncSymbols=*/nullptr, *customCalls);
+    if (!jit)
+      return jit.takeError();
+    auto fn = (*jit)->lookup("_mlir__mlir_ciface_" + model->entry_);
+    if (!fn)
+      return makeError("compiled code has no entry point for @" + model->entry_ + ": " +
+                       llvm::toString(fn.takeError()));
+    model->function_ = fn->toPtr<void (*)(void **)>();
+    model->jit_ = std::move(*jit);
+    model->objectCode_ = std::move(*code);
+    model->usesWorkerThreads_ = resolvedThreads(options) > 1;
+    // The last phase keeps its name: translation to LLVM IR, code
+    // generation and linking; LLVM's IR optimization is listed before it.
+    model->timings_.push_back({"LLVM IR passes -O" + level, optimizeSeconds});
+    model->timings_.push_back(
+        {"LLVM -O" + level + " + JIT", secondsSince(start) - optimizeSeconds});
+    return std::move(model);
+  }
+
   start = Clock::now();
   auto tm = hostTargetMachine(options.optLevel, options.targetCpu);
   if (!tm)
@@ -735,8 +755,6 @@ CompiledModel::compileFresh(StringRef source, const CompileOptions &options) {
     sharedLibs.push_back(cuda->path);
   engineOptions.sharedLibPaths = sharedLibs;
   engineOptions.enableGDBNotificationListener = false;
-  // Kept for objectCode(): a saved model keeps its compiled code.
-  engineOptions.enableObjectDump = !cuda;
   // MITHRIL_PERF=1 lets `perf record -k 1` + `perf inject --jit` name the
   // compiled functions.
   engineOptions.enablePerfNotificationListener = getenv("MITHRIL_PERF") != nullptr;
@@ -777,9 +795,6 @@ CompiledModel::compileFresh(StringRef source, const CompileOptions &options) {
       return std::move(err);
     model->cuda_ = cuda;
   }
-  // The last phase keeps its name: translation to LLVM IR, code generation
-  // and linking; LLVM's IR optimization is listed before it.
-  std::string level = std::to_string(options.optLevel);
   model->timings_.push_back({"LLVM IR passes -O" + level, optimizeSeconds});
   model->timings_.push_back({"LLVM -O" + level + " + JIT", secondsSince(start) - optimizeSeconds});
   return std::move(model);

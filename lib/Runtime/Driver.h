@@ -98,6 +98,30 @@ llvm::Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(unsigned 
 std::function<llvm::Error(llvm::Module *)> llvmOptimizer(unsigned optLevel,
                                                          llvm::TargetMachine *tm);
 
+/// How many threads compile a model's LLVM code: options.compileThreads, or
+/// one per CPU of the process's affinity mask (at most 8).
+unsigned compileThreadsFor(const CompileOptions &options);
+
+/// `module` (the pipeline's LLVM code, translated) compiled to object code
+/// for the host or options.targetCpu, with `_mlir_<entryPoint>(void **)`
+/// added to call `entryPoint`: in up to `pieces` pieces of about equal code,
+/// each optimized and compiled on a thread of its own. `optimizeSeconds`:
+/// the IR passes' time (the longest piece's).
+llvm::Expected<std::vector<std::string>> compileObjects(llvm::Module &module,
+                                                        const CompileOptions &options,
+                                                        llvm::StringRef entryPoint, unsigned pieces,
+                                                        double &optimizeSeconds);
+
+/// One object as it is, several as a Unix archive of them.
+llvm::Expected<std::string> packObjects(llvm::ArrayRef<std::string> objects);
+
+/// A JIT with the object code `code` (an object file, or an archive of
+/// them: packObjects') linked in, the host's services and the process's
+/// symbols resolved. `what` names the code in errors.
+llvm::Expected<std::unique_ptr<llvm::orc::LLJIT>>
+linkObjects(llvm::StringRef code, llvm::StringRef what, const llvm::StringMap<void *> *asyncSymbols,
+            const llvm::StringMap<void *> &customCalls);
+
 /// Where a run resumes when its compiled code cannot get memory.
 struct AllocationRecovery {
   std::jmp_buf point;

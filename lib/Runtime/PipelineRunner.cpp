@@ -130,6 +130,8 @@ llvm::Error mithril::runtime::detail::runPipeline(ModuleOp module, const Compile
     pipelineOpts.startAfter = start.str();
     pipelineOpts.runtimeAllocator = forJit;
     pipelineOpts.taskPool = forJit;
+    // The JIT compiles the LLVM code in pieces, one per compile thread.
+    pipelineOpts.outlineKernels = forJit && compileThreadsFor(options) > 1;
     pipelineOpts.indexErrors = forJit;
     pipelineOpts.dynamicData = options.dynamicShapes;
     pipelineOpts.gpuTilesOnHost = options.gpuTilesOnHost;
@@ -169,6 +171,8 @@ llvm::Error mithril::runtime::detail::runPipeline(ModuleOp module, const Compile
       std::string reproduce = pipelineOptions(options, *stage, "");
       if (forJit)
         reproduce += " runtime-allocator=true index-errors=true task-pool=true";
+      if (forJit && compileThreadsFor(options) > 1)
+        reproduce += " outline-kernels=true";
       return makeError(diags.text + "reproduce with: mithril-opt --pass-pipeline='builtin.module(" +
                        "mithril-cpu-pipeline{" + reproduce + "})' " + options.sourceName);
     }

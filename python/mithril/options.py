@@ -54,6 +54,9 @@ class CompileControls:
     precision_terminals: bool = False
     # cpu_options["target_cpu"]: the x86-64 CPU code is compiled for ("": the host).
     target_cpu: str = ""
+    # cpu_options["compile_threads"]: threads that compile the LLVM code
+    # (0: one per CPU this process may run on, at most 8).
+    compile_threads: int = 0
     # The backend's quantize= ("int8", or "" for none); quantize_observe: a
     # calibration run; activation_ranges: static (lo, hi) pairs from one,
     # flat; activation_scales: static symmetric scales.
@@ -67,7 +70,8 @@ class CompileControls:
         return {"optimization_level": self.level, "optimizations": list(self.optimizations),
                 "llvm_level": self.llvm_level, "checkpoint_segments": self.checkpoint_segments,
                 "precision": self.precision, "precision_terminals": self.precision_terminals,
-                "target_cpu": self.target_cpu, "quantize": self.quantize,
+                "target_cpu": self.target_cpu, "compile_threads": self.compile_threads,
+                "quantize": self.quantize,
                 "quantize_observe": self.quantize_observe,
                 "activation_scales": list(self.activation_scales),
                 "activation_ranges": list(self.activation_ranges)}
@@ -191,9 +195,14 @@ def resolve(optimization_level="medium", optimizations: Mapping | None = None,
                     raise ValueError("cpu_options['target_cpu'] must name an x86-64 CPU "
                                      f"('znver2', 'skylake-avx512', ...), got {value!r}")
                 controls.target_cpu = "" if value in ("host", "native") else value
+            elif key == "compile_threads":
+                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                    raise ValueError("cpu_options['compile_threads'] must be an int >= 0 (0: one "
+                                     f"per CPU the process may run on), got {value!r}")
+                controls.compile_threads = value
             else:
                 raise ValueError(f"unknown cpu_options key {key!r} (known: num_threads, "
-                                 "vectorize, target_cpu)")
+                                 "vectorize, target_cpu, compile_threads)")
 
     if target_hardware is not None:
         device = getattr(backend, "device", "cpu")

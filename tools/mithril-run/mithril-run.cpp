@@ -160,6 +160,11 @@ static cl::opt<bool> dynamicShapes(
 static cl::opt<unsigned> threads(
     "num-threads", cl::desc("Threads for large ops (default 0: one per hardware thread)"),
     cl::init(0), cl::cat(category));
+static cl::opt<unsigned> compileThreads(
+    "compile-threads",
+    cl::desc("Threads that compile the model's LLVM code, each a piece of it (default 0: one "
+             "per CPU this process may run on, at most 8)"),
+    cl::init(0), cl::cat(category));
 static cl::opt<unsigned> optLevel("O",
                                   cl::desc("LLVM optimization level (default: the "
                                            "--optimization-level's)"),
@@ -193,6 +198,7 @@ static Error applyOptimizationFlags(CompileOptions &options) {
   options.precision = precision;
   options.precisionTerminals = precisionTerminals;
   options.targetCpu = targetCpu;
+  options.compileThreads = compileThreads;
   if (!quantize.empty() && quantize != "int8")
     return createStringError("--quantize must be int8, got '" + quantize + "'");
   options.quantize = quantize;

@@ -115,6 +115,11 @@ struct CompileOptions {
   /// Threads for large ops on the CPU (0: one per hardware thread). Above 1
   /// the code runs them on the MLIR async runtime's thread pool.
   unsigned threads = 0;
+  /// Threads that compile the model's LLVM code on the CPU, each a piece of
+  /// it (its kernels in functions of their own: mithril-outline-kernels);
+  /// 0: one per CPU this process may run on, at most 8. Any number gives
+  /// the same results.
+  unsigned compileThreads = 0;
   /// LLVM optimization level of the JIT. 2 rather than 3: the code is
   /// already tiled and vectorized, and -O3 ran no faster (MLP, CNN, matmuls
   /// and convolutions measured) while taking up to 1.5x as long to compile.
@@ -329,10 +334,13 @@ private:
   CompileOptions options_;
   mutable std::mutex staticMutex_;
   mutable std::map<std::vector<int64_t>, std::unique_ptr<CompiledModel>> staticCode_;
+  /// Target "cuda": MLIR's JIT, which runs the global constructors that
+  /// load the kernels.
   std::unique_ptr<mlir::ExecutionEngine> engine_;
-  /// For a loaded model: the JIT holding its object code, and that code.
-  std::unique_ptr<llvm::orc::LLJIT> loadedJit_;
-  std::string loadedObject_;
+  /// Target "cpu": the JIT holding the object code, and that code (one
+  /// object file, or an archive of the pieces compiled in parallel).
+  std::unique_ptr<llvm::orc::LLJIT> jit_;
+  std::string objectCode_;
   /// Whether the code hands work to the async runtime's worker threads.
   bool usesWorkerThreads_ = false;
   void (*function_)(void **) = nullptr;

@@ -1,0 +1,297 @@
+//===- ObjectCode.cpp - a model's LLVM code compiled in pieces, and linked -===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+// LLVM compiles one function on one thread, and its IR passes and code
+// generation are most of a model's compile time. The pipeline's
+// outline-kernels option gives every large kernel a function of its own;
+// here the functions are dealt into pieces of about equal code, each
+// optimized and compiled to an object file on a thread of its own (as
+// LLVM's LTO does with its partitions), and the JIT links the objects.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Driver.h"
+
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
+#include "llvm/ExecutionEngine/JITEventListener.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/ExecutionEngine/Orc/RTDyldObjectLinkingLayer.h"
+#include "llvm/ExecutionEngine/SectionMemoryManager.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Object/Archive.h"
+#include "llvm/Object/ArchiveWriter.h"
+#include "llvm/Support/DynamicLibrary.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Threading.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <thread>
+
+using namespace mithril;
+using namespace mithril::runtime;
+using namespace mithril::runtime::detail;
+using llvm::Expected;
+using llvm::StringRef;
+
+unsigned mithril::runtime::detail::compileThreadsFor(const CompileOptions &options) {
+  if (options.compileThreads != 0)
+    return options.compileThreads;
+  // The CPUs this process may run on (its affinity mask), not the host's.
+  unsigned available = llvm::hardware_concurrency().compute_thread_count();
+  return std::clamp(available, 1u, 8u);
+}
+
+/// `module` compiled to an object file for `tm`.
+static Expected<std::string> emitObject(llvm::Module &module, llvm::TargetMachine &tm) {
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager codegen;
+  if (tm.addPassesToEmitFile(codegen, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+    return makeError("the target machine cannot emit object code");
+  codegen.run(module);
+  return std::string(buffer.begin(), buffer.end());
+}
+
+/// `_mlir_<name>(void **args)`: calls `name` with the value each args[i]
+/// points to, as MLIR's ExecutionEngine packs its entry points (code saved
+/// before this file existed has them, and run() calls through them).
+static llvm::Error addPackedEntry(llvm::Module &module, StringRef name) {
+  llvm::Function *callee = module.getFunction(name);
+  if (!callee || callee->isDeclaration() || !callee->getReturnType()->isVoidTy())
+    return makeError("internal error: no entry point " + name + " returning nothing");
+  llvm::LLVMContext &context = module.getContext();
+  auto *ptr = llvm::PointerType::getUnqual(context);
+  auto *type = llvm::FunctionType::get(llvm::Type::getVoidTy(context), {ptr}, false);
+  auto *packed = llvm::Function::Create(type, llvm::GlobalValue::ExternalLinkage,
+                                        ("_mlir_" + name).str(), module);
+  llvm::IRBuilder<> builder(llvm::BasicBlock::Create(context, "entry", packed));
+  llvm::SmallVector<llvm::Value *> args;
+  for (auto [i, arg] : llvm::enumerate(callee->args())) {
+    llvm::Value *slot = builder.CreateConstGEP1_64(ptr, packed->getArg(0), i);
+    llvm::Value *address = builder.CreateLoad(ptr, slot);
+    args.push_back(builder.CreateLoad(arg.getType(), address));
+  }
+  builder.CreateCall(callee, args);
+  builder.CreateRetVoid();
+  return llvm::Error::success();
+}
+
+/// The piece each function goes to: largest first, each to the piece with
+/// the least code so far.
+static llvm::StringMap<unsigned> dealFunctions(llvm::Module &module, unsigned pieces) {
+  llvm::SmallVector<std::pair<uint64_t, llvm::Function *>> functions;
+  for (llvm::Function &function : module)
+    if (!function.isDeclaration())
+      functions.push_back({function.getInstructionCount(), &function});
+  llvm::stable_sort(functions, [](auto &a, auto &b) { return a.first > b.first; });
+  std::vector<uint64_t> load(pieces, 0);
+  llvm::StringMap<unsigned> pieceOf;
+  for (auto [size, function] : functions) {
+    unsigned lightest = std::min_element(load.begin(), load.end()) - load.begin();
+    pieceOf[function->getName()] = lightest;
+    load[lightest] += size + 1;
+  }
+  return pieceOf;
+}
+
+Expected<std::vector<std::string>>
+mithril::runtime::detail::compileObjects(llvm::Module &module, const CompileOptions &options,
+                                         StringRef entryPoint, unsigned pieces,
+                                         double &optimizeSeconds) {
+  optimizeSeconds = 0;
+  // A piece costs a thread, a target machine and a read of the bitcode: a
+  // small model compiles faster whole.
+  constexpr uint64_t kMinPieceInstructions = 2000;
+  uint64_t functions = 0, instructions = 0;
+  for (llvm::Function &function : module) {
+    functions += !function.isDeclaration();
+    instructions += function.getInstructionCount();
+  }
+  pieces = static_cast<unsigned>(std::max<uint64_t>(
+      1, std::min({uint64_t(pieces), functions, instructions / kMinPieceInstructions})));
+  // One target machine per thread: they are not shared.
+  std::vector<std::unique_ptr<llvm::TargetMachine>> machines;
+  for (unsigned piece = 0; piece < pieces; ++piece) {
+    auto tm = hostTargetMachine(options.optLevel, options.targetCpu);
+    if (!tm)
+      return tm.takeError();
+    machines.push_back(std::move(*tm));
+  }
+  module.setDataLayout(machines[0]->createDataLayout());
+  module.setTargetTriple(machines[0]->getTargetTriple());
+  if (llvm::Error err = addPackedEntry(module, entryPoint))
+    return std::move(err);
+
+  if (pieces == 1) {
+    auto start = Clock::now();
+    if (llvm::Error err = llvmOptimizer(options.optLevel, machines[0].get())(&module))
+      return std::move(err);
+    optimizeSeconds = secondsSince(start);
+    auto object = emitObject(module, *machines[0]);
+    if (!object)
+      return object.takeError();
+    return std::vector<std::string>{std::move(*object)};
+  }
+
+  // What one piece defines and another calls or reads must be visible to
+  // the other: local functions and variables become external (names are
+  // unique within a module). Local constants stay local, in every piece
+  // that reads them.
+  for (llvm::GlobalValue &value : module.global_values()) {
+    if (value.isDeclaration() || !value.hasLocalLinkage())
+      continue;
+    auto *variable = llvm::dyn_cast<llvm::GlobalVariable>(&value);
+    if (variable && variable->isConstant())
+      continue;
+    if (!value.hasName())
+      value.setName("__mithril_local");
+    value.setLinkage(llvm::GlobalValue::ExternalLinkage);
+    value.setVisibility(llvm::GlobalValue::DefaultVisibility);
+  }
+  llvm::StringMap<unsigned> pieceOf = dealFunctions(module, pieces);
+  // Each thread reads the module back into a context of its own (an
+  // LLVMContext serves one thread) and drops what other pieces define.
+  llvm::SmallVector<char, 0> bitcode;
+  {
+    llvm::raw_svector_ostream os(bitcode);
+    llvm::WriteBitcodeToFile(module, os);
+  }
+  std::vector<std::string> objects(pieces), errors(pieces);
+  std::vector<double> optimizeTimes(pieces, 0);
+  auto compilePiece = [&](unsigned piece) {
+    llvm::LLVMContext context;
+    auto parsed = llvm::parseBitcodeFile(
+        llvm::MemoryBufferRef(StringRef(bitcode.data(), bitcode.size()), "model"), context);
+    if (!parsed) {
+      errors[piece] = llvm::toString(parsed.takeError());
+      return;
+    }
+    llvm::Module &part = **parsed;
+    for (llvm::Function &function : part)
+      if (!function.isDeclaration() && pieceOf.lookup(function.getName()) != piece)
+        function.deleteBody();
+    if (piece != 0)
+      for (llvm::GlobalVariable &variable : part.globals())
+        if (!variable.isDeclaration() && !(variable.hasLocalLinkage() && variable.isConstant())) {
+          variable.setInitializer(nullptr);
+          variable.setLinkage(llvm::GlobalValue::ExternalLinkage);
+          variable.setComdat(nullptr);
+        }
+    auto start = Clock::now();
+    if (llvm::Error err = llvmOptimizer(options.optLevel, machines[piece].get())(&part)) {
+      errors[piece] = llvm::toString(std::move(err));
+      return;
+    }
+    optimizeTimes[piece] = secondsSince(start);
+    auto object = emitObject(part, *machines[piece]);
+    if (!object) {
+      errors[piece] = llvm::toString(object.takeError());
+      return;
+    }
+    objects[piece] = std::move(*object);
+  };
+  std::vector<std::thread> threads;
+  for (unsigned piece = 1; piece < pieces; ++piece)
+    threads.emplace_back(compilePiece, piece);
+  compilePiece(0);
+  for (std::thread &thread : threads)
+    thread.join();
+  for (const std::string &error : errors)
+    if (!error.empty())
+      return makeError("LLVM code generation failed: " + error);
+  optimizeSeconds = *std::max_element(optimizeTimes.begin(), optimizeTimes.end());
+  return objects;
+}
+
+Expected<std::string> mithril::runtime::detail::packObjects(llvm::ArrayRef<std::string> objects) {
+  if (objects.size() == 1)
+    return objects.front();
+  // The members' names are views: they live here until the archive is
+  // written.
+  std::vector<std::string> names;
+  for (size_t i = 0; i < objects.size(); ++i)
+    names.push_back("piece" + std::to_string(i) + ".o");
+  std::vector<llvm::NewArchiveMember> members;
+  for (auto [object, name] : llvm::zip(objects, names))
+    members.emplace_back(llvm::MemoryBufferRef(object, name));
+  auto archive = llvm::writeArchiveToBuffer(members, llvm::SymtabWritingMode::NormalSymtab,
+                                            llvm::object::Archive::K_GNU, /*Deterministic=*/true,
+                                            /*Thin=*/false);
+  if (!archive)
+    return makeError("cannot archive the object code: " + llvm::toString(archive.takeError()));
+  return (*archive)->getBuffer().str();
+}
+
+Expected<std::unique_ptr<llvm::orc::LLJIT>>
+mithril::runtime::detail::linkObjects(StringRef code, StringRef what,
+                                      const llvm::StringMap<void *> *asyncSymbols,
+                                      const llvm::StringMap<void *> &customCalls) {
+  // RuntimeDyld, as MLIR's ExecutionEngine links; with MITHRIL_PERF=1,
+  // `perf record -k 1` + `perf inject --jit` name the compiled functions.
+  bool perf = getenv("MITHRIL_PERF") != nullptr;
+  auto jit =
+      llvm::orc::LLJITBuilder()
+          .setObjectLinkingLayerCreator([perf](llvm::orc::ExecutionSession &session)
+                                            -> Expected<std::unique_ptr<llvm::orc::ObjectLayer>> {
+            auto layer = std::make_unique<llvm::orc::RTDyldObjectLinkingLayer>(
+                session, [](const llvm::MemoryBuffer &) {
+                  return std::make_unique<llvm::SectionMemoryManager>();
+                });
+            if (perf)
+              if (auto *listener = llvm::JITEventListener::createPerfJITEventListener())
+                layer->registerJITEventListener(*listener);
+            return std::move(layer);
+          })
+          .create();
+  if (!jit)
+    return makeError("cannot start the JIT: " + llvm::toString(jit.takeError()));
+  // memrefCopy and the C library come from the process.
+  if (llvm::sys::fs::exists(MITHRIL_C_RUNNER_UTILS))
+    llvm::sys::DynamicLibrary::LoadLibraryPermanently(MITHRIL_C_RUNNER_UTILS);
+  auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      (*jit)->getDataLayout().getGlobalPrefix());
+  if (!process)
+    return makeError("cannot search the process's symbols: " + llvm::toString(process.takeError()));
+  (*jit)->getMainJITDylib().addGenerator(std::move(*process));
+  llvm::orc::MangleAndInterner interner((*jit)->getExecutionSession(), (*jit)->getDataLayout());
+  if (llvm::Error err = (*jit)->getMainJITDylib().define(
+          llvm::orc::absoluteSymbols(hostSymbols(interner, asyncSymbols, customCalls))))
+    return makeError(llvm::toString(std::move(err)));
+
+  auto add = [&](llvm::MemoryBufferRef object) -> llvm::Error {
+    if (llvm::Error err = (*jit)->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(
+            object.getBuffer(), (what + " " + object.getBufferIdentifier()).str())))
+      return makeError("the object code of " + what +
+                       " does not load: " + llvm::toString(std::move(err)));
+    return llvm::Error::success();
+  };
+  llvm::MemoryBufferRef buffer(code, what);
+  if (!code.starts_with("!<arch>\n")) {
+    if (llvm::Error err = add(buffer))
+      return std::move(err);
+    return std::move(*jit);
+  }
+  auto archive = llvm::object::Archive::create(buffer);
+  if (!archive)
+    return makeError("the object code of " + what +
+                     " is a damaged archive: " + llvm::toString(archive.takeError()));
+  llvm::Error err = llvm::Error::success();
+  for (const llvm::object::Archive::Child &child : (*archive)->children(err)) {
+    auto member = child.getMemoryBufferRef();
+    if (!member)
+      return makeError("the object code of " + what +
+                       " is a damaged archive: " + llvm::toString(member.takeError()));
+    if (llvm::Error addErr = add(*member))
+      return std::move(addErr);
+  }
+  if (err)
+    return makeError("the object code of " + what +
+                     " is a damaged archive: " + llvm::toString(std::move(err)));
+  return std::move(*jit);
+}
