@@ -160,7 +160,11 @@ struct OutlineKernelsPass : public mithril::impl::MithrilOutlineKernelsBase<Outl
 
   /// Moves `kernel` (one op with regions, or a run of straight-line ops in
   /// order, none of whose results is used after it) into a function and
-  /// calls it in place of the last op.
+  /// calls it in place of the last op. Leaves it when it would take a
+  /// vector (or any other value but a buffer or a scalar): a training step
+  /// whose kernels took vectors of 16 doubles by value crashed once caller
+  /// and callee were compiled in different pieces. Buffers and scalars
+  /// cross pieces as pointers and integers.
   void outline(ArrayRef<Operation *> kernel, func::FuncOp caller, SymbolTable &symbols) {
     Location loc = kernel.back()->getLoc();
     Block *block = kernel.front()->getBlock();
@@ -188,6 +192,10 @@ struct OutlineKernelsPass : public mithril::impl::MithrilOutlineKernelsBase<Outl
       if (clones.insert(def))
         llvm::append_range(worklist, def->getOperands());
     }
+    if (!llvm::all_of(arguments, [](Value value) {
+          return isa<BaseMemRefType, IndexType, IntegerType, FloatType>(value.getType());
+        }))
+      return;
     SmallVector<Operation *> ordered(clones.begin(), clones.end());
     llvm::sort(ordered, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
     // Arguments in the caller's order: its own arguments, then values by

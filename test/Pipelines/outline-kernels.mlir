@@ -54,6 +54,33 @@ func.func @model(%a: memref<64x32xf32>, %b: memref<64x32xf32>) {
 
 // -----
 
+// A loop that reads a vector computed outside it stays: vectors would cross
+// to code compiled in another piece by value.
+
+// CHECK-LABEL: func.func @vector_operand(
+// CHECK-NOT:     call
+// CHECK:         scf.for
+// NONE-LABEL: func.func @vector_operand(
+
+func.func @vector_operand(%a: memref<64x32xf32>, %b: memref<64x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %cst = arith.constant 0.0 : f32
+  %bias = vector.transfer_read %a[%c0, %c0], %cst {in_bounds = [true, true]}
+      : memref<64x32xf32>, vector<8x32xf32>
+  scf.for %i = %c0 to %c64 step %c8 {
+    %v = vector.transfer_read %a[%i, %c0], %cst {in_bounds = [true, true]}
+        : memref<64x32xf32>, vector<8x32xf32>
+    %w = arith.addf %v, %bias : vector<8x32xf32>
+    vector.transfer_write %w, %b[%i, %c0] {in_bounds = [true, true]}
+        : vector<8x32xf32>, memref<64x32xf32>
+  }
+  return
+}
+
+// -----
+
 // Straight-line code between loops (ops vectorized whole) moves too; a
 // view the code after it still uses stays where it is, and the function
 // computes its own. Private functions (chunk functions) are left alone.
