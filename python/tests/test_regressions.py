@@ -667,3 +667,38 @@ def test_linear_of_many_rows_and_a_deep_reduction(rows, depth, target_cpu):
     bias = np.asarray(next(v for k, v in params.items() if k.endswith("bias")), np.float64)
     expected = x.astype(np.float64) @ weight.T + bias
     assert np.linalg.norm(out - expected) / np.linalg.norm(expected) < 1e-6
+
+
+@pytest.mark.parametrize("rows, depth, outputs", [(64, 784, 512), (24, 100, 96), (100, 300, 800),
+                                                  (64, 1024, 512)])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("target_cpu", ["", "haswell"])
+def test_linear_of_few_rows_swaps_its_product(rows, depth, outputs, threads, dtype, target_cpu):
+    # A weight with at least twice as many outputs as the batch has rows: the
+    # product is computed as (w x^T)^T (x^T packed, the weight read in place),
+    # forward, its gradients and an SGD step, against numpy in float64.
+    model = Model()
+    model |= Linear(outputs)(input="input")
+    model += Relu()
+    model += Linear(10)(output="output")
+    backend = ml.MlirBackend(dtype=getattr(ml, dtype), num_threads=threads)
+    pm = ml.compile(model, backend, shapes={"input": [rows, depth]},
+                    cpu_options={"target_cpu": target_cpu} if target_cpu else None)
+    params = pm.randomize_params(seed=3)
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((rows, depth)).astype(dtype)
+    seed = rng.standard_normal((rows, 10)).astype(dtype)
+    out, grads = pm.evaluate(params, {"input": x}, output_gradients={"output": seed})
+    p = {k: np.asarray(v, np.float64) for k, v in params.items()}
+    x64 = x.astype(np.float64)
+    pre = x64 @ p["linear_0.weight"].T + p["linear_0.bias"]
+    hidden = np.maximum(pre, 0)
+    want = hidden @ p["linear_1.weight"].T + p["linear_1.bias"]
+    g_hidden = (seed.astype(np.float64) @ p["linear_1.weight"]) * (pre > 0)
+    want_grads = {"linear_0.weight": g_hidden.T @ x64, "linear_0.bias": g_hidden.sum(0),
+                  "linear_1.weight": seed.T.astype(np.float64) @ hidden}
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    assert np.linalg.norm(out["output"] - want) / np.linalg.norm(want) < tol
+    for key, value in want_grads.items():
+        assert np.linalg.norm(grads[key] - value) / np.linalg.norm(value) < tol, key

@@ -32,13 +32,19 @@ mithril.model @Odd(data %a: tensor<1000x1000xf32>, data %b: tensor<1000x1000xf32
   mithril.output %c : tensor<1000x1000xf32>
 }
 
-mithril.model @LinearRows(data %x: tensor<256x784xf32>, param %w: tensor<512x784xf32>) -> (y: tensor<256x512xf32>) {
-  %wt = mithril.transpose %w : (tensor<512x784xf32>) -> tensor<784x512xf32>
-  %y = mithril.matmul %x, %wt : (tensor<256x784xf32>, tensor<784x512xf32>) -> tensor<256x512xf32>
-  mithril.output %y : tensor<256x512xf32>
+mithril.model @LinearRows(data %x: tensor<256x784xf32>, param %w: tensor<256x784xf32>) -> (y: tensor<256x256xf32>) {
+  %wt = mithril.transpose %w : (tensor<256x784xf32>) -> tensor<784x256xf32>
+  %y = mithril.matmul %x, %wt : (tensor<256x784xf32>, tensor<784x256xf32>) -> tensor<256x256xf32>
+  mithril.output %y : tensor<256x256xf32>
 }
 
-mithril.model @Linear(data %x: tensor<64x784xf32>, param %w: tensor<512x784xf32>) -> (y: tensor<64x512xf32>) {
+mithril.model @Linear(data %x: tensor<512x784xf32>, param %w: tensor<512x784xf32>) -> (y: tensor<512x512xf32>) {
+  %wt = mithril.transpose %w : (tensor<512x784xf32>) -> tensor<784x512xf32>
+  %y = mithril.matmul %x, %wt : (tensor<512x784xf32>, tensor<784x512xf32>) -> tensor<512x512xf32>
+  mithril.output %y : tensor<512x512xf32>
+}
+
+mithril.model @LinearBatch64(data %x: tensor<64x784xf32>, param %w: tensor<512x784xf32>) -> (y: tensor<64x512xf32>) {
   %wt = mithril.transpose %w : (tensor<512x784xf32>) -> tensor<784x512xf32>
   %y = mithril.matmul %x, %wt : (tensor<64x784xf32>, tensor<784x512xf32>) -> tensor<64x512xf32>
   mithril.output %y : tensor<64x512xf32>
@@ -75,7 +81,9 @@ mithril.model @Linear(data %x: tensor<64x784xf32>, param %w: tensor<512x784xf32>
 // CHECK: tensor.extract_slice %{{.+}}[0, 992] [1000, 8] [1, 1]
 // CHECK: vector.transfer_read %arg1[%{{.+}}, %c992]{{.*}} vector<8xf32>
 
-// A Linear layer's weight [out, in] is packed straight from its own layout,
+// A Linear layer's weight [out, in] (of a batch at least half its outputs:
+// smaller ones swap the product's operands, LinearBatch64) is packed
+// straight from its own layout,
 // 16 x 16 blocks transposed in registers (AVX-512 shuffles), and its
 // transposed copy is gone; the reduction blocks are whole 16-element rows
 // (784: 112, not 196).
@@ -87,6 +95,20 @@ mithril.model @Linear(data %x: tensor<64x784xf32>, param %w: tensor<512x784xf32>
 // CHECK: vector.transfer_read %[[WVIEW]]{{.*}} vector<16x16xf32>
 // CHECK: vector.shuffle {{.*}} : vector<16xf32>, vector<16xf32>
 
+// At batch 64 the weight has 8 times as many columns as x has rows: the
+// product swaps its operands, y = (w * x^T)^T. The register tiles broadcast
+// the weight's elements where they lie, x^T is what gets packed (64 x 112
+// blocks of x, transposed in registers), and the [512, 64] result comes back
+// in 16 x 16 transposes.
+// CHECK-LABEL: func.func @LinearBatch64(
+// CHECK-NOT: tensor<784x512xf32>
+// CHECK: scf.for %{{.+}} = %c0 to %c784 step %c112 {{.*}} -> (tensor<512x64xf32>)
+// CHECK: tensor.extract_slice %arg0[0, %{{.+}}] [64, 112] [1, 1] : tensor<64x784xf32> to tensor<64x112xf32>
+// CHECK: vector.transfer_read {{.*}} : tensor<2x32x112xf32>, vector<16x16xf32>
+// CHECK: scf.for {{.*}} -> (vector<8x32xf32>)
+// CHECK: tensor.empty() : tensor<64x512xf32>
+// CHECK: scf.for %{{.+}} = %c0 to %c64 step %c16
+
 // BAD: cache-tile needs 3 positive sizes (rows, columns, reduction)
 
 // 256 rows in AVX2's 6-row tiles: the rows stay whole until each block of
@@ -94,7 +116,7 @@ mithril.model @Linear(data %x: tensor<64x784xf32>, param %w: tensor<512x784xf32>
 // the block's product then splits into 252 rows of 6-row tiles and 4 rows
 // of 4-row tiles, both reading the one packed block.
 // AVX2-LABEL: func.func @LinearRows(
-// AVX2-NOT: tensor<784x512xf32>
+// AVX2-NOT: tensor<784x256xf32>
 // AVX2: %[[PANELS:.+]] = scf.for {{.*}} -> (tensor<16x112x16xf32>)
 // AVX2: scf.for {{.*}} to %c252 step %c6 {{.*}} -> (tensor<252x16x16xf32>)
 // AVX2: scf.for {{.*}} -> (vector<6x16xf32>)

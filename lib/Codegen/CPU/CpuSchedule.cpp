@@ -1508,6 +1508,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
       return signalPassFailure();
     if (failed(scheduler.splitFullReductions(rewriter, scheduler.collectTensorOps(module))))
       return signalPassFailure();
+    scheduler.swapWeightProducts(rewriter, scheduler.collectTensorOps(module));
     if (failed(scheduler.peelMatmulRemainders(rewriter, scheduler.collectTensorOps(module))))
       return signalPassFailure();
     scheduler.splitReductionsForTiles(rewriter, scheduler.collectTensorOps(module));

@@ -173,6 +173,15 @@ public:
   /// unless the target has AVX512-VNNI and the reduction is at least 128.
   LogicalResult rewriteInt8MatrixVectorProduct(IRRewriter &rewriter, linalg::MatmulOp matmul);
 
+  /// A matmul C = A * W^T (a Linear layer's weight, stored [out, in]) of
+  /// float32 or float64 whose weight has at least kSwapWeightRatio times as
+  /// many columns as A has rows (a training batch) becomes
+  /// C = (W * A^T)^T: the packed kernel then copies A^T into panels instead
+  /// of the weight (whose panels took the MLP's first layer 17% of its
+  /// product at batch 64), and broadcasts the weight's elements from where
+  /// they lie. The result comes back through a transpose of C.
+  void swapWeightProducts(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
+
   /// Splits a matmul whose sizes the register tiles and cache blocks do not
   /// divide into the part they divide and the rest, until they do: columns
   /// at a multiple of the register tile's (784 = 24 x 32 + 16), then of the

@@ -107,6 +107,11 @@ inline constexpr int64_t kGemvMaxRows = 16;
 inline constexpr int64_t kGemvRowTile = 4;
 inline constexpr int64_t kGemvNarrowColumns = 16;
 
+/// A float product of A by a transposed weight swaps its operands (packing
+/// A rather than the weight) when the weight has at least this many times
+/// as many columns as A has rows.
+inline constexpr int64_t kSwapWeightRatio = 2;
+
 /// An AMX tile: 16 rows of 64 bytes (16 f32 or i32 accumulators, 16 groups
 /// of a bf16 pair or an i8 quad). A register tile of a matmul on AMX is two
 /// tiles down (32 rows) and a 32-column panel across.
