@@ -452,6 +452,22 @@ llvm::Error CompiledModel::describe(Operation *rootOp, bool dynamicShapes) {
   return llvm::Error::success();
 }
 
+llvm::Error CompiledModel::linkCode(std::string code, StringRef what,
+                                    const llvm::StringMap<void *> *asyncSymbols,
+                                    const llvm::StringMap<void *> &customCalls) {
+  auto jit = linkObjects(code, what, asyncSymbols, customCalls);
+  if (!jit)
+    return jit.takeError();
+  auto fn = (*jit)->lookup("_mlir__mlir_ciface_" + entry_);
+  if (!fn)
+    return makeError("the object code of " + what + " has no entry point for @" + entry_ + ": " +
+                     llvm::toString(fn.takeError()));
+  function_ = fn->toPtr<void (*)(void **)>();
+  jit_ = std::move(*jit);
+  objectCode_ = std::move(code);
+  return llvm::Error::success();
+}
+
 Expected<std::string> CompiledModel::objectCode() const {
   if (objectCode_.empty())
     return makeError("only a model compiled for the CPU has object code");
@@ -501,7 +517,6 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::load(StringRef object, S
   model->options_ = options;
   model->options_.entry = model->entry_;
   model->logicalIR_ = logicalIR.str();
-  model->objectCode_ = object.str();
   if (llvm::Error err = model->describe(*entry, options.dynamicShapes))
     return std::move(err);
   auto customCalls = resolveCustomCalls(*entry, options);
@@ -520,16 +535,10 @@ Expected<std::unique_ptr<CompiledModel>> CompiledModel::load(StringRef object, S
       return symbols.takeError();
     asyncSymbols = *symbols;
   }
-  auto jit = linkObjects(object, "the saved @" + model->entry_, asyncSymbols, *customCalls);
-  if (!jit)
-    return jit.takeError();
-  auto fn = (*jit)->lookup("_mlir__mlir_ciface_" + model->entry_);
-  if (!fn)
-    return makeError("the saved object code has no entry point for @" + model->entry_ + ": " +
-                     llvm::toString(fn.takeError()));
-  model->function_ = fn->toPtr<void (*)(void **)>();
+  if (llvm::Error err =
+          model->linkCode(object.str(), "the saved @" + model->entry_, asyncSymbols, *customCalls))
+    return std::move(err);
   model->usesWorkerThreads_ = asyncSymbols != nullptr;
-  model->jit_ = std::move(*jit);
   model->timings_.push_back({"load object code", secondsSince(start)});
   return std::move(model);
 }
@@ -707,16 +716,9 @@ CompiledModel::compileFresh(StringRef source, const CompileOptions &options) {
     // Buffers come from the cache (the pipeline's runtime-allocator option);
     // split ops hand their chunks to the task pool through mithrilParallelFor
     // (its task-pool option): the async runtime is not needed.
-    auto jit = linkObjects(*code, "@" + model->entry_, /*asyncSymbols=*/nullptr, *customCalls);
-    if (!jit)
-      return jit.takeError();
-    auto fn = (*jit)->lookup("_mlir__mlir_ciface_" + model->entry_);
-    if (!fn)
-      return makeError("compiled code has no entry point for @" + model->entry_ + ": " +
-                       llvm::toString(fn.takeError()));
-    model->function_ = fn->toPtr<void (*)(void **)>();
-    model->jit_ = std::move(*jit);
-    model->objectCode_ = std::move(*code);
+    if (llvm::Error err = model->linkCode(std::move(*code), "@" + model->entry_,
+                                          /*asyncSymbols=*/nullptr, *customCalls))
+      return std::move(err);
     model->usesWorkerThreads_ = resolvedThreads(options) > 1;
     // The last phase keeps its name: translation to LLVM IR, code
     // generation and linking; LLVM's IR optimization is listed before it.

@@ -17,6 +17,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
 
 #include <map>
@@ -301,6 +302,13 @@ private:
   /// compile() without the persistent compile cache (CompileCache.h).
   static llvm::Expected<std::unique_ptr<CompiledModel>> compileFresh(llvm::StringRef source,
                                                                      const CompileOptions &options);
+
+  /// Links `code` (one object file, or an archive of them) into a JIT of
+  /// its own and finds the entry point: function_, jit_ and objectCode_.
+  /// `what` names the code in errors.
+  llvm::Error linkCode(std::string code, llvm::StringRef what,
+                       const llvm::StringMap<void *> *asyncSymbols,
+                       const llvm::StringMap<void *> &customCalls);
 
   /// Fills the terminals and the summary from the flattened root model.
   llvm::Error describe(mlir::Operation *root, bool dynamicShapes);
