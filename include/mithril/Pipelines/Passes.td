@@ -107,12 +107,14 @@ def MithrilOutlineKernels : Pass<"mithril-outline-kernels", "mlir::ModuleOp"> {
   let summary = "Move each large kernel into a function of its own, for parallel code generation";
   let description = [{
     Moves every kernel at the top level of each public function (a loop nest
-    or another op with regions and no results) that holds at least `min-ops`
-    ops into a private function of its own, marked `noinline`, and calls it
-    where the kernel was. The values the kernel uses from outside become the
-    function's arguments, except constants, views and index arithmetic,
-    which the function computes again (so that its shapes, offsets and loop
-    bounds stay constant for LLVM).
+    or another op with regions and no results, or a run of straight-line
+    code between them: small ops vectorized whole) that holds at least
+    `min-ops` of code into a private function of its own, marked `noinline`,
+    and calls it where the kernel was. The values the kernel uses from
+    outside become the function's arguments (buffers and scalars: a kernel
+    that would take a vector stays), except constants, views and index
+    arithmetic, which the function computes again (so that its shapes,
+    offsets and loop bounds stay constant for LLVM).
 
     The JIT compiles a model's LLVM code in as many pieces as it has threads
     for (one per CPU the process may run on): a model is one function per
@@ -121,7 +123,8 @@ def MithrilOutlineKernels : Pass<"mithril-outline-kernels", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"minOps", "min-ops", "int64_t", /*default=*/"24",
-           "The fewest ops (counted through nested regions) a kernel must hold to be moved">
+           "The least code a kernel must hold to be moved: its ops through nested regions, "
+           "each counted once per row of its largest vector (a vector<8x32xf32> is 8 LLVM vectors)">
   ];
   let dependentDialects = ["mlir::func::FuncDialect"];
 }
