@@ -53,10 +53,9 @@ void Scheduler::swapWeightProducts(IRRewriter &rewriter, ArrayRef<linalg::Linalg
     // than packing A and transposing the (rows x columns) result back.
     if (columns < kSwapWeightRatio * rows)
       continue;
-    // Split across threads by the weight's rows, each thread packs all of
-    // A^T: only while that stays a small part of the L2 (the MLP at batch
-    // 256 on two threads, 800 KiB each, was 10% slower; at batch 64 it
-    // gains).
+    // On several threads only while A^T stays a small part of the L2
+    // (measured: the MLP at batch 256 on two threads, A^T 800 KiB, was 10%
+    // slower swapped; at batch 64, 200 KiB, it gains).
     int64_t packedBytes = rows * depth * static_cast<int64_t>(et.getIntOrFloatBitWidth() / 8);
     if (strategy.threads > 1 && packedBytes > strategy.l2Bytes / 4)
       continue;
