@@ -10,7 +10,8 @@ import pytest
 import torch
 
 import mithril as ml
-from mithril.models import Add, Linear, Mean, Model, Multiply, SquaredError, Sum, Tanh, TrainModel
+from mithril.models import (Add, Convolution2D, Linear, Mean, Model, Multiply, SquaredError, Sum,
+                            Tanh, TrainModel)
 from mithril.types import from_bfloat16_bits, to_bfloat16_bits
 from small_models import small_cnn
 
@@ -488,3 +489,42 @@ def test_bfloat16_cnn_against_rounded_reference(threads):
     # near a bfloat16 tie may round to the other side, one unit in 2^8.
     close(got, want, 2e-2)
     assert np.mean(np.abs(got - want)) / np.sqrt(np.mean(want**2)) < 2e-3
+
+
+@pytest.mark.parametrize("target_cpu", ["host", "skylake-avx512"])
+@pytest.mark.parametrize("batch, channels, size", [
+    (4, 5, 12),   # input channels in tiles of 1
+    (3, 8, 14),   # an odd batch: a zero image completes the last pair
+    (2, 1, 28),   # one input channel, 53 blocks of 16 positions
+    (16, 32, 14),  # the bench CNN's second convolution
+])
+def test_bfloat16_convolution_weight_gradient_accumulates_in_float32(target_cpu, batch, channels,
+                                                                     size):
+    # The weight gradient of bf16 values: with AVX512-BF16 the images go in
+    # pairs on vdpbf16ps (two images' products a lane), elsewhere the values
+    # widen to f32. Either way each product is exact and the sums are f32, so
+    # each element is the float64 gradient rounded once to bf16 (half an ulp,
+    # at most 2^-8 relative) up to float32 rounding of the sums.
+    model = Model()
+    model |= Convolution2D(kernel_size=3, out_channels=8, padding=1)(
+        input="input", output=ml.IOKey("output"))
+    try:
+        pm = ml.compile(model, ml.MlirBackend(dtype=ml.bfloat16),
+                        shapes={"input": [batch, channels, size, size]}, jit=True,
+                        cpu_options={"target_cpu": target_cpu})
+    except ml.MithrilError as error:  # a host without AVX-512
+        pytest.skip(str(error))
+    rng = np.random.default_rng(batch)
+    params = {k: bf16(v) for k, v in pm.randomize_params(seed=1).items()}
+    x = bf16(rng.standard_normal((batch, channels, size, size)))
+    seed = bf16(rng.standard_normal((batch, 8, size, size)))
+    _, grads = pm.evaluate(params, {"input": x}, output_gradients={"output": seed})
+    key = next(k for k in params if k.endswith("weight"))
+    w = torch.tensor(params[key].astype(np.float64), requires_grad=True)
+    y = torch.nn.functional.conv2d(torch.tensor(x.astype(np.float64)), w, padding=1)
+    y.backward(torch.tensor(seed.astype(np.float64)))
+    ref = w.grad.numpy()
+    got = np.asarray(grads[key], np.float64)
+    rms = np.sqrt(np.mean(ref ** 2))
+    err = np.abs(got - ref) - 2.0 ** -8 * np.abs(ref)
+    assert np.max(err) <= 1e-5 * rms, f"{np.max(err) / rms:.3g} x rms"

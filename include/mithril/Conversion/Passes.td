@@ -38,8 +38,9 @@ def ConvertMithrilToLinalg : Pass<"convert-mithril-to-linalg", "mlir::ModuleOp">
            "Report indices out of range through mithrilIndexError (the host provides it)">,
     Option<"bf16Products", "bf16-products", "bool", /*default=*/"false",
            "Multiply the transformed inputs and filters of Winograd convolutions in bf16 "
-           "(rounded, f32 sums) for a bf16 dot-product kernel: for models computed in bf16 "
-           "on CPUs that have one">
+           "(rounded, f32 sums), and the bf16 operands of flat weight gradients in pairs "
+           "of images, for a bf16 dot-product kernel: for models computed in bf16 on CPUs "
+           "that have one">
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect",

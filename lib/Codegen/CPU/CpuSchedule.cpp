@@ -825,28 +825,31 @@ SmallVector<linalg::LinalgOp> Scheduler::collectTensorOps(ModuleOp module) {
 }
 
 /// The tile levels of a convolution's weight gradient (loops f, c, kh, kw,
-/// lane, n, block): first channel tiles over a few images, whose rows of
-/// input and output gradient then stay in L1 while all kernel positions
-/// (the second level) read them; then the reductions. Without the image
-/// chunks every kernel position streams all images from L2.
+/// lane, n, block, and the pair of images in bf16): first channel tiles
+/// over a few images, whose rows of input and output gradient then stay in
+/// L1 while all kernel positions (the second level) read them; then the
+/// reductions. Without the image chunks every kernel position streams all
+/// images from L2.
 SmallVector<SmallVector<int64_t>> Scheduler::weightGradLevels(linalg::LinalgOp op,
                                                               ArrayRef<int64_t> parallel,
                                                               ArrayRef<int64_t> reduction) {
   SmallVector<int64_t> outer(parallel.begin(), parallel.end()), kernel(parallel.size(), 0);
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  if (ranges.size() != 7 || llvm::any_of(ranges, ShapedType::isDynamic))
+  if ((ranges.size() != 7 && ranges.size() != 8) || llvm::any_of(ranges, ShapedType::isDynamic))
     return {SmallVector<int64_t>(parallel), SmallVector<int64_t>(reduction)};
   std::swap(outer[2], kernel[2]);
   std::swap(outer[3], kernel[3]);
-  // Bytes of one image's rows that a channel tile reads: input rows (the
-  // flat input's last dimension) and output-gradient rows (blocks x lanes).
-  auto shapeOf = [&](unsigned i) {
-    return cast<ShapedType>(op->getOperand(i).getType()).getShape();
-  };
-  Type et = getElementTypeOrSelf(op->getResult(0).getType());
-  int64_t bytes = et.getIntOrFloatBitWidth() / 8;
+  // Bytes of one image's (or pair's) rows that a channel tile reads: input
+  // rows (the flat input's dimensions after the channel) and output-gradient
+  // rows (blocks x lanes, x 2 images).
+  auto operandType = [&](unsigned i) { return cast<ShapedType>(op->getOperand(i).getType()); };
+  int64_t bytes = operandType(0).getElementTypeBitWidth() / 8;
+  int64_t pair = ranges.size() == 8 ? ranges[7] : 1;
+  int64_t inputRow = 1;
+  for (int64_t size : operandType(0).getShape().drop_front(2))
+    inputRow *= size;
   int64_t channels = std::max<int64_t>(parallel[0], 1) + std::max<int64_t>(parallel[1], 1);
-  int64_t perImage = channels * (shapeOf(0).back() + ranges[6] * ranges[4]) * bytes / 2;
+  int64_t perImage = channels * (inputRow + ranges[6] * ranges[4] * pair) * bytes / 2;
   int64_t images = std::max<int64_t>(1, (16 << 10) / std::max<int64_t>(perImage, 1));
   outer[5] = std::min(images, ranges[5]);
   SmallVector<int64_t> outerSizes = outer;
@@ -1541,6 +1544,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     }
     if (failed(scheduler.tileForRegisters(rewriter, scheduler.collectTensorOps(module))))
       return signalPassFailure();
+    scheduler.lowerBF16WeightGradTiles(rewriter, module);
     scheduler.dropTileUnitDims(rewriter, module);
     scheduler.lowerDotProductTiles(rewriter, module);
     scheduler.lowerBF16MatrixVectorTiles(rewriter, module);

@@ -396,6 +396,11 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
     // for f64) of lane vectors accumulate over blocks of flat positions.
     if (loops == 7)
       return {4, regs.columns(op) >= 32 ? 4 : 2, 1, 1, mithril::kConvFlatLanes, 1, 1};
+    // bf16 in pairs of images (loops ..., n / 2, block, pair): the same 4 x
+    // 4 accumulators, each step one vdpbf16ps of 16 lanes by 2 images
+    // (Scheduler::lowerBF16WeightGradTiles).
+    if (loops == 8)
+      return {4, 4, 1, 1, mithril::kConvFlatLanes, 1, 1, 2};
     break;
   case CpuKernel::PoolWindow: {
     // Pooling over non-overlapping windows: a row of output columns with

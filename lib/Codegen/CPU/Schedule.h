@@ -372,6 +372,14 @@ public:
   /// adds their pairwise products to the (row, column) lanes.
   static void lowerBF16MatrixVectorTiles(IRRewriter &rewriter, ModuleOp module);
 
+  /// Writes the register tiles of a bf16 convolution weight gradient's
+  /// partial sums (conv_flat_weight_grad over pairs of images: loops f, c,
+  /// kh, kw, lane, n / 2, block, pair) as vdpbf16ps: each input channel's
+  /// and each output channel's 16 lanes of both images are 32 contiguous
+  /// bf16, and one dot product per (output, input) channel adds the pair's
+  /// products to its 16 lanes of f32 sums.
+  static void lowerBF16WeightGradTiles(IRRewriter &rewriter, ModuleOp module);
+
   /// Writes the register tiles of rewriteInt8MatrixVectorProduct's partial
   /// sums as the contractions mithril-x86-dot-products makes vpdpbusd: per
   /// (row, column), 64 bytes of the weight (offset to unsigned) and of A.

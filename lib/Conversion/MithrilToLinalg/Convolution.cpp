@@ -297,51 +297,103 @@ static std::optional<Value> lowerPhasedConv(OpBuilder &b, Location loc, Value in
   return sum;
 }
 
+/// [N, X...] -> [N / 2, X..., 2]: the images in pairs, the two of a pair
+/// interleaved element by element (an odd N gets a zero image).
+static Value interleaveImagePairs(OpBuilder &b, Location loc, Value v) {
+  RankedTensorType t = tensorType(v);
+  if (t.getDimSize(0) % 2 != 0) {
+    SmallVector<int64_t> pads(2 * t.getRank(), 0);
+    pads[1] = 1;
+    v = padSpatial(b, loc, v, 0, pads, floatConst(b, loc, t.getElementType(), 0.0));
+    t = tensorType(v);
+  }
+  ArrayRef<int64_t> rest = t.getShape().drop_front();
+  SmallVector<int64_t> split = {t.getDimSize(0) / 2, 2}, paired = {t.getDimSize(0) / 2};
+  llvm::append_range(split, rest);
+  llvm::append_range(paired, rest);
+  paired.push_back(2);
+  SmallVector<ReassociationIndices> groups = {{0, 1}};
+  SmallVector<int64_t> permutation = {0};
+  for (int64_t d = 0; d < static_cast<int64_t>(rest.size()); ++d) {
+    groups.push_back({d + 2});
+    permutation.push_back(d + 2);
+  }
+  permutation.push_back(1);
+  Value pairs = tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get(split, t.getElementType()), v, groups);
+  return linalg::TransposeOp::create(b, loc, pairs,
+                                     tensor::EmptyOp::create(b, loc, paired, t.getElementType()),
+                                     permutation)
+      .getResult()[0];
+}
+
 /// dw[f, c, kh, kw] = sum_{n, oh, ow} x[n, c, oh + kh, ow + kw] g[n, f, oh, ow]
 /// over flat rows: the output gradient, zero in the dropped columns, and the
 /// input are both contiguous along p, so the sum runs in kConvFlatLanes lanes
 /// of partial sums (a tile of output and input channels at a time) that are
 /// added up at the end.
+/// With bf16 `input` and `grad` (mixed precision's values, for a CPU with
+/// bf16 dot products), the images go in pairs (interleaveImagePairs): each
+/// lane of a register tile then reads a pair of bf16 of each operand, the
+/// same position of two images, and one vdpbf16ps adds both products in f32.
+/// Loops: f, c, kh, kw, lane, n / 2, block, pair.
 static Value lowerFlatConvWeightGrad(OpBuilder &b, Location loc, Value input, Value grad,
                                      ArrayRef<int64_t> padding, RankedTensorType weightType,
                                      const FlatConvLayout &l) {
   MLIRContext *ctx = b.getContext();
   Type et = weightType.getElementType();
   RankedTensorType gt = tensorType(grad);
+  Type narrow = gt.getElementType();
+  bool pairs = narrow != et;
   int64_t n = gt.getDimSize(0), f = gt.getDimSize(1), c = weightType.getDimSize(1);
   int64_t blocks = llvm::divideCeil(l.oh * l.wp, kConvFlatLanes);
   Value flat = flatConvInput(b, loc, input, padding, l);
   // The output gradient on the same rows: zero columns to wp, zero rows to
   // cover whole blocks of lanes.
   int64_t rows = llvm::divideCeil(blocks * kConvFlatLanes, l.wp);
-  Value zero = floatConst(b, loc, et, 0.0);
+  Value zero = floatConst(b, loc, narrow, 0.0);
   Value padded = padSpatial(b, loc, grad, 2, {0, rows - l.oh, 0, l.wp - l.ow}, zero);
   Value gradRows =
-      tensor::CollapseShapeOp::create(b, loc, RankedTensorType::get({n, f, rows * l.wp}, et),
+      tensor::CollapseShapeOp::create(b, loc, RankedTensorType::get({n, f, rows * l.wp}, narrow),
                                       padded, SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
   SmallVector<OpFoldResult> zeros(3, b.getIndexAttr(0)), ones(3, b.getIndexAttr(1));
   SmallVector<OpFoldResult> sizes = {b.getIndexAttr(n), b.getIndexAttr(f),
                                      b.getIndexAttr(blocks * kConvFlatLanes)};
   Value gradFlat = tensor::ExtractSliceOp::create(
-      b, loc, RankedTensorType::get({n, f, blocks * kConvFlatLanes}, et), gradRows, zeros, sizes,
-      ones);
+      b, loc, RankedTensorType::get({n, f, blocks * kConvFlatLanes}, narrow), gradRows, zeros,
+      sizes, ones);
   Value gradLanes = tensor::ExpandShapeOp::create(
-      b, loc, RankedTensorType::get({n, f, blocks, kConvFlatLanes}, et), gradFlat,
+      b, loc, RankedTensorType::get({n, f, blocks, kConvFlatLanes}, narrow), gradFlat,
       SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
-  // Loops: f, c, kh, kw, lane, n, block.
+  // Loops: f, c, kh, kw, lane, n, block (and pair).
+  int64_t loops = pairs ? 8 : 7;
   auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
-  SmallVector<AffineMap> maps = {
-      AffineMap::get(
-          7, 0, {d(5), d(1), d(6) * kConvFlatLanes + d(4) + d(2) * (l.dh * l.wp) + d(3) * l.dw},
-          ctx),
-      AffineMap::get(7, 0, {d(5), d(0), d(6), d(4)}, ctx),
-      AffineMap::get(7, 0, {d(0), d(1), d(2), d(3), d(4)}, ctx)};
+  SmallVector<AffineExpr> inputIndex = {
+      d(5), d(1), d(6) * kConvFlatLanes + d(4) + d(2) * (l.dh * l.wp) + d(3) * l.dw};
+  SmallVector<AffineExpr> gradIndex = {d(5), d(0), d(6), d(4)};
+  if (pairs) {
+    flat = interleaveImagePairs(b, loc, flat);
+    gradLanes = interleaveImagePairs(b, loc, gradLanes);
+    inputIndex.push_back(d(7));
+    gradIndex.push_back(d(7));
+  }
+  SmallVector<AffineMap> maps = {AffineMap::get(loops, 0, inputIndex, ctx),
+                                 AffineMap::get(loops, 0, gradIndex, ctx),
+                                 AffineMap::get(loops, 0, {d(0), d(1), d(2), d(3), d(4)}, ctx)};
   SmallVector<utils::IteratorType> iterators(5, utils::IteratorType::parallel);
-  iterators.append(2, utils::IteratorType::reduction);
+  iterators.append(loops - 5, utils::IteratorType::reduction);
   auto partialType = RankedTensorType::get({f, c, l.kh, l.kw, kConvFlatLanes}, et);
+  auto multiplyAdd = [&](OpBuilder &nb, Location nl, ValueRange args) {
+    if (!pairs)
+      return yieldMultiplyAdd(nb, nl, args);
+    Value x = arith::ExtFOp::create(nb, nl, et, args[0]);
+    Value g = arith::ExtFOp::create(nb, nl, et, args[1]);
+    Value product = arith::MulFOp::create(nb, nl, x, g);
+    linalg::YieldOp::create(nb, nl, arith::AddFOp::create(nb, nl, args[2], product).getResult());
+  };
   auto partial =
       linalg::GenericOp::create(b, loc, TypeRange{partialType}, ValueRange{flat, gradLanes},
-                                zeroFilled(b, loc, partialType), maps, iterators, yieldMultiplyAdd);
+                                zeroFilled(b, loc, partialType), maps, iterators, multiplyAdd);
   setCpuKernel(partial, CpuKernel::ConvFlatWeightGrad);
   return linalg::ReduceOp::create(
              b, loc, ValueRange{partial.getResult(0)}, ValueRange{zeroFilled(b, loc, weightType)},
@@ -817,8 +869,20 @@ struct ConvGradInputPattern : OpRewritePattern<ConvGradInputOp> {
 };
 
 /// Gradient of a convolution's weight over (g, f, c, k..., n, o...).
+/// The bf16 tensor that `v` widens to f32 (a cast of mixed precision's
+/// values), or null.
+static Value widenedBF16(Value v) {
+  auto cast = v.getDefiningOp<CastOp>();
+  if (!cast || !getElementTypeOrSelf(v.getType()).isF32() ||
+      !getElementTypeOrSelf(cast.getInput().getType()).isBF16())
+    return Value();
+  return cast.getInput();
+}
+
 struct ConvGradWeightPattern : OpRewritePattern<ConvGradWeightOp> {
-  using OpRewritePattern::OpRewritePattern;
+  ConvGradWeightPattern(MLIRContext *ctx, bool bf16Products)
+      : OpRewritePattern<ConvGradWeightOp>(ctx), bf16Products(bf16Products) {}
+  bool bf16Products;
   LogicalResult matchAndRewrite(ConvGradWeightOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
@@ -835,6 +899,17 @@ struct ConvGradWeightPattern : OpRewritePattern<ConvGradWeightOp> {
     int64_t cg = out.getDimSize(1), fg = out.getDimSize(0) / groups;
     Type et = out.getElementType();
     Value zero = floatConst(rewriter, loc, et, 0.0);
+    // Both operands bf16 widened to f32, for a CPU with bf16 dot products:
+    // the flat weight gradient multiplies the bf16 values (exactly the
+    // products of the widened ones) in pairs of images.
+    if (Value input = widenedBF16(op.getInput()), grad = widenedBF16(op.getGrad());
+        bf16Products && groups == 1 && input && grad)
+      if (auto layout = flatConvLayout(tensorType(input), out, op.getStride(), op.getPadding(),
+                                       op.getDilation())) {
+        rewriter.replaceOp(
+            op, lowerFlatConvWeightGrad(rewriter, loc, input, grad, op.getPadding(), out, *layout));
+        return success();
+      }
     auto lowerGroup = [&](ArrayRef<Value> operands, RankedTensorType part) {
       return lowerFastConvGradWeight(rewriter, loc, operands[0], operands[1], op.getStride(),
                                      op.getPadding(), op.getDilation(), part);
@@ -885,5 +960,6 @@ struct ConvGradWeightPattern : OpRewritePattern<ConvGradWeightOp> {
 void linalg_lowering::populateConvolutionPatterns(RewritePatternSet &patterns, bool bf16Products) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<ConvPattern<Conv1DOp>, ConvPattern<Conv2DOp>>(ctx, bf16Products);
-  patterns.add<ConvGradInputPattern, ConvGradWeightPattern>(ctx);
+  patterns.add<ConvGradInputPattern>(ctx);
+  patterns.add<ConvGradWeightPattern>(ctx, bf16Products);
 }

@@ -34,7 +34,8 @@ namespace mithril {
 // channel, flat output position p, input channel, kernel row, kernel column;
 // the input read at p + row * width + column), conv_flat_weight_grad (its
 // weight gradient's partial sums: loops output channel, input channel, kernel
-// row, kernel column, lane, n, block of lanes) and pool_window (a pooling
+// row, kernel column, lane, n, block of lanes; with bf16 operands n / 2 and
+// a last loop over the pair of images) and pool_window (a pooling
 // over non-overlapping windows, each spatial axis of the input split into
 // output position and window offset; `window` lists the loops a register
 // tile keeps whole).
@@ -56,7 +57,8 @@ inline constexpr llvm::StringLiteral kIndexErrorFunction = "mithrilIndexError";
 /// With `indexErrors`, ops indexing by data report indices out of range
 /// through kIndexErrorFunction (they clamp them either way). With
 /// `bf16Products`, Winograd convolutions multiply their transformed operands
-/// in bf16 (convert-mithril-to-linalg's bf16-products).
+/// in bf16, and flat weight gradients of bf16 values multiply them in pairs
+/// of images (convert-mithril-to-linalg's bf16-products).
 void populateMithrilToLinalgPatterns(mlir::RewritePatternSet &patterns, bool indexErrors = false,
                                      bool bf16Products = false);
 
