@@ -214,6 +214,8 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     outParams.modifyPublicFunctions = true;
     pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
     pm.addPass(createCanonicalizerPass());
+    // Buffers copied whole into a new stack are computed in it instead.
+    pm.addPass(createMithrilStackInPlace());
     bufferization::BufferDeallocationPipelineOptions dealloc;
     bufferization::buildBufferDeallocationPipeline(pm, dealloc);
     // The GPU pipeline's front (no host schedule) maps copies to threads.

@@ -67,6 +67,24 @@ def MithrilFuseElementwise : Pass<"mithril-fuse-elementwise", "mlir::ModuleOp"> 
                            "mlir::affine::AffineDialect"];
 }
 
+def MithrilStackInPlace : Pass<"mithril-stack-in-place", "mlir::ModuleOp"> {
+  let summary = "Write buffers that are copied whole into a new stack in their place in it";
+  let description = [{
+    After bufferization, a stack (a fresh `memref.alloc`) whose slices are
+    each filled by one `memref.copy` of a buffer allocated in the same block
+    and not used after the copy (Winograd's 16 transformed points, computed
+    by one loop into 16 buffers and then stacked into the batch of
+    products): the stack and those buffers become views of one allocation,
+    each buffer the bytes of its slice, and the copies go. Only where each
+    slice is contiguous and 64-byte aligned, the buffers have the identity
+    layout, and nothing uses the stack before its last copy but those slices.
+    (The bench CNN's training step copied 3.3 MB a call this way, its
+    forward pass 1.7 MB: 5% of their time on a Zen 4.) Run it after one-shot
+    bufferization, before the deallocation pipeline.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
+}
+
 def MithrilDeallocAtLastUse : Pass<"mithril-dealloc-at-last-use", "mlir::ModuleOp"> {
   let summary = "Free each buffer right after its last use";
   let description = [{
