@@ -198,6 +198,8 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
 
   if (wanted("bufferize")) {
     pm.addNestedPass<func::FuncOp>(createMithrilUniqueResults());
+    // Padded values are computed inside their padding.
+    pm.addPass(createMithrilPadInPlace());
     bufferization::OneShotBufferizePassOptions bufferize;
     bufferize.bufferizeFunctionBoundaries = true;
     bufferize.functionBoundaryTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
