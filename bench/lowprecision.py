@@ -185,27 +185,53 @@ def run(quick: bool):
 
     batch = 256
     x = rng.standard_normal((batch, 784)).astype(np.float32)
-    seeds = {"logits": np.ones((batch, 10), np.float32)}
     cases = {"f32": (ml.MlirBackend(num_threads=1), {}),
              "mixed bf16": (ml.MlirBackend(precision="bfloat16", num_threads=1),
                             {"mixed_precision": True}),
              "mixed f16": (ml.MlirBackend(precision="float16", num_threads=1),
                            {"mixed_precision": True})}
+    for kind, seconds, ratio, err in gradient_rows(mlp, x, cases, repeats):
+        rows.append((f"MLP gradients b{batch} ({kind})", seconds, ratio, None, err,
+                     variant(kind.split()[-1])))
+
+    # The bench CNN's gradients (its training step without the update): in
+    # mixed bf16 the Winograd products and both weight gradients of the
+    # convolutions (images in pairs) run on bf16 dot products.
+    batch = 16
+    x = rng.standard_normal((batch, 1, 28, 28)).astype(np.float32)
+    cases = {"f32": (ml.MlirBackend(num_threads=1), {}),
+             "mixed bf16": (ml.MlirBackend(precision="bfloat16", num_threads=1),
+                            {"mixed_precision": True})}
+    for kind, seconds, ratio, err in gradient_rows(cnn, x, cases, repeats):
+        kernel = variant("f32")
+        if kind != "f32":
+            kernel = ("Winograd products and weight gradients on vdpbf16ps (AVX512-BF16)"
+                      if _mithril.cpu_target()["bf16_dot_product"]
+                      else "bf16 storage, every product in f32")
+        rows.append((f"CNN gradients b{batch} ({kind})", seconds, ratio, None, err, kernel))
+    return rows
+
+
+def gradient_rows(make_model, x, cases, repeats):
+    """(kind, median seconds, f32 time over it, relative error of all the
+    parameters' gradients against the f32 case's) for each of `cases`
+    ({kind: (backend, compile options)}, float32 first), the output's
+    gradient seeded with ones."""
     calls, errs, ref = {}, {}, None
     for kind, (backend, extra) in cases.items():
-        pm = ml.compile(mlp(), backend, shapes={"input": [batch, 784]}, jit=True, **extra)
+        pm = ml.compile(make_model(), backend, shapes={"input": list(x.shape)}, jit=True,
+                        **extra)
+        seeds = {"logits": np.ones(pm.shapes["logits"], np.float32)}
         p = pm.randomize_params(seed=3)
         _, grads = pm.evaluate(p, {"input": x}, output_gradients=seeds)
         flat = np.concatenate([np.ravel(grads[k]) for k in sorted(grads)]).astype(np.float64)
         if ref is None:
             ref = flat
         errs[kind] = relerr(flat, ref) if kind != "f32" else 0.0
-        calls[kind] = (lambda pm=pm, p=p: pm.evaluate(p, {"input": x}, output_gradients=seeds))
+        calls[kind] = (lambda pm=pm, p=p, seeds=seeds:
+                       pm.evaluate(p, {"input": x}, output_gradients=seeds))
     times = dict(zip(calls, median_times(list(calls.values()), repeats)))
-    for kind in calls:
-        rows.append((f"MLP gradients b{batch} ({kind})", times[kind], times["f32"] / times[kind],
-                     None, errs[kind], variant(kind.split()[-1])))
-    return rows
+    return [(kind, times[kind], times["f32"] / times[kind], errs[kind]) for kind in calls]
 
 
 def write(rows, path):
