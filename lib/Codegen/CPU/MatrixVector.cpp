@@ -395,20 +395,28 @@ void Scheduler::lowerBF16MatrixVectorTiles(IRRewriter &rewriter, ModuleOp module
     Value a = rowsOf(op.getDpsInputOperand(0)->get(), rows);
     Value w = rowsOf(op.getDpsInputOperand(1)->get(), cols);
     Value p = read(op.getDpsInitOperand(0)->get(), {rows, cols, 16}, f32);
-    SmallVector<Value> aRows, wRows;
-    for (int64_t r = 0; r < rows; ++r)
-      aRows.push_back(vector::ExtractOp::create(rewriter, loc, a, ArrayRef<int64_t>{r}));
-    for (int64_t c = 0; c < cols; ++c)
-      wRows.push_back(vector::ExtractOp::create(rewriter, loc, w, ArrayRef<int64_t>{c}));
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c) {
-        Value acc = vector::ExtractOp::create(rewriter, loc, p, ArrayRef<int64_t>{r, c});
-        Value dot =
-            x86vector::DotBF16Op::create(rewriter, loc, acc.getType(), acc, aRows[r], wRows[c]);
-        p = vector::InsertOp::create(rewriter, loc, dot, p, ArrayRef<int64_t>{r, c});
-      }
+    p = addBF16DotProducts(rewriter, loc, p, a, w);
     rewriter.replaceOp(op, writeWholeTile(rewriter, loc, p, op.getDpsInitOperand(0)->get()));
   }
+}
+
+Value Scheduler::addBF16DotProducts(IRRewriter &rewriter, Location loc, Value sums, Value left,
+                                    Value right) {
+  auto sumsType = cast<VectorType>(sums.getType());
+  int64_t rows = sumsType.getDimSize(0), cols = sumsType.getDimSize(1);
+  SmallVector<Value> leftRows, rightRows;
+  for (int64_t r = 0; r < rows; ++r)
+    leftRows.push_back(vector::ExtractOp::create(rewriter, loc, left, ArrayRef<int64_t>{r}));
+  for (int64_t c = 0; c < cols; ++c)
+    rightRows.push_back(vector::ExtractOp::create(rewriter, loc, right, ArrayRef<int64_t>{c}));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      Value acc = vector::ExtractOp::create(rewriter, loc, sums, ArrayRef<int64_t>{r, c});
+      Value dot = x86vector::DotBF16Op::create(rewriter, loc, acc.getType(), acc, leftRows[r],
+                                               rightRows[c]);
+      sums = vector::InsertOp::create(rewriter, loc, dot, sums, ArrayRef<int64_t>{r, c});
+    }
+  return sums;
 }
 
 void Scheduler::lowerInt8MatrixVectorTiles(IRRewriter &rewriter, ModuleOp module) {

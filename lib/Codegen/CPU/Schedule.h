@@ -354,6 +354,12 @@ public:
   /// `vector` written over all of the static tile `tensor`; the new tensor.
   static Value writeWholeTile(IRRewriter &rewriter, Location loc, Value vector, Value tensor);
 
+  /// sums [rows][cols][16] f32 plus, for every (row, column), the pairwise
+  /// products of row `left[row]` and column `right[column]` (32 bf16 each:
+  /// 16 lanes of 2 reduction steps), one vdpbf16ps each.
+  static Value addBF16DotProducts(IRRewriter &rewriter, Location loc, Value sums, Value left,
+                                  Value right);
+
   /// Writes the register tiles of packDotProductGroups' products as dot
   /// products: per row, the row's group of A (a pair of bf16, or a quad of i8
   /// offset to unsigned) broadcast to every 32-bit lane, times 16 columns'

@@ -12,7 +12,6 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 
 using namespace mlir;
 using namespace mithril;
@@ -66,18 +65,7 @@ void Scheduler::lowerBF16WeightGradTiles(IRRewriter &rewriter, ModuleOp module) 
     auto flatSums = VectorType::get({rows, cols, lanes}, f32);
     Value sums = vector::ShapeCastOp::create(rewriter, loc, flatSums,
                                              readWholeTile(rewriter, loc, init, sumsType));
-    SmallVector<Value> xChannels, gChannels;
-    for (int64_t c = 0; c < cols; ++c)
-      xChannels.push_back(vector::ExtractOp::create(rewriter, loc, x, ArrayRef<int64_t>{c}));
-    for (int64_t f = 0; f < rows; ++f)
-      gChannels.push_back(vector::ExtractOp::create(rewriter, loc, g, ArrayRef<int64_t>{f}));
-    for (int64_t f = 0; f < rows; ++f)
-      for (int64_t c = 0; c < cols; ++c) {
-        Value acc = vector::ExtractOp::create(rewriter, loc, sums, ArrayRef<int64_t>{f, c});
-        Value dot = x86vector::DotBF16Op::create(rewriter, loc, acc.getType(), acc, gChannels[f],
-                                                 xChannels[c]);
-        sums = vector::InsertOp::create(rewriter, loc, dot, sums, ArrayRef<int64_t>{f, c});
-      }
+    sums = addBF16DotProducts(rewriter, loc, sums, g, x);
     Value written = writeWholeTile(
         rewriter, loc, vector::ShapeCastOp::create(rewriter, loc, sumsType, sums), init);
     rewriter.replaceOp(op, written);
