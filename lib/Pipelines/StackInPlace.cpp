@@ -111,6 +111,17 @@ void stackInPlace(memref::AllocOp stack, IRRewriter &rewriter,
         stacked.push_back(*found);
   if (stacked.empty())
     return;
+  // Each buffer takes its slice's bytes: no two slices may share any.
+  auto bytesOf = [](StackedBuffer &s) {
+    auto type = cast<MemRefType>(s.buffer->getResult(0).getType());
+    return type.getNumElements() * (type.getElementTypeBitWidth() / 8);
+  };
+  llvm::sort(stacked, [](const StackedBuffer &a, const StackedBuffer &b) {
+    return a.byteOffset < b.byteOffset;
+  });
+  for (size_t i = 1; i < stacked.size(); ++i)
+    if (stacked[i - 1].byteOffset + bytesOf(stacked[i - 1]) > stacked[i].byteOffset)
+      return;
 
   // Between the first buffer's allocation and the last copy nothing but
   // the buffers' own code and the copies touches the stack's memory (it may

@@ -88,3 +88,25 @@ func.func @Unaligned(%out: memref<2x10xf32>) {
   memref.copy %stack, %out : memref<2x10xf32> to memref<2x10xf32>
   return
 }
+
+// -----
+
+// Two buffers copied over the same slice: they cannot both be it.
+// CHECK-LABEL: func.func @Overlapping(
+// CHECK-NOT: memref.view
+// CHECK-COUNT-2: memref.copy %{{.+}}, %{{.+}} : memref<16xf32> to memref<16xf32, strided<[1]>>
+func.func @Overlapping(%out: memref<2x16xf32>) {
+  %one = arith.constant 1.0 : f32
+  %two = arith.constant 2.0 : f32
+  %a = memref.alloc() {alignment = 64 : i64} : memref<16xf32>
+  %b = memref.alloc() {alignment = 64 : i64} : memref<16xf32>
+  linalg.fill ins(%one : f32) outs(%a : memref<16xf32>)
+  linalg.fill ins(%two : f32) outs(%b : memref<16xf32>)
+  %stack = memref.alloc() {alignment = 64 : i64} : memref<2x16xf32>
+  %s0 = memref.subview %stack[0, 0] [1, 16] [1, 1] : memref<2x16xf32> to memref<16xf32, strided<[1]>>
+  memref.copy %a, %s0 : memref<16xf32> to memref<16xf32, strided<[1]>>
+  %s0b = memref.subview %stack[0, 0] [1, 16] [1, 1] : memref<2x16xf32> to memref<16xf32, strided<[1]>>
+  memref.copy %b, %s0b : memref<16xf32> to memref<16xf32, strided<[1]>>
+  memref.copy %stack, %out : memref<2x16xf32> to memref<2x16xf32>
+  return
+}

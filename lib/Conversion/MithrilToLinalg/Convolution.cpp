@@ -868,7 +868,6 @@ struct ConvGradInputPattern : OpRewritePattern<ConvGradInputOp> {
   }
 };
 
-/// Gradient of a convolution's weight over (g, f, c, k..., n, o...).
 /// The bf16 tensor that `v` widens to f32 (a cast of mixed precision's
 /// values), or null.
 static Value widenedBF16(Value v) {
@@ -879,6 +878,7 @@ static Value widenedBF16(Value v) {
   return cast.getInput();
 }
 
+/// Gradient of a convolution's weight over (g, f, c, k..., n, o...).
 struct ConvGradWeightPattern : OpRewritePattern<ConvGradWeightOp> {
   ConvGradWeightPattern(MLIRContext *ctx, bool bf16Products)
       : OpRewritePattern<ConvGradWeightOp>(ctx), bf16Products(bf16Products) {}
