@@ -107,6 +107,20 @@ def test_empty_contraction_and_reductions():
         _single(Mean, [0, 4], dtype=ml.float64, axis=0).evaluate({}, {"input": x})["output"]).all()
 
 
+def test_sum_over_an_empty_batch_read_only_by_an_empty_op():
+    # diff-fuzz seed 2828 trial 1193: the sum's zero fill lost its only
+    # reader when the empty ops were folded, and the CPU schedule then read
+    # past the end of its (empty) list of users: a segmentation fault.
+    from mithril.models import Equal
+    m = Model()
+    m |= Sum(axis=0).connect(input="t3", output="t4")
+    m |= Equal().connect(left="t4", right="t0", output=ml.IOKey("t5"))
+    pm = ml.compile(m, ml.MlirBackend(dtype=ml.float64),
+                    shapes={"t3": [0, 1, 1, 1], "t0": [0, 1, 1, 1]}, inference=True)
+    out = pm.evaluate({}, {"t3": np.zeros((0, 1, 1, 1)), "t0": np.zeros((0, 1, 1, 1))})["t5"]
+    assert np.asarray(out).shape == (0, 1, 1, 1)
+
+
 @pytest.mark.parametrize("sizes", [((1, 4), (3, 4)), ((3, 4), (1, 4)), ((1, 4), (3, 1)),
                                    ((3, 4), (3, 4)), ((1, 1), (1, 1))])
 def test_dynamic_sizes_broadcast_at_run_time(sizes):

@@ -1445,8 +1445,10 @@ void Scheduler::foldEmptyLoops(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> 
 
 void Scheduler::unshareFills(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
   for (linalg::LinalgOp op : ops) {
+    // (A fill nothing reads any more, as the init of an op over an empty
+    // loop that foldEmptyLoops removed, has no first user.)
     auto fill = dyn_cast<linalg::FillOp>(op.getOperation());
-    if (!fill || !fill.hasPureTensorSemantics() || fill->hasOneUse())
+    if (!fill || !fill.hasPureTensorSemantics() || fill->hasOneUse() || fill->use_empty())
       continue;
     auto empty = fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>();
     if (!empty)
