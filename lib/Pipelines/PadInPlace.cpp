@@ -72,23 +72,18 @@ Value fillOutsideBox(IRRewriter &rewriter, Location loc, RankedTensorType type,
   return filled;
 }
 
-/// The op whose init the padded value (or the value a collapse of its
-/// dimensions pads: a pooling gradient's [.., 7, 2, 2, 7, 2, 2] seen as
-/// [.., 28, 28]) starts from, when that is an empty tensor in the pad's
-/// block and the padding value exists before the op; null otherwise.
-OpOperand *inPlaceInit(tensor::PadOp pad, Value padValue) {
+/// The init the padded value (or the value a collapse of its dimensions
+/// pads: a pooling gradient's [.., 7, 2, 2, 7, 2, 2] seen as [.., 28, 28])
+/// starts from, when that is an empty tensor of an op in the pad's block;
+/// null otherwise.
+OpOperand *inPlaceInit(tensor::PadOp pad) {
   auto collapse = pad.getSource().getDefiningOp<tensor::CollapseShapeOp>();
   Value produced = collapse ? collapse.getSrc() : pad.getSource();
   auto result = dyn_cast<OpResult>(produced);
   if (!result || (collapse && !produced.hasOneUse()))
     return nullptr;
   OpOperand *init = emptyInitOf(result);
-  Operation *producer = result.getOwner();
-  if (!init || producer->getBlock() != pad->getBlock())
-    return nullptr;
-  Operation *valueDef = padValue.getDefiningOp();
-  if (valueDef && valueDef->getBlock() == pad->getBlock() && !valueDef->isBeforeInBlock(producer) &&
-      !matchPattern(padValue, m_Constant()))
+  if (!init || result.getOwner()->getBlock() != pad->getBlock())
     return nullptr;
   return init;
 }
@@ -103,11 +98,18 @@ void padInPlace(tensor::PadOp pad, IRRewriter &rewriter) {
       !pad.getLow().empty() || !pad.getHigh().empty())
     return;
   Location loc = pad.getLoc();
-  OpOperand *init = inPlaceInit(pad, padValue);
+  OpOperand *init = inPlaceInit(pad);
+  // The padding is filled before the producer: a padding value defined
+  // after it in the block is created again there if it is a constant, and
+  // otherwise the source is copied in at the pad.
+  Operation *valueDef = padValue.getDefiningOp();
+  bool laterValue = init && valueDef && valueDef->getBlock() == pad->getBlock() &&
+                    !valueDef->isBeforeInBlock(init->getOwner());
+  if (laterValue && !matchPattern(padValue, m_Constant()))
+    init = nullptr;
   Operation *producer = init ? init->getOwner() : pad.getOperation();
   rewriter.setInsertionPoint(producer);
-  if (Operation *valueDef = padValue.getDefiningOp();
-      init && valueDef && matchPattern(padValue, m_Constant()))
+  if (init && laterValue)
     padValue = rewriter.clone(*valueDef)->getResult(0);
   ArrayRef<int64_t> inner = pad.getSourceType().getShape();
   Value filled = fillOutsideBox(rewriter, loc, padded, pad.getStaticLow(), inner, padValue);

@@ -157,10 +157,7 @@ void stackInPlace(memref::AllocOp stack, IRRewriter &rewriter,
         return;
     }
   // One allocation of bytes where the first of them was.
-  Operation *first = stack;
-  for (const StackedBuffer &s : stacked)
-    if (s.buffer->isBeforeInBlock(first))
-      first = s.buffer;
+  Operation *first = stack->isBeforeInBlock(firstBuffer) ? stack.getOperation() : firstBuffer;
   MemRefType stackType = stack.getType();
   int64_t bytes = stackType.getNumElements() * (stackType.getElementTypeBitWidth() / 8);
   Location loc = stack.getLoc();
