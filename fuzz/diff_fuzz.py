@@ -713,6 +713,9 @@ class Pool:
         self.jobs, self.timeout = jobs, timeout
         self.env = dict(os.environ)
         self.env.setdefault("OMP_NUM_THREADS", "1")
+        # The IR verified after every compiler pass: a pass that breaks it is
+        # named rather than crashing a later one.
+        self.env.setdefault("MITHRIL_VERIFY_EACH", "1")
         self.log_dir = tempfile.mkdtemp(prefix="diff-fuzz-")
         self.workers = [Worker(self.env, self.log_dir) for _ in range(jobs)]
         self.spawn_failures = 0

@@ -94,8 +94,9 @@ llvm::Expected<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine(unsigned 
                                                                        llvm::StringRef cpu = "");
 
 /// LLVM's module optimization at `optLevel` for the target `tm`, tuned for
-/// code the MLIR pipeline has already vectorized and unrolled.
-std::function<llvm::Error(llvm::Module *)> llvmOptimizer(unsigned optLevel,
+/// code the MLIR pipeline has already vectorized and unrolled (`scheduled`:
+/// the CPU schedule ran; without it LLVM's own loop vectorizer does the work).
+std::function<llvm::Error(llvm::Module *)> llvmOptimizer(unsigned optLevel, bool scheduled,
                                                          llvm::TargetMachine *tm);
 
 /// How many threads compile a model's LLVM code: options.compileThreads, or

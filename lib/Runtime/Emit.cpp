@@ -40,7 +40,8 @@ static Expected<std::string> emitHostCode(ModuleOp module, const CompileOptions 
   if (!tm)
     return tm.takeError();
   ExecutionEngine::setupTargetTripleAndDataLayout(llvmModule.get(), tm->get());
-  if (llvm::Error err = llvmOptimizer(options.optLevel, tm->get())(llvmModule.get()))
+  if (llvm::Error err =
+          llvmOptimizer(options.optLevel, options.schedule, tm->get())(llvmModule.get()))
     return std::move(err);
   std::string out;
   llvm::raw_string_ostream os(out);

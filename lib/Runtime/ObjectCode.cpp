@@ -130,7 +130,8 @@ mithril::runtime::detail::compileObjects(llvm::Module &module, const CompileOpti
 
   if (pieces == 1) {
     auto start = Clock::now();
-    if (llvm::Error err = llvmOptimizer(options.optLevel, machines[0].get())(&module))
+    if (llvm::Error err =
+            llvmOptimizer(options.optLevel, options.schedule, machines[0].get())(&module))
       return std::move(err);
     optimizeSeconds = secondsSince(start);
     auto object = emitObject(module, *machines[0]);
@@ -184,7 +185,8 @@ mithril::runtime::detail::compileObjects(llvm::Module &module, const CompileOpti
           variable.setComdat(nullptr);
         }
     auto start = Clock::now();
-    if (llvm::Error err = llvmOptimizer(options.optLevel, machines[piece].get())(&part)) {
+    if (llvm::Error err =
+            llvmOptimizer(options.optLevel, options.schedule, machines[piece].get())(&part)) {
       errors[piece] = llvm::toString(std::move(err));
       return;
     }

@@ -22,9 +22,9 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
-#include <cstring>
-#include <cmath>
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <map>
 #include <random>
 
@@ -42,12 +42,13 @@ static cl::list<std::string> inputs("input", cl::desc("Feed an input terminal fr
 static cl::opt<std::string> params("params",
                                    cl::desc("Parameters (and other inputs) from a .npz file"),
                                    cl::value_desc("FILE.npz"), cl::cat(category));
-static cl::list<std::string> shapes("shape",
-                                    cl::desc("Give an input terminal's shape (name:DxD) without data"),
-                                    cl::value_desc("NAME:DxD"), cl::cat(category));
+static cl::list<std::string>
+    shapes("shape", cl::desc("Give an input terminal's shape (name:DxD) without data"),
+           cl::value_desc("NAME:DxD"), cl::cat(category));
 static cl::opt<unsigned> seed("seed", cl::desc("Seed of the random parameters and inputs"),
                               cl::init(0), cl::cat(category));
-static cl::opt<std::string> outputFile("o", cl::desc("Write the outputs (.npz) or the --emit result"),
+static cl::opt<std::string> outputFile("o",
+                                       cl::desc("Write the outputs (.npz) or the --emit result"),
                                        cl::value_desc("FILE"), cl::cat(category));
 static cl::opt<bool> printOutputs("print", cl::desc("Print the outputs"), cl::cat(category));
 static cl::opt<bool> randomInputs("random-inputs",
@@ -57,9 +58,11 @@ static cl::opt<std::string> emitFormat("emit",
                                        cl::desc("Stop and write: mlir, llvm, asm, obj, h (a C "
                                                 "header for obj), or ptx (with --target=cuda)"),
                                        cl::value_desc("FORMAT"), cl::cat(category));
-static cl::opt<std::string> stopAfter("mlir-stage",
-                                      cl::desc("With --emit=mlir: the pipeline stage to print after (flatten, shapes, linalg, fusion, bufferize, loops, llvm)"),
-                                      cl::init("llvm"), cl::cat(category));
+static cl::opt<std::string>
+    stopAfter("mlir-stage",
+              cl::desc("With --emit=mlir: the pipeline stage to print after (flatten, shapes, "
+                       "linalg, fusion, bufferize, loops, llvm)"),
+              cl::init("llvm"), cl::cat(category));
 static cl::opt<std::string> target("target",
                                    cl::desc("Where to run: cpu, or cuda (NVIDIA GPUs; "
                                             "--emit=ptx writes the kernels without a GPU)"),
@@ -81,6 +84,11 @@ static cl::opt<bool> profileKernels(
     cl::init(false), cl::cat(category));
 static cl::opt<bool> timing("timing", cl::desc("Print the time of each compile phase"),
                             cl::cat(category));
+static cl::opt<bool> verifyEach(
+    "verify-each",
+    cl::desc("Verify the IR after every compiler pass, not once a pipeline stage (slower; "
+             "names the pass that breaks the IR; also MITHRIL_VERIFY_EACH=1)"),
+    cl::init(false), cl::cat(category));
 static cl::OptionCategory trainCategory("mithril-run training options");
 static cl::opt<bool> train("train",
                            cl::desc("Train the model's parameters to minimize --loss on --data"),
@@ -97,8 +105,8 @@ static cl::opt<unsigned> batchSize("batch-size", cl::desc("Samples per step"), c
                                    cl::cat(trainCategory));
 static cl::opt<double> learningRate("lr", cl::desc("Learning rate"), cl::init(0.01),
                                     cl::cat(trainCategory));
-static cl::opt<std::string> optimizerName("optimizer", cl::desc("sgd or adam"),
-                                          cl::init("adam"), cl::cat(trainCategory));
+static cl::opt<std::string> optimizerName("optimizer", cl::desc("sgd or adam"), cl::init("adam"),
+                                          cl::cat(trainCategory));
 static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"), cl::init(0.0),
                                 cl::cat(trainCategory));
 static cl::opt<double> weightDecay("weight-decay", cl::desc("L2 weight decay"), cl::init(0.0),
@@ -157,9 +165,9 @@ static cl::opt<bool> dynamicShapes(
     cl::desc("Compile once with the dimensions --shape does not fix left dynamic, rather than "
              "for the shapes of the inputs given; the inputs' sizes are checked at run time"),
     cl::init(false), cl::cat(category));
-static cl::opt<unsigned> threads(
-    "num-threads", cl::desc("Threads for large ops (default 0: one per hardware thread)"),
-    cl::init(0), cl::cat(category));
+static cl::opt<unsigned>
+    threads("num-threads", cl::desc("Threads for large ops (default 0: one per hardware thread)"),
+            cl::init(0), cl::cat(category));
 static cl::opt<unsigned> compileThreads(
     "compile-threads",
     cl::desc("Threads that compile the model's LLVM code, each a piece of it (default 0: one "
@@ -381,6 +389,7 @@ int main(int argc, char **argv) {
   options.gpuChip = gpuChip;
   options.gpuTilesOnHost = gpuTilesOnHost;
   options.profile = profileKernels;
+  options.verifyEachPass = verifyEach;
   // --timing shows the compile's phases: compiled, not taken from the
   // persistent compile cache.
   options.useCache = !timing;
@@ -464,7 +473,8 @@ int main(int argc, char **argv) {
     if (t.kind == InputKind::Param || randomInputs)
       randomFill(array, rng, t.kind == InputKind::Param);
     else
-      missing.push_back("  " + t.name + ": " + dtypeName(t.dtype).str() + " " + formatShape(t.shape));
+      missing.push_back("  " + t.name + ": " + dtypeName(t.dtype).str() + " " +
+                        formatShape(t.shape));
     inputArrays.push_back(std::move(array));
   }
   if (!given.empty()) {
@@ -553,8 +563,8 @@ int main(int argc, char **argv) {
   if (printOutputs || outputFile.empty()) {
     for (size_t i = 0; i < outputArrays.size(); ++i) {
       const TerminalInfo &t = shown[i];
-      outs() << t.name << ": " << dtypeName(t.dtype) << " "
-             << formatShape(outputArrays[i].shape()) << "\n";
+      outs() << t.name << ": " << dtypeName(t.dtype) << " " << formatShape(outputArrays[i].shape())
+             << "\n";
       printArray(outs(), outputArrays[i]);
     }
   }

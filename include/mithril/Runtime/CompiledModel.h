@@ -140,6 +140,10 @@ struct CompileOptions {
   bool profile = false;
   /// With profile: the first kernel id, which compile() reserves.
   int64_t profileFirstId = 0;
+  /// Verify the IR after every pass of the pipelines, not once a stage
+  /// (also on with the environment's MITHRIL_VERIFY_EACH=1): slower, for
+  /// finding the pass that breaks the IR.
+  bool verifyEachPass = false;
   /// Whether compile() may take and keep code in the persistent compile
   /// cache (CompileCache.h); a compile whose stages are to be shown does not.
   bool useCache = true;
