@@ -308,6 +308,11 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     // Their min and max (and every other) without ordering -0 below +0:
     // half the instructions on x86.
     pm.addPass(createMithrilRelaxFloatMinMax());
+    // Transposes' shuffle rounds cut in pairs for LLVM's instruction selection.
+    MithrilShuffleBarriersOptions barriers;
+    if (std::optional<CpuTarget> target = cpuTarget(options.targetCpu))
+      barriers.vectorBits = target->vectorBits;
+    pm.addPass(createMithrilShuffleBarriers(barriers));
     // Register-tile contractions become outer products: broadcasts and FMAs.
     ConvertVectorToLLVMPassOptions vectorToLLVM;
     vectorToLLVM.vectorContractLowering = vector::VectorContractLowering::OuterProduct;

@@ -103,6 +103,29 @@ def MithrilCpuSchedule : Pass<"mithril-cpu-schedule", "mlir::ModuleOp"> {
   ];
 }
 
+def MithrilShuffleBarriers : Pass<"mithril-shuffle-barriers", "mlir::ModuleOp"> {
+  let summary = "Cut deep chains of vector shuffles before LLVM's x86 code generation";
+  let description = [{
+    A 16 x 16 transpose (the schedule's `shuffle_16x16` lowering) is 64
+    `vector.shuffle`s in four rounds, each reading the round before. LLVM's
+    x86 instruction selection tries to merge every shuffle with the shuffles
+    under it, recursively, at a cost that grows with the depth of the chain
+    and finds nothing to merge here: 5 ms of code generation a transpose (a
+    quarter of an MLP training step's instruction selection) for the 64
+    instructions it started from. This pass puts an empty inline-asm copy
+    (`llvm.inline_asm "" "=v,0"`: no instruction, the value stays in its
+    register) after each shuffle that reads two shuffles and is read by
+    another, so that no chain LLVM sees is deeper than two rounds; the
+    instructions are the same. Only vectors that fill one register of the
+    target (128 bits up to `vector-bits`) get one, as the constraint needs.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"0",
+           "The widest vector registers of the target in bits; 0: the host's">
+  ];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::vector::VectorDialect"];
+}
+
 def MithrilRelaxFloatMinMax : Pass<"mithril-relax-float-min-max", "mlir::ModuleOp"> {
   let summary = "Float minimum and maximum without ordering -0 below +0 (nsz)";
   let description = [{
