@@ -64,8 +64,7 @@ static bool shouldFuse(OpOperand *fused) {
     if (auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner()))
       if (linalg::isaContractionOpInterface(consumer))
         return false;
-    return hasOneDynamicSizePerGroup(collapse.getSrcType(),
-                                     collapse.getReassociationIndices());
+    return hasOneDynamicSizePerGroup(collapse.getSrcType(), collapse.getReassociationIndices());
   }
   if (auto expand = dyn_cast<tensor::ExpandShapeOp>(fused->getOwner())) {
     // Not into a reduction: a keepdim reduction's [N, 1] result expanded
@@ -271,10 +270,110 @@ struct RoundThroughNarrowFloat : OpRewritePattern<arith::ExtFOp> {
   }
 };
 
-struct FuseElementwisePass
-    : public mithril::impl::MithrilFuseElementwiseBase<FuseElementwisePass> {
+/// The one op of a generic's body that the body yields, or null.
+static Operation *soleBodyOp(linalg::GenericOp generic) {
+  Block &body = generic.getRegion().front();
+  if (!llvm::hasSingleElement(body.without_terminator()))
+    return nullptr;
+  Operation *op = &body.front();
+  Operation *yield = body.getTerminator();
+  if (op->getNumResults() != 1 || yield->getNumOperands() != 1 ||
+      yield->getOperand(0) != op->getResult(0))
+    return nullptr;
+  return op;
+}
+
+/// The `OpTy` conversion (extf or truncf) that `generic` applies to each
+/// element of its one input, with no reduction; null otherwise.
+template <typename OpTy> static OpTy elementwiseConversion(linalg::GenericOp generic) {
+  if (!generic || !generic.hasPureTensorSemantics() || generic.getNumDpsInputs() != 1 ||
+      generic.getNumDpsInits() != 1 || generic.getNumReductionLoops() != 0)
+    return nullptr;
+  auto conversion = dyn_cast_or_null<OpTy>(soleBodyOp(generic));
+  if (!conversion || conversion->getOperand(0) != generic.getRegion().getArgument(0))
+    return nullptr;
+  return conversion;
+}
+
+/// Whether `v` reaches the rest of the program only through max and min ops
+/// (elementwise or reductions, their other operands exact in `narrow`),
+/// reshapes, and roundings to `narrow`: such a chain gives the same rounded
+/// results from unrounded values, as rounding is monotonic (and keeps 0 and
+/// -inf): round(max(x, y)) = max(round(x), round(y)).
+static bool reachesOnlyRoundings(Value v, FloatType narrow, unsigned depth = 0) {
+  if (depth > 8 || v.use_empty())
+    return false;
+  for (OpOperand &use : v.getUses()) {
+    Operation *user = use.getOwner();
+    if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(user)) {
+      if (!reachesOnlyRoundings(user->getResult(0), narrow, depth + 1))
+        return false;
+      continue;
+    }
+    auto generic = dyn_cast<linalg::GenericOp>(user);
+    if (!generic || !generic.hasPureTensorSemantics() || generic.getNumDpsInputs() != 1 ||
+        generic.getNumDpsInits() != 1 || use.getOperandNumber() != 0)
+      return false;
+    if (auto trunc = elementwiseConversion<arith::TruncFOp>(generic)) {
+      if (getElementTypeOrSelf(trunc.getType()) != narrow || trunc.getRoundingmodeAttr())
+        return false;
+      continue;
+    }
+    Operation *op = soleBodyOp(generic);
+    if (!isa_and_nonnull<arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp, arith::MinNumFOp>(
+            op))
+      return false;
+    Block &body = generic.getRegion().front();
+    for (Value operand : op->getOperands()) {
+      if (operand == body.getArgument(0))
+        continue;
+      // A reduction's running value starts from a fill that must be exact.
+      if (operand == body.getArgument(1)) {
+        auto fill = generic.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
+        if (!fill || !holdsNarrowValue(fill.getInputs()[0], narrow))
+          return false;
+        continue;
+      }
+      if (!holdsNarrowValue(operand, narrow))
+        return false;
+    }
+    if (!reachesOnlyRoundings(generic->getResult(0), narrow, depth + 1))
+      return false;
+  }
+  return true;
+}
+
+/// Mixed precision rounds each op's result; a rounding whose value reaches
+/// only max or min ops on the way to the next rounding (a ReLU, then a max
+/// pooling: their results are rounded again) changes no result and is
+/// dropped, so that those ops read the unrounded value. In the bf16 CNN the
+/// first convolution's 401,408 results were rounded before ReLU and pooling,
+/// and then the pooling's 100,352 again; 0.04 ms of its 0.71.
+static void dropRoundingsBeforeMaxAndMin(Operation *root) {
+  root->walk([&](linalg::GenericOp widen) {
+    auto ext = elementwiseConversion<arith::ExtFOp>(widen);
+    if (!ext)
+      return;
+    auto narrowing = widen.getDpsInputs()[0].getDefiningOp<linalg::GenericOp>();
+    auto trunc = elementwiseConversion<arith::TruncFOp>(narrowing);
+    if (!trunc || trunc.getRoundingmodeAttr() || !widen.getIndexingMapsArray()[0].isIdentity() ||
+        !widen.getIndexingMapsArray()[1].isIdentity() ||
+        !narrowing.getIndexingMapsArray()[0].isIdentity() ||
+        !narrowing.getIndexingMapsArray()[1].isIdentity())
+      return;
+    Value unrounded = narrowing.getDpsInputs()[0];
+    auto narrow = cast<FloatType>(getElementTypeOrSelf(trunc.getType()));
+    if (unrounded.getType() != widen->getResult(0).getType() ||
+        !reachesOnlyRoundings(widen->getResult(0), narrow))
+      return;
+    widen->getResult(0).replaceAllUsesWith(unrounded);
+  });
+}
+
+struct FuseElementwisePass : public mithril::impl::MithrilFuseElementwiseBase<FuseElementwisePass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
+    dropRoundingsBeforeMaxAndMin(getOperation());
     // First, before their widening casts fuse with the ops that produce the
     // narrow values.
     RewritePatternSet contractions(ctx);

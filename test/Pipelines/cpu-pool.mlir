@@ -33,10 +33,11 @@ mithril.model @ReluPool(data %x: tensor<2x4x28x28xf32>) -> (y: tensor<2x4x14x14x
 // CHECK: vector.transfer_write %[[OUT]], {{.*}} : vector<1x1x1x14xf32>, tensor<2x4x14x14xf32>
 
 // Mixed precision (bf16): a convolution's result (its bias added) rounded to
-// bf16 and back before the ReLU, the ReLU's rounding exact and gone. The
+// bf16 and back, then a ReLU, rounded again. The first rounding reaches only
+// the ReLU on its way to the second, so it goes (rounding is monotonic: the
+// same values) and the ReLU's runs on the rows as read, in 32-bit lanes. The
 // bias, a float32 parameter rounded to bf16, is rounded once per channel, on
-// the element, before its broadcast (ElementwiseOnBroadcastElements), and the
-// sum's rounding runs on the rows as read, in 32-bit lanes.
+// the element, before its broadcast (ElementwiseOnBroadcastElements).
 mithril.model @ConvReluPoolBf16(data %x: tensor<2x1x28x28xf32>, param %w: tensor<4x1x3x3xf32>, param %b: tensor<4xf32>) -> (y: tensor<2x4x14x14xf32>) {
   %bn = mithril.cast %b {element_type = bf16} : (tensor<4xf32>) -> tensor<4xbf16>
   %bw = mithril.cast %bn {element_type = f32} : (tensor<4xbf16>) -> tensor<4xf32>
@@ -56,8 +57,8 @@ mithril.model @ConvReluPoolBf16(data %x: tensor<2x1x28x28xf32>, param %w: tensor
 // CHECK: %[[BIAS:.+]] = arith.select %{{.+}} : f32
 // CHECK: %[[SPLAT:.+]] = vector.broadcast %[[BIAS]] : f32 to vector<1x1x1x2x28xf32>
 // CHECK: %[[SUM:.+]] = arith.addf %[[ROWS]], %[[SPLAT]] : vector<1x1x1x2x28xf32>
-// CHECK: arith.bitcast %[[SUM]] : vector<1x1x1x2x28xf32> to vector<1x1x1x2x28xi32>
-// CHECK: %[[ROUNDED:.+]] = arith.select %{{.+}}, %[[SUM]], %{{.+}} : vector<1x1x1x2x28xi1>, vector<1x1x1x2x28xf32>
-// CHECK: %[[RELU:.+]] = arith.maximumf %[[ROUNDED]], {{.*}} : vector<1x1x1x2x28xf32>
+// CHECK: %[[RELU:.+]] = arith.maximumf %[[SUM]], {{.*}} : vector<1x1x1x2x28xf32>
+// CHECK: arith.bitcast %[[RELU]] : vector<1x1x1x2x28xf32> to vector<1x1x1x2x28xi32>
+// CHECK: %[[ROUNDED:.+]] = arith.select %{{.+}}, %[[RELU]], %{{.+}} : vector<1x1x1x2x28xi1>, vector<1x1x1x2x28xf32>
 // CHECK-NOT: arith.bitcast
-// CHECK: vector.shape_cast %[[RELU]] : vector<1x1x1x2x28xf32> to vector<56xf32>
+// CHECK: vector.shape_cast %[[ROUNDED]] : vector<1x1x1x2x28xf32> to vector<56xf32>

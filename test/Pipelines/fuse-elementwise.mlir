@@ -332,3 +332,150 @@ func.func @not_through_register_transpose(%x: tensor<2x36x8xf32>) -> tensor<2x8x
   } -> tensor<2x8x6x6xf32>
   return %r : tensor<2x8x6x6xf32>
 }
+
+// -----
+
+// Mixed precision's rounding of a value that reaches only a ReLU and a max
+// pooling before it is rounded again is dropped: they read the unrounded
+// value (rounding is monotonic, so the pooled results round the same).
+// CHECK-LABEL: func.func @rounding_dropped_before_max
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>)
+// CHECK-NOT: arith.truncf
+// CHECK: tensor.expand_shape %[[X]]
+// CHECK: linalg.generic
+// CHECK-NOT: arith.shrui
+// CHECK: arith.maximumf
+// CHECK: arith.maximumf
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#pin = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#pout = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @rounding_dropped_before_max(%x: tensor<4x8xf32>) -> tensor<4x4xbf16> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %e16 = tensor.empty() : tensor<4x8xbf16>
+  %e32 = tensor.empty() : tensor<4x8xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<4x8xf32>) outs(%e16 : tensor<4x8xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %t = arith.truncf %in : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<4x8xbf16>
+  %w = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%r : tensor<4x8xbf16>) outs(%e32 : tensor<4x8xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %t = arith.extf %in : bf16 to f32
+    linalg.yield %t : f32
+  } -> tensor<4x8xf32>
+  %relu = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<4x8xf32>) outs(%e32 : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.maximumf %in, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<4x8xf32>
+  %e4 = tensor.empty() : tensor<4x4xf32>
+  %init = linalg.fill ins(%ninf : f32) outs(%e4 : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %windows = tensor.expand_shape %relu [[0], [1, 2]] output_shape [4, 4, 2] : tensor<4x8xf32> into tensor<4x4x2xf32>
+  %pool = linalg.generic {indexing_maps = [#pin, #pout], iterator_types = ["parallel", "parallel", "reduction"]} ins(%windows : tensor<4x4x2xf32>) outs(%init : tensor<4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.maximumf %in, %out : f32
+    linalg.yield %m : f32
+  } -> tensor<4x4xf32>
+  %o16 = tensor.empty() : tensor<4x4xbf16>
+  %out = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%pool : tensor<4x4xf32>) outs(%o16 : tensor<4x4xbf16>) {
+  ^bb0(%in: f32, %o: bf16):
+    %t = arith.truncf %in : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<4x4xbf16>
+  return %out : tensor<4x4xbf16>
+}
+
+// -----
+
+// The ReLU's result is also read elsewhere (a gradient would): the rounding
+// stays, on the bits (round to nearest even).
+// CHECK-LABEL: func.func @rounding_kept_for_other_reader
+// CHECK: arith.shrui
+// CHECK: arith.maximumf
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#pin = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#pout = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @rounding_kept_for_other_reader(%x: tensor<4x8xf32>) -> (tensor<4x4xbf16>, tensor<4x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %e16 = tensor.empty() : tensor<4x8xbf16>
+  %e32 = tensor.empty() : tensor<4x8xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<4x8xf32>) outs(%e16 : tensor<4x8xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %t = arith.truncf %in : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<4x8xbf16>
+  %w = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%r : tensor<4x8xbf16>) outs(%e32 : tensor<4x8xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %t = arith.extf %in : bf16 to f32
+    linalg.yield %t : f32
+  } -> tensor<4x8xf32>
+  %relu = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<4x8xf32>) outs(%e32 : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.maximumf %in, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<4x8xf32>
+  %e4 = tensor.empty() : tensor<4x4xf32>
+  %init = linalg.fill ins(%ninf : f32) outs(%e4 : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %windows = tensor.expand_shape %relu [[0], [1, 2]] output_shape [4, 4, 2] : tensor<4x8xf32> into tensor<4x4x2xf32>
+  %pool = linalg.generic {indexing_maps = [#pin, #pout], iterator_types = ["parallel", "parallel", "reduction"]} ins(%windows : tensor<4x4x2xf32>) outs(%init : tensor<4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.maximumf %in, %out : f32
+    linalg.yield %m : f32
+  } -> tensor<4x4xf32>
+  %o16 = tensor.empty() : tensor<4x4xbf16>
+  %out = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%pool : tensor<4x4xf32>) outs(%o16 : tensor<4x4xbf16>) {
+  ^bb0(%in: f32, %o: bf16):
+    %t = arith.truncf %in : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<4x4xbf16>
+  return %out, %relu : tensor<4x4xbf16>, tensor<4x8xf32>
+}
+
+// -----
+
+// A sum is not a max or min: the rounding before it stays.
+// CHECK-LABEL: func.func @rounding_kept_before_sum
+// CHECK: arith.shrui
+// CHECK: arith.addf
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#pin = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#pout = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @rounding_kept_before_sum(%x: tensor<4x8xf32>) -> tensor<4x4xbf16> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %e16 = tensor.empty() : tensor<4x8xbf16>
+  %e32 = tensor.empty() : tensor<4x8xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<4x8xf32>) outs(%e16 : tensor<4x8xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %t = arith.truncf %in : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<4x8xbf16>
+  %w = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%r : tensor<4x8xbf16>) outs(%e32 : tensor<4x8xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %t = arith.extf %in : bf16 to f32
+    linalg.yield %t : f32
+  } -> tensor<4x8xf32>
+  %relu = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%w : tensor<4x8xf32>) outs(%e32 : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.addf %in, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<4x8xf32>
+  %e4 = tensor.empty() : tensor<4x4xf32>
+  %init = linalg.fill ins(%ninf : f32) outs(%e4 : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %windows = tensor.expand_shape %relu [[0], [1, 2]] output_shape [4, 4, 2] : tensor<4x8xf32> into tensor<4x4x2xf32>
+  %pool = linalg.generic {indexing_maps = [#pin, #pout], iterator_types = ["parallel", "parallel", "reduction"]} ins(%windows : tensor<4x4x2xf32>) outs(%init : tensor<4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.maximumf %in, %out : f32
+    linalg.yield %m : f32
+  } -> tensor<4x4xf32>
+  %o16 = tensor.empty() : tensor<4x4xbf16>
+  %out = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%pool : tensor<4x4xf32>) outs(%o16 : tensor<4x4xbf16>) {
+  ^bb0(%in: f32, %o: bf16):
+    %t = arith.truncf %in : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<4x4xbf16>
+  return %out : tensor<4x4xbf16>
+}
