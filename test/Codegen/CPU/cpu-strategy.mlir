@@ -121,6 +121,45 @@ func.func @narrow_rows(%x: tensor<64x10xf32>, %y: tensor<16x28x28xf32>, %z: tens
 
 // -----
 
+// The last two loops covered whole (2 x 2: a Winograd tile's outputs, a
+// pooling window): the loops before them join the tile, whole or by a
+// divisor, up to one tile's columns: 7 x 2 x 2 with AVX-512's 32 columns;
+// with AVX2's 16, 7 has no divisor up to 4 and the tile stays 2 x 2. A
+// reduction loop does not join. (The columns are clamped to the row when
+// tiled.)
+// ZEN4-LABEL: func.func @whole_small_rows
+// ZEN4: register_tile = [1, 1, 7, 2, 32]>
+// ZEN4: register_tile = [1, 1, 2, 32]>
+// ZEN2-LABEL: func.func @whole_small_rows
+// ZEN2: register_tile = [1, 1, 1, 2, 16]>
+// ZEN2: register_tile = [1, 1, 2, 16]>
+#id5 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#row5 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2)>
+#in4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#out4 = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
+func.func @whole_small_rows(%x: tensor<16x32x7x2x2xf32>, %p: tensor<16x32x7xf32>, %y: tensor<8x7x2x2xf32>)
+    -> (tensor<16x32x7x2x2xf32>, tensor<8x2x2xf32>) {
+  %e0 = tensor.empty() : tensor<16x32x7x2x2xf32>
+  %a = linalg.generic {indexing_maps = [#id5, #row5, #id5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%x, %p : tensor<16x32x7x2x2xf32>, tensor<16x32x7xf32>) outs(%e0 : tensor<16x32x7x2x2xf32>) {
+  ^bb0(%in: f32, %q: f32, %out: f32):
+    %r = arith.mulf %in, %q : f32
+    linalg.yield %r : f32
+  } -> tensor<16x32x7x2x2xf32>
+  %zero = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : tensor<8x2x2xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e1 : tensor<8x2x2xf32>) -> tensor<8x2x2xf32>
+  %b = linalg.generic {indexing_maps = [#in4, #out4], iterator_types = ["parallel", "reduction", "parallel", "parallel"]}
+      ins(%y : tensor<8x7x2x2xf32>) outs(%f : tensor<8x2x2xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %in, %out : f32
+    linalg.yield %r : f32
+  } -> tensor<8x2x2xf32>
+  return %a, %b : tensor<16x32x7x2x2xf32>, tensor<8x2x2xf32>
+}
+
+// -----
+
 // A config written by hand is kept, and the schedule carries it out: 4 x 16
 // accumulators instead of the strategy's 8 x 32.
 // ZEN4-LABEL: func.func @hand_written
