@@ -121,6 +121,23 @@ def test_sum_over_an_empty_batch_read_only_by_an_empty_op():
     assert np.asarray(out).shape == (0, 1, 1, 1)
 
 
+@pytest.mark.parametrize("source,target", [((1, 5, 1), (5, 5, 1)), ((1, 7, 2), (3, 7, 2)),
+                                           ((1, 3, 1, 1), (4, 3, 2, 1)), ((2, 1, 2, 2), (2, 7, 2, 2))])
+def test_broadcast_along_a_loop_joined_to_a_small_tile(source, target):
+    # diff-fuzz seed 1515 trial 308: a broadcast whose last loops fit one
+    # tile whole had the loops before them joined to the tile, and the
+    # vectorized read of the operand broadcast along them came out
+    # transposed ([1, 5, 1] to [5, 5, 1]: each row was one value).
+    from mithril.models import BroadcastTo
+    m = Model()
+    m |= BroadcastTo(shape=list(target)).connect(input="input", output="output")
+    pm = ml.compile(m, ml.MlirBackend(dtype=ml.float32, num_threads=1),
+                    shapes={"input": list(source)}, inference=True)
+    x = np.arange(np.prod(source), dtype=np.float32).reshape(source)
+    np.testing.assert_array_equal(pm.evaluate({}, {"input": x})["output"],
+                                  np.broadcast_to(x, target))
+
+
 @pytest.mark.parametrize("sizes", [((1, 4), (3, 4)), ((3, 4), (1, 4)), ((1, 4), (3, 1)),
                                    ((3, 4), (3, 4)), ((1, 1), (1, 1))])
 def test_dynamic_sizes_broadcast_at_run_time(sizes):

@@ -334,13 +334,23 @@ static SmallVector<int64_t> defaultTile(linalg::LinalgOp op, const RegisterFile 
       // a seventh of the iterations.
       // (Mixed-precision CNN training step 4.57-4.67 -> 4.36-4.43 ms, its
       // compile 3-7% longer; AMD EPYC Zen 4.)
+      // Only loops every operand is indexed by join: the vectorized read of
+      // an operand broadcast along a joined loop, with a unit last loop,
+      // lost the broadcast's order ([1, 5, 1] broadcast to [5, 5, 1] came
+      // out transposed; diff-fuzz 1515:308).
       if (rows == height) {
         SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+        SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+        auto indexesAll = [&](unsigned loop) {
+          return llvm::all_of(maps, [&](AffineMap map) {
+            return llvm::is_contained(map.getResults(), getAffineDimExpr(loop, op.getContext()));
+          });
+        };
         int64_t elements = width * height;
         for (int i = int(loops) - 3; i >= 0; --i) {
           int64_t range = ranges[i];
           if (ShapedType::isDynamic(range) || range <= 0 ||
-              iterators[i] != utils::IteratorType::parallel)
+              iterators[i] != utils::IteratorType::parallel || !indexesAll(i))
             break;
           int64_t take = std::max<int64_t>(1, regs.elementwiseColumns() / elements);
           take = std::min(take, range);
