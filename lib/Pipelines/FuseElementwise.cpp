@@ -356,10 +356,11 @@ static void dropRoundingsBeforeMaxAndMin(Operation *root) {
       return;
     auto narrowing = widen.getDpsInputs()[0].getDefiningOp<linalg::GenericOp>();
     auto trunc = elementwiseConversion<arith::TruncFOp>(narrowing);
-    if (!trunc || trunc.getRoundingmodeAttr() || !widen.getIndexingMapsArray()[0].isIdentity() ||
-        !widen.getIndexingMapsArray()[1].isIdentity() ||
-        !narrowing.getIndexingMapsArray()[0].isIdentity() ||
-        !narrowing.getIndexingMapsArray()[1].isIdentity())
+    auto identityMaps = [](linalg::GenericOp generic) {
+      return llvm::all_of(generic.getIndexingMapsArray(),
+                          [](AffineMap map) { return map.isIdentity(); });
+    };
+    if (!trunc || trunc.getRoundingmodeAttr() || !identityMaps(widen) || !identityMaps(narrowing))
       return;
     Value unrounded = narrowing.getDpsInputs()[0];
     auto narrow = cast<FloatType>(getElementTypeOrSelf(trunc.getType()));

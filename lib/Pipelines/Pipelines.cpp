@@ -296,9 +296,11 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     mathToLLVM.approximateLog1p = false;
     pm.addPass(createConvertMathToLLVMPass(mathToLLVM));
     pm.addPass(createConvertMathToLibmPass());
+    // The target once (the host's reads CPUID and sysfs).
+    std::optional<CpuTarget> target = cpuTarget(options.targetCpu);
     // With AVX512-BF16, truncations to bf16 stay for vcvtneps2bf16.
     MithrilExpandBF16Options expandBF16;
-    if (std::optional<CpuTarget> target = cpuTarget(options.targetCpu))
+    if (target)
       expandBF16.nativeTruncation = target->bf16DotProduct;
     pm.addPass(createMithrilExpandBF16(expandBF16));
     // The schedule's int8 register tiles as vpdpbusd (AVX512-VNNI targets).
@@ -310,7 +312,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     pm.addPass(createMithrilRelaxFloatMinMax());
     // Transposes' shuffle rounds cut in pairs for LLVM's instruction selection.
     MithrilShuffleBarriersOptions barriers;
-    if (std::optional<CpuTarget> target = cpuTarget(options.targetCpu))
+    if (target)
       barriers.vectorBits = target->vectorBits;
     pm.addPass(createMithrilShuffleBarriers(barriers));
     // Register-tile contractions become outer products: broadcasts and FMAs.

@@ -167,6 +167,7 @@ llvm::Error mithril::runtime::detail::runPipeline(ModuleOp module, const Compile
   const StringRef *first = startAfter.empty() ? all.begin() : llvm::find(all, startAfter) + 1;
   const StringRef *last = llvm::find(all, stopAfter);
   int64_t ops = stages ? countOps(module) : -1;
+  bool verifyEach = verifiesEachPass(options);
   for (const StringRef *stage = first; stage <= last; ++stage) {
     DiagnosticCollector diags(*ctx);
     PassManager pm(ctx);
@@ -176,7 +177,6 @@ llvm::Error mithril::runtime::detail::runPipeline(ModuleOp module, const Compile
       return makeError("internal error: mithril-cpu-pipeline does not build");
     if (pm.size() == 0)
       continue; // autodiff without gradients
-    bool verifyEach = verifiesEachPass(options);
     pm.enableVerifier(verifyEach);
     auto start = Clock::now();
     if (failed(pm.run(module)) || (!verifyEach && failed(verify(module)))) {
