@@ -50,6 +50,14 @@ mithril.model @LinearBatch64(data %x: tensor<64x784xf32>, param %w: tensor<512x7
   mithril.output %y : tensor<64x512xf32>
 }
 
+mithril.model @LinearReluBatch64(data %x: tensor<64x784xf32>, param %w: tensor<512x784xf32>, param %b: tensor<512xf32>) -> (y: tensor<64x512xf32>) {
+  %wt = mithril.transpose %w : (tensor<512x784xf32>) -> tensor<784x512xf32>
+  %p = mithril.matmul %x, %wt : (tensor<64x784xf32>, tensor<784x512xf32>) -> tensor<64x512xf32>
+  %s = mithril.add %p, %b : (tensor<64x512xf32>, tensor<512xf32>) -> tensor<64x512xf32>
+  %y = mithril.relu %s : (tensor<64x512xf32>) -> tensor<64x512xf32>
+  mithril.output %y : tensor<64x512xf32>
+}
+
 // CHECK-LABEL: func.func @Gemm(
 // CHECK: %[[PANELS:.+]] = tensor.empty() : tensor<8x256x32xf32>
 // CHECK: scf.for %[[N:.+]] = %c0 to %c512 step %c256
@@ -99,15 +107,30 @@ mithril.model @LinearBatch64(data %x: tensor<64x784xf32>, param %w: tensor<512x7
 // product swaps its operands, y = (w * x^T)^T. The register tiles broadcast
 // the weight's elements where they lie, x^T is what gets packed (64 x 112
 // blocks of x, transposed in registers), and the [512, 64] result comes back
-// in 16 x 16 transposes.
+// in 16 x 16 transposes. The weight is read in place, so the reduction is one
+// block (784, not 7 of 112): each accumulator tile is loaded and stored once.
 // CHECK-LABEL: func.func @LinearBatch64(
 // CHECK-NOT: tensor<784x512xf32>
-// CHECK: scf.for %{{.+}} = %c0 to %c784 step %c112 {{.*}} -> (tensor<512x64xf32>)
-// CHECK: tensor.extract_slice %arg0[0, %{{.+}}] [64, 112] [1, 1] : tensor<64x784xf32> to tensor<64x112xf32>
-// CHECK: vector.transfer_read {{.*}} : tensor<2x32x112xf32>, vector<16x16xf32>
-// CHECK: scf.for {{.*}} -> (vector<8x32xf32>)
+// CHECK-NOT: step %c112
+// CHECK: tensor.expand_shape %arg0 {{.*}} into tensor<2x32x784xf32>
+// CHECK: vector.transfer_read {{.*}} : tensor<2x32x784xf32>, vector<16x16xf32>
+// CHECK: scf.for %{{.+}} = %c0 to %c784 step %c1 {{.*}} -> (vector<8x32xf32>)
 // CHECK: tensor.empty() : tensor<64x512xf32>
 // CHECK: scf.for %{{.+}} = %c0 to %c64 step %c16
+
+// With a bias and ReLU after it, those read the swapped product transposed,
+// in 16 x 16 register tiles: no transposed copy of the product of its own.
+// CHECK-LABEL: func.func @LinearReluBatch64(
+// CHECK: scf.for {{.*}} -> (vector<8x32xf32>)
+// CHECK-NOT: tensor.empty() : tensor<64x512xf32>
+// CHECK: scf.for %[[I:.+]] = %c0 to %c64 step %c16
+// CHECK: scf.for %[[J:.+]] = %c0 to %c512 step %c16
+// CHECK: vector.transfer_read %{{.+}}[%[[J]], %[[I]]]{{.*}} : tensor<512x64xf32>, vector<16x16xf32>
+// CHECK: vector.shuffle {{.*}} : vector<16xf32>, vector<16xf32>
+// CHECK: vector.transfer_read %arg2[%[[J]]]{{.*}} vector<16xf32>
+// CHECK: arith.addf {{.*}} : vector<16x16xf32>
+// CHECK: arith.maximumf {{.*}} : vector<16x16xf32>
+// CHECK: vector.transfer_write {{.*}}[%[[I]], %[[J]]]{{.*}} : vector<16x16xf32>, tensor<64x512xf32>
 
 // BAD: cache-tile needs 3 positive sizes (rows, columns, reduction)
 

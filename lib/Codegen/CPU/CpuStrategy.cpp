@@ -223,9 +223,37 @@ static std::optional<unsigned> smallWindowColumns(linalg::LinalgOp op) {
   return first - 1;
 }
 
+/// An element-wise op of 32-bit elements that reads an operand with its
+/// last two loops swapped and writes its results in loop order (a bias and
+/// ReLU reading a swapped product, SwapWeightProducts.cpp): 16 x 16 blocks
+/// transpose in registers, as a transpose's do.
+static bool isTransposingElementwise(linalg::GenericOp op) {
+  unsigned loops = op.getNumLoops();
+  if (loops < 2 || op.getNumReductionLoops() != 0 || !op.hasPureTensorSemantics())
+    return false;
+  MLIRContext *ctx = op.getContext();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(loops, ctx);
+  SmallVector<unsigned> swap = llvm::to_vector(llvm::seq<unsigned>(0, loops));
+  std::swap(swap[loops - 1], swap[loops - 2]);
+  AffineMap swapped = AffineMap::getPermutationMap(swap, ctx);
+  bool readsSwapped = false;
+  for (OpOperand &operand : op->getOpOperands()) {
+    Type element = getElementTypeOrSelf(operand.get().getType());
+    if (!element.isIntOrFloat() || element.getIntOrFloatBitWidth() != 32)
+      return false;
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    if (op.isDpsInit(&operand) && map != identity)
+      return false;
+    readsSwapped |= map == swapped;
+  }
+  return readsSwapped;
+}
+
 /// A transpose of the last two dimensions of 32-bit elements: 16 x 16
 /// blocks transpose in registers.
 static bool isRegisterTranspose(linalg::LinalgOp op) {
+  if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()))
+    return isTransposingElementwise(generic);
   auto transpose = dyn_cast<linalg::TransposeOp>(op.getOperation());
   if (!transpose)
     return false;
