@@ -636,9 +636,21 @@ cpu::parallelSplit(linalg::LinalgOp op, LoweringConfigAttr config, const Strateg
   // Reductions over small windows (poolings) stream memory the same way.
   // (The bench CNN's pooling after its first convolution stayed on one
   // thread.)
-  bool elementwise = op.getNumParallelLoops() == op.getNumLoops() ||
-                     config.getKernel() == CpuKernel::PoolWindow ||
-                     config.getKernel() == CpuKernel::WindowReduction;
+  // Not an op that reads at fixed positions (the Winograd filter
+  // transform's nine taps, [f, c, i, j] at constant i and j), which the
+  // vectorizer leaves to scalar loops: LLVM vectorizes those with gathers on
+  // one thread but not in a split's chunk, whose views it cannot tell apart
+  // (too many run-time alias checks). The bench CNN's filter transform took
+  // 48 us on two threads against 9 on one.
+  bool readsFixedPositions = llvm::any_of(op.getIndexingMapsArray(), [](AffineMap map) {
+    return llvm::any_of(map.getResults(), [](AffineExpr e) {
+      auto constant = dyn_cast<AffineConstantExpr>(e);
+      return constant && constant.getValue() != 0;
+    });
+  });
+  bool elementwise = !readsFixedPositions && (op.getNumParallelLoops() == op.getNumLoops() ||
+                                              config.getKernel() == CpuKernel::PoolWindow ||
+                                              config.getKernel() == CpuKernel::WindowReduction);
   int64_t minWork = options.minParallelWork;
   int64_t threshold = gemv          ? minWork / kGemvWorkDivisor
                       : elementwise ? minWork / kElementwiseWorkDivisor

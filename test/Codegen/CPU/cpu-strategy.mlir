@@ -214,6 +214,30 @@ func.func @work_of_every_result(%x: tensor<64x64xf32>) -> (tensor<64x64xf32>, te
 
 // -----
 
+// The same work read at fixed positions (a Winograd filter transform's taps,
+// [f, c, i, j] at constant i, j) stays on one thread: the vectorizer leaves
+// it to scalar loops, which LLVM vectorizes whole but not as a split's chunk.
+// SCHEDULE-LABEL: func.func @fixed_positions
+// THREADS-LABEL: func.func @fixed_positions
+// THREADS: linalg.generic
+// THREADS-NOT: threads =
+#tap0 = affine_map<(d0, d1) -> (d0, d1, 0, 0)>
+#tap1 = affine_map<(d0, d1) -> (d0, d1, 1, 2)>
+#out = affine_map<(d0, d1) -> (d0, d1)>
+func.func @fixed_positions(%w: tensor<64x64x3x3xf32>) -> tensor<64x64xf32> {
+  %e = tensor.empty() : tensor<64x64xf32>
+  %r:8 = linalg.generic {indexing_maps = [#tap0, #tap1, #out, #out, #out, #out, #out, #out, #out, #out],
+                         iterator_types = ["parallel", "parallel"]}
+      ins(%w, %w : tensor<64x64x3x3xf32>, tensor<64x64x3x3xf32>) outs(%e, %e, %e, %e, %e, %e, %e, %e : tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o0: f32, %o1: f32, %o2: f32, %o3: f32, %o4: f32, %o5: f32, %o6: f32, %o7: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %a, %s, %b, %s, %a, %s, %b, %s : f32, f32, f32, f32, f32, f32, f32, f32
+  } -> (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>)
+  return %r#1 : tensor<64x64xf32>
+}
+
+// -----
+
 // An int8 product of a dynamic batch whose operands are widened (8 columns,
 // too few to pack): the widened left operand takes the batch's size.
 // SCHEDULE-LABEL: func.func @int8_dynamic_rows
