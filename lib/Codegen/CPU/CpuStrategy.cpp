@@ -223,45 +223,33 @@ static std::optional<unsigned> smallWindowColumns(linalg::LinalgOp op) {
   return first - 1;
 }
 
-/// An element-wise op of 32-bit elements that reads an operand with its
-/// last two loops swapped and writes its results in loop order (a bias and
-/// ReLU reading a swapped product, SwapWeightProducts.cpp): 16 x 16 blocks
-/// transpose in registers, as a transpose's do.
-static bool isTransposingElementwise(linalg::GenericOp op) {
+/// A transpose of the last two dimensions of 32-bit elements, or an
+/// elementwise op of them that reads an operand so (a bias and ReLU reading
+/// a swapped product, SwapWeightProducts.cpp): an operand read through a
+/// permutation that ends in the last two loops swapped, results written in
+/// loop order. 16 x 16 blocks transpose in registers.
+static bool isRegisterTranspose(linalg::LinalgOp op) {
   unsigned loops = op.getNumLoops();
-  if (loops < 2 || op.getNumReductionLoops() != 0 || !op.hasPureTensorSemantics())
+  if (!isa<linalg::GenericOp, linalg::TransposeOp>(op.getOperation()) || loops < 2 ||
+      op.getNumReductionLoops() != 0)
     return false;
-  MLIRContext *ctx = op.getContext();
-  AffineMap identity = AffineMap::getMultiDimIdentityMap(loops, ctx);
-  SmallVector<unsigned> swap = llvm::to_vector(llvm::seq<unsigned>(0, loops));
-  std::swap(swap[loops - 1], swap[loops - 2]);
-  AffineMap swapped = AffineMap::getPermutationMap(swap, ctx);
+  AffineExpr last = getAffineDimExpr(loops - 1, op.getContext());
+  AffineExpr beforeLast = getAffineDimExpr(loops - 2, op.getContext());
   bool readsSwapped = false;
   for (OpOperand &operand : op->getOpOperands()) {
     Type element = getElementTypeOrSelf(operand.get().getType());
     if (!element.isIntOrFloat() || element.getIntOrFloatBitWidth() != 32)
       return false;
     AffineMap map = op.getMatchingIndexingMap(&operand);
-    if (op.isDpsInit(&operand) && map != identity)
-      return false;
-    readsSwapped |= map == swapped;
+    if (op.isDpsInit(&operand)) {
+      if (!map.isIdentity())
+        return false;
+      continue;
+    }
+    readsSwapped |= map.isPermutation() && map.getResult(loops - 2) == last &&
+                    map.getResult(loops - 1) == beforeLast;
   }
   return readsSwapped;
-}
-
-/// A transpose of the last two dimensions of 32-bit elements: 16 x 16
-/// blocks transpose in registers.
-static bool isRegisterTranspose(linalg::LinalgOp op) {
-  if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()))
-    return isTransposingElementwise(generic);
-  auto transpose = dyn_cast<linalg::TransposeOp>(op.getOperation());
-  if (!transpose)
-    return false;
-  ArrayRef<int64_t> perm = transpose.getPermutation();
-  unsigned rank = perm.size();
-  Type element = getElementTypeOrSelf(transpose.getInit().getType());
-  return rank >= 2 && perm[rank - 1] == int64_t(rank - 2) && perm[rank - 2] == int64_t(rank - 1) &&
-         element.isIntOrFloat() && element.getIntOrFloatBitWidth() == 32;
 }
 
 /// A transpose of pairs of 16-bit elements (the last dimension, 2, stays;
