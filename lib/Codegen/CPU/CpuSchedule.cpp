@@ -933,6 +933,16 @@ LogicalResult Scheduler::tileForRegisters(IRRewriter &rewriter, ArrayRef<linalg:
     linalg::FillOp fill = fusibleAccumulatorFill(op);
     if (!fill)
       continue;
+    // A batch of products on AMX tiles starts its accumulator tiles with
+    // tilezero instead (mithril-x86-tile-matmuls).
+    if (op.getNumLoops() == 6 && hasKernel(op, CpuKernel::PackedMatmul) &&
+        cpu::onAmxTiles(op, strategy.registers) && matchPattern(fill.value(), m_AnyZeroFloat())) {
+      op->setAttr(cpu::kZeroAccumulatorAttr, rewriter.getUnitAttr());
+      op.getDpsInitOperand(0)->set(fill.getDpsInitOperand(0)->get());
+      fusedFills.insert(fill);
+      rewriter.eraseOp(fill);
+      continue;
+    }
     SmallVector<SmallVector<int64_t>> levels = registerTileLevels(op);
     SmallVector<unsigned> reductions;
     op.getReductionDims(reductions);
@@ -1380,11 +1390,15 @@ void Scheduler::dropTileUnitDims(IRRewriter &rewriter, ModuleOp module) {
     rewriter.setInsertionPoint(op);
     (void)linalg::generalizeNamedOp(rewriter, op);
   }
+  // (A packed product whose register tile is all of it, a thread's share of
+  // 32 x 32 on AMX tiles with its reduction whole, is in no loop of tiles:
+  // left with its unit loop, it was vectorized whole, 32 x 32 x 1024 bytes.)
   SmallVector<linalg::GenericOp> tiles;
   module.walk([&](linalg::GenericOp op) {
     if ((isConvolutionTile(op) || hasKernel(op, CpuKernel::Transpose) ||
          isOneStepProductTile(op)) &&
-        op.hasPureTensorSemantics() && op->getParentOfType<scf::ForOp>())
+        op.hasPureTensorSemantics() &&
+        (op->getParentOfType<scf::ForOp>() || hasKernel(op, CpuKernel::PackedMatmul)))
       tiles.push_back(op);
   });
   linalg::ControlDropUnitDims dropUnit;

@@ -400,14 +400,19 @@ void cpu::restoreZeroAccumulator(RewriterBase &rewriter, linalg::GenericOp op) {
 }
 
 bool cpu::onAmxTiles(linalg::LinalgOp op, const RegisterFile &regs) {
-  if (op.getNumLoops() != 5 || op.getNumDpsInputs() != 2)
+  // Loops (m, panel, column, k / g, g), or a batch of them (Winograd's
+  // products: point, m, panel, column, k / g, g).
+  unsigned loops = op.getNumLoops();
+  if ((loops != 5 && loops != 6) || op.getNumDpsInputs() != 2)
     return false;
   Type et = getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType());
-  if (!regs.tilesFor(et) || regs.columns(op) % kAmxTileRows != 0)
-    return false;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  return !ShapedType::isDynamicShape(ranges) && ranges[0] % kAmxTileRows == 0 &&
-         ranges[3] % (amxStepElements(et) / ranges[4]) == 0;
+  ArrayRef<int64_t> product = ArrayRef<int64_t>(ranges).take_back(5);
+  int64_t columns = loops == 5 ? regs.columns(op) : product[2];
+  if (!regs.tilesFor(et) || columns % kAmxTileRows != 0)
+    return false;
+  return !ShapedType::isDynamicShape(ranges) && product[0] % kAmxTileRows == 0 &&
+         product[3] % (amxStepElements(et) / product[4]) == 0;
 }
 
 SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &regs) {
@@ -431,9 +436,15 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
       return {regs.matmulRows(op), 1, regs.matmulColumns(op), 1, 0};
     }
     // A batch of them, packed when lowered (Winograd's bf16 products: loops
-    // point, m, panel, column, k / 2, pair): rows x the panel.
-    if (loops == 6)
-      return {1, regs.rows(), 1, op.getStaticLoopRanges()[3], 1, 0};
+    // point, m, panel, column, k / 2, pair): rows x the panel; on AMX tiles
+    // with the reduction whole, as above.
+    if (loops == 6) {
+      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      if (!onAmxTiles(op, regs))
+        return {1, regs.rows(), 1, ranges[3], 1, 0};
+      int64_t rows = ranges[1] % kAmxRegisterTileRows == 0 ? kAmxRegisterTileRows : kAmxTileRows;
+      return {1, rows, 1, ranges[3], 0, 0};
+    }
     break;
   case CpuKernel::ConvFlat:
     // Loops n, f, p, c, kh, kw: 8 output channels x a row of flat positions

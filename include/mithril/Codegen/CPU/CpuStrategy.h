@@ -126,7 +126,8 @@ inline int64_t amxStepElements(mlir::Type element) {
 }
 
 /// Whether packDotProductGroups' product `op` (loops m, panel, column in
-/// panel, k / group, group) goes onto AMX tiles: the target has tiles for its
+/// panel, k / group, group; or a batch of them, Winograd's bf16 products,
+/// with the point as a first loop) goes onto AMX tiles: the target has tiles for its
 /// element type, and it is static and of whole tiles (rows and panel columns
 /// multiples of 16, the reduction of 64-byte steps). Only such tiles: a
 /// function's tiles then all have one shape, which LLVM's tile register
