@@ -23,6 +23,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <map>
 
 namespace py = pybind11;
@@ -37,6 +39,115 @@ py::object errorType;
 
 /// mithril.errors.OutOfMemoryError (a MemoryError), set at module import.
 py::object outOfMemoryType;
+
+/// NumPy's allocator interface (numpy/ndarraytypes.h, version 1, NumPy
+/// 1.22 and later): declared here, as pybind11 reaches NumPy's C API
+/// without its headers.
+struct NumpyAllocator {
+  void *ctx;
+  void *(*malloc)(void *ctx, size_t size);
+  void *(*calloc)(void *ctx, size_t count, size_t elementSize);
+  void *(*realloc)(void *ctx, void *ptr, size_t size);
+  void (*free)(void *ctx, void *ptr, size_t size);
+};
+struct NumpyMemHandler {
+  char name[127];
+  uint8_t version;
+  NumpyAllocator allocator;
+};
+
+/// Array data 64 bytes aligned, as the compiled kernels' 512-bit loads want
+/// (NumPy's own is 16: a weight streamed by a matrix-vector kernel then
+/// splits a cache line every load; the MLP 784-512-512-10 at batch 16 took
+/// 0.22 ms instead of 0.17 on a Sapphire Rapids-class core). Each block keeps
+/// the start of its allocation just before the aligned data.
+constexpr size_t kArrayAlignment = 64;
+constexpr size_t kArraySlack = kArrayAlignment + sizeof(void *);
+
+/// The aligned data's place in the block at `base`.
+char *alignedIn(void *base) {
+  auto start = reinterpret_cast<uintptr_t>(base) + sizeof(void *);
+  return reinterpret_cast<char *>((start + kArrayAlignment - 1) & ~(kArrayAlignment - 1));
+}
+
+void *alignWithin(void *base) {
+  char *aligned = alignedIn(base);
+  reinterpret_cast<void **>(aligned)[-1] = base;
+  return aligned;
+}
+
+void *baseOf(void *ptr) { return reinterpret_cast<void **>(ptr)[-1]; }
+
+void *alignedMalloc(void *, size_t size) {
+  void *base = std::malloc(size + kArraySlack);
+  return base ? alignWithin(base) : nullptr;
+}
+
+void *alignedCalloc(void *, size_t count, size_t elementSize) {
+  if (elementSize && count > (SIZE_MAX - kArraySlack) / elementSize)
+    return nullptr;
+  // calloc keeps large zero blocks lazily mapped.
+  void *base = std::calloc(1, count * elementSize + kArraySlack);
+  return base ? alignWithin(base) : nullptr;
+}
+
+void *alignedRealloc(void *, void *ptr, size_t size) {
+  if (!ptr)
+    return alignedMalloc(nullptr, size);
+  void *old = baseOf(ptr);
+  size_t offset = static_cast<char *>(ptr) - static_cast<char *>(old);
+  void *base = std::realloc(old, size + kArraySlack);
+  if (!base)
+    return nullptr;
+  // The data moved with the block, at its old offset from the start, which
+  // may no longer be the aligned one (moved first: the start's pointer may
+  // fall inside the data's old place).
+  char *aligned = alignedIn(base);
+  char *moved = static_cast<char *>(base) + offset;
+  if (moved != aligned)
+    std::memmove(aligned, moved, size);
+  return alignWithin(base);
+}
+
+void alignedFree(void *, void *ptr, size_t) {
+  if (ptr)
+    std::free(baseOf(ptr));
+}
+
+NumpyMemHandler alignedHandler = {
+    "mithril_aligned_64", 1, {nullptr, alignedMalloc, alignedCalloc, alignedRealloc, alignedFree}};
+
+/// Makes NumPy allocate the data of the arrays it creates from now on (in
+/// the calling context) 64 bytes aligned; whether it took.
+bool alignNumpyAllocations() {
+  py::module_ numpy = py::module_::import("numpy");
+  py::object core;
+  for (const char *name : {"numpy._core._multiarray_umath", "numpy.core._multiarray_umath"}) {
+    try {
+      core = py::module_::import(name);
+      break;
+    } catch (py::error_already_set &) {
+    }
+  }
+  if (!core || !py::hasattr(core, "_ARRAY_API") || !py::hasattr(core, "get_handler_name"))
+    return false;
+  // PyDataMem_SetHandler is entry 304 of NumPy's C API table (1.22 on).
+  auto table = static_cast<void **>(PyCapsule_GetPointer(core.attr("_ARRAY_API").ptr(), nullptr));
+  if (!table) {
+    PyErr_Clear();
+    return false;
+  }
+  using SetHandler = PyObject *(*)(PyObject *);
+  auto setHandler = reinterpret_cast<SetHandler>(table[304]);
+  py::capsule handler(static_cast<void *>(&alignedHandler), "mem_handler");
+  PyObject *previous = setHandler(handler.ptr());
+  if (!previous) {
+    PyErr_Clear();
+    return false;
+  }
+  Py_DECREF(previous);
+  return py::str(core.attr("get_handler_name")()).cast<std::string>() == alignedHandler.name;
+}
 
 [[noreturn]] void raise(const std::string &message);
 
@@ -372,6 +483,9 @@ PYBIND11_MODULE(_mithril, m) {
       py::module_::import("mithril.errors").attr("MithrilError"));
   outOfMemoryType = py::reinterpret_borrow<py::object>(
       py::module_::import("mithril.errors").attr("OutOfMemoryError"));
+  m.def("align_numpy_allocations", &alignNumpyAllocations,
+        "Makes NumPy allocate array data 64 bytes aligned from now on (in the calling "
+        "context); whether it took");
 
   py::class_<PyModule, std::shared_ptr<PyModule>>(m, "Module")
       .def(py::init<>())
