@@ -655,8 +655,10 @@ def worker(args):
     case = CASES[args.case]
     OURS_WEIGHTS["mode"] = args.ours_weights
     try:
-        d = load_data(os.path.join(args.data, case.id))
+        # Imports first, then the data, as a user's script has them (arrays
+        # made after `import mithril` are 64-byte aligned).
         lib = SETUP[args.worker](args.threads)
+        d = load_data(os.path.join(args.data, case.id))
         start = time.perf_counter()
         run, params = BUILD[args.worker](lib, case, d, args.threads, args.scratch)
         first = run()
