@@ -177,8 +177,10 @@ def run(quick: bool):
             kernel = ("second convolution as rows of its windows, " + variant("int8") +
                       "; the first (9-input windows) in f32")
         elif kind != "f32":
-            kernel = ("Winograd products on vdpbf16ps (AVX512-BF16), transformed operands "
-                      "rounded to bf16" if target["bf16_dot_product"]
+            products = ("AMX tdpbf16ps tiles" if target["bf16_tiles"]
+                        else "vdpbf16ps (AVX512-BF16)")
+            kernel = (f"Winograd products on {products}, transformed operands rounded to bf16"
+                      if target["bf16_dot_product"]
                       else "bf16 storage, Winograd and every product in f32")
         rows.append((f"CNN forward b{batch} ({name})", times[kind], times["f32"] / times[kind],
                      None, errs[kind], kernel))
@@ -205,9 +207,11 @@ def run(quick: bool):
     for kind, seconds, ratio, err in gradient_rows(cnn, x, cases, repeats):
         kernel = variant("f32")
         if kind != "f32":
-            kernel = ("Winograd products and weight gradients on vdpbf16ps (AVX512-BF16)"
-                      if _mithril.cpu_target()["bf16_dot_product"]
-                      else "bf16 storage, every product in f32")
+            target = _mithril.cpu_target()
+            kernel = ("Winograd products on AMX tdpbf16ps tiles, weight gradients on "
+                      "vdpbf16ps" if target["bf16_tiles"] else
+                      "Winograd products and weight gradients on vdpbf16ps (AVX512-BF16)"
+                      if target["bf16_dot_product"] else "bf16 storage, every product in f32")
         rows.append((f"CNN gradients b{batch} ({kind})", seconds, ratio, None, err, kernel))
     return rows
 
