@@ -560,6 +560,25 @@ def test_layer_norm_gradient_is_one_expression(width):
             assert np.max(np.abs(grads[k] - ref)) <= tol * max(1.0, np.max(np.abs(ref))), k
 
 
+@pytest.mark.parametrize("value", [-1.4194348, 0.1, 3.0e4])
+def test_layer_norm_of_equal_values_is_zero(value):
+    # Found by the fuzzer (seed 2121, trial 1269): LayerNorm of a broadcast
+    # scalar, float32. The mean of [x, x, x] rounded off x by an ulp, and
+    # (x - mean) / sqrt(var + eps) gave that ulp times 1 / sqrt(eps) (3.6e-5,
+    # the weight's gradient too) where torch gives 1e-7. The mean is now
+    # corrected by the mean of what it leaves: the row centers to zeros.
+    m = Model()
+    m |= LayerNorm(use_bias=False).connect(input="x", output=ml.IOKey("y"))
+    pm = ml.compile(m, ml.MlirBackend(dtype=ml.float32), shapes={"x": [2, 3]})
+    params = {k: np.array([0.5, -1.0, 2.0], np.float32) for k in pm.trainable_keys}
+    x = np.full((2, 3), value, np.float32)
+    out, grads = pm.evaluate(params, {"x": x},
+                             output_gradients={"y": np.ones((2, 3), np.float32)})
+    assert np.max(np.abs(out["y"])) <= 1e-6
+    for k, g in grads.items():
+        assert np.max(np.abs(g)) <= 1e-6, k
+
+
 def test_convolution_with_a_dynamic_spatial_size_is_a_clear_error():
     # Seed 2026 trial 86294: "failed to legalize" alone did not say why.
     from mithril.models import Convolution2D

@@ -69,19 +69,15 @@ struct DecomposeLogSoftmax : OpRewritePattern<LogSoftmaxOp> {
   }
 };
 
-/// layer_norm(x) = (x - mean(x)) / sqrt(var(x) + eps) over the last axes,
+/// layer_norm(x) = (x - mean(x)) / sqrt(var(x) + eps) over the last axes (the
+/// mean corrected once: LayerNormOp::buildCentered),
 /// times the weight and plus the bias where it has them.
 struct DecomposeLayerNorm : OpRewritePattern<LayerNormOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(LayerNormOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    int64_t rank = op.getInput().getType().getRank();
-    SmallVector<int64_t> axes;
-    for (int64_t i = rank - static_cast<int64_t>(op.getNumAxes()); i < rank; ++i)
-      axes.push_back(i);
-    auto axesAttr = rewriter.getDenseI64ArrayAttr(axes);
-    Value mean = MeanOp::create(rewriter, loc, op.getInput(), axesAttr, rewriter.getBoolAttr(true));
-    Value centered = SubtractOp::create(rewriter, loc, op.getInput(), mean);
+    auto axesAttr = rewriter.getDenseI64ArrayAttr(op.getNormalizedAxes());
+    Value centered = op.buildCentered(rewriter, loc);
     Value var = MeanOp::create(rewriter, loc, SquareOp::create(rewriter, loc, centered), axesAttr,
                                rewriter.getBoolAttr(true));
     Type et = elementTypeOf(op.getInput());

@@ -963,6 +963,15 @@ def Mithril_LayerNormOp : Mithril_TensorOp<"layer_norm",
                        DefaultValuedAttr<BoolAttr, "false">:$scaled,
                        DefaultValuedAttr<BoolAttr, "false">:$shifted);
   let results = (outs AnyRankedTensor:$result);
+  let extraClassDeclaration = [{
+    /// The normalized axes: the last `num_axes`.
+    llvm::SmallVector<int64_t> getNormalizedAxes();
+    /// The input less its mean over the normalized axes, the mean corrected
+    /// once by the mean of what it leaves (its rounding error), so that a
+    /// row of equal values centers to zeros exactly: what the decomposition
+    /// and the gradient both normalize.
+    mlir::Value buildCentered(mlir::OpBuilder &b, mlir::Location loc);
+  }];
 }
 def Mithril_BatchNormOp : Mithril_TensorOp<"batch_norm", [Mithril_BatchParallel]> {
   let summary = "Inference batch normalization over axis 1 with running statistics";
