@@ -120,7 +120,6 @@ NumpyMemHandler alignedHandler = {
 /// Makes NumPy allocate the data of the arrays it creates from now on (in
 /// the calling context) 64 bytes aligned; whether it took.
 bool alignNumpyAllocations() {
-  py::module_ numpy = py::module_::import("numpy");
   py::object core;
   for (const char *name : {"numpy._core._multiarray_umath", "numpy.core._multiarray_umath"}) {
     try {
