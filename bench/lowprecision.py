@@ -169,6 +169,9 @@ def run(quick: bool):
         for _ in range(4)])
     times, errs = compare_variants(cnn, x, cases, 4, repeats, calibration)
     target = _mithril.cpu_target()
+    # What the Winograd convolution's bf16 products run on.
+    bf16_products = ("AMX tdpbf16ps tiles" if target["bf16_tiles"]
+                     else "vdpbf16ps (AVX512-BF16)")
     for kind in times:
         name = {"mixed bf16": "mixed-precision bf16",
                 "int8 static": "int8, calibrated scales"}.get(kind, kind)
@@ -177,10 +180,8 @@ def run(quick: bool):
             kernel = ("second convolution as rows of its windows, " + variant("int8") +
                       "; the first (9-input windows) in f32")
         elif kind != "f32":
-            products = ("AMX tdpbf16ps tiles" if target["bf16_tiles"]
-                        else "vdpbf16ps (AVX512-BF16)")
-            kernel = (f"Winograd products on {products}, transformed operands rounded to bf16"
-                      if target["bf16_dot_product"]
+            kernel = (f"Winograd products on {bf16_products}, transformed operands rounded "
+                      "to bf16" if target["bf16_dot_product"]
                       else "bf16 storage, Winograd and every product in f32")
         rows.append((f"CNN forward b{batch} ({name})", times[kind], times["f32"] / times[kind],
                      None, errs[kind], kernel))
@@ -207,10 +208,7 @@ def run(quick: bool):
     for kind, seconds, ratio, err in gradient_rows(cnn, x, cases, repeats):
         kernel = variant("f32")
         if kind != "f32":
-            target = _mithril.cpu_target()
-            kernel = ("Winograd products on AMX tdpbf16ps tiles, weight gradients on "
-                      "vdpbf16ps" if target["bf16_tiles"] else
-                      "Winograd products and weight gradients on vdpbf16ps (AVX512-BF16)"
+            kernel = (f"Winograd products on {bf16_products}, weight gradients on vdpbf16ps"
                       if target["bf16_dot_product"] else "bf16 storage, every product in f32")
         rows.append((f"CNN gradients b{batch} ({kind})", seconds, ratio, None, err, kernel))
     return rows

@@ -345,26 +345,6 @@ LogicalResult VarianceOp::buildGradient(GradientBuilder &g, Value grad) {
   return success();
 }
 
-SmallVector<int64_t> LayerNormOp::getNormalizedAxes() {
-  int64_t rank = cast<RankedTensorType>(getInput().getType()).getRank();
-  SmallVector<int64_t> axes;
-  for (int64_t i = rank - static_cast<int64_t>(getNumAxes()); i < rank; ++i)
-    axes.push_back(i);
-  return axes;
-}
-
-Value LayerNormOp::buildCentered(OpBuilder &b, Location loc) {
-  // Without the correction, [x, x, x] in float32 normalized to the mean's
-  // rounding times 1 / sqrt(eps) (3.6e-5 for x = -1.42; torch's Welford
-  // mean gives 1e-7), and so did the weight's gradient.
-  Value x = getInput();
-  auto axes = b.getDenseI64ArrayAttr(getNormalizedAxes());
-  auto mean = [&](Value v) { return MeanOp::create(b, loc, v, axes, b.getBoolAttr(true)); };
-  Value first = mean(x);
-  Value residual = mean(SubtractOp::create(b, loc, x, first));
-  return SubtractOp::create(b, loc, x, AddOp::create(b, loc, first, residual));
-}
-
 LogicalResult LayerNormOp::buildGradient(GradientBuilder &g, Value grad) {
   // One expression, as torch's: (g - mean(g) - xhat mean(g xhat)) / stddev,
   // g the gradient times the weight. Differentiating the decomposition
