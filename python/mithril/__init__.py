@@ -37,10 +37,11 @@ from .memory import max_memory_allocated, memory_allocated, reset_peak_memory_st
 from .training import BCEWithLogitsLoss, CrossEntropyLoss, Loss, MSELoss, Trainer
 
 # NumPy gives array data 16-byte alignment; the compiled kernels' 512-bit
-# loads want 64 (a misaligned weight splits a cache line every load: the
-# MLP 784-512-512-10 at batch 16 took 0.22 ms instead of 0.17). Arrays NumPy
-# allocates after this import (in this context) are 64-byte aligned, unless
-# MITHRIL_NUMPY_ALIGN=0; docs/performance.md "Aligned arrays".
+# loads want 64 (a misaligned weight splits a cache line every load: the MLP
+# 784-512-512-10 at batch 16 took 0.22 ms instead of 0.17 on one Intel Xeon
+# core with avx512f and AMX). Arrays NumPy allocates after this import (in
+# this context) are 64-byte aligned, unless MITHRIL_NUMPY_ALIGN=0;
+# docs/performance.md "Aligned arrays".
 import os as _os
 if _os.environ.get("MITHRIL_NUMPY_ALIGN", "1").lower() not in ("0", "off", "false"):
     from . import _mithril as _extension
