@@ -2,7 +2,9 @@
 // compiling: the whole matrix in panels of 32 columns, [n / 32][k][32], of
 // which each cache block takes its slice; per call nothing is transposed or
 // copied. (Before, each call packed the weight's blocks as it does a weight
-// passed in.) On two threads a thread's block is a slice of a slice.
+// passed in.) On two threads, 256 rows split by rows (CpuStrategy.cpp,
+// splitsRows): each thread reads the constant whole, as it is when one block
+// covers it, and nothing is packed per call either.
 // RUN: mithril-opt %s --mithril-cpu-pipeline="target-cpu=znver4 threads=1 stop-after=fusion" | FileCheck %s
 // RUN: mithril-opt %s --mithril-cpu-pipeline="target-cpu=znver4 stop-after=linalg" \
 // RUN:   | mithril-opt --mithril-fuse-elementwise --canonicalize --cse \
@@ -17,10 +19,10 @@
 // CHECK: return
 
 // THREADS-LABEL: func.func @Linear(
-// THREADS: %[[PACKED:.+]] = arith.constant dense<{{.+}}> : tensor<4x16x32xf32>
-// THREADS: scf.forall
-// THREADS-NOT: tensor.empty() : tensor<2x16x32xf32>
-// THREADS: vector.transfer_read %[[PACKED]][%{{.+}}, %{{.+}}, %{{.+}}], %{{.+}} {in_bounds = [true]} : tensor<4x16x32xf32>, vector<32xf32>
+// THREADS: %[[WEIGHT:.+]] = arith.constant dense<{{.+}}> : tensor<16x128xf32>
+// THREADS: scf.forall (%{{.+}}) = (0) to (256) step (128)
+// THREADS-NOT: tensor.empty() : tensor<{{.+}}x16x32xf32>
+// THREADS: vector.transfer_read %[[WEIGHT]][%{{.+}}, %{{.+}}], %{{.+}} {in_bounds = [true]} : tensor<16x128xf32>, vector<32xf32>
 // THREADS: scf.forall.in_parallel
 
 mithril.model @Linear(data %x: tensor<256x16xf32>) -> (y: tensor<256x128xf32>) {

@@ -602,6 +602,45 @@ SmallVector<int64_t, 3> cpu::matmulCacheTile(linalg::LinalgOp op, const Strategy
   return block;
 }
 
+/// Whether `v` is computed from a constant alone (a weight compiled in,
+/// through its casts, transposes and reshapes): packed when compiling.
+static bool isCompiledIn(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (isa<arith::ConstantOp>(def))
+      return true;
+    if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def)) {
+      v = def->getOperand(0);
+      continue;
+    }
+    auto producer = dyn_cast<linalg::LinalgOp>(def);
+    if (!producer || producer.getNumDpsInputs() != 1 ||
+        producer.getNumParallelLoops() != producer.getNumLoops())
+      return false;
+    v = producer.getDpsInputOperand(0)->get();
+  }
+  return false;
+}
+
+/// Rows of a matmul's split below which each thread's share is too thin to
+/// read all of a compiled-in weight for.
+static constexpr int64_t kMinRowsPerThread = 32;
+
+/// Whether threads split a matmul by rows rather than by columns. By
+/// columns each thread packs only its share of the right operand, but reads
+/// all of the left one, which the previous op's threads wrote each in its own
+/// cache. A weight compiled in is packed already: by rows, each thread reads
+/// it whole (clean lines any core may hold) and keeps the rows it wrote
+/// before. (Intel Xeon with AMX, two threads, MLP 784-512-512-10 with its
+/// weights compiled in: batch 256 float32 0.94 -> 0.90 ms, bf16 0.29 -> 0.26,
+/// int8 0.37 -> 0.33; batch 64 bf16 0.095 -> 0.078, int8 0.11 -> 0.092,
+/// float32 level. At batch 16 and 32 columns stay ahead: bf16 at batch 16
+/// 0.03 -> 0.23 ms by rows.)
+static bool splitsRows(linalg::LinalgOp op, unsigned threads) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  return !ShapedType::isDynamic(ranges[0]) && ranges[0] >= kMinRowsPerThread * threads &&
+         isCompiledIn(op.getDpsInputOperand(1)->get());
+}
+
 std::optional<std::pair<unsigned, int64_t>>
 cpu::parallelSplit(linalg::LinalgOp op, LoweringConfigAttr config, const StrategyOptions &options) {
   if (options.threads < 2 || op->getNumResults() == 0)
@@ -661,7 +700,8 @@ cpu::parallelSplit(linalg::LinalgOp op, LoweringConfigAttr config, const Strateg
     tiles = registerTile(op, options.registers);
   SmallVector<unsigned> order;
   if (isa<linalg::MatmulOp>(op.getOperation()))
-    order = {1, 0};
+    order =
+        splitsRows(op, options.threads) ? SmallVector<unsigned>{0, 1} : SmallVector<unsigned>{1, 0};
   else if (gemv)
     order = {op.getIndexingMapMatchingResult(op->getResult(0)).getDimPosition(1)};
   else
