@@ -37,7 +37,9 @@ def int8_product(x, w, bounds=None):
     lo, hi = min(lo, f32(0)), max(hi, f32(0))
     sx = f32(max(f32(hi - lo), f32(1e-30)) / f32(255))
     zero = np.floor(f32(f32(-lo) / sx) + f32(0.5))
-    q = np.clip(np.floor((x / sx).astype(f32) + f32(0.5)) + zero, 0, 255).astype(np.int64)
+    # x times the inverse scale, as the compiled code quantizes.
+    q = np.clip(np.floor((x * (f32(1) / sx)).astype(f32) + f32(0.5)) + zero, 0,
+                255).astype(np.int64)
     assert q.min() >= 0 and q.max() <= 255
     return (((q - int(zero)) @ wq).astype(f32) * sx).astype(f32) * sw
 
