@@ -4,7 +4,11 @@
 // partial values combined once at the end, 32 at a time by a horizontal
 // vector.reduction (a shuffle tree, not a chain of 32 one-lane steps).
 // Before, each 8 x 28 tile was reduced across its lanes into the scalar.
+// On two threads each takes a contiguous half of the input first (the rows
+// the threads of the op before wrote each): [2][n / 256][128] partial values.
 // RUN: mithril-opt %s --mithril-cpu-pipeline="target-cpu=znver4 threads=1 stop-after=fusion" | FileCheck %s
+// RUN: mithril-opt %s --mithril-cpu-pipeline="target-cpu=znver4 threads=2 stop-after=fusion" \
+// RUN:   | FileCheck %s --check-prefix=THREADS
 
 mithril.model @MaxAbs(data %x: tensor<256x784xf32>) -> (m: tensor<f32>) {
   %a = mithril.abs %x : (tensor<256x784xf32>) -> tensor<256x784xf32>
@@ -46,3 +50,11 @@ mithril.model @Range(data %x: tensor<256x784xf32>) -> (lo: tensor<f32>, hi: tens
 // CHECK-NOT: vector.multi_reduction
 // CHECK: vector.reduction <minimumf>
 // CHECK: vector.reduction <maximumf>
+
+// THREADS-LABEL: func.func @Range(
+// THREADS: tensor.expand_shape %{{.+}} {{\[\[}}0, 1, 2]] output_shape [2, 784, 128] : tensor<200704xf32> into tensor<2x784x128xf32>
+// THREADS: scf.forall (%[[T:.+]]) in (2) shared_outs({{.+}}) -> (tensor<2x128xf32>, tensor<2x128xf32>)
+// THREADS: %[[TILE:.+]] = vector.transfer_read %{{.+}}[%[[T]], %{{.+}}, %{{.+}}]
+// THREADS-DAG: vector.multi_reduction <minimumf>, %[[TILE]], %{{.+}} [1] : vector<1x8x32xf32> to vector<1x32xf32>
+// THREADS-DAG: vector.multi_reduction <maximumf>, %[[TILE]], %{{.+}} [1] : vector<1x8x32xf32> to vector<1x32xf32>
+// THREADS: scf.forall.in_parallel

@@ -1167,10 +1167,30 @@ LogicalResult Scheduler::splitFullReductions(IRRewriter &rewriter, ArrayRef<lina
       flat->setDiscardableAttrs(generic->getDiscardableAttrDictionary());
       rewriter.replaceOp(generic, flat->getResults());
     }
+    // On several threads, first a contiguous chunk of the input per thread,
+    // the rows the threads of an op before it wrote each (a reduction of one
+    // thread's lanes by rows read the other thread's half of every row). The
+    // int8 MLP's activation ranges ran on one thread, 20-30 us each at batch
+    // 256.
+    unsigned threads = strategy.threads;
+    unsigned laneIndex = 0;
+    if (threads > 1 && total % (threads * kFullReductionLanes) == 0 &&
+        total >= strategy.minParallelWork / cpu::kElementwiseWorkDivisor) {
+      rewriter.setInsertionPoint(flat);
+      FailureOr<linalg::SplitReductionResult> chunks = linalg::splitReduction(
+          rewriter, cast<linalg::LinalgOp>(flat.getOperation()), [&](linalg::LinalgOp) {
+            return linalg::SplitReductionOptions{threads, /*index=*/0, /*innerParallel=*/false};
+          });
+      if (succeeded(chunks)) {
+        chunks->resultCombiningLinalgOp->removeAttr(LoweringConfigAttr::opAttrName);
+        flat = cast<linalg::GenericOp>(chunks->splitLinalgOp.getOperation());
+        laneIndex = 1;
+      }
+    }
     rewriter.setInsertionPoint(flat);
     FailureOr<linalg::SplitReductionResult> split = linalg::splitReduction(
-        rewriter, cast<linalg::LinalgOp>(flat.getOperation()), [](linalg::LinalgOp) {
-          return linalg::SplitReductionOptions{kFullReductionLanes, /*index=*/0,
+        rewriter, cast<linalg::LinalgOp>(flat.getOperation()), [&](linalg::LinalgOp) {
+          return linalg::SplitReductionOptions{kFullReductionLanes, laneIndex,
                                                /*innerParallel=*/true};
         });
     // A body whose combiner has no neutral value (splitReduction's test)

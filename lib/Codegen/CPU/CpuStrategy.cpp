@@ -686,9 +686,18 @@ cpu::parallelSplit(linalg::LinalgOp op, LoweringConfigAttr config, const Strateg
       return constant && constant.getValue() != 0;
     });
   });
-  bool elementwise = !readsFixedPositions && (op.getNumParallelLoops() == op.getNumLoops() ||
-                                              config.getKernel() == CpuKernel::PoolWindow ||
-                                              config.getKernel() == CpuKernel::WindowReduction);
+  // So do plain reductions that read each input element once (a full
+  // reduction's chunks per thread). (Not a matrix-vector product's lane
+  // sums, which its chunks sum themselves.)
+  bool readsOnce = config.getKernel() == CpuKernel::Default && op.getNumReductionLoops() > 0 &&
+                   op.getNumDpsInputs() > 0 &&
+                   llvm::all_of(op.getDpsInputOperands(), [&](OpOperand *input) {
+                     return op.getMatchingIndexingMap(input).isPermutation();
+                   });
+  bool elementwise =
+      !readsFixedPositions && (op.getNumParallelLoops() == op.getNumLoops() ||
+                               config.getKernel() == CpuKernel::PoolWindow ||
+                               config.getKernel() == CpuKernel::WindowReduction || readsOnce);
   int64_t minWork = options.minParallelWork;
   int64_t threshold = gemv          ? minWork / kGemvWorkDivisor
                       : elementwise ? minWork / kElementwiseWorkDivisor
