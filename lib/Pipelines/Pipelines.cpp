@@ -331,6 +331,8 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
     pm.addPass(createConvertToLLVMPass());
     pm.addPass(createReconcileUnrealizedCastsPass());
+    // bf16 vectors of odd lengths that LLVM cannot load or store.
+    pm.addPass(createMithrilLegalizeBF16Memory());
   }
   return success();
 }

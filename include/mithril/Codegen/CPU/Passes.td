@@ -165,6 +165,20 @@ def MithrilExpandBF16 : Pass<"mithril-expand-bf16", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::vector::VectorDialect"];
 }
 
+def MithrilLegalizeBF16Memory : Pass<"mithril-legalize-bf16-memory", "mlir::ModuleOp"> {
+  let summary = "Load and store bf16 vectors of odd lengths as 16-bit integers";
+  let description = [{
+    LLVM 22's x86 instruction selection aborts on a load or store of a
+    bfloat16 vector whose length is no power of two ("Do not know how to
+    soft promote this operator's operand!"), as a bf16 model's copy of a 5 x
+    5 block produced (`vector<25xbf16>`). This pass, on the LLVM dialect,
+    moves such vectors as `i16` vectors of the same bits: `llvm.load`,
+    `llvm.store` and their masked intrinsics, with a bitcast between the
+    memory access and the bf16 value. Run it after the lowering to LLVM.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
 def MithrilX86DotProducts : Pass<"mithril-x86-dot-products", "mlir::ModuleOp"> {
   let summary = "The i8 contractions of the CPU schedule's register tiles as vpdpbusd";
   let description = [{
