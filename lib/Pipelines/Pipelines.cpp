@@ -168,8 +168,10 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     // (512-bit registers): Winograd's products multiply bf16 pairs too.
     if (options.precision == "bf16" && options.schedule && !options.gpuTilesOnHost &&
         (options.vectorBits == 0 || options.vectorBits >= 512))
-      if (std::optional<CpuTarget> target = cpuTarget(options.targetCpu))
+      if (std::optional<CpuTarget> target = cpuTarget(options.targetCpu)) {
         lowering.bf16Products = target->bf16DotProduct;
+        lowering.bf16Tiles = target->bf16Tiles;
+      }
     pm.addPass(createConvertMithrilToLinalg(lowering));
     if (options.fold)
       pm.addPass(createCanonicalizerPass());

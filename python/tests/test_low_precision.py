@@ -528,3 +528,67 @@ def test_bfloat16_convolution_weight_gradient_accumulates_in_float32(target_cpu,
     rms = np.sqrt(np.mean(ref ** 2))
     err = np.abs(got - ref) - 2.0 ** -8 * np.abs(ref)
     assert np.max(err) <= 1e-5 * rms, f"{np.max(err) / rms:.3g} x rms"
+
+
+def _host_has_amx_bf16():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return " amx_bf16" in f.read()
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("batch, channels, size, filters, kernel, padding, pooled", [
+    (16, 32, 14, 64, 3, 1, True),   # the bench CNN's second convolution
+    (2, 64, 8, 32, 3, 1, False),    # 128 rows, 576 deep
+    (4, 32, 6, 16, 1, 0, False),    # a 1x1 convolution: the windows are the pixels
+    (3, 32, 5, 16, 3, 0, False),    # 27 rows, no whole tiles: not on tiles
+    (1, 8, 9, 16, 3, 1, True),      # 8 channels, no whole step of 32: not on tiles; an odd
+                                    # output (9 x 9) whose bf16 5 x 5 blocks LLVM could not
+                                    # copy (mithril-legalize-bf16-memory)
+])
+def test_bfloat16_convolutions_against_float64(threads, batch, channels, size, filters, kernel,
+                                               padding, pooled):
+    # On AMX hosts a stride-1 convolution of 32k channels, 16k filters and
+    # 16k output pixels is one bf16 product of its input's windows (im2col,
+    # Convolution.cpp, lowerTileConv) with the pooling of a ReLU's 2x2 blocks
+    # folded in; elsewhere (and for the other shapes) Winograd's transforms or
+    # the flat convolution. Inputs exact in bf16: on tiles the products are
+    # exact and the sums float32, so the result is the float64 one rounded to
+    # bf16 once, half an ulp (2^-8 relative), up to float32 sums.
+    model = Model()
+    model |= Convolution2D(kernel_size=kernel, out_channels=filters, padding=padding)(
+        input="input", output="conv")
+    if pooled:
+        from mithril.models import MaxPool2D, Relu
+        model |= Relu()(input="conv", output="relu")
+        model |= MaxPool2D(kernel_size=2)(input="relu", output=ml.IOKey("output"))
+    else:
+        model.set_cout("conv")
+    shape = [batch, channels, size, size]
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.bfloat16, num_threads=threads),
+                    shapes={"input": shape})
+    rng = np.random.default_rng(7)
+    params = {k: bf16(rng.standard_normal(v.shape) * 0.2)
+              for k, v in pm.randomize_params(seed=7).items()}
+    x = bf16(rng.standard_normal(shape))
+    out = pm.evaluate(params, {"input": x})
+    got = np.asarray(out["output" if pooled else "conv"], np.float64)
+    weight = next(v for k, v in params.items() if k.endswith("weight"))
+    bias = next(v for k, v in params.items() if k.endswith("bias"))
+    ref = torch.nn.functional.conv2d(torch.tensor(np.asarray(x, np.float64)),
+                                     torch.tensor(np.asarray(weight, np.float64)),
+                                     torch.tensor(np.asarray(bias, np.float64)), padding=padding)
+    if pooled:
+        ref = torch.nn.functional.max_pool2d(torch.relu(ref), 2)
+    ref = ref.numpy()
+    rms = np.sqrt(np.mean(ref ** 2))
+    err = np.abs(got - ref) - 2.0 ** -8 * np.abs(ref)
+    on_tiles = (_host_has_amx_bf16() and channels % 32 == 0 and filters % 16 == 0
+                and (batch * (size + 2 * padding - kernel + 1) ** 2) % 16 == 0)
+    # Winograd's transformed operands are rounded to bf16 (docs/lowprecision.md):
+    # 8e-3 of the RMS for 32 channels on this test's data, within the CNN
+    # test's bound.
+    assert np.max(err) <= (1e-5 if on_tiles else 2e-2) * rms, \
+        f"{np.max(err) / rms:.3g} x rms (on tiles: {on_tiles})"

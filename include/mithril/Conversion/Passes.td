@@ -40,7 +40,11 @@ def ConvertMithrilToLinalg : Pass<"convert-mithril-to-linalg", "mlir::ModuleOp">
            "Multiply the transformed inputs and filters of Winograd convolutions in bf16 "
            "(rounded, f32 sums), and the bf16 operands of flat weight gradients in pairs "
            "of images, for a bf16 dot-product kernel: for models computed in bf16 on CPUs "
-           "that have one">
+           "that have one">,
+    Option<"bf16Tiles", "bf16-tiles", "bool", /*default=*/"false",
+           "Lower the stride-1 convolutions of models computed in bf16 to one bf16 "
+           "matrix product of the input's windows (im2col, channels innermost) for AMX "
+           "tiles: for CPUs that have them">
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect",

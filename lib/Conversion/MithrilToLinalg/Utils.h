@@ -202,7 +202,8 @@ void populateReductionPatterns(mlir::RewritePatternSet &patterns);
 void populateLinearPatterns(mlir::RewritePatternSet &patterns);
 
 /// Convolutions and their gradients (Convolution.cpp).
-void populateConvolutionPatterns(mlir::RewritePatternSet &patterns, bool bf16Products = false);
+void populateConvolutionPatterns(mlir::RewritePatternSet &patterns, bool bf16Products = false,
+                                 bool bf16Tiles = false);
 
 /// Max and average pooling and their gradients (Pooling.cpp).
 void populatePoolingPatterns(mlir::RewritePatternSet &patterns);

@@ -58,9 +58,11 @@ inline constexpr llvm::StringLiteral kIndexErrorFunction = "mithrilIndexError";
 /// through kIndexErrorFunction (they clamp them either way). With
 /// `bf16Products`, Winograd convolutions multiply their transformed operands
 /// in bf16, and flat weight gradients of bf16 values multiply them in pairs
-/// of images (convert-mithril-to-linalg's bf16-products).
+/// of images (convert-mithril-to-linalg's bf16-products). With `bf16Tiles`,
+/// stride-1 convolutions of such models whose sizes suit AMX tiles are one
+/// bf16 matrix product of the input's windows (bf16-tiles).
 void populateMithrilToLinalgPatterns(mlir::RewritePatternSet &patterns, bool indexErrors = false,
-                                     bool bf16Products = false);
+                                     bool bf16Products = false, bool bf16Tiles = false);
 
 } // namespace mithril
 
