@@ -225,6 +225,9 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     // The GPU pipeline's front (no host schedule) maps copies to threads.
     MithrilStridedCopiesOptions copies;
     copies.vectorRuns = options.schedule;
+    // Split like the ops around them, when they run on the task pool.
+    if (options.schedule && options.taskPool)
+      copies.threads = options.threads;
     pm.addPass(createMithrilStridedCopies(copies));
     // Temporaries die at their last use, not at the end of the function.
     if (options.memoryPlanning)

@@ -27,6 +27,8 @@ namespace {
 constexpr int64_t kChunkBytes = 256;
 /// Runs shorter than this many bytes stay scalar loops.
 constexpr int64_t kMinRunBytes = 16;
+/// Copies of fewer bytes stay on one thread.
+constexpr int64_t kMinParallelBytes = 64 * 1024;
 
 /// How many trailing dimensions of `type` are one contiguous run.
 int64_t contiguousTrailingDims(MemRefType type) {
@@ -51,7 +53,7 @@ SmallVector<ReassociationIndices> trailingGroups(int64_t rank, int64_t dims) {
 /// contiguous in both buffers, each run moved in vectors of kChunkBytes (and
 /// one shorter vector for its tail). False when the runs are too short for
 /// vectors or cannot be viewed flat.
-bool copyInRuns(IRRewriter &rewriter, memref::CopyOp copy) {
+bool copyInRuns(IRRewriter &rewriter, memref::CopyOp copy, unsigned threads) {
   auto source = cast<MemRefType>(copy.getSource().getType());
   auto target = cast<MemRefType>(copy.getTarget().getType());
   int64_t dims = std::min(contiguousTrailingDims(source), contiguousTrailingDims(target));
@@ -86,6 +88,23 @@ bool copyInRuns(IRRewriter &rewriter, memref::CopyOp copy) {
   SmallVector<Value> lower(outer, zero), upper, steps(outer, one);
   for (int64_t d = 0; d < outer; ++d)
     upper.push_back(arith::ConstantIndexOp::create(rewriter, loc, source.getDimSize(d)));
+  // A large copy: the outermost dimension in one chunk per thread.
+  int64_t bytes = elementBytes;
+  for (int64_t size : source.getShape())
+    bytes *= size;
+  if (threads > 1 && outer > 0 && source.getDimSize(0) % threads == 0 &&
+      bytes >= kMinParallelBytes) {
+    int64_t share = source.getDimSize(0) / threads;
+    auto forall =
+        scf::ForallOp::create(rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(threads)},
+                              ValueRange{}, std::nullopt);
+    rewriter.setInsertionPointToStart(forall.getBody());
+    Value first = arith::MulIOp::create(rewriter, loc, forall.getInductionVar(0),
+                                        arith::ConstantIndexOp::create(rewriter, loc, share));
+    lower[0] = first;
+    upper[0] = arith::AddIOp::create(rewriter, loc, first,
+                                     arith::ConstantIndexOp::create(rewriter, loc, share));
+  }
   // Loops over the outer dimensions; in each, the run in whole chunks, then
   // its tail.
   scf::buildLoopNest(
@@ -131,7 +150,7 @@ struct StridedCopiesPass : public mithril::impl::MithrilStridedCopiesBase<Stride
     });
     IRRewriter rewriter(&getContext());
     for (memref::CopyOp copy : copies) {
-      if (vectorRuns && copyInRuns(rewriter, copy))
+      if (vectorRuns && copyInRuns(rewriter, copy, threads))
         continue;
       rewriter.setInsertionPoint(copy);
       rewriter.replaceOpWithNewOp<linalg::CopyOp>(copy, copy.getSource(), copy.getTarget());

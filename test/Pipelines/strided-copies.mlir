@@ -4,6 +4,7 @@
 // runtime's memrefCopy; runs shorter than 16 bytes become linalg.copy
 // (scalar loops); contiguous and dynamic copies stay memref.copy.
 // RUN: mithril-opt %s --mithril-strided-copies | FileCheck %s
+// RUN: mithril-opt %s --mithril-strided-copies=threads=2 | FileCheck %s --check-prefix=THREADS
 
 // A padded buffer's rows of 14 floats: one transfer per row.
 // CHECK-LABEL: func.func @into_padded(
@@ -84,5 +85,28 @@ func.func @contiguous(%arg0: memref<4x8xf32>, %arg1: memref<4x8xf32>) {
 // CHECK: memref.copy %arg0, %arg1
 func.func @dynamic(%arg0: memref<?x8xf32, strided<[16, 1]>>, %arg1: memref<?x8xf32>) {
   memref.copy %arg0, %arg1 : memref<?x8xf32, strided<[16, 1]>> to memref<?x8xf32>
+  return
+}
+
+// On two threads a copy of 64 KiB or more runs as a forall of two chunks of
+// its outermost dimension (a bf16 convolution's window copy, 196 KiB: 8
+// images a thread); the small one above stays one loop nest.
+// THREADS-LABEL: func.func @into_padded(
+// THREADS-NOT: scf.forall
+// THREADS-LABEL: func.func @windows(
+// THREADS: scf.forall (%[[T:.+]]) in (2) {
+// THREADS: %[[FIRST:.+]] = arith.muli %[[T]], %c8
+// THREADS: %[[LAST:.+]] = arith.addi %[[FIRST]], %c8
+// THREADS: scf.for %[[N:.+]] = %[[FIRST]] to %[[LAST]] step %c1
+// THREADS: vector.transfer_read %{{.+}}[%[[N]], %{{.+}}, %{{.+}}, %c0], %{{.+}} {in_bounds = [true]} : memref<16x14x14x32xbf16, strided<[8192, 512, 32, 1], offset: 544>>, vector<32xbf16>
+// CHECK-LABEL: func.func @windows(
+// CHECK-NOT: scf.forall
+func.func @windows(%in: memref<16x16x16x32xbf16>, %out: memref<16x14x14x3x3x32xbf16>) {
+  %src = memref.subview %in[0, 1, 1, 0] [16, 14, 14, 32] [1, 1, 1, 1]
+      : memref<16x16x16x32xbf16> to memref<16x14x14x32xbf16, strided<[8192, 512, 32, 1], offset: 544>>
+  %dst = memref.subview %out[0, 0, 0, 1, 1, 0] [16, 14, 14, 1, 1, 32] [1, 1, 1, 1, 1, 1]
+      : memref<16x14x14x3x3x32xbf16> to memref<16x14x14x32xbf16, strided<[56448, 4032, 288, 1], offset: 128>>
+  memref.copy %src, %dst : memref<16x14x14x32xbf16, strided<[8192, 512, 32, 1], offset: 544>>
+      to memref<16x14x14x32xbf16, strided<[56448, 4032, 288, 1], offset: 128>>
   return
 }

@@ -26,12 +26,17 @@ def MithrilStridedCopies : Pass<"mithril-strided-copies", "mlir::ModuleOp"> {
     transpose's single elements) become a `linalg.copy`, scalar loops.
     Contiguous copies stay `memref.copy` (a `memcpy`). With `vector-runs`
     off (the GPU pipeline, whose copies become parallel loops mapped to
-    threads) every strided copy is a `linalg.copy`. Run it after
-    bufferization.
+    threads) every strided copy is a `linalg.copy`. With `threads` above 1,
+    a copy of at least 64 KiB whose outermost dimension they divide runs as
+    an `scf.forall` of that many chunks of it (a bf16 convolution's window
+    copies on AMX tiles: one chunk of images per thread, as the product
+    after them splits its rows). Run it after bufferization.
   }];
   let options = [
     Option<"vectorRuns", "vector-runs", "bool", /*default=*/"true",
            "Move contiguous runs by vector transfers (else linalg.copy)">,
+    Option<"threads", "threads", "unsigned", /*default=*/"1",
+           "Split large copies into this many chunks of their outermost dimension">,
   ];
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::scf::SCFDialect",
                            "mlir::vector::VectorDialect", "mlir::arith::ArithDialect"];
