@@ -152,9 +152,10 @@ def run(quick: bool):
                                  kind.split()[-1])))
 
     # The bench CNN (3x3 convolutions of 32 and 64 channels, 2x2 poolings):
-    # the second convolution runs by Winograd's transforms, its 16 products
-    # on bf16 dot products where the CPU has them; in int8 as the product of
-    # its windows (the first, of 9-input windows, stays float32).
+    # in bf16 the second convolution runs as one product of its windows on
+    # AMX tiles where the CPU has them, else by Winograd's transforms, its 16
+    # products on bf16 dot products where the CPU has them; in int8 as the
+    # product of its windows (the first, of 9-input windows, stays float32).
     batch = 16
     x = rng.standard_normal((batch, 1, 28, 28)).astype(np.float32)
     cases = {"f32": (ml.MlirBackend(num_threads=1), {}, np.float32),
@@ -179,6 +180,9 @@ def run(quick: bool):
         if kind.startswith("int8"):
             kernel = ("second convolution as rows of its windows, " + variant("int8") +
                       "; the first (9-input windows) in f32")
+        elif kind != "f32" and target["bf16_tiles"]:
+            kernel = ("second convolution as one product of its windows (channels last) on "
+                      "AMX tdpbf16ps tiles; the first in f32")
         elif kind != "f32":
             kernel = (f"Winograd products on {bf16_products}, transformed operands rounded "
                       "to bf16" if target["bf16_dot_product"]
@@ -207,7 +211,10 @@ def run(quick: bool):
                             {"mixed_precision": True})}
     for kind, seconds, ratio, err in gradient_rows(cnn, x, cases, repeats):
         kernel = variant("f32")
-        if kind != "f32":
+        if kind != "f32" and target["bf16_tiles"]:
+            kernel = ("forward convolution as one product of its windows on AMX tdpbf16ps "
+                      "tiles, weight gradients on vdpbf16ps")
+        elif kind != "f32":
             kernel = (f"Winograd products on {bf16_products}, weight gradients on vdpbf16ps"
                       if target["bf16_dot_product"] else "bf16 storage, every product in f32")
         rows.append((f"CNN gradients b{batch} ({kind})", seconds, ratio, None, err, kernel))
