@@ -88,12 +88,13 @@ bool copyInRuns(IRRewriter &rewriter, memref::CopyOp copy, unsigned threads) {
   SmallVector<Value> lower(outer, zero), upper, steps(outer, one);
   for (int64_t d = 0; d < outer; ++d)
     upper.push_back(arith::ConstantIndexOp::create(rewriter, loc, source.getDimSize(d)));
-  // A large copy: the outermost dimension in one chunk per thread.
+  // A large copy: the outermost dimension in one chunk per thread (not
+  // inside a thread's chunk already).
   int64_t bytes = elementBytes;
   for (int64_t size : source.getShape())
     bytes *= size;
   if (threads > 1 && outer > 0 && source.getDimSize(0) % threads == 0 &&
-      bytes >= kMinParallelBytes) {
+      bytes >= kMinParallelBytes && !copy->getParentOfType<scf::ForallOp>()) {
     int64_t share = source.getDimSize(0) / threads;
     auto forall =
         scf::ForallOp::create(rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(threads)},

@@ -110,3 +110,21 @@ func.func @windows(%in: memref<16x16x16x32xbf16>, %out: memref<16x14x14x3x3x32xb
       to memref<16x14x14x32xbf16, strided<[56448, 4032, 288, 1], offset: 128>>
   return
 }
+
+// Inside a thread's chunk already, a large copy stays one loop nest.
+// CHECK-LABEL: func.func @in_a_chunk(
+// THREADS-LABEL: func.func @in_a_chunk(
+// THREADS: scf.forall (%{{.+}}) in (2) {
+// THREADS-NOT: scf.forall
+// THREADS: scf.for %{{.+}} = %c0 to %c16 step %c1
+func.func @in_a_chunk(%in: memref<2x16x16x16x32xbf16>, %out: memref<2x16x14x14x32xbf16>) {
+  scf.forall (%t) in (2) {
+    %src = memref.subview %in[%t, 0, 1, 1, 0] [1, 16, 14, 14, 32] [1, 1, 1, 1, 1]
+        : memref<2x16x16x16x32xbf16> to memref<16x14x14x32xbf16, strided<[8192, 512, 32, 1], offset: ?>>
+    %dst = memref.subview %out[%t, 0, 0, 0, 0] [1, 16, 14, 14, 32] [1, 1, 1, 1, 1]
+        : memref<2x16x14x14x32xbf16> to memref<16x14x14x32xbf16, strided<[6272, 448, 32, 1], offset: ?>>
+    memref.copy %src, %dst : memref<16x14x14x32xbf16, strided<[8192, 512, 32, 1], offset: ?>>
+        to memref<16x14x14x32xbf16, strided<[6272, 448, 32, 1], offset: ?>>
+  }
+  return
+}

@@ -639,6 +639,9 @@ static Type narrowElementType(Value v) {
 /// read all of a compiled-in weight for.
 static constexpr int64_t kMinRowsPerThread = 32;
 
+/// Columns of a matmul at most this fraction of its rows split by rows.
+static constexpr int64_t kRowsPerColumnForRows = 4;
+
 /// Whether threads split a matmul by rows rather than by columns. By
 /// columns each thread packs only its share of the right operand, but reads
 /// all of the left one, which the previous op's threads wrote each in its own
@@ -648,15 +651,12 @@ static constexpr int64_t kMinRowsPerThread = 32;
 /// weights compiled in: batch 256 float32 0.94 -> 0.90 ms, bf16 0.29 -> 0.26,
 /// int8 0.37 -> 0.33; batch 64 bf16 0.095 -> 0.078, int8 0.11 -> 0.092,
 /// float32 level. At batch 16 and 32 columns stay ahead: bf16 at batch 16
-/// 0.03 -> 0.23 ms by rows.)
-///
-/// So do products of a few columns by many rows, whose right operand each
-/// thread packs whole at a fraction of the left one's cost (a bf16
-/// convolution on AMX tiles as one product of its windows, 3136 x 288 by 288
-/// x 64: by columns each thread packed all 3136 rows, 0.17 ms against 0.10 on
-/// one thread; the bench CNN in bf16 on two threads 0.50 -> 0.38 ms).
-static constexpr int64_t kRowsPerColumnForRows = 4;
-
+/// 0.03 -> 0.23 ms by rows.) So do products of few columns by many rows,
+/// whose right operand each thread packs whole at a fraction of the left
+/// one's cost (a bf16 convolution on AMX tiles as one product of its
+/// windows, 3136 x 288 by 288 x 64: by columns each thread packed all 3136
+/// rows, 0.17 ms against 0.10 on one thread; the bench CNN in bf16 on two
+/// threads, weights passed in, 0.49 -> 0.40 ms).
 static bool splitsRows(linalg::LinalgOp op, unsigned threads) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   if (ShapedType::isDynamic(ranges[0]) || ranges[0] < kMinRowsPerThread * threads)
@@ -733,8 +733,8 @@ cpu::parallelSplit(linalg::LinalgOp op, LoweringConfigAttr config, const Strateg
   // one thread: its tiles take microseconds, less than two threads' handoff
   // and the other core's reads of what they wrote (the bf16 MLP at batch 16,
   // weights compiled in, Intel Xeon with AMX: 0.035 ms on two threads, 0.031
-  // on one and now on two). (With fewer than 32 a thread, batch 32 was slower
-  // on one thread.)
+  // on one and now on two). (Kept on one thread below 32 rows a thread, the
+  // MLP at batch 32 was slower.)
   if (isa<linalg::MatmulOp>(op.getOperation()) && !ShapedType::isDynamic(ranges[0]) &&
       ranges[0] < kAmxTileRows * options.threads &&
       options.registers.tilesFor(narrowElementType(op.getDpsInputOperand(0)->get())))
