@@ -729,15 +729,16 @@ cpu::parallelSplit(linalg::LinalgOp op, LoweringConfigAttr config, const Strateg
                                     : minWork;
   if (work < threshold)
     return std::nullopt;
+  bool tileProduct = isa<linalg::MatmulOp>(op.getOperation()) &&
+                     options.registers.tilesFor(narrowElementType(op.getDpsInputOperand(0)->get()));
   // A product on AMX tiles with fewer rows than a tile per thread stays on
   // one thread: its tiles take microseconds, less than two threads' handoff
   // and the other core's reads of what they wrote (the bf16 MLP at batch 16,
   // weights compiled in, Intel Xeon with AMX: 0.035 ms on two threads, 0.031
   // on one and now on two). (Kept on one thread below 32 rows a thread, the
   // MLP at batch 32 was slower.)
-  if (isa<linalg::MatmulOp>(op.getOperation()) && !ShapedType::isDynamic(ranges[0]) &&
-      ranges[0] < kAmxTileRows * options.threads &&
-      options.registers.tilesFor(narrowElementType(op.getDpsInputOperand(0)->get())))
+  if (tileProduct && !ShapedType::isDynamic(ranges[0]) &&
+      ranges[0] < kAmxTileRows * options.threads)
     return std::nullopt;
   SmallVector<int64_t> tiles(config.getRegisterTile());
   if (tiles.size() != ranges.size())
@@ -759,8 +760,7 @@ cpu::parallelSplit(linalg::LinalgOp op, LoweringConfigAttr config, const Strateg
     int64_t tile = std::max<int64_t>(tiles[loop], 1);
     // A product on AMX tiles keeps whole tiles of rows in each chunk (784
     // rows in two chunks of 392 fell back to vector registers).
-    if (loop == 0 && isa<linalg::MatmulOp>(op.getOperation()) &&
-        options.registers.tilesFor(narrowElementType(op.getDpsInputOperand(0)->get())))
+    if (loop == 0 && tileProduct)
       tile = std::lcm(tile, kAmxTileRows);
     if (ranges[loop] < int64_t(threads) * tile)
       continue;

@@ -573,18 +573,22 @@ static std::optional<Value> lowerTileConv(OpBuilder &b, Location loc, Value inpu
     linalg::YieldOp::create(nb, nl, args[0]);
   };
   auto identity = [&](unsigned loops) { return AffineMap::getMultiDimIdentityMap(loops, ctx); };
+  // `v` rounded to bf16 into `shape`, element [d0, d1, d2, d3] read from `v`
+  // at `read` (a permutation of them).
+  auto roundedInto = [&](Value v, ArrayRef<int64_t> shape, ArrayRef<AffineExpr> read) {
+    auto type = RankedTensorType::get(shape, bf16);
+    return linalg::GenericOp::create(
+               b, loc, type, v, tensor::EmptyOp::create(b, loc, shape, bf16).getResult(),
+               SmallVector<AffineMap>{AffineMap::get(4, 0, read, ctx), identity(4)}, parallel(4),
+               rounded)
+        .getResult(0);
+  };
 
   // The padded input, channels last, in bf16: [n, hp, wp, c].
   Value padded = padSpatial(b, loc, input, 2, padding, floatConst(b, loc, f32, 0.0));
   RankedTensorType pt = tensorType(padded);
-  auto lastType = RankedTensorType::get({n, pt.getDimSize(2), pt.getDimSize(3), c}, bf16);
   Value channelsLast =
-      linalg::GenericOp::create(
-          b, loc, lastType, padded,
-          tensor::EmptyOp::create(b, loc, lastType.getShape(), bf16).getResult(),
-          SmallVector<AffineMap>{AffineMap::get(4, 0, {d(0), d(3), d(1), d(2)}, ctx), identity(4)},
-          parallel(4), rounded)
-          .getResult(0);
+      roundedInto(padded, {n, pt.getDimSize(2), pt.getDimSize(3), c}, {d(0), d(3), d(1), d(2)});
   // The windows: [n, oh, ow, kh, kw, c] = input[n, y + i, x + j, c], one
   // copy of a shifted view per kernel position (a generic reading at y + i
   // does not vectorize: a scalar loop nest, 0.16 ms for the bench CNN).
@@ -610,14 +614,7 @@ static std::optional<Value> lowerTileConv(OpBuilder &b, Location loc, Value inpu
       tensor::CollapseShapeOp::create(b, loc, RankedTensorType::get({rows, depth}, bf16), windows,
                                       SmallVector<ReassociationIndices>{{0, 1, 2}, {3, 4, 5}});
   // The weight in the windows' order: [kh, kw, c, f] as [depth, f].
-  auto filterType = RankedTensorType::get({kh, kw, c, f}, bf16);
-  Value filter =
-      linalg::GenericOp::create(
-          b, loc, filterType, weight,
-          tensor::EmptyOp::create(b, loc, filterType.getShape(), bf16).getResult(),
-          SmallVector<AffineMap>{AffineMap::get(4, 0, {d(3), d(2), d(0), d(1)}, ctx), identity(4)},
-          parallel(4), rounded)
-          .getResult(0);
+  Value filter = roundedInto(weight, {kh, kw, c, f}, {d(3), d(2), d(0), d(1)});
   Value rhs =
       tensor::CollapseShapeOp::create(b, loc, RankedTensorType::get({depth, f}, bf16), filter,
                                       SmallVector<ReassociationIndices>{{0, 1, 2}, {3}});
