@@ -34,8 +34,8 @@ needs_mpi = pytest.mark.skipif(
            "libopenmpi-dev, then rebuild)")
 
 
-def _mpirun(ranks: int, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
+def _mpirun(ranks: int, *args: str, **extra_env: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, **extra_env)
     # Open MPI refuses root without these; CI runs as root.
     env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1")
@@ -55,6 +55,19 @@ def test_parallel_equals_one_process(mesh, dtype, batch):
     for rank in range(ranks):
         assert f"rank {rank}/{ranks}: mesh {mesh} {dtype} batch {batch} equals one " \
                "process" in result.stdout
+
+
+@needs_mpi
+@pytest.mark.parametrize("ranks", [2, 3])
+@pytest.mark.parametrize("shared", ["1", "0"])
+def test_all_reduce_sums_in_rank_order(ranks, shared):
+    # Ranks of one machine sum through shared memory, in rank order; with it
+    # turned off, MPI_Allreduce. Every rank gets the same bits either way.
+    result = _mpirun(ranks, str(HERE / "distributed" / "allreduce_check.py"), str(ranks),
+                     MITHRIL_MPI_SHARED_SUM=shared)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for rank in range(ranks):
+        assert f"rank {rank}/{ranks}: all-reduce sums agree" in result.stdout, result.stdout
 
 
 @needs_mpi
