@@ -62,5 +62,22 @@ mithril.model @Narrow10(data %x: tensor<256x512xf32>, param %w: tensor<10x512xf3
 // CHECK: vector.transfer_read %[[X]][%[[M]], %[[K]], %c0]{{.*}} : tensor<256x32x16xf32>, vector<4x1x16xf32>
 // CHECK: vector.transfer_read %[[W]][%[[N]], %[[K]], %c0]{{.*}} : tensor<10x32x16xf32>, vector<2x1x16xf32>
 
+// The same with the weight compiled in: its transpose folds into a constant
+// [512, 10], which becomes a constant [10, 512] read by the same kernel (it
+// took the packed kernels' path, A's columns gathered element by element).
+mithril.model @Narrow10Constant(data %x: tensor<256x64xf32>) -> (y: tensor<256x10xf32>) {
+  %w = mithril.constant dense<0.5> : tensor<10x64xf32>
+  %wt = mithril.transpose %w : (tensor<10x64xf32>) -> tensor<64x10xf32>
+  %y = mithril.matmul %x, %wt : (tensor<256x64xf32>, tensor<64x10xf32>) -> tensor<256x10xf32>
+  mithril.output %y : tensor<256x10xf32>
+}
+
+// CHECK-LABEL: func.func @Narrow10Constant(
+// CHECK-NOT: linalg.transpose
+// CHECK: tensor.expand_shape %arg0 {{.*}} into tensor<256x4x16xf32>
+// CHECK: scf.for %{{.+}} = %c0 to %c10 step %c2
+// CHECK: scf.for %{{.+}} = %c0 to %c256 step %c4
+// CHECK: scf.for %{{.+}} = %c0 to %c4 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (vector<4x2x16xf32>)
+
 // The transfers are unrolled to 1-D: no stack buffers inside the loops.
 // LOOPS-NOT: memref.alloca

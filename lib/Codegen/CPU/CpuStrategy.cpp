@@ -748,7 +748,9 @@ cpu::parallelSplit(linalg::LinalgOp op, LoweringConfigAttr config, const Strateg
     order =
         splitsRows(op, options.threads) ? SmallVector<unsigned>{0, 1} : SmallVector<unsigned>{1, 0};
   else if (gemv)
-    order = {op.getIndexingMapMatchingResult(op->getResult(0)).getDimPosition(1)};
+    // By weight rows, else (a weight of 10 rows in tiles of 2) by A's rows.
+    order = {op.getIndexingMapMatchingResult(op->getResult(0)).getDimPosition(1),
+             op.getIndexingMapMatchingResult(op->getResult(0)).getDimPosition(0)};
   else
     for (unsigned i = 0; i < ranges.size(); ++i)
       order.push_back(i);

@@ -23,6 +23,39 @@ using namespace mithril;
 using namespace mithril::cpu;
 using namespace mithril::cpu::detail;
 
+/// A matmul's right operand that is a constant [k, n] of fewer than
+/// kGemvNarrowColumns columns (a Linear layer's weight compiled in, its
+/// transpose folded), as a transpose of a new constant [n, k], set as the
+/// operand; null otherwise. The compiled-in last layer of the MLP
+/// 784-512-512-10 otherwise took the packed kernels' path, its 10 columns
+/// by broadcasts of A's elements gathered down its columns.
+static linalg::TransposeOp transposedNarrowConstant(IRRewriter &rewriter, linalg::MatmulOp matmul) {
+  OpOperand &right = *matmul.getDpsInputOperand(1);
+  auto constant = right.get().getDefiningOp<arith::ConstantOp>();
+  auto values = constant ? dyn_cast<DenseElementsAttr>(constant.getValue()) : nullptr;
+  auto type = values ? dyn_cast<RankedTensorType>(values.getType()) : nullptr;
+  if (!type || type.getRank() != 2 || !type.hasStaticShape() ||
+      type.getDimSize(1) >= kGemvNarrowColumns || !isa<FloatType>(type.getElementType()))
+    return nullptr;
+  int64_t k = type.getDimSize(0), n = type.getDimSize(1);
+  SmallVector<APFloat> elements(values.getValues<APFloat>());
+  SmallVector<APFloat> rows;
+  rows.reserve(elements.size());
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t i = 0; i < k; ++i)
+      rows.push_back(elements[i * n + j]);
+  auto rowsType = RankedTensorType::get({n, k}, type.getElementType());
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(matmul);
+  Location loc = constant.getLoc();
+  Value weight = arith::ConstantOp::create(rewriter, loc, DenseElementsAttr::get(rowsType, rows));
+  Value empty = tensor::EmptyOp::create(rewriter, loc, type.getShape(), type.getElementType());
+  auto transpose =
+      linalg::TransposeOp::create(rewriter, loc, weight, empty, ArrayRef<int64_t>{1, 0});
+  rewriter.modifyOpInPlace(matmul, [&] { right.set(transpose.getResult()[0]); });
+  return transpose;
+}
+
 /// A matmul with at most kGemvMaxRows rows (or fewer than kGemvNarrowColumns
 /// columns) whose right operand is a transposed matrix (a Linear layer's
 /// weight, stored [out, in]) becomes a
@@ -39,6 +72,8 @@ LogicalResult Scheduler::rewriteMatrixVectorProducts(IRRewriter &rewriter,
     if (succeeded(rewriteInt8MatrixVectorProduct(rewriter, matmul)))
       continue;
     auto transpose = matmul.getDpsInputOperand(1)->get().getDefiningOp<linalg::TransposeOp>();
+    if (!transpose)
+      transpose = transposedNarrowConstant(rewriter, matmul);
     if (!transpose || transpose.getPermutation() != ArrayRef<int64_t>{1, 0})
       continue;
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
