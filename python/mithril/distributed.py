@@ -171,7 +171,8 @@ class DataParallelPlan:
 
     def combine(self, outputs: dict, weight: float) -> dict:
         """The global outputs from this rank's, in two collectives for all of
-        them (each rank's sizes, then its values): split outputs
+        them (each rank's sizes, then its values; the values alone when no
+        output is split, its sizes then the same on every rank): split outputs
         concatenated, partial ones added up in rank order (in float64 for
         floats), so that every rank gets the same numbers."""
         combined = dict(outputs)
@@ -195,9 +196,14 @@ class DataParallelPlan:
             return combined
         size = self.ranks.size
         sizes = np.array([e[4].nbytes for e in entries], dtype=np.int64)
-        header = np.frombuffer(
-            _mithril.all_gather_bytes(sizes.tobytes(), [sizes.nbytes] * size, "data"),
-            dtype=np.int64).reshape(size, len(entries))
+        if any(e[1] == "sharded" for e in entries):
+            header = np.frombuffer(
+                _mithril.all_gather_bytes(sizes.tobytes(), [sizes.nbytes] * size, "data"),
+                dtype=np.int64).reshape(size, len(entries))
+        else:
+            # Partial sums and means have the same shape on every rank: one
+            # collective a step (a training step's loss), not two.
+            header = np.tile(sizes, (size, 1))
         data = _mithril.all_gather_bytes(b"".join(e[4].tobytes() for e in entries),
                                          [int(row.sum()) for row in header], "data")
         pieces = [[] for _ in entries]
