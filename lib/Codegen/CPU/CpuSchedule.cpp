@@ -1413,10 +1413,17 @@ void Scheduler::dropTileUnitDims(IRRewriter &rewriter, ModuleOp module) {
   // (A packed product whose register tile is all of it, a thread's share of
   // 32 x 32 on AMX tiles with its reduction whole, is in no loop of tiles:
   // left with its unit loop, it was vectorized whole, 32 x 32 x 1024 bytes.)
+  // So are tiles reading at sums of loops (the windows of a tile
+  // convolution, input[n, y + i, x + j, c]), which the vectorizer takes only
+  // once the unit loops are gone and the maps permutations.
+  auto readsAtSums = [](linalg::GenericOp op) {
+    return !llvm::all_of(op.getIndexingMapsArray(),
+                         [](AffineMap map) { return map.isProjectedPermutation(); });
+  };
   SmallVector<linalg::GenericOp> tiles;
   module.walk([&](linalg::GenericOp op) {
-    if ((isConvolutionTile(op) || hasKernel(op, CpuKernel::Transpose) ||
-         isOneStepProductTile(op)) &&
+    if ((isConvolutionTile(op) || hasKernel(op, CpuKernel::Transpose) || isOneStepProductTile(op) ||
+         readsAtSums(op)) &&
         op.hasPureTensorSemantics() &&
         (op->getParentOfType<scf::ForOp>() || hasKernel(op, CpuKernel::PackedMatmul)))
       tiles.push_back(op);
