@@ -11,9 +11,9 @@
 // Sums over ranks that share one machine go through an MPI-3 shared-memory
 // window instead of MPI_Allreduce: each rank copies a piece of its buffer into
 // its own segment, and after one barrier every rank adds all segments itself,
-// in rank order (so every rank gets the same bits). On two cores that moves
-// each value between the cores once; Open MPI's reduce-scatter/all-gather
-// moves it twice and copies it through its queues (docs/distributed.md).
+// in rank order (so every rank gets the same bits). Each piece is copied
+// once and read where it lies; Open MPI's sum copies each fragment into its
+// shared queues and out again (docs/distributed.md).
 //
 //===----------------------------------------------------------------------===//
 
