@@ -38,6 +38,10 @@ static linalg::TransposeOp transposedNarrowConstant(IRRewriter &rewriter, linalg
       type.getDimSize(1) >= kGemvNarrowColumns || !isa<FloatType>(type.getElementType()))
     return nullptr;
   int64_t k = type.getDimSize(0), n = type.getDimSize(1);
+  // Only where the rewrite takes it (whole steps of lanes): otherwise the
+  // constant stays as the packed path reads it.
+  if (k % kGemvLanes != 0 || k < 2 * kGemvLanes)
+    return nullptr;
   SmallVector<APFloat> elements(values.getValues<APFloat>());
   SmallVector<APFloat> rows;
   rows.reserve(elements.size());
