@@ -28,9 +28,8 @@ def MithrilStridedCopies : Pass<"mithril-strided-copies", "mlir::ModuleOp"> {
     off (the GPU pipeline, whose copies become parallel loops mapped to
     threads) every strided copy is a `linalg.copy`. With `threads` above 1,
     a copy of at least 64 KiB whose outermost dimension they divide runs as
-    an `scf.forall` of that many chunks of it (a bf16 convolution's window
-    copies on AMX tiles: one chunk of images per thread, as the product
-    after them splits its rows). Run it after bufferization.
+    an `scf.forall` of that many chunks of it (one chunk of images per
+    thread, as the ops around it split). Run it after bufferization.
   }];
   let options = [
     Option<"vectorRuns", "vector-runs", "bool", /*default=*/"true",

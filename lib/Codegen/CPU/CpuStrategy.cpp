@@ -744,16 +744,17 @@ cpu::parallelSplit(linalg::LinalgOp op, LoweringConfigAttr config, const Strateg
   if (tiles.size() != ranges.size())
     tiles = registerTile(op, options.registers);
   SmallVector<unsigned> order;
-  if (isa<linalg::MatmulOp>(op.getOperation()))
+  if (isa<linalg::MatmulOp>(op.getOperation())) {
     order =
         splitsRows(op, options.threads) ? SmallVector<unsigned>{0, 1} : SmallVector<unsigned>{1, 0};
-  else if (gemv)
+  } else if (gemv) {
     // By weight rows, else (a weight of 10 rows in tiles of 2) by A's rows.
-    order = {op.getIndexingMapMatchingResult(op->getResult(0)).getDimPosition(1),
-             op.getIndexingMapMatchingResult(op->getResult(0)).getDimPosition(0)};
-  else
+    AffineMap result = op.getIndexingMapMatchingResult(op->getResult(0));
+    order = {result.getDimPosition(1), result.getDimPosition(0)};
+  } else {
     for (unsigned i = 0; i < ranges.size(); ++i)
       order.push_back(i);
+  }
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   unsigned threads = options.threads;
   for (unsigned loop : order) {

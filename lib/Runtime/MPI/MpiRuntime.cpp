@@ -94,11 +94,13 @@ void finalize() {
   MPI_Finalize();
 }
 
-/// The shared-memory sum of communicator `index`, set up on its first sum
+/// The shared-memory sum of communicator `index` (communicator()), set up on
+/// its first sum
 /// (every rank of it makes the same calls in the same order, as collectives
 /// require); null where its ranks do not all share one machine, where the
 /// window cannot be made, or where MITHRIL_MPI_SHARED_SUM=0.
-SharedSum *sharedSum(int32_t index, MPI_Comm comm) {
+SharedSum *sharedSum(int32_t index) {
+  MPI_Comm comm = communicator(index);
   size_t slot = index < 0 ? 0 : static_cast<size_t>(index);
   if (sharedSums.size() <= slot)
     sharedSums.resize(slot + 1);
@@ -261,7 +263,7 @@ int mithrilMpiAllReduceSum(int32_t comm, const void *send, void *recv, int64_t c
   size_t elementBytes = isDouble ? sizeof(double) : sizeof(float);
   const char *in = static_cast<const char *>(send);
   char *out = static_cast<char *>(recv);
-  if (SharedSum *shared = sharedSum(comm, communicator(comm)))
+  if (SharedSum *shared = sharedSum(comm))
     return sharedAllReduce(*shared, in, out, count, elementBytes, isDouble);
   // MPI counts are ints: large buffers go in pieces.
   for (int64_t done = 0; done < count;) {
