@@ -335,6 +335,69 @@ func.func @not_through_register_transpose(%x: tensor<2x36x8xf32>) -> tensor<2x8x
 
 // -----
 
+// Transposed to planes and read back channels-last (a first convolution
+// pooled channels-last, rounded to bf16 for a second one's tiles), the two
+// transposes cancel: the consumer reads the channels-last tensor in its own
+// order, and fuses with the op that produced it.
+// CHECK-LABEL: func.func @transpose_round_trip
+// CHECK-NOT: linalg.transpose
+// CHECK: %[[R:.+]] = linalg.generic
+// CHECK-SAME: ins(%arg0 : tensor<2x6x6x32xf32>) outs(%{{.+}} : tensor<2x6x6x32xbf16>)
+// CHECK: arith.maximumf
+// CHECK: arith.truncf
+// CHECK: return %[[R]]
+#id4r = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#planes = affine_map<(d0, d1, d2, d3) -> (d0, d3, d1, d2)>
+func.func @transpose_round_trip(%x: tensor<2x6x6x32xf32>) -> tensor<2x6x6x32xbf16> {
+  %e0 = tensor.empty() : tensor<2x6x6x32xf32>
+  %relu = linalg.generic {indexing_maps = [#id4r, #id4r], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x : tensor<2x6x6x32xf32>) outs(%e0 : tensor<2x6x6x32xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %z = arith.constant 0.0 : f32
+    %m = arith.maximumf %a, %z : f32
+    linalg.yield %m : f32
+  } -> tensor<2x6x6x32xf32>
+  %rows = tensor.collapse_shape %relu [[0], [1, 2], [3]] : tensor<2x6x6x32xf32> into tensor<2x36x32xf32>
+  %e1 = tensor.empty() : tensor<2x32x36xf32>
+  %t = linalg.transpose ins(%rows : tensor<2x36x32xf32>) outs(%e1 : tensor<2x32x36xf32>) permutation = [0, 2, 1]
+  %p = tensor.expand_shape %t [[0], [1], [2, 3]] output_shape [2, 32, 6, 6] : tensor<2x32x36xf32> into tensor<2x32x6x6xf32>
+  %e2 = tensor.empty() : tensor<2x6x6x32xbf16>
+  %r = linalg.generic {indexing_maps = [#planes, #id4r], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%p : tensor<2x32x6x6xf32>) outs(%e2 : tensor<2x6x6x32xbf16>) {
+  ^bb0(%a: f32, %b: bf16):
+    %n = arith.truncf %a : f32 to bf16
+    linalg.yield %n : bf16
+  } -> tensor<2x6x6x32xbf16>
+  return %r : tensor<2x6x6x32xbf16>
+}
+
+// -----
+
+// Read back in another order than its own result's, the view stays (the
+// transpose is the register-block kind).
+// CHECK-LABEL: func.func @transpose_view_kept
+// CHECK: linalg.transpose
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%{{.+}} : tensor<2x32x6x6xf32>)
+#id4k = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @transpose_view_kept(%x: tensor<2x6x6x32xf32>) -> tensor<2x32x6x6xf32> {
+  %rows = tensor.collapse_shape %x [[0], [1, 2], [3]] : tensor<2x6x6x32xf32> into tensor<2x36x32xf32>
+  %e1 = tensor.empty() : tensor<2x32x36xf32>
+  %t = linalg.transpose ins(%rows : tensor<2x36x32xf32>) outs(%e1 : tensor<2x32x36xf32>) permutation = [0, 2, 1]
+  %p = tensor.expand_shape %t [[0], [1], [2, 3]] output_shape [2, 32, 6, 6] : tensor<2x32x36xf32> into tensor<2x32x6x6xf32>
+  %e2 = tensor.empty() : tensor<2x32x6x6xf32>
+  %r = linalg.generic {indexing_maps = [#id4k, #id4k], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%p : tensor<2x32x6x6xf32>) outs(%e2 : tensor<2x32x6x6xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %z = arith.constant 0.0 : f32
+    %m = arith.maximumf %a, %z : f32
+    linalg.yield %m : f32
+  } -> tensor<2x32x6x6xf32>
+  return %r : tensor<2x32x6x6xf32>
+}
+
+// -----
+
 // Mixed precision's rounding of a value that reaches only a ReLU and a max
 // pooling before it is rounded again is dropped: they read the unrounded
 // value (rounding is monotonic, so the pooled results round the same).

@@ -896,7 +896,8 @@ static linalg::FillOp fusibleAccumulatorFill(linalg::LinalgOp op) {
   // start at zero in registers rather than from a 3 MiB fill.)
   bool batchedProducts = kernel == CpuKernel::PackedMatmul && op.getNumLoops() == 6;
   if (kernel != CpuKernel::ConvFlat && kernel != CpuKernel::ConvSpatial &&
-      kernel != CpuKernel::PoolWindow && kernel != CpuKernel::WindowReduction && !batchedProducts)
+      kernel != CpuKernel::ConvChannelsLast && kernel != CpuKernel::PoolWindow &&
+      kernel != CpuKernel::WindowReduction && !batchedProducts)
     return nullptr;
   if (op.getNumDpsInits() != 1)
     return nullptr;

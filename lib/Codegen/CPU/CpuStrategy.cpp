@@ -522,6 +522,34 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
     }
     break;
   }
+  case CpuKernel::ConvChannelsLast:
+    // Loops (n, oh, ow, f, c, kh, kw): output columns x one or two registers
+    // of channels accumulate in registers (up to 16 with AVX-512, 12 with
+    // AVX2), one input channel and kernel position at a time. The columns
+    // divide the row (fitTilesToLoops would otherwise shrink the tile to a
+    // divisor, 28 columns to 4 rather than 7); of the two widths, the one
+    // that keeps more accumulators busy.
+    if (loops == 7) {
+      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      int64_t lanes = regs.bits / 32, accumulators = 2 * regs.rows();
+      int64_t bestChannels = std::min(ranges[3], regs.columns(op)), bestColumns = 1;
+      for (int64_t registers : {2, 1}) {
+        int64_t channels = std::min(ranges[3], registers * lanes);
+        int64_t perColumn = llvm::divideCeil(channels, lanes);
+        int64_t columns = accumulators / perColumn;
+        if (ShapedType::isDynamic(ranges[2]))
+          columns = std::min<int64_t>(columns, regs.rows());
+        else
+          while (columns > 1 && ranges[2] % columns != 0)
+            --columns;
+        if (columns * perColumn > bestColumns * llvm::divideCeil(bestChannels, lanes)) {
+          bestChannels = channels;
+          bestColumns = columns;
+        }
+      }
+      return {1, 1, bestColumns, bestChannels, 1, 1, 1};
+    }
+    break;
   case CpuKernel::Transpose:
     // A 16 x 16 block of 32-bit elements transposes in registers (the
     // shuffle_16x16 lowering at the end of the schedule): 16 loads, 16 stores.

@@ -52,7 +52,8 @@ inline SmallVector<int64_t> gemvInterchange(linalg::LinalgOp op) {
 inline bool isConvolutionTile(Operation *op) {
   CpuKernel kernel = getCpuKernel(op);
   return kernel == CpuKernel::ConvSpatial || kernel == CpuKernel::ConvFlat ||
-         kernel == CpuKernel::ConvFlatWeightGrad || kernel == CpuKernel::PackedMatmul;
+         kernel == CpuKernel::ConvChannelsLast || kernel == CpuKernel::ConvFlatWeightGrad ||
+         kernel == CpuKernel::PackedMatmul;
 }
 
 inline bool hasKernel(Operation *op, CpuKernel kernel) { return getCpuKernel(op) == kernel; }

@@ -520,6 +520,140 @@ static std::optional<Value> lowerPhasedConvGradWeight(OpBuilder &b, Location loc
   return dw;
 }
 
+/// Channels-last [n, h * w, f] as planes [n, f, h, w]: a transpose of the
+/// last two dimensions, which the CPU schedule moves in 16 x 16 register
+/// blocks.
+static Value channelsLastToPlanes(OpBuilder &b, Location loc, Value flat, int64_t h, int64_t w) {
+  RankedTensorType t = tensorType(flat);
+  int64_t n = t.getDimSize(0), f = t.getDimSize(2);
+  Type et = t.getElementType();
+  Value planes = linalg::TransposeOp::create(
+                     b, loc, flat, tensor::EmptyOp::create(b, loc, {n, f, h * w}, et).getResult(),
+                     SmallVector<int64_t>{0, 2, 1})
+                     .getResult()[0];
+  return tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({n, f, h, w}, et), planes,
+                                       SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+}
+
+/// The 2x2 pooling of max(relu(y + bias)) of a float32 convolution's result
+/// `y`, channels-last [n, oh, ow, f] (even oh, ow), as planes [n, f, oh / 2,
+/// ow / 2]. Each 2x2 block: its four corners, strided views of [n, oh / 2,
+/// 2, ow / 2, 2, f], as whole rows of channels; max(relu(y + bias)) of them,
+/// rounded as mixed precision rounds the convolution's result (rounding is
+/// monotone: the pooling of rounded values is the rounded pooling). Only the
+/// pooled result is transposed, a quarter of the convolution's.
+static Value pooledChannelsLast(OpBuilder &b, Location loc, Value y, const PooledBlocks &pooled) {
+  MLIRContext *ctx = b.getContext();
+  RankedTensorType yt = tensorType(y);
+  Type f32 = b.getF32Type();
+  int64_t n = yt.getDimSize(0), f = yt.getDimSize(3);
+  int64_t ph = yt.getDimSize(1) / 2, pw = yt.getDimSize(2) / 2;
+  auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(4, ctx);
+  Value grid =
+      tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({n, ph, 2, pw, 2, f}, f32), y,
+                                    SmallVector<ReassociationIndices>{{0}, {1, 2}, {3, 4}, {5}});
+  auto cornerType = RankedTensorType::get({n, ph, pw, f}, f32);
+  SmallVector<Value> inputs;
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 2; ++j)
+      inputs.push_back(tensor::ExtractSliceOp::create(
+          b, loc, cornerType, grid, indexAttrs(b, {0, 0, i, 0, j, 0}),
+          indexAttrs(b, {n, ph, 1, pw, 1, f}), indexAttrs(b, {1, 1, 1, 1, 1, 1})));
+  SmallVector<AffineMap> maps(4, identity);
+  if (pooled.bias) {
+    inputs.push_back(pooled.bias);
+    maps.push_back(AffineMap::get(4, 0, {d(3)}, ctx));
+  }
+  maps.push_back(identity);
+  Value blocks =
+      linalg::GenericOp::create(
+          b, loc, cornerType, inputs,
+          tensor::EmptyOp::create(b, loc, cornerType.getShape(), f32).getResult(), maps,
+          SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
+          [&](OpBuilder &nb, Location nl, ValueRange args) {
+            auto max = [&](Value x, Value y) {
+              return arith::MaximumFOp::create(nb, nl, x, y).getResult();
+            };
+            Value block = max(max(args[0], args[1]), max(args[2], args[3]));
+            if (pooled.bias)
+              block = arith::AddFOp::create(nb, nl, block, args[4]);
+            if (pooled.roundTo)
+              block = arith::ExtFOp::create(
+                  nb, nl, f32, arith::TruncFOp::create(nb, nl, pooled.roundTo, block).getResult());
+            if (pooled.relu)
+              block = max(block, floatConst(nb, nl, f32, 0.0));
+            linalg::YieldOp::create(nb, nl, block);
+          })
+          .getResult(0);
+  return channelsLastToPlanes(
+      b, loc,
+      tensor::CollapseShapeOp::create(b, loc, RankedTensorType::get({n, ph * pw, f}, f32), blocks,
+                                      SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}}),
+      ph, pw);
+}
+
+/// Input channels up to which a pooled convolution is computed
+/// channels-last (lowerFewChannelPooledConv): an image's first layer (gray,
+/// RGB or RGBA). From 8, Winograd's products take it.
+constexpr int64_t kFewInputChannels = 4;
+
+/// A stride-1 float32 2-D convolution of few input channels (an image's
+/// first layer) whose result a 2x2 max pooling takes (with the bias and a
+/// ReLU between): y[n, oh, ow, f] = sum_{c, kh, kw} x[n, c, oh + kh, ow + kw]
+/// w[c, kh, kw, f], channels-last (CpuKernel::ConvChannelsLast: a tile of
+/// output columns by vectors of channels, an input value broadcast against
+/// a vector of weights each step), then pooled over whole vectors of
+/// channels (pooledChannelsLast). Over flat rows, each channel's plane was
+/// pooled by shuffling the even and odd columns of every row apart, and
+/// the columns of the padding computed and dropped. nullopt where it does
+/// not apply: other strides, dilations or types, many input channels (the
+/// flat rows, Winograd and tile products take those), output channels not
+/// in whole vectors of 16, or an odd output.
+static std::optional<Value> lowerFewChannelPooledConv(OpBuilder &b, Location loc, Value input,
+                                                      Value weight, ArrayRef<int64_t> stride,
+                                                      ArrayRef<int64_t> padding,
+                                                      ArrayRef<int64_t> dilation,
+                                                      RankedTensorType pooledType,
+                                                      const PooledBlocks &pooled) {
+  auto isOne = [](int64_t v) { return v == 1; };
+  RankedTensorType xt = tensorType(input), wt = tensorType(weight);
+  if (!llvm::all_of(stride, isOne) || !llvm::all_of(dilation, isOne) || xt.getRank() != 4 ||
+      wt.getRank() != 4 || !xt.hasStaticShape() || !wt.hasStaticShape() ||
+      !pooledType.hasStaticShape() || padding.size() != 4 || !xt.getElementType().isF32() ||
+      !wt.getElementType().isF32() || !pooledType.getElementType().isF32())
+    return std::nullopt;
+  int64_t n = xt.getDimSize(0), c = xt.getDimSize(1), f = wt.getDimSize(0);
+  int64_t kh = wt.getDimSize(2), kw = wt.getDimSize(3);
+  int64_t oh = xt.getDimSize(2) + padding[0] + padding[1] - kh + 1;
+  int64_t ow = xt.getDimSize(3) + padding[2] + padding[3] - kw + 1;
+  if (c > kFewInputChannels || f % 16 != 0 || oh < 2 || ow < 2 || oh % 2 != 0 || ow % 2 != 0 ||
+      pooledType.getShape() != ArrayRef<int64_t>{n, f, oh / 2, ow / 2})
+    return std::nullopt;
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type();
+  auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+  Value padded = padSpatial(b, loc, input, 2, padding, floatConst(b, loc, f32, 0.0));
+  // The weight as [c, kh, kw, f]: each step's weights one contiguous vector.
+  Value filter =
+      linalg::TransposeOp::create(b, loc, weight,
+                                  tensor::EmptyOp::create(b, loc, {c, kh, kw, f}, f32).getResult(),
+                                  SmallVector<int64_t>{1, 2, 3, 0})
+          .getResult()[0];
+  // Loops n, oh, ow, f, c, kh, kw.
+  SmallVector<AffineMap> maps = {AffineMap::get(7, 0, {d(0), d(4), d(1) + d(5), d(2) + d(6)}, ctx),
+                                 AffineMap::get(7, 0, {d(4), d(5), d(6), d(3)}, ctx),
+                                 AffineMap::get(7, 0, {d(0), d(1), d(2), d(3)}, ctx)};
+  SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
+  iterators.append(3, utils::IteratorType::reduction);
+  auto conv = linalg::GenericOp::create(
+      b, loc, TypeRange{RankedTensorType::get({n, oh, ow, f}, f32)}, ValueRange{padded, filter},
+      zeroFilled(b, loc, RankedTensorType::get({n, oh, ow, f}, f32)), maps, iterators,
+      yieldMultiplyAdd);
+  setCpuKernel(conv, CpuKernel::ConvChannelsLast);
+  return pooledChannelsLast(b, loc, conv.getResult(0), pooled);
+}
+
 /// Rows, columns and reduction steps of the bf16 products AMX tiles take
 /// whole: 16-row tiles, 16 f32 columns, 32 bf16 (16 pairs) a step.
 constexpr int64_t kTileRows = 16, kTileColumns = 16, kTileStep = 32;
@@ -631,69 +765,17 @@ static std::optional<Value> lowerTileConv(OpBuilder &b, Location loc, Value inpu
                    b, loc, ValueRange{lhs, rhs},
                    ValueRange{zeroFilled(b, loc, RankedTensorType::get({rows, f}, f32))})
                    .getResult(0);
-  // Channels-last [n, h w, f] to [n, f, h, w] as a transpose of the last
-  // two dimensions, which the CPU schedule moves in 16 x 16 register blocks.
-  auto toPlanes = [&](Value flat, int64_t h, int64_t w) -> Value {
-    Value planes =
-        linalg::TransposeOp::create(b, loc, flat,
-                                    tensor::EmptyOp::create(b, loc, {n, f, h * w}, f32).getResult(),
-                                    SmallVector<int64_t>{0, 2, 1})
-            .getResult()[0];
-    return tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({n, f, h, w}, f32), planes,
-                                         SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
-  };
   if (!pooled)
-    return toPlanes(tensor::ExpandShapeOp::create(b, loc,
-                                                  RankedTensorType::get({n, oh * ow, f}, f32), sums,
-                                                  SmallVector<ReassociationIndices>{{0, 1}, {2}}),
-                    oh, ow);
-  // Each 2x2 block: its four corners, strided views of [n, oh / 2, 2, ow / 2,
-  // 2, f], as whole rows of channels; max(relu(y + bias)) of them, rounded
-  // as mixed precision rounds the convolution's result (rounding is
-  // monotone: the pooling of rounded values is the rounded pooling).
-  int64_t ph = oh / 2, pw = ow / 2;
-  Value grid =
-      tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({n, ph, 2, pw, 2, f}, f32), sums,
-                                    SmallVector<ReassociationIndices>{{0, 1, 2, 3, 4}, {5}});
-  auto cornerType = RankedTensorType::get({n, ph, pw, f}, f32);
-  SmallVector<Value> inputs;
-  for (int64_t i = 0; i < 2; ++i)
-    for (int64_t j = 0; j < 2; ++j)
-      inputs.push_back(tensor::ExtractSliceOp::create(
-          b, loc, cornerType, grid, indexAttrs(b, {0, 0, i, 0, j, 0}),
-          indexAttrs(b, {n, ph, 1, pw, 1, f}), indexAttrs(b, {1, 1, 1, 1, 1, 1})));
-  SmallVector<AffineMap> maps(4, identity(4));
-  if (pooled->bias) {
-    inputs.push_back(pooled->bias);
-    maps.push_back(AffineMap::get(4, 0, {d(3)}, ctx));
-  }
-  maps.push_back(identity(4));
-  bool relu = pooled->relu;
-  FloatType roundTo = pooled->roundTo;
-  Value blocks =
-      linalg::GenericOp::create(
-          b, loc, cornerType, inputs,
-          tensor::EmptyOp::create(b, loc, cornerType.getShape(), f32).getResult(), maps,
-          parallel(4),
-          [&](OpBuilder &nb, Location nl, ValueRange args) {
-            auto max = [&](Value x, Value y) {
-              return arith::MaximumFOp::create(nb, nl, x, y).getResult();
-            };
-            Value block = max(max(args[0], args[1]), max(args[2], args[3]));
-            if (pooled->bias)
-              block = arith::AddFOp::create(nb, nl, block, args[4]);
-            if (roundTo)
-              block = arith::ExtFOp::create(
-                  nb, nl, f32, arith::TruncFOp::create(nb, nl, roundTo, block).getResult());
-            if (relu)
-              block = max(block, floatConst(nb, nl, f32, 0.0));
-            linalg::YieldOp::create(nb, nl, block);
-          })
-          .getResult(0);
-  return toPlanes(
-      tensor::CollapseShapeOp::create(b, loc, RankedTensorType::get({n, ph * pw, f}, f32), blocks,
-                                      SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}}),
-      ph, pw);
+    return channelsLastToPlanes(
+        b, loc,
+        tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({n, oh * ow, f}, f32), sums,
+                                      SmallVector<ReassociationIndices>{{0, 1}, {2}}),
+        oh, ow);
+  return pooledChannelsLast(
+      b, loc,
+      tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({n, oh, ow, f}, f32), sums,
+                                    SmallVector<ReassociationIndices>{{0, 1, 2}, {3}}),
+      *pooled);
 }
 
 /// The fast lowerings of an ungrouped 2-D convolution and its gradients:
@@ -877,17 +959,22 @@ template <typename OpT> struct ConvPattern : OpRewritePattern<OpT> {
       PooledBlocks blocks;
       if (consumer)
         blocks = {op.getBias(), static_cast<bool>(consumer->relu), consumer->roundTo};
+      // The pooling's result replaces the pooling, and the convolution and
+      // the ops between them go.
+      auto replacePooled = [&](Value pooled) {
+        rewriter.replaceOp(consumer->pool, pooled);
+        for (Operation *between : llvm::reverse(consumer->between))
+          rewriter.eraseOp(between);
+        rewriter.eraseOp(op);
+        return success();
+      };
+      auto pooledType = [&] { return cast<RankedTensorType>(consumer->pool.getType()); };
       if (bf16Tiles && groups == 1) {
         if (consumer)
-          if (std::optional<Value> pooled = lowerTileConv(
-                  rewriter, loc, op.getInput(), op.getWeight(), stride, padding, dilation,
-                  cast<RankedTensorType>(consumer->pool.getType()), &blocks)) {
-            rewriter.replaceOp(consumer->pool, *pooled);
-            for (Operation *between : llvm::reverse(consumer->between))
-              rewriter.eraseOp(between);
-            rewriter.eraseOp(op);
-            return success();
-          }
+          if (std::optional<Value> pooled =
+                  lowerTileConv(rewriter, loc, op.getInput(), op.getWeight(), stride, padding,
+                                dilation, pooledType(), &blocks))
+            return replacePooled(*pooled);
         if (std::optional<Value> tiled = lowerTileConv(rewriter, loc, op.getInput(), op.getWeight(),
                                                        stride, padding, dilation, out)) {
           rewriter.replaceOp(op, addChannelBias(rewriter, loc, *tiled, op.getBias(), out));
@@ -895,16 +982,15 @@ template <typename OpT> struct ConvPattern : OpRewritePattern<OpT> {
         }
       }
       if (consumer && groups == 1) {
+        if (std::optional<Value> pooled =
+                lowerFewChannelPooledConv(rewriter, loc, op.getInput(), op.getWeight(), stride,
+                                          padding, dilation, pooledType(), blocks))
+          return replacePooled(*pooled);
         std::optional<Value> pooled =
             lowerWinogradConv(rewriter, loc, op.getInput(), op.getWeight(), stride, padding,
                               dilation, &blocks, bf16Products);
-        if (pooled && tensorType(*pooled) == consumer->pool.getType()) {
-          rewriter.replaceOp(consumer->pool, *pooled);
-          for (Operation *between : llvm::reverse(consumer->between))
-            rewriter.eraseOp(between);
-          rewriter.eraseOp(op);
-          return success();
-        }
+        if (pooled && tensorType(*pooled) == pooledType())
+          return replacePooled(*pooled);
       }
     }
     auto lowerGroup = [&](ArrayRef<Value> operands, RankedTensorType part) {

@@ -44,7 +44,12 @@ def Mithril_CpuKernel : I32EnumAttr<"CpuKernel", "register kernel of a linalg op
     // A packed bf16 or i8 matmul tile on AMX tiles: loops (m, n, k / group,
     // group), each whole; mithril-x86-tile-matmuls writes it after
     // bufferization.
-    I32EnumAttrCase<"TileMatmul", 11, "tile_matmul">
+    I32EnumAttrCase<"TileMatmul", 11, "tile_matmul">,
+    // A 2-D convolution of few input channels written channels-last: loops
+    // (n, oh, ow, f, c, kh, kw); a row of output columns x vectors of output
+    // channels accumulate in registers, each step an input value broadcast
+    // against a vector of weights.
+    I32EnumAttrCase<"ConvChannelsLast", 12, "conv_channels_last">
   ]> {
   let cppNamespace = "::mithril";
   let genSpecializedAttr = 0;
