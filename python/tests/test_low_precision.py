@@ -547,14 +547,22 @@ def _host_has_amx_bf16():
     (1, 8, 9, 16, 3, 1, True),      # 8 channels, no whole step of 32: not on tiles; an odd
                                     # output (9 x 9) whose bf16 5 x 5 blocks LLVM could not
                                     # copy (mithril-legalize-bf16-memory)
+    # Rows of at least 12 columns read their windows in place, in rows of 16:
+    (2, 32, 14, 32, 3, 1, False),   # 14 columns + 2 dropped, tiles of two rows
+    (1, 64, 12, 48, 3, 1, True),    # 12 + 4, two steps a kernel position, 3 column tiles
+    (2, 32, 28, 16, 3, 1, True),    # 28 + 4, one column tile
+    (2, 32, 13, 16, 3, 1, False),   # 13 rows: tiles of one row
+    (1, 32, 16, 32, 5, 2, False),   # whole rows, a 5x5 kernel
+    (1, 32, 9, 16, 3, 1, False),    # 9 columns: copied windows, 81 rows: not on tiles
 ])
 def test_bfloat16_convolutions_against_float64(threads, batch, channels, size, filters, kernel,
                                                padding, pooled):
-    # On AMX hosts a stride-1 convolution of 32k channels, 16k filters and
-    # 16k output pixels is one bf16 product of its input's windows (im2col,
-    # Convolution.cpp, lowerTileConv) with the pooling of a ReLU's 2x2 blocks
-    # folded in; elsewhere (and for the other shapes) Winograd's transforms or
-    # the flat convolution. Inputs exact in bf16: on tiles the products are
+    # On AMX hosts a stride-1 convolution of 32k channels and 16k filters is
+    # a bf16 product of its input's windows (Convolution.cpp, lowerTileConv),
+    # read in place for rows of at least three quarters of a tile of 16
+    # columns, else copied (16k output pixels), with the pooling of a ReLU's
+    # 2x2 blocks folded in; elsewhere (and for the other shapes) Winograd's
+    # transforms or the flat convolution. Inputs exact in bf16: on tiles the products are
     # exact and the sums float32, so the result is the float64 one rounded to
     # bf16 once, half an ulp (2^-8 relative), up to float32 sums.
     model = Model()
@@ -585,8 +593,10 @@ def test_bfloat16_convolutions_against_float64(threads, batch, channels, size, f
     ref = ref.numpy()
     rms = np.sqrt(np.mean(ref ** 2))
     err = np.abs(got - ref) - 2.0 ** -8 * np.abs(ref)
+    out_size = size + 2 * padding - kernel + 1
+    wide = -(-out_size // 16) * 16
     on_tiles = (_host_has_amx_bf16() and channels % 32 == 0 and filters % 16 == 0
-                and (batch * (size + 2 * padding - kernel + 1) ** 2) % 16 == 0)
+                and (4 * (wide - out_size) <= wide or (batch * out_size ** 2) % 16 == 0))
     # Winograd's transformed operands are rounded to bf16 (docs/lowprecision.md):
     # 8e-3 of the RMS for 32 channels on this test's data, within the CNN
     # test's bound.

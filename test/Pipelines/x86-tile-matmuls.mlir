@@ -1,6 +1,6 @@
 // RUN: mithril-opt %s --mithril-x86-tile-matmuls | FileCheck %s
 // RUN: mithril-opt %s --mithril-x86-tile-matmuls --convert-linalg-to-loops --convert-scf-to-cf \
-// RUN:   --convert-vector-to-llvm=enable-amx --expand-strided-metadata --finalize-memref-to-llvm \
+// RUN:   --convert-vector-to-llvm=enable-amx --expand-strided-metadata --lower-affine --finalize-memref-to-llvm \
 // RUN:   --convert-to-llvm --reconcile-unrealized-casts \
 // RUN:   | mlir-translate --mlir-to-llvmir | llc -O2 -mtriple=x86_64-linux-gnu -mcpu=sapphirerapids \
 // RUN:   | FileCheck %s --check-prefix=ASM
@@ -202,6 +202,53 @@ func.func @zero_accumulator_off_tiles(%a: memref<8x16x2xbf16>, %b: memref<16x16x
   ^bb0(%x: bf16, %y: bf16, %acc: f32):
     %0 = arith.extf %x : bf16 to f32
     %1 = arith.extf %y : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %acc, %2 : f32
+    linalg.yield %3 : f32
+  }
+  return
+}
+
+// A tile convolution: two output rows of 16 columns x 32 channels, a 3x3
+// kernel over 64 input channels (two 64-byte steps a kernel position). The
+// accumulators start from tilezero; at each step each row's A tile is 16
+// rows of the input from column j, one row of 64 channels (128 bytes)
+// apart, and the weight's B tiles are its groups at (i, j); the windows are
+// never copied.
+// CHECK-LABEL: func.func @bf16_conv_tile
+// CHECK-COUNT-4: amx.tile_zero : !amx.tile<16x16xf32>
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK: %[[ROW:.*]] = memref.subview %arg0[0, %{{.*}}, 0, 0, 0] [1, 1, 18, 32, 2] [1, 1, 1, 1, 1]
+// CHECK: %[[ROWS:.*]] = memref.collapse_shape %[[ROW]] {{\[\[}}0, 1, 2], [3, 4]] : {{.*}} into memref<18x64xbf16, strided<[64, 1], offset: ?>>
+// CHECK: amx.tile_load %[[ROWS]][%[[J]], %{{.*}}] : {{.*}} into !amx.tile<16x32xbf16>
+// CHECK: memref.subview %arg1[%[[I]], %[[J]], 0, 0, 0] [1, 1, 32, 32, 2]
+// CHECK-COUNT-2: amx.tile_load {{.*}}[%[[K]], %{{.*}}] : memref<32x64xbf16, {{.*}}> into !amx.tile<16x32xbf16>
+// CHECK-COUNT-4: amx.tile_mulf
+// CHECK-COUNT-4: amx.tile_store
+// CHECK-NOT: linalg.generic
+// ASM-LABEL: bf16_conv_tile:
+// ASM: tilezero
+// ASM: tileloadd
+// ASM: tdpbf16ps
+// ASM: tilestored
+#x = affine_map<(n, oh, ow, f, kh, kw, cg, g) -> (n, oh + kh, ow + kw, cg, g)>
+#w = affine_map<(n, oh, ow, f, kh, kw, cg, g) -> (kh, kw, cg, f, g)>
+#y = affine_map<(n, oh, ow, f, kh, kw, cg, g) -> (n, oh, ow, f)>
+func.func @bf16_conv_tile(%x: memref<1x4x18x32x2xbf16, strided<[36864, 2304, 64, 2, 1], offset: ?>>,
+                          %w: memref<3x3x32x32x2xbf16, strided<[12288, 4096, 128, 2, 1], offset: ?>>,
+                          %y: memref<1x2x16x32xf32, strided<[14336, 1024, 64, 1], offset: ?>>) {
+  linalg.generic {indexing_maps = [#x, #w, #y],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel",
+                                    "reduction", "reduction", "reduction", "reduction"]}
+      ins(%x, %w : memref<1x4x18x32x2xbf16, strided<[36864, 2304, 64, 2, 1], offset: ?>>,
+                   memref<3x3x32x32x2xbf16, strided<[12288, 4096, 128, 2, 1], offset: ?>>)
+      outs(%y : memref<1x2x16x32xf32, strided<[14336, 1024, 64, 1], offset: ?>>)
+      attrs = {mithril.lowering_config = #mithril.lowering_config<kernel = tile_conv>, mithril.zero_accumulator} {
+  ^bb0(%a: bf16, %b: bf16, %acc: f32):
+    %0 = arith.extf %a : bf16 to f32
+    %1 = arith.extf %b : bf16 to f32
     %2 = arith.mulf %0, %1 : f32
     %3 = arith.addf %acc, %2 : f32
     linalg.yield %3 : f32

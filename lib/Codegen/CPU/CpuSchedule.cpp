@@ -896,8 +896,8 @@ static linalg::FillOp fusibleAccumulatorFill(linalg::LinalgOp op) {
   // start at zero in registers rather than from a 3 MiB fill.)
   bool batchedProducts = kernel == CpuKernel::PackedMatmul && op.getNumLoops() == 6;
   if (kernel != CpuKernel::ConvFlat && kernel != CpuKernel::ConvSpatial &&
-      kernel != CpuKernel::ConvChannelsLast && kernel != CpuKernel::PoolWindow &&
-      kernel != CpuKernel::WindowReduction && !batchedProducts)
+      kernel != CpuKernel::ConvChannelsLast && kernel != CpuKernel::TileConv &&
+      kernel != CpuKernel::PoolWindow && kernel != CpuKernel::WindowReduction && !batchedProducts)
     return nullptr;
   if (op.getNumDpsInits() != 1)
     return nullptr;
@@ -934,10 +934,12 @@ LogicalResult Scheduler::tileForRegisters(IRRewriter &rewriter, ArrayRef<linalg:
     linalg::FillOp fill = fusibleAccumulatorFill(op);
     if (!fill)
       continue;
-    // A batch of products on AMX tiles starts its accumulator tiles with
-    // tilezero instead (mithril-x86-tile-matmuls).
-    if (op.getNumLoops() == 6 && hasKernel(op, CpuKernel::PackedMatmul) &&
-        cpu::onAmxTiles(op, strategy.registers) && matchPattern(fill.value(), m_AnyZeroFloat())) {
+    // A batch of products on AMX tiles, or a tile convolution, starts its
+    // accumulator tiles with tilezero instead (mithril-x86-tile-matmuls).
+    bool onTiles = (op.getNumLoops() == 6 && hasKernel(op, CpuKernel::PackedMatmul) &&
+                    cpu::onAmxTiles(op, strategy.registers)) ||
+                   hasKernel(op, CpuKernel::TileConv);
+    if (onTiles && matchPattern(fill.value(), m_AnyZeroFloat())) {
       op->setAttr(cpu::kZeroAccumulatorAttr, rewriter.getUnitAttr());
       op.getDpsInitOperand(0)->set(fill.getDpsInitOperand(0)->get());
       fusedFills.insert(fill);
@@ -1423,6 +1425,9 @@ void Scheduler::dropTileUnitDims(IRRewriter &rewriter, ModuleOp module) {
   };
   SmallVector<linalg::GenericOp> tiles;
   module.walk([&](linalg::GenericOp op) {
+    // (A tile convolution's tiles keep their loops for the AMX writer.)
+    if (hasKernel(op, CpuKernel::TileConv))
+      return;
     if ((isConvolutionTile(op) || hasKernel(op, CpuKernel::Transpose) || isOneStepProductTile(op) ||
          readsAtSums(op)) &&
         op.hasPureTensorSemantics() &&
@@ -1622,7 +1627,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     module.walk([&](linalg::LinalgOp op) {
       // (AMX tiles are written after bufferization.)
       if (op.hasPureTensorSemantics() && !touchesBooleans(op) &&
-          !hasKernel(op, CpuKernel::TileMatmul))
+          !hasKernel(op, CpuKernel::TileMatmul) && !hasKernel(op, CpuKernel::TileConv))
         tiles.push_back(op);
     });
     for (linalg::LinalgOp op : tiles) {

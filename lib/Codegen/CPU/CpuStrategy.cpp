@@ -578,12 +578,31 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
   case CpuKernel::TileMatmul:
     // Written whole by mithril-x86-tile-matmuls.
     return SmallVector<int64_t>(loops, 0);
+  case CpuKernel::TileConv:
+    // Loops (n, oh, ow, f, kh, kw, c / g, g): two output rows (one where
+    // the rows are odd) x 16 columns x 32 channels, the reduction whole: 2
+    // x 2 accumulator tiles with their two A and two B tiles, the eight
+    // tile registers (mithril-x86-tile-matmuls).
+    if (loops == 8) {
+      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      int64_t rows = ranges[1] % 2 == 0 ? 2 : 1;
+      int64_t channels = ranges[3] % (2 * kAmxTileRows) == 0 ? 2 * kAmxTileRows : kAmxTileRows;
+      return {1, rows, kAmxTileRows, channels, 0, 0, 0, 0};
+    }
+    break;
   case CpuKernel::LaneSum:
   case CpuKernel::WindowReduction:
   case CpuKernel::Default:
     break;
   }
   return defaultTile(op, regs);
+}
+
+SmallVector<AffineMap> cpu::tileConvMaps(MLIRContext *ctx) {
+  AffineExpr n, oh, ow, f, kh, kw, cg, g;
+  bindDims(ctx, n, oh, ow, f, kh, kw, cg, g);
+  return {AffineMap::get(8, 0, {n, oh + kh, ow + kw, cg, g}, ctx),
+          AffineMap::get(8, 0, {kh, kw, cg, f, g}, ctx), AffineMap::get(8, 0, {n, oh, ow, f}, ctx)};
 }
 
 SmallVector<AffineMap> cpu::tileMatmulMaps(MLIRContext *ctx) {

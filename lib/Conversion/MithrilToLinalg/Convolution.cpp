@@ -659,16 +659,18 @@ static std::optional<Value> lowerFewChannelPooledConv(OpBuilder &b, Location loc
 constexpr int64_t kTileRows = 16, kTileColumns = 16, kTileStep = 32;
 
 /// A stride-1 2-D convolution of a model computed in bf16, for AMX tiles:
-/// one bf16 matrix product of the input's windows (im2col), [n * oh * ow,
-/// kh * kw * c] by the weight as [kh * kw * c, f], summed in f32. The input
-/// goes to channels-last bf16 first, so that each window's row is kh * kw
-/// runs of c contiguous channels (a vector each), and the product's
-/// result, [n, oh, ow, f], back to [n, f, oh, ow]. Each product is of two
-/// bf16 values, exact in f32, where Winograd's transforms round in bf16;
-/// its five stages (filter, input, products, output transforms) took 0.49
-/// of 0.70 ms of the bench CNN at batch 16 on an Intel Xeon with AMX. Only
-/// where the tiles divide the product: the channels in whole steps of 32,
-/// the output channels and the rows in 16s; none otherwise. With `pooled`,
+/// the bf16 product of the input's windows, [n * oh * ow, kh * kw * c], by
+/// the weight as [kh * kw * c, f], summed in f32, each window read where it
+/// lies in the input (CpuKernel::TileConv; rows shorter than three quarters
+/// of a tile of 16 copy their windows first). The input goes to channels-last
+/// bf16 first, so that each window's row is kh * kw runs of c contiguous
+/// channels, and the product's result, [n, oh, ow, f], back to [n, f, oh,
+/// ow]. Each product is of two bf16 values, exact in f32, where Winograd's
+/// transforms round in bf16; its five stages (filter, input, products,
+/// output transforms) took 0.49 of 0.70 ms of the bench CNN at batch 16 on
+/// an Intel Xeon with AMX. Only where the tiles divide the product: the
+/// channels in whole steps of 32, the output channels in 16s; none
+/// otherwise. With `pooled`,
 /// the result is the 2x2 pooling of max(relu(y + bias)) (even OH, OW),
 /// pooled channels-last, where each block's rows are whole vectors of
 /// channels, and only then transposed.
@@ -686,8 +688,7 @@ static std::optional<Value> lowerTileConv(OpBuilder &b, Location loc, Value inpu
   int64_t kh = wt.getDimSize(2), kw = wt.getDimSize(3);
   int64_t oh = xt.getDimSize(2) + padding[0] + padding[1] - kh + 1;
   int64_t ow = xt.getDimSize(3) + padding[2] + padding[3] - kw + 1;
-  int64_t rows = n * oh * ow, depth = kh * kw * c;
-  if (c % kTileStep != 0 || f % kTileColumns != 0 || rows % kTileRows != 0 || oh < 1 || ow < 1)
+  if (c % kTileStep != 0 || f % kTileColumns != 0 || oh < 1 || ow < 1)
     return std::nullopt;
   if (pooled &&
       (oh % 2 != 0 || ow % 2 != 0 || out.getDimSize(2) != oh / 2 || out.getDimSize(3) != ow / 2))
@@ -705,9 +706,6 @@ static std::optional<Value> lowerTileConv(OpBuilder &b, Location loc, Value inpu
     if (!v.getType().isBF16())
       v = arith::TruncFOp::create(nb, nl, bf16, v);
     linalg::YieldOp::create(nb, nl, v);
-  };
-  auto copied = [](OpBuilder &nb, Location nl, ValueRange args) {
-    linalg::YieldOp::create(nb, nl, args[0]);
   };
   auto identity = [&](unsigned loops) { return AffineMap::getMultiDimIdentityMap(loops, ctx); };
   // `v` rounded to bf16 into `shape`, element [d0, d1, d2, d3] read from `v`
@@ -732,50 +730,107 @@ static std::optional<Value> lowerTileConv(OpBuilder &b, Location loc, Value inpu
       if (getElementTypeOrSelf(down.getType()).isBF16() &&
           getElementTypeOrSelf(down.getInput().getType()).isF32())
         source = down.getResult();
+  // Output rows in whole tiles of 16 columns, where that adds at most a
+  // quarter: the columns past the output read zeros padded beyond the input
+  // and are dropped.
+  int64_t wideColumns = llvm::alignTo(ow, kTileRows);
+  bool inPlace = 4 * (wideColumns - ow) <= wideColumns;
+  int64_t rows = n * oh * ow, depth = kh * kw * c;
+  if (!inPlace && rows % kTileRows != 0)
+    return std::nullopt;
+  SmallVector<int64_t> inputPadding(padding);
+  if (inPlace)
+    inputPadding[3] += wideColumns - ow;
   Value channelsLast = padSpatial(
       b, loc,
       roundedInto(source, {n, xt.getDimSize(2), xt.getDimSize(3), c}, {d(0), d(3), d(1), d(2)}), 1,
-      padding, floatConst(b, loc, bf16, 0.0));
-  // The windows: [n, oh, ow, kh, kw, c] = input[n, y + i, x + j, c], one
-  // generic whose register tile is one row of channels: every loop but the
-  // channels' is then a unit dimension of the tile, dropped, and each tile a
-  // vector copy. Each window row is written whole, in order (nine copies of
-  // shifted views, one a kernel position, wrote 64 bytes of every 576-byte
-  // row nine times over: 0.13 of the bench CNN's 0.60 ms). (A generic with
-  // wider tiles reads at y + i with a scalar loop nest.)
-  auto windowType = RankedTensorType::get({n, oh, ow, kh, kw, c}, bf16);
-  auto windowRead = AffineMap::get(6, 0, {d(0), d(1) + d(3), d(2) + d(4), d(5)}, ctx);
-  auto windowCopy = linalg::GenericOp::create(
-      b, loc, windowType, channelsLast,
-      tensor::EmptyOp::create(b, loc, windowType.getShape(), bf16).getResult(),
-      SmallVector<AffineMap>{windowRead, identity(6)}, parallel(6), copied);
-  setLoweringConfig(
-      windowCopy,
-      LoweringConfigAttr::get(ctx, CpuKernel::Default).withRegisterTile({1, 1, 1, 1, 1, c}));
-  Value windows = windowCopy.getResult(0);
-  Value lhs =
-      tensor::CollapseShapeOp::create(b, loc, RankedTensorType::get({rows, depth}, bf16), windows,
-                                      SmallVector<ReassociationIndices>{{0, 1, 2}, {3, 4, 5}});
-  // The weight in the windows' order: [kh, kw, c, f] as [depth, f].
+      inputPadding, floatConst(b, loc, bf16, 0.0));
+  // The weight in the windows' order: [kh, kw, c, f].
   Value filter = roundedInto(weight, {kh, kw, c, f}, {d(3), d(2), d(0), d(1)});
-  Value rhs =
-      tensor::CollapseShapeOp::create(b, loc, RankedTensorType::get({depth, f}, bf16), filter,
+  Value sums;
+  if (inPlace) {
+    // Channels in pairs, the pair last: the input [n, hp, wp, c / 2, 2],
+    // the weight as AMX's B tiles take it, [kh, kw, c / 2, f, 2] (each
+    // output channel's pair of input channels together).
+    int64_t hp = xt.getDimSize(2) + padding[0] + padding[1], wp = wideColumns + kw - 1;
+    Value inputPairs = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get({n, hp, wp, c / 2, 2}, bf16), channelsLast,
+        SmallVector<ReassociationIndices>{{0}, {1}, {2}, {3, 4}});
+    Value filterPairs = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get({kh, kw, c / 2, 2, f}, bf16), filter,
+        SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}, {4}});
+    Value packed = linalg::TransposeOp::create(
+                       b, loc, filterPairs,
+                       tensor::EmptyOp::create(b, loc, {kh, kw, c / 2, f, 2}, bf16).getResult(),
+                       SmallVector<int64_t>{0, 1, 2, 4, 3})
+                       .getResult()[0];
+    // The product reads each window where it lies (an implicit product):
+    // for kernel position (i, j), 16 output columns' windows are 16 rows of
+    // the input from column x + j, one row of channels apart, which one AMX
+    // tile load takes with that stride. Loops n, oh, ow, f, kh, kw, c / 2,
+    // pair; mithril-x86-tile-matmuls writes its tiles. (A copy of the
+    // windows, 1.8 MB for the bench CNN at batch 16, took 0.08 of its 0.33
+    // ms on an Intel Xeon with AMX.)
+    auto wideType = RankedTensorType::get({n, oh, wideColumns, f}, f32);
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(8, 0, {d(0), d(1) + d(4), d(2) + d(5), d(6), d(7)}, ctx),
+        AffineMap::get(8, 0, {d(4), d(5), d(6), d(3), d(7)}, ctx),
+        AffineMap::get(8, 0, {d(0), d(1), d(2), d(3)}, ctx)};
+    SmallVector<utils::IteratorType> iterators = parallel(4);
+    iterators.append(4, utils::IteratorType::reduction);
+    auto product = linalg::GenericOp::create(
+        b, loc, TypeRange{wideType}, ValueRange{inputPairs, packed}, zeroFilled(b, loc, wideType),
+        maps, iterators, [&](OpBuilder &nb, Location nl, ValueRange args) {
+          Value x = arith::ExtFOp::create(nb, nl, f32, args[0]);
+          Value w = arith::ExtFOp::create(nb, nl, f32, args[1]);
+          Value sum = arith::AddFOp::create(nb, nl, args[2], arith::MulFOp::create(nb, nl, x, w));
+          linalg::YieldOp::create(nb, nl, sum);
+        });
+    setCpuKernel(product, CpuKernel::TileConv);
+    sums = tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get({n, oh, ow, f}, f32), product.getResult(0),
+        indexAttrs(b, {0, 0, 0, 0}), indexAttrs(b, {n, oh, ow, f}), indexAttrs(b, {1, 1, 1, 1}));
+  } else {
+    // Short rows: one product of the windows copied, [n * oh * ow, kh * kw
+    // * c], in rows of 16. The windows: [n, oh, ow, kh, kw, c] =
+    // input[n, y + i, x + j, c], one generic whose register tile is one row
+    // of channels: every loop but the channels' is then a unit dimension of
+    // the tile, dropped, and each tile a vector copy, each window row
+    // written whole, in order. (A generic with wider tiles reads at y + i
+    // with a scalar loop nest.)
+    auto windowType = RankedTensorType::get({n, oh, ow, kh, kw, c}, bf16);
+    auto windowRead = AffineMap::get(6, 0, {d(0), d(1) + d(3), d(2) + d(4), d(5)}, ctx);
+    auto windowCopy = linalg::GenericOp::create(
+        b, loc, windowType, channelsLast,
+        tensor::EmptyOp::create(b, loc, windowType.getShape(), bf16).getResult(),
+        SmallVector<AffineMap>{windowRead, identity(6)}, parallel(6),
+        [](OpBuilder &nb, Location nl, ValueRange args) {
+          linalg::YieldOp::create(nb, nl, args[0]);
+        });
+    setLoweringConfig(
+        windowCopy,
+        LoweringConfigAttr::get(ctx, CpuKernel::Default).withRegisterTile({1, 1, 1, 1, 1, c}));
+    Value lhs = tensor::CollapseShapeOp::create(
+        b, loc, RankedTensorType::get({rows, depth}, bf16), windowCopy.getResult(0),
+        SmallVector<ReassociationIndices>{{0, 1, 2}, {3, 4, 5}});
+    Value rhs =
+        tensor::CollapseShapeOp::create(b, loc, RankedTensorType::get({depth, f}, bf16), filter,
+                                        SmallVector<ReassociationIndices>{{0, 1, 2}, {3}});
+    Value product = linalg::MatmulOp::create(
+                        b, loc, ValueRange{lhs, rhs},
+                        ValueRange{zeroFilled(b, loc, RankedTensorType::get({rows, f}, f32))})
+                        .getResult(0);
+    sums =
+        tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({n, oh, ow, f}, f32), product,
                                       SmallVector<ReassociationIndices>{{0, 1, 2}, {3}});
-  Value sums = linalg::MatmulOp::create(
-                   b, loc, ValueRange{lhs, rhs},
-                   ValueRange{zeroFilled(b, loc, RankedTensorType::get({rows, f}, f32))})
-                   .getResult(0);
+  }
   if (!pooled)
     return channelsLastToPlanes(
         b, loc,
-        tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({n, oh * ow, f}, f32), sums,
-                                      SmallVector<ReassociationIndices>{{0, 1}, {2}}),
+        tensor::CollapseShapeOp::create(b, loc, RankedTensorType::get({n, oh * ow, f}, f32), sums,
+                                        SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}}),
         oh, ow);
-  return pooledChannelsLast(
-      b, loc,
-      tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({n, oh, ow, f}, f32), sums,
-                                    SmallVector<ReassociationIndices>{{0, 1, 2}, {3}}),
-      *pooled);
+  return pooledChannelsLast(b, loc, sums, *pooled);
 }
 
 /// The fast lowerings of an ungrouped 2-D convolution and its gradients:

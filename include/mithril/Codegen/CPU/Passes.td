@@ -213,6 +213,14 @@ def MithrilX86TileMatmuls : Pass<"mithril-x86-tile-matmuls", "mlir::ModuleOp"> {
     stays for the loop lowering, which computes the same numbers element by
     element. LLVM's X86 backend then configures the tiles (`ldtilecfg`); the
     process must have asked Linux for the tile state (`hostAllowsAmxTiles`).
+
+    A tile convolution (kernel `tile_conv`: loops (n, oh, ow, f, kh, kw, c /
+    g, g), the input `[n][h][w][c / g][g]` read at (oh + kh, ow + kw), the
+    weight packed `[kh][kw][c / g][f][g]`) is written the same way, one or
+    two output rows of 16 columns by 16 or 32 output channels: for each
+    kernel position and 64-byte step of channels, each output row's A tile
+    is 16 rows of the input from column kw, one row of channels apart, so
+    the windows are read where they lie.
   }];
   let dependentDialects = ["mlir::amx::AMXDialect", "mlir::memref::MemRefDialect",
                            "mlir::scf::SCFDialect", "mlir::arith::ArithDialect"];

@@ -49,7 +49,12 @@ def Mithril_CpuKernel : I32EnumAttr<"CpuKernel", "register kernel of a linalg op
     // (n, oh, ow, f, c, kh, kw); a row of output columns x vectors of output
     // channels accumulate in registers, each step an input value broadcast
     // against a vector of weights.
-    I32EnumAttrCase<"ConvChannelsLast", 12, "conv_channels_last">
+    I32EnumAttrCase<"ConvChannelsLast", 12, "conv_channels_last">,
+    // A bf16 (or i8) 2-D convolution on AMX tiles, its windows read in
+    // place: loops (n, oh, ow, f, kh, kw, c / group, group), tiles of rows
+    // x 16 output columns x channels with the reduction whole;
+    // mithril-x86-tile-matmuls writes each after bufferization.
+    I32EnumAttrCase<"TileConv", 13, "tile_conv">
   ]> {
   let cppNamespace = "::mithril";
   let genSpecializedAttr = 0;
