@@ -152,8 +152,8 @@ def run(quick: bool):
                                  kind.split()[-1])))
 
     # The bench CNN (3x3 convolutions of 32 and 64 channels, 2x2 poolings):
-    # in bf16 the second convolution runs as one product of its windows on
-    # AMX tiles where the CPU has them, else by Winograd's transforms, its 16
+    # in bf16 the second convolution runs as a product of its windows, read
+    # in place, on AMX tiles where the CPU has them, else by Winograd's transforms, its 16
     # products on bf16 dot products where the CPU has them; in int8 as the
     # product of its windows (the first, of 9-input windows, stays float32).
     batch = 16
@@ -181,8 +181,8 @@ def run(quick: bool):
             kernel = ("second convolution as rows of its windows, " + variant("int8") +
                       "; the first (9-input windows) in f32")
         elif kind != "f32" and target["bf16_tiles"]:
-            kernel = ("second convolution as one product of its windows (channels last) on "
-                      "AMX tdpbf16ps tiles; the first in f32")
+            kernel = ("second convolution as a product of its windows read in place "
+                      "(channels last) on AMX tdpbf16ps tiles; the first channels-last in f32")
         elif kind != "f32":
             kernel = (f"Winograd products on {bf16_products}, transformed operands rounded "
                       "to bf16" if target["bf16_dot_product"]
@@ -212,8 +212,8 @@ def run(quick: bool):
     for kind, seconds, ratio, err in gradient_rows(cnn, x, cases, repeats):
         kernel = variant("f32")
         if kind != "f32" and target["bf16_tiles"]:
-            kernel = ("forward convolution as one product of its windows on AMX tdpbf16ps "
-                      "tiles, weight gradients on vdpbf16ps")
+            kernel = ("forward convolution as a product of its windows read in place on AMX "
+                      "tdpbf16ps tiles, weight gradients on vdpbf16ps")
         elif kind != "f32":
             kernel = (f"Winograd products on {bf16_products}, weight gradients on vdpbf16ps"
                       if target["bf16_dot_product"] else "bf16 storage, every product in f32")
