@@ -65,7 +65,12 @@ def MithrilFuseElementwise : Pass<"mithril-fuse-elementwise", "mlir::ModuleOp"> 
     `tensor<3x?xf32>` operand into `tensor<3x?x?xf32>` (a `Reshape(-1)` of a
     dynamic input feeding a Linear) needs sizes no static analysis can split,
     and the memref lowering of such an `expand_shape` crashed. Those reshapes
-    stay as they are: a collapse of a contiguous tensor is free.
+    stay as they are: a collapse of a contiguous tensor is free. A generic
+    that reads a permuted view of a tensor (a transpose, or
+    `expand_shape(transpose(collapse_shape(x)))` whose groups move whole)
+    back in the order of its own result reads the tensor itself: the
+    transposes cancel (a first convolution pooled channels-last, transposed
+    to planes and read back channels-last by a bf16 tile convolution).
   }];
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect",
                            "mlir::affine::AffineDialect"];

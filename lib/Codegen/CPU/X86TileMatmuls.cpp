@@ -62,6 +62,24 @@ bool isTileProduct(linalg::GenericOp op, bool int8) {
   return isa<arith::ExtFOp>(lhs) && isa<arith::ExtFOp>(rhs);
 }
 
+/// Whether the innermost dimension of `type` is contiguous: tile rows are
+/// read and written that way.
+bool innermostContiguous(MemRefType type) {
+  int64_t offset;
+  SmallVector<int64_t> strides;
+  return succeeded(type.getStridesAndOffset(strides, offset)) && strides.back() == 1;
+}
+
+/// acc + a * b on tiles of `element`: tdpbf16ps for bf16; for i8, A's bytes
+/// offset to unsigned (vpdpbusd's form) and B's signed: tdpbusd.
+Value multiplyTiles(OpBuilder &b, Location loc, Type element, amx::TileType accumulator, Value a,
+                    Value bTile, Value acc) {
+  if (element.isBF16())
+    return amx::TileMulFOp::create(b, loc, accumulator, a, bTile, acc);
+  return amx::TileMulIOp::create(b, loc, accumulator, a, bTile, acc, /*isZextLhs=*/true,
+                                 /*isZextRhs=*/false);
+}
+
 FailureOr<TileMatmulShape> tileMatmulShape(linalg::GenericOp op) {
   if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1)
     return failure();
@@ -87,12 +105,8 @@ FailureOr<TileMatmulShape> tileMatmulShape(linalg::GenericOp op) {
       !isTileProduct(op, int8))
     return failure();
   // Tile rows are read with the innermost dimension contiguous.
-  for (MemRefType type : {a, b, c}) {
-    int64_t offset;
-    SmallVector<int64_t> strides;
-    if (failed(type.getStridesAndOffset(strides, offset)) || strides.back() != 1)
-      return failure();
-  }
+  if (!innermostContiguous(a) || !innermostContiguous(b) || !innermostContiguous(c))
+    return failure();
   return shape;
 }
 
@@ -152,18 +166,9 @@ void writeTiles(IRRewriter &rewriter, linalg::GenericOp op, const TileMatmulShap
                   builder, l, operandTile, b, ValueRange{k, index(builder, j * shape.group)}));
             SmallVector<Value> out;
             for (auto [i, aTile] : llvm::enumerate(aTiles))
-              for (auto [j, bTile] : llvm::enumerate(bTiles)) {
-                Value acc = in[i * bTiles.size() + j];
-                // i8: A's bytes were offset to unsigned (vpdpbusd's form),
-                // B's are signed: tdpbusd.
-                if (shape.element.isBF16())
-                  out.push_back(
-                      amx::TileMulFOp::create(builder, l, accumulatorTile, aTile, bTile, acc));
-                else
-                  out.push_back(amx::TileMulIOp::create(builder, l, accumulatorTile, aTile, bTile,
-                                                        acc, /*isZextLhs=*/true,
-                                                        /*isZextRhs=*/false));
-              }
+              for (auto [j, bTile] : llvm::enumerate(bTiles))
+                out.push_back(multiplyTiles(builder, l, shape.element, accumulatorTile, aTile,
+                                            bTile, in[i * bTiles.size() + j]));
             scf::YieldOp::create(builder, l, out);
           });
       int64_t next = 0;
@@ -228,10 +233,7 @@ FailureOr<TileConvShape> tileConvShape(linalg::GenericOp op) {
     return failure();
   // Tile rows are read with their elements contiguous: a row of the input's
   // channels, a column's groups of the weight, a row of the result.
-  int64_t offset;
-  SmallVector<int64_t> strides;
-  if (!pairsContiguous(x) || !pairsContiguous(w) ||
-      failed(y.getStridesAndOffset(strides, offset)) || strides.back() != 1)
+  if (!pairsContiguous(x) || !pairsContiguous(w) || !innermostContiguous(y))
     return failure();
   return shape;
 }
@@ -306,14 +308,9 @@ void writeConvTiles(IRRewriter &rewriter, linalg::GenericOp op, const TileConvSh
           b, l, operandTile, groups, ValueRange{k, index(b, t * kAmxTileRows * shape.group)}));
     SmallVector<Value> out;
     for (auto [r, aTile] : llvm::enumerate(aTiles))
-      for (auto [t, bTile] : llvm::enumerate(bTiles)) {
-        Value acc = in[r * bTiles.size() + t];
-        if (shape.element.isBF16())
-          out.push_back(amx::TileMulFOp::create(b, l, accumulatorTile, aTile, bTile, acc));
-        else
-          out.push_back(amx::TileMulIOp::create(b, l, accumulatorTile, aTile, bTile, acc,
-                                                /*isZextLhs=*/true, /*isZextRhs=*/false));
-      }
+      for (auto [t, bTile] : llvm::enumerate(bTiles))
+        out.push_back(multiplyTiles(b, l, shape.element, accumulatorTile, aTile, bTile,
+                                    in[r * bTiles.size() + t]));
     return out;
   };
   Value zero = index(rewriter, 0), one = index(rewriter, 1);
