@@ -283,6 +283,44 @@ struct RoundThroughNarrowFloat : OpRewritePattern<arith::ExtFOp> {
   }
 };
 
+/// truncf(max(extf(truncf(x)), y)) -> truncf(max(x, y)), through chains of
+/// maxima and minima: rounding is monotone and idempotent, so rounding an
+/// operand of a maximum that is rounded again to the same type changes
+/// nothing. (Mixed precision rounds a pooling's result before its ReLU, and
+/// the next convolution's tiles round the ReLU's result again: the bf16
+/// CNN's first pooling rounded each value twice, once on its bits.)
+struct DropRoundingBeforeRounding : OpRewritePattern<arith::TruncFOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(arith::TruncFOp trunc, PatternRewriter &rewriter) const override {
+    if (trunc.getRoundingmodeAttr())
+      return failure();
+    Type narrow = getElementTypeOrSelf(trunc.getType());
+    bool changed = false;
+    SmallVector<Operation *> work;
+    if (Operation *def = trunc.getIn().getDefiningOp())
+      work.push_back(def);
+    while (!work.empty()) {
+      Operation *op = work.pop_back_val();
+      if (!isa<arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp, arith::MinNumFOp>(op) ||
+          !op->hasOneUse())
+        continue;
+      for (OpOperand &operand : op->getOpOperands()) {
+        auto ext = operand.get().getDefiningOp<arith::ExtFOp>();
+        auto inner = ext ? ext.getIn().getDefiningOp<arith::TruncFOp>() : nullptr;
+        if (inner && !inner.getRoundingmodeAttr() &&
+            getElementTypeOrSelf(inner.getType()) == narrow &&
+            inner.getIn().getType() == operand.get().getType()) {
+          rewriter.modifyOpInPlace(op, [&] { operand.set(inner.getIn()); });
+          changed = true;
+        } else if (Operation *def = operand.get().getDefiningOp()) {
+          work.push_back(def);
+        }
+      }
+    }
+    return success(changed);
+  }
+};
+
 /// The one op of a generic's body that the body yields, or null.
 static Operation *soleBodyOp(linalg::GenericOp generic) {
   Block &body = generic.getRegion().front();
@@ -475,7 +513,7 @@ struct FuseElementwisePass : public mithril::impl::MithrilFuseElementwiseBase<Fu
     RewritePatternSet patterns(ctx);
     linalg::populateElementwiseOpsFusionPatterns(patterns, shouldFuse);
     patterns.add<RoundThroughNarrowFloat>(ctx, /*onBits=*/false);
-    patterns.add<FoldTransposeRoundTrip>(ctx);
+    patterns.add<FoldTransposeRoundTrip, DropRoundingBeforeRounding>(ctx);
     linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, shouldFuse);
     tensor::populateBubbleUpExpandShapePatterns(patterns);
     affine::AffineApplyOp::getCanonicalizationPatterns(patterns, ctx);

@@ -373,6 +373,52 @@ func.func @transpose_round_trip(%x: tensor<2x6x6x32xf32>) -> tensor<2x6x6x32xbf1
 
 // -----
 
+// A value rounded to bf16 and widened, whose maximum with zero (a ReLU) is
+// rounded to bf16 again: the first rounding goes (rounding is monotone and
+// idempotent). Rounded to another type, it stays.
+// CHECK-LABEL: func.func @rounding_before_rounding
+// CHECK: ^bb0(%[[X:.+]]: f32, %{{.+}}: bf16):
+// CHECK-NEXT: %[[M:.+]] = arith.maximumf %[[X]], %{{.+}} : f32
+// CHECK-NEXT: %[[T:.+]] = arith.truncf %[[M]] : f32 to bf16
+// CHECK-NEXT: linalg.yield %[[T]]
+// (The round trip then rounds on the value's bits.)
+// CHECK-LABEL: func.func @rounding_before_other_rounding
+// CHECK: arith.bitcast %{{.+}} : f32 to i32
+// CHECK: %[[R:.+]] = arith.select
+// CHECK-NEXT: %[[M:.+]] = arith.maximumf %[[R]], %{{.+}} : f32
+// CHECK-NEXT: arith.truncf %[[M]] : f32 to f16
+#idr = affine_map<(d0) -> (d0)>
+func.func @rounding_before_rounding(%x: tensor<64xf32>) -> tensor<64xbf16> {
+  %e = tensor.empty() : tensor<64xbf16>
+  %r = linalg.generic {indexing_maps = [#idr, #idr], iterator_types = ["parallel"]}
+      ins(%x : tensor<64xf32>) outs(%e : tensor<64xbf16>) {
+  ^bb0(%a: f32, %b: bf16):
+    %z = arith.constant 0.0 : f32
+    %n = arith.truncf %a : f32 to bf16
+    %w = arith.extf %n : bf16 to f32
+    %m = arith.maximumf %w, %z : f32
+    %t = arith.truncf %m : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<64xbf16>
+  return %r : tensor<64xbf16>
+}
+func.func @rounding_before_other_rounding(%x: tensor<64xf32>) -> tensor<64xf16> {
+  %e = tensor.empty() : tensor<64xf16>
+  %r = linalg.generic {indexing_maps = [#idr, #idr], iterator_types = ["parallel"]}
+      ins(%x : tensor<64xf32>) outs(%e : tensor<64xf16>) {
+  ^bb0(%a: f32, %b: f16):
+    %z = arith.constant 0.0 : f32
+    %n = arith.truncf %a : f32 to bf16
+    %w = arith.extf %n : bf16 to f32
+    %m = arith.maximumf %w, %z : f32
+    %t = arith.truncf %m : f32 to f16
+    linalg.yield %t : f16
+  } -> tensor<64xf16>
+  return %r : tensor<64xf16>
+}
+
+// -----
+
 // Read back in another order than its own result's, the view stays (the
 // transpose is the register-block kind).
 // CHECK-LABEL: func.func @transpose_view_kept

@@ -70,7 +70,11 @@ def MithrilFuseElementwise : Pass<"mithril-fuse-elementwise", "mlir::ModuleOp"> 
     `expand_shape(transpose(collapse_shape(x)))` whose groups move whole)
     back in the order of its own result reads the tensor itself: the
     transposes cancel (a first convolution pooled channels-last, transposed
-    to planes and read back channels-last by a bf16 tile convolution).
+    to planes and read back channels-last by a bf16 tile convolution). A
+    value rounded to a narrower float and widened whose maximum or minimum
+    is rounded to the same type again is not rounded first (rounding is
+    monotone and idempotent: mixed precision's rounding before a ReLU whose
+    result the next layer rounds).
   }];
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect",
                            "mlir::affine::AffineDialect"];
