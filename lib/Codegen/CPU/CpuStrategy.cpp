@@ -598,13 +598,6 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
   return defaultTile(op, regs);
 }
 
-SmallVector<AffineMap> cpu::tileConvMaps(MLIRContext *ctx) {
-  AffineExpr n, oh, ow, f, kh, kw, cg, g;
-  bindDims(ctx, n, oh, ow, f, kh, kw, cg, g);
-  return {AffineMap::get(8, 0, {n, oh + kh, ow + kw, cg, g}, ctx),
-          AffineMap::get(8, 0, {kh, kw, cg, f, g}, ctx), AffineMap::get(8, 0, {n, oh, ow, f}, ctx)};
-}
-
 SmallVector<AffineMap> cpu::tileMatmulMaps(MLIRContext *ctx) {
   AffineExpr dm, dn, dk, dg;
   bindDims(ctx, dm, dn, dk, dg);

@@ -228,7 +228,7 @@ FailureOr<TileConvShape> tileConvShape(linalg::GenericOp op) {
                                         shape.groups, shape.group} ||
       w.getDimSize(3) != shape.channels)
     return failure();
-  if (op.getIndexingMapsArray() != mithril::cpu::tileConvMaps(op.getContext()) ||
+  if (op.getIndexingMapsArray() != mithril::tileConvMaps(op.getContext()) ||
       !isTileProduct(op, int8))
     return failure();
   // Tile rows are read with their elements contiguous: a row of the input's

@@ -670,10 +670,9 @@ constexpr int64_t kTileRows = 16, kTileColumns = 16, kTileStep = 32;
 /// output transforms) took 0.49 of 0.70 ms of the bench CNN at batch 16 on
 /// an Intel Xeon with AMX. Only where the tiles divide the product: the
 /// channels in whole steps of 32, the output channels in 16s; none
-/// otherwise. With `pooled`,
-/// the result is the 2x2 pooling of max(relu(y + bias)) (even OH, OW),
-/// pooled channels-last, where each block's rows are whole vectors of
-/// channels, and only then transposed.
+/// otherwise. With `pooled`, the result is the 2x2 pooling of max(relu(y +
+/// bias)) (even OH, OW), pooled channels-last, where each block's rows are
+/// whole vectors of channels, and only then transposed.
 static std::optional<Value> lowerTileConv(OpBuilder &b, Location loc, Value input, Value weight,
                                           ArrayRef<int64_t> stride, ArrayRef<int64_t> padding,
                                           ArrayRef<int64_t> dilation, RankedTensorType out,
@@ -772,10 +771,7 @@ static std::optional<Value> lowerTileConv(OpBuilder &b, Location loc, Value inpu
     // windows, 1.8 MB for the bench CNN at batch 16, took 0.08 of its 0.33
     // ms on an Intel Xeon with AMX.)
     auto wideType = RankedTensorType::get({n, oh, wideColumns, f}, f32);
-    SmallVector<AffineMap> maps = {
-        AffineMap::get(8, 0, {d(0), d(1) + d(4), d(2) + d(5), d(6), d(7)}, ctx),
-        AffineMap::get(8, 0, {d(4), d(5), d(6), d(3), d(7)}, ctx),
-        AffineMap::get(8, 0, {d(0), d(1), d(2), d(3)}, ctx)};
+    SmallVector<AffineMap> maps = tileConvMaps(ctx);
     SmallVector<utils::IteratorType> iterators = parallel(4);
     iterators.append(4, utils::IteratorType::reduction);
     auto product = linalg::GenericOp::create(

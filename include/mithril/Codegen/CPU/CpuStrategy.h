@@ -148,10 +148,6 @@ void restoreZeroAccumulator(mlir::RewriterBase &rewriter, mlir::linalg::GenericO
 /// The indexing maps of a packed product's register tile on AMX tiles, loops
 /// (m, n, k / group, group): A [m][k / g][g], B [k / g][n][g], C [m][n].
 llvm::SmallVector<mlir::AffineMap> tileMatmulMaps(mlir::MLIRContext *ctx);
-/// The indexing maps of a tile convolution over (n, oh, ow, f, kh, kw, c / g,
-/// g): input [n][oh + kh][ow + kw][c / g][g], weight [kh][kw][c / g][f][g],
-/// result [n][oh][ow][f].
-llvm::SmallVector<mlir::AffineMap> tileConvMaps(mlir::MLIRContext *ctx);
 
 /// The op's register kernel: its config's, else what its form is (matmul,
 /// 16 x 16 transpose, reduction over small windows, or the default).

@@ -134,3 +134,10 @@ void mithril::setLoweringConfig(Operation *op, LoweringConfigAttr config) {
 void mithril::setCpuKernel(Operation *op, CpuKernel kernel) {
   setLoweringConfig(op, LoweringConfigAttr::get(op->getContext(), kernel));
 }
+
+SmallVector<AffineMap> mithril::tileConvMaps(MLIRContext *ctx) {
+  AffineExpr n, oh, ow, f, kh, kw, cg, g;
+  bindDims(ctx, n, oh, ow, f, kh, kw, cg, g);
+  return {AffineMap::get(8, 0, {n, oh + kh, ow + kw, cg, g}, ctx),
+          AffineMap::get(8, 0, {kh, kw, cg, f, g}, ctx), AffineMap::get(8, 0, {n, oh, ow, f}, ctx)};
+}

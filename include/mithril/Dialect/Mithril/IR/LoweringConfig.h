@@ -14,6 +14,7 @@
 
 #include "mithril/Dialect/Mithril/IR/MithrilDialect.h"
 
+#include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Operation.h"
 
 namespace mithril {
@@ -29,6 +30,12 @@ void setLoweringConfig(mlir::Operation *op, LoweringConfigAttr config);
 
 /// Attaches a config of `kernel` alone (the strategy fills in the rest).
 void setCpuKernel(mlir::Operation *op, CpuKernel kernel);
+
+/// The indexing maps of a CpuKernel::TileConv generic, over (n, oh, ow, f,
+/// kh, kw, c / g, g): input [n][oh + kh][ow + kw][c / g][g], weight
+/// [kh][kw][c / g][f][g], result [n][oh][ow][f]. The lowering builds its
+/// generics with them and mithril-x86-tile-matmuls writes only those.
+llvm::SmallVector<mlir::AffineMap> tileConvMaps(mlir::MLIRContext *ctx);
 
 } // namespace mithril
 
