@@ -36,6 +36,7 @@ def random_inputs(rng, n, c, f, h, w, groups=1):
 
 @pytest.mark.parametrize("n,c,f,h,w,padding", [
     (2, 8, 16, 14, 14, 1),   # even output, whole register tiles of tiles
+    (16, 8, 16, 14, 14, 1),  # 784 tiles: 768 on two-vector tiles, the last 16 apart
     (1, 32, 64, 14, 14, 1),  # 49 tiles: padded to a whole number of lanes
     (3, 16, 8, 9, 11, 1),    # odd output: the last block row and column cut
     (2, 12, 24, 7, 6, 0),    # no padding

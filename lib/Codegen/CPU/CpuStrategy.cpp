@@ -451,7 +451,8 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
     // Loops n, f, p, c, kh, kw: 8 output channels x a row of flat positions
     // accumulate in registers, one input channel and kernel position at a
     // time, broadcasting a weight per channel against contiguous input.
-    // (Winograd's products, 784 tiles, get 16 columns from fitTilesToLoops.)
+    // (Winograd's products, 784 tiles, split into 768 columns on these tiles
+    // and the last 16: Scheduler::splitFlatColumnRemainders.)
     if (loops == 6)
       return {1, regs.rows(), regs.columns(op), 1, 1, 1};
     break;

@@ -275,6 +275,12 @@ public:
   /// for its rows: after packing, both parts read the one packed block.
   void splitRowRemainder(IRRewriter &rewriter, linalg::LinalgOp op);
 
+  /// Splits flat convolutions whose positions are an odd number of vectors
+  /// (Winograd's 784 tiles) into the positions that whole register tiles of
+  /// two vectors cover and the last vector, each part starting from its own
+  /// zero fill, so that the fills still fuse into the register tiles.
+  void splitFlatColumnRemainders(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
+
   /// Matmuls that kept narrow operands (bf16 or f16 into f32) but were not
   /// packed (too few columns: a Linear layer of 10 outputs) read them
   /// widened: extending each element inside the register tile made a 256 x
