@@ -102,23 +102,25 @@ mithril.model @DilatedRows(data %x: tensor<2x4x28x28xf32>, param %w: tensor<16x4
 // DILATED: linalg.generic {indexing_maps = [#[[IN]], {{.*}}#mithril.lowering_config<kernel = conv_flat>
 
 // The products of a Winograd convolution (16 x 7 x 7 = 784 tiles, an odd
-// multiple of 16) split into the 768 tiles that whole register tiles of 8
-// channels x 32 tiles cover and the last 16 (8 x 16), each part starting
-// from zeros in registers (no fill of the products left), rather than every
-// tile narrowed to 16 columns or widened to 28 that the vectorizer would
-// split.
+// multiple of 16): in each block of 8 output channels, the 768 tiles that
+// whole register tiles of 8 channels x 32 tiles cover, then the last 16 (8 x
+// 16), the first part's tiles starting from zeros in registers, rather than
+// every tile narrowed to 16 columns or widened to 28 that the vectorizer
+// would split.
 // RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 entry=Winograd stop-after=fusion" | FileCheck %s --check-prefix=WINO
 mithril.model @Winograd(data %x: tensor<16x32x14x14xf32>, param %w: tensor<64x32x3x3xf32>) -> (y: tensor<16x64x14x14xf32>) {
   %y = mithril.conv2d %x, %w {dilation = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<16x32x14x14xf32>, tensor<64x32x3x3xf32>) -> tensor<16x64x14x14xf32>
   mithril.output %y : tensor<16x64x14x14xf32>
 }
 // WINO-LABEL: func.func @Winograd(
+// WINO: scf.for %[[N:.+]] = %c0 to %c16 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (tensor<16x64x784xf32>)
+// WINO-NEXT: scf.for %{{.+}} = %c0 to %c64 step %c8
+// WINO-NEXT: %[[BLOCK:.+]] = tensor.extract_slice %{{.+}}[%[[N]], %{{.+}}, 0] [1, 8, 784] [1, 1, 1]
+// WINO-NEXT: %[[WHOLE:.+]] = tensor.extract_slice %[[BLOCK]][0, 0, 0] [1, 8, 768] [1, 1, 1]
+// WINO-NEXT: scf.for %{{.+}} = %c0 to %c768 step %c32 iter_args(%{{.+}} = %[[WHOLE]])
 // WINO-NOT: linalg.fill
-// WINO: %[[WHOLE:.+]] = tensor.extract_slice %[[PRODUCTS:.+]][0, 0, 0] [16, 64, 768] [1, 1, 1] : tensor<16x64x784xf32> to tensor<16x64x768xf32>
-// WINO: scf.for %{{.+}} = %c0 to %c768 step %c32
 // WINO: scf.for %{{.+}} = %c0 to %c32 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (vector<8x32xf32>)
-// WINO: %[[FIRST:.+]] = tensor.insert_slice %{{.+}} into %[[PRODUCTS]][0, 0, 0] [16, 64, 768] [1, 1, 1]
-// WINO: tensor.extract_slice %[[FIRST]][0, 0, 768] [16, 64, 16] [1, 1, 1]
+// WINO: %[[FIRST:.+]] = tensor.insert_slice %{{.+}} into %[[BLOCK]][0, 0, 0] [1, 8, 768] [1, 1, 1]
+// WINO-NEXT: tensor.extract_slice %[[FIRST]][0, 0, 768] [1, 8, 16] [1, 1, 1]
 // WINO: scf.for %{{.+}} = %c0 to %c32 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (vector<8x16xf32>)
-// WINO: tensor.insert_slice %{{.+}} into %[[FIRST]][0, 0, 768] [16, 64, 16] [1, 1, 1]
-// WINO-NOT: linalg.fill
+// WINO: tensor.insert_slice %{{.+}} into %[[FIRST]][0, 0, 768] [1, 8, 16] [1, 1, 1]

@@ -1024,8 +1024,28 @@ void Scheduler::splitFlatColumnRemainders(IRRewriter &rewriter, ArrayRef<linalg:
       fill = nullptr;
     if (fill)
       op.getDpsInitOperand(0)->set(fill.getDpsInitOperand(0)->get());
+    // Split inside the loops over images and blocks of output channels, so
+    // that the last vector's tile reads the rows the others have just
+    // brought into the cache (split outside them, it took 0.03 ms, a
+    // tenth of the products' time for a fiftieth of their work).
+    SmallVector<int64_t> outer(6, 0);
+    outer[0] = 1;
+    outer[1] = cpu::registerTile(op, strategy.registers)[1];
+    fitTilesToLoops(outer, op.getStaticLoopRanges(), /*tileDynamic=*/false);
+    scf::SCFTilingOptions options;
+    options.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), outer));
     rewriter.setInsertionPoint(op);
-    auto [whole, rest] = linalg::splitOp(rewriter, cast<TilingInterface>(op.getOperation()), 2,
+    FailureOr<scf::SCFTilingResult> tiled =
+        scf::tileUsingSCF(rewriter, cast<TilingInterface>(op.getOperation()), options);
+    if (failed(tiled)) {
+      if (fill)
+        op.getDpsInitOperand(0)->set(fill.getResult(0));
+      continue;
+    }
+    rewriter.replaceOp(op, tiled->replacements);
+    Operation *inner = tiled->tiledOps.front();
+    rewriter.setInsertionPoint(inner);
+    auto [whole, rest] = linalg::splitOp(rewriter, cast<TilingInterface>(inner), 2,
                                          rewriter.getIndexAttr(positions - positions % columns));
     for (TilingInterface part : {whole, rest}) {
       if (!part)
