@@ -69,3 +69,29 @@ func.func @row_max(%x: tensor<64x10xf32>, %init: tensor<64xf32>) -> tensor<64xf3
   } -> tensor<64xf32>
   return %0 : tensor<64xf32>
 }
+
+// A batch matmul is tiled as a product block is: 8 x 32 register tiles of one
+// batch element, then its reduction one step at a time with the accumulator
+// in registers (from zeros: the fill is fused into the tiles), each step an
+// outer product of a column of A and a row of B. In one level, the
+// accumulator went through memory at every step, and the step's right
+// operand was extracted element by element.
+// CHECK-LABEL: func.func @batch_matmul
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<8x32xf32>
+// CHECK-NOT: linalg.fill
+// CHECK: scf.for %[[B:.*]] = %c0 to %c4 step %c1
+// CHECK: scf.for %[[M:.*]] = %c0 to %c48 step %c8
+// CHECK: scf.for %[[N:.*]] = %c0 to %c64 step %c32
+// CHECK: scf.for %[[K:.*]] = %c0 to %c16 step %c1 iter_args(%[[ACC:.*]] = %[[ZERO]]) -> (vector<8x32xf32>)
+// CHECK-NOT: vector.extract
+// CHECK: vector.transfer_read %arg1[%[[B]], %[[K]], %[[N]]]{{.*}} : tensor<4x16x64xf32>, vector<32xf32>
+// CHECK: %[[PRODUCT:.*]] = arith.mulf {{.*}} : vector<8x32xf32>
+// CHECK: arith.addf %[[ACC]], %[[PRODUCT]] : vector<8x32xf32>
+// CHECK: vector.transfer_write {{.*}} : vector<8x32xf32>, tensor<1x8x32xf32>
+func.func @batch_matmul(%a: tensor<4x48x16xf32>, %b: tensor<4x16x64xf32>) -> tensor<4x48x64xf32> {
+  %cst = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x48x64xf32>
+  %z = linalg.fill ins(%cst : f32) outs(%e : tensor<4x48x64xf32>) -> tensor<4x48x64xf32>
+  %0 = linalg.batch_matmul ins(%a, %b : tensor<4x48x16xf32>, tensor<4x16x64xf32>) outs(%z : tensor<4x48x64xf32>) -> tensor<4x48x64xf32>
+  return %0 : tensor<4x48x64xf32>
+}

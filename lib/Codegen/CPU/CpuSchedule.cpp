@@ -895,9 +895,11 @@ static linalg::FillOp fusibleAccumulatorFill(linalg::LinalgOp op) {
   // (A batch of packed products, Winograd's in bf16, too: its accumulators
   // start at zero in registers rather than from a 3 MiB fill.)
   bool batchedProducts = kernel == CpuKernel::PackedMatmul && op.getNumLoops() == 6;
+  bool batchMatmul = isa<linalg::BatchMatmulOp>(op.getOperation());
   if (kernel != CpuKernel::ConvFlat && kernel != CpuKernel::ConvSpatial &&
       kernel != CpuKernel::ConvChannelsLast && kernel != CpuKernel::TileConv &&
-      kernel != CpuKernel::PoolWindow && kernel != CpuKernel::WindowReduction && !batchedProducts)
+      kernel != CpuKernel::PoolWindow && kernel != CpuKernel::WindowReduction && !batchedProducts &&
+      !batchMatmul)
     return nullptr;
   if (op.getNumDpsInits() != 1)
     return nullptr;
@@ -909,7 +911,9 @@ SmallVector<SmallVector<int64_t>> Scheduler::registerTileLevels(linalg::LinalgOp
   SmallVector<int64_t> sizes = cpu::configuredRegisterTile(op, strategy.registers);
   fitTilesToLoops(sizes, op.getStaticLoopRanges(), /*tileDynamic=*/true);
   SmallVector<SmallVector<int64_t>> levels = {sizes};
-  if (isConvolutionTile(op)) {
+  // (A batch matmul too: in one level, its accumulator was read and written
+  // back at every reduction step.)
+  if (isConvolutionTile(op) || isa<linalg::BatchMatmulOp>(op.getOperation())) {
     SmallVector<int64_t> parallel = sizes, reduction(sizes.size(), 0);
     for (auto [i, it] : llvm::enumerate(op.getIteratorTypesArray()))
       if (it == utils::IteratorType::reduction)
@@ -1441,8 +1445,11 @@ LogicalResult Scheduler::splitAcrossThreads(IRRewriter &rewriter, ArrayRef<linal
 /// generic.
 static bool isOneStepProductTile(linalg::LinalgOp op) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  return linalg::isaContractionOpInterface(op) && ranges.size() == 3 && ranges[2] == 1 &&
-         op.getNumReductionLoops() == 1 && !hasKernel(op, CpuKernel::PackedMatmul);
+  // (Or one of a batch: loops (b, m, n, k), b and k of one step.)
+  bool oneStep = (ranges.size() == 3 && ranges[2] == 1) ||
+                 (ranges.size() == 4 && ranges[0] == 1 && ranges[3] == 1);
+  return linalg::isaContractionOpInterface(op) && oneStep && op.getNumReductionLoops() == 1 &&
+         !hasKernel(op, CpuKernel::PackedMatmul);
 }
 
 /// A convolution tile reads its input at output + kernel position, which
@@ -1469,13 +1476,17 @@ void Scheduler::dropTileUnitDims(IRRewriter &rewriter, ModuleOp module) {
   // operand by a row of the right. Vectorized as it is, its operands were
   // rows x columns x 1 vectors, the right one built from one extract per
   // element (32 loads and 256 inserts for an 8 x 32 tile, each step).
-  SmallVector<linalg::MatmulOp> matmulTiles;
-  module.walk([&](linalg::MatmulOp op) {
-    if (op.hasPureTensorSemantics() && op->getParentOfType<scf::ForOp>() &&
+  // (A batch matmul's tile likewise, its unit batch loop dropped with the
+  // step: vectorized with it, each step extracted the right operand's
+  // elements one by one.)
+  SmallVector<linalg::LinalgOp> matmulTiles;
+  module.walk([&](linalg::LinalgOp op) {
+    if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op.getOperation()) &&
+        op.hasPureTensorSemantics() && op->getParentOfType<scf::ForOp>() &&
         isOneStepProductTile(op))
       matmulTiles.push_back(op);
   });
-  for (linalg::MatmulOp op : matmulTiles) {
+  for (linalg::LinalgOp op : matmulTiles) {
     rewriter.setInsertionPoint(op);
     (void)linalg::generalizeNamedOp(rewriter, op);
   }
