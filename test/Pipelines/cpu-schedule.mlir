@@ -95,3 +95,27 @@ func.func @batch_matmul(%a: tensor<4x48x16xf32>, %b: tensor<4x16x64xf32>) -> ten
   %0 = linalg.batch_matmul ins(%a, %b : tensor<4x48x16xf32>, tensor<4x16x64xf32>) outs(%z : tensor<4x48x64xf32>) -> tensor<4x48x64xf32>
   return %0 : tensor<4x48x64xf32>
 }
+
+// Rows and columns that no register tile divides (50 = 48 + 2 rows, 40 = 32
+// + 8 columns) split off, per batch element, into parts of their own, each
+// tiled for its sizes (the whole tiles starting from zeros in registers),
+// rather than every tile shrunk to a divisor (2 rows x 8 columns).
+// CHECK-LABEL: func.func @batch_matmul_remainders
+// CHECK-NOT: linalg.fill
+// CHECK: scf.for %{{.*}} = %c0 to %c4 step %c1
+// CHECK: tensor.extract_slice %{{.*}}[0, 0, 0] [1, 48, 32] [1, 1, 1]
+// CHECK: scf.for %{{.*}} = %c0 to %c48 step %c8
+// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c1 iter_args(%{{.*}}) -> (vector<8x32xf32>)
+// CHECK: tensor.extract_slice %{{.*}}[0, 0, 32] [1, 48, 8] [1, 1, 1]
+// CHECK: scf.for %{{.*}} = %c0 to %c48 step %c8
+// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c1 iter_args(%{{.*}}) -> (vector<8x8xf32>)
+// CHECK: tensor.extract_slice %{{.*}}[0, 48, 0] [1, 2, 40] [1, 1, 1]
+// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c1 iter_args(%{{.*}}) -> (vector<2x32xf32>)
+// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c1 iter_args(%{{.*}}) -> (vector<2x8xf32>)
+func.func @batch_matmul_remainders(%a: tensor<4x50x16xf32>, %b: tensor<4x16x40xf32>) -> tensor<4x50x40xf32> {
+  %cst = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x50x40xf32>
+  %z = linalg.fill ins(%cst : f32) outs(%e : tensor<4x50x40xf32>) -> tensor<4x50x40xf32>
+  %0 = linalg.batch_matmul ins(%a, %b : tensor<4x50x16xf32>, tensor<4x16x40xf32>) outs(%z : tensor<4x50x40xf32>) -> tensor<4x50x40xf32>
+  return %0 : tensor<4x50x40xf32>
+}

@@ -711,6 +711,38 @@ bool Scheduler::packsRowsTogether(linalg::LinalgOp op) const {
                       [](auto pair) { return std::get<0>(pair) > std::get<1>(pair); });
 }
 
+/// The zero fill that only `op` reads (its init), taken off it: the caller
+/// splits `op` and gives each part a fill of its own (fillEachPart), which
+/// fuses into the part's register tiles rather than writing the whole
+/// output before the parts read it back. Null where there is none.
+static linalg::FillOp detachAccumulatorFill(linalg::LinalgOp op) {
+  if (op.getNumDpsInits() != 1)
+    return nullptr;
+  auto fill = op.getDpsInitOperand(0)->get().getDefiningOp<linalg::FillOp>();
+  if (!fill || !fill->hasOneUse())
+    return nullptr;
+  op.getDpsInitOperand(0)->set(fill.getDpsInitOperand(0)->get());
+  return fill;
+}
+
+/// Gives each of `parts` (of an op whose fill detachAccumulatorFill took)
+/// `fill` over its own init, and erases the original fill.
+static void fillEachPart(RewriterBase &rewriter, linalg::FillOp fill,
+                         ArrayRef<TilingInterface> parts) {
+  if (!fill)
+    return;
+  for (TilingInterface part : parts) {
+    if (!part)
+      continue;
+    OpOperand *init = cast<linalg::LinalgOp>(part.getOperation()).getDpsInitOperand(0);
+    rewriter.setInsertionPoint(part);
+    init->set(
+        linalg::FillOp::create(rewriter, fill.getLoc(), fill.value(), init->get()).getResult(0));
+  }
+  if (fill->use_empty())
+    rewriter.eraseOp(fill);
+}
+
 /// Splits a matmul whose sizes the register tiles and cache blocks do not
 /// divide into the part they divide and the rest, until they do: columns
 /// at a multiple of the register tile's (784 = 24 x 32 + 16), then of the
@@ -1002,40 +1034,56 @@ LogicalResult Scheduler::tileForRegisters(IRRewriter &rewriter, ArrayRef<linalg:
   return success();
 }
 
-void Scheduler::splitFlatColumnRemainders(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
+void Scheduler::splitTileRemainders(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
   for (linalg::LinalgOp op : ops) {
-    // Loops (n, f, position, c, kh, kw); float32 and float64 alike.
-    if (!hasKernel(op, CpuKernel::ConvFlat) || op.getNumLoops() != 6 || op.getNumDpsInits() != 1)
+    // Flat convolutions, loops (n, f, position, c, kh, kw), float32 and
+    // float64 alike; batch matmuls, loops (b, m, n, k).
+    bool flat = hasKernel(op, CpuKernel::ConvFlat) && op.getNumLoops() == 6;
+    bool batch = isa<linalg::BatchMatmulOp>(op.getOperation()) && op.getNumLoops() == 4;
+    if ((!flat && !batch) || op.getNumDpsInits() != 1)
       continue;
     LoweringConfigAttr config = getLoweringConfig(op);
-    if (!config || config.getWhole() || config.getRegisterTile().size() != 6)
+    if (!config || config.getWhole())
       continue;
-    int64_t columns = cpu::registerTile(op, strategy.registers)[2];
-    int64_t positions = op.getStaticLoopRanges()[2];
-    // fitTilesToLoops would narrow every tile to the one vector that
-    // divides the positions: 8 accumulators, each step waiting on the FMA
-    // latency. (The bench CNN's Winograd products, 784 columns, on one core
-    // of a Xeon with AVX-512: 0.42 -> 0.37 ms a call.)
-    if (ShapedType::isDynamic(positions) || columns < 2 || positions <= columns ||
-        positions % columns == 0 || positions % (columns / 2) != 0)
+    SmallVector<int64_t> tile = cpu::registerTile(op, strategy.registers);
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    // The splits (loop, at), each applied to every part of the ones before,
+    // and the outer tiles they happen in.
+    SmallVector<std::pair<unsigned, int64_t>> splits;
+    SmallVector<int64_t> outer(ranges.size(), 0);
+    outer[0] = 1;
+    if (flat) {
+      // fitTilesToLoops would narrow every tile to the one vector that
+      // divides the positions: 8 accumulators, each step waiting on the
+      // FMA latency. (The bench CNN's Winograd products, 784 columns, on
+      // one core of a Xeon with AVX-512: 0.44 -> 0.39 ms a call.)
+      int64_t columns = tile[2], positions = ranges[2];
+      if (ShapedType::isDynamic(positions) || columns < 2 || positions <= columns ||
+          positions % columns == 0 || positions % (columns / 2) != 0)
+        continue;
+      splits.push_back({2, positions - positions % columns});
+      // Inside the loops over images and blocks of output channels, so that
+      // the last vector's tile reads the rows the others have just brought
+      // into the cache (split outside them, it took 0.03 ms, a tenth of the
+      // products' time for a fiftieth of their work).
+      outer[1] = tile[1];
+    } else {
+      // Rows and columns no register tile divides (Winograd's 169 tiles of
+      // a 26 x 26 image, 8 rows at a time; 20 output channels, 16 at a
+      // time): otherwise every tile would shrink to a divisor, one row.
+      for (unsigned loop : {1u, 2u}) {
+        int64_t size = tile[loop], range = ranges[loop];
+        if (!ShapedType::isDynamic(range) && size > 0 && range > size && range % size != 0)
+          splits.push_back({loop, range - range % size});
+      }
+    }
+    if (splits.empty())
       continue;
+    fitTilesToLoops(outer, ranges, /*tileDynamic=*/false);
     // The zero fill moves to the parts: a fill read by one op fuses into
     // its register tiles (fusibleAccumulatorFill) instead of writing the
     // whole output first.
-    Value init = op.getDpsInitOperand(0)->get();
-    auto fill = init.getDefiningOp<linalg::FillOp>();
-    if (fill && !fill->hasOneUse())
-      fill = nullptr;
-    if (fill)
-      op.getDpsInitOperand(0)->set(fill.getDpsInitOperand(0)->get());
-    // Split inside the loops over images and blocks of output channels, so
-    // that the last vector's tile reads the rows the others have just
-    // brought into the cache (split outside them, it took 0.03 ms, a
-    // tenth of the products' time for a fiftieth of their work).
-    SmallVector<int64_t> outer(6, 0);
-    outer[0] = 1;
-    outer[1] = cpu::registerTile(op, strategy.registers)[1];
-    fitTilesToLoops(outer, op.getStaticLoopRanges(), /*tileDynamic=*/false);
+    linalg::FillOp fill = detachAccumulatorFill(op);
     scf::SCFTilingOptions options;
     options.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), outer));
     rewriter.setInsertionPoint(op);
@@ -1047,24 +1095,21 @@ void Scheduler::splitFlatColumnRemainders(IRRewriter &rewriter, ArrayRef<linalg:
       continue;
     }
     rewriter.replaceOp(op, tiled->replacements);
-    Operation *inner = tiled->tiledOps.front();
-    rewriter.setInsertionPoint(inner);
-    auto [whole, rest] = linalg::splitOp(rewriter, cast<TilingInterface>(inner), 2,
-                                         rewriter.getIndexAttr(positions - positions % columns));
-    for (TilingInterface part : {whole, rest}) {
-      if (!part)
-        continue;
-      auto linalgPart = cast<linalg::LinalgOp>(part.getOperation());
-      configureTile(part, CpuKernel::ConvFlat);
-      if (!fill)
-        continue;
-      OpOperand *partInit = linalgPart.getDpsInitOperand(0);
-      rewriter.setInsertionPoint(part);
-      partInit->set(linalg::FillOp::create(rewriter, fill.getLoc(), fill.value(), partInit->get())
-                        .getResult(0));
+    SmallVector<TilingInterface> parts = {cast<TilingInterface>(tiled->tiledOps.front())};
+    for (auto [loop, at] : splits) {
+      SmallVector<TilingInterface> next;
+      for (TilingInterface part : parts) {
+        rewriter.setInsertionPoint(part);
+        auto [whole, rest] = linalg::splitOp(rewriter, part, loop, rewriter.getIndexAttr(at));
+        for (TilingInterface piece : {whole, rest})
+          if (piece)
+            next.push_back(piece);
+      }
+      parts = std::move(next);
     }
-    if (fill && fill->use_empty())
-      rewriter.eraseOp(fill);
+    for (TilingInterface part : parts)
+      configureTile(part, flat ? CpuKernel::ConvFlat : CpuKernel::Matmul);
+    fillEachPart(rewriter, fill, parts);
   }
 }
 
@@ -1692,7 +1737,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     }
     // (After the empty slices fold: each part's fill writes a slice of the
     // op's output, in place.)
-    scheduler.splitFlatColumnRemainders(rewriter, scheduler.collectTensorOps(module));
+    scheduler.splitTileRemainders(rewriter, scheduler.collectTensorOps(module));
     if (failed(scheduler.tileForRegisters(rewriter, scheduler.collectTensorOps(module))))
       return signalPassFailure();
     scheduler.lowerBF16WeightGradTiles(rewriter, module);

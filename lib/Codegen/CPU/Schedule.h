@@ -275,11 +275,13 @@ public:
   /// for its rows: after packing, both parts read the one packed block.
   void splitRowRemainder(IRRewriter &rewriter, linalg::LinalgOp op);
 
-  /// Splits flat convolutions whose positions are an odd number of vectors
-  /// (Winograd's 784 tiles) into the positions that whole register tiles of
-  /// two vectors cover and the last vector, each part starting from its own
-  /// zero fill, so that the fills still fuse into the register tiles.
-  void splitFlatColumnRemainders(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
+  /// Splits the tiles' remainders off flat convolutions whose positions are
+  /// an odd number of vectors (Winograd's 784 tiles: 768 on two-vector
+  /// tiles, then the last vector) and off batch matmuls whose rows or
+  /// columns no register tile divides, inside the loops over images (and
+  /// channel blocks), each part starting from its own zero fill, so that
+  /// the fills still fuse into the register tiles.
+  void splitTileRemainders(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
 
   /// Matmuls that kept narrow operands (bf16 or f16 into f32) but were not
   /// packed (too few columns: a Linear layer of 10 outputs) read them
