@@ -63,7 +63,11 @@ def test_asymmetric_padding_and_groups(rng):
 
 
 @pytest.mark.parametrize("relu", [True, False])
-@pytest.mark.parametrize("n,c,f,h,w", [(2, 8, 16, 14, 14), (1, 32, 64, 8, 8), (3, 12, 24, 6, 10)])
+@pytest.mark.parametrize("n,c,f,h,w", [
+    (2, 8, 16, 14, 14), (1, 32, 64, 8, 8), (3, 12, 24, 6, 10),
+    (16, 32, 64, 14, 14),  # the bench CNN's: 784 tiles in whole register tiles
+    (1, 8, 20, 26, 26),    # 169 tiles and 20 channels: rows and columns split off
+])
 def test_pooled_blocks_match_torch(relu, n, c, f, h, w, rng):
     x, wt, b = random_inputs(rng, n, c, f, h, w)
     model = M.Model()

@@ -520,21 +520,6 @@ static std::optional<Value> lowerPhasedConvGradWeight(OpBuilder &b, Location loc
   return dw;
 }
 
-/// Channels-last [n, h * w, f] as planes [n, f, h, w]: a transpose of the
-/// last two dimensions, which the CPU schedule moves in 16 x 16 register
-/// blocks.
-static Value channelsLastToPlanes(OpBuilder &b, Location loc, Value flat, int64_t h, int64_t w) {
-  RankedTensorType t = tensorType(flat);
-  int64_t n = t.getDimSize(0), f = t.getDimSize(2);
-  Type et = t.getElementType();
-  Value planes = linalg::TransposeOp::create(
-                     b, loc, flat, tensor::EmptyOp::create(b, loc, {n, f, h * w}, et).getResult(),
-                     SmallVector<int64_t>{0, 2, 1})
-                     .getResult()[0];
-  return tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({n, f, h, w}, et), planes,
-                                       SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
-}
-
 /// The 2x2 pooling of max(relu(y + bias)) of a float32 convolution's result
 /// `y`, channels-last [n, oh, ow, f] (even oh, ow), as planes [n, f, oh / 2,
 /// ow / 2]. Each 2x2 block: its four corners, strided views of [n, oh / 2,

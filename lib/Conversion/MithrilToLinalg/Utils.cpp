@@ -325,6 +325,19 @@ Value linalg_lowering::padSpatial(OpBuilder &b, Location loc, Value input, int64
   return tensor::PadOp::create(b, loc, padded, input, lo, hi, padValue);
 }
 
+Value linalg_lowering::channelsLastToPlanes(OpBuilder &b, Location loc, Value flat, int64_t h,
+                                            int64_t w) {
+  RankedTensorType t = tensorType(flat);
+  int64_t n = t.getDimSize(0), f = t.getDimSize(2);
+  Type et = t.getElementType();
+  Value planes = linalg::TransposeOp::create(
+                     b, loc, flat, tensor::EmptyOp::create(b, loc, {n, f, h * w}, et).getResult(),
+                     SmallVector<int64_t>{0, 2, 1})
+                     .getResult()[0];
+  return tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({n, f, h, w}, et), planes,
+                                       SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+}
+
 std::pair<Value, Value> linalg_lowering::windowSource(OpBuilder &b, Location loc, Value i, Value k,
                                                       int64_t stride, int64_t padLo,
                                                       int64_t dilation, int64_t outSize) {

@@ -120,6 +120,12 @@ mlir::Value divideByScalar(mlir::OpBuilder &b, mlir::Location loc, mlir::Value t
 mlir::Value padSpatial(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,
                        int64_t firstSpatial, llvm::ArrayRef<int64_t> padding, mlir::Value padValue);
 
+/// Channels-last [n, h * w, f] as planes [n, f, h, w]: a transpose of the
+/// last two dimensions, which the CPU schedule moves in 16 x 16 register
+/// blocks.
+mlir::Value channelsLastToPlanes(mlir::OpBuilder &b, mlir::Location loc, mlir::Value flat,
+                                 int64_t h, int64_t w);
+
 /// What a Winograd convolution computes of each 2x2 block of its outputs in
 /// place of the block: max(relu(y + bias)) over the block, the 2x2 max
 /// pooling of stride 2 that alone reads the convolution (through a ReLU).

@@ -113,6 +113,29 @@ SmallVector<Value> buildPointwise(OpBuilder &b, Location loc, int64_t loops, Val
   return SmallVector<Value>(generic.getResults());
 }
 
+/// max(relu(A^T m A + bias)) over the 2x2 block of outputs of the 16
+/// points `m` (then the bias, where `pooled` has one): relu and the bias
+/// commute with max.
+Value pooledBlock(Arith &a, ValueRange m, const PooledBlocks &pooled) {
+  SmallVector<Value> y =
+      transform2D(a, llvm::to_vector(m.take_front(kPoints * kPoints)), kPoints, outputTransform);
+  auto max = [&](Value x, Value z) {
+    return arith::MaximumFOp::create(a.b, a.loc, x, z).getResult();
+  };
+  Value block = max(max(y[0], y[1]), max(y[2], y[3]));
+  if (m.size() > kPoints * kPoints)
+    block = a.add(block, m.back());
+  // Rounding is monotone: the pooling of rounded values is the rounded
+  // pooling.
+  if (pooled.roundTo)
+    block = arith::ExtFOp::create(
+        a.b, a.loc, block.getType(),
+        arith::TruncFOp::create(a.b, a.loc, pooled.roundTo, block).getResult());
+  if (pooled.relu)
+    block = max(block, floatConst(a.b, a.loc, block.getType(), 0.0));
+  return block;
+}
+
 /// Empty tensors of `type`, `count` of them.
 SmallVector<Value> emptyTensors(OpBuilder &b, Location loc, RankedTensorType type, int64_t count) {
   SmallVector<Value> empties;
@@ -165,6 +188,112 @@ Value collapse(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape,
   return tensor::CollapseShapeOp::create(b, loc, type, v, reassociation);
 }
 
+/// The pooled convolution channels-last, for float32 products: the input
+/// [n, h, w, c] (a transpose of planes that mithril-fuse-elementwise cancels
+/// where the input was channels-last before), each transform a generic over
+/// vectors of channels, the products one batch matmul of the 16 points
+/// [tiles, c] x [c, f], and the pooled [tiles, f] transposed to planes. In
+/// planes, the input transform read 7-column rows of parity planes split
+/// from the padded input by a transpose of their own.
+Value pooledWinogradChannelsLast(OpBuilder &b, Location loc, Value input, Value weight,
+                                 ArrayRef<int64_t> padding, int64_t th, int64_t tw,
+                                 const PooledBlocks &pooled) {
+  MLIRContext *ctx = b.getContext();
+  RankedTensorType xt = tensorType(input), wt = tensorType(weight);
+  Type et = xt.getElementType();
+  int64_t n = xt.getDimSize(0), c = xt.getDimSize(1), h = xt.getDimSize(2), w = xt.getDimSize(3);
+  int64_t f = wt.getDimSize(0), tiles = n * th * tw;
+  auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+  Location convLoc = loc;
+  auto stage = [&](StringRef name) {
+    loc = FusedLoc::get(ctx, {convLoc, NameLoc::get(StringAttr::get(ctx, name))});
+  };
+
+  // U[p, c, f] = G g G^T, loops (c, f).
+  stage("winograd filter transform");
+  Value filters;
+  {
+    SmallVector<Value> taps(9, weight);
+    SmallVector<AffineMap> maps;
+    for (int64_t i = 0; i < 3; ++i)
+      for (int64_t j = 0; j < 3; ++j)
+        maps.push_back(AffineMap::get(
+            2, 0, {d(1), d(0), getAffineConstantExpr(i, ctx), getAffineConstantExpr(j, ctx)}, ctx));
+    filters = stackPoints(
+        b, loc,
+        buildPointwise(b, loc, 2, taps, maps,
+                       emptyTensors(b, loc, RankedTensorType::get({c, f}, et), kPoints * kPoints),
+                       [&](Arith &a, ValueRange g) {
+                         return transform2D(a, llvm::to_vector(g), 3, filterTransform);
+                       }));
+  }
+
+  // V[p, tiles, c] = B^T d B. The input channels-last, padded to whole
+  // tiles and one more row and column, [n, th + 1, 2, tw + 1, 2, c]: block
+  // element (i, j) of tile (ty, tx) is [n, ty + i / 2, i % 2, tx + j / 2,
+  // j % 2, c], a strided view whose rows are vectors of channels.
+  stage("winograd input transform");
+  Value points;
+  {
+    auto clType = RankedTensorType::get({n, h, w, c}, et);
+    Value channelsLast = buildPointwise(
+        b, loc, 4, ValueRange{input}, {AffineMap::get(4, 0, {d(0), d(3), d(1), d(2)}, ctx)},
+        emptyTensors(b, loc, clType, 1),
+        [](Arith &, ValueRange x) { return SmallVector<Value>{x[0]}; })[0];
+    int64_t below = 2 * th + 2 - h - padding[0];
+    int64_t right = 2 * tw + 2 - w - padding[2];
+    Value padded = padSpatial(b, loc, channelsLast, 1, {padding[0], below, padding[2], right},
+                              floatConst(b, loc, et, 0.0));
+    Value halves = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get({n, th + 1, 2, tw + 1, 2, c}, et), padded,
+        SmallVector<ReassociationIndices>{{0}, {1, 2}, {3, 4}, {5}});
+    auto blockType = RankedTensorType::get({n, th, tw, c}, et);
+    SmallVector<Value> blocks;
+    for (int64_t i = 0; i < kPoints; ++i)
+      for (int64_t j = 0; j < kPoints; ++j)
+        blocks.push_back(tensor::ExtractSliceOp::create(
+            b, loc, blockType, halves, indexAttrs(b, {0, i / 2, i % 2, j / 2, j % 2, 0}),
+            indexAttrs(b, {n, th, 1, tw, 1, c}), indexAttrs(b, {1, 1, 1, 1, 1, 1})));
+    SmallVector<AffineMap> maps(kPoints * kPoints, b.getMultiDimIdentityMap(4));
+    SmallVector<Value> parts;
+    for (Value v :
+         buildPointwise(b, loc, 4, blocks, maps, emptyTensors(b, loc, blockType, kPoints * kPoints),
+                        [&](Arith &a, ValueRange x) {
+                          return transform2D(a, llvm::to_vector(x), kPoints, inputTransform);
+                        }))
+      parts.push_back(collapse(b, loc, v, {tiles, c}, {{0, 1, 2}, {3}}));
+    points = stackPoints(b, loc, parts);
+  }
+
+  // M[p, tiles, f] = V[p] U[p].
+  stage("winograd products");
+  auto productsType = RankedTensorType::get({kPoints * kPoints, tiles, f}, et);
+  Value products =
+      linalg::BatchMatmulOp::create(b, loc, TypeRange{productsType}, ValueRange{points, filters},
+                                    ValueRange{zeroFilled(b, loc, productsType)})
+          .getResult(0);
+
+  // P[tiles, f], then transposed to [n, f, th, tw].
+  stage("winograd output transform");
+  SmallVector<Value> inputs;
+  for (int64_t p = 0; p < kPoints * kPoints; ++p)
+    inputs.push_back(tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get({tiles, f}, et), products, indexAttrs(b, {p, 0, 0}),
+        indexAttrs(b, {1, tiles, f}), indexAttrs(b, {1, 1, 1})));
+  SmallVector<AffineMap> maps(kPoints * kPoints, b.getMultiDimIdentityMap(2));
+  if (pooled.bias) {
+    inputs.push_back(pooled.bias);
+    maps.push_back(AffineMap::get(2, 0, {d(1)}, ctx));
+  }
+  Value pooledRows = buildPointwise(
+      b, loc, 2, inputs, maps, emptyTensors(b, loc, RankedTensorType::get({tiles, f}, et), 1),
+      [&](Arith &a, ValueRange m) -> SmallVector<Value> { return {pooledBlock(a, m, pooled)}; })[0];
+  Value perImage =
+      tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({n, th * tw, f}, et), pooledRows,
+                                    SmallVector<ReassociationIndices>{{0, 1}, {2}});
+  return channelsLastToPlanes(b, loc, perImage, th, tw);
+}
+
 } // namespace
 
 std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location loc, Value input,
@@ -196,6 +325,8 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
     bf16Products = false;
   int64_t th = llvm::divideCeil(oh, kOutputs), tw = llvm::divideCeil(ow, kOutputs);
   int64_t tiles = n * th * tw;
+  if (pooled && !bf16Products)
+    return pooledWinogradChannelsLast(b, loc, input, weight, padding, th, tw, *pooled);
   // Tiles are the matmuls' columns: a whole number of register tiles, or
   // padded up to one (in bf16, of panels of the dot-product tiles' width).
   int64_t columns = llvm::alignTo(tiles, bf16Products ? kBF16Panel : kConvFlatLanes);
@@ -365,31 +496,11 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
       inputs.push_back(pooled->bias);
       maps.push_back(AffineMap::get(2, 0, {d(0)}, ctx));
     }
-    bool relu = pooled->relu;
-    FloatType roundTo = pooled->roundTo;
-    Value pooledRows =
-        buildPointwise(b, loc, 2, inputs, maps,
-                       emptyTensors(b, loc, RankedTensorType::get({f, columns}, et), 1),
-                       [&](Arith &a, ValueRange m) -> SmallVector<Value> {
-                         SmallVector<Value> y =
-                             transform2D(a, llvm::to_vector(m.take_front(kPoints * kPoints)),
-                                         kPoints, outputTransform);
-                         auto max = [&](Value x, Value z) {
-                           return arith::MaximumFOp::create(a.b, a.loc, x, z).getResult();
-                         };
-                         Value block = max(max(y[0], y[1]), max(y[2], y[3]));
-                         if (m.size() > kPoints * kPoints)
-                           block = a.add(block, m.back());
-                         // Rounding is monotone: the pooling of rounded
-                         // values is the rounded pooling.
-                         if (roundTo)
-                           block = arith::ExtFOp::create(
-                               a.b, a.loc, block.getType(),
-                               arith::TruncFOp::create(a.b, a.loc, roundTo, block).getResult());
-                         if (relu)
-                           block = max(block, floatConst(a.b, a.loc, block.getType(), 0.0));
-                         return {block};
-                       })[0];
+    Value pooledRows = buildPointwise(
+        b, loc, 2, inputs, maps, emptyTensors(b, loc, RankedTensorType::get({f, columns}, et), 1),
+        [&](Arith &a, ValueRange m) -> SmallVector<Value> {
+          return {pooledBlock(a, m, *pooled)};
+        })[0];
     if (columns != tiles)
       pooledRows = tensor::ExtractSliceOp::create(b, loc, RankedTensorType::get({f, tiles}, et),
                                                   pooledRows, indexAttrs(b, {0, 0}),

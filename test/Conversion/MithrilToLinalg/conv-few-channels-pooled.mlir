@@ -43,11 +43,12 @@ mithril.model @FirstLayer(data %x: tensor<2x1x8x14xf32>, param %w: tensor<32x1x3
   mithril.output %y : tensor<2x32x4x7xf32>
 }
 
-// Many input channels keep the flat rows (and Winograd where it pays);
-// output channels not in whole vectors of 16 too.
+// Many input channels go to Winograd's products where they pay (a batch
+// matmul, channels-last under a pooling); output channels not in whole
+// vectors of 16 keep the flat rows.
 // CHECK-LABEL: func.func @ManyChannels(
 // CHECK-NOT: conv_channels_last
-// CHECK: kernel = conv_flat
+// CHECK: linalg.batch_matmul
 // CHECK-LABEL: func.func @FewOutputs(
 // CHECK-NOT: conv_channels_last
 // CHECK: kernel = conv_flat

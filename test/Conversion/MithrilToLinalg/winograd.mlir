@@ -45,19 +45,27 @@ mithril.model @Winograd(data %x: tensor<2x8x6x6xf32>, param %w: tensor<16x8x3x3x
 
 // A 2x2 max pooling of stride 2 that alone reads the convolution through a
 // ReLU is computed from each block's outputs, max(relu(y + bias)) (both
-// commute with max), then transposed from [F, N, TH, TW] to NCHW: no
-// interleaved outputs, no pooling op.
+// commute with max): no interleaved outputs, no pooling op. Pooled, the
+// convolution runs channels-last: the input read as [N, H, W, C] (a copy
+// that mithril-fuse-elementwise cancels where the input was channels-last),
+// padded and split into parity rows whose blocks' elements are vectors of
+// channels, the 16 products one batch matmul [tiles, C] x [C, F], and the
+// pooled [tiles, F] transposed to NCHW.
 // CHECK-LABEL: func.func @WinogradPooled(
-// CHECK: lowering_config<kernel = conv_flat>
-// CHECK: %[[P:.+]] = linalg.generic {{.*}} ins({{.*}}, %arg2 : {{.*}}, tensor<16xf32>) outs(%{{.+}} : tensor<16x32xf32>)
+// CHECK: %[[CL:.+]] = linalg.generic {{.*}} ins(%arg0 : tensor<2x8x6x6xf32>) outs(%{{.+}} : tensor<2x6x6x8xf32>)
+// CHECK: %[[PAD:.+]] = tensor.pad %[[CL]] low[0, 1, 1, 0] high[0, 1, 1, 0]
+// CHECK: %[[ROWS:.+]] = tensor.expand_shape %[[PAD]] {{\[}}[0], [1, 2], [3, 4], [5]] output_shape [2, 4, 2, 4, 2, 8]
+// CHECK-COUNT-16: tensor.extract_slice %[[ROWS]]{{.*}} to tensor<2x3x3x8xf32>
+// CHECK: %[[M:.+]] = linalg.batch_matmul ins(%{{.+}}, %{{.+}} : tensor<16x18x8xf32>, tensor<16x8x16xf32>) outs(%{{.+}} : tensor<16x18x16xf32>)
+// CHECK: %[[P:.+]] = linalg.generic {{.*}} ins({{.*}}, %arg2 : {{.*}}, tensor<16xf32>) outs(%{{.+}} : tensor<18x16xf32>)
 // CHECK-COUNT-3: arith.maximumf
 // CHECK: arith.addf
 // CHECK: arith.maximumf
-// CHECK: } -> tensor<16x32xf32>
-// CHECK: %[[S:.+]] = tensor.extract_slice %[[P]][0, 0] [16, 18] [1, 1]
-// CHECK: %[[G:.+]] = tensor.expand_shape %[[S]] {{\[}}[0], [1, 2, 3]] output_shape [16, 2, 3, 3]
-// CHECK: %[[T:.+]] = linalg.transpose ins(%[[G]] : tensor<16x2x3x3xf32>) outs(%{{.+}} : tensor<2x16x3x3xf32>) permutation = [1, 0, 2, 3]
-// CHECK-NEXT: return %[[T]]
+// CHECK: } -> tensor<18x16xf32>
+// CHECK: %[[G:.+]] = tensor.expand_shape %[[P]] {{\[}}[0, 1], [2]] output_shape [2, 9, 16]
+// CHECK: %[[T:.+]] = linalg.transpose ins(%[[G]] : tensor<2x9x16xf32>) outs(%{{.+}} : tensor<2x16x9xf32>) permutation = [0, 2, 1]
+// CHECK: %[[Y:.+]] = tensor.expand_shape %[[T]] {{\[}}[0], [1], [2, 3]] output_shape [2, 16, 3, 3]
+// CHECK-NEXT: return %[[Y]]
 mithril.model @WinogradPooled(data %x: tensor<2x8x6x6xf32>, param %w: tensor<16x8x3x3xf32>, param %b: tensor<16xf32>) -> (y: tensor<2x16x3x3xf32>) {
   %c = mithril.conv2d %x, %w, %b {dilation = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x8x6x6xf32>, tensor<16x8x3x3xf32>, tensor<16xf32>) -> tensor<2x16x6x6xf32>
   %r = mithril.relu %c : (tensor<2x16x6x6xf32>) -> tensor<2x16x6x6xf32>
@@ -72,13 +80,13 @@ mithril.model @WinogradPooled(data %x: tensor<2x8x6x6xf32>, param %w: tensor<16x
 // after its bias, before the ReLU; rounding is monotone, so the pooling of the
 // rounded values is the rounded pooling. The casts and the pooling go.
 // CHECK-LABEL: func.func @WinogradPooledRounded(
-// CHECK: linalg.generic {{.*}} outs(%{{.+}} : tensor<16x32xf32>)
+// CHECK: linalg.generic {{.*}} outs(%{{.+}} : tensor<18x16xf32>)
 // CHECK-COUNT-3: arith.maximumf
 // CHECK: %[[SUM:.+]] = arith.addf
 // CHECK: %[[NARROW:.+]] = arith.truncf %[[SUM]] : f32 to bf16
 // CHECK: %[[WIDE:.+]] = arith.extf %[[NARROW]] : bf16 to f32
 // CHECK: arith.maximumf %[[WIDE]]
-// CHECK: } -> tensor<16x32xf32>
+// CHECK: } -> tensor<18x16xf32>
 // CHECK-NOT: mithril.
 // CHECK: linalg.transpose
 mithril.model @WinogradPooledRounded(data %x: tensor<2x8x6x6xf32>, param %w: tensor<16x8x3x3xf32>, param %b: tensor<16xf32>) -> (y: tensor<2x16x3x3xf32>) {
