@@ -164,6 +164,9 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
       pm.addPass(createCanonicalizerPass());
     ConvertMithrilToLinalgOptions lowering;
     lowering.indexErrors = options.indexErrors;
+    // The host schedule's threads (the GPU pipeline maps whole ops).
+    if (options.schedule && !options.gpuTilesOnHost)
+      lowering.threads = std::max(1u, static_cast<unsigned>(options.threads));
     // A model computed in bf16, scheduled for a CPU with bf16 dot products
     // (512-bit registers): Winograd's products multiply bf16 pairs too.
     if (options.precision == "bf16" && options.schedule && !options.gpuTilesOnHost &&

@@ -84,6 +84,25 @@ def test_pooled_blocks_match_torch(relu, n, c, f, h, w, rng):
     assert_close(out, expected)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("n,h", [(16, 14), (4, 16)])
+def test_pooled_blocks_in_chunks_of_tiles(threads, n, h, rng):
+    # The products and the pooled output transform in blocks of tiles, one
+    # loop of them per thread's chunk (784 tiles: 2 x 7 blocks of 56 rows on
+    # two threads, 14 on one; 256 tiles: blocks of 64), against torch.
+    x, wt, b = random_inputs(rng, n, 32, 64, h, h)
+    model = M.Model()
+    model |= M.Convolution2D(kernel_size=3, out_channels=64, padding=1).connect(input="input")
+    model += M.Relu()
+    model += M.MaxPool2D(kernel_size=2).connect(output="out")
+    pm = ml.compile(model, ml.MlirBackend(num_threads=threads), shapes={"input": [n, 32, h, h]},
+                    inference=True)
+    params = {k: (wt if k.endswith("weight") else b) for k in pm.randomize_params()}
+    out = pm.evaluate(params, {"input": x})["out"]
+    expected = F.max_pool2d(torch.relu(reference(x, wt, b, 1)), 2).numpy()
+    assert_close(out, expected)
+
+
 def test_pooling_of_an_odd_output_and_a_shared_relu(rng):
     # An odd output (7 x 7) pools its last row and column away; a ReLU whose
     # result is also an output is not folded into the pooling. Both still

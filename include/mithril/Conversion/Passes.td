@@ -44,7 +44,12 @@ def ConvertMithrilToLinalg : Pass<"convert-mithril-to-linalg", "mlir::ModuleOp">
     Option<"bf16Tiles", "bf16-tiles", "bool", /*default=*/"false",
            "Lower the stride-1 convolutions of models computed in bf16 to one bf16 "
            "matrix product of the input's windows (im2col, channels innermost) for AMX "
-           "tiles: for CPUs that have them">
+           "tiles: for CPUs that have them">,
+    Option<"threads", "threads", "unsigned", /*default=*/"0",
+           "For a CPU schedule of that many threads (the CPU pipeline sets it): a pooled "
+           "Winograd convolution's products and output transform run in blocks of tiles "
+           "that stay in the cache, one scf.for of them per thread's chunk (an "
+           "scf.forall above 1); 0: whole ops, as the GPU pipeline maps them">
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect",

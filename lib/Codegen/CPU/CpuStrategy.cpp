@@ -11,6 +11,7 @@
 #include "mithril/Codegen/CPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/X86TargetParser.h"
@@ -710,6 +711,10 @@ static bool splitsRows(linalg::LinalgOp op, unsigned threads) {
 std::optional<std::pair<unsigned, int64_t>>
 cpu::parallelSplit(linalg::LinalgOp op, LoweringConfigAttr config, const StrategyOptions &options) {
   if (options.threads < 2 || op->getNumResults() == 0)
+    return std::nullopt;
+  // An op inside a parallel loop of the lowering's own (Winograd's blocks
+  // of tiles) runs on the thread that takes its iteration.
+  if (op->getParentOfType<scf::ForallOp>())
     return std::nullopt;
   // A transpose that only feeds matmuls as their right operand (a Linear
   // layer's weight) is not computed: their blocks pack straight from its

@@ -954,9 +954,11 @@ static std::optional<PooledConsumer> pooledConsumer(Conv2DOp conv) {
 /// (n, g, f, o..., c, k...). The channel axes are split into (group, channel
 /// in group) first so that every loop indexes some operand directly.
 template <typename OpT> struct ConvPattern : OpRewritePattern<OpT> {
-  ConvPattern(MLIRContext *ctx, bool bf16Products, bool bf16Tiles)
-      : OpRewritePattern<OpT>(ctx), bf16Products(bf16Products), bf16Tiles(bf16Tiles) {}
+  ConvPattern(MLIRContext *ctx, bool bf16Products, bool bf16Tiles, unsigned threads)
+      : OpRewritePattern<OpT>(ctx), bf16Products(bf16Products), bf16Tiles(bf16Tiles),
+        threads(threads) {}
   bool bf16Products, bf16Tiles;
+  unsigned threads;
   LogicalResult matchAndRewrite(OpT op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
@@ -1024,7 +1026,7 @@ template <typename OpT> struct ConvPattern : OpRewritePattern<OpT> {
           return replacePooled(*pooled);
         std::optional<Value> pooled =
             lowerWinogradConv(rewriter, loc, op.getInput(), op.getWeight(), stride, padding,
-                              dilation, &blocks, bf16Products);
+                              dilation, &blocks, bf16Products, threads);
         if (pooled && tensorType(*pooled) == pooledType())
           return replacePooled(*pooled);
       }
@@ -1275,9 +1277,9 @@ struct ConvGradWeightPattern : OpRewritePattern<ConvGradWeightOp> {
 } // namespace
 
 void linalg_lowering::populateConvolutionPatterns(RewritePatternSet &patterns, bool bf16Products,
-                                                  bool bf16Tiles) {
+                                                  bool bf16Tiles, unsigned threads) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<ConvPattern<Conv1DOp>, ConvPattern<Conv2DOp>>(ctx, bf16Products, bf16Tiles);
+  patterns.add<ConvPattern<Conv1DOp>, ConvPattern<Conv2DOp>>(ctx, bf16Products, bf16Tiles, threads);
   patterns.add<ConvGradInputPattern>(ctx);
   patterns.add<ConvGradWeightPattern>(ctx, bf16Products);
 }

@@ -99,7 +99,7 @@ struct ConvertMithrilToLinalgPass
     // (BufferizableOpInterfaceImpl.cpp).
     target.addLegalOp<CustomCallOp>();
     RewritePatternSet patterns(ctx);
-    populateMithrilToLinalgPatterns(patterns, indexErrors, bf16Products, bf16Tiles);
+    populateMithrilToLinalgPatterns(patterns, indexErrors, bf16Products, bf16Tiles, threads);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))
       signalPassFailure();
   }
@@ -110,7 +110,7 @@ struct UniqueResultsPass : public mithril::impl::MithrilUniqueResultsBase<Unique
 } // namespace
 
 void mithril::populateMithrilToLinalgPatterns(RewritePatternSet &patterns, bool indexErrors,
-                                              bool bf16Products, bool bf16Tiles) {
+                                              bool bf16Products, bool bf16Tiles, unsigned threads) {
   // Each pattern has a root op of its own but ElementwisePattern and
   // ReshapeLikePattern, which match any op (and are added in this order):
   // the order of the families changes no op's patterns.
@@ -120,7 +120,7 @@ void mithril::populateMithrilToLinalgPatterns(RewritePatternSet &patterns, bool 
   populateReductionPatterns(patterns);
   populateLinearPatterns(patterns);
   populateDataMovementPatterns(patterns);
-  populateConvolutionPatterns(patterns, bf16Products, bf16Tiles);
+  populateConvolutionPatterns(patterns, bf16Products, bf16Tiles, threads);
   populatePoolingPatterns(patterns);
   populateCollectivePatterns(patterns);
   populateRandomPatterns(patterns);

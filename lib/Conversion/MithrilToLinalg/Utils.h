@@ -143,12 +143,14 @@ struct PooledBlocks {
 /// than 1). With `pooled`, the result is the pooling [N, F, OH / 2, OW / 2]
 /// (even OH, OW). With `bf16Products`, the transformed input and filter are
 /// rounded to bf16 and multiplied in pairs of channels (f32 sums), as the
-/// bf16 dot-product register tiles take them (even C).
+/// bf16 dot-product register tiles take them (even C). A pooled float32 one
+/// runs its products and output transform in blocks of tiles, in `threads`
+/// chunks (0: whole).
 std::optional<mlir::Value>
 lowerWinogradConv(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input, mlir::Value weight,
                   llvm::ArrayRef<int64_t> stride, llvm::ArrayRef<int64_t> padding,
                   llvm::ArrayRef<int64_t> dilation, const PooledBlocks *pooled = nullptr,
-                  bool bf16Products = false);
+                  bool bf16Products = false, unsigned threads = 0);
 
 /// For a gather-form window gradient: given input position `i` and window
 /// offset `k` along one spatial dimension, the output position `o` whose
@@ -209,7 +211,7 @@ void populateLinearPatterns(mlir::RewritePatternSet &patterns);
 
 /// Convolutions and their gradients (Convolution.cpp).
 void populateConvolutionPatterns(mlir::RewritePatternSet &patterns, bool bf16Products = false,
-                                 bool bf16Tiles = false);
+                                 bool bf16Tiles = false, unsigned threads = 0);
 
 /// Max and average pooling and their gradients (Pooling.cpp).
 void populatePoolingPatterns(mlir::RewritePatternSet &patterns);

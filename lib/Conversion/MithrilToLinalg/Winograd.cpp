@@ -27,6 +27,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AffineMap.h"
 
@@ -197,7 +198,7 @@ Value collapse(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape,
 /// from the padded input by a transpose of their own.
 Value pooledWinogradChannelsLast(OpBuilder &b, Location loc, Value input, Value weight,
                                  ArrayRef<int64_t> padding, int64_t th, int64_t tw,
-                                 const PooledBlocks &pooled) {
+                                 const PooledBlocks &pooled, unsigned threads) {
   MLIRContext *ctx = b.getContext();
   RankedTensorType xt = tensorType(input), wt = tensorType(weight);
   Type et = xt.getElementType();
@@ -265,33 +266,98 @@ Value pooledWinogradChannelsLast(OpBuilder &b, Location loc, Value input, Value 
     points = stackPoints(b, loc, parts);
   }
 
-  // M[p, tiles, f] = V[p] U[p].
-  stage("winograd products");
-  auto productsType = RankedTensorType::get({kPoints * kPoints, tiles, f}, et);
-  Value products =
-      linalg::BatchMatmulOp::create(b, loc, TypeRange{productsType}, ValueRange{points, filters},
-                                    ValueRange{zeroFilled(b, loc, productsType)})
-          .getResult(0);
-
-  // P[tiles, f], then transposed to [n, f, th, tw].
-  stage("winograd output transform");
-  SmallVector<Value> inputs;
-  for (int64_t p = 0; p < kPoints * kPoints; ++p)
-    inputs.push_back(tensor::ExtractSliceOp::create(
-        b, loc, RankedTensorType::get({tiles, f}, et), products, indexAttrs(b, {p, 0, 0}),
-        indexAttrs(b, {1, tiles, f}), indexAttrs(b, {1, 1, 1})));
-  SmallVector<AffineMap> maps(kPoints * kPoints, b.getMultiDimIdentityMap(2));
-  if (pooled.bias) {
-    inputs.push_back(pooled.bias);
-    maps.push_back(AffineMap::get(2, 0, {d(1)}, ctx));
-  }
-  Value pooledRows = buildPointwise(
-      b, loc, 2, inputs, maps, emptyTensors(b, loc, RankedTensorType::get({tiles, f}, et), 1),
-      [&](Arith &a, ValueRange m) -> SmallVector<Value> { return {pooledBlock(a, m, pooled)}; })[0];
-  Value perImage =
-      tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({n, th * tw, f}, et), pooledRows,
-                                    SmallVector<ReassociationIndices>{{0, 1}, {2}});
-  return channelsLastToPlanes(b, loc, perImage, th, tw);
+  // M[p, rows, f] = V[p, rows] U[p], then P[rows, f] from the 16 points of
+  // each row: the products and the pooled output transform of `rows` tiles.
+  Location productsLoc =
+      FusedLoc::get(ctx, {convLoc, NameLoc::get(StringAttr::get(ctx, "winograd products"))});
+  Location outputLoc = FusedLoc::get(
+      ctx, {convLoc, NameLoc::get(StringAttr::get(ctx, "winograd output transform"))});
+  auto productsAndPooling = [&](OpBuilder &nb, Value pointRows, int64_t rows) -> Value {
+    auto productsType = RankedTensorType::get({kPoints * kPoints, rows, f}, et);
+    Value products = linalg::BatchMatmulOp::create(
+                         nb, productsLoc, TypeRange{productsType}, ValueRange{pointRows, filters},
+                         ValueRange{zeroFilled(nb, productsLoc, productsType)})
+                         .getResult(0);
+    SmallVector<Value> inputs;
+    for (int64_t p = 0; p < kPoints * kPoints; ++p)
+      inputs.push_back(tensor::ExtractSliceOp::create(
+          nb, outputLoc, RankedTensorType::get({rows, f}, et), products, indexAttrs(nb, {p, 0, 0}),
+          indexAttrs(nb, {1, rows, f}), indexAttrs(nb, {1, 1, 1})));
+    SmallVector<AffineMap> maps(kPoints * kPoints, nb.getMultiDimIdentityMap(2));
+    if (pooled.bias) {
+      inputs.push_back(pooled.bias);
+      maps.push_back(AffineMap::get(2, 0, {d(1)}, ctx));
+    }
+    return buildPointwise(nb, outputLoc, 2, inputs, maps,
+                          emptyTensors(nb, outputLoc, RankedTensorType::get({rows, f}, et), 1),
+                          [&](Arith &a, ValueRange m) -> SmallVector<Value> {
+                            return {pooledBlock(a, m, pooled)};
+                          })[0];
+  };
+  // P[tiles, f] as planes [n, f, th, tw].
+  auto finish = [&](Value pooledRows) {
+    Value perImage =
+        tensor::ExpandShapeOp::create(b, outputLoc, RankedTensorType::get({n, th * tw, f}, et),
+                                      pooledRows, SmallVector<ReassociationIndices>{{0, 1}, {2}});
+    return channelsLastToPlanes(b, outputLoc, perImage, th, tw);
+  };
+  // In blocks of tiles: the products' block of rows, [16, rows, f], stays in
+  // the cache for the output transform (whole, the bench CNN's 3.2 MB of
+  // products went to L3 and back). With threads, each takes a contiguous
+  // chunk of blocks, the tiles whose inputs its share of the input
+  // transform wrote. Blocks of whole 8-row register tiles, at least 16 rows
+  // (the 16 points' filters, 128 KB for the bench CNN, are read from the L2
+  // once a block).
+  // Where the tiles do not divide so, the products stay whole (and the
+  // schedule splits them across threads by points).
+  int64_t chunks = threads, chunkRows = chunks ? tiles / chunks : 0, blockRows = 0;
+  for (int64_t rows = 64; chunks && tiles % chunks == 0 && rows >= 16 && !blockRows; rows -= 8)
+    if (chunkRows % rows == 0 && (chunks > 1 || chunkRows / rows >= 2))
+      blockRows = rows;
+  if (!blockRows)
+    return finish(productsAndPooling(b, points, tiles));
+  // The blocks of the chunk from `first`, into `out`.
+  auto chunkOfBlocks = [&](OpBuilder &nb, Value first, Value out) -> Value {
+    auto loop = scf::ForOp::create(
+        nb, productsLoc, arith::ConstantIndexOp::create(nb, productsLoc, 0),
+        arith::ConstantIndexOp::create(nb, productsLoc, chunkRows),
+        arith::ConstantIndexOp::create(nb, productsLoc, blockRows), ValueRange{out},
+        [&](OpBuilder &lb, Location, Value offset, ValueRange acc) {
+          Value row = arith::AddIOp::create(lb, productsLoc, first, offset);
+          Value pointRows = tensor::ExtractSliceOp::create(
+              lb, productsLoc, RankedTensorType::get({kPoints * kPoints, blockRows, c}, et), points,
+              ArrayRef<OpFoldResult>{lb.getIndexAttr(0), row, lb.getIndexAttr(0)},
+              indexAttrs(lb, {kPoints * kPoints, blockRows, c}), indexAttrs(lb, {1, 1, 1}));
+          Value block = productsAndPooling(lb, pointRows, blockRows);
+          Value updated = tensor::InsertSliceOp::create(
+              lb, outputLoc, block, acc[0], ArrayRef<OpFoldResult>{offset, lb.getIndexAttr(0)},
+              indexAttrs(lb, {blockRows, f}), indexAttrs(lb, {1, 1}));
+          scf::YieldOp::create(lb, outputLoc, updated);
+        });
+    return loop.getResult(0);
+  };
+  Value out = tensor::EmptyOp::create(b, outputLoc, ArrayRef<int64_t>{tiles, f}, et);
+  if (chunks == 1)
+    return finish(chunkOfBlocks(b, arith::ConstantIndexOp::create(b, productsLoc, 0), out));
+  auto parallel = scf::ForallOp::create(
+      b, productsLoc, ArrayRef<OpFoldResult>{b.getIndexAttr(0)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(tiles)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(chunkRows)}, ValueRange{out}, std::nullopt,
+      [&](OpBuilder &nb, Location, ValueRange args) {
+        Value first = args[0], shared = args[1];
+        Value mine = tensor::ExtractSliceOp::create(
+            nb, outputLoc, RankedTensorType::get({chunkRows, f}, et), shared,
+            ArrayRef<OpFoldResult>{first, nb.getIndexAttr(0)}, indexAttrs(nb, {chunkRows, f}),
+            indexAttrs(nb, {1, 1}));
+        Value chunk = chunkOfBlocks(nb, first, mine);
+        auto terminator = scf::InParallelOp::create(nb, outputLoc);
+        OpBuilder::InsertionGuard guard(nb);
+        nb.setInsertionPointToStart(terminator.getBody());
+        tensor::ParallelInsertSliceOp::create(
+            nb, outputLoc, chunk, shared, ArrayRef<OpFoldResult>{first, nb.getIndexAttr(0)},
+            indexAttrs(nb, {chunkRows, f}), indexAttrs(nb, {1, 1}));
+      });
+  return finish(parallel.getResult(0));
 }
 
 } // namespace
@@ -301,7 +367,7 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
                                                         ArrayRef<int64_t> padding,
                                                         ArrayRef<int64_t> dilation,
                                                         const PooledBlocks *pooled,
-                                                        bool bf16Products) {
+                                                        bool bf16Products, unsigned threads) {
   auto isOne = [](int64_t v) { return v == 1; };
   if (!llvm::all_of(stride, isOne) || !llvm::all_of(dilation, isOne))
     return std::nullopt;
@@ -326,7 +392,7 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
   int64_t th = llvm::divideCeil(oh, kOutputs), tw = llvm::divideCeil(ow, kOutputs);
   int64_t tiles = n * th * tw;
   if (pooled && !bf16Products)
-    return pooledWinogradChannelsLast(b, loc, input, weight, padding, th, tw, *pooled);
+    return pooledWinogradChannelsLast(b, loc, input, weight, padding, th, tw, *pooled, threads);
   // Tiles are the matmuls' columns: a whole number of register tiles, or
   // padded up to one (in bf16, of panels of the dot-product tiles' width).
   int64_t columns = llvm::alignTo(tiles, bf16Products ? kBF16Panel : kConvFlatLanes);

@@ -60,9 +60,11 @@ inline constexpr llvm::StringLiteral kIndexErrorFunction = "mithrilIndexError";
 /// in bf16, and flat weight gradients of bf16 values multiply them in pairs
 /// of images (convert-mithril-to-linalg's bf16-products). With `bf16Tiles`,
 /// stride-1 convolutions of such models whose sizes suit AMX tiles are one
-/// bf16 matrix product of the input's windows (bf16-tiles).
+/// bf16 matrix product of the input's windows (bf16-tiles). `threads`: the
+/// CPU schedule's threads, for the lowering's own loops (threads; 0: none).
 void populateMithrilToLinalgPatterns(mlir::RewritePatternSet &patterns, bool indexErrors = false,
-                                     bool bf16Products = false, bool bf16Tiles = false);
+                                     bool bf16Products = false, bool bf16Tiles = false,
+                                     unsigned threads = 0);
 
 } // namespace mithril
 
