@@ -290,6 +290,9 @@ CpuKernel cpu::kernelOf(linalg::LinalgOp op) {
 /// The default tile: the last two loops to 8 x two registers of f32, the
 /// others to 1, so that no vector grows beyond a few registers; a reduction
 /// over small windows keeps a row of outputs with their windows.
+/// Operands from which an op's tile is one vector (defaultTile).
+static constexpr unsigned kManyOperands = 16;
+
 static SmallVector<int64_t> defaultTile(linalg::LinalgOp op, const RegisterFile &regs) {
   unsigned loops = op.getNumLoops();
   SmallVector<int64_t> sizes(loops, 1);
@@ -327,6 +330,15 @@ static SmallVector<int64_t> defaultTile(linalg::LinalgOp op, const RegisterFile 
     sizes[loops - 1] = regs.elementwiseColumns();
   if (loops >= 2)
     sizes[loops - 2] = 8;
+  // An op of many operands (a Winograd transform: 16 inputs or 16 outputs,
+  // and some 40 additions per element) on one row of one vector: its body
+  // is unrolled once per register of the tile, and on 8 x 32 tiles (16
+  // registers) its values did not fit the register file either.
+  if (op->getNumOperands() >= kManyOperands && loops >= 1) {
+    std::fill(sizes.begin(), sizes.end(), 1);
+    sizes[loops - 1] = regs.elementwiseColumns() / 2;
+    return sizes;
+  }
   // Rows narrower than a tile's columns (10 classes, a 14- or 28-wide
   // image): as many rows as one tile's columns hold (at least one, and a
   // divisor of the rows, so that no partial tile is left). An n-D vector
