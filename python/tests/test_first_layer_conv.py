@@ -53,10 +53,14 @@ CASES = [
 ]
 
 
+# Threads: rows computed a few at a time and pooled in L1, in a loop per
+# thread's chunk of images (3 images on two threads: whole, no chunks).
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("n,c,f,kernel,padding,h,w,relu,bias", CASES)
-def test_float32_matches_torch(n, c, f, kernel, padding, h, w, relu, bias, rng):
-    pm = ml.compile(first_layer(f, kernel, padding, relu, bias), ml.MlirBackend(),
-                    shapes={"input": [n, c, h, w]}, inference=True)
+def test_float32_matches_torch(n, c, f, kernel, padding, h, w, relu, bias, threads, rng):
+    pm = ml.compile(first_layer(f, kernel, padding, relu, bias),
+                    ml.MlirBackend(num_threads=threads), shapes={"input": [n, c, h, w]},
+                    inference=True)
     params = pm.randomize_params(seed=1)
     x = rng.standard_normal((n, c, h, w)).astype(np.float32)
     out = pm.evaluate(params, {"input": x})["out"]

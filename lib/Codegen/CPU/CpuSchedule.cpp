@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Transforms/Transforms.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -1696,6 +1697,18 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     strategy = *options;
     Scheduler scheduler(&getContext(), strategy);
     IRRewriter rewriter(&getContext());
+    // In the lowering's loops over blocks, each block's result is computed
+    // in its slice of the loop's result (the pooled rows of a first layer:
+    // otherwise a buffer allocated, filled and copied each step, from every
+    // thread at once).
+    SmallVector<Operation *> blockLoops;
+    module.walk([&](Operation *op) {
+      if (op->hasAttr(kInPlaceBlocksAttr))
+        blockLoops.push_back(op);
+    });
+    for (Operation *loop : blockLoops)
+      if (failed(bufferization::eliminateEmptyTensors(rewriter, loop)))
+        return signalPassFailure();
     scheduler.foldEmptyLoops(rewriter, scheduler.collectTensorOps(module));
     scheduler.unshareFills(rewriter, scheduler.collectTensorOps(module));
     scheduler.flattenElementwise(rewriter, scheduler.collectTensorOps(module),

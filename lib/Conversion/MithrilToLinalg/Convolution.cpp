@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/AffineMap.h"
@@ -521,13 +522,14 @@ static std::optional<Value> lowerPhasedConvGradWeight(OpBuilder &b, Location loc
 }
 
 /// The 2x2 pooling of max(relu(y + bias)) of a float32 convolution's result
-/// `y`, channels-last [n, oh, ow, f] (even oh, ow), as planes [n, f, oh / 2,
-/// ow / 2]. Each 2x2 block: its four corners, strided views of [n, oh / 2,
-/// 2, ow / 2, 2, f], as whole rows of channels; max(relu(y + bias)) of them,
-/// rounded as mixed precision rounds the convolution's result (rounding is
-/// monotone: the pooling of rounded values is the rounded pooling). Only the
-/// pooled result is transposed, a quarter of the convolution's.
-static Value pooledChannelsLast(OpBuilder &b, Location loc, Value y, const PooledBlocks &pooled) {
+/// `y`, channels-last [n, oh, ow, f] (even oh, ow), channels-last [n, oh /
+/// 2, ow / 2, f]. Each 2x2 block: its four corners, strided views of [n, oh
+/// / 2, 2, ow / 2, 2, f], as whole rows of channels; max(relu(y + bias)) of
+/// them, rounded as mixed precision rounds the convolution's result
+/// (rounding is monotone: the pooling of rounded values is the rounded
+/// pooling). Into `init` where given (a slice of a larger result).
+static Value poolChannelsLast(OpBuilder &b, Location loc, Value y, const PooledBlocks &pooled,
+                              Value init = Value()) {
   MLIRContext *ctx = b.getContext();
   RankedTensorType yt = tensorType(y);
   Type f32 = b.getF32Type();
@@ -554,8 +556,8 @@ static Value pooledChannelsLast(OpBuilder &b, Location loc, Value y, const Poole
   Value blocks =
       linalg::GenericOp::create(
           b, loc, cornerType, inputs,
-          tensor::EmptyOp::create(b, loc, cornerType.getShape(), f32).getResult(), maps,
-          SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
+          init ? init : tensor::EmptyOp::create(b, loc, cornerType.getShape(), f32).getResult(),
+          maps, SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
           [&](OpBuilder &nb, Location nl, ValueRange args) {
             auto max = [&](Value x, Value y) {
               return arith::MaximumFOp::create(nb, nl, x, y).getResult();
@@ -571,11 +573,25 @@ static Value pooledChannelsLast(OpBuilder &b, Location loc, Value y, const Poole
             linalg::YieldOp::create(nb, nl, block);
           })
           .getResult(0);
+  return blocks;
+}
+
+/// Channels-last pooled [n, ph, pw, f] as planes [n, f, ph, pw].
+static Value pooledToPlanes(OpBuilder &b, Location loc, Value pooledBlocks) {
+  RankedTensorType t = tensorType(pooledBlocks);
+  int64_t n = t.getDimSize(0), ph = t.getDimSize(1), pw = t.getDimSize(2), f = t.getDimSize(3);
   return channelsLastToPlanes(
       b, loc,
-      tensor::CollapseShapeOp::create(b, loc, RankedTensorType::get({n, ph * pw, f}, f32), blocks,
-                                      SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}}),
+      tensor::CollapseShapeOp::create(
+          b, loc, RankedTensorType::get({n, ph * pw, f}, t.getElementType()), pooledBlocks,
+          SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}}),
       ph, pw);
+}
+
+/// The pooling of poolChannelsLast, only then transposed to planes [n, f, oh
+/// / 2, ow / 2] (a quarter of the convolution's result).
+static Value pooledChannelsLast(OpBuilder &b, Location loc, Value y, const PooledBlocks &pooled) {
+  return pooledToPlanes(b, loc, poolChannelsLast(b, loc, y, pooled));
 }
 
 /// Input channels up to which a pooled convolution is computed
@@ -595,12 +611,11 @@ constexpr int64_t kFewInputChannels = 4;
 /// not apply: other strides, dilations or types, many input channels (the
 /// flat rows, Winograd and tile products take those), output channels not
 /// in whole vectors of 16, or an odd output.
-static std::optional<Value> lowerFewChannelPooledConv(OpBuilder &b, Location loc, Value input,
-                                                      Value weight, ArrayRef<int64_t> stride,
-                                                      ArrayRef<int64_t> padding,
-                                                      ArrayRef<int64_t> dilation,
-                                                      RankedTensorType pooledType,
-                                                      const PooledBlocks &pooled) {
+static std::optional<Value>
+lowerFewChannelPooledConv(OpBuilder &b, Location loc, Value input, Value weight,
+                          ArrayRef<int64_t> stride, ArrayRef<int64_t> padding,
+                          ArrayRef<int64_t> dilation, RankedTensorType pooledType,
+                          const PooledBlocks &pooled, unsigned threads) {
   auto isOne = [](int64_t v) { return v == 1; };
   RankedTensorType xt = tensorType(input), wt = tensorType(weight);
   if (!llvm::all_of(stride, isOne) || !llvm::all_of(dilation, isOne) || xt.getRank() != 4 ||
@@ -631,12 +646,101 @@ static std::optional<Value> lowerFewChannelPooledConv(OpBuilder &b, Location loc
                                  AffineMap::get(7, 0, {d(0), d(1), d(2), d(3)}, ctx)};
   SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
   iterators.append(3, utils::IteratorType::reduction);
-  auto conv = linalg::GenericOp::create(
-      b, loc, TypeRange{RankedTensorType::get({n, oh, ow, f}, f32)}, ValueRange{padded, filter},
-      zeroFilled(b, loc, RankedTensorType::get({n, oh, ow, f}, f32)), maps, iterators,
-      yieldMultiplyAdd);
-  setCpuKernel(conv, CpuKernel::ConvChannelsLast);
-  return pooledChannelsLast(b, loc, conv.getResult(0), pooled);
+  // The convolution of `images` x `rows` output rows from `source` (the
+  // padded input's rows they read).
+  auto convolve = [&](OpBuilder &nb, Value source, int64_t images, int64_t rows,
+                      Value scratch = Value()) {
+    auto type = RankedTensorType::get({images, rows, ow, f}, f32);
+    Value init =
+        scratch
+            ? linalg::FillOp::create(nb, loc, floatConst(nb, loc, f32, 0.0), scratch).getResult(0)
+            : zeroFilled(nb, loc, type);
+    auto conv = linalg::GenericOp::create(nb, loc, TypeRange{type}, ValueRange{source, filter},
+                                          init, maps, iterators, yieldMultiplyAdd);
+    setCpuKernel(conv, CpuKernel::ConvChannelsLast);
+    return conv.getResult(0);
+  };
+  // For a CPU schedule: a few output rows at a time, pooled while they are
+  // in L1 (whole, the bench CNN's 1.6 MB result went to memory and back
+  // for its pooling), in a loop per thread's chunk of images. Rows: the
+  // most whose result takes at most 16 KB, an even divisor of the output.
+  int64_t blockRows = 0;
+  for (int64_t rows = 2; threads && rows <= oh; rows += 2)
+    if (oh % rows == 0 && rows * ow * f * 4 <= (16 << 10))
+      blockRows = rows;
+  int64_t chunks = threads > 1 && n % threads == 0 ? threads : 1;
+  if (!blockRows || (threads > 1 && chunks == 1))
+    return pooledChannelsLast(b, loc, convolve(b, padded, n, oh), pooled);
+  int64_t chunkImages = n / chunks, ph = oh / 2, pw = ow / 2;
+  int64_t wp = tensorType(padded).getDimSize(3);
+  auto index = [&](OpBuilder &nb, int64_t v) {
+    return arith::ConstantIndexOp::create(nb, loc, v).getResult();
+  };
+  // The images of a chunk from `first`, into `out` [chunkImages, ph, pw, f].
+  // The rows' convolution goes to one scratch tensor carried through the
+  // loops (a buffer of its own each step was allocated and freed 112 times a
+  // call, from both threads at once), and the pooling straight into its
+  // slice of the result.
+  auto chunkOfRows = [&](OpBuilder &nb, Value first, Value out) -> Value {
+    Value scratch = tensor::EmptyOp::create(nb, loc, ArrayRef<int64_t>{1, blockRows, ow, f}, f32);
+    auto images = scf::ForOp::create(
+        nb, loc, index(nb, 0), index(nb, chunkImages), index(nb, 1), ValueRange{out, scratch},
+        [&](OpBuilder &ib, Location, Value image, ValueRange imageAcc) {
+          Value source = arith::AddIOp::create(ib, loc, first, image);
+          auto rows = scf::ForOp::create(
+              ib, loc, index(ib, 0), index(ib, oh), index(ib, blockRows), imageAcc,
+              [&](OpBuilder &rb, Location, Value row, ValueRange acc) {
+                Value window = tensor::ExtractSliceOp::create(
+                    rb, loc, RankedTensorType::get({1, c, blockRows + kh - 1, wp}, f32), padded,
+                    ArrayRef<OpFoldResult>{source, rb.getIndexAttr(0), row, rb.getIndexAttr(0)},
+                    indexAttrs(rb, {1, c, blockRows + kh - 1, wp}), indexAttrs(rb, {1, 1, 1, 1}));
+                Value rowsOut = convolve(rb, window, 1, blockRows, acc[1]);
+                Value pooledRow = arith::DivUIOp::create(rb, loc, row, index(rb, 2));
+                SmallVector<OpFoldResult> at = {image, pooledRow, rb.getIndexAttr(0),
+                                                rb.getIndexAttr(0)};
+                SmallVector<OpFoldResult> sizes = indexAttrs(rb, {1, blockRows / 2, pw, f});
+                SmallVector<OpFoldResult> ones = indexAttrs(rb, {1, 1, 1, 1});
+                Value slot = tensor::ExtractSliceOp::create(
+                    rb, loc, RankedTensorType::get({1, blockRows / 2, pw, f}, f32), acc[0], at,
+                    sizes, ones);
+                Value pooledRows = poolChannelsLast(rb, loc, rowsOut, pooled, slot);
+                Value updated =
+                    tensor::InsertSliceOp::create(rb, loc, pooledRows, acc[0], at, sizes, ones);
+                scf::YieldOp::create(rb, loc, ValueRange{updated, rowsOut});
+              });
+          scf::YieldOp::create(ib, loc, rows.getResults());
+        });
+    return images.getResult(0);
+  };
+  Value out = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{n, ph, pw, f}, f32);
+  if (chunks == 1) {
+    Value rows = chunkOfRows(b, index(b, 0), out);
+    rows.getDefiningOp()->setAttr(kInPlaceBlocksAttr, b.getUnitAttr());
+    return pooledToPlanes(b, loc, rows);
+  }
+  auto parallel = scf::ForallOp::create(
+      b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(0)}, ArrayRef<OpFoldResult>{b.getIndexAttr(n)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(chunkImages)}, ValueRange{out}, std::nullopt,
+      [&](OpBuilder &nb, Location, ValueRange args) {
+        Value first = args[0], shared = args[1];
+        auto mineType = RankedTensorType::get({chunkImages, ph, pw, f}, f32);
+        Value mine = tensor::ExtractSliceOp::create(
+            nb, loc, mineType, shared,
+            ArrayRef<OpFoldResult>{first, nb.getIndexAttr(0), nb.getIndexAttr(0),
+                                   nb.getIndexAttr(0)},
+            indexAttrs(nb, {chunkImages, ph, pw, f}), indexAttrs(nb, {1, 1, 1, 1}));
+        Value chunk = chunkOfRows(nb, first, mine);
+        auto terminator = scf::InParallelOp::create(nb, loc);
+        OpBuilder::InsertionGuard guard(nb);
+        nb.setInsertionPointToStart(terminator.getBody());
+        tensor::ParallelInsertSliceOp::create(
+            nb, loc, chunk, shared,
+            ArrayRef<OpFoldResult>{first, nb.getIndexAttr(0), nb.getIndexAttr(0),
+                                   nb.getIndexAttr(0)},
+            indexAttrs(nb, {chunkImages, ph, pw, f}), indexAttrs(nb, {1, 1, 1, 1}));
+      });
+  parallel->setAttr(kInPlaceBlocksAttr, b.getUnitAttr());
+  return pooledToPlanes(b, loc, parallel.getResult(0));
 }
 
 /// Rows, columns and reduction steps of the bf16 products AMX tiles take
@@ -1022,7 +1126,7 @@ template <typename OpT> struct ConvPattern : OpRewritePattern<OpT> {
       if (consumer && groups == 1) {
         if (std::optional<Value> pooled =
                 lowerFewChannelPooledConv(rewriter, loc, op.getInput(), op.getWeight(), stride,
-                                          padding, dilation, pooledType(), blocks))
+                                          padding, dilation, pooledType(), blocks, threads))
           return replacePooled(*pooled);
         std::optional<Value> pooled =
             lowerWinogradConv(rewriter, loc, op.getInput(), op.getWeight(), stride, padding,

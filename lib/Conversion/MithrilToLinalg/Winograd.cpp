@@ -337,8 +337,11 @@ Value pooledWinogradChannelsLast(OpBuilder &b, Location loc, Value input, Value 
     return loop.getResult(0);
   };
   Value out = tensor::EmptyOp::create(b, outputLoc, ArrayRef<int64_t>{tiles, f}, et);
-  if (chunks == 1)
-    return finish(chunkOfBlocks(b, arith::ConstantIndexOp::create(b, productsLoc, 0), out));
+  if (chunks == 1) {
+    Value blocks = chunkOfBlocks(b, arith::ConstantIndexOp::create(b, productsLoc, 0), out);
+    blocks.getDefiningOp()->setAttr(kInPlaceBlocksAttr, b.getUnitAttr());
+    return finish(blocks);
+  }
   auto parallel = scf::ForallOp::create(
       b, productsLoc, ArrayRef<OpFoldResult>{b.getIndexAttr(0)},
       ArrayRef<OpFoldResult>{b.getIndexAttr(tiles)},
@@ -357,6 +360,7 @@ Value pooledWinogradChannelsLast(OpBuilder &b, Location loc, Value input, Value 
             nb, outputLoc, chunk, shared, ArrayRef<OpFoldResult>{first, nb.getIndexAttr(0)},
             indexAttrs(nb, {chunkRows, f}), indexAttrs(nb, {1, 1}));
       });
+  parallel->setAttr(kInPlaceBlocksAttr, b.getUnitAttr());
   return finish(parallel.getResult(0));
 }
 

@@ -1,6 +1,8 @@
 // RUN: mithril-opt %s --convert-mithril-to-linalg | FileCheck %s
 // RUN: mithril-opt %s --convert-mithril-to-linalg --mithril-cpu-strategy="vector-bits=512" --mithril-cpu-schedule | FileCheck %s --check-prefix=AVX512
 // RUN: mithril-opt %s --convert-mithril-to-linalg --mithril-cpu-strategy="vector-bits=256" | FileCheck %s --check-prefix=AVX2
+// RUN: mithril-opt %s --convert-mithril-to-linalg="threads=2" | FileCheck %s --check-prefix=BLOCKS
+// RUN: mithril-opt %s --convert-mithril-to-linalg="threads=2" --mithril-cpu-strategy="vector-bits=512 threads=2" --mithril-cpu-schedule="vector-bits=512 threads=2" | FileCheck %s --check-prefix=INPLACE
 
 // A first layer (one input channel) whose result is pooled 2x2 after its
 // bias and ReLU is computed channels-last: [n, oh, ow, f] as a sum over (c,
@@ -36,6 +38,23 @@
 // AVX512: vector.transfer_read %{{.+}} : tensor<1x3x3x32xf32>, vector<32xf32>
 // AVX512: vector.transfer_write %{{.+}} : vector<7x32xf32>, tensor<1x1x7x32xf32>
 // AVX2: kernel = conv_channels_last, register_tile = [1, 1, 7, 8, 1, 1, 1]
+// For a CPU schedule (threads set), the rows are computed a few at a time
+// (here the image's 8, whose result takes 14 KB) and pooled while they are
+// in L1, into a scratch tensor the loops carry, in a loop over each thread's
+// chunk of images (an scf.forall of two chunks). The schedule computes each
+// pooled block in its slice of the chunk's result (mithril.in_place_blocks:
+// empty-tensor elimination there).
+// BLOCKS-LABEL: func.func @FirstLayer(
+// BLOCKS: scf.forall (%{{.+}}) in (2) shared_outs
+// BLOCKS: scf.for {{.*}} -> (tensor<1x4x7x32xf32>, tensor<1x8x14x32xf32>)
+// BLOCKS: scf.for {{.*}} -> (tensor<1x4x7x32xf32>, tensor<1x8x14x32xf32>)
+// BLOCKS: kernel = conv_channels_last
+// BLOCKS: } {mithril.in_place_blocks}
+// INPLACE-LABEL: func.func @FirstLayer(
+// INPLACE: scf.forall (%{{.+}}) in (2) shared_outs(%[[SHARED:.+]] = %{{.+}})
+// INPLACE-NEXT: %[[MINE:.+]] = tensor.extract_slice %[[SHARED]]
+// INPLACE: scf.for {{.*}} iter_args(%{{.+}} = %[[MINE]]) -> (tensor<1x4x7x32xf32>)
+// INPLACE: arith.maximumf {{.*}} : vector<1x1x7x32xf32>
 mithril.model @FirstLayer(data %x: tensor<2x1x8x14xf32>, param %w: tensor<32x1x3x3xf32>, param %b: tensor<32xf32>) -> (y: tensor<2x32x4x7xf32>) {
   %c = mithril.conv2d %x, %w, %b {dilation = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x1x8x14xf32>, tensor<32x1x3x3xf32>, tensor<32xf32>) -> tensor<2x32x8x14xf32>
   %r = mithril.relu %c : (tensor<2x32x8x14xf32>) -> tensor<2x32x8x14xf32>

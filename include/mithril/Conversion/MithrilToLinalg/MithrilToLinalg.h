@@ -40,6 +40,13 @@ namespace mithril {
 // output position and window offset; `window` lists the loops a register
 // tile keeps whole).
 
+/// Marks a loop the lowering builds over blocks of an op's result (the rows
+/// of a first layer with their pooling, Winograd's blocks of tiles): the CPU
+/// schedule computes the values its body inserts into the loop's result in
+/// their slice of it (bufferization's empty-tensor elimination, there only:
+/// across a whole training step it added copies).
+inline constexpr llvm::StringLiteral kInPlaceBlocksAttr = "mithril.in_place_blocks";
+
 /// Positions along the flat rows a register tile covers, and the lanes of
 /// the weight gradient's partial sums.
 inline constexpr int64_t kConvFlatTile = 32;
