@@ -610,7 +610,8 @@ constexpr int64_t kFewInputChannels = 4;
 /// the columns of the padding computed and dropped. nullopt where it does
 /// not apply: other strides, dilations or types, many input channels (the
 /// flat rows, Winograd and tile products take those), output channels not
-/// in whole vectors of 16, or an odd output.
+/// in whole vectors of 16, or an odd output. With `threads` (a CPU
+/// schedule's), a few rows at a time, pooled while they are in L1.
 static std::optional<Value>
 lowerFewChannelPooledConv(OpBuilder &b, Location loc, Value input, Value weight,
                           ArrayRef<int64_t> stride, ArrayRef<int64_t> padding,
