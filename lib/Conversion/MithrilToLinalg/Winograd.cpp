@@ -145,6 +145,33 @@ SmallVector<Value> emptyTensors(OpBuilder &b, Location loc, RankedTensorType typ
   return empties;
 }
 
+/// G g G^T of each 3x3 kernel of `weight` [F, C, 3, 3]: the 16 points, each
+/// [F, C] (loops f, c), or [C, F] with `channelsFirst` (loops c, f), in
+/// `pointType`, each point through `round` where given (to bf16).
+SmallVector<Value>
+filterPoints(OpBuilder &b, Location loc, Value weight, bool channelsFirst, Type pointType,
+             function_ref<SmallVector<Value>(Arith &, SmallVector<Value>)> round = nullptr) {
+  MLIRContext *ctx = b.getContext();
+  RankedTensorType wt = tensorType(weight);
+  int64_t f = wt.getDimSize(0), c = wt.getDimSize(1);
+  AffineExpr fLoop = getAffineDimExpr(channelsFirst ? 1 : 0, ctx);
+  AffineExpr cLoop = getAffineDimExpr(channelsFirst ? 0 : 1, ctx);
+  SmallVector<Value> taps(9, weight);
+  SmallVector<AffineMap> maps;
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 3; ++j)
+      maps.push_back(AffineMap::get(
+          2, 0, {fLoop, cLoop, getAffineConstantExpr(i, ctx), getAffineConstantExpr(j, ctx)}, ctx));
+  auto pointTensor = RankedTensorType::get(
+      channelsFirst ? ArrayRef<int64_t>{c, f} : ArrayRef<int64_t>{f, c}, pointType);
+  return buildPointwise(b, loc, 2, taps, maps, emptyTensors(b, loc, pointTensor, kPoints * kPoints),
+                        [&](Arith &a, ValueRange g) {
+                          SmallVector<Value> points =
+                              transform2D(a, llvm::to_vector(g), 3, filterTransform);
+                          return round ? round(a, points) : points;
+                        });
+}
+
 /// The 16 points `parts` (each of one shape) stacked into one tensor [16,
 /// shape...], the batch of the products, its last dimension zero-padded to
 /// `lastSize` where that is larger (the zeros written in place, not the stack
@@ -212,22 +239,7 @@ Value pooledWinogradChannelsLast(OpBuilder &b, Location loc, Value input, Value 
 
   // U[p, c, f] = G g G^T, loops (c, f).
   stage("winograd filter transform");
-  Value filters;
-  {
-    SmallVector<Value> taps(9, weight);
-    SmallVector<AffineMap> maps;
-    for (int64_t i = 0; i < 3; ++i)
-      for (int64_t j = 0; j < 3; ++j)
-        maps.push_back(AffineMap::get(
-            2, 0, {d(1), d(0), getAffineConstantExpr(i, ctx), getAffineConstantExpr(j, ctx)}, ctx));
-    filters = stackPoints(
-        b, loc,
-        buildPointwise(b, loc, 2, taps, maps,
-                       emptyTensors(b, loc, RankedTensorType::get({c, f}, et), kPoints * kPoints),
-                       [&](Arith &a, ValueRange g) {
-                         return transform2D(a, llvm::to_vector(g), 3, filterTransform);
-                       }));
-  }
+  Value filters = stackPoints(b, loc, filterPoints(b, loc, weight, /*channelsFirst=*/true, et));
 
   // V[p, tiles, c] = B^T d B. The input channels-last, padded to whole
   // tiles and one more row and column, [n, th + 1, 2, tw + 1, 2, c]: block
@@ -430,18 +442,8 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
   stage("winograd filter transform");
   Value filters;
   {
-    SmallVector<Value> taps(9, weight);
-    SmallVector<AffineMap> maps;
-    for (int64_t i = 0; i < 3; ++i)
-      for (int64_t j = 0; j < 3; ++j)
-        maps.push_back(AffineMap::get(
-            2, 0, {d(0), d(1), getAffineConstantExpr(i, ctx), getAffineConstantExpr(j, ctx)}, ctx));
-    SmallVector<Value> points = buildPointwise(
-        b, loc, 2, taps, maps,
-        emptyTensors(b, loc, RankedTensorType::get({f, c}, pointType), kPoints * kPoints),
-        [&](Arith &a, ValueRange g) {
-          return narrow(a, transform2D(a, llvm::to_vector(g), 3, filterTransform));
-        });
+    SmallVector<Value> points =
+        filterPoints(b, loc, weight, /*channelsFirst=*/false, pointType, narrow);
     // f32: [16, f, c, 1, 1], the flat convolution's weight with a 1x1
     // kernel; bf16: [16, f, c / 2, 2], pairs of channels.
     filters = tensor::ExpandShapeOp::create(
