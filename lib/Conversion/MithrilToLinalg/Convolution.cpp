@@ -714,34 +714,7 @@ lowerFewChannelPooledConv(OpBuilder &b, Location loc, Value input, Value weight,
     return images.getResult(0);
   };
   Value out = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{n, ph, pw, f}, f32);
-  if (chunks == 1) {
-    Value rows = chunkOfRows(b, index(b, 0), out);
-    rows.getDefiningOp()->setAttr(kInPlaceBlocksAttr, b.getUnitAttr());
-    return pooledToPlanes(b, loc, rows);
-  }
-  auto parallel = scf::ForallOp::create(
-      b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(0)}, ArrayRef<OpFoldResult>{b.getIndexAttr(n)},
-      ArrayRef<OpFoldResult>{b.getIndexAttr(chunkImages)}, ValueRange{out}, std::nullopt,
-      [&](OpBuilder &nb, Location, ValueRange args) {
-        Value first = args[0], shared = args[1];
-        auto mineType = RankedTensorType::get({chunkImages, ph, pw, f}, f32);
-        Value mine = tensor::ExtractSliceOp::create(
-            nb, loc, mineType, shared,
-            ArrayRef<OpFoldResult>{first, nb.getIndexAttr(0), nb.getIndexAttr(0),
-                                   nb.getIndexAttr(0)},
-            indexAttrs(nb, {chunkImages, ph, pw, f}), indexAttrs(nb, {1, 1, 1, 1}));
-        Value chunk = chunkOfRows(nb, first, mine);
-        auto terminator = scf::InParallelOp::create(nb, loc);
-        OpBuilder::InsertionGuard guard(nb);
-        nb.setInsertionPointToStart(terminator.getBody());
-        tensor::ParallelInsertSliceOp::create(
-            nb, loc, chunk, shared,
-            ArrayRef<OpFoldResult>{first, nb.getIndexAttr(0), nb.getIndexAttr(0),
-                                   nb.getIndexAttr(0)},
-            indexAttrs(nb, {chunkImages, ph, pw, f}), indexAttrs(nb, {1, 1, 1, 1}));
-      });
-  parallel->setAttr(kInPlaceBlocksAttr, b.getUnitAttr());
-  return pooledToPlanes(b, loc, parallel.getResult(0));
+  return pooledToPlanes(b, loc, inParallelChunks(b, loc, out, chunks, chunkOfRows));
 }
 
 /// Rows, columns and reduction steps of the bf16 products AMX tiles take

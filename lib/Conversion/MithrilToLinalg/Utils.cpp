@@ -7,6 +7,8 @@
 
 #include "Utils.h"
 
+#include "mithril/Conversion/MithrilToLinalg/MithrilToLinalg.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -336,6 +338,39 @@ Value linalg_lowering::channelsLastToPlanes(OpBuilder &b, Location loc, Value fl
                      .getResult()[0];
   return tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({n, f, h, w}, et), planes,
                                        SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+}
+
+Value linalg_lowering::inParallelChunks(OpBuilder &b, Location loc, Value out, int64_t chunks,
+                                        function_ref<Value(OpBuilder &, Value, Value)> chunk) {
+  if (chunks == 1) {
+    Value whole = chunk(b, arith::ConstantIndexOp::create(b, loc, 0), out);
+    whole.getDefiningOp()->setAttr(kInPlaceBlocksAttr, b.getUnitAttr());
+    return whole;
+  }
+  RankedTensorType type = tensorType(out);
+  SmallVector<int64_t> sizes(type.getShape());
+  sizes[0] /= chunks;
+  SmallVector<OpFoldResult> strides = indexAttrs(b, SmallVector<int64_t>(sizes.size(), 1));
+  auto parallel =
+      scf::ForallOp::create(b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(0)},
+                            ArrayRef<OpFoldResult>{b.getIndexAttr(type.getDimSize(0))},
+                            ArrayRef<OpFoldResult>{b.getIndexAttr(sizes[0])}, ValueRange{out},
+                            std::nullopt, [&](OpBuilder &nb, Location, ValueRange args) {
+                              Value first = args[0], shared = args[1];
+                              SmallVector<OpFoldResult> offsets(sizes.size(), nb.getIndexAttr(0));
+                              offsets[0] = first;
+                              Value mine = tensor::ExtractSliceOp::create(
+                                  nb, loc, RankedTensorType::get(sizes, type.getElementType()),
+                                  shared, offsets, indexAttrs(nb, sizes), strides);
+                              Value part = chunk(nb, first, mine);
+                              auto terminator = scf::InParallelOp::create(nb, loc);
+                              OpBuilder::InsertionGuard guard(nb);
+                              nb.setInsertionPointToStart(terminator.getBody());
+                              tensor::ParallelInsertSliceOp::create(nb, loc, part, shared, offsets,
+                                                                    indexAttrs(nb, sizes), strides);
+                            });
+  parallel->setAttr(kInPlaceBlocksAttr, b.getUnitAttr());
+  return parallel.getResult(0);
 }
 
 std::pair<Value, Value> linalg_lowering::windowSource(OpBuilder &b, Location loc, Value i, Value k,

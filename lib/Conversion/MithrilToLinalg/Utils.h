@@ -126,6 +126,15 @@ mlir::Value padSpatial(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input
 mlir::Value channelsLastToPlanes(mlir::OpBuilder &b, mlir::Location loc, mlir::Value flat,
                                  int64_t h, int64_t w);
 
+/// `out` computed in `chunks` contiguous chunks of its first dimension, one
+/// per thread of a CPU schedule: an scf.forall of them (one call of `chunk`
+/// for the whole where `chunks` is 1), each chunk the value `chunk` builds
+/// from the chunk's first index and its slice of `out` (a loop over blocks
+/// of it). The loop that results is marked kInPlaceBlocksAttr.
+mlir::Value inParallelChunks(
+    mlir::OpBuilder &b, mlir::Location loc, mlir::Value out, int64_t chunks,
+    llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Value, mlir::Value)> chunk);
+
 /// What a Winograd convolution computes of each 2x2 block of its outputs in
 /// place of the block: max(relu(y + bias)) over the block, the 2x2 max
 /// pooling of stride 2 that alone reads the convolution (through a ReLU).

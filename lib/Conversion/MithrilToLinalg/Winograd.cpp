@@ -349,31 +349,7 @@ Value pooledWinogradChannelsLast(OpBuilder &b, Location loc, Value input, Value 
     return loop.getResult(0);
   };
   Value out = tensor::EmptyOp::create(b, outputLoc, ArrayRef<int64_t>{tiles, f}, et);
-  if (chunks == 1) {
-    Value blocks = chunkOfBlocks(b, arith::ConstantIndexOp::create(b, productsLoc, 0), out);
-    blocks.getDefiningOp()->setAttr(kInPlaceBlocksAttr, b.getUnitAttr());
-    return finish(blocks);
-  }
-  auto parallel = scf::ForallOp::create(
-      b, productsLoc, ArrayRef<OpFoldResult>{b.getIndexAttr(0)},
-      ArrayRef<OpFoldResult>{b.getIndexAttr(tiles)},
-      ArrayRef<OpFoldResult>{b.getIndexAttr(chunkRows)}, ValueRange{out}, std::nullopt,
-      [&](OpBuilder &nb, Location, ValueRange args) {
-        Value first = args[0], shared = args[1];
-        Value mine = tensor::ExtractSliceOp::create(
-            nb, outputLoc, RankedTensorType::get({chunkRows, f}, et), shared,
-            ArrayRef<OpFoldResult>{first, nb.getIndexAttr(0)}, indexAttrs(nb, {chunkRows, f}),
-            indexAttrs(nb, {1, 1}));
-        Value chunk = chunkOfBlocks(nb, first, mine);
-        auto terminator = scf::InParallelOp::create(nb, outputLoc);
-        OpBuilder::InsertionGuard guard(nb);
-        nb.setInsertionPointToStart(terminator.getBody());
-        tensor::ParallelInsertSliceOp::create(
-            nb, outputLoc, chunk, shared, ArrayRef<OpFoldResult>{first, nb.getIndexAttr(0)},
-            indexAttrs(nb, {chunkRows, f}), indexAttrs(nb, {1, 1}));
-      });
-  parallel->setAttr(kInPlaceBlocksAttr, b.getUnitAttr());
-  return finish(parallel.getResult(0));
+  return finish(inParallelChunks(b, productsLoc, out, chunks, chunkOfBlocks));
 }
 
 } // namespace
