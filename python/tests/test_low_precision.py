@@ -263,7 +263,7 @@ def _bf16_products():
 @pytest.mark.parametrize("target_cpu", ["host", "haswell"])
 @pytest.mark.parametrize("rows, depth", [
     (48, 512),  # AMX: tiles of 16 rows
-    (64, 784),  # AMX: 768 steps on tiles, the last 16 on vdpbf16ps
+    (64, 784),  # AMX: 768 steps on tiles, the last 16 padded to a whole step
     (40, 200),  # AMX: rows and reduction of no whole tiles, all on vdpbf16ps
     (32, 1024),  # AMX: rows 2 KiB apart, copied with a padded stride
 ])
@@ -291,6 +291,35 @@ def test_bfloat16_matmul_accumulates_in_float32(target_cpu, rows, depth):
         rms = np.sqrt(np.mean(ref ** 2))
         err = np.abs(got - ref) - 2.0 ** -8 * np.abs(ref)
         assert np.max(err) <= 1e-5 * rms, f"{name}: {np.max(err) / rms:.3g} x rms"
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("compiled_in", [False, True])
+@pytest.mark.parametrize("rows, depth, outputs", [
+    (256, 512, 10),  # AMX: one tile of 16 columns, the weight padded with zero rows
+    (64, 784, 10),  # ... and the reduction's last 16 steps padded too
+    (48, 512, 3),
+])
+def test_bfloat16_narrow_linear_accumulates_in_float32(threads, compiled_in, rows, depth,
+                                                       outputs):
+    # A last layer of few outputs (the 10 classes of an MLP), with its bias,
+    # passed or compiled in.
+    rng = np.random.default_rng(7)
+    x = bf16(rng.standard_normal((rows, depth)))
+    params = {"weight": bf16(rng.standard_normal((outputs, depth))),
+              "bias": bf16(rng.standard_normal(outputs))}
+    model = Model()
+    model |= Linear(outputs)(input="x", weight="weight", bias="bias", output=ml.IOKey("y"))
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.bfloat16, num_threads=threads),
+                    shapes={"x": [rows, depth]}, inference=True,
+                    constant_keys=params if compiled_in else None)
+    got = np.asarray(pm.evaluate({} if compiled_in else params, {"x": x})["y"], np.float64)
+    # Two roundings to bfloat16: the product's, then the bias sum's.
+    product = x.astype(np.float64) @ params["weight"].T.astype(np.float64)
+    ref = product + params["bias"].astype(np.float64)
+    rms = np.sqrt(np.mean(ref ** 2))
+    err = np.abs(got - ref) - 2.0 ** -8 * (np.abs(product) + np.abs(ref))
+    assert np.max(err) <= 1e-5 * rms, f"{np.max(err) / rms:.3g} x rms"
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])

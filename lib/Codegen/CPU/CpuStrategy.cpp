@@ -69,7 +69,22 @@ int64_t RegisterFile::matmulRows(linalg::LinalgOp op) const {
   return wideDotProductTile(op, *this) ? 4 : rows();
 }
 
+/// Whether matmul `op` (as for wideDotProductTile) is one AMX tile of 16
+/// columns wide (a last layer's classes padded by padColumnsForTiles): its
+/// one panel is that tile.
+static bool oneTileOfColumns(linalg::LinalgOp op, const RegisterFile &regs) {
+  if (op.getNumDpsInputs() != 2 ||
+      !regs.tilesFor(getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType())))
+    return false;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (op.getNumLoops() == 5)
+    return ranges[2] == kAmxTileRows;
+  return isa<linalg::MatmulOp>(op.getOperation()) && ranges[1] == kAmxTileRows;
+}
+
 int64_t RegisterFile::matmulColumns(linalg::LinalgOp op) const {
+  if (oneTileOfColumns(op, *this))
+    return kAmxTileRows;
   return wideDotProductTile(op, *this) ? kWideDotColumns : columns(op);
 }
 

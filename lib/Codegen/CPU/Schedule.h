@@ -115,6 +115,12 @@ inline SmallVector<linalg::LinalgOp> elementwiseChain(linalg::LinalgOp op) {
   return chain;
 }
 
+/// The block [offsets, offsets + sizes) of a matrix constant of whole-byte
+/// elements, padded with zeros at the end to `padded` (the block's own sizes
+/// if empty); null for any other constant.
+DenseElementsAttr sliceOfMatrix(DenseElementsAttr attr, ArrayRef<int64_t> offsets,
+                                ArrayRef<int64_t> sizes, ArrayRef<int64_t> padded = {});
+
 /// One run of the schedule: the context and what the strategy sizes for.
 class Scheduler {
 public:
@@ -152,6 +158,15 @@ public:
   /// for all of them (an int8 activation's minimum and maximum, one pass
   /// over x instead of two).
   void mergeSiblingPartials(IRRewriter &rewriter, ArrayRef<linalg::GenericOp> partials);
+
+  /// A bf16 matmul of many rows and few columns (the 10 classes of a last
+  /// layer) on a transposed weight, for AMX tiles: the weight padded with
+  /// zero rows to one tile of 16 columns, the result the first columns of
+  /// the padded product. Fails (and leaves the matmul) unless the target has
+  /// bf16 tiles, the rows are whole tiles and the reduction at least one
+  /// step of them.
+  LogicalResult padColumnsForTiles(IRRewriter &rewriter, linalg::MatmulOp matmul,
+                                   linalg::TransposeOp transpose);
 
   /// The bf16 form of a matrix-vector product for vdpbf16ps: A [m][k] and
   /// the weight W [n][k] viewed as [.][k / 32][16][2], partial sums P[m][n]
