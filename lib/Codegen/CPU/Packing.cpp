@@ -69,14 +69,17 @@ Value Scheduler::transposedSource(IRRewriter &rewriter, Value b) {
       SmallVector<OpFoldResult>{rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)});
 }
 
-/// Whether the rows of the matrix block `a` (a slice of a static matrix, or
-/// a matrix) lie a multiple of 2 KiB apart: then they map to at most two of
-/// L1's 64 sets of 64-byte lines.
+/// Whether the rows of the matrix block `a` (a slice of a static matrix,
+/// possibly through slices of slices, or a matrix) lie a multiple of 2 KiB
+/// apart: then they map to at most two of L1's 64 sets of 64-byte lines.
 static bool rowsShareL1Sets(Value a) {
   auto type = cast<RankedTensorType>(a.getType());
-  auto slice = a.getDefiningOp<tensor::ExtractSliceOp>();
-  if (slice && slice.getSourceType().getRank() == 2)
+  while (auto slice = a.getDefiningOp<tensor::ExtractSliceOp>()) {
+    if (slice.getSourceType().getRank() != 2)
+      break;
     type = slice.getSourceType();
+    a = slice.getSource();
+  }
   if (type.isDynamicDim(1))
     return false;
   return type.getDimSize(1) * (type.getElementTypeBitWidth() / 8) % 2048 == 0;

@@ -121,6 +121,10 @@ inline SmallVector<linalg::LinalgOp> elementwiseChain(linalg::LinalgOp op) {
 DenseElementsAttr sliceOfMatrix(DenseElementsAttr attr, ArrayRef<int64_t> offsets,
                                 ArrayRef<int64_t> sizes, ArrayRef<int64_t> padded = {});
 
+/// The reduction block, in steps, of a bf16 product on AMX tiles whose strip
+/// of C stays in L2 (Scheduler::tileReductionBlock).
+inline constexpr int64_t kShallowTileReduction = 256;
+
 /// One run of the schedule: the context and what the strategy sizes for.
 class Scheduler {
 public:
@@ -210,12 +214,19 @@ public:
 
   /// Splits the reduction of a matmul whose blocks would run on AMX tiles
   /// but for a reduction of no whole 64-byte steps (784 bf16 = 24 steps of
-  /// 32 + 16) into the whole steps and the rest, the rest accumulating into
-  /// the first part's result on the vector kernels: a block's tiles must all
-  /// have one shape. A transposed right operand (a Linear layer's weight) is
-  /// split before its transpose, and a constant one folds into two
-  /// constants, so that both parts still pack from the weight itself.
+  /// 32 + 16) into the whole steps and the rest, the rest padded with zeros
+  /// to one step and accumulating into the first part's result on tiles too
+  /// (a block's tiles must all have one shape). A transposed right operand
+  /// (a Linear layer's weight) is split before its transpose, and a
+  /// constant one folds into constants, so that both parts still pack from
+  /// the weight itself.
   void splitReductionsForTiles(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
+
+  /// The reduction block (in elements) of matmul `op` on AMX tiles:
+  /// kShallowTileReduction for bf16 while the strip of C it reloads takes a
+  /// quarter of the L2 or less, else four times the cache tile's (every
+  /// block loads and stores the accumulator tiles).
+  int64_t tileReductionBlock(linalg::LinalgOp op) const;
 
   static SmallVector<linalg::LinalgOp> collectTensorOps(ModuleOp module);
 
@@ -255,6 +266,11 @@ public:
   /// cache tile (rows, columns, reduction): the register tiles then reuse a
   /// block of the right operand from L2 instead of streaming it from memory.
   LogicalResult tileForCache(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
+
+  /// A bf16 matmul on AMX tiles into a zero fill, deeper than its reduction
+  /// block, split into that first block and the rest (which accumulates into
+  /// the first's result); the first, or null where it does not apply.
+  linalg::MatmulOp splitFirstTileBlock(IRRewriter &rewriter, linalg::LinalgOp op);
 
   /// When `b` is a unit-stride block of a 2-D linalg.transpose's result, the
   /// same block of the transpose's input (columns and rows swapped); null
