@@ -298,7 +298,8 @@ def test_bfloat16_matmul_accumulates_in_float32(target_cpu, rows, depth):
 @pytest.mark.parametrize("rows, depth, outputs", [
     (256, 512, 10),  # AMX: one tile of 16 columns, the weight padded with zero rows
     (64, 784, 10),  # ... and the reduction's last 16 steps padded too
-    (48, 512, 3),
+    (48, 512, 4),  # the narrowest layer padded to a tile
+    (48, 512, 3),  # lane sums of vdpbf16ps
 ])
 def test_bfloat16_narrow_linear_accumulates_in_float32(threads, compiled_in, rows, depth,
                                                        outputs):

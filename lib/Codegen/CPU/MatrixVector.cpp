@@ -141,7 +141,9 @@ LogicalResult Scheduler::padColumnsForTiles(IRRewriter &rewriter, linalg::Matmul
       !resultType || llvm::any_of(ranges, ShapedType::isDynamic))
     return failure();
   int64_t m = ranges[0], n = ranges[1], k = ranges[2];
-  if (m % kAmxTileRows != 0 || n >= kAmxTileRows || k < amxStepElements(et))
+  // (At least a quarter of the tile's columns real: fewer, and the lane
+  // sums' work is a small fraction of the padded tile's.)
+  if (m % kAmxTileRows != 0 || n >= kAmxTileRows || 4 * n < kAmxTileRows || k < amxStepElements(et))
     return failure();
   Location loc = matmul.getLoc();
   rewriter.setInsertionPoint(matmul);

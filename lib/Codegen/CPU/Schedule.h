@@ -167,8 +167,8 @@ public:
   /// layer) on a transposed weight, for AMX tiles: the weight padded with
   /// zero rows to one tile of 16 columns, the result the first columns of
   /// the padded product. Fails (and leaves the matmul) unless the target has
-  /// bf16 tiles, the rows are whole tiles and the reduction at least one
-  /// step of them.
+  /// bf16 tiles, the rows are whole tiles, the columns 4 to 15 and the
+  /// reduction at least one step of tiles.
   LogicalResult padColumnsForTiles(IRRewriter &rewriter, linalg::MatmulOp matmul,
                                    linalg::TransposeOp transpose);
 
