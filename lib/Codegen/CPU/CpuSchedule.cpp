@@ -1547,6 +1547,27 @@ LogicalResult Scheduler::splitAcrossThreads(IRRewriter &rewriter, ArrayRef<linal
     if (split.first >= op.getNumLoops())
       continue;
     SmallVector<linalg::LinalgOp> chain = elementwiseChain(op);
+    // The parts of a product split along its reduction (each accumulating
+    // into the last's result: splitReductionsForTiles) go into the same
+    // chunks, each thread continuing its own share, and so does the chain
+    // after the last. Split on their own, a later part wrote into the
+    // earlier's result from inside a parallel region, which bufferization
+    // copied for each thread (the bf16 MLP's first layer on two threads:
+    // 256 KiB a thread and call).
+    if (isa<linalg::MatmulOp>(op.getOperation()) && chain.size() == 1) {
+      SmallVector<linalg::LinalgOp> parts = {op};
+      while (parts.back()->hasOneUse()) {
+        OpOperand &use = *parts.back()->use_begin();
+        auto next = dyn_cast<linalg::MatmulOp>(use.getOwner());
+        if (!next || !next.isDpsInit(&use))
+          break;
+        parts.push_back(next);
+      }
+      if (parts.size() > 1) {
+        chain = elementwiseChain(parts.back());
+        chain.insert(chain.begin(), parts.begin(), parts.end() - 1);
+      }
+    }
     // A matrix-vector product's chunks also sum their own lanes.
     if (hasKernel(op, CpuKernel::MatrixVector) && op->hasOneUse())
       if (auto lanes = dyn_cast<linalg::LinalgOp>(*op->getUsers().begin()))
