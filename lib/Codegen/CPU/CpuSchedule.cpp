@@ -856,22 +856,19 @@ void Scheduler::splitReductionsForTiles(IRRewriter &rewriter, ArrayRef<linalg::L
     int64_t m = ranges[0], n = ranges[1], k = ranges[2], whole = k - k % step;
     // (Rows or columns of no whole tiles would keep the product off the
     // tiles anyway: the split would only add a pass over C.)
-    if (whole == 0 || m % kAmxTileRows != 0 || n % kAmxTileRows != 0)
+    if (whole == 0 || whole == k || m % kAmxTileRows != 0 || n % kAmxTileRows != 0)
       continue;
-    // The product in parts along the reduction, each into the last's
-    // result: [from, from + size), padded with zeros to `padded`.
+    // The product in two parts along the reduction, the second into the
+    // first's result: [from, from + size), padded with zeros to `padded`.
+    // The rest of the reduction (784 = 24 x 32 + 16 in bf16) is padded to
+    // one whole step, so that it too runs on tiles: zero rows of B add
+    // nothing (and A's row sums of an int8 product are not read). Left to
+    // vector registers, the bf16 MLP's 16 deep rest took a fifth of its
+    // first layer.
     struct Part {
       int64_t from, size, padded;
     };
-    SmallVector<Part> parts = {{0, whole, whole}};
-    // The rest of the reduction (784 = 24 x 32 + 16 in bf16) is padded with
-    // zeros to one whole step, so that it too runs on tiles: zero rows of B
-    // add nothing (and A's row sums of an int8 product are not read). Left
-    // to vector registers, the bf16 MLP's 16 deep rest took a fifth of its
-    // first layer.
-    if (whole == k)
-      continue;
-    parts.push_back({whole, k - whole, step});
+    Part parts[] = {{0, whole, whole}, {whole, k - whole, step}};
     Location loc = op.getLoc();
     rewriter.setInsertionPoint(op);
     auto slice = [&](Value source, ArrayRef<int64_t> offsets, ArrayRef<int64_t> sizes,
@@ -1183,9 +1180,6 @@ Scheduler::tileAndFuse(IRRewriter &rewriter, Operation *root, scf::SCFTileAndFus
   return tiled;
 }
 
-/// Tiles matmuls larger than a cache block into blocks of their config's
-/// cache tile (rows, columns, reduction): the register tiles then reuse a
-/// block of the right operand from L2 instead of streaming it from memory.
 /// Splits a bf16 matmul on AMX tiles into a zero fill whose reduction is
 /// deeper than its block (tileReductionBlock) into the first block and the
 /// rest, the rest accumulating into the first's result; null where it does
@@ -1233,6 +1227,9 @@ linalg::MatmulOp Scheduler::splitFirstTileBlock(IRRewriter &rewriter, linalg::Li
   return first;
 }
 
+/// Tiles matmuls larger than a cache block into blocks of their config's
+/// cache tile (rows, columns, reduction): the register tiles then reuse a
+/// block of the right operand from L2 instead of streaming it from memory.
 LogicalResult Scheduler::tileForCache(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
   SmallVector<linalg::LinalgOp> work(ops.rbegin(), ops.rend());
   while (!work.empty()) {
