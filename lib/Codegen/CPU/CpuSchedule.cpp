@@ -21,6 +21,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/Utils/Utils.h"
 #include "mlir/Dialect/Transform/IR/TransformDialect.h"
 #include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
@@ -813,12 +814,17 @@ DenseElementsAttr mithril::cpu::detail::sliceOfMatrix(DenseElementsAttr attr,
   ArrayRef<char> raw = attr.getRawData();
   // All-zero bytes are zero in every integer and float type.
   std::vector<char> part(padded[0] * padded[1] * bytes, 0);
-  for (int64_t row = 0; row < sizes[0]; ++row)
-    for (int64_t column = 0; column < sizes[1]; ++column) {
-      int64_t from =
-          attr.isSplat() ? 0 : ((offsets[0] + row) * columns + offsets[1] + column) * bytes;
-      std::memcpy(&part[(row * padded[1] + column) * bytes], raw.data() + from, bytes);
+  for (int64_t row = 0; row < sizes[0]; ++row) {
+    char *to = &part[row * padded[1] * bytes];
+    if (!attr.isSplat()) {
+      // (A row's block at once: a weight of 512 x 784 is 400K elements.)
+      std::memcpy(to, raw.data() + ((offsets[0] + row) * columns + offsets[1]) * bytes,
+                  sizes[1] * bytes);
+      continue;
     }
+    for (int64_t column = 0; column < sizes[1]; ++column)
+      std::memcpy(to + column * bytes, raw.data(), bytes);
+  }
   return DenseElementsAttr::getFromRawBuffer(partType, part);
 }
 
@@ -885,10 +891,8 @@ void Scheduler::splitReductionsForTiles(IRRewriter &rewriter, ArrayRef<linalg::L
         return part;
       Value zero =
           arith::ConstantOp::create(rewriter, loc, cast<TypedAttr>(rewriter.getZeroAttr(et)));
-      SmallVector<OpFoldResult> high = {rewriter.getIndexAttr(padded[0] - sizes[0]),
-                                        rewriter.getIndexAttr(padded[1] - sizes[1])};
-      return tensor::PadOp::create(rewriter, loc, RankedTensorType::get(padded, et), part,
-                                   getAsIndexOpFoldResult(ctx, {0, 0}), high, zero);
+      return tensor::createPadHighOp(RankedTensorType::get(padded, et), part, zero,
+                                     /*nofold=*/false, loc, rewriter);
     };
     // B's reduction rows [from, from + size), padded to `padded` rows: of W
     // [n][k] before its transpose when B is one.
@@ -1180,6 +1184,14 @@ Scheduler::tileAndFuse(IRRewriter &rewriter, Operation *root, scf::SCFTileAndFus
   return tiled;
 }
 
+/// Whether `fill` writes zeros (+0.0 for floats) into a tensor that only
+/// one op reads.
+static bool isZeroFillOfOne(linalg::FillOp fill) {
+  return fill && fill->hasOneUse() &&
+         (matchPattern(fill.getInputs()[0], m_Zero()) ||
+          matchPattern(fill.getInputs()[0], m_PosZeroFloat()));
+}
+
 /// Splits a bf16 matmul on AMX tiles into a zero fill whose reduction is
 /// deeper than its block (tileReductionBlock) into the first block and the
 /// rest, the rest accumulating into the first's result; null where it does
@@ -1197,9 +1209,7 @@ linalg::MatmulOp Scheduler::splitFirstTileBlock(IRRewriter &rewriter, linalg::Li
     return nullptr;
   int64_t block = tileReductionBlock(op), k = ranges[2];
   auto fill = op.getDpsInitOperand(0)->get().getDefiningOp<linalg::FillOp>();
-  if (block >= k || block % amxStepElements(et) != 0 || !fill || !fill->hasOneUse() ||
-      !(matchPattern(fill.getInputs()[0], m_Zero()) ||
-        matchPattern(fill.getInputs()[0], m_PosZeroFloat())))
+  if (block >= k || block % amxStepElements(et) != 0 || !isZeroFillOfOne(fill))
     return nullptr;
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
@@ -1289,10 +1299,8 @@ LogicalResult Scheduler::tileForCache(IRRewriter &rewriter, ArrayRef<linalg::Lin
     // So does a bf16 product on AMX tiles, which starts its accumulator tiles
     // at zero instead of loading them.
     auto fill = op.getDpsInitOperand(0)->get().getDefiningOp<linalg::FillOp>();
-    bool startsAtZero = (int8 || strategy.registers.tilesFor(inputType)) && sizes[2] == 0 && fill &&
-                        fill->hasOneUse() &&
-                        (matchPattern(fill.getInputs()[0], m_Zero()) ||
-                         matchPattern(fill.getInputs()[0], m_PosZeroFloat()));
+    bool startsAtZero =
+        (int8 || strategy.registers.tilesFor(inputType)) && sizes[2] == 0 && isZeroFillOfOne(fill);
     bool fillUnneeded = false;
     // (An 8-bit block packs only for its dot products, which then write
     // every element of C.)

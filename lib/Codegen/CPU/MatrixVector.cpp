@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Utils/Utils.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -147,21 +148,18 @@ LogicalResult Scheduler::padColumnsForTiles(IRRewriter &rewriter, linalg::Matmul
     return failure();
   Location loc = matmul.getLoc();
   rewriter.setInsertionPoint(matmul);
-  SmallVector<OpFoldResult> zeros(2, rewriter.getIndexAttr(0));
-  SmallVector<OpFoldResult> moreRows = {rewriter.getIndexAttr(kAmxTileRows - n),
-                                        rewriter.getIndexAttr(0)};
+  auto zeroOf = [&](Type type) -> Value {
+    return arith::ConstantOp::create(rewriter, loc, cast<TypedAttr>(rewriter.getZeroAttr(type)));
+  };
   // The weight [n][k] with zero rows to 16 (a constant padded now).
-  auto paddedWeightType = RankedTensorType::get({kAmxTileRows, k}, et);
   Value paddedWeight;
   if (auto constant = w.getDefiningOp<arith::ConstantOp>())
     if (auto attr = dyn_cast<DenseElementsAttr>(constant.getValue()))
       if (DenseElementsAttr padded = sliceOfMatrix(attr, {0, 0}, {n, k}, {kAmxTileRows, k}))
         paddedWeight = arith::ConstantOp::create(rewriter, loc, padded);
-  if (!paddedWeight) {
-    Value zero =
-        arith::ConstantOp::create(rewriter, loc, cast<TypedAttr>(rewriter.getZeroAttr(et)));
-    paddedWeight = tensor::PadOp::create(rewriter, loc, paddedWeightType, w, zeros, moreRows, zero);
-  }
+  if (!paddedWeight)
+    paddedWeight = tensor::createPadHighOp(RankedTensorType::get({kAmxTileRows, k}, et), w,
+                                           zeroOf(et), /*nofold=*/false, loc, rewriter);
   Value empty = tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{k, kAmxTileRows}, et);
   Value b = linalg::TransposeOp::create(rewriter, loc, paddedWeight, empty, ArrayRef<int64_t>{1, 0})
                 .getResult()[0];
@@ -174,19 +172,15 @@ LogicalResult Scheduler::padColumnsForTiles(IRRewriter &rewriter, linalg::Matmul
                                          paddedResultType.getElementType());
     paddedInit = linalg::FillOp::create(rewriter, loc, fill.value(), wide).getResult(0);
   } else {
-    SmallVector<OpFoldResult> moreColumns = {rewriter.getIndexAttr(0),
-                                             rewriter.getIndexAttr(kAmxTileRows - n)};
-    Value zero = arith::ConstantOp::create(
-        rewriter, loc, cast<TypedAttr>(rewriter.getZeroAttr(resultType.getElementType())));
     paddedInit =
-        tensor::PadOp::create(rewriter, loc, paddedResultType, init, zeros, moreColumns, zero);
+        tensor::createPadHighOp(paddedResultType, init, zeroOf(resultType.getElementType()),
+                                /*nofold=*/false, loc, rewriter);
   }
   auto product = linalg::MatmulOp::create(rewriter, loc, TypeRange{paddedResultType},
                                           ValueRange{a, b}, ValueRange{paddedInit});
-  SmallVector<OpFoldResult> sizes = {rewriter.getIndexAttr(m), rewriter.getIndexAttr(n)};
-  SmallVector<OpFoldResult> ones(2, rewriter.getIndexAttr(1));
-  Value columns = tensor::ExtractSliceOp::create(rewriter, loc, resultType, product.getResult(0),
-                                                 zeros, sizes, ones);
+  Value columns = tensor::ExtractSliceOp::create(
+      rewriter, loc, resultType, product.getResult(0), getAsIndexOpFoldResult(ctx, {0, 0}),
+      getAsIndexOpFoldResult(ctx, {m, n}), getAsIndexOpFoldResult(ctx, {1, 1}));
   rewriter.replaceOp(matmul, columns);
   if (transpose->use_empty())
     rewriter.eraseOp(transpose);
