@@ -345,14 +345,32 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
   return success();
 }
 
-std::string mithril::defaultPtxFeatures(StringRef chip) {
+/// The compute capability in `chip` (90 for sm_90a), 0 where there is none.
+static unsigned computeCapability(StringRef chip) {
   unsigned sm = 0;
   if (chip.consume_front("sm_"))
     chip.take_while(llvm::isDigit).getAsInteger(10, sm);
-  if (sm >= 90)
-    return "+ptx80";
-  if (sm >= 80)
-    return "+ptx70";
+  return sm;
+}
+
+/// The chips LLVM 22's NVPTX back end knows, with the first PTX ISA version
+/// it accepts for each (an older one is a fatal error in the back end).
+static const std::pair<StringRef, StringRef> kNvptxChips[] = {
+    {"sm_20", "+ptx60"},   {"sm_21", "+ptx60"},   {"sm_30", "+ptx60"},   {"sm_32", "+ptx60"},
+    {"sm_35", "+ptx60"},   {"sm_37", "+ptx60"},   {"sm_50", "+ptx60"},   {"sm_52", "+ptx60"},
+    {"sm_53", "+ptx60"},   {"sm_60", "+ptx60"},   {"sm_61", "+ptx60"},   {"sm_62", "+ptx60"},
+    {"sm_70", "+ptx60"},   {"sm_72", "+ptx61"},   {"sm_75", "+ptx63"},   {"sm_80", "+ptx70"},
+    {"sm_86", "+ptx71"},   {"sm_87", "+ptx74"},   {"sm_88", "+ptx90"},   {"sm_89", "+ptx78"},
+    {"sm_90", "+ptx80"},   {"sm_90a", "+ptx80"},  {"sm_100", "+ptx86"},  {"sm_100a", "+ptx86"},
+    {"sm_100f", "+ptx88"}, {"sm_101", "+ptx86"},  {"sm_101a", "+ptx86"}, {"sm_101f", "+ptx88"},
+    {"sm_103", "+ptx88"},  {"sm_103a", "+ptx88"}, {"sm_103f", "+ptx88"}, {"sm_110", "+ptx90"},
+    {"sm_110a", "+ptx90"}, {"sm_110f", "+ptx90"}, {"sm_120", "+ptx87"},  {"sm_120a", "+ptx87"},
+    {"sm_120f", "+ptx88"}, {"sm_121", "+ptx88"},  {"sm_121a", "+ptx88"}, {"sm_121f", "+ptx88"}};
+
+std::string mithril::defaultPtxFeatures(StringRef chip) {
+  for (auto [known, features] : kNvptxChips)
+    if (known == chip)
+      return features.str();
   return "+ptx60";
 }
 
@@ -375,6 +393,8 @@ std::string mithril::findLibdevice() {
 /// substance, plus libdevice, without which ptxas rejects kernels that use
 /// math functions (sqrt, exp, ...: they become calls to __nv_sqrtf, ...).
 static void addNvvmLowering(OpPassManager &pm, const GpuPipelineOptions &options) {
+  // Upstream lowers f16 tensor-core products, not bf16 ones.
+  pm.addPass(createMithrilGpuBf16MmaToNvvm());
   pm.addPass(createConvertNVGPUToNVVMPass());
   pm.addPass(createConvertVectorToSCFPass());
   pm.addPass(createSCFToControlFlowPass());
@@ -426,11 +446,20 @@ std::string mithril::checkGpuPipelineOptions(const GpuPipelineOptions &options) 
            "' (the CPU stages up to bufferize, then kernels or binary)";
   if (options.format != "isa" && options.format != "bin" && options.format != "fatbin")
     return "unknown kernel format '" + options.format + "' (isa, bin or fatbin)";
-  // sm_80, sm_90, sm_90a, ...
-  StringRef number = StringRef(options.chip);
-  if (!number.consume_front("sm_") || number.empty() || !llvm::isDigit(number.front()) ||
-      !llvm::all_of(number.drop_back(), llvm::isDigit) || !llvm::isAlnum(number.back()))
-    return "unknown GPU architecture '" + options.chip + "' (sm_80, sm_90, ...)";
+  if (llvm::none_of(kNvptxChips, [&](auto chip) { return chip.first == options.chip; }))
+    return "unknown GPU architecture '" + options.chip + "' (sm_80, sm_90, ...: sm_20 to sm_121f)";
+  // An older PTX ISA than the chip needs is a fatal error in the back end.
+  auto ptxVersion = [](StringRef features) {
+    unsigned version = 0;
+    size_t at = features.find("+ptx");
+    if (at != StringRef::npos)
+      features.drop_front(at + 4).take_while(llvm::isDigit).getAsInteger(10, version);
+    return version;
+  };
+  std::string needed = defaultPtxFeatures(options.chip);
+  if (!options.features.empty() && ptxVersion(options.features) < ptxVersion(needed))
+    return "PTX features '" + options.features + "' are older than " + options.chip + " needs (" +
+           needed + ")";
   return "";
 }
 
@@ -453,7 +482,11 @@ LogicalResult mithril::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOpti
   // memory; every other parallel loop nest becomes a kernel of its own: tiles
   // of 16x16 map to blocks and threads (guards instead of min/max bounds keep
   // block sizes static).
-  pm.addNestedPass<func::FuncOp>(createMithrilGpuTileContractions());
+  // f16 and bf16 products on tensor cores where the chip has mma.sync
+  // m16n8k16 (sm_80 and later).
+  MithrilGpuTileContractionsOptions tiles;
+  tiles.tensorCores = computeCapability(options.chip) >= 80;
+  pm.addNestedPass<func::FuncOp>(createMithrilGpuTileContractions(tiles));
   pm.addNestedPass<func::FuncOp>(createMithrilGpuMapForall());
   // Reductions inside the kernels, not host loops launching one per step.
   pm.addNestedPass<func::FuncOp>(createMithrilGpuReductionsInner());

@@ -50,6 +50,38 @@ def test_linear_and_gradients(rows, inputs, outputs, tiled64):
         np.testing.assert_allclose(grads[key], ref.grad.numpy(), rtol=1e-10, atol=1e-12)
 
 
+# The tensor-core schedule (bf16 and f16 products into float32 sums on
+# mma.sync m16n8k16): 64x64 blocks of 2x2 warps, 32-deep steps. The host run
+# emulates each warp's mma.sync from the fragments its lanes loaded, found
+# by the PTX ISA's layout, so a lane loading the wrong element fails here.
+# Sizes: partial blocks and steps; several row blocks and whole steps.
+@pytest.mark.parametrize("dtype,unit", [("bfloat16", 2.0 ** -8), ("float16", 2.0 ** -11)])
+@pytest.mark.parametrize("rows,inputs,outputs", [(5, 37, 18), (33, 70, 41), (130, 96, 70)])
+def test_tensor_core_linear_and_gradients(dtype, unit, rows, inputs, outputs):
+    rng = np.random.default_rng(rows + inputs)
+    narrow = {"bfloat16": lambda v: ml.types.from_bfloat16_bits(ml.types.to_bfloat16_bits(v)),
+              "float16": lambda v: v.astype(np.float16)}[dtype]
+    x, w, b, seed = (np.asarray(narrow(rng.standard_normal(shape)), np.float64)
+                     for shape in ((rows, inputs), (outputs, inputs), (outputs,),
+                                   (rows, outputs)))
+    backend = ml.MlirBackend(dtype=getattr(ml, dtype), gpu_tiles_on_host=True, num_threads=1)
+    pm = ml.compile(M.Linear(outputs), backend, shapes={"input": [rows, inputs]},
+                    trainable_keys=["input", "weight", "bias"])
+    out, grads = pm.evaluate({"input": x, "weight": w, "bias": b},
+                             output_gradients={"output": seed})
+
+    def check(got, product, ref):
+        # One rounding of each product and of the bias sum; float32 sums.
+        got = np.asarray(got, np.float64)
+        err = np.abs(got - ref) - unit * (np.abs(product) + np.abs(ref))
+        assert np.max(err) <= 1e-5 * np.sqrt(np.mean(ref ** 2)), f"{np.max(err):.3g}"
+
+    check(out["output"], x @ w.T, x @ w.T + b)
+    check(grads["input"], seed @ w, seed @ w)
+    check(grads["weight"], seed.T @ x, seed.T @ x)
+    check(grads["bias"], seed.sum(0), seed.sum(0))
+
+
 @pytest.mark.parametrize("stride,padding,dilation,groups", [
     (1, 1, 1, 1), (2, 1, 1, 1), (1, 2, 2, 1), (1, 1, 1, 2)])
 def test_conv2d_and_gradients(stride, padding, dilation, groups, tiled64):

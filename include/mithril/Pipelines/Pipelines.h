@@ -275,7 +275,8 @@ std::string checkGpuPipelineOptions(const GpuPipelineOptions &options);
 llvm::LogicalResult buildGpuPipeline(mlir::OpPassManager &pm,
                                      const GpuPipelineOptions &options);
 
-/// The PTX feature level a chip needs (sm_90 needs +ptx80; sm_80 +ptx70).
+/// The PTX feature level a chip needs (sm_90 needs +ptx80; sm_80 +ptx70;
+/// sm_75 +ptx63): the first PTX ISA version LLVM 22 accepts for it.
 std::string defaultPtxFeatures(llvm::StringRef chip);
 
 /// The stages of the CPU pipeline, in order.

@@ -19,6 +19,13 @@
 // two tiles. The sums live in a buffer indexed by the thread first, which
 // mithril-gpu-map-forall turns into registers.
 //
+// Contractions of f16 or bf16 operands with float32 sums run on tensor cores
+// instead (sm_80 and later): warps of a 128-thread block each own 32x32 of
+// a 64x64 tile of C as 2x4 products of `mma.sync.m16n8k16`; the threads stage
+// 32-deep slices of both operands in shared memory (B as [n][k]), and each
+// lane loads its fragments where upstream's nvgpu layout map
+// (getLaneIdAndValueIdToOperandCoord) puts them.
+//
 // The result is scf.forall loops with GPU mappings. Each thread loop reads
 // only what earlier thread loops wrote, so running the loops one after the
 // other (scf.forall -> scf.for) computes what the GPU computes with a barrier
@@ -33,7 +40,10 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/NVGPU/Utils/MMAUtils.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -67,6 +77,23 @@ struct GemmView {
     return product;
   }
 };
+
+/// The tensor-core schedule: a block of 2x2 warps, each computing 32x32 of
+/// C as 2x4 products of m16n8k16, over 32-deep shared slices of A and B
+/// whose rows are padded by 8 elements (16 bytes), so that the lanes of a
+/// warp read their fragments from 32 different banks.
+constexpr int64_t kWarpSize = 32;
+constexpr int64_t kMmaM = 16, kMmaN = 8, kMmaK = 16;
+constexpr int64_t kWarpsDown = 2, kWarpsAcross = 2;
+constexpr int64_t kMmaTilesDown = 2, kMmaTilesAcross = 4;
+constexpr int64_t kWarpRows = kMmaTilesDown * kMmaM, kWarpColumns = kMmaTilesAcross * kMmaN;
+constexpr int64_t kMmaBlockRows = kWarpsDown * kWarpRows;
+constexpr int64_t kMmaBlockColumns = kWarpsAcross * kWarpColumns;
+constexpr int64_t kMmaThreads = kWarpsDown * kWarpsAcross * kWarpSize;
+constexpr int64_t kMmaDepth = 32, kMmaRowPad = 8;
+/// Registers of a lane's fragments (m16n8k16, 16-bit operands): A holds 4
+/// pairs, B 2 pairs, C 4 float32 sums (2 pairs).
+constexpr int64_t kARegisters = 4, kBRegisters = 2, kCValues = 4;
 
 /// The grid's y and z dimensions hold row tiles and the batch.
 constexpr int64_t kMaxGridYZ = 65535;
@@ -405,6 +432,341 @@ struct TileBuilder {
   }
 };
 
+/// Whether the contraction multiplies f16 or bf16 operands, widened to
+/// float32, into float32 sums: what mma.sync m16n8k16 computes.
+bool isTensorCoreContraction(linalg::LinalgOp op) {
+  auto element = [&](unsigned i) {
+    return cast<MemRefType>(op->getOperand(i).getType()).getElementType();
+  };
+  Type lhs = element(0), rhs = element(1);
+  if (lhs != rhs || !(lhs.isF16() || lhs.isBF16()) || !element(2).isF32())
+    return false;
+  return llvm::all_of(op.getBlock()->without_terminator(), [](Operation &bodyOp) {
+    return isa<arith::ExtFOp, arith::MulFOp, arith::AddFOp>(bodyOp);
+  });
+}
+
+/// The tensor-core schedule of a contraction (see the file comment). Each
+/// thread's sums live in a buffer indexed by the thread first (registers on
+/// the GPU). On the host (no workgroup memory) the lanes' fragments go to
+/// memory instead and each warp's mma.sync is emulated by loops that find
+/// the fragments by the PTX ISA's figures for m16n8k16, written out apart
+/// from upstream's map: the host run checks where the lanes load and store
+/// as well as the tiles.
+struct MmaTileBuilder : TileBuilder {
+  /// (lane, value) -> (row, column) of A (16x16), B (8x16, as [n][k]) and
+  /// C (16x8).
+  AffineMap layoutA, layoutB, layoutC;
+
+  LogicalResult buildLayouts() {
+    // bf16 fragments are laid out as f16's (the PTX ISA has one figure for
+    // both 16-bit types); upstream's map knows f16 only.
+    Type half = b.getF16Type();
+    auto layout = [&](int64_t rows, int64_t columns, Type element, nvgpu::MatMulOperandRole role,
+                      AffineMap &map) {
+      FailureOr<AffineMap> result = nvgpu::getLaneIdAndValueIdToOperandCoord(
+          b, loc, nvgpu::WarpMatrixInfo{VectorType::get({rows, columns}, element), role});
+      if (succeeded(result))
+        map = *result;
+      return result;
+    };
+    if (failed(layout(kMmaM, kMmaK, half, nvgpu::MatMulOperandRole::A, layoutA)) ||
+        failed(layout(kMmaN, kMmaK, half, nvgpu::MatMulOperandRole::B, layoutB)) ||
+        failed(layout(kMmaM, kMmaN, b.getF32Type(), nvgpu::MatMulOperandRole::C, layoutC)))
+      return op.emitOpError("has no mma.sync fragment layout for its operands");
+    return success();
+  }
+
+  Value add(Value lhs, Value rhs) { return arith::AddIOp::create(b, loc, lhs, rhs); }
+  Value times(Value value, int64_t factor) {
+    return arith::MulIOp::create(b, loc, value, index(factor));
+  }
+  Value apply(AffineExpr expr, ValueRange operands) {
+    auto map = AffineMap::get(operands.size(), 0, expr);
+    return affine::AffineApplyOp::create(b, loc, map, operands);
+  }
+  /// Coordinate `result` (0: row, 1: column) of value `value` of a lane's
+  /// fragment.
+  Value coordinate(AffineMap layout, unsigned result, Value lane, int64_t value) {
+    return affine::AffineApplyOp::create(b, loc, layout.getSubMap({result}),
+                                         ValueRange{lane, index(value)});
+  }
+
+  /// A loop over `count` threads of the block along x; body(thread).
+  template <typename Body> void threadsLoop(int64_t count, Body body) {
+    auto mapping =
+        b.getArrayAttr({gpu::GPUThreadMappingAttr::get(b.getContext(), gpu::MappingId::DimX)});
+    auto loop = scf::ForallOp::create(b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(count)},
+                                      ValueRange{}, mapping);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    body(loop.getInductionVar(0));
+  }
+
+  /// A thread's warp (as the row and column of its 32x32 of the block's C)
+  /// and lane.
+  struct Lane {
+    Value rowBase, columnBase, lane;
+  };
+  Lane laneOf(Value thread) {
+    Value warp = arith::DivUIOp::create(b, loc, thread, index(kWarpSize));
+    Value lane = arith::RemUIOp::create(b, loc, thread, index(kWarpSize));
+    Value down = arith::DivUIOp::create(b, loc, warp, index(kWarpsAcross));
+    Value across = arith::RemUIOp::create(b, loc, warp, index(kWarpsAcross));
+    return {times(down, kWarpRows), times(across, kWarpColumns), lane};
+  }
+
+  /// Thread `thread`'s share of a kMmaDepth-deep slice of one operand: the
+  /// `positions` rows of the slice (along m or n, from `base`) at k from
+  /// `depthBase`, copied to tile[position][k], zero outside the operand.
+  /// Consecutive threads read consecutive elements of the operand's
+  /// innermost dimension where it is k or the position.
+  void stageSlice(unsigned operand, ArrayRef<unsigned> dims, int64_t extent, Value base, Value tile,
+                  Value thread, Value depthBase, int64_t depth, ArrayRef<Value> blockIv) {
+    AffineExpr innermost = op.getIndexingMapsArray()[operand].getResults().back();
+    bool kInnermost = llvm::any_of(view.reductionDims,
+                                   [&](unsigned dim) { return innermost.isFunctionOfDim(dim); });
+    int64_t positions = kMmaBlockRows;
+    for (int64_t e = 0; e < positions * kMmaDepth / kMmaThreads; ++e) {
+      Value linear = plus(thread, e * kMmaThreads);
+      int64_t inner = kInnermost ? kMmaDepth : positions;
+      Value outer = arith::DivUIOp::create(b, loc, linear, index(inner));
+      Value within = arith::RemUIOp::create(b, loc, linear, index(inner));
+      Value position = kInnermost ? outer : within, kOffset = kInnermost ? within : outer;
+      Value k = add(depthBase, kOffset);
+      SmallVector<Value> iv(blockIv);
+      delinearize(k, view.reductionDims, iv);
+      Value global = add(base, position);
+      delinearize(global, dims, iv);
+      Value element = loadOrZero(operand, iv, allLess({{global, extent}, {k, depth}}));
+      memref::StoreOp::create(b, loc, element, tile, ValueRange{position, kOffset});
+    }
+  }
+
+  /// A lane's fragment of a 16-bit operand from a shared slice laid out
+  /// [position][k]: `registers` pairs of neighbouring k (the layout puts
+  /// value 2r + 1 next to value 2r), as mma.sync takes them.
+  Value loadFragment(Value tile, AffineMap layout, int64_t registers, Value lane,
+                     Value positionBase, int64_t kBase) {
+    Type element = cast<MemRefType>(tile.getType()).getElementType();
+    auto type = VectorType::get({registers, 2}, element);
+    Value fragment = arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
+    for (int64_t r = 0; r < registers; ++r) {
+      Value position = add(positionBase, coordinate(layout, 0, lane, 2 * r));
+      Value k = plus(coordinate(layout, 1, lane, 2 * r), kBase);
+      Value pair = vector::LoadOp::create(b, loc, VectorType::get({2}, element), tile,
+                                          ValueRange{position, k});
+      fragment = vector::InsertOp::create(b, loc, pair, fragment, ArrayRef<int64_t>{r});
+    }
+    return fragment;
+  }
+
+  /// Emulates warp `warp`'s mma.sync for its product (i, j) on the host:
+  /// D = A B + C from the fragments its lanes stored, located by the PTX
+  /// ISA's m16n8k16 figures (groupID = lane / 4, threadID_in_group = lane % 4):
+  ///   A[row][k]: lane (row % 8) * 4 + (k % 8) / 2, value (k / 8) * 4 + (row / 8) * 2 + k % 2
+  ///   B[k][n]:   lane n * 4 + (k % 8) / 2,         value (k / 8) * 2 + k % 2
+  ///   C[row][n]: lane (row % 8) * 4 + n / 2,       value (row / 8) * 2 + n % 2
+  void emulateMma(Value warp, int64_t i, int64_t j, Value fragmentsA, Value fragmentsB,
+                  Value sums) {
+    AffineExpr x, y;
+    bindDims(b.getContext(), x, y);
+    Value firstThread = times(warp, kWarpSize);
+    auto rows = scf::ForOp::create(b, loc, index(0), index(kMmaM), index(1));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(rows.getBody());
+    Value row = rows.getInductionVar();
+    auto columns = scf::ForOp::create(b, loc, index(0), index(kMmaN), index(1));
+    b.setInsertionPointToStart(columns.getBody());
+    Value column = columns.getInductionVar();
+    SmallVector<Value> cAt = {add(firstThread, apply((x % 8) * 4 + y.floorDiv(2), {row, column})),
+                              index(i), index(j), apply(x.floorDiv(8) * 2 + y % 2, {row, column})};
+    Value sum = memref::LoadOp::create(b, loc, sums, cAt);
+    auto depth = scf::ForOp::create(b, loc, index(0), index(kMmaK), index(1), ValueRange{sum});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(depth.getBody());
+      Value k = depth.getInductionVar();
+      Value a = memref::LoadOp::create(
+          b, loc, fragmentsA,
+          ValueRange{add(firstThread, apply((x % 8) * 4 + (y % 8).floorDiv(2), {row, k})), index(i),
+                     apply(y.floorDiv(8) * 4 + x.floorDiv(8) * 2 + y % 2, {row, k})});
+      Value bValue = memref::LoadOp::create(
+          b, loc, fragmentsB,
+          ValueRange{add(firstThread, apply(x * 4 + (y % 8).floorDiv(2), {column, k})), index(j),
+                     apply(y.floorDiv(8) * 2 + y % 2, {column, k})});
+      scf::YieldOp::create(b, loc, multiplyAdd(a, bValue, depth.getRegionIterArg(0)));
+    }
+    memref::StoreOp::create(b, loc, depth.getResult(0), sums, cAt);
+  }
+
+  void build(Attribute memorySpace) {
+    MLIRContext *ctx = b.getContext();
+    bool onDevice = memorySpace != nullptr;
+    int64_t rows = view.extent(view.mDims), columns = view.extent(view.nDims);
+    int64_t depth = view.extent(view.reductionDims), batch = view.extent(view.batchDims);
+    auto mapping = b.getArrayAttr({gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimZ),
+                                   gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimY),
+                                   gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)});
+    auto blocks = scf::ForallOp::create(
+        b, loc,
+        ArrayRef<OpFoldResult>{b.getIndexAttr(batch),
+                               b.getIndexAttr(llvm::divideCeil(rows, kMmaBlockRows)),
+                               b.getIndexAttr(llvm::divideCeil(columns, kMmaBlockColumns))},
+        ValueRange{}, mapping);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(blocks.getBody()->getTerminator());
+
+    SmallVector<Value> blockIv(view.ranges.size());
+    delinearize(blocks.getInductionVar(0), view.batchDims, blockIv);
+    Value rowBase = times(blocks.getInductionVar(1), kMmaBlockRows);
+    Value columnBase = times(blocks.getInductionVar(2), kMmaBlockColumns);
+
+    auto elementOf = [&](unsigned operand) {
+      return cast<MemRefType>(op->getOperand(operand).getType()).getElementType();
+    };
+    auto buffer = [&](ArrayRef<int64_t> shape, Type element, Attribute space) -> Value {
+      return memref::AllocOp::create(b, loc, MemRefType::get(shape, element, AffineMap(), space));
+    };
+    // Slices of A as [m][k] and of B as [n][k]: each lane's pairs of k are
+    // neighbours in both.
+    static_assert(kMmaBlockRows == kMmaBlockColumns, "both slices have the block's extent");
+    Value lhsTile =
+        buffer({kMmaBlockRows, kMmaDepth + kMmaRowPad}, elementOf(view.lhs), memorySpace);
+    Value rhsTile =
+        buffer({kMmaBlockColumns, kMmaDepth + kMmaRowPad}, elementOf(view.rhs), memorySpace);
+    Value sums = buffer({kMmaThreads, kMmaTilesDown, kMmaTilesAcross, kCValues}, b.getF32Type(),
+                        memorySpace);
+
+    // Sum (i, j, v) of a thread: its iteration and whether it lies in C.
+    auto sumIv = [&](const Lane &lane, int64_t i, int64_t j, int64_t v, SmallVector<Value> &iv,
+                     Value &inBounds) {
+      Value m =
+          add(add(rowBase, lane.rowBase), plus(coordinate(layoutC, 0, lane.lane, v), i * kMmaM));
+      Value n = add(add(columnBase, lane.columnBase),
+                    plus(coordinate(layoutC, 1, lane.lane, v), j * kMmaN));
+      iv = blockIv;
+      delinearize(m, view.mDims, iv);
+      delinearize(n, view.nDims, iv);
+      inBounds = allLess({{m, rows}, {n, columns}});
+    };
+    auto forEachSum = [&](auto body) {
+      threadsLoop(kMmaThreads, [&](Value thread) {
+        Lane lane = laneOf(thread);
+        for (int64_t i = 0; i < kMmaTilesDown; ++i)
+          for (int64_t j = 0; j < kMmaTilesAcross; ++j)
+            for (int64_t v = 0; v < kCValues; ++v) {
+              SmallVector<Value> iv;
+              Value inBounds;
+              sumIv(lane, i, j, v, iv, inBounds);
+              body(SmallVector<Value>{thread, index(i), index(j), index(v)}, iv, inBounds);
+            }
+      });
+    };
+
+    forEachSum([&](ArrayRef<Value> at, ArrayRef<Value> iv, Value inBounds) {
+      Value init = loadOrZero(op.getNumDpsInputs(), iv, inBounds);
+      memref::StoreOp::create(b, loc, init, sums, at);
+    });
+
+    // The host's fragments, per thread.
+    Value fragmentsA, fragmentsB;
+    if (!onDevice) {
+      fragmentsA = buffer({kMmaThreads, kMmaTilesDown, 2 * kARegisters}, elementOf(view.lhs), {});
+      fragmentsB = buffer({kMmaThreads, kMmaTilesAcross, 2 * kBRegisters}, elementOf(view.rhs), {});
+    }
+
+    auto steps = scf::ForOp::create(b, loc, index(0), index(depth), index(kMmaDepth));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(steps.getBody()->getTerminator());
+      Value depthBase = steps.getInductionVar();
+      threadsLoop(kMmaThreads, [&](Value thread) {
+        stageSlice(view.lhs, view.mDims, rows, rowBase, lhsTile, thread, depthBase, depth, blockIv);
+        stageSlice(view.rhs, view.nDims, columns, columnBase, rhsTile, thread, depthBase, depth,
+                   blockIv);
+      });
+      auto fragmentA = [&](const Lane &lane, int64_t i, int64_t kk) {
+        return loadFragment(lhsTile, layoutA, kARegisters, lane.lane, plus(lane.rowBase, i * kMmaM),
+                            kk);
+      };
+      auto fragmentB = [&](const Lane &lane, int64_t j, int64_t kk) {
+        return loadFragment(rhsTile, layoutB, kBRegisters, lane.lane,
+                            plus(lane.columnBase, j * kMmaN), kk);
+      };
+      if (onDevice) {
+        threadsLoop(kMmaThreads, [&](Value thread) {
+          Lane lane = laneOf(thread);
+          auto accType = VectorType::get({2, 2}, b.getF32Type());
+          SmallVector<Value> acc;
+          for (int64_t i = 0; i < kMmaTilesDown; ++i)
+            for (int64_t j = 0; j < kMmaTilesAcross; ++j) {
+              SmallVector<Value> values;
+              for (int64_t v = 0; v < kCValues; ++v)
+                values.push_back(memref::LoadOp::create(
+                    b, loc, sums, ValueRange{thread, index(i), index(j), index(v)}));
+              acc.push_back(vector::FromElementsOp::create(b, loc, accType, values));
+            }
+          for (int64_t kk = 0; kk < kMmaDepth; kk += kMmaK) {
+            SmallVector<Value> as, bs;
+            for (int64_t i = 0; i < kMmaTilesDown; ++i)
+              as.push_back(fragmentA(lane, i, kk));
+            for (int64_t j = 0; j < kMmaTilesAcross; ++j)
+              bs.push_back(fragmentB(lane, j, kk));
+            for (int64_t i = 0; i < kMmaTilesDown; ++i)
+              for (int64_t j = 0; j < kMmaTilesAcross; ++j) {
+                Value &sum = acc[i * kMmaTilesAcross + j];
+                sum = nvgpu::MmaSyncOp::create(b, loc, as[i], bs[j], sum,
+                                               ArrayRef<int64_t>{kMmaM, kMmaN, kMmaK});
+              }
+          }
+          for (int64_t i = 0; i < kMmaTilesDown; ++i)
+            for (int64_t j = 0; j < kMmaTilesAcross; ++j)
+              for (int64_t v = 0; v < kCValues; ++v) {
+                Value value = vector::ExtractOp::create(b, loc, acc[i * kMmaTilesAcross + j],
+                                                        ArrayRef<int64_t>{v / 2, v % 2});
+                memref::StoreOp::create(b, loc, value, sums,
+                                        ValueRange{thread, index(i), index(j), index(v)});
+              }
+        });
+      } else {
+        for (int64_t kk = 0; kk < kMmaDepth; kk += kMmaK) {
+          threadsLoop(kMmaThreads, [&](Value thread) {
+            Lane lane = laneOf(thread);
+            auto spill = [&](Value fragment, Value into, int64_t tile, int64_t registers) {
+              for (int64_t v = 0; v < 2 * registers; ++v)
+                memref::StoreOp::create(
+                    b, loc,
+                    vector::ExtractOp::create(b, loc, fragment, ArrayRef<int64_t>{v / 2, v % 2}),
+                    into, ValueRange{thread, index(tile), index(v)});
+            };
+            for (int64_t i = 0; i < kMmaTilesDown; ++i)
+              spill(fragmentA(lane, i, kk), fragmentsA, i, kARegisters);
+            for (int64_t j = 0; j < kMmaTilesAcross; ++j)
+              spill(fragmentB(lane, j, kk), fragmentsB, j, kBRegisters);
+          });
+          threadsLoop(kWarpsDown * kWarpsAcross, [&](Value warp) {
+            for (int64_t i = 0; i < kMmaTilesDown; ++i)
+              for (int64_t j = 0; j < kMmaTilesAcross; ++j)
+                emulateMma(warp, i, j, fragmentsA, fragmentsB, sums);
+          });
+        }
+      }
+    }
+
+    forEachSum([&](ArrayRef<Value> at, ArrayRef<Value> iv, Value inBounds) {
+      auto ifOp = scf::IfOp::create(b, loc, inBounds, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+      Value sum = memref::LoadOp::create(b, loc, sums, at);
+      memref::StoreOp::create(b, loc, sum, op.getDpsInits()[0], outputIndices(iv));
+    });
+    for (Value used : {lhsTile, rhsTile, sums, fragmentsA, fragmentsB})
+      if (used)
+        memref::DeallocOp::create(b, loc, used);
+  }
+};
+
 struct GpuTileContractionsPass
     : public mithril::impl::MithrilGpuTileContractionsBase<GpuTileContractionsPass> {
   using MithrilGpuTileContractionsBase::MithrilGpuTileContractionsBase;
@@ -432,7 +794,14 @@ struct GpuTileContractionsPass
       space = gpu::AddressSpaceAttr::get(&getContext(), gpu::AddressSpace::Workgroup);
     for (auto &[op, view] : contractions) {
       OpBuilder b(op);
-      TileBuilder{b, op.getLoc(), op, view, tile}.build(space, threadTile, minBlocks);
+      if (tensorCores && isTensorCoreContraction(op)) {
+        MmaTileBuilder mma{{b, op.getLoc(), op, view, tile}, {}, {}, {}};
+        if (failed(mma.buildLayouts()))
+          return signalPassFailure();
+        mma.build(space);
+      } else {
+        TileBuilder{b, op.getLoc(), op, view, tile}.build(space, threadTile, minBlocks);
+      }
       op->erase();
     }
   }

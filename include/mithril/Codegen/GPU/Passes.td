@@ -79,6 +79,17 @@ def MithrilGpuTileContractions
     (`scf-forall-to-for`) compute what the kernel computes: with
     `workgroup-memory=false` the tiles are plain buffers and the schedule
     runs on the host (`mithril-cpu-pipeline{gpu-tiles-on-host}`).
+
+    With `tensor-cores`, a contraction of f16 or bf16 operands into float32
+    sums runs on tensor cores instead: a block of 2x2 warps (128 threads)
+    owns 64x64 of C, each warp 32x32 as 2x4 `nvgpu.mma.sync` products of
+    shape 16x8x16; per 32-deep step of `k` the threads stage A as [m][k] and
+    B as [n][k] in shared memory (rows padded by 8 elements against bank
+    conflicts) and each lane loads its fragments where upstream's nvgpu
+    fragment layout puts them. On the host (`workgroup-memory=false`) the
+    lanes store their fragments and loops emulate each warp's `mma.sync`,
+    finding the fragments by the PTX ISA's figures for m16n8k16, so the host
+    run checks the lanes' loads and stores as well as the tiles.
   }];
   let options = [
     Option<"tileSize", "tile-size", "int64_t", "16",
@@ -90,11 +101,16 @@ def MithrilGpuTileContractions
            "Threads compute fewer elements each while the grid has fewer blocks "
            "than this (an H100 has 132 multiprocessors)">,
     Option<"workgroupMemory", "workgroup-memory", "bool", "true",
-           "Put the tiles in GPU shared (workgroup) memory">,
+           "Put the tiles in GPU shared (workgroup) memory; without it the "
+           "schedule is for the host, which emulates each warp's mma.sync">,
+    Option<"tensorCores", "tensor-cores", "bool", "true",
+           "Products of f16 or bf16 operands into float32 sums on tensor cores "
+           "(mma.sync m16n8k16: sm_80 and later)">,
   ];
   let dependentDialects = [
     "mlir::affine::AffineDialect", "mlir::arith::ArithDialect", "mlir::gpu::GPUDialect",
-    "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect"
+    "mlir::memref::MemRefDialect", "mlir::nvgpu::NVGPUDialect", "mlir::scf::SCFDialect",
+    "mlir::vector::VectorDialect"
   ];
 }
 
@@ -112,6 +128,23 @@ def MithrilGpuMapForall : Pass<"mithril-gpu-map-forall", "mlir::func::FuncOp"> {
   }];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::gpu::GPUDialect", "mlir::scf::SCFDialect"
+  ];
+}
+
+def MithrilGpuBf16MmaToNvvm : Pass<"mithril-gpu-bf16-mma-to-nvvm"> {
+  let summary = "Lower nvgpu.mma.sync of bf16 operands to nvvm.mma.sync";
+  let description = [{
+    Upstream's `convert-nvgpu-to-nvvm` lowers `nvgpu.mma.sync` of f16, tf32,
+    f64 and integer operands, not bf16 ones. This lowers the m16n8k16 form
+    with float32 sums (what `mithril-gpu-tile-contractions` emits for bf16
+    products): each pair of bf16 values becomes the 32-bit register PTX
+    takes (the first value in the low half), the sums four float32
+    registers, and the op `nvvm.mma.sync` with bf16 multiplicand types
+    (`mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32`). Run it before
+    `convert-nvgpu-to-nvvm`; any other bf16 form is an error naming the op.
+  }];
+  let dependentDialects = [
+    "mlir::LLVM::LLVMDialect", "mlir::NVVM::NVVMDialect", "mlir::vector::VectorDialect"
   ];
 }
 
