@@ -38,6 +38,14 @@ if config.cuda_driver_stub and os.path.exists(config.cuda_driver_stub):
     config.substitutions.append(("%cuda_driver_stub", config.cuda_driver_stub))
 if os.path.exists("/dev/nvidia0"):
     config.available_features.add("cuda-gpu")
+# A CPU with AMX tiles (bf16), for tests that run tile code.
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        flags = cpuinfo.read().split()
+    if "amx_tile" in flags and "amx_bf16" in flags:
+        config.available_features.add("amx")
+except OSError:
+    pass
 try:
     import numpy  # noqa: F401
     config.available_features.add("numpy")

@@ -17,15 +17,50 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Triple.h"
+#include "llvm/Transforms/Utils/ModuleUtils.h"
 
 using namespace mlir;
 using namespace mithril;
 using namespace mithril::runtime;
 using namespace mithril::runtime::detail;
 using llvm::Expected;
+
+/// Code with AMX tile instructions needs the process's permission for the
+/// tile state first (Linux: arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA)), or
+/// its first tile instruction raises SIGILL. The JIT asks before it runs
+/// such code (hostAllowsAmxTiles); code emitted ahead of time asks for
+/// itself, from a constructor that runs when the program or shared library
+/// holding it is loaded.
+static void requestAmxTilesAtLoad(llvm::Module &module) {
+  bool usesTiles = llvm::any_of(module.functions(), [](llvm::Function &function) {
+    llvm::StringRef name = function.getName();
+    return function.isIntrinsic() &&
+           (name.starts_with("llvm.x86.tile") || name.starts_with("llvm.x86.tdp") ||
+            name.starts_with("llvm.x86.ldtilecfg"));
+  });
+  const llvm::Triple &triple = module.getTargetTriple();
+  if (!usesTiles || !triple.isOSLinux() || triple.getArch() != llvm::Triple::x86_64)
+    return;
+  llvm::LLVMContext &ctx = module.getContext();
+  llvm::Type *i64 = llvm::Type::getInt64Ty(ctx);
+  llvm::FunctionCallee syscall =
+      module.getOrInsertFunction("syscall", llvm::FunctionType::get(i64, {i64}, /*isVarArg=*/true));
+  auto *request = llvm::Function::Create(
+      llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), /*isVarArg=*/false),
+      llvm::GlobalValue::InternalLinkage, "mithril.request_amx_tiles", module);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", request));
+  // SYS_arch_prctl (158), ARCH_REQ_XCOMP_PERM (0x1023), XFEATURE_XTILEDATA
+  // (18). A refusal is left to show as the SIGILL it would be anyway.
+  b.CreateCall(syscall, {llvm::ConstantInt::get(i64, 158), llvm::ConstantInt::get(i64, 0x1023),
+                         llvm::ConstantInt::get(i64, 18)});
+  b.CreateRetVoid();
+  llvm::appendToGlobalCtors(module, request, /*Priority=*/65535);
+}
 
 /// The host code of a module lowered to the LLVM dialect, optimized for
 /// the host CPU (or options.targetCpu) and printed as LLVM IR ("llvm"),
@@ -43,6 +78,7 @@ static Expected<std::string> emitHostCode(ModuleOp module, const CompileOptions 
   if (llvm::Error err =
           llvmOptimizer(options.optLevel, options.schedule, tm->get())(llvmModule.get()))
     return std::move(err);
+  requestAmxTilesAtLoad(*llvmModule);
   std::string out;
   llvm::raw_string_ostream os(out);
   if (format == "llvm") {
