@@ -43,6 +43,13 @@ CASES = [
     ("cnn_grad_b16", f"{MODELS}/cnn.mlir", ["input:16x1x28x28"], ["--gradients"]),
     ("cnn_sgd_b16", f"{MODELS}/cnn.mlir", ["input:16x1x28x28"],
      ["--gradients", "--optimizer=sgd", "--momentum=0.9"]),
+    # bf16 and f16 between the ops (float32 terminals): their products run on
+    # tensor cores (mma.sync) from sm_80 on.
+    ("mlp_bf16_b256", f"{MODELS}/mlp.mlir", ["input:256x784"], ["--precision=bf16"]),
+    ("mlp_f16_b256", f"{MODELS}/mlp.mlir", ["input:256x784"], ["--precision=f16"]),
+    ("mlp_bf16_grad_b64", f"{MODELS}/mlp.mlir", ["input:64x784"],
+     ["--precision=bf16", "--gradients"]),
+    ("cnn_bf16_b16", f"{MODELS}/cnn.mlir", ["input:16x1x28x28"], ["--precision=bf16"]),
     # Written by the Python package (generated() below): a TrainModel with
     # CrossEntropy and integer targets, and the GPT example's training step.
     ("classifier_adam", "classifier.mlir", [], ["--gradients", "--optimizer=adam"]),

@@ -98,7 +98,12 @@ class Case:
         """The largest max|gpu - cpu| / rms(cpu) over the outputs, and whether
         each is within its type's tolerance: 1e-3 in float32 (the CPU's own
         float32 results are up to 4e-4 from float64 on softmax_ln: the two
-        sum in different orders), 1e-10 in float64."""
+        sum in different orders), 1e-10 in float64. Cases computed in bf16 or
+        f16 between ops round each op's result: the GPU's and the CPU's sums
+        in other orders may round a value one unit of the last place apart
+        (2^-8 in bf16, 2^-11 in f16, of values up to a few times the RMS),
+        while a lane loading the wrong fragment is off by the values
+        themselves."""
         worst, ok = 0.0, True
         lines = []
         for (kind, name, dtype, shape), t in zip(self.args, self.tensors):
@@ -111,7 +116,12 @@ class Case:
             if not np.all(np.isfinite(got)):
                 err = float("inf")
             worst = max(worst, err)
-            ok = ok and err <= (1e-10 if dtype == "float64" else 1e-3)
+            tolerance = 1e-10 if dtype == "float64" else 1e-3
+            if "_bf16" in self.name:
+                tolerance = 3e-2
+            elif "_f16" in self.name:
+                tolerance = 4e-3
+            ok = ok and err <= tolerance
             lines.append(f"    {name:32s} {str(shape):22s} max|gpu-cpu|/rms {err:.2e}")
         return worst, ok, lines
 
