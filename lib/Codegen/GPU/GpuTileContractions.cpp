@@ -267,6 +267,33 @@ struct TileBuilder {
     return offset ? arith::AddIOp::create(b, loc, value, index(offset)).getResult() : value;
   }
 
+  Type elementOf(unsigned operand) {
+    return cast<MemRefType>(op->getOperand(operand).getType()).getElementType();
+  }
+
+  /// The loop over the batch and the blocks of blockRows x blockColumns of
+  /// C, mapped to the grid's z, y and x, with the builder left inside it: a
+  /// block's batch indices (in blockIv) and its first row and column.
+  void blockLoop(int64_t blockRows, int64_t blockColumns, SmallVector<Value> &blockIv,
+                 Value &rowBase, Value &columnBase) {
+    MLIRContext *ctx = b.getContext();
+    int64_t rows = view.extent(view.mDims), columns = view.extent(view.nDims);
+    auto mapping = b.getArrayAttr({gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimZ),
+                                   gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimY),
+                                   gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)});
+    auto blocks = scf::ForallOp::create(
+        b, loc,
+        ArrayRef<OpFoldResult>{b.getIndexAttr(view.extent(view.batchDims)),
+                               b.getIndexAttr(llvm::divideCeil(rows, blockRows)),
+                               b.getIndexAttr(llvm::divideCeil(columns, blockColumns))},
+        ValueRange{}, mapping);
+    b.setInsertionPoint(blocks.getBody()->getTerminator());
+    blockIv.assign(view.ranges.size(), Value());
+    delinearize(blocks.getInductionVar(0), view.batchDims, blockIv);
+    rowBase = arith::MulIOp::create(b, loc, blocks.getInductionVar(1), index(blockRows));
+    columnBase = arith::MulIOp::create(b, loc, blocks.getInductionVar(2), index(blockColumns));
+  }
+
   /// Multiplies and adds through the contraction's own body; `contract`
   /// lets them fuse into one FMA, as cuBLAS and the CPU code do (without it
   /// NVPTX emits mul.rn and add.rn).
@@ -286,7 +313,6 @@ struct TileBuilder {
   }
 
   void build(Attribute memorySpace, int64_t threadTile, int64_t minBlocks) {
-    MLIRContext *ctx = b.getContext();
     int64_t rows = view.extent(view.mDims), columns = view.extent(view.nDims);
     int64_t depth = view.extent(view.reductionDims), batch = view.extent(view.batchDims);
     // Each thread computes rowsEach x columnsEach elements of C, `tile` apart
@@ -309,29 +335,13 @@ struct TileBuilder {
       larger = llvm::divideCeil(larger, 2);
     }
     int64_t blockRows = tile * rowsEach, blockColumns = tile * columnsEach;
-    auto mapping = b.getArrayAttr({gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimZ),
-                                   gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimY),
-                                   gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)});
-    auto blocks = scf::ForallOp::create(
-        b, loc,
-        ArrayRef<OpFoldResult>{b.getIndexAttr(batch),
-                               b.getIndexAttr(llvm::divideCeil(rows, blockRows)),
-                               b.getIndexAttr(llvm::divideCeil(columns, blockColumns))},
-        ValueRange{}, mapping);
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(blocks.getBody()->getTerminator());
-
-    SmallVector<Value> blockIv(view.ranges.size());
-    delinearize(blocks.getInductionVar(0), view.batchDims, blockIv);
-    Value rowBase = arith::MulIOp::create(b, loc, blocks.getInductionVar(1), index(blockRows));
-    Value columnBase =
-        arith::MulIOp::create(b, loc, blocks.getInductionVar(2), index(blockColumns));
+    SmallVector<Value> blockIv;
+    Value rowBase, columnBase;
+    blockLoop(blockRows, blockColumns, blockIv, rowBase, columnBase);
 
     // Each tile holds its operand's type (bf16 or f16 operands stay narrow
     // in shared memory; the body widens them as it multiplies).
-    auto elementOf = [&](unsigned operand) {
-      return cast<MemRefType>(op->getOperand(operand).getType()).getElementType();
-    };
     auto sharedType = [&](ArrayRef<int64_t> shape, Type element) {
       return MemRefType::get(shape, element, AffineMap(), memorySpace);
     };
@@ -517,8 +527,8 @@ struct MmaTileBuilder : TileBuilder {
   }
 
   /// Thread `thread`'s share of a kMmaDepth-deep slice of one operand: the
-  /// `positions` rows of the slice (along m or n, from `base`) at k from
-  /// `depthBase`, copied to tile[position][k], zero outside the operand.
+  /// block's positions along m or n (from `base`) at k from `depthBase`,
+  /// copied to tile[position][k], zero outside the operand.
   /// Consecutive threads read consecutive elements of the operand's
   /// innermost dimension where it is k or the position.
   void stageSlice(unsigned operand, ArrayRef<unsigned> dims, int64_t extent, Value base, Value tile,
@@ -601,30 +611,13 @@ struct MmaTileBuilder : TileBuilder {
   }
 
   void build(Attribute memorySpace) {
-    MLIRContext *ctx = b.getContext();
     bool onDevice = memorySpace != nullptr;
     int64_t rows = view.extent(view.mDims), columns = view.extent(view.nDims);
-    int64_t depth = view.extent(view.reductionDims), batch = view.extent(view.batchDims);
-    auto mapping = b.getArrayAttr({gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimZ),
-                                   gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimY),
-                                   gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)});
-    auto blocks = scf::ForallOp::create(
-        b, loc,
-        ArrayRef<OpFoldResult>{b.getIndexAttr(batch),
-                               b.getIndexAttr(llvm::divideCeil(rows, kMmaBlockRows)),
-                               b.getIndexAttr(llvm::divideCeil(columns, kMmaBlockColumns))},
-        ValueRange{}, mapping);
+    int64_t depth = view.extent(view.reductionDims);
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(blocks.getBody()->getTerminator());
-
-    SmallVector<Value> blockIv(view.ranges.size());
-    delinearize(blocks.getInductionVar(0), view.batchDims, blockIv);
-    Value rowBase = times(blocks.getInductionVar(1), kMmaBlockRows);
-    Value columnBase = times(blocks.getInductionVar(2), kMmaBlockColumns);
-
-    auto elementOf = [&](unsigned operand) {
-      return cast<MemRefType>(op->getOperand(operand).getType()).getElementType();
-    };
+    SmallVector<Value> blockIv;
+    Value rowBase, columnBase;
+    blockLoop(kMmaBlockRows, kMmaBlockColumns, blockIv, rowBase, columnBase);
     auto buffer = [&](ArrayRef<int64_t> shape, Type element, Attribute space) -> Value {
       return memref::AllocOp::create(b, loc, MemRefType::get(shape, element, AffineMap(), space));
     };
