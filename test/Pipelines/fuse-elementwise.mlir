@@ -588,3 +588,21 @@ func.func @rounding_kept_before_sum(%x: tensor<4x8xf32>) -> tensor<4x4xbf16> {
   } -> tensor<4x4xbf16>
   return %out : tensor<4x4xbf16>
 }
+
+// -----
+
+// Transposes of constants fold by moving their bytes (a compiled-in weight):
+// 2x3x2 permuted [2, 0, 1] to 2x2x3, out[i][j][k] = in[j][k][i]; and bf16.
+// CHECK-LABEL: func.func @constant_transposes
+// CHECK-DAG: arith.constant dense<{{\[\[\[}}0, 2, 4], [6, 8, 10]], {{\[\[}}1, 3, 5], [7, 9, 11]]]> : tensor<2x2x3xi32>
+// CHECK-DAG: arith.constant dense<{{\[\[}}1.000000e+00, 3.000000e+00], [2.000000e+00, 4.000000e+00]]> : tensor<2x2xbf16>
+// CHECK-NOT: linalg.transpose
+func.func @constant_transposes() -> (tensor<2x2x3xi32>, tensor<2x2xbf16>) {
+  %c = arith.constant dense<[[[0, 1], [2, 3], [4, 5]], [[6, 7], [8, 9], [10, 11]]]> : tensor<2x3x2xi32>
+  %e = tensor.empty() : tensor<2x2x3xi32>
+  %t = linalg.transpose ins(%c : tensor<2x3x2xi32>) outs(%e : tensor<2x2x3xi32>) permutation = [2, 0, 1]
+  %h = arith.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xbf16>
+  %e2 = tensor.empty() : tensor<2x2xbf16>
+  %t2 = linalg.transpose ins(%h : tensor<2x2xbf16>) outs(%e2 : tensor<2x2xbf16>) permutation = [1, 0]
+  return %t, %t2 : tensor<2x2x3xi32>, tensor<2x2xbf16>
+}
