@@ -75,6 +75,7 @@ static Expected<std::string> emitHostCode(ModuleOp module, const CompileOptions 
   if (!tm)
     return tm.takeError();
   ExecutionEngine::setupTargetTripleAndDataLayout(llvmModule.get(), tm->get());
+  constantsAsBytes(*llvmModule);
   if (llvm::Error err =
           llvmOptimizer(options.optLevel, options.schedule, tm->get())(llvmModule.get()))
     return std::move(err);

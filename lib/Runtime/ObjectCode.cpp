@@ -48,6 +48,33 @@ unsigned mithril::runtime::detail::compileThreadsFor(const CompileOptions &optio
 }
 
 /// `module` compiled to an object file for `tm`.
+void mithril::runtime::detail::constantsAsBytes(llvm::Module &module) {
+  // Smaller arrays cost little either way.
+  constexpr uint64_t kMinBytes = 4096;
+  const llvm::DataLayout &layout = module.getDataLayout();
+  llvm::Type *byte = llvm::Type::getInt8Ty(module.getContext());
+  for (llvm::GlobalVariable &variable : llvm::make_early_inc_range(module.globals())) {
+    if (!variable.hasInitializer() || !variable.isConstant())
+      continue;
+    auto *data = llvm::dyn_cast<llvm::ConstantDataSequential>(variable.getInitializer());
+    if (!data || data->getElementType() == byte ||
+        data->getNumElements() * data->getElementByteSize() < kMinBytes)
+      continue;
+    StringRef raw = data->getRawDataValues();
+    llvm::Constant *bytes = llvm::ConstantDataArray::getRaw(raw, raw.size(), byte);
+    auto *replacement = new llvm::GlobalVariable(
+        module, bytes->getType(), /*isConstant=*/true, variable.getLinkage(), bytes, "", &variable,
+        variable.getThreadLocalMode(), variable.getAddressSpace());
+    replacement->copyAttributesFrom(&variable);
+    // The alignment the array of its own type would have had (loads of it
+    // may rely on it).
+    replacement->setAlignment(layout.getPreferredAlign(&variable));
+    replacement->takeName(&variable);
+    variable.replaceAllUsesWith(replacement);
+    variable.eraseFromParent();
+  }
+}
+
 static Expected<std::string> emitObject(llvm::Module &module, llvm::TargetMachine &tm) {
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream os(buffer);
@@ -125,6 +152,7 @@ mithril::runtime::detail::compileObjects(llvm::Module &module, const CompileOpti
   }
   module.setDataLayout(machines[0]->createDataLayout());
   module.setTargetTriple(machines[0]->getTargetTriple());
+  constantsAsBytes(module);
   if (llvm::Error err = addPackedEntry(module, entryPoint))
     return std::move(err);
 
