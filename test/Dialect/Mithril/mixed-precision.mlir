@@ -30,3 +30,17 @@ mithril.model @Mlp(data %x: tensor<2x3xf32>, param %w: tensor<3x4xf32>) -> (y: t
   %4 = mithril.add %1, %3 : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
   mithril.output %4 : tensor<2x4xf32>
 }
+
+// -----
+
+// A constant's values round to the nearest bf16, ties to even, on the bits:
+// 1 + 2^-8 (a tie) to 1, 1 + 3 * 2^-8 to 1 + 2^-6, the largest float32 to
+// infinity, the smallest subnormal to 0, the subnormal tie 0x00018000 to
+// 0x0002, a NaN to the quiet NaN, -inf to -inf, -(1 - 2^-24) to -1.
+// CHECK-LABEL: mithril.model @Rounding
+// CHECK: constant dense<[1.000000e+00, 1.015630e+00, 0x7F80, 0.000000e+00, 1.836710e-40, 0x7FC0, 0xFF80, -1.000000e+00]> : tensor<8xbf16>
+mithril.model @Rounding(data %x: tensor<8xf32>) -> (y: tensor<8xf32>) {
+  %c = mithril.constant dense<"0x0080803F0080813FFFFF7F7F01000000008001000100C07F000080FFFFFF7FBF"> : tensor<8xf32>
+  %0 = mithril.add %x, %c : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  mithril.output %0 : tensor<8xf32>
+}
