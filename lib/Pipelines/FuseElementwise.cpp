@@ -508,9 +508,11 @@ struct FoldTransposeRoundTrip : OpRewritePattern<linalg::GenericOp> {
 struct FoldConstantTransposeBytes : OpRewritePattern<linalg::TransposeOp> {
   FoldConstantTransposeBytes(MLIRContext *ctx) : OpRewritePattern(ctx, /*benefit=*/2) {}
   LogicalResult matchAndRewrite(linalg::TransposeOp op, PatternRewriter &rewriter) const override {
+    // Under the fusion control, as upstream's folding: a constant with other
+    // readers is not copied.
     DenseElementsAttr input;
-    if (!op.hasPureTensorSemantics() || !matchPattern(op.getInput(), m_Constant(&input)) ||
-        input.isSplat())
+    if (!op.hasPureTensorSemantics() || !shouldFuse(&op->getOpOperand(0)) ||
+        !matchPattern(op.getInput(), m_Constant(&input)) || input.isSplat())
       return failure();
     auto inType = dyn_cast<RankedTensorType>(input.getType());
     auto outType = dyn_cast<RankedTensorType>(op->getResult(0).getType());

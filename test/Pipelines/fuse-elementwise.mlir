@@ -606,3 +606,15 @@ func.func @constant_transposes() -> (tensor<2x2x3xi32>, tensor<2x2xbf16>) {
   %t2 = linalg.transpose ins(%h : tensor<2x2xbf16>) outs(%e2 : tensor<2x2xbf16>) permutation = [1, 0]
   return %t, %t2 : tensor<2x2x3xi32>, tensor<2x2xbf16>
 }
+
+// -----
+
+// A constant with other readers stays (no copy of a weight also read as it is).
+// CHECK-LABEL: func.func @shared_constant
+// CHECK: linalg.transpose
+func.func @shared_constant() -> (tensor<3x2xi32>, tensor<2x3xi32>) {
+  %c = arith.constant dense<[[0, 1, 2], [3, 4, 5]]> : tensor<2x3xi32>
+  %e = tensor.empty() : tensor<3x2xi32>
+  %t = linalg.transpose ins(%c : tensor<2x3xi32>) outs(%e : tensor<3x2xi32>) permutation = [1, 0]
+  return %t, %c : tensor<3x2xi32>, tensor<2x3xi32>
+}
