@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .errors import MithrilError
@@ -79,7 +81,9 @@ class MlirBackend:
                                                           "precision")
         self.device = device
         self.gpu_tiles_on_host = bool(gpu_tiles_on_host)
-        if not (isinstance(chip, str) and chip.startswith("sm_") and chip[3:].isdigit()):
+        # sm_80, sm_90, sm_90a, sm_100f, ...: the compiler checks it against
+        # the architectures LLVM knows.
+        if not (isinstance(chip, str) and re.fullmatch(r"sm_\d+[af]?", chip)):
             raise ValueError(f"chip must name an NVIDIA architecture such as 'sm_90', got {chip!r}")
         self.chip = chip
         self._rng = np.random.default_rng(seed)

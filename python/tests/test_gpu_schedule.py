@@ -128,6 +128,14 @@ def test_chip_is_validated_and_used():
     pm = ml.compile(M.Linear(4), ml.MlirBackend(device="cuda", chip="sm_80"),
                     shapes={"input": [8, 3]})
     assert ".target sm_80" in pm.ptx
+    # Suffixed architectures compile; one LLVM does not know is the compiler's
+    # error, naming it.
+    pm = ml.compile(M.Linear(4), ml.MlirBackend(device="cuda", chip="sm_90a"),
+                    shapes={"input": [8, 3]})
+    assert ".target sm_90a" in pm.ptx
+    with pytest.raises(ml.MithrilError, match="unknown GPU architecture 'sm_999'"):
+        ml.compile(M.Linear(4), ml.MlirBackend(device="cuda", chip="sm_999"),
+                   shapes={"input": [8, 3]}).ptx
 
 
 def test_compile_rejects_unknown_targets():
