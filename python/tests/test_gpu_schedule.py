@@ -82,6 +82,24 @@ def test_tensor_core_linear_and_gradients(dtype, unit, rows, inputs, outputs):
     check(grads["bias"], seed.sum(0), seed.sum(0))
 
 
+def test_tensor_core_batched_matmul():
+    # Batched bf16 products on the tensor-core schedule (the batch on the
+    # grid's z), with partial blocks and steps, against float64.
+    rng = np.random.default_rng(1)
+    narrow = lambda v: np.asarray(  # noqa: E731
+        ml.types.from_bfloat16_bits(ml.types.to_bfloat16_bits(v)), np.float64)
+    for b, m, k, n in [(3, 20, 37, 70), (2, 65, 64, 9)]:
+        model = M.Model()
+        model |= M.MatrixMultiply().connect(left="a", right="b", output=ml.IOKey("c"))
+        a, w = narrow(rng.standard_normal((b, m, k))), narrow(rng.standard_normal((b, k, n)))
+        backend = ml.MlirBackend(dtype=ml.bfloat16, gpu_tiles_on_host=True, num_threads=1)
+        pm = ml.compile(model, backend, shapes={"a": [b, m, k], "b": [b, k, n]}, inference=True)
+        got = np.asarray(pm.evaluate({}, {"a": a, "b": w})["c"], np.float64)
+        ref = a @ w
+        err = np.abs(got - ref) - 2.0 ** -8 * np.abs(ref)
+        assert np.max(err) <= 1e-5 * np.sqrt(np.mean(ref ** 2))
+
+
 @pytest.mark.parametrize("stride,padding,dilation,groups", [
     (1, 1, 1, 1), (2, 1, 1, 1), (1, 2, 2, 1), (1, 1, 1, 2)])
 def test_conv2d_and_gradients(stride, padding, dilation, groups, tiled64):
