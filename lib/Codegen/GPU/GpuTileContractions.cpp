@@ -215,17 +215,34 @@ struct TileBuilder {
     return result;
   }
 
-  /// A tile x tile loop over the block's threads; `body` gets (row, column).
-  template <typename Body> void threadLoop(Body body) {
+  /// A loop over the block's threads, `sizes` of them along (y,) x; `body`
+  /// gets their ids.
+  template <typename Body> void threadLoop(ArrayRef<int64_t> sizes, Body body) {
     MLIRContext *ctx = b.getContext();
-    auto mapping = b.getArrayAttr({gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimY),
-                                   gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX)});
-    auto loop = scf::ForallOp::create(
-        b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(tile), b.getIndexAttr(tile)}, ValueRange{},
-        mapping);
+    SmallVector<Attribute> mapping;
+    if (sizes.size() == 2)
+      mapping.push_back(gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimY));
+    mapping.push_back(gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX));
+    auto loop = scf::ForallOp::create(b, loc, getAsIndexOpFoldResult(ctx, sizes), ValueRange{},
+                                      b.getArrayAttr(mapping));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(loop.getBody()->getTerminator());
-    body(loop.getInductionVar(0), loop.getInductionVar(1));
+    body(loop.getInductionVars());
+  }
+
+  /// A tile x tile loop over the block's threads; `body` gets (row, column).
+  template <typename Body> void threadLoop(Body body) {
+    threadLoop({tile, tile}, [&](ValueRange ids) { body(ids[0], ids[1]); });
+  }
+
+  /// Stores `sum` (at `at` of `sums`) into the output at iteration `iv`
+  /// where `inBounds`.
+  void storeInside(Value sums, ArrayRef<Value> at, ArrayRef<Value> iv, Value inBounds) {
+    auto ifOp = scf::IfOp::create(b, loc, inBounds, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    Value sum = memref::LoadOp::create(b, loc, sums, at);
+    memref::StoreOp::create(b, loc, sum, op.getDpsInits()[0], outputIndices(iv));
   }
 
   /// What one input contributes to a step of k: the output dimensions it
@@ -431,11 +448,7 @@ struct TileBuilder {
     }
 
     ownElementsLoop([&](ArrayRef<Value> acc, ArrayRef<Value> iv, Value inBounds) {
-      auto ifOp = scf::IfOp::create(b, loc, inBounds, /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-      Value sum = memref::LoadOp::create(b, loc, accTile, acc);
-      memref::StoreOp::create(b, loc, sum, op.getDpsInits()[0], outputIndices(iv));
+      storeInside(accTile, acc, iv, inBounds);
     });
     for (Value buffer : {lhsTile, rhsTile, accTile})
       memref::DeallocOp::create(b, loc, buffer);
@@ -504,13 +517,7 @@ struct MmaTileBuilder : TileBuilder {
 
   /// A loop over `count` threads of the block along x; body(thread).
   template <typename Body> void threadsLoop(int64_t count, Body body) {
-    auto mapping =
-        b.getArrayAttr({gpu::GPUThreadMappingAttr::get(b.getContext(), gpu::MappingId::DimX)});
-    auto loop = scf::ForallOp::create(b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(count)},
-                                      ValueRange{}, mapping);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(loop.getBody()->getTerminator());
-    body(loop.getInductionVar(0));
+    threadLoop({count}, [&](ValueRange ids) { body(ids[0]); });
   }
 
   /// A thread's warp (as the row and column of its 32x32 of the block's C)
@@ -748,11 +755,7 @@ struct MmaTileBuilder : TileBuilder {
     }
 
     forEachSum([&](ArrayRef<Value> at, ArrayRef<Value> iv, Value inBounds) {
-      auto ifOp = scf::IfOp::create(b, loc, inBounds, /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-      Value sum = memref::LoadOp::create(b, loc, sums, at);
-      memref::StoreOp::create(b, loc, sum, op.getDpsInits()[0], outputIndices(iv));
+      storeInside(sums, at, iv, inBounds);
     });
     for (Value used : {lhsTile, rhsTile, sums, fragmentsA, fragmentsB})
       if (used)
