@@ -13,6 +13,7 @@
 #include "mithril/Pipelines/Pipelines.h"
 #include "mithril/Runtime/CompiledModel.h"
 #include "mithril/Runtime/Distributed.h"
+#include "mithril/Support/BFloat16.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -862,13 +863,8 @@ PYBIND11_MODULE(_mithril, m) {
         py::ssize_t n = values.size();
         {
           py::gil_scoped_release release;
-          // floatToBfloat16 without its branch, so that the loop vectorizes.
-          for (py::ssize_t i = 0; i < n; ++i) {
-            uint32_t v = in[i];
-            uint32_t rounded = (v + 0x7fffu + ((v >> 16) & 1u)) >> 16;
-            uint32_t quietNan = (v >> 16) | 0x40u;
-            out[i] = static_cast<uint16_t>((v & 0x7fffffffu) > 0x7f800000u ? quietNan : rounded);
-          }
+          for (py::ssize_t i = 0; i < n; ++i)
+            out[i] = mithril::bfloat16FromFloatBits(in[i]);
         }
         return bits;
       },

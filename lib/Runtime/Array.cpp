@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mithril/Runtime/Array.h"
+#include "mithril/Support/BFloat16.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/APFloat.h"
@@ -64,11 +65,7 @@ float mithril::runtime::bfloat16ToFloat(uint16_t bits) {
 uint16_t mithril::runtime::floatToBfloat16(float value) {
   uint32_t bits;
   std::memcpy(&bits, &value, sizeof(bits));
-  if ((bits & 0x7fffffffu) > 0x7f800000u)
-    return static_cast<uint16_t>((bits >> 16) | 0x40); // a quiet NaN
-  // Round to nearest even on the 16 bits dropped.
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>(bits >> 16);
+  return bfloat16FromFloatBits(bits);
 }
 
 llvm::StringRef mithril::runtime::dtypeName(DType dtype) {
