@@ -40,12 +40,19 @@ mithril.model @Gemv(data %x: tensor<16x784xf32>, param %w: tensor<512x784xf32>) 
 
 // The matmul's columns are split in two halves of 256; the fill, the matmul
 // and the bias + relu all run inside the one forall, each chunk writing its
-// half of the result.
+// half of the result. Within a chunk, the product (its reduction whole in
+// one cache block) and its bias + relu go block by block of 128 rows: the
+// register tiles start from zero, the fill gone, and write a block that
+// the epilogue reads back from L2.
 // FUSION-LABEL: func.func @Big(
+// FUSION: %[[ZERO:.+]] = arith.constant dense<0.000000e+00> : vector<8x32xf32>
 // FUSION: scf.forall (%[[J:.+]]) = (0) to (512) step (256) shared_outs(%[[OUT:.+]] = %{{.+}}) -> (tensor<256x512xf32>)
-// FUSION: vector.transfer_write %{{.+}} : vector<8x32xf32>, tensor<256x256xf32>
+// FUSION-NOT: vector.transfer_write %[[ZERO]]
+// FUSION: scf.for %{{.+}} = %c0 to %c256 step %c128 iter_args(%{{.+}}) -> (tensor<256x256xf32>)
+// FUSION: scf.for %{{.+}} = %c0 to %c512 step %c1 iter_args(%{{.+}} = %[[ZERO]]) -> (vector<8x32xf32>)
 // FUSION: arith.mulf {{.*}} : vector<8x32xf32>
 // FUSION: arith.maximumf {{.*}} : vector<8x32xf32>
+// FUSION: tensor.insert_slice %{{.+}} [128, 256] [1, 1] : tensor<128x256xf32> into tensor<256x256xf32>
 // FUSION: scf.forall.in_parallel
 // FUSION-NEXT: tensor.parallel_insert_slice %{{.+}} into %[[OUT]][0, %[[J]]] [256, 256] [1, 1]
 // FUSION-NOT: scf.forall

@@ -176,8 +176,18 @@ bool Scheduler::packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block, b
   // (reused by every panel), rather than each element in the kernel.
   packed = widenElements(rewriter, loc, packed, accumulator);
   a = widenElements(rewriter, loc, a, accumulator);
-  Value cPanels = tensor::ExpandShapeOp::create(
-      rewriter, loc, RankedTensorType::get({m, panels, cols}, accumulator), c, split);
+  auto panelsType = RankedTensorType::get({m, panels, cols}, accumulator);
+  Value cPanels;
+  auto fill = c.getDefiningOp<linalg::FillOp>();
+  if (fill && fill->hasOneUse()) {
+    // A block with a fill of its own (tileWithEpilogue): the fill on the
+    // panels, which the register tiles then take as their first value.
+    Value dest = tensor::ExpandShapeOp::create(rewriter, loc, panelsType,
+                                               fill.getDpsInitOperand(0)->get(), split);
+    cPanels = linalg::FillOp::create(rewriter, loc, fill.value(), dest).getResult(0);
+  } else {
+    cPanels = tensor::ExpandShapeOp::create(rewriter, loc, panelsType, c, split);
+  }
   AffineExpr dm, dj, dn, dk;
   bindDims(ctx, dm, dj, dn, dk);
   SmallVector<AffineMap> maps = {AffineMap::get(4, 0, {dm, dk}, ctx),
@@ -192,6 +202,8 @@ bool Scheduler::packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block, b
   rewriter.replaceOp(
       block,
       tensor::CollapseShapeOp::create(rewriter, loc, ct, product.getResult(0), split).getResult());
+  if (fill && fill->use_empty())
+    rewriter.eraseOp(fill);
   splitRowRemainder(rewriter, product);
   return true;
 }

@@ -211,6 +211,14 @@ public:
   /// 1000 x 992) a 512 x 64 x 784 matmul took 8 ms instead of 0.25, and a
   /// 1000^3 one ran at 5 GFLOP/s (partial vectors, and no packing).
   LogicalResult peelMatmulRemainders(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
+  /// The element-wise op that alone reads a float matmul's result, element
+  /// for element (an SGD update, a bias and activation); null otherwise.
+  linalg::GenericOp productEpilogue(linalg::LinalgOp op) const;
+  /// Splits the epilogue of a matmul that peelMatmulRemainders split into
+  /// two parts at the same place, each piece reading its part directly and
+  /// each part starting from a fill of its own.
+  void splitEpilogueWithParts(IRRewriter &rewriter, linalg::GenericOp epilogue, unsigned dimension,
+                              int64_t at, Operation *firstPart, Operation *secondPart);
 
   /// Splits the reduction of a matmul whose blocks would run on AMX tiles
   /// but for a reduction of no whole 64-byte steps (784 bf16 = 24 steps of
@@ -266,6 +274,11 @@ public:
   /// cache tile (rows, columns, reduction): the register tiles then reuse a
   /// block of the right operand from L2 instead of streaming it from memory.
   LogicalResult tileForCache(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
+  /// Tiles a matmul whose reduction one cache block takes whole in blocks
+  /// of rows and columns together with its epilogue (productEpilogue): each
+  /// block's product, packed, then its epilogue.
+  bool tileWithEpilogue(IRRewriter &rewriter, linalg::LinalgOp op, linalg::GenericOp epilogue,
+                        ArrayRef<int64_t> block, llvm::DenseSet<Operation *> &erased);
 
   /// A bf16 matmul on AMX tiles into a zero fill, deeper than its reduction
   /// block, split into that first block and the rest (which accumulates into
