@@ -54,3 +54,19 @@ mithril.model @Update(data %g: tensor<512x64xf32>, data %x: tensor<64x784xf32>, 
 // THREADS: scf.for %{{.+}} iter_args(%{{.+}} = %[[ZERO]]) -> (vector<8x32xf32>)
 // THREADS: arith.subf {{.*}} : vector<8x32xf32>
 // THREADS: scf.forall.in_parallel
+
+// With no epilogue (the gradient is an output, or all-reduced before its
+// update), the product alone is tiled that way: its register tiles start
+// from zero, and no pass fills the result first.
+mithril.model @Gradient(data %g: tensor<512x64xf32>, data %x: tensor<64x512xf32>) -> (dw: tensor<512x512xf32>) {
+  %dw = mithril.matmul %g, %x : (tensor<512x64xf32>, tensor<64x512xf32>) -> tensor<512x512xf32>
+  mithril.output %dw : tensor<512x512xf32>
+}
+
+// CHECK-LABEL: func.func @Gradient(
+// CHECK: %[[ZERO:.+]] = arith.constant dense<0.000000e+00> : vector<8x32xf32>
+// CHECK-NOT: vector.transfer_write %[[ZERO]]
+// CHECK: scf.for %{{.+}} = %c0 to %c512 step %c256
+// CHECK: scf.for %{{.+}} = %c0 to %c512 step %c128
+// CHECK: scf.for %{{.+}} = %c0 to %c64 step %c1 iter_args(%{{.+}} = %[[ZERO]]) -> (vector<8x32xf32>)
+// CHECK: tensor.insert_slice {{.*}} : tensor<128x256xf32> into tensor<512x512xf32>

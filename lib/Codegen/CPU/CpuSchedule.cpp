@@ -1306,23 +1306,40 @@ Scheduler::tileAndFuse(IRRewriter &rewriter, Operation *root, scf::SCFTileAndFus
 /// that block. A weight gradient's SGD update (w - lr * dw) then reads dw
 /// from L2 block by block, and the whole gradient is never written, nor
 /// filled with zeros first (the MLP's training step at batch 64: 1.6 and 1
-/// MiB a call, three passes over each). False, with the IR unchanged,
-/// where the pair does not tile; the ops it erases go into `erased`.
+/// MiB a call, three passes over each). Without an epilogue (null), a
+/// product with a fill of its own is tiled the same way, its register tiles
+/// starting from the fill's value rather than from a pass that wrote it (a
+/// weight gradient that is all-reduced before its update). False,
+/// with the IR unchanged, where the pair does not tile; the ops it erases
+/// go into `erased`.
 bool Scheduler::tileWithEpilogue(IRRewriter &rewriter, linalg::LinalgOp op,
                                  linalg::GenericOp epilogue, ArrayRef<int64_t> block,
                                  llvm::DenseSet<Operation *> &erased) {
-  llvm::DenseSet<Operation *> fusible = {op.getOperation()};
+  llvm::DenseSet<Operation *> fusible;
   auto fill = op.getDpsInitOperand(0)->get().getDefiningOp<linalg::FillOp>();
   if (fill && fill->hasOneUse())
     fusible.insert(fill);
   else
     fill = nullptr;
+  // Without an epilogue, only a fill to start from in registers is worth
+  // the tiling: the product alone is tiled with it.
+  if (!epilogue && !fill)
+    return false;
+  Operation *root = epilogue ? epilogue.getOperation() : op.getOperation();
+  if (epilogue)
+    fusible.insert(op);
   scf::SCFTileAndFuseOptions options;
-  options.tilingOptions.setTileSizes(getAsIndexOpFoldResult(ctx, {block[0], block[1]}));
+  SmallVector<int64_t> sizes = {block[0], block[1]};
   // Column blocks outermost, as tileForCache's: the packed block of the
   // right operand serves every block of rows.
-  options.tilingOptions.setInterchange({1, 0});
-  FailureOr<scf::SCFTileAndFuseResult> tiled = tileAndFuse(rewriter, epilogue, options, fusible);
+  SmallVector<int64_t> interchange = {1, 0};
+  if (!epilogue) {
+    sizes.push_back(0);
+    interchange.push_back(2);
+  }
+  options.tilingOptions.setTileSizes(getAsIndexOpFoldResult(ctx, sizes));
+  options.tilingOptions.setInterchange(interchange);
+  FailureOr<scf::SCFTileAndFuseResult> tiled = tileAndFuse(rewriter, root, options, fusible);
   if (failed(tiled))
     return false;
   linalg::MatmulOp product;
@@ -1487,10 +1504,9 @@ LogicalResult Scheduler::tileForCache(IRRewriter &rewriter, ArrayRef<linalg::Lin
         splitRowRemainder(rewriter, op);
       continue;
     }
-    if (sizes[2] == 0 && !int8 && !strategy.registers.tilesFor(inputType))
-      if (linalg::GenericOp epilogue = productEpilogue(op);
-          epilogue && tileWithEpilogue(rewriter, op, epilogue, sizes, erased))
-        continue;
+    if (sizes[2] == 0 && isa<Float32Type, Float64Type>(inputType) &&
+        tileWithEpilogue(rewriter, op, productEpilogue(op), sizes, erased))
+      continue;
     scf::SCFTilingOptions options;
     options.setTileSizes(getAsIndexOpFoldResult(ctx, sizes));
     // Reduction blocks outermost-but-one: each (rows, k) block of the left
