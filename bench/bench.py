@@ -16,6 +16,7 @@ import argparse
 import os
 import platform
 import statistics
+import sys
 import time
 
 import numpy as np
@@ -391,11 +392,22 @@ def write(rows, path_md, path_png):
     print("\n".join(lines))
 
 
+def numpy_blas_is_openblas() -> bool:
+    """Whether numpy multiplies through OpenBLAS: without it (Debian's
+    reference libblas, 30x slower) the table would compare against nothing."""
+    return bool(threadpool_info) and any(
+        i.get("internal_api") == "openblas" for i in threadpool_info())
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="fewer cases and repeats")
     parser.add_argument("--threads", default="1,2")
     args = parser.parse_args()
+    if not numpy_blas_is_openblas():
+        sys.exit("bench: numpy does not run on OpenBLAS here (threadpoolctl or libopenblas0 "
+                 "missing): run `make bench`, which installs them "
+                 "(MITHRIL_WITH_BENCH=1 scripts/install-deps.sh)")
     threads = [int(t) for t in args.threads.split(",")]
     here = os.path.dirname(os.path.abspath(__file__))
     rows = run(args.quick, threads)
