@@ -782,6 +782,9 @@ LogicalResult Scheduler::peelMatmulRemainders(IRRewriter &rewriter,
       continue;
     }
     linalg::GenericOp epilogue = productEpilogue(op);
+    // (Which of its operands reads the product: after the split, the
+    // product assembled from its parts.)
+    unsigned productOperand = epilogue ? op->use_begin()->getOperandNumber() : 0;
     rewriter.setInsertionPoint(op);
     auto [whole, rest] = linalg::splitOp(rewriter, cast<TilingInterface>(op.getOperation()),
                                          dimension, rewriter.getIndexAttr(split));
@@ -795,7 +798,7 @@ LogicalResult Scheduler::peelMatmulRemainders(IRRewriter &rewriter,
         work.push_back(part);
     }
     if (epilogue && whole && rest)
-      splitEpilogueWithParts(rewriter, epilogue, dimension, split, whole, rest);
+      splitEpilogueWithParts(rewriter, epilogue, productOperand, dimension, split, whole, rest);
   }
   return success();
 }
@@ -823,18 +826,14 @@ linalg::GenericOp Scheduler::productEpilogue(linalg::LinalgOp op) const {
 }
 
 /// Splits `epilogue` (productEpilogue of a matmul that peelMatmulRemainders
-/// split into `parts`) at the same place, each part of it reading its
-/// part's result directly: the product and its epilogue then stay a pair
-/// that tileForCache tiles together, and the whole product is never
-/// assembled.
+/// split into two parts; its operand `productOperand` reads the product) at
+/// the same place, each part of it reading its part's result directly: the product and its epilogue
+/// then stay a pair that tileForCache tiles together, and the whole product is never assembled.
 void Scheduler::splitEpilogueWithParts(IRRewriter &rewriter, linalg::GenericOp epilogue,
-                                       unsigned dimension, int64_t at, Operation *firstPart,
-                                       Operation *secondPart) {
-  Value assembled;
-  for (OpOperand *input : epilogue.getDpsInputOperands())
-    if (input->get().getDefiningOp<tensor::InsertSliceOp>())
-      assembled = input->get();
-  if (!assembled)
+                                       unsigned productOperand, unsigned dimension, int64_t at,
+                                       Operation *firstPart, Operation *secondPart) {
+  Value assembled = epilogue->getOperand(productOperand);
+  if (!assembled.getDefiningOp<tensor::InsertSliceOp>())
     return;
   // The second part starts from its slice of the first part's output
   // assembled with the init (linalg::splitOp): from the init's own slice

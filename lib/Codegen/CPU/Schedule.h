@@ -217,8 +217,9 @@ public:
   /// Splits the epilogue of a matmul that peelMatmulRemainders split into
   /// two parts at the same place, each piece reading its part directly and
   /// each part starting from a fill of its own.
-  void splitEpilogueWithParts(IRRewriter &rewriter, linalg::GenericOp epilogue, unsigned dimension,
-                              int64_t at, Operation *firstPart, Operation *secondPart);
+  void splitEpilogueWithParts(IRRewriter &rewriter, linalg::GenericOp epilogue,
+                              unsigned productOperand, unsigned dimension, int64_t at,
+                              Operation *firstPart, Operation *secondPart);
 
   /// Splits the reduction of a matmul whose blocks would run on AMX tiles
   /// but for a reduction of no whole 64-byte steps (784 bf16 = 24 steps of
