@@ -785,9 +785,17 @@ LogicalResult Scheduler::peelMatmulRemainders(IRRewriter &rewriter,
     // (Which of its operands reads the product: after the split, the
     // product assembled from its parts.)
     unsigned productOperand = epilogue ? op->use_begin()->getOperandNumber() : 0;
+    // Its parts then each start from a fill of their own (fillEachPart),
+    // which fuses into their blocks and each thread's share.
+    linalg::FillOp fill = epilogue ? detachAccumulatorFill(op) : nullptr;
     rewriter.setInsertionPoint(op);
     auto [whole, rest] = linalg::splitOp(rewriter, cast<TilingInterface>(op.getOperation()),
                                          dimension, rewriter.getIndexAttr(split));
+    if (!whole) {
+      if (fill)
+        op.getDpsInitOperand(0)->set(fill.getResult(0));
+      continue;
+    }
     for (TilingInterface part : {whole, rest}) {
       if (!part)
         continue;
@@ -797,8 +805,9 @@ LogicalResult Scheduler::peelMatmulRemainders(IRRewriter &rewriter,
       if (isa<linalg::MatmulOp>(part.getOperation()))
         work.push_back(part);
     }
-    if (epilogue && whole && rest)
+    if (epilogue && rest)
       splitEpilogueWithParts(rewriter, epilogue, productOperand, dimension, split, whole, rest);
+    fillEachPart(rewriter, fill, {whole, rest});
   }
   return success();
 }
@@ -827,8 +836,9 @@ linalg::GenericOp Scheduler::productEpilogue(linalg::LinalgOp op) const {
 
 /// Splits `epilogue` (productEpilogue of a matmul that peelMatmulRemainders
 /// split into two parts; its operand `productOperand` reads the product) at
-/// the same place, each part of it reading its part's result directly: the product and its epilogue
-/// then stay a pair that tileForCache tiles together, and the whole product is never assembled.
+/// the same place, each part of it reading its part's result directly: the
+/// product and its epilogue then stay a pair that tileForCache tiles
+/// together, and the whole product is never assembled.
 void Scheduler::splitEpilogueWithParts(IRRewriter &rewriter, linalg::GenericOp epilogue,
                                        unsigned productOperand, unsigned dimension, int64_t at,
                                        Operation *firstPart, Operation *secondPart) {
@@ -886,25 +896,6 @@ void Scheduler::splitEpilogueWithParts(IRRewriter &rewriter, linalg::GenericOp e
       break;
     v = insert.getDest();
     rewriter.eraseOp(insert);
-  }
-  // Each part starts from its slice of the whole product's fill: from a
-  // fill of its own instead, which fuses into its blocks (and into each
-  // thread's share).
-  for (Operation *part : {firstPart, secondPart}) {
-    OpOperand *init = cast<linalg::LinalgOp>(part).getDpsInitOperand(0);
-    auto slice = init->get().getDefiningOp<tensor::ExtractSliceOp>();
-    auto whole = slice ? slice.getSource().getDefiningOp<linalg::FillOp>() : nullptr;
-    if (!whole)
-      continue;
-    rewriter.setInsertionPoint(part);
-    Value empty = tensor::EmptyOp::create(rewriter, part->getLoc(), slice.getType().getShape(),
-                                          slice.getType().getElementType());
-    Value own = linalg::FillOp::create(rewriter, part->getLoc(), whole.value(), empty).getResult(0);
-    rewriter.modifyOpInPlace(part, [&] { init->set(own); });
-    if (slice->use_empty())
-      rewriter.eraseOp(slice);
-    if (whole->use_empty())
-      rewriter.eraseOp(whole);
   }
 }
 
@@ -1088,12 +1079,12 @@ static linalg::FillOp fusibleAccumulatorFill(linalg::LinalgOp op) {
   // start at zero in registers rather than from a 3 MiB fill.)
   // (And a packed product whose block has a fill of its own:
   // tileWithEpilogue's.)
-  bool batchedProducts =
+  bool packedProducts =
       kernel == CpuKernel::PackedMatmul && (op.getNumLoops() == 6 || op.getNumLoops() == 4);
   bool batchMatmul = isa<linalg::BatchMatmulOp>(op.getOperation());
   if (kernel != CpuKernel::ConvFlat && kernel != CpuKernel::ConvSpatial &&
       kernel != CpuKernel::ConvChannelsLast && kernel != CpuKernel::TileConv &&
-      kernel != CpuKernel::PoolWindow && kernel != CpuKernel::WindowReduction && !batchedProducts &&
+      kernel != CpuKernel::PoolWindow && kernel != CpuKernel::WindowReduction && !packedProducts &&
       !batchMatmul)
     return nullptr;
   if (op.getNumDpsInits() != 1)

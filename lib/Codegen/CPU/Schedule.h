@@ -215,8 +215,7 @@ public:
   /// for element (an SGD update, a bias and activation); null otherwise.
   linalg::GenericOp productEpilogue(linalg::LinalgOp op) const;
   /// Splits the epilogue of a matmul that peelMatmulRemainders split into
-  /// two parts at the same place, each piece reading its part directly and
-  /// each part starting from a fill of its own.
+  /// two parts at the same place, each piece reading its part directly.
   void splitEpilogueWithParts(IRRewriter &rewriter, linalg::GenericOp epilogue,
                               unsigned productOperand, unsigned dimension, int64_t at,
                               Operation *firstPart, Operation *secondPart);
