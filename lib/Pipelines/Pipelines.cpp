@@ -204,7 +204,9 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
   if (wanted("bufferize")) {
     pm.addNestedPass<func::FuncOp>(createMithrilUniqueResults());
     // Padded values are computed inside their padding.
-    pm.addPass(createMithrilPadInPlace());
+    MithrilPadInPlaceOptions padInPlace;
+    padInPlace.vectorRuns = options.schedule;
+    pm.addPass(createMithrilPadInPlace(padInPlace));
     bufferization::OneShotBufferizePassOptions bufferize;
     bufferize.bufferizeFunctionBoundaries = true;
     bufferize.functionBoundaryTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;

@@ -8,7 +8,7 @@ import torch
 
 import mithril as ml
 from mithril.errors import MithrilError
-from mithril.models import Linear, Model, Pad
+from mithril.models import Linear, Model, Pad, Relu
 from torch_oracle import compile_eval, torch_run
 
 
@@ -75,3 +75,37 @@ def test_pad_width_as_a_terminal_value():
     x = np.arange(6.0).reshape(2, 3)
     np.testing.assert_array_equal(pm.evaluate({}, {"input": x})["output"],
                                   np.pad(x, ((1, 0), (2, 1))))
+
+
+# Shapes whose padding takes each form of mithril-pad-in-place's runs: rows
+# and planes between them, dimensions left whole merged, one-sided pads,
+# runs long enough to be filled as slices rather than stored as one vector
+# (a 300-wide row of float64), and a box of one row.
+PAD_LAYOUTS = [
+    ((2, 3, 5, 4), ((0, 0), (0, 0), (1, 1), (1, 1))),
+    ((2, 3, 5, 4), ((0, 0), (1, 2), (0, 0), (3, 0))),
+    ((3, 4, 6), ((2, 0), (0, 0), (0, 1))),
+    ((2, 7), ((0, 0), (300, 5))),
+    ((1, 4, 3), ((0, 1), (1, 1), (2, 2))),
+    ((6,), ((0, 300),)),
+]
+
+
+@pytest.mark.parametrize("computed", [True, False], ids=["in-place", "copied"])
+@pytest.mark.parametrize("shape,width", PAD_LAYOUTS)
+def test_pad_layouts_write_every_padded_element(shape, width, computed, rng):
+    """A padding value no fresh buffer holds (2.5), around a value computed
+    in the padded buffer (a ReLU's) or copied in (an input's), twice through
+    one compiled model: an element of the padding left unwritten shows."""
+    model = Model()
+    if computed:
+        model |= Relu().connect(input="input", output="h")
+        model |= Pad(pad_width=width, value=2.5).connect(input="h", output="output")
+    else:
+        model |= Pad(pad_width=width, value=2.5).connect(input="input", output="output")
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64), shapes={"input": list(shape)})
+    for _ in range(2):
+        x = rng.standard_normal(shape)
+        inner = np.maximum(x, 0) if computed else x
+        np.testing.assert_array_equal(pm.evaluate({}, {"input": x})["output"],
+                                      np.pad(inner, width, constant_values=2.5))

@@ -90,10 +90,21 @@ def MithrilPadInPlace : Pass<"mithril-pad-in-place", "mlir::ModuleOp"> {
     result inserted back), so that bufferization writes it in place instead
     of copying it into the padded buffer. (The bench CNN's training step
     copied 5 such tensors a call, 3.4 MB, into buffers of their padded
-    shape for its convolutions.) Run it on tensors, before one-shot
+    shape for its convolutions.) The padding is written as the runs of
+    memory between the rows of the interior (a row's right padding and the
+    next row's left padding are one run), with a vector store each or a
+    fill of the run's slice when long: no element is written twice.
+    Without `vector-runs` (the GPU pipeline, whose fills map to threads),
+    one fill a slab a side. Run it on tensors, before one-shot
     bufferization.
   }];
-  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];
+  let options = [
+    Option<"vectorRuns", "vector-runs", "bool", /*default=*/"true",
+           "Write the padding as runs of memory by vector stores (else a linalg.fill a slab)">,
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
+                           "mlir::scf::SCFDialect", "mlir::tensor::TensorDialect",
+                           "mlir::vector::VectorDialect"];
 }
 
 def MithrilStackInPlace : Pass<"mithril-stack-in-place", "mlir::ModuleOp"> {
