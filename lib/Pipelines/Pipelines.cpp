@@ -272,14 +272,19 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
     if (options.outlineKernels)
       pm.addPass(createMithrilOutlineKernels());
+    // From here to the conversion to the LLVM dialect, what only rewrites
+    // the inside of functions runs function by function, the kernels of a
+    // model on the context's threads.
+    OpPassManager &functions = pm.nest<func::FuncOp>();
     // Unrolled into 1-D transfers: the default goes through a stack buffer
     // per transfer, allocated inside the loops, which overflows the stack on
     // long loop nests.
-    pm.addPass(createConvertVectorToSCFPass(VectorTransferToSCFOptions().enableFullUnroll()));
-    pm.addPass(createMithrilLowerScalarTransfers());
-    pm.addPass(createLowerAffinePass());
-    pm.addPass(createSCFToControlFlowPass());
-    pm.addPass(createCanonicalizerPass());
+    functions.addPass(
+        createConvertVectorToSCFPass(VectorTransferToSCFOptions().enableFullUnroll()));
+    functions.addPass(createMithrilLowerScalarTransfers());
+    functions.addPass(createLowerAffinePass());
+    functions.addPass(createSCFToControlFlowPass());
+    functions.addPass(createCanonicalizerPass());
   }
 
   if (wanted("llvm")) {
@@ -287,8 +292,10 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     // LLVM arrays of one constant per row.
     pm.addPass(createMithrilFlatGlobals());
     pm.addPass(createConvertBufferizationToMemRefPass());
-    pm.addPass(memref::createExpandStridedMetadataPass());
-    pm.addPass(createLowerAffinePass());
+    // Function by function, on the context's threads, up to the libm calls.
+    OpPassManager &inFunctions = pm.nest<func::FuncOp>();
+    inFunctions.addPass(memref::createExpandStridedMetadataPass());
+    inFunctions.addPass(createLowerAffinePass());
     // Math with an LLVM intrinsic (abs, floor, ceil, sqrt, fma, ...) stays
     // vector code; the libm lowering, first, called fabsf and floorf once per
     // element (3,500 calls in an int8 MLP). libm takes the rest (tanh, erf,
@@ -300,31 +307,34 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     if (options.approximateMath) {
       MithrilApproximateMathOptions approximate;
       approximate.functions = {"exp", "tanh", "erf", "log1p", "log"};
-      pm.addPass(createMithrilApproximateMath(approximate));
+      inFunctions.addPass(createMithrilApproximateMath(approximate));
     }
     ConvertMathToLLVMPassOptions mathToLLVM;
     mathToLLVM.approximateLog1p = false;
-    pm.addPass(createConvertMathToLLVMPass(mathToLLVM));
+    inFunctions.addPass(createConvertMathToLLVMPass(mathToLLVM));
+    // (It declares the libm functions it calls: the module's.)
     pm.addPass(createConvertMathToLibmPass());
+    // Function by function again, up to the vector conversion.
+    OpPassManager &vectorsInFunctions = pm.nest<func::FuncOp>();
     // The target once (the host's reads CPUID and sysfs).
     std::optional<CpuTarget> target = cpuTarget(options.targetCpu);
     // With AVX512-BF16, truncations to bf16 stay for vcvtneps2bf16.
     MithrilExpandBF16Options expandBF16;
     if (target)
       expandBF16.nativeTruncation = target->bf16DotProduct;
-    pm.addPass(createMithrilExpandBF16(expandBF16));
+    vectorsInFunctions.addPass(createMithrilExpandBF16(expandBF16));
     // The schedule's int8 register tiles as vpdpbusd (AVX512-VNNI targets).
-    pm.addPass(createMithrilX86DotProducts());
+    vectorsInFunctions.addPass(createMithrilX86DotProducts());
     // Multi-dimensional reductions the vectorizer produced become 1-D ones.
-    pm.addNestedPass<func::FuncOp>(vector::createLowerVectorMultiReductionPass());
+    vectorsInFunctions.addPass(vector::createLowerVectorMultiReductionPass());
     // Their min and max (and every other) without ordering -0 below +0:
     // half the instructions on x86.
-    pm.addPass(createMithrilRelaxFloatMinMax());
+    vectorsInFunctions.addPass(createMithrilRelaxFloatMinMax());
     // Transposes' shuffle rounds cut in pairs for LLVM's instruction selection.
     MithrilShuffleBarriersOptions barriers;
     if (target)
       barriers.vectorBits = target->vectorBits;
-    pm.addPass(createMithrilShuffleBarriers(barriers));
+    vectorsInFunctions.addPass(createMithrilShuffleBarriers(barriers));
     // Register-tile contractions become outer products: broadcasts and FMAs.
     ConvertVectorToLLVMPassOptions vectorToLLVM;
     vectorToLLVM.vectorContractLowering = vector::VectorContractLowering::OuterProduct;
@@ -333,7 +343,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     vectorToLLVM.x86Vector = true;
     // And the AMX tiles (mithril-x86-tile-matmuls).
     vectorToLLVM.amx = true;
-    pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
+    vectorsInFunctions.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
     if (options.threads > 1 && !options.taskPool)
       pm.addPass(createConvertAsyncToLLVMPass());
     FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;

@@ -171,7 +171,8 @@ static cl::opt<unsigned>
 static cl::opt<unsigned> compileThreads(
     "compile-threads",
     cl::desc("Threads that compile the model's LLVM code, each a piece of it (default 0: one "
-             "per CPU this process may run on, at most 8)"),
+             "per CPU this process may run on, at most 8); above 1, the compiler passes that "
+             "work function by function also run on the CPUs of the process"),
     cl::init(0), cl::cat(category));
 static cl::opt<unsigned> optLevel("O",
                                   cl::desc("LLVM optimization level (default: the "

@@ -118,8 +118,10 @@ struct CompileOptions {
   unsigned threads = 0;
   /// Threads that compile the model's LLVM code on the CPU, each a piece of
   /// it (its kernels in functions of their own: mithril-outline-kernels);
-  /// 0: one per CPU this process may run on, at most 8. Any number gives
-  /// the same results.
+  /// 0: one per CPU this process may run on, at most 8. Above 1, the
+  /// pipeline's passes that work function by function also run on threads,
+  /// one per CPU of the process, for the time of the compile. Any number
+  /// gives the same results.
   unsigned compileThreads = 0;
   /// LLVM optimization level of the JIT. 2 rather than 3: the code is
   /// already tiled and vectorized, and -O3 ran no faster (MLP, CNN, matmuls

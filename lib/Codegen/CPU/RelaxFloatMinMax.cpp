@@ -30,7 +30,7 @@ struct RelaxFloatMinMaxPass
       op->setAttr(fastMath.getFastMathAttrName(),
                   arith::FastMathFlagsAttr::get(ctx, value | arith::FastMathFlags::nsz));
     };
-    getOperation().walk([&](Operation *op) {
+    getOperation()->walk([&](Operation *op) {
       if (isa<arith::MinimumFOp, arith::MaximumFOp>(op))
         return relax(op);
       if (auto reduction = dyn_cast<vector::ReductionOp>(op))

@@ -36,7 +36,7 @@ struct ShuffleBarriersPass : public mithril::impl::MithrilShuffleBarriersBase<Sh
     auto isShuffle = [](Value v) { return v.getDefiningOp<vector::ShuffleOp>() != nullptr; };
     // In order, so that a shuffle reading a copy made for the round before
     // reads no shuffle.
-    getOperation().walk([&](vector::ShuffleOp shuffle) {
+    getOperation()->walk([&](vector::ShuffleOp shuffle) {
       if (!fillsRegister(shuffle.getResultVectorType()) || !isShuffle(shuffle.getV1()) ||
           !isShuffle(shuffle.getV2()) ||
           llvm::none_of(shuffle->getUsers(), llvm::IsaPred<vector::ShuffleOp>))

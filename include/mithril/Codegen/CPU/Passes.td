@@ -103,7 +103,7 @@ def MithrilCpuSchedule : Pass<"mithril-cpu-schedule", "mlir::ModuleOp"> {
   ];
 }
 
-def MithrilShuffleBarriers : Pass<"mithril-shuffle-barriers", "mlir::ModuleOp"> {
+def MithrilShuffleBarriers : Pass<"mithril-shuffle-barriers"> {
   let summary = "Cut deep chains of vector shuffles before LLVM's x86 code generation";
   let description = [{
     A 16 x 16 transpose (the schedule's `shuffle_16x16` lowering) is 64
@@ -126,7 +126,7 @@ def MithrilShuffleBarriers : Pass<"mithril-shuffle-barriers", "mlir::ModuleOp"> 
   let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::vector::VectorDialect"];
 }
 
-def MithrilRelaxFloatMinMax : Pass<"mithril-relax-float-min-max", "mlir::ModuleOp"> {
+def MithrilRelaxFloatMinMax : Pass<"mithril-relax-float-min-max"> {
   let summary = "Float minimum and maximum without ordering -0 below +0 (nsz)";
   let description = [{
     `arith.minimumf` and `arith.maximumf` order -0 below +0 as IEEE 754's
@@ -143,7 +143,7 @@ def MithrilRelaxFloatMinMax : Pass<"mithril-relax-float-min-max", "mlir::ModuleO
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::vector::VectorDialect"];
 }
 
-def MithrilExpandBF16 : Pass<"mithril-expand-bf16", "mlir::ModuleOp"> {
+def MithrilExpandBF16 : Pass<"mithril-expand-bf16"> {
   let summary = "Lower bfloat16 conversions to integer arithmetic";
   let description = [{
     `arith.extf` from and `arith.truncf` to bfloat16 become integer shifts and
@@ -179,7 +179,7 @@ def MithrilLegalizeBF16Memory : Pass<"mithril-legalize-bf16-memory", "mlir::Modu
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }
 
-def MithrilX86DotProducts : Pass<"mithril-x86-dot-products", "mlir::ModuleOp"> {
+def MithrilX86DotProducts : Pass<"mithril-x86-dot-products"> {
   let summary = "The i8 contractions of the CPU schedule's register tiles as vpdpbusd";
   let description = [{
     `mithril-cpu-schedule` writes each 16 columns of an int8 register tile
@@ -226,7 +226,7 @@ def MithrilX86TileMatmuls : Pass<"mithril-x86-tile-matmuls", "mlir::ModuleOp"> {
                            "mlir::scf::SCFDialect", "mlir::arith::ArithDialect"];
 }
 
-def MithrilLowerScalarTransfers : Pass<"mithril-lower-scalar-transfers", "mlir::ModuleOp"> {
+def MithrilLowerScalarTransfers : Pass<"mithril-lower-scalar-transfers"> {
   let summary = "Lower vector transfers of one element to memref loads and stores";
   let description = [{
     A transfer of a 0-d (or one-element) vector from a buffer whose innermost
@@ -241,7 +241,7 @@ def MithrilLowerScalarTransfers : Pass<"mithril-lower-scalar-transfers", "mlir::
   let dependentDialects = ["mlir::memref::MemRefDialect", "mlir::vector::VectorDialect"];
 }
 
-def MithrilApproximateMath : Pass<"mithril-approximate-math", "mlir::ModuleOp"> {
+def MithrilApproximateMath : Pass<"mithril-approximate-math"> {
   let summary = "float32 math functions as vector polynomials instead of libm calls";
   let description = [{
     LLVM has no vector form of `exp`, `log` or `tanh` without a vector math
