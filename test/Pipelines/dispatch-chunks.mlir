@@ -2,16 +2,19 @@
 // RUN: mithril-opt %s --mithril-dispatch-chunks --split-input-file --verify-diagnostics --convert-scf-to-cf --finalize-memref-to-llvm --convert-to-llvm --reconcile-unrealized-casts | FileCheck %s --check-prefix=LLVM
 
 // A split op's chunks: the body becomes a function of the context and the
-// chunk index, the loop one call of the host's pool. The memref and the
-// scalar travel in the context struct; the constants are cloned.
+// chunk index, the loop one call of the host's pool. The memref (its aligned
+// pointer alone: its shape, strides and offset are static, and the chunk
+// function rebuilds its descriptor from its type) and the scalar travel in
+// the context struct; the constants are cloned.
 // CHECK: func.func private @mithrilParallelFor((!llvm.ptr, index) -> (), !llvm.ptr, index)
 // CHECK-LABEL: func.func @scale(
 // CHECK-SAME: %[[BUF:.+]]: memref<512xf32>, %[[FACTOR:.+]]: f32)
-// CHECK: %[[CTX:.+]] = llvm.alloca %{{.+}} x !llvm.struct<(struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>, f32)>
+// CHECK: %[[CTX:.+]] = llvm.alloca %{{.+}} x !llvm.struct<(ptr, f32)>
 // CHECK-NOT: scf.forall
 // CHECK: %[[DESC:.+]] = builtin.unrealized_conversion_cast %[[BUF]] : memref<512xf32> to !llvm.struct
+// CHECK: %[[ALIGNED:.+]] = llvm.extractvalue %[[DESC]][1]
 // CHECK: %[[F0:.+]] = llvm.getelementptr %[[CTX]][0, 0]
-// CHECK: llvm.store %[[DESC]], %[[F0]]
+// CHECK: llvm.store %[[ALIGNED]], %[[F0]] : !llvm.ptr, !llvm.ptr
 // CHECK: %[[F1:.+]] = llvm.getelementptr %[[CTX]][0, 1]
 // CHECK: llvm.store %[[FACTOR]], %[[F1]]
 // CHECK: %[[C2:.+]] = arith.constant 2 : index
@@ -20,7 +23,11 @@
 // CHECK: return
 // CHECK-LABEL: func.func private @scale_chunk(
 // CHECK-SAME: %[[C:.+]]: !llvm.ptr, %[[CHUNK:.+]]: index)
-// CHECK: %[[D:.+]] = llvm.load %{{.+}} : !llvm.ptr -> !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>
+// CHECK: %[[P:.+]] = llvm.load %{{.+}} : !llvm.ptr -> !llvm.ptr
+// CHECK: llvm.insertvalue %[[P]], %{{.+}}[0]
+// CHECK: llvm.insertvalue %[[P]], %{{.+}}[1]
+// CHECK: %[[SIZE:.+]] = llvm.mlir.constant(512 : index) : i64
+// CHECK: %[[D:.+]] = llvm.insertvalue %{{.+}}, %{{.+}}[4, 0]
 // CHECK: %[[M:.+]] = builtin.unrealized_conversion_cast %[[D]] : {{.+}} to memref<512xf32>
 // CHECK: %[[S:.+]] = llvm.load %{{.+}} : !llvm.ptr -> f32
 // CHECK: %[[OFF:.+]] = arith.muli %[[CHUNK]], %[[C256:.+]] : index
@@ -53,10 +60,12 @@ func.func @scale(%buf: memref<512xf32>, %factor: f32) {
 
 // -----
 
-// A lower bound and a step that are not constants travel with the rest;
-// the number of chunks is computed where the loop was.
+// A lower bound and a step that are not constants travel with the rest,
+// and a buffer of a dynamic size as its whole descriptor; the number of
+// chunks is computed where the loop was.
 // CHECK-LABEL: func.func @dynamic(
 // CHECK-SAME: %[[LO:.+]]: index, %[[HI:.+]]: index, %[[STEP:.+]]: index
+// CHECK: llvm.alloca %{{.+}} x !llvm.struct<(struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>, i64, i64)>
 // CHECK: %[[SPAN:.+]] = arith.subi %[[HI]], %[[LO]]
 // CHECK: %[[N:.+]] = arith.ceildivsi %[[SPAN]], %[[STEP]]
 // CHECK: call @mithrilParallelFor(%{{.+}}, %{{.+}}, %[[N]])
@@ -85,11 +94,11 @@ func.func @two_dims(%buf: memref<4x4xf32>) {
 // into the outer body, which becomes the outer chunk function's entry block:
 // each outer chunk has its own.
 // CHECK-LABEL: func.func @nested(
-// CHECK: llvm.alloca %{{.+}} x !llvm.struct<(struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)>)>
+// CHECK: llvm.alloca %{{.+}} x !llvm.struct<(ptr)>
 // CHECK-NOT: llvm.alloca
 // CHECK: call @mithrilParallelFor
 // CHECK-LABEL: func.func private @nested_chunk_0(
-// CHECK: llvm.alloca %{{.+}} x !llvm.struct<(struct<(ptr, ptr, i64, array<2 x i64>, array<2 x i64>)>, i64)>
+// CHECK: llvm.alloca %{{.+}} x !llvm.struct<(ptr, i64)>
 // CHECK: constant @nested_chunk :
 // CHECK: call @mithrilParallelFor
 // CHECK-LABEL: func.func private @nested_chunk(
