@@ -225,8 +225,18 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     pm.addPass(createCanonicalizerPass());
     // Buffers copied whole into a new stack are computed in it instead.
     pm.addPass(createMithrilStackInPlace());
-    bufferization::BufferDeallocationPipelineOptions dealloc;
-    bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+    // Upstream's buffer-deallocation-pipeline, but for its canonicalization
+    // before the deallocation: the IR is canonical already (above), and no
+    // realloc has been expanded (8 ms of a CNN training step's compile).
+    memref::ExpandReallocPassOptions expandRealloc;
+    expandRealloc.emitDeallocs = false;
+    pm.addPass(memref::createExpandReallocPass(expandRealloc));
+    pm.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(bufferization::createBufferDeallocationSimplificationPass());
+    pm.addPass(bufferization::createLowerDeallocationsPass());
+    pm.addPass(createCSEPass());
+    pm.addPass(createCanonicalizerPass());
     // The GPU pipeline's front (no host schedule) maps copies to threads.
     MithrilStridedCopiesOptions copies;
     copies.vectorRuns = options.schedule;
