@@ -44,11 +44,14 @@ OpOperand *emptyInitOf(OpResult result) {
 /// ones as a fill of their slice (a memset for LLVM).
 constexpr int64_t kMaxVectorRunBits = 8192;
 
-/// `flat` with the `length` elements at `offset` set to `value`.
+/// `flat` with the `length` elements at `offset` set to `value`. (Vectors
+/// of booleans are packed bits in memory, a tensor's booleans bytes: those
+/// runs are filled.)
 Value fillRun(OpBuilder &b, Location loc, Value flat, OpFoldResult offset, int64_t length,
               Value value) {
   Type element = cast<RankedTensorType>(flat.getType()).getElementType();
-  if (element.isIntOrFloat() && length * element.getIntOrFloatBitWidth() <= kMaxVectorRunBits) {
+  if (element.isIntOrFloat() && element.getIntOrFloatBitWidth() % 8 == 0 &&
+      length * element.getIntOrFloatBitWidth() <= kMaxVectorRunBits) {
     Value run = vector::BroadcastOp::create(b, loc, VectorType::get({length}, element), value);
     return vector::TransferWriteOp::create(b, loc, run, flat,
                                            getValueOrCreateConstantIndexOp(b, loc, offset),
@@ -100,7 +103,9 @@ Value fillOutsideBox(IRRewriter &rewriter, Location loc, RankedTensorType type,
   Value flat = tensor::CollapseShapeOp::create(
       rewriter, loc, tensor::EmptyOp::create(rewriter, loc, type.getShape(), type.getElementType()),
       all);
-  if (llvm::is_contained(innerDims, 0)) {
+  if (total == 0) {
+    // Nothing to write.
+  } else if (llvm::is_contained(innerDims, 0)) {
     flat = fillRun(rewriter, loc, flat, rewriter.getIndexAttr(0), total, value);
   } else {
     // The box's first and last elements.

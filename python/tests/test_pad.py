@@ -109,3 +109,16 @@ def test_pad_layouts_write_every_padded_element(shape, width, computed, rng):
         inner = np.maximum(x, 0) if computed else x
         np.testing.assert_array_equal(pm.evaluate({}, {"input": x})["output"],
                                       np.pad(inner, width, constant_values=2.5))
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.int16, np.int64])
+def test_pad_integer_and_bool_terminals(dtype):
+    """Padding of integers and booleans: a tensor's booleans are bytes, not
+    the packed bits of a vector of them, so their runs are filled."""
+    model = Model()
+    model |= Pad(pad_width=((1, 2), (3, 1)), value=1).connect(input="input", output="output")
+    pm = ml.compile(model, ml.MlirBackend(), shapes={"input": [3, 4]},
+                    types={"input": np.dtype(dtype)}, inference=True)
+    x = np.random.default_rng(5).integers(-100, 100, (3, 4)).astype(dtype)
+    out = pm.evaluate({}, {"input": x})["output"]
+    np.testing.assert_array_equal(out, np.pad(x, ((1, 2), (3, 1)), constant_values=1))
