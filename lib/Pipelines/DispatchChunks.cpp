@@ -101,9 +101,11 @@ struct DispatchChunksPass : public mithril::impl::MithrilDispatchChunksBase<Disp
         fields.push_back(value);
     }
     SmallVector<Type> fieldTypes;
+    SmallVector<bool> asPointer;
     auto ptrType = LLVM::LLVMPointerType::get(ctx);
     for (Value field : fields) {
-      if (travelsAsPointer(field.getType())) {
+      asPointer.push_back(travelsAsPointer(field.getType()));
+      if (asPointer.back()) {
         fieldTypes.push_back(ptrType);
         continue;
       }
@@ -135,7 +137,7 @@ struct DispatchChunksPass : public mithril::impl::MithrilDispatchChunksBase<Disp
       auto address = LLVM::GEPOp::create(body, loc, ptrType, structType, context,
                                          ArrayRef<LLVM::GEPArg>{0, static_cast<int32_t>(i)});
       Value loaded = LLVM::LoadOp::create(body, loc, fieldTypes[i], address);
-      if (travelsAsPointer(field.getType()))
+      if (asPointer[i])
         loaded = MemRefDescriptor::fromStaticShape(body, loc, converter,
                                                    cast<MemRefType>(field.getType()), loaded);
       if (loaded.getType() != field.getType())
@@ -169,7 +171,7 @@ struct DispatchChunksPass : public mithril::impl::MithrilDispatchChunksBase<Disp
     Value contextPtr = LLVM::AllocaOp::create(allocas, loc, ptrType, structType, one);
     for (auto [i, field] : llvm::enumerate(fields)) {
       Value value = field;
-      if (travelsAsPointer(field.getType())) {
+      if (asPointer[i]) {
         Type descriptor = converter.convertType(field.getType());
         value = UnrealizedConversionCastOp::create(builder, loc, descriptor, value).getResult(0);
         value = MemRefDescriptor(value).alignedPtr(builder, loc);

@@ -40,6 +40,16 @@ OpOperand *emptyInitOf(OpResult result) {
   return init;
 }
 
+/// `dest` with its slice at `offsets` of `sizes` (unit strides) filled with
+/// `value`.
+Value fillSlice(OpBuilder &b, Location loc, Value dest, ArrayRef<OpFoldResult> offsets,
+                ArrayRef<OpFoldResult> sizes, Value value) {
+  SmallVector<OpFoldResult> strides(offsets.size(), b.getIndexAttr(1));
+  Value slice = tensor::ExtractSliceOp::create(b, loc, dest, offsets, sizes, strides);
+  slice = linalg::FillOp::create(b, loc, value, slice).getResult(0);
+  return tensor::InsertSliceOp::create(b, loc, slice, dest, offsets, sizes, strides);
+}
+
 /// Runs of at most this many bits are written as one vector store; longer
 /// ones as a fill of their slice (a memset for LLVM).
 constexpr int64_t kMaxVectorRunBits = 8192;
@@ -58,11 +68,7 @@ Value fillRun(OpBuilder &b, Location loc, Value flat, OpFoldResult offset, int64
                                            ArrayRef<bool>{true})
         .getResult();
   }
-  SmallVector<OpFoldResult> offsets{offset}, sizes{b.getIndexAttr(length)},
-      strides{b.getIndexAttr(1)};
-  Value slice = tensor::ExtractSliceOp::create(b, loc, flat, offsets, sizes, strides);
-  slice = linalg::FillOp::create(b, loc, value, slice).getResult(0);
-  return tensor::InsertSliceOp::create(b, loc, slice, flat, offsets, sizes, strides);
+  return fillSlice(b, loc, flat, {offset}, {b.getIndexAttr(length)}, value);
 }
 
 /// A tensor of `type` whose elements outside the box at `low` of size
@@ -158,7 +164,6 @@ Value fillSlabsOutsideBox(IRRewriter &rewriter, Location loc, RankedTensorType t
                           ArrayRef<int64_t> low, ArrayRef<int64_t> inner, Value value) {
   ArrayRef<int64_t> outer = type.getShape();
   int64_t rank = type.getRank();
-  SmallVector<OpFoldResult> strides(rank, rewriter.getIndexAttr(1));
   Value filled = tensor::EmptyOp::create(rewriter, loc, outer, type.getElementType());
   for (int64_t d = 0; d < rank; ++d) {
     int64_t high = outer[d] - low[d] - inner[d];
@@ -171,14 +176,9 @@ Value fillSlabsOutsideBox(IRRewriter &rewriter, Location loc, RankedTensorType t
         slabOffsets.push_back(e < d ? low[e] : e == d ? start : 0);
         slabSizes.push_back(e < d ? inner[e] : e == d ? length : outer[e]);
       }
-      SmallVector<OpFoldResult> offsets =
-          getAsIndexOpFoldResult(rewriter.getContext(), slabOffsets);
-      SmallVector<OpFoldResult> sizes = getAsIndexOpFoldResult(rewriter.getContext(), slabSizes);
-      Value slab = tensor::ExtractSliceOp::create(
-          rewriter, loc, RankedTensorType::get(slabSizes, type.getElementType()), filled, offsets,
-          sizes, strides);
-      slab = linalg::FillOp::create(rewriter, loc, value, slab).getResult(0);
-      filled = tensor::InsertSliceOp::create(rewriter, loc, slab, filled, offsets, sizes, strides);
+      filled = fillSlice(rewriter, loc, filled,
+                         getAsIndexOpFoldResult(rewriter.getContext(), slabOffsets),
+                         getAsIndexOpFoldResult(rewriter.getContext(), slabSizes), value);
     }
   }
   return filled;

@@ -405,8 +405,8 @@ mithril::runtime::detail::llvmOptimizer(unsigned optLevel, bool scheduled,
     if (scheduled) {
       llvm::StringSet<> entries;
       for (llvm::Function &function : *module)
-        if (function.getName().starts_with("_mlir_ciface_"))
-          entries.insert(function.getName().drop_front(strlen("_mlir_ciface_")));
+        if (StringRef name = function.getName(); name.consume_front("_mlir_ciface_"))
+          entries.insert(name);
       callbacks.registerShouldRunOptionalPassCallback(
           [entries = std::move(entries)](llvm::StringRef pass, llvm::Any ir) {
             if (pass == "IndVarSimplifyPass")

@@ -10,6 +10,7 @@
 
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -119,29 +120,6 @@ static bool verifiesEachPass(const CompileOptions &options) {
   return options.verifyEachPass || (env && *env && StringRef(env) != "0");
 }
 
-namespace {
-/// For a pipeline's run, threads for the passes that run function by
-/// function (the kernels of a model, once outlined): a pool the context owns
-/// from here to the end of the run, so that a compiled model's context keeps
-/// no idle threads (nor threads that a fork of the process would lose).
-class PipelineThreads {
-public:
-  PipelineThreads(MLIRContext *ctx, unsigned threads)
-      : ctx(ctx), started(threads > 1 && !ctx->isMultithreadingEnabled()) {
-    if (started)
-      ctx->enableMultithreading();
-  }
-  ~PipelineThreads() {
-    if (started)
-      ctx->disableMultithreading();
-  }
-
-private:
-  MLIRContext *ctx;
-  bool started;
-};
-} // namespace
-
 static int64_t countOps(ModuleOp module) {
   int64_t count = 0;
   module->walk([&](Operation *) { ++count; });
@@ -191,7 +169,17 @@ llvm::Error mithril::runtime::detail::runPipeline(ModuleOp module, const Compile
   const StringRef *last = llvm::find(all, stopAfter);
   int64_t ops = stages ? countOps(module) : -1;
   bool verifyEach = verifiesEachPass(options);
-  PipelineThreads threads(ctx, compileThreadsFor(options));
+  // Threads for the passes that run function by function (the kernels of a
+  // model, once outlined): a pool the context owns for this run only, so
+  // that a compiled model's context keeps no idle threads (nor threads that
+  // a fork of the process would lose).
+  bool startThreads = compileThreadsFor(options) > 1 && !ctx->isMultithreadingEnabled();
+  if (startThreads)
+    ctx->enableMultithreading();
+  llvm::scope_exit stopThreads([&] {
+    if (startThreads)
+      ctx->disableMultithreading();
+  });
   for (const StringRef *stage = first; stage <= last; ++stage) {
     DiagnosticCollector diags(*ctx);
     PassManager pm(ctx);

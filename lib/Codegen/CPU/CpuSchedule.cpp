@@ -2116,8 +2116,8 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
       return signalPassFailure();
     hoistInvariantSubsets(module);
     // Writes that folded into a larger tensor with unit dimensions (a
-    // convolution's accumulator) get the read's shape; the script then hoists
-    // the pair.
+    // convolution's accumulator) get the read's shape; hoistInvariantSubsets
+    // then hoists the pair.
     RewritePatternSet patterns(&getContext());
     patterns
         .add<DropUnitDimOfTransferWrite, ElementwiseBeforeShapeCast, ElementwiseOnBroadcastElements,
