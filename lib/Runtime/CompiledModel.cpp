@@ -33,6 +33,7 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/Analysis/ScalarEvolution.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
@@ -47,7 +48,9 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/X86TargetParser.h"
+#include "llvm/Transforms/Scalar/LoopPassManager.h"
 #include "llvm/Transforms/Scalar/LoopUnrollPass.h"
+#include "llvm/Transforms/Utils/LoopUtils.h"
 
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringSet.h"
@@ -359,6 +362,40 @@ mithril::runtime::detail::hostTargetMachine(unsigned optLevel, StringRef cpu) {
   return builder->createTargetMachine();
 }
 
+namespace {
+/// What LLVM's late full unrolling may still unroll in scheduled code: the
+/// schedule has unrolled its register tiles itself, and what it leaves to
+/// LLVM are the short loops that build a value in registers (a strided
+/// transfer's scalar loads into a vector, a tile's rows into an array of
+/// vectors), which must unroll to stay there: sgemm ran 2x slower without.
+/// Other loops (packing copies, window rows, fills, an optimizer's update)
+/// run as fast rolled; LLVM unrolled those of up to ~150 instructions,
+/// 10% of a CNN training step's code. Those are marked not to unroll here
+/// unless they are tiny (trips x body <= kBudget).
+struct LimitFullUnroll : llvm::PassInfoMixin<LimitFullUnroll> {
+  static constexpr uint64_t kBudget = 16;
+  llvm::PreservedAnalyses run(llvm::Loop &loop, llvm::LoopAnalysisManager &,
+                              llvm::LoopStandardAnalysisResults &results, llvm::LPMUpdater &) {
+    if (llvm::hasUnrollTransformation(&loop) != llvm::TM_Unspecified)
+      return llvm::PreservedAnalyses::all();
+    for (llvm::PHINode &phi : loop.getHeader()->phis())
+      if (phi.getType()->isVectorTy() || phi.getType()->isAggregateType())
+        return llvm::PreservedAnalyses::all();
+    unsigned trips = results.SE.getSmallConstantTripCount(&loop);
+    if (trips <= 1)
+      return llvm::PreservedAnalyses::all();
+    uint64_t body = 0;
+    for (llvm::BasicBlock *block : loop.blocks())
+      for (llvm::Instruction &instruction : *block)
+        body += !llvm::isa<llvm::PHINode>(instruction) && !instruction.isTerminator();
+    // Metadata only: the loop and every analysis stay as they were.
+    if (body * trips > kBudget)
+      llvm::addStringMetadataToLoop(&loop, "llvm.loop.unroll.disable", 1);
+    return llvm::PreservedAnalyses::all();
+  }
+};
+} // namespace
+
 std::function<llvm::Error(llvm::Module *)>
 mithril::runtime::detail::llvmOptimizer(unsigned optLevel, bool scheduled,
                                         llvm::TargetMachine *tm) {
@@ -419,7 +456,9 @@ mithril::runtime::detail::llvmOptimizer(unsigned optLevel, bool scheduled,
     }
     llvm::PassBuilder builder(tm, tuning, std::nullopt, &callbacks);
     builder.registerLateLoopOptimizationsEPCallback(
-        [](llvm::LoopPassManager &passes, llvm::OptimizationLevel level) {
+        [scheduled](llvm::LoopPassManager &passes, llvm::OptimizationLevel level) {
+          if (scheduled)
+            passes.addPass(LimitFullUnroll());
           passes.addPass(llvm::LoopFullUnrollPass(level.getSpeedupLevel(),
                                                   /*OnlyWhenForced=*/false,
                                                   /*ForgetSCEV=*/false));
