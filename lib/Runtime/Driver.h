@@ -111,13 +111,14 @@ unsigned compileThreadsFor(const CompileOptions &options);
 
 /// `module` (the pipeline's LLVM code, translated) compiled to object code
 /// for the host or options.targetCpu, with `_mlir_<entryPoint>(void **)`
-/// added to call `entryPoint`: in up to `pieces` pieces of about equal code,
-/// each optimized and compiled on a thread of its own. `optimizeSeconds`:
-/// the IR passes' time (the longest piece's).
+/// added to call `entryPoint`: on up to `threads` threads, in pieces of about
+/// equal code that the threads take in turn, each optimized and compiled in
+/// a module of its own. `optimizeSeconds`: the IR passes' time (the longest
+/// thread's).
 llvm::Expected<std::vector<std::string>> compileObjects(llvm::Module &module,
                                                         const CompileOptions &options,
-                                                        llvm::StringRef entryPoint, unsigned pieces,
-                                                        double &optimizeSeconds);
+                                                        llvm::StringRef entryPoint,
+                                                        unsigned threads, double &optimizeSeconds);
 
 /// One object as it is, several as a Unix archive of them.
 llvm::Expected<std::string> packObjects(llvm::ArrayRef<std::string> objects);

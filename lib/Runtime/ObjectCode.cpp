@@ -31,6 +31,8 @@
 #include "llvm/Support/Threading.h"
 #include "llvm/Target/TargetMachine.h"
 
+#include <atomic>
+#include <numeric>
 #include <thread>
 
 using namespace mithril;
@@ -123,14 +125,15 @@ static uint64_t compiledCode(llvm::Function &function) {
 }
 
 /// The piece each function goes to: largest first, each to the piece with
-/// the least code so far.
-static llvm::StringMap<unsigned> dealFunctions(llvm::Module &module, unsigned pieces) {
+/// the least code so far. `load` receives each piece's code.
+static llvm::StringMap<unsigned> dealFunctions(llvm::Module &module, unsigned pieces,
+                                               std::vector<uint64_t> &load) {
   llvm::SmallVector<std::pair<uint64_t, llvm::Function *>> functions;
   for (llvm::Function &function : module)
     if (!function.isDeclaration())
       functions.push_back({compiledCode(function), &function});
   llvm::stable_sort(functions, [](auto &a, auto &b) { return a.first > b.first; });
-  std::vector<uint64_t> load(pieces, 0);
+  load.assign(pieces, 0);
   llvm::StringMap<unsigned> pieceOf;
   for (auto [size, function] : functions) {
     unsigned lightest = std::min_element(load.begin(), load.end()) - load.begin();
@@ -142,22 +145,31 @@ static llvm::StringMap<unsigned> dealFunctions(llvm::Module &module, unsigned pi
 
 Expected<std::vector<std::string>>
 mithril::runtime::detail::compileObjects(llvm::Module &module, const CompileOptions &options,
-                                         StringRef entryPoint, unsigned pieces,
+                                         StringRef entryPoint, unsigned threads,
                                          double &optimizeSeconds) {
   optimizeSeconds = 0;
-  // A piece costs a thread, a target machine and a read of the bitcode: a
-  // small model compiles faster whole.
+  // A piece costs a target machine's passes over a module of its own and a
+  // read of the bitcode: a small model compiles faster whole.
   constexpr uint64_t kMinPieceInstructions = 2000;
+  // Pieces per thread. Code size predicts a piece's compile time only
+  // roughly (a CNN training step's two pieces of equal code took 200 and
+  // 250 ms), so the threads take more, smaller pieces, largest first, each
+  // the next one left when it is done.
+  constexpr unsigned kPiecesPerThread = 2;
   uint64_t functions = 0, instructions = 0;
   for (llvm::Function &function : module) {
     functions += !function.isDeclaration();
     instructions += function.getInstructionCount();
   }
-  pieces = static_cast<unsigned>(std::max<uint64_t>(
-      1, std::min({uint64_t(pieces), functions, instructions / kMinPieceInstructions})));
+  threads = static_cast<unsigned>(std::max<uint64_t>(
+      1, std::min({uint64_t(threads), functions, instructions / kMinPieceInstructions})));
+  unsigned pieces = threads == 1 ? 1
+                                 : static_cast<unsigned>(std::min<uint64_t>(
+                                       {uint64_t(threads) * kPiecesPerThread, functions,
+                                        instructions / kMinPieceInstructions}));
   // One target machine per thread: they are not shared.
   std::vector<std::unique_ptr<llvm::TargetMachine>> machines;
-  for (unsigned piece = 0; piece < pieces; ++piece) {
+  for (unsigned thread = 0; thread < threads; ++thread) {
     auto tm = hostTargetMachine(options.optLevel, options.targetCpu);
     if (!tm)
       return tm.takeError();
@@ -196,19 +208,27 @@ mithril::runtime::detail::compileObjects(llvm::Module &module, const CompileOpti
     value.setLinkage(llvm::GlobalValue::ExternalLinkage);
     value.setVisibility(llvm::GlobalValue::DefaultVisibility);
   }
-  llvm::StringMap<unsigned> pieceOf = dealFunctions(module, pieces);
-  // Each thread reads the module back into a context of its own (an
-  // LLVMContext serves one thread) and drops what other pieces define.
+  std::vector<uint64_t> load;
+  llvm::StringMap<unsigned> pieceOf = dealFunctions(module, pieces, load);
+  // Largest first: the last pieces taken are the small ones, which even
+  // out the threads' ends.
+  std::vector<unsigned> order(pieces);
+  std::iota(order.begin(), order.end(), 0u);
+  llvm::stable_sort(order, [&](unsigned a, unsigned b) { return load[a] > load[b]; });
+  // Each piece is read back from bitcode into a context of its own (an
+  // LLVMContext serves one thread), lazily: only its own functions' bodies
+  // are read. Piece 0 defines the variables.
   llvm::SmallVector<char, 0> bitcode;
   {
     llvm::raw_svector_ostream os(bitcode);
     llvm::WriteBitcodeToFile(module, os);
   }
   std::vector<std::string> objects(pieces), errors(pieces);
-  std::vector<double> optimizeTimes(pieces, 0);
-  auto compilePiece = [&](unsigned piece) {
+  std::vector<double> optimizeTimes(threads, 0);
+  std::atomic<unsigned> next{0};
+  auto compilePiece = [&](unsigned piece, llvm::TargetMachine &tm, double &optimizeTime) {
     llvm::LLVMContext context;
-    auto parsed = llvm::parseBitcodeFile(
+    auto parsed = llvm::getLazyBitcodeModule(
         llvm::MemoryBufferRef(StringRef(bitcode.data(), bitcode.size()), "model"), context);
     if (!parsed) {
       errors[piece] = llvm::toString(parsed.takeError());
@@ -225,26 +245,33 @@ mithril::runtime::detail::compileObjects(llvm::Module &module, const CompileOpti
           variable.setLinkage(llvm::GlobalValue::ExternalLinkage);
           variable.setComdat(nullptr);
         }
-    auto start = Clock::now();
-    if (llvm::Error err =
-            llvmOptimizer(options.optLevel, options.schedule, machines[piece].get())(&part)) {
+    if (llvm::Error err = part.materializeAll()) {
       errors[piece] = llvm::toString(std::move(err));
       return;
     }
-    optimizeTimes[piece] = secondsSince(start);
-    auto object = emitObject(part, *machines[piece]);
+    auto start = Clock::now();
+    if (llvm::Error err = llvmOptimizer(options.optLevel, options.schedule, &tm)(&part)) {
+      errors[piece] = llvm::toString(std::move(err));
+      return;
+    }
+    optimizeTime += secondsSince(start);
+    auto object = emitObject(part, tm);
     if (!object) {
       errors[piece] = llvm::toString(object.takeError());
       return;
     }
     objects[piece] = std::move(*object);
   };
-  std::vector<std::thread> threads;
-  for (unsigned piece = 1; piece < pieces; ++piece)
-    threads.emplace_back(compilePiece, piece);
-  compilePiece(0);
-  for (std::thread &thread : threads)
-    thread.join();
+  auto work = [&](unsigned thread) {
+    for (unsigned taken; (taken = next.fetch_add(1)) < pieces;)
+      compilePiece(order[taken], *machines[thread], optimizeTimes[thread]);
+  };
+  std::vector<std::thread> workers;
+  for (unsigned thread = 1; thread < threads; ++thread)
+    workers.emplace_back(work, thread);
+  work(0);
+  for (std::thread &worker : workers)
+    worker.join();
   for (const std::string &error : errors)
     if (!error.empty())
       return makeError("LLVM code generation failed: " + error);
