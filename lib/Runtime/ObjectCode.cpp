@@ -161,12 +161,12 @@ mithril::runtime::detail::compileObjects(llvm::Module &module, const CompileOpti
     functions += !function.isDeclaration();
     instructions += function.getInstructionCount();
   }
-  threads = static_cast<unsigned>(std::max<uint64_t>(
-      1, std::min({uint64_t(threads), functions, instructions / kMinPieceInstructions})));
+  uint64_t mostPieces =
+      std::max<uint64_t>(1, std::min(functions, instructions / kMinPieceInstructions));
+  threads = static_cast<unsigned>(std::clamp<uint64_t>(threads, 1, mostPieces));
   unsigned pieces = threads == 1 ? 1
                                  : static_cast<unsigned>(std::min<uint64_t>(
-                                       {uint64_t(threads) * kPiecesPerThread, functions,
-                                        instructions / kMinPieceInstructions}));
+                                       uint64_t(threads) * kPiecesPerThread, mostPieces));
   // One target machine per thread: they are not shared.
   std::vector<std::unique_ptr<llvm::TargetMachine>> machines;
   for (unsigned thread = 0; thread < threads; ++thread) {
