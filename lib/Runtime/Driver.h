@@ -105,6 +105,15 @@ std::function<llvm::Error(llvm::Module *)> llvmOptimizer(unsigned optLevel, bool
 /// weights) and an array of bytes in one write. Needs the data layout.
 void constantsAsBytes(llvm::Module &module);
 
+/// Merges the functions of `module` (the pipeline's LLVM code, translated)
+/// that differ only in integer constants, as kernels of ops of one form and
+/// different sizes do: one body takes the constants as parameters, and each
+/// function calls it with its own. Returns how many functions became such
+/// wrappers. Functions of fewer than `minInstructions` instructions stay as
+/// they are: they are cheap to compile twice, and a wrapper would be a fair
+/// part of them.
+unsigned mergeKernelsModuloConstants(llvm::Module &module, unsigned minInstructions = 64);
+
 /// How many threads compile a model's LLVM code: options.compileThreads, or
 /// one per CPU of the process's affinity mask (at most 8).
 unsigned compileThreadsFor(const CompileOptions &options);

@@ -76,6 +76,8 @@ static Expected<std::string> emitHostCode(ModuleOp module, const CompileOptions 
     return tm.takeError();
   ExecutionEngine::setupTargetTripleAndDataLayout(llvmModule.get(), tm->get());
   constantsAsBytes(*llvmModule);
+  // As the JIT compiles it.
+  mergeKernelsModuloConstants(*llvmModule);
   if (llvm::Error err =
           llvmOptimizer(options.optLevel, options.schedule, tm->get())(llvmModule.get()))
     return std::move(err);

@@ -180,6 +180,7 @@ mithril::runtime::detail::compileObjects(llvm::Module &module, const CompileOpti
   constantsAsBytes(module);
   if (llvm::Error err = addPackedEntry(module, entryPoint))
     return std::move(err);
+  mergeKernelsModuloConstants(module);
 
   if (pieces == 1) {
     auto start = Clock::now();

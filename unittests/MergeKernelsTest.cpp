@@ -1,0 +1,255 @@
+//===- MergeKernelsTest.cpp - kernels that differ only in constants -------===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../lib/Runtime/Driver.h"
+
+#include "llvm/AsmParser/Parser.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <tuple>
+
+using mithril::runtime::detail::mergeKernelsModuloConstants;
+
+namespace {
+struct Parsed {
+  llvm::LLVMContext context;
+  std::unique_ptr<llvm::Module> module;
+  explicit Parsed(const char *text) {
+    llvm::SMDiagnostic error;
+    module = llvm::parseAssemblyString(text, error, context);
+    EXPECT_TRUE(module) << error.getMessage().str();
+  }
+  bool verifies() const { return !llvm::verifyModule(*module, &llvm::errs()); }
+  /// The call a wrapper makes, or null where `name` is not one.
+  llvm::CallInst *wrapperCall(llvm::StringRef name) const {
+    llvm::Function *function = module->getFunction(name);
+    if (!function || function->size() != 1 || function->front().size() != 2)
+      return nullptr;
+    auto *call = llvm::dyn_cast<llvm::CallInst>(&function->front().front());
+    if (!call || !call->getCalledFunction() ||
+        !call->getCalledFunction()->getName().ends_with(".merged"))
+      return nullptr;
+    return call;
+  }
+};
+
+int64_t constantArgument(llvm::CallInst *call, unsigned index) {
+  auto *constant = llvm::dyn_cast<llvm::ConstantInt>(call->getArgOperand(index));
+  return constant ? constant->getSExtValue() : -1;
+}
+} // namespace
+
+// A batch stride (8192 or 16384, at two sites: one parameter) and a chunk
+// size (16 or 32) differ: one body, two parameters, and each function calls
+// it with its own constants.
+TEST(MergeKernelsTest, ConstantsBecomeParameters) {
+  Parsed ir(R"(
+define void @pool32(ptr %p, i64 %chunk) {
+  %start = mul i64 %chunk, 16
+  %offset = mul i64 %start, 8192
+  %a = getelementptr float, ptr %p, i64 %offset
+  store float 1.0, ptr %a
+  %again = mul i64 %chunk, 8192
+  %b = getelementptr float, ptr %p, i64 %again
+  store float 2.0, ptr %b
+  ret void
+}
+define void @pool64(ptr %p, i64 %chunk) {
+  %start = mul i64 %chunk, 32
+  %offset = mul i64 %start, 16384
+  %a = getelementptr float, ptr %p, i64 %offset
+  store float 1.0, ptr %a
+  %again = mul i64 %chunk, 16384
+  %b = getelementptr float, ptr %p, i64 %again
+  store float 2.0, ptr %b
+  ret void
+}
+)");
+  ASSERT_TRUE(ir.module);
+  EXPECT_EQ(mergeKernelsModuloConstants(*ir.module, 1), 2u);
+  EXPECT_TRUE(ir.verifies());
+  llvm::CallInst *first = ir.wrapperCall("pool32"), *second = ir.wrapperCall("pool64");
+  ASSERT_TRUE(first && second);
+  llvm::Function *merged = first->getCalledFunction();
+  ASSERT_TRUE(merged);
+  EXPECT_EQ(merged, second->getCalledFunction());
+  EXPECT_TRUE(merged->hasLocalLinkage());
+  EXPECT_TRUE(merged->hasFnAttribute(llvm::Attribute::NoInline));
+  ASSERT_EQ(merged->arg_size(), 4u);
+  EXPECT_EQ(constantArgument(first, 2), 16);
+  EXPECT_EQ(constantArgument(first, 3), 8192);
+  EXPECT_EQ(constantArgument(second, 2), 32);
+  EXPECT_EQ(constantArgument(second, 3), 16384);
+  // The wrappers pass their own arguments through.
+  EXPECT_EQ(first->getArgOperand(0), ir.module->getFunction("pool32")->getArg(0));
+  EXPECT_EQ(first->getArgOperand(1), ir.module->getFunction("pool32")->getArg(1));
+  // The body reads the parameters where the constants were.
+  unsigned uses = merged->getArg(3)->getNumUses();
+  EXPECT_EQ(uses, 2u);
+}
+
+TEST(MergeKernelsTest, IdenticalFunctionsShareOneBody) {
+  Parsed ir(R"(
+define i64 @f(i64 %x) {
+  %y = mul i64 %x, 3
+  %z = add i64 %y, 1
+  ret i64 %z
+}
+define i64 @g(i64 %x) {
+  %y = mul i64 %x, 3
+  %z = add i64 %y, 1
+  ret i64 %z
+}
+)");
+  ASSERT_TRUE(ir.module);
+  EXPECT_EQ(mergeKernelsModuloConstants(*ir.module, 1), 2u);
+  EXPECT_TRUE(ir.verifies());
+  llvm::CallInst *f = ir.wrapperCall("f"), *g = ir.wrapperCall("g");
+  ASSERT_TRUE(f && g);
+  EXPECT_EQ(f->getCalledFunction(), g->getCalledFunction());
+  EXPECT_EQ(f->getCalledFunction()->arg_size(), 1u);
+  // The wrapper returns the body's result.
+  auto *ret = llvm::dyn_cast<llvm::ReturnInst>(f->getNextNode());
+  ASSERT_TRUE(ret);
+  EXPECT_EQ(ret->getReturnValue(), f);
+}
+
+// Where a constant compiles differently from a value, the functions stay
+// apart: a divisor (a multiplication by its inverse), an intrinsic's
+// immediate, a struct field's index, and the bound and strides of a loop that
+// computes on vectors of floats (a register tile's depth).
+TEST(MergeKernelsTest, ConstantsThatShapeCodeStay) {
+  Parsed ir(R"(
+define i64 @div7(i64 %x) {
+  %y = udiv i64 %x, 7
+  ret i64 %y
+}
+define i64 @div9(i64 %x) {
+  %y = udiv i64 %x, 9
+  ret i64 %y
+}
+define void @copy4(ptr %d, ptr %s) {
+  call void @llvm.memcpy.p0.p0.i64(ptr %d, ptr %s, i64 4, i1 false)
+  ret void
+}
+define void @copy8(ptr %d, ptr %s) {
+  call void @llvm.memcpy.p0.p0.i64(ptr %d, ptr %s, i64 8, i1 true)
+  ret void
+}
+define ptr @field0(ptr %p) {
+  %q = getelementptr {i64, i64}, ptr %p, i64 0, i32 0
+  ret ptr %q
+}
+define ptr @field1(ptr %p) {
+  %q = getelementptr {i64, i64}, ptr %p, i64 0, i32 1
+  ret ptr %q
+}
+define void @tile784(ptr %a, ptr %c) {
+entry:
+  br label %loop
+loop:
+  %k = phi i64 [ 0, %entry ], [ %next, %loop ]
+  %acc = phi <16 x float> [ zeroinitializer, %entry ], [ %sum, %loop ]
+  %row = mul i64 %k, 784
+  %at = getelementptr float, ptr %a, i64 %row
+  %v = load <16 x float>, ptr %at
+  %product = fmul <16 x float> %v, %v
+  %sum = fadd <16 x float> %acc, %product
+  %next = add i64 %k, 1
+  %done = icmp eq i64 %next, 784
+  br i1 %done, label %exit, label %loop
+exit:
+  store <16 x float> %sum, ptr %c
+  ret void
+}
+define void @tile512(ptr %a, ptr %c) {
+entry:
+  br label %loop
+loop:
+  %k = phi i64 [ 0, %entry ], [ %next, %loop ]
+  %acc = phi <16 x float> [ zeroinitializer, %entry ], [ %sum, %loop ]
+  %row = mul i64 %k, 512
+  %at = getelementptr float, ptr %a, i64 %row
+  %v = load <16 x float>, ptr %at
+  %product = fmul <16 x float> %v, %v
+  %sum = fadd <16 x float> %acc, %product
+  %next = add i64 %k, 1
+  %done = icmp eq i64 %next, 512
+  br i1 %done, label %exit, label %loop
+exit:
+  store <16 x float> %sum, ptr %c
+  ret void
+}
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
+)");
+  ASSERT_TRUE(ir.module);
+  EXPECT_EQ(mergeKernelsModuloConstants(*ir.module, 1), 0u);
+  EXPECT_TRUE(ir.verifies());
+  for (const char *name : {"div7", "copy4", "field0", "tile784"})
+    EXPECT_FALSE(ir.wrapperCall(name)) << name;
+}
+
+// A copy loop (no arithmetic on floats) may take its stride as a parameter,
+// but not its bound (LLVM unrolls short innermost loops by it); functions of
+// another form, or below the size, stay.
+TEST(MergeKernelsTest, LoopsThatOnlyMoveData) {
+  std::string text;
+  for (auto [name, stride, bound] :
+       {std::tuple{"copy16", 256, 16}, std::tuple{"copy16wide", 272, 16},
+        std::tuple{"copy32", 256, 32}})
+    text += std::string("define void @") + name + R"((ptr %d, ptr %s) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %next, %loop ]
+  %from = mul i64 %i, )" +
+            std::to_string(stride) + R"(
+  %at = getelementptr float, ptr %s, i64 %from
+  %v = load <16 x float>, ptr %at
+  %to = getelementptr <16 x float>, ptr %d, i64 %i
+  store <16 x float> %v, ptr %to
+  %next = add i64 %i, 1
+  %done = icmp eq i64 %next, )" +
+            std::to_string(bound) + R"(
+  br i1 %done, label %exit, label %loop
+exit:
+  ret void
+}
+)";
+  text += R"(
+define void @other(ptr %d, ptr %s) {
+  %v = load <16 x float>, ptr %s
+  store <16 x float> %v, ptr %d
+  ret void
+}
+)";
+  {
+    Parsed ir(text.c_str());
+    ASSERT_TRUE(ir.module);
+    // Ten instructions each: below a minimum of 64 nothing changes.
+    EXPECT_EQ(mergeKernelsModuloConstants(*ir.module), 0u);
+  }
+  Parsed ir(text.c_str());
+  ASSERT_TRUE(ir.module);
+  EXPECT_EQ(mergeKernelsModuloConstants(*ir.module, 1), 2u);
+  EXPECT_TRUE(ir.verifies());
+  llvm::CallInst *first = ir.wrapperCall("copy16"), *second = ir.wrapperCall("copy16wide");
+  ASSERT_TRUE(first && second);
+  ASSERT_EQ(first->arg_size(), 3u);
+  EXPECT_EQ(constantArgument(first, 2), 256);
+  EXPECT_EQ(constantArgument(second, 2), 272);
+  EXPECT_FALSE(ir.wrapperCall("copy32"));
+  EXPECT_FALSE(ir.wrapperCall("other"));
+}
