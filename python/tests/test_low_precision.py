@@ -325,20 +325,22 @@ def test_bfloat16_narrow_linear_accumulates_in_float32(threads, compiled_in, row
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_weights_compiled_in_equal_weights_passed(dtype, threads):
+@pytest.mark.parametrize("rows, depth", [(256, 300), (1, 320), (8, 320)])
+def test_weights_compiled_in_equal_weights_passed(dtype, threads, rows, depth):
     # Weights given as constant_keys are packed when compiling (the whole
     # matrix, of which each cache block and each thread's share takes its
-    # slice); the outputs are those of the same weights passed to evaluate.
-    # bfloat16 weights may be given as bit patterns (uint16), as evaluate
-    # takes them, or as values.
+    # slice), or, read by 8 rows or fewer, transposed back to their own
+    # layout for the matrix-vector kernel; the outputs are those of the same
+    # weights passed to evaluate. bfloat16 weights may be given as bit
+    # patterns (uint16), as evaluate takes them, or as values.
     model = Model()
     model |= Linear(512)(input="input", output="h")
     model |= Tanh()(input="h", output=ml.IOKey("output"))
     backend = lambda: ml.MlirBackend(dtype=getattr(ml, dtype), num_threads=threads)
-    shapes = {"input": [256, 300]}
+    shapes = {"input": [rows, depth]}
     passed = ml.compile(model, backend(), shapes=shapes, inference=True)
     params = {k: bf16(v) for k, v in passed.randomize_params(seed=11).items()}
-    x = bf16(np.random.default_rng(2).standard_normal((256, 300)))
+    x = bf16(np.random.default_rng(2).standard_normal((rows, depth)))
     want = np.asarray(passed.evaluate(params, {"input": x})["output"], np.float32)
     given = [params] + ([{k: to_bfloat16_bits(v) for k, v in params.items()}]
                         if dtype == "bfloat16" else [])

@@ -19,41 +19,59 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 
+#include <cstring>
+#include <vector>
+
 using namespace mlir;
 using namespace mithril;
 using namespace mithril::cpu;
 using namespace mithril::cpu::detail;
 
-/// A matmul's right operand that is a constant [k, n] of fewer than
-/// kGemvNarrowColumns columns (a Linear layer's weight compiled in, its
-/// transpose folded), as a transpose of a new constant [n, k], set as the
-/// operand; null otherwise. The compiled-in last layer of the MLP
-/// 784-512-512-10 otherwise took the packed kernels' path, its 10 columns
-/// by broadcasts of A's elements gathered down its columns.
-static linalg::TransposeOp transposedNarrowConstant(IRRewriter &rewriter, linalg::MatmulOp matmul) {
+/// A matmul's right operand that is a constant [k, n] (a Linear layer's
+/// weight compiled in, its transpose folded) of fewer than kGemvNarrowColumns
+/// columns, or read by at most kGemvConstantMaxRows rows, as a transpose of
+/// a new constant [n, k], set as the operand; null otherwise. Otherwise the
+/// compiled-in last layer of the MLP 784-512-512-10 took the packed kernels'
+/// path, its 10 columns by broadcasts of A's elements gathered down its
+/// columns, and the MLP at batch 1 a one-row tile of the packed path on one
+/// thread however many it had.
+static linalg::TransposeOp transposedConstantWeight(IRRewriter &rewriter, linalg::MatmulOp matmul) {
   OpOperand &right = *matmul.getDpsInputOperand(1);
   auto constant = right.get().getDefiningOp<arith::ConstantOp>();
   auto values = constant ? dyn_cast<DenseElementsAttr>(constant.getValue()) : nullptr;
   auto type = values ? dyn_cast<RankedTensorType>(values.getType()) : nullptr;
   if (!type || type.getRank() != 2 || !type.hasStaticShape() ||
-      type.getDimSize(1) >= kGemvNarrowColumns || !isa<FloatType>(type.getElementType()))
+      !isa<FloatType>(type.getElementType()))
+    return nullptr;
+  int64_t productRows =
+      cast<ShapedType>(matmul.getDpsInputOperand(0)->get().getType()).getDimSize(0);
+  bool fewRows = !ShapedType::isDynamic(productRows) && productRows <= kGemvConstantMaxRows;
+  if (type.getDimSize(1) >= kGemvNarrowColumns && !fewRows)
     return nullptr;
   int64_t k = type.getDimSize(0), n = type.getDimSize(1);
   // Only where the rewrite takes it (whole steps of lanes): otherwise the
   // constant stays as the packed path reads it.
-  if (k % kGemvLanes != 0 || k < 2 * kGemvLanes)
+  if (k % kGemvLanes != 0 || k < 2 * kGemvLanes || type.getElementTypeBitWidth() % 8 != 0)
     return nullptr;
-  SmallVector<APFloat> elements(values.getValues<APFloat>());
-  SmallVector<APFloat> rows;
-  rows.reserve(elements.size());
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t i = 0; i < k; ++i)
-      rows.push_back(elements[i * n + j]);
   auto rowsType = RankedTensorType::get({n, k}, type.getElementType());
+  DenseElementsAttr transposed;
+  if (values.isSplat()) {
+    transposed = values.reshape(rowsType);
+  } else {
+    // The bytes moved as they are (an APFloat per element took 60 ms for the
+    // MLP's two hidden layers).
+    ArrayRef<char> raw = values.getRawData();
+    size_t bytes = type.getElementTypeBitWidth() / 8;
+    std::vector<char> rows(raw.size());
+    for (int64_t i = 0; i < k; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        std::memcpy(&rows[(j * k + i) * bytes], &raw[(i * n + j) * bytes], bytes);
+    transposed = DenseElementsAttr::getFromRawBuffer(rowsType, rows);
+  }
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(matmul);
   Location loc = constant.getLoc();
-  Value weight = arith::ConstantOp::create(rewriter, loc, DenseElementsAttr::get(rowsType, rows));
+  Value weight = arith::ConstantOp::create(rewriter, loc, transposed);
   Value empty = tensor::EmptyOp::create(rewriter, loc, type.getShape(), type.getElementType());
   auto transpose =
       linalg::TransposeOp::create(rewriter, loc, weight, empty, ArrayRef<int64_t>{1, 0});
@@ -78,7 +96,7 @@ LogicalResult Scheduler::rewriteMatrixVectorProducts(IRRewriter &rewriter,
       continue;
     auto transpose = matmul.getDpsInputOperand(1)->get().getDefiningOp<linalg::TransposeOp>();
     if (!transpose)
-      transpose = transposedNarrowConstant(rewriter, matmul);
+      transpose = transposedConstantWeight(rewriter, matmul);
     if (!transpose || transpose.getPermutation() != ArrayRef<int64_t>{1, 0})
       continue;
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
