@@ -49,6 +49,40 @@ int64_t constantArgument(llvm::CallInst *call, unsigned index) {
   auto *constant = llvm::dyn_cast<llvm::ConstantInt>(call->getArgOperand(index));
   return constant ? constant->getSExtValue() : -1;
 }
+
+/// A loop of `bound` steps over rows `stride` floats apart: copying a vector
+/// of each row to `d`, or (`computes`) summing their squares in a register,
+/// as a register tile's reduction does.
+std::string loopKernel(const char *name, int64_t stride, int64_t bound, bool computes) {
+  std::string accumulator =
+      computes ? "\n  %acc = phi <16 x float> [ zeroinitializer, %entry ], [ %sum, %loop ]" : "";
+  std::string body = computes ? R"(
+  %product = fmul <16 x float> %v, %v
+  %sum = fadd <16 x float> %acc, %product)"
+                              : R"(
+  %to = getelementptr <16 x float>, ptr %d, i64 %i
+  store <16 x float> %v, ptr %to)";
+  return std::string("define void @") + name + R"((ptr %d, ptr %s) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %next, %loop ])" +
+         accumulator + R"(
+  %from = mul i64 %i, )" +
+         std::to_string(stride) + R"(
+  %at = getelementptr float, ptr %s, i64 %from
+  %v = load <16 x float>, ptr %at)" +
+         body + R"(
+  %next = add i64 %i, 1
+  %done = icmp eq i64 %next, )" +
+         std::to_string(bound) + R"(
+  br i1 %done, label %exit, label %loop
+exit:)" + (computes ? "\n  store <16 x float> %sum, ptr %d" : "") +
+         R"(
+  ret void
+}
+)";
+}
 } // namespace
 
 // A batch stride (8192 or 16384, at two sites: one parameter) and a chunk
@@ -128,10 +162,11 @@ define i64 @g(i64 %x) {
 
 // Where a constant compiles differently from a value, the functions stay
 // apart: a divisor (a multiplication by its inverse), an intrinsic's
-// immediate, a struct field's index, and the bound and strides of a loop that
-// computes on vectors of floats (a register tile's depth).
+// immediate, a struct field's index, and the stride of a loop that computes
+// on vectors of floats (a register tile's rows, a depth apart).
 TEST(MergeKernelsTest, ConstantsThatShapeCodeStay) {
-  Parsed ir(R"(
+  std::string text = loopKernel("tile784", 784, 16, /*computes=*/true) +
+                     loopKernel("tile512", 512, 16, /*computes=*/true) + R"(
 define i64 @div7(i64 %x) {
   %y = udiv i64 %x, 7
   ret i64 %y
@@ -156,44 +191,9 @@ define ptr @field1(ptr %p) {
   %q = getelementptr {i64, i64}, ptr %p, i64 0, i32 1
   ret ptr %q
 }
-define void @tile784(ptr %a, ptr %c) {
-entry:
-  br label %loop
-loop:
-  %k = phi i64 [ 0, %entry ], [ %next, %loop ]
-  %acc = phi <16 x float> [ zeroinitializer, %entry ], [ %sum, %loop ]
-  %row = mul i64 %k, 784
-  %at = getelementptr float, ptr %a, i64 %row
-  %v = load <16 x float>, ptr %at
-  %product = fmul <16 x float> %v, %v
-  %sum = fadd <16 x float> %acc, %product
-  %next = add i64 %k, 1
-  %done = icmp eq i64 %next, 784
-  br i1 %done, label %exit, label %loop
-exit:
-  store <16 x float> %sum, ptr %c
-  ret void
-}
-define void @tile512(ptr %a, ptr %c) {
-entry:
-  br label %loop
-loop:
-  %k = phi i64 [ 0, %entry ], [ %next, %loop ]
-  %acc = phi <16 x float> [ zeroinitializer, %entry ], [ %sum, %loop ]
-  %row = mul i64 %k, 512
-  %at = getelementptr float, ptr %a, i64 %row
-  %v = load <16 x float>, ptr %at
-  %product = fmul <16 x float> %v, %v
-  %sum = fadd <16 x float> %acc, %product
-  %next = add i64 %k, 1
-  %done = icmp eq i64 %next, 512
-  br i1 %done, label %exit, label %loop
-exit:
-  store <16 x float> %sum, ptr %c
-  ret void
-}
 declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
-)");
+)";
+  Parsed ir(text.c_str());
   ASSERT_TRUE(ir.module);
   EXPECT_EQ(mergeKernelsModuloConstants(*ir.module, 1), 0u);
   EXPECT_TRUE(ir.verifies());
@@ -205,29 +205,9 @@ declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
 // but not its bound (LLVM unrolls short innermost loops by it); functions of
 // another form, or below the size, stay.
 TEST(MergeKernelsTest, LoopsThatOnlyMoveData) {
-  std::string text;
-  for (auto [name, stride, bound] :
-       {std::tuple{"copy16", 256, 16}, std::tuple{"copy16wide", 272, 16},
-        std::tuple{"copy32", 256, 32}})
-    text += std::string("define void @") + name + R"((ptr %d, ptr %s) {
-entry:
-  br label %loop
-loop:
-  %i = phi i64 [ 0, %entry ], [ %next, %loop ]
-  %from = mul i64 %i, )" +
-            std::to_string(stride) + R"(
-  %at = getelementptr float, ptr %s, i64 %from
-  %v = load <16 x float>, ptr %at
-  %to = getelementptr <16 x float>, ptr %d, i64 %i
-  store <16 x float> %v, ptr %to
-  %next = add i64 %i, 1
-  %done = icmp eq i64 %next, )" +
-            std::to_string(bound) + R"(
-  br i1 %done, label %exit, label %loop
-exit:
-  ret void
-}
-)";
+  std::string text = loopKernel("copy16", 256, 16, /*computes=*/false) +
+                     loopKernel("copy16wide", 272, 16, /*computes=*/false) +
+                     loopKernel("copy32", 256, 32, /*computes=*/false);
   text += R"(
 define void @other(ptr %d, ptr %s) {
   %v = load <16 x float>, ptr %s
