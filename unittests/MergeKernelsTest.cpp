@@ -89,28 +89,25 @@ exit:)" + (computes ? "\n  store <16 x float> %sum, ptr %d" : "") +
 // size (16 or 32) differ: one body, two parameters, and each function calls
 // it with its own constants.
 TEST(MergeKernelsTest, ConstantsBecomeParameters) {
-  Parsed ir(R"(
-define void @pool32(ptr %p, i64 %chunk) {
-  %start = mul i64 %chunk, 16
-  %offset = mul i64 %start, 8192
+  auto pool = [](const char *name, int chunk, int stride) {
+    std::string c = std::to_string(chunk), s = std::to_string(stride);
+    return std::string("define void @") + name + R"((ptr %p, i64 %chunk) {
+  %start = mul i64 %chunk, )" +
+           c + R"(
+  %offset = mul i64 %start, )" +
+           s + R"(
   %a = getelementptr float, ptr %p, i64 %offset
   store float 1.0, ptr %a
-  %again = mul i64 %chunk, 8192
+  %again = mul i64 %chunk, )" +
+           s + R"(
   %b = getelementptr float, ptr %p, i64 %again
   store float 2.0, ptr %b
   ret void
 }
-define void @pool64(ptr %p, i64 %chunk) {
-  %start = mul i64 %chunk, 32
-  %offset = mul i64 %start, 16384
-  %a = getelementptr float, ptr %p, i64 %offset
-  store float 1.0, ptr %a
-  %again = mul i64 %chunk, 16384
-  %b = getelementptr float, ptr %p, i64 %again
-  store float 2.0, ptr %b
-  ret void
-}
-)");
+)";
+  };
+  std::string text = pool("pool32", 16, 8192) + pool("pool64", 32, 16384);
+  Parsed ir(text.c_str());
   ASSERT_TRUE(ir.module);
   EXPECT_EQ(mergeKernelsModuloConstants(*ir.module, 1), 2u);
   EXPECT_TRUE(ir.verifies());
