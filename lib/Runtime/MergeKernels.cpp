@@ -4,20 +4,24 @@
 // Exceptions. See LICENSE for license information.
 //
 // The schedule gives ops of the same form the same kernel code, specialized
-// to each op's sizes and strides: the MLP's two hidden layers (784 and 512
-// deep), the CNN training step's pooling gradients of 32 and 64 channels.
+// to each op's sizes and strides: the CNN training step's pooling gradients
+// of 32 and 64 channels differ in a batch stride and a chunk's channel count,
+// and the MLP training step has four pairs of identical chunk functions.
 // Once translated to LLVM IR, such kernels differ only in integer constants,
 // and LLVM would optimize and compile each. Here each group of them becomes
 // one function that takes the differing constants as parameters, and every
-// member a wrapper that calls it with its own: a fifth to two fifths less
-// code to compile in the MLP and CNN training steps and the MLP's inference.
-// LLVM's MergeFunctions merges only identical functions.
+// member a wrapper that calls it with its own: a tenth to a fifth less code
+// to compile in the training steps and the MLP's inference. (LLVM's
+// MergeFunctions merges only identical functions.)
 //
 // A constant becomes a parameter only where a value may stand without
 // changing what the instruction means or how it compiles much: arithmetic
-// (not a divisor: division by a constant is a multiplication), comparisons,
-// selects, phis, stored and inserted values, array indices of addresses and
-// arguments of calls to functions that are not intrinsics.
+// (not a divisor: division by a constant is a multiplication), comparisons
+// (not an innermost loop's bound), selects, phis, stored and inserted values,
+// array indices of addresses and arguments of calls to functions that are
+// not intrinsics; and nowhere in or around a loop that computes on vectors,
+// whose constant strides and bounds shape a register tile (the MLP layers'
+// products, 784 and 512 deep, stay two functions).
 //
 //===----------------------------------------------------------------------===//
 
