@@ -961,8 +961,11 @@ def report(args, cases, candidates, results, ours_info, peer_info, loads):
                 where = f"{TITLES[cand]} on {case.title} ({threads}t)"
                 if "time" in s:
                     row.append(fmt_ms(s["time"]) + (" noisy" if s["noisy"] else ""))
-                    srow.append(f"{fmt_ms(s['lo'])}-{fmt_ms(s['hi'])} ({s['launches']} "
-                                f"quiet), err {s['error']:.1e}")
+                    # A noisy cell's launches had no quiet block: every block counts.
+                    counted = (f"no quiet block, {s['launches']} launches" if s["noisy"]
+                               else f"{s['launches']} quiet")
+                    srow.append(f"{fmt_ms(s['lo'])}-{fmt_ms(s['hi'])} ({counted}), "
+                                f"err {s['error']:.1e}")
                     crow.append(fmt_s(s["compile"]))
                     for text in s["notes"]:
                         note(text, where)
