@@ -32,6 +32,12 @@ struct Parsed {
     EXPECT_TRUE(module) << error.getMessage().str();
   }
   bool verifies() const { return !llvm::verifyModule(*module, &llvm::errs()); }
+  /// Merges functions of any size; the module must still verify.
+  unsigned merge() {
+    unsigned wrapped = mergeKernelsModuloConstants(*module, 1);
+    EXPECT_TRUE(verifies());
+    return wrapped;
+  }
   /// The call a wrapper makes, or null where `name` is not one.
   llvm::CallInst *wrapperCall(llvm::StringRef name) const {
     llvm::Function *function = module->getFunction(name);
@@ -109,8 +115,7 @@ TEST(MergeKernelsTest, ConstantsBecomeParameters) {
   std::string text = pool("pool32", 16, 8192) + pool("pool64", 32, 16384);
   Parsed ir(text.c_str());
   ASSERT_TRUE(ir.module);
-  EXPECT_EQ(mergeKernelsModuloConstants(*ir.module, 1), 2u);
-  EXPECT_TRUE(ir.verifies());
+  EXPECT_EQ(ir.merge(), 2u);
   llvm::CallInst *first = ir.wrapperCall("pool32"), *second = ir.wrapperCall("pool64");
   ASSERT_TRUE(first && second);
   llvm::Function *merged = first->getCalledFunction();
@@ -145,8 +150,7 @@ define i64 @g(i64 %x) {
 }
 )");
   ASSERT_TRUE(ir.module);
-  EXPECT_EQ(mergeKernelsModuloConstants(*ir.module, 1), 2u);
-  EXPECT_TRUE(ir.verifies());
+  EXPECT_EQ(ir.merge(), 2u);
   llvm::CallInst *f = ir.wrapperCall("f"), *g = ir.wrapperCall("g");
   ASSERT_TRUE(f && g);
   EXPECT_EQ(f->getCalledFunction(), g->getCalledFunction());
@@ -192,8 +196,7 @@ declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
 )";
   Parsed ir(text.c_str());
   ASSERT_TRUE(ir.module);
-  EXPECT_EQ(mergeKernelsModuloConstants(*ir.module, 1), 0u);
-  EXPECT_TRUE(ir.verifies());
+  EXPECT_EQ(ir.merge(), 0u);
   for (const char *name : {"div7", "copy4", "field0", "tile784"})
     EXPECT_FALSE(ir.wrapperCall(name)) << name;
 }
@@ -220,8 +223,7 @@ define void @other(ptr %d, ptr %s) {
   }
   Parsed ir(text.c_str());
   ASSERT_TRUE(ir.module);
-  EXPECT_EQ(mergeKernelsModuloConstants(*ir.module, 1), 2u);
-  EXPECT_TRUE(ir.verifies());
+  EXPECT_EQ(ir.merge(), 2u);
   llvm::CallInst *first = ir.wrapperCall("copy16"), *second = ir.wrapperCall("copy16wide");
   ASSERT_TRUE(first && second);
   ASSERT_EQ(first->arg_size(), 3u);

@@ -41,6 +41,7 @@
 #include "llvm/Transforms/Utils/Cloning.h"
 
 #include <map>
+#include <tuple>
 
 using namespace llvm;
 
@@ -57,6 +58,9 @@ struct Site {
   unsigned operand;
   bool operator==(const Site &other) const {
     return instruction == other.instruction && operand == other.operand;
+  }
+  bool operator<(const Site &other) const {
+    return std::tie(instruction, operand) < std::tie(other.instruction, other.operand);
   }
 };
 } // namespace
@@ -77,7 +81,8 @@ static bool mayBeParameter(const Instruction &instruction, unsigned index, const
   // Not in the loops of a product or a convolution (nor around them): there
   // a constant stride folds into the addressing and a constant bound into
   // the unrolling, and a register more costs the tile (with its depth a
-  // parameter, an MLP layer's kernel took 5% longer).
+  // parameter, an MLP layer's kernel took 5% longer on an Intel Xeon with AMX,
+  // avx512f).
   if (computing.contains(loops.getLoopFor(instruction.getParent())))
     return false;
   if (const auto *binary = dyn_cast<BinaryOperator>(&instruction)) {
@@ -116,13 +121,6 @@ static bool mayBeParameter(const Instruction &instruction, unsigned index, const
     return callee && !callee->isIntrinsic() && index < call->arg_size();
   }
   return false;
-}
-
-static unsigned instructionCount(const Function &function) {
-  unsigned count = 0;
-  for (const BasicBlock &block : function)
-    count += block.size();
-  return count;
 }
 
 /// Whether `instruction` computes on vectors: arithmetic on floats, integer
@@ -230,16 +228,11 @@ static bool mergeGroup(ArrayRef<Function *> members,
   Function &base = *members.front();
   // Every site where some member differs from the base, in order.
   SmallVector<Site> sites;
-  {
-    DenseMap<Site, bool> seen;
-    for (const auto &differences : constants)
-      for (const auto &entry : differences)
-        if (seen.try_emplace(entry.first, true).second)
-          sites.push_back(entry.first);
-    llvm::sort(sites, [](const Site &a, const Site &b) {
-      return std::tie(a.instruction, a.operand) < std::tie(b.instruction, b.operand);
-    });
-  }
+  for (const auto &differences : constants)
+    for (const auto &entry : differences)
+      sites.push_back(entry.first);
+  llvm::sort(sites);
+  sites.erase(llvm::unique(sites), sites.end());
   SmallVector<Instruction *> baseInstructions;
   for (BasicBlock &block : base)
     for (Instruction &instruction : block)
@@ -315,7 +308,7 @@ unsigned mithril::runtime::detail::mergeKernelsModuloConstants(Module &module,
   MapVector<hash_code, SmallVector<Function *>> byShape;
   for (Function &function : module)
     if (!function.isDeclaration() && !function.isVarArg() &&
-        instructionCount(function) >= minInstructions)
+        function.getInstructionCount() >= minInstructions)
       byShape[shapeHash(function)].push_back(&function);
   unsigned wrapped = 0;
   for (auto &[hash, functions] : byShape) {

@@ -156,6 +156,8 @@ mithril::runtime::detail::compileObjects(llvm::Module &module, const CompileOpti
   // 250 ms), so the threads take more, smaller pieces, largest first, each
   // the next one left when it is done.
   constexpr unsigned kPiecesPerThread = 2;
+  // Before the pieces are counted: merging leaves less code to deal.
+  mergeKernelsModuloConstants(module);
   uint64_t functions = 0, instructions = 0;
   for (llvm::Function &function : module) {
     functions += !function.isDeclaration();
@@ -180,7 +182,6 @@ mithril::runtime::detail::compileObjects(llvm::Module &module, const CompileOpti
   constantsAsBytes(module);
   if (llvm::Error err = addPackedEntry(module, entryPoint))
     return std::move(err);
-  mergeKernelsModuloConstants(module);
 
   if (pieces == 1) {
     auto start = Clock::now();

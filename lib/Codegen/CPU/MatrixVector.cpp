@@ -59,7 +59,7 @@ static linalg::TransposeOp transposedConstantWeight(IRRewriter &rewriter, linalg
     transposed = values.reshape(rowsType);
   } else {
     // The bytes moved as they are (an APFloat per element took 60 ms for the
-    // MLP's two hidden layers).
+    // MLP's two hidden layers on an Intel Xeon with AMX, avx512f).
     ArrayRef<char> raw = values.getRawData();
     size_t bytes = type.getElementTypeBitWidth() / 8;
     std::vector<char> rows(raw.size());
