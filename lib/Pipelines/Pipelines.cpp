@@ -259,6 +259,13 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
   if (wanted("loops")) {
     // The schedule's AMX matmul tiles, on buffers now (tile loads need them).
     pm.addPass(createMithrilX86TileMatmuls());
+    // Register tiles of results larger than the L2 load their accumulators
+    // from L3 or memory: the next tile's, prefetched during this one's loop.
+    if (options.schedule) {
+      MithrilPrefetchAccumulatorsOptions prefetch;
+      prefetch.targetCpu = options.targetCpu;
+      pm.addNestedPass<func::FuncOp>(createMithrilPrefetchAccumulators(prefetch));
+    }
     if (options.profile) {
       MithrilProfileKernelsOptions profile;
       profile.firstId = options.profileFirstId;
