@@ -896,13 +896,15 @@ PYBIND11_MODULE(_mithril, m) {
         d["int8_dot_product"] = target->int8DotProduct;
         d["bf16_tiles"] = target->bf16Tiles;
         d["int8_tiles"] = target->int8Tiles;
+        d["wide_float_tiles"] = target->wideFloatTiles;
         return d;
       },
       py::arg("cpu") = "",
       "What the CPU schedule picks its kernels from for `cpu` (LLVM's name; the host's when "
       "empty): vector_bits, bf16_dot_product (vdpbf16ps), int8_dot_product (vpdpbusd), "
       "bf16_tiles and int8_tiles (AMX tdpbf16ps and tdpbusd; for the host, only when Linux "
-      "grants this process the tile state)");
+      "grants this process the tile state), wide_float_tiles (6 x 64 float32 register tiles "
+      "for deep products of two or more 64-column panels)");
   m.def("host_cpu", &CompiledModel::hostCPU,
         "The host's CPU name and features, as saved models record them");
   m.def(

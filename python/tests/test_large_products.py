@@ -1,33 +1,53 @@
 # Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
 # Exceptions. See LICENSE for license information.
-"""A product whose result is larger than the L2 cache, its reduction in more
-than one block: each register tile reads its accumulators back from the
-result, and mithril-prefetch-accumulators prefetches the next tile's while
-this one computes. The numbers against numpy in float64, on one and two
-threads, with the host's kernels and AVX2's (whose 6-row tiles leave a
-remainder of these rows); the last tile of each loop prefetches itself."""
+"""Float32 products as the CPU schedule blocks them, against numpy in float64,
+on one and two threads, with the host's kernels and AVX2's (6-row tiles):
+
+- a result larger than the L2 cache, its reduction in more than one block:
+  each register tile reads its accumulators back from the result, and
+  mithril-prefetch-accumulators prefetches the next tile's while this one
+  computes (the last tile of each loop prefetches its own);
+- on Intel hosts with AMX, products of two or more 64-column panels and at
+  least 256 reduction steps take 6 x 64 register tiles: rows that 6 does not
+  divide leave a remainder tile in each block, and a product too shallow for
+  them keeps 8 x 32 beside it."""
 
 import numpy as np
 import pytest
 
 import mithril as ml
+from mithril import _mithril
 from mithril.models import MatrixMultiply, Model
 
-# 1000 x 640 float32 results: 2.4 MiB, above a 2 MiB L2; 1536-deep products.
-ROWS, DEPTH, COLUMNS = 1000, 1536, 640
+SHAPES = [
+    (1000, 1536, 640),  # 2.4 MiB result (above a 2 MiB L2), 1536 deep
+    (250, 512, 384),  # 250 = 41 x 6 + 4 rows
+    (130, 300, 192),  # three 64-column panels, 300 deep
+    (256, 64, 512),  # 64 deep: 8 x 32 tiles
+]
 
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("target", ["host", "haswell"])
-def test_product_larger_than_l2(threads, target):
-    rng = np.random.default_rng(7)
-    a = rng.standard_normal((ROWS, DEPTH)).astype(np.float32)
-    b = rng.standard_normal((DEPTH, COLUMNS)).astype(np.float32)
+@pytest.mark.parametrize("rows,depth,columns", SHAPES)
+def test_float32_products(rows, depth, columns, threads, target):
+    rng = np.random.default_rng(rows + depth + columns)
+    a = rng.standard_normal((rows, depth)).astype(np.float32)
+    b = rng.standard_normal((depth, columns)).astype(np.float32)
     model = Model()
     model |= MatrixMultiply().connect(left="a", right="b", output=ml.IOKey("c"))
     pm = ml.compile(model, ml.MlirBackend(num_threads=threads),
-                    shapes={"a": [ROWS, DEPTH], "b": [DEPTH, COLUMNS]}, inference=True,
+                    shapes={"a": [rows, depth], "b": [depth, columns]}, inference=True,
                     cpu_options=None if target == "host" else {"target_cpu": target})
     c = pm.evaluate({}, {"a": a, "b": b})["c"]
     reference = a.astype(np.float64) @ b.astype(np.float64)
-    np.testing.assert_allclose(c, reference, rtol=0, atol=2e-4 * np.abs(reference).max())
+    # float32 sums of `depth` products: a few ulps of the largest partial sums.
+    np.testing.assert_allclose(c, reference, rtol=0,
+                               atol=1e-6 * np.sqrt(depth) * np.abs(reference).max() * 8)
+
+
+@pytest.mark.parametrize("cpu,wide", [("sapphirerapids", True), ("graniterapids", True),
+                                      ("skylake-avx512", False), ("znver4", False),
+                                      ("haswell", False)])
+def test_which_cpus_take_wide_float_tiles(cpu, wide):
+    assert _mithril.cpu_target(cpu)["wide_float_tiles"] == wide

@@ -40,6 +40,11 @@ struct RegisterFile {
   /// tiles of kAmxRegisterTileRows x one panel, the block's reduction whole.
   bool bf16Tiles = false;
   bool int8Tiles = false;
+  /// Whether float32 matmuls of at least two 64-column panels and a deep
+  /// reduction take 6 x 64 register tiles (24 accumulators; per reduction
+  /// step 4 loads of B and 6 broadcasts of A feed 24 FMAs, where 8 x 32
+  /// feeds 16 with 2 + 8). See wideFloatTile in CpuStrategy.cpp.
+  bool wideFloatTiles = false;
 
   /// Rows of a matmul register tile.
   int64_t rows() const { return bits >= 512 ? 8 : 6; }
@@ -49,7 +54,8 @@ struct RegisterFile {
   /// Rows and columns of the register tile of a matmul (a linalg.matmul
   /// block, or the generic that packing makes of it): rows() x columns(op),
   /// except for bf16 products on vdpbf16ps, 4 rows x 4 registers (64 columns)
-  /// where the columns allow (see wideDotProductTile).
+  /// where the columns allow (see wideDotProductTile), and wide float32
+  /// products with wideFloatTiles, 6 x 64 (see wideFloatTile).
   int64_t matmulRows(mlir::linalg::LinalgOp op) const;
   int64_t matmulColumns(mlir::linalg::LinalgOp op) const;
   /// Whether matmul blocks of `element` inputs run on AMX tiles.

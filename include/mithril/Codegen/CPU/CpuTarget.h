@@ -30,6 +30,11 @@ struct CpuTarget {
   /// when Linux also lets this process use them (arch_prctl, asked once).
   bool bf16Tiles = false;
   bool int8Tiles = false;
+  /// Whether wide float32 products take 6 x 64 register tiles (four
+  /// registers of columns) rather than 8 x 32: the Intel cores with AMX,
+  /// where they were measured faster (see RegisterFile::wideFloatTiles).
+  /// Whether the process may use the AMX tiles does not matter here.
+  bool wideFloatTiles = false;
   /// The L2 cache per core in bytes: the host's from sysfs, else (a named
   /// CPU, or no sysfs) 1 MiB.
   int64_t l2Bytes = 1 << 20;

@@ -1,0 +1,36 @@
+// On Intel cores with AMX (named by target-cpu, or the host), float32
+// products of two or more 64-column panels and at least 256 reduction steps
+// take 6 x 64 register tiles (24 zmm accumulators) over B packed in 64-column
+// panels; 256 rows leave a 4-row remainder tile. Shallow products (a
+// training step's 64-deep weight gradients), other AVX-512 CPUs and a
+// vector width given as an option keep 8 x 32 tiles over 32-column panels.
+// RUN: mithril-opt %s --split-input-file --mithril-cpu-pipeline="target-cpu=sapphirerapids stop-after=fusion" | FileCheck %s --check-prefix=WIDE
+// RUN: mithril-opt %s --split-input-file --mithril-cpu-pipeline="target-cpu=skylake-avx512 stop-after=fusion" | FileCheck %s --check-prefix=NARROW
+// RUN: mithril-opt %s --split-input-file --mithril-cpu-pipeline="target-cpu=sapphirerapids vector-bits=512 stop-after=fusion" | FileCheck %s --check-prefix=NARROW
+
+// WIDE-LABEL: func.func @Deep
+// WIDE: tensor<4x256x64xf32>
+// WIDE: iter_args({{.+}}) -> (vector<6x64xf32>)
+// WIDE: iter_args({{.+}}) -> (vector<4x64xf32>)
+// WIDE-NOT: -> (vector<8x32xf32>)
+// NARROW-LABEL: func.func @Deep
+// NARROW: tensor<8x256x32xf32>
+// NARROW: iter_args({{.+}}) -> (vector<8x32xf32>)
+// NARROW-NOT: vector<{{[0-9]+}}x64xf32>
+mithril.model @Deep(data %x: tensor<256x512xf32>, param %w: tensor<512x512xf32>) -> (y: tensor<256x512xf32>) {
+  %mm = mithril.matmul %x, %w : (tensor<256x512xf32>, tensor<512x512xf32>) -> tensor<256x512xf32>
+  mithril.output %mm : tensor<256x512xf32>
+}
+
+// -----
+
+// WIDE-LABEL: func.func @Shallow
+// WIDE-NOT: vector<{{[0-9]+}}x64xf32>
+// WIDE: iter_args({{.+}}) -> (vector<8x32xf32>)
+// WIDE-NOT: vector<{{[0-9]+}}x64xf32>
+// NARROW-LABEL: func.func @Shallow
+// NARROW-NOT: vector<{{[0-9]+}}x64xf32>
+mithril.model @Shallow(data %x: tensor<512x64xf32>, param %w: tensor<64x512xf32>) -> (y: tensor<512x512xf32>) {
+  %mm = mithril.matmul %x, %w : (tensor<512x64xf32>, tensor<64x512xf32>) -> tensor<512x512xf32>
+  mithril.output %mm : tensor<512x512xf32>
+}
