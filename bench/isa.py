@@ -1,7 +1,7 @@
 # Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
 # Exceptions. See LICENSE for license information.
 """Our code for each ISA against OpenBLAS's kernels for the same ISA, on the
-host at hand: sgemm 1024 and 2048, one thread.
+host at hand: sgemm 1024 and 2048, on one thread (and more with --threads).
 
 Our AVX2 code (`cpu_options={"target_cpu": "haswell"}`: 6 x 16 register
 tiles in ymm) runs on any AVX2 host, and OpenBLAS's dynamic-arch builds pick
@@ -10,12 +10,13 @@ measured on one machine. Where the host runs 256-bit FMAs at its 512-bit rate
 (AMD Zen 4 double-pumps zmm; Intel AVX-512 cores do not), the AVX2 rows
 compare the kernels on equal terms.
 
-    /usr/bin/python3 bench/isa.py [--numpy-python PY] [--rounds 3] [-o FILE]
+    /usr/bin/python3 bench/isa.py [--numpy-python PY] [--rounds 3] [--threads 1,2] [-o FILE]
 
 `--numpy-python` names the interpreter whose numpy links a dynamic-arch
 OpenBLAS (the peers' venv's scipy-openblas, say; Debian's numpy uses whatever
 libblas.so.3 points to, which may be the reference BLAS). Each measurement
-runs in a fresh process pinned to the first core; the rounds alternate the
+runs in a fresh process pinned to the first N cores (N threads: ours'
+num_threads, OpenBLAS's OPENBLAS_NUM_THREADS); the rounds alternate the
 candidates and the table gives the best round's median call."""
 
 import argparse
@@ -39,7 +40,7 @@ CANDIDATES = (
 )
 
 
-def measure(kind: str, n: int, calls: int) -> None:
+def measure(kind: str, n: int, calls: int, threads: int) -> None:
     """In a launched process: the median seconds of one n x n product."""
     import numpy as np
     rng = np.random.default_rng(n)
@@ -53,7 +54,8 @@ def measure(kind: str, n: int, calls: int) -> None:
         model = Model()
         model |= MatrixMultiply().connect(left="a", right="b", output=ml.IOKey("c"))
         options = {"target_cpu": kind} if kind != "host" else None
-        pm = ml.compile(model, ml.MlirBackend(num_threads=1), shapes={"a": [n, n], "b": [n, n]},
+        pm = ml.compile(model, ml.MlirBackend(num_threads=threads),
+                        shapes={"a": [n, n], "b": [n, n]},
                         inference=True, cpu_options=options)
         run = lambda: pm.evaluate({}, {"a": a, "b": b})["c"]  # noqa: E731
     reference = a.astype(np.float64) @ b.astype(np.float64)
@@ -69,13 +71,14 @@ def measure(kind: str, n: int, calls: int) -> None:
     print(times[len(times) // 2])
 
 
-def launch(python: str, kind: str, n: int, coretype, calls: int) -> float:
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+def launch(python: str, kind: str, n: int, coretype, calls: int, threads: int) -> float:
+    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
     env.pop("OPENBLAS_CORETYPE", None)
     if coretype:
         env["OPENBLAS_CORETYPE"] = coretype
-    cmd = ["taskset", "-c", "0", python, os.path.abspath(__file__), "--measure", kind,
-           "--size", str(n), "--calls", str(calls)]
+    cores = ",".join(str(c) for c in range(threads))
+    cmd = ["taskset", "-c", cores, python, os.path.abspath(__file__), "--measure", kind,
+           "--size", str(n), "--calls", str(calls), "--threads", str(threads)]
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
     return float(out.strip().splitlines()[-1])
 
@@ -84,39 +87,53 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--numpy-python", default=sys.executable)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", default="1",
+                        help="comma-separated thread counts, one table each (default 1)")
     parser.add_argument("-o", "--output")
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--calls", type=int, default=10, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
-        return measure(args.measure, args.size, args.calls)
+        return measure(args.measure, args.size, args.calls, args.threads and int(args.threads))
+    thread_counts = [int(t) for t in args.threads.split(",")]
+    if any(t < 1 or t > (os.cpu_count() or 1) for t in thread_counts):
+        sys.exit(f"bench/isa.py: --threads {args.threads}: each count must be 1 to "
+                 f"{os.cpu_count()} (this host's CPUs)")
     best = {}
     for _ in range(args.rounds):
-        for n in SIZES:
-            calls = max(3, 20 * 1024 // n)
-            for label, target, coretype in CANDIDATES:
-                if target is None:
-                    t = launch(args.numpy_python, "numpy", n, coretype, calls)
-                else:
-                    t = launch(sys.executable, target or "host", n, None, calls)
-                best[label, n] = min(best.get((label, n), float("inf")), t)
+        for threads in thread_counts:
+            for n in SIZES:
+                calls = max(3, 20 * 1024 // n)
+                for label, target, coretype in CANDIDATES:
+                    if target is None:
+                        t = launch(args.numpy_python, "numpy", n, coretype, calls, threads)
+                    else:
+                        t = launch(sys.executable, target or "host", n, None, calls, threads)
+                    key = (label, n, threads)
+                    best[key] = min(best.get(key, float("inf")), t)
     lines = ["# Our code per ISA against OpenBLAS's kernels for it", "",
-             f"Measured by `bench/isa.py` on {host_description()}, one thread (taskset -c 0), "
+             f"Measured by `bench/isa.py` on {host_description()}, "
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; the best of "
              f"{args.rounds} alternating rounds of each launch's median call; numpy from "
-             f"`{args.numpy_python}`.", "",
-             "| candidate | " + " | ".join(f"sgemm {n} (ms, GFLOP/s)" for n in SIZES) + " |",
-             "| --- | " + " | ".join("---" for _ in SIZES) + " |"]
-    for label, _, _ in CANDIDATES:
-        cells = [f"{best[label, n] * 1e3:.2f}, {2 * n ** 3 / best[label, n] / 1e9:.1f}"
-                 for n in SIZES]
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    for n in SIZES:
-        ratio = best["OpenBLAS, Haswell kernels (AVX2)", n] / best["ours, AVX2 code (haswell)", n]
+             f"`{args.numpy_python}`."]
+    for threads in thread_counts:
+        cores = "core 0" if threads == 1 else f"cores 0-{threads - 1}"
+        lines += ["", f"{threads} thread{'s' if threads > 1 else ''} (taskset on {cores}):", "",
+                  "| candidate | " + " | ".join(f"sgemm {n} (ms, GFLOP/s)" for n in SIZES) + " |",
+                  "| --- | " + " | ".join("---" for _ in SIZES) + " |"]
+        for label, _, _ in CANDIDATES:
+            cells = [f"{best[label, n, threads] * 1e3:.2f}, "
+                     f"{2 * n ** 3 / best[label, n, threads] / 1e9:.1f}" for n in SIZES]
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
         lines.append("")
-        lines.append(f"sgemm {n}: our AVX2 code at {ratio:.2f}x of OpenBLAS's Haswell kernels "
-                     "(above 1: faster).")
+        for n in SIZES:
+            host = best["OpenBLAS, its choice", n, threads] / best["ours, host code", n, threads]
+            avx2 = (best["OpenBLAS, Haswell kernels (AVX2)", n, threads]
+                    / best["ours, AVX2 code (haswell)", n, threads])
+            lines.append(f"sgemm {n}, {threads} thread{'s' if threads > 1 else ''}: our host code "
+                         f"at {host:.2f}x of OpenBLAS's own choice, our AVX2 code at {avx2:.2f}x "
+                         "of its Haswell kernels (above 1: faster).")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.output:
