@@ -53,6 +53,8 @@ func.func @tile(%a: memref<1024x1024xf32>, %b: memref<1024x32xf32>, %c: memref<1
 // CHECK-NOT: memref.prefetch
 // CHECK-LABEL: func.func @elsewhere
 // CHECK-NOT: memref.prefetch
+// CHECK-LABEL: func.func @indices
+// CHECK-NOT: memref.prefetch
 // CHECK: return
 func.func @small(%c: memref<256x256xf32>, %col: index) {
   %c0 = arith.constant 0 : index
@@ -105,6 +107,24 @@ func.func @elsewhere(%c: memref<1024x1024xf32>, %d: memref<1024x1024xf32>, %col:
       scf.yield %next : vector<8x32xf32>
     }
     vector.transfer_write %sum, %d[%row, %col] {in_bounds = [true, true]} : vector<8x32xf32>, memref<1024x1024xf32>
+  }
+  return
+}
+
+// A buffer of indices (no bit width to count lines in) is left alone.
+func.func @indices(%c: memref<1024x1024xindex>, %col: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c1024 = arith.constant 1024 : index
+  scf.for %row = %c0 to %c1024 step %c8 {
+    %view = memref.subview %c[%row, %col] [8, 32] [1, 1] : memref<1024x1024xindex> to memref<8x32xindex, strided<[1024, 1], offset: ?>>
+    %acc = vector.transfer_read %view[%c0, %c0], %c0 {in_bounds = [true, true]} : memref<8x32xindex, strided<[1024, 1], offset: ?>>, vector<8x32xindex>
+    %sum = scf.for %k = %c0 to %c1024 step %c1 iter_args(%carried = %acc) -> (vector<8x32xindex>) {
+      %next = arith.addi %carried, %carried : vector<8x32xindex>
+      scf.yield %next : vector<8x32xindex>
+    }
+    vector.transfer_write %sum, %view[%c0, %c0] {in_bounds = [true, true]} : vector<8x32xindex>, memref<8x32xindex, strided<[1024, 1], offset: ?>>
   }
   return
 }

@@ -93,8 +93,8 @@ static bool wideFloatTile(linalg::LinalgOp op, const RegisterFile &regs) {
     return false;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   // Packed: the panel is the columns' loop.
-  if (op.getNumLoops() == 4 && !isa<linalg::MatmulOp>(op.getOperation()))
-    return ranges[2] == kWideFloatColumns;
+  if (kernelOf(op) == CpuKernel::PackedMatmul)
+    return op.getNumLoops() == 4 && ranges[2] == kWideFloatColumns;
   return isa<linalg::MatmulOp>(op.getOperation()) && !ShapedType::isDynamic(ranges[1]) &&
          !ShapedType::isDynamic(ranges[2]) && ranges[1] % kWideFloatColumns == 0 &&
          ranges[1] > kWideFloatColumns && ranges[2] >= kWideFloatMinDepth;

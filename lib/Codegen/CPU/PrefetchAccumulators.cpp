@@ -103,7 +103,8 @@ SmallVector<SmallVector<int64_t>> lineOffsets(vector::TransferReadOp read) {
   int64_t rank = buffer.getRank();
   SmallVector<int64_t> strides;
   int64_t offset;
-  if (read.getMask() || rank == 0 || vector.getRank() == 0 || vector.isScalable() ||
+  if (!buffer.getElementType().isIntOrFloat() || read.getMask() || rank == 0 ||
+      vector.getRank() == 0 || vector.isScalable() ||
       llvm::any_of(read.getInBoundsValues(), [](bool inBounds) { return !inBounds; }) ||
       failed(buffer.getStridesAndOffset(strides, offset)) || strides.back() != 1 ||
       !map.isProjectedPermutation(/*allowZeroInResults=*/false) ||
@@ -111,7 +112,7 @@ SmallVector<SmallVector<int64_t>> lineOffsets(vector::TransferReadOp read) {
     return {};
   int64_t elementBytes = llvm::divideCeil(buffer.getElementTypeBitWidth(), 8);
   int64_t rowBytes = vector.getShape().back() * elementBytes;
-  if (elementBytes == 0 || kLineBytes % elementBytes != 0)
+  if (kLineBytes % elementBytes != 0)
     return {};
   int64_t linesPerRow = llvm::divideCeil(rowBytes, kLineBytes);
   int64_t rows = vector.getNumElements() / vector.getShape().back();
@@ -164,7 +165,7 @@ struct PrefetchAccumulatorsPass
             write.getPermutationMap() != read.getPermutationMap())
           continue;
         auto root = dyn_cast<MemRefType>(rootBuffer(read.getBase()).getType());
-        if (!root || !root.hasStaticShape() ||
+        if (!root || !root.hasStaticShape() || !root.getElementType().isIntOrFloat() ||
             root.getNumElements() * llvm::divideCeil(root.getElementTypeBitWidth(), 8) < threshold)
           continue;
         tiles.push_back({loop, read});
