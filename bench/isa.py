@@ -1,7 +1,8 @@
 # Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
 # Exceptions. See LICENSE for license information.
 """Our code for each ISA against OpenBLAS's kernels for the same ISA, on the
-host at hand: sgemm 1024 and 2048, on one thread (and more with --threads).
+host at hand: sgemm 1024 and 2048 (dgemm with --dtype float64), on one thread
+(and more with --threads).
 
 Our AVX2 code (`cpu_options={"target_cpu": "haswell"}`: 6 x 16 register
 tiles in ymm) runs on any AVX2 host, and OpenBLAS's dynamic-arch builds pick
@@ -10,7 +11,8 @@ measured on one machine. Where the host runs 256-bit FMAs at its 512-bit rate
 (AMD Zen 4 double-pumps zmm; Intel AVX-512 cores do not), the AVX2 rows
 compare the kernels on equal terms.
 
-    /usr/bin/python3 bench/isa.py [--numpy-python PY] [--rounds 3] [--threads 1,2] [-o FILE]
+    /usr/bin/python3 bench/isa.py [--numpy-python PY] [--rounds 3] [--threads 1,2]
+                                  [--dtype float32] [-o FILE]
 
 `--numpy-python` names the interpreter whose numpy links a dynamic-arch
 OpenBLAS (the peers' venv's scipy-openblas, say; Debian's numpy uses whatever
@@ -40,12 +42,12 @@ CANDIDATES = (
 )
 
 
-def measure(kind: str, n: int, calls: int, threads: int) -> None:
+def measure(kind: str, n: int, calls: int, threads: int, dtype: str) -> None:
     """In a launched process: the median seconds of one n x n product."""
     import numpy as np
     rng = np.random.default_rng(n)
-    a = rng.standard_normal((n, n)).astype(np.float32)
-    b = rng.standard_normal((n, n)).astype(np.float32)
+    a = rng.standard_normal((n, n)).astype(dtype)
+    b = rng.standard_normal((n, n)).astype(dtype)
     if kind == "numpy":
         run = lambda: a @ b  # noqa: E731
     else:
@@ -54,7 +56,9 @@ def measure(kind: str, n: int, calls: int, threads: int) -> None:
         model = Model()
         model |= MatrixMultiply().connect(left="a", right="b", output=ml.IOKey("c"))
         options = {"target_cpu": kind} if kind != "host" else None
-        pm = ml.compile(model, ml.MlirBackend(num_threads=threads),
+        backend = ml.MlirBackend(num_threads=threads,
+                                 dtype=ml.float64 if dtype == "float64" else ml.float32)
+        pm = ml.compile(model, backend,
                         shapes={"a": [n, n], "b": [n, n]},
                         inference=True, cpu_options=options)
         run = lambda: pm.evaluate({}, {"a": a, "b": b})["c"]  # noqa: E731
@@ -71,14 +75,15 @@ def measure(kind: str, n: int, calls: int, threads: int) -> None:
     print(times[len(times) // 2])
 
 
-def launch(python: str, kind: str, n: int, coretype, calls: int, threads: int) -> float:
+def launch(python: str, kind: str, n: int, coretype, calls: int, threads: int,
+           dtype: str) -> float:
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
     env.pop("OPENBLAS_CORETYPE", None)
     if coretype:
         env["OPENBLAS_CORETYPE"] = coretype
     cores = ",".join(str(c) for c in range(threads))
     cmd = ["taskset", "-c", cores, python, os.path.abspath(__file__), "--measure", kind,
-           "--size", str(n), "--calls", str(calls), "--threads", str(threads)]
+           "--size", str(n), "--calls", str(calls), "--threads", str(threads), "--dtype", dtype]
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
     return float(out.strip().splitlines()[-1])
 
@@ -89,13 +94,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", default="1",
                         help="comma-separated thread counts, one table each (default 1)")
+    parser.add_argument("--dtype", default="float32", choices=("float32", "float64"),
+                        help="sgemm (float32, the default) or dgemm (float64)")
     parser.add_argument("-o", "--output")
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--calls", type=int, default=10, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
-        return measure(args.measure, args.size, args.calls, args.threads and int(args.threads))
+        return measure(args.measure, args.size, args.calls, int(args.threads), args.dtype)
+    gemm = "sgemm" if args.dtype == "float32" else "dgemm"
     thread_counts = [int(t) for t in args.threads.split(",")]
     if any(t < 1 or t > (os.cpu_count() or 1) for t in thread_counts):
         sys.exit(f"bench/isa.py: --threads {args.threads}: each count must be 1 to "
@@ -107,9 +115,11 @@ def main() -> None:
                 calls = max(3, 20 * 1024 // n)
                 for label, target, coretype in CANDIDATES:
                     if target is None:
-                        t = launch(args.numpy_python, "numpy", n, coretype, calls, threads)
+                        t = launch(args.numpy_python, "numpy", n, coretype, calls, threads,
+                                   args.dtype)
                     else:
-                        t = launch(sys.executable, target or "host", n, None, calls, threads)
+                        t = launch(sys.executable, target or "host", n, None, calls, threads,
+                                   args.dtype)
                     key = (label, n, threads)
                     best[key] = min(best.get(key, float("inf")), t)
     lines = ["# Our code per ISA against OpenBLAS's kernels for it", "",
@@ -120,7 +130,7 @@ def main() -> None:
     for threads in thread_counts:
         cores = "core 0" if threads == 1 else f"cores 0-{threads - 1}"
         lines += ["", f"{threads} thread{'s' if threads > 1 else ''} (taskset on {cores}):", "",
-                  "| candidate | " + " | ".join(f"sgemm {n} (ms, GFLOP/s)" for n in SIZES) + " |",
+                  "| candidate | " + " | ".join(f"{gemm} {n} (ms, GFLOP/s)" for n in SIZES) + " |",
                   "| --- | " + " | ".join("---" for _ in SIZES) + " |"]
         for label, _, _ in CANDIDATES:
             cells = [f"{best[label, n, threads] * 1e3:.2f}, "
@@ -131,7 +141,7 @@ def main() -> None:
             host = best["OpenBLAS, its choice", n, threads] / best["ours, host code", n, threads]
             avx2 = (best["OpenBLAS, Haswell kernels (AVX2)", n, threads]
                     / best["ours, AVX2 code (haswell)", n, threads])
-            lines.append(f"sgemm {n}, {threads} thread{'s' if threads > 1 else ''}: our host code "
+            lines.append(f"{gemm} {n}, {threads} thread{'s' if threads > 1 else ''}: our host code "
                          f"at {host:.2f}x of OpenBLAS's own choice, our AVX2 code at {avx2:.2f}x "
                          "of its Haswell kernels (above 1: faster).")
     text = "\n".join(lines) + "\n"
