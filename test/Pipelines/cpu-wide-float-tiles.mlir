@@ -34,3 +34,20 @@ mithril.model @Shallow(data %x: tensor<512x64xf32>, param %w: tensor<64x512xf32>
   %mm = mithril.matmul %x, %w : (tensor<512x64xf32>, tensor<64x512xf32>) -> tensor<512x512xf32>
   mithril.output %mm : tensor<512x512xf32>
 }
+
+// -----
+
+// A product whose reduction is one block, into a zero fill: the rows 6 does
+// not divide split off the packed product, and each part's tiles start
+// from zeros (its own fill, fused) rather than load a fill of the block.
+// WIDE-LABEL: func.func @OneBlock
+// WIDE-DAG: %[[ZERO4:.+]] = arith.constant dense<0.000000e+00> : vector<4x64xf32>
+// WIDE-DAG: %[[ZERO6:.+]] = arith.constant dense<0.000000e+00> : vector<6x64xf32>
+// WIDE: iter_args(%{{.+}} = %[[ZERO6]]) -> (vector<6x64xf32>)
+// WIDE: iter_args(%{{.+}} = %[[ZERO4]]) -> (vector<4x64xf32>)
+// NARROW-LABEL: func.func @OneBlock
+// NARROW: -> (vector<8x32xf32>)
+mithril.model @OneBlock(data %x: tensor<256x256xf32>, param %w: tensor<256x512xf32>) -> (y: tensor<256x512xf32>) {
+  %mm = mithril.matmul %x, %w : (tensor<256x256xf32>, tensor<256x512xf32>) -> tensor<256x512xf32>
+  mithril.output %mm : tensor<256x512xf32>
+}

@@ -740,7 +740,7 @@ bool Scheduler::packsRowsTogether(linalg::LinalgOp op) const {
 /// splits `op` and gives each part a fill of its own (fillEachPart), which
 /// fuses into the part's register tiles rather than writing the whole
 /// output before the parts read it back. Null where there is none.
-static linalg::FillOp detachAccumulatorFill(linalg::LinalgOp op) {
+linalg::FillOp mithril::cpu::detail::detachAccumulatorFill(linalg::LinalgOp op) {
   if (op.getNumDpsInits() != 1)
     return nullptr;
   auto fill = op.getDpsInitOperand(0)->get().getDefiningOp<linalg::FillOp>();
@@ -752,8 +752,8 @@ static linalg::FillOp detachAccumulatorFill(linalg::LinalgOp op) {
 
 /// Gives each of `parts` (of an op whose fill detachAccumulatorFill took)
 /// `fill` over its own init, and erases the original fill.
-static void fillEachPart(RewriterBase &rewriter, linalg::FillOp fill,
-                         ArrayRef<TilingInterface> parts) {
+void mithril::cpu::detail::fillEachPart(RewriterBase &rewriter, linalg::FillOp fill,
+                                        ArrayRef<TilingInterface> parts) {
   if (!fill)
     return;
   for (TilingInterface part : parts) {

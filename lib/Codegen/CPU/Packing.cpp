@@ -214,9 +214,18 @@ void Scheduler::splitRowRemainder(IRRewriter &rewriter, linalg::LinalgOp op) {
   if (ShapedType::isDynamic(m) || m <= rows || m % rows == 0)
     return;
   CpuKernel kernel = kernelOf(op);
+  // Each part starts from a fill of its own, which fuses into its register
+  // tiles (a fill of the whole block was written first and read back).
+  linalg::FillOp fill = detachAccumulatorFill(op);
   rewriter.setInsertionPoint(op);
   auto [whole, rest] = linalg::splitOp(rewriter, cast<TilingInterface>(op.getOperation()), 0,
                                        rewriter.getIndexAttr(m - m % rows));
+  if (!whole) {
+    if (fill)
+      op.getDpsInitOperand(0)->set(fill.getResult(0));
+    return;
+  }
+  fillEachPart(rewriter, fill, {whole, rest});
   // Each part gets the tiles of its own rows (the rest: the divisor of
   // its rows that fitTilesToLoops picks).
   for (TilingInterface part : {whole, rest})

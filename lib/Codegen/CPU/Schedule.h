@@ -466,6 +466,16 @@ public:
                                  int64_t columns);
 };
 
+/// The zero fill that only `op` reads (its init), taken off it: the caller
+/// splits `op` and gives each part a fill of its own (fillEachPart), which
+/// fuses into the part's register tiles rather than writing the whole
+/// output before the parts read it back. Null where there is none.
+linalg::FillOp detachAccumulatorFill(linalg::LinalgOp op);
+
+/// Gives each of `parts` (of an op whose fill detachAccumulatorFill took)
+/// `fill` over its own init, and erases the original fill.
+void fillEachPart(RewriterBase &rewriter, linalg::FillOp fill, ArrayRef<TilingInterface> parts);
+
 } // namespace mithril::cpu::detail
 
 #endif // MITHRIL_LIB_CODEGEN_CPU_SCHEDULE_H
