@@ -736,10 +736,7 @@ bool Scheduler::packsRowsTogether(linalg::LinalgOp op) const {
                       [](auto pair) { return std::get<0>(pair) > std::get<1>(pair); });
 }
 
-/// The zero fill that only `op` reads (its init), taken off it: the caller
-/// splits `op` and gives each part a fill of its own (fillEachPart), which
-/// fuses into the part's register tiles rather than writing the whole
-/// output before the parts read it back. Null where there is none.
+// (Documented in Schedule.h.)
 linalg::FillOp mithril::cpu::detail::detachAccumulatorFill(linalg::LinalgOp op) {
   if (op.getNumDpsInits() != 1)
     return nullptr;
@@ -750,8 +747,7 @@ linalg::FillOp mithril::cpu::detail::detachAccumulatorFill(linalg::LinalgOp op) 
   return fill;
 }
 
-/// Gives each of `parts` (of an op whose fill detachAccumulatorFill took)
-/// `fill` over its own init, and erases the original fill.
+// (Documented in Schedule.h.)
 void mithril::cpu::detail::fillEachPart(RewriterBase &rewriter, linalg::FillOp fill,
                                         ArrayRef<TilingInterface> parts) {
   if (!fill)

@@ -218,13 +218,9 @@ void Scheduler::splitRowRemainder(IRRewriter &rewriter, linalg::LinalgOp op) {
   // tiles (a fill of the whole block was written first and read back).
   linalg::FillOp fill = detachAccumulatorFill(op);
   rewriter.setInsertionPoint(op);
+  // (Split strictly inside the rows: both parts exist.)
   auto [whole, rest] = linalg::splitOp(rewriter, cast<TilingInterface>(op.getOperation()), 0,
                                        rewriter.getIndexAttr(m - m % rows));
-  if (!whole) {
-    if (fill)
-      op.getDpsInitOperand(0)->set(fill.getResult(0));
-    return;
-  }
   fillEachPart(rewriter, fill, {whole, rest});
   // Each part gets the tiles of its own rows (the rest: the divisor of
   // its rows that fitTilesToLoops picks).
