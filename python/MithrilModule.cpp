@@ -475,6 +475,106 @@ TensorView viewOf(const py::array &array, const TerminalInfo &t, const char *rol
                     llvm::SmallVector<int64_t>(shape.begin(), shape.end())};
 }
 
+/// evaluate()'s common call (physical.py's fast plan: a static CPU model, every
+/// input an ndarray of its compiled dtype and shape under the model's own
+/// name) as one native step: inputs looked up in the two dicts, checked, fresh
+/// outputs, the run, the result dict. A model that streams more than the L2
+/// holds (the MLP's 2.6 MB of weights) leaves the caches cold for whatever runs
+/// between its calls: the same steps in Python took 33 us there (2.7 warm),
+/// here a few. None where the call is not a common one: physical.py's general
+/// path then runs and reports what is wrong.
+class CommonCall {
+public:
+  /// `inputs`: (name, dtype, shape) in the compiled order; `outputs`: (shape,
+  /// dtype); `outputNames`: the result's keys; `dictType`: its dict subclass.
+  CommonCall(const CompiledModel &model, const py::list &inputs, const py::list &outputs,
+             const py::list &outputNames, py::object dictType)
+      : model(model), dictType(std::move(dictType)) {
+    if (inputs.size() != model.inputs().size() || outputs.size() != model.outputs().size() ||
+        outputNames.size() != outputs.size())
+      raise("CommonCall: the plan does not match the compiled terminals");
+    for (py::handle entry : inputs) {
+      auto fields = entry.cast<py::tuple>();
+      py::str name = fields[0].cast<py::str>();
+      PyUnicode_InternInPlace(&name.ptr());
+      inputNames.push_back(name);
+      inputTypes.push_back(py::dtype::from_args(fields[1]));
+      inputShapes.push_back(fields[2].cast<std::vector<int64_t>>());
+    }
+    for (auto [entry, name] : llvm::zip(outputs, outputNames)) {
+      auto fields = entry.cast<py::tuple>();
+      outputShapes.push_back(fields[0].cast<std::vector<py::ssize_t>>());
+      outputTypes.push_back(py::dtype::from_args(fields[1]));
+      this->outputNames.push_back(py::reinterpret_borrow<py::object>(name));
+    }
+  }
+
+  py::object operator()(py::handle params, py::handle data) const {
+    PyObject *p = params.is_none() ? nullptr : params.ptr();
+    PyObject *d = data.is_none() ? nullptr : data.ptr();
+    if ((p && !PyDict_Check(p)) || (d && !PyDict_Check(d)))
+      return py::none();
+    if ((p ? PyDict_GET_SIZE(p) : 0) + (d ? PyDict_GET_SIZE(d) : 0) !=
+        static_cast<py::ssize_t>(inputNames.size()))
+      return py::none();
+    auto &api = py::detail::npy_api::get();
+    llvm::SmallVector<TensorView, 8> in(inputNames.size());
+    for (size_t i = 0; i < inputNames.size(); ++i) {
+      PyObject *name = inputNames[i].ptr();
+      PyObject *value = d ? PyDict_GetItemWithError(d, name) : nullptr;
+      if (value && p && PyDict_Contains(p, name))
+        return py::none(); // given twice
+      if (!value && !PyErr_Occurred() && p)
+        value = PyDict_GetItemWithError(p, name);
+      if (PyErr_Occurred())
+        throw py::error_already_set();
+      if (!value || Py_TYPE(value) != reinterpret_cast<PyTypeObject *>(api.PyArray_Type_))
+        return py::none();
+      auto *array = py::detail::array_proxy(value);
+      const std::vector<int64_t> &shape = inputShapes[i];
+      if (array->nd != static_cast<int>(shape.size()) ||
+          !(array->flags & py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_) ||
+          !api.PyArray_EquivTypes_(array->descr, inputTypes[i].ptr()))
+        return py::none();
+      for (size_t k = 0; k < shape.size(); ++k)
+        if (array->dimensions[k] != shape[k])
+          return py::none();
+      in[i] = TensorView{array->data, model.inputs()[i].dtype,
+                         llvm::SmallVector<int64_t>(shape.begin(), shape.end())};
+    }
+    llvm::SmallVector<py::array, 2> results;
+    llvm::SmallVector<TensorView, 2> out;
+    for (size_t i = 0; i < outputShapes.size(); ++i) {
+      results.emplace_back(outputTypes[i], outputShapes[i]);
+      out.push_back(
+          TensorView{results.back().mutable_data(), model.outputs()[i].dtype,
+                     llvm::SmallVector<int64_t>(outputShapes[i].begin(), outputShapes[i].end())});
+    }
+    llvm::Error err = llvm::Error::success();
+    {
+      py::gil_scoped_release release;
+      err = model.run(in, out);
+    }
+    if (err)
+      raise(llvm::toString(std::move(err)));
+    py::object result = dictType();
+    for (size_t i = 0; i < results.size(); ++i)
+      if (PyDict_SetItem(result.ptr(), outputNames[i].ptr(), results[i].ptr()) != 0)
+        throw py::error_already_set();
+    return result;
+  }
+
+private:
+  const CompiledModel &model;
+  py::object dictType;
+  std::vector<py::str> inputNames;
+  std::vector<py::dtype> inputTypes;
+  std::vector<std::vector<int64_t>> inputShapes;
+  std::vector<py::dtype> outputTypes;
+  std::vector<std::vector<py::ssize_t>> outputShapes;
+  std::vector<py::object> outputNames;
+};
+
 } // namespace
 
 PYBIND11_MODULE(_mithril, m) {
@@ -505,6 +605,10 @@ PYBIND11_MODULE(_mithril, m) {
       .def("add_output", &PyModelBuilder::addOutput, py::arg("name"), py::arg("value"))
       .def("finish", &PyModelBuilder::finish)
       .def("type_of", &PyModelBuilder::typeOf, py::arg("value"));
+
+  py::class_<CommonCall>(m, "CommonCall")
+      .def("__call__", &CommonCall::operator(), py::arg("params").none(true),
+           py::arg("data").none(true));
 
   py::class_<CompiledModel>(m, "CompiledModel")
       .def_property_readonly("entry", &CompiledModel::entry)
@@ -578,6 +682,18 @@ PYBIND11_MODULE(_mithril, m) {
           },
           py::arg("inputs"), py::arg("outputs"),
           "Runs the model on C-contiguous arrays; outputs are written in place")
+      .def(
+          "common_call",
+          [](const CompiledModel &c, const py::list &inputs, const py::list &outputs,
+             const py::list &outputNames, py::object dictType) {
+            return CommonCall(c, inputs, outputs, outputNames, std::move(dictType));
+          },
+          py::arg("inputs"), py::arg("outputs"), py::arg("output_names"), py::arg("dict_type"),
+          py::keep_alive<0, 1>(),
+          "evaluate()'s common call as one native step: call(params, data) with "
+          "inputs (name, dtype, shape) and outputs (shape, dtype) as compiled; "
+          "the outputs in a dict_type keyed by output_names, or None where the "
+          "call is not a common one")
       .def(
           "output_shapes",
           [](const CompiledModel &c, const std::vector<std::vector<int64_t>> &shapes) {

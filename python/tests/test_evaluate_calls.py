@@ -58,6 +58,37 @@ def test_the_common_call_is_the_general_one(compiled):
     assert again["output"] is not fast["output"]
 
 
+def test_the_common_call_is_one_native_step(compiled):
+    # _mithril.CommonCall: the lookups, checks, outputs and run in C++; it
+    # answers None for any call that is not a common one, and evaluate then
+    # takes the Python paths, which give the same numbers.
+    from types import MappingProxyType
+    pm, params, x = compiled
+    expected = general(pm, params, {"input": x})["output"]
+    pm.evaluate(params, {"input": x})
+    native = pm._fast_plan[4]
+    assert native is not None
+    direct = native(params, {"input": x})  # a NameDict of parameters as it is
+    assert type(direct) is pm._fast_plan[3] and list(direct) == ["output"]
+    np.testing.assert_array_equal(direct["output"], expected)
+    np.testing.assert_array_equal(native(None, {**params, "input": x})["output"], expected)
+
+    class Subclass(np.ndarray):
+        pass
+
+    uncommon = [(params, {"input": x.view(Subclass)}), (params, {"input": x.astype(">f4")}),
+                (params, {"input": np.asfortranarray(x)}), (params, {"input": x.astype(np.float64)}),
+                (params, {}), (params, {"input": x[:2]}), (MappingProxyType(dict(params)), {"input": x}),
+                (params, {"input": x, "linear_0.bias": params["linear_0.bias"]}),
+                (params, {"input": x.tolist()})]
+    for given, data in uncommon:
+        assert native(given, data) is None
+    for given, data in uncommon[:4] + uncommon[6:7]:
+        np.testing.assert_allclose(pm.evaluate(given, data)["output"], expected, rtol=1e-6)
+    with pytest.raises(MithrilError, match="expected shape"):
+        pm.evaluate(params, {"input": x[:2]})
+
+
 def test_bfloat16_bits_take_the_common_call():
     # bfloat16 terminals: their bit patterns (uint16) go straight in, and
     # the outputs come back as the general path returns them; float arrays
@@ -68,7 +99,7 @@ def test_bfloat16_bits_take_the_common_call():
     params = {k: to_bfloat16_bits(v) for k, v in pm.randomize_params(seed=1).items()}
     x = np.random.default_rng(2).standard_normal((4, 5)).astype(np.float32)
     fast = pm.evaluate(params, {"input": to_bfloat16_bits(x)})
-    assert pm._fast_plan
+    assert pm._fast_plan and pm._fast_plan[4] is None  # converted in Python
     slow = general(pm, params, {"input": to_bfloat16_bits(x)})
     assert fast["output"].dtype == slow["output"].dtype == pm.backend.dtype
     np.testing.assert_array_equal(fast["output"], slow["output"])
