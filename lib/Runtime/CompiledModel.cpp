@@ -888,17 +888,20 @@ CompiledModel::compileFresh(StringRef source, const CompileOptions &options) {
 /// A memref descriptor laid out as the LLVM lowering expects it:
 /// {allocated, aligned, offset, sizes[rank], strides[rank]}.
 /// `data` is the view's own, or its copy on the GPU.
-static void buildDescriptor(std::vector<int64_t> &storage, const TensorView &view,
-                            const void *data) {
-  size_t rank = view.shape.size();
-  storage.assign(3 + 2 * rank, 0);
-  storage[0] = reinterpret_cast<int64_t>(data);
-  storage[1] = reinterpret_cast<int64_t>(data);
-  storage[2] = 0;
+/// Appends the strided memref descriptor of `view` (allocated and aligned
+/// pointers, offset, sizes, strides) at `data` to `storage`.
+static void appendDescriptor(SmallVectorImpl<int64_t> &storage, const TensorView &view,
+                             const void *data) {
+  size_t rank = view.shape.size(), start = storage.size();
+  storage.resize(start + 3 + 2 * rank);
+  int64_t *d = storage.data() + start;
+  d[0] = reinterpret_cast<int64_t>(data);
+  d[1] = reinterpret_cast<int64_t>(data);
+  d[2] = 0;
   int64_t stride = 1;
   for (size_t i = rank; i-- > 0;) {
-    storage[3 + i] = view.shape[i];
-    storage[3 + rank + i] = stride;
+    d[3 + i] = view.shape[i];
+    d[3 + rank + i] = stride;
     stride *= view.shape[i];
   }
 }
@@ -961,8 +964,10 @@ llvm::Error CompiledModel::run(ArrayRef<TensorView> inputs, ArrayRef<TensorView>
       return (*code)->run(inputs, outputs);
     }
   }
-  SmallVector<TensorView> views(inputs.begin(), inputs.end());
-  views.append(outputs.begin(), outputs.end());
+  size_t numViews = inputs.size() + outputs.size();
+  auto view = [&](size_t i) -> const TensorView & {
+    return i < inputs.size() ? inputs[i] : outputs[i - inputs.size()];
+  };
   auto bytes = [](const TensorView &view) {
     return numElements(view.shape).value_or(0) * dtypeSize(view.dtype);
   };
@@ -973,22 +978,27 @@ llvm::Error CompiledModel::run(ArrayRef<TensorView> inputs, ArrayRef<TensorView>
       cuda_->free(data);
   });
   if (cuda_) {
-    for (const TensorView &view : views)
-      deviceData.push_back(cuda_->alloc(bytes(view)));
+    for (size_t i = 0; i < numViews; ++i)
+      deviceData.push_back(cuda_->alloc(bytes(view(i))));
     for (size_t i = 0; i < inputs.size(); ++i)
       cuda_->copyToDevice(deviceData[i], inputs[i].data, bytes(inputs[i]));
     if (llvm::Error err = cuda_->takenError("copying the inputs of @" + entry_ + " to the GPU"))
       return err;
   }
-  std::vector<std::vector<int64_t>> descriptors(views.size());
-  for (size_t i = 0; i < views.size(); ++i)
-    buildDescriptor(descriptors[i], views[i], cuda_ ? deviceData[i] : views[i].data);
+  // The descriptors side by side in one buffer (a call allocates nothing
+  // for them up to a few dozen arguments: what runs between two calls of a
+  // model that streams more than the caches hold runs cold).
+  SmallVector<int64_t, 256> descriptors;
+  SmallVector<size_t, 32> starts;
+  for (size_t i = 0; i < numViews; ++i) {
+    starts.push_back(descriptors.size());
+    appendDescriptor(descriptors, view(i), cuda_ ? deviceData[i] : view(i).data);
+  }
   // The C interface takes a pointer to each descriptor; the packed wrapper
   // takes a pointer to each of those arguments.
-  std::vector<void *> descriptorPtrs(descriptors.size());
-  std::vector<void *> args(descriptors.size());
-  for (size_t i = 0; i < descriptors.size(); ++i) {
-    descriptorPtrs[i] = descriptors[i].data();
+  SmallVector<void *, 32> descriptorPtrs(numViews), args(numViews);
+  for (size_t i = 0; i < numViews; ++i) {
+    descriptorPtrs[i] = descriptors.data() + starts[i];
     args[i] = &descriptorPtrs[i];
   }
   takeIndexError();

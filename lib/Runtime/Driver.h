@@ -16,6 +16,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ExecutionEngine/Orc/Core.h"
 #include "llvm/ExecutionEngine/Orc/Mangling.h"
 #include "llvm/Target/TargetMachine.h"
@@ -24,7 +25,6 @@
 #include <csetjmp>
 #include <functional>
 #include <optional>
-#include <unordered_set>
 
 namespace mithril::runtime::detail {
 
@@ -143,7 +143,9 @@ linkObjects(llvm::StringRef code, llvm::StringRef what, const llvm::StringMap<vo
 struct AllocationRecovery {
   std::jmp_buf point;
   size_t failedBytes = 0;
-  std::unordered_set<void *> live;
+  /// The blocks handed out and not yet released (a few at a time: a flat
+  /// list, which stays warm where a hash set's nodes did not).
+  llvm::SmallVector<void *, 16> live;
 };
 
 /// Calls the compiled function; false, with `failedBytes` set, when it ran

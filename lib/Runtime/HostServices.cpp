@@ -13,6 +13,8 @@
 #include "TaskPool.h"
 #include "mithril/Runtime/Distributed.h"
 
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ExecutionEngine/Orc/Core.h"
 #include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/MathExtras.h"
@@ -21,7 +23,6 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
-#include <unordered_map>
 
 using namespace mlir;
 using namespace mithril;
@@ -129,7 +130,7 @@ private:
   static constexpr size_t kMaxCachedBytes = size_t(256) << 20;
   size_t liveBytes_ = 0, peakBytes_ = 0;
   std::mutex mutex_;
-  std::unordered_map<void *, size_t> sizes_;
+  llvm::DenseMap<void *, size_t> sizes_; // open addressing: no node a block
   std::map<size_t, std::vector<void *>> free_;
   size_t cachedBytes_ = 0;
 };
@@ -159,7 +160,7 @@ void *trackAllocation(void *block, size_t size) {
   if (!block)
     allocationFailed(size);
   if (recovery && !runningPoolTask())
-    recovery->live.insert(block);
+    recovery->live.push_back(block);
   return block;
 }
 
@@ -173,8 +174,14 @@ extern "C" void *mithrilCachedAlignedAlloc(size_t alignment, size_t size) {
                          size);
 }
 extern "C" void mithrilCachedFree(void *block) {
-  if (recovery)
-    recovery->live.erase(block);
+  if (recovery) {
+    auto &live = recovery->live;
+    auto it = llvm::find(live, block);
+    if (it != live.end()) {
+      *it = live.back();
+      live.pop_back();
+    }
+  }
   BufferCache::get().release(block);
 }
 

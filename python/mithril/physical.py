@@ -364,6 +364,11 @@ class PhysicalModel:
             if fast is None:
                 fast = self._fast_plan = self._make_fast_plan()
             if fast and not profiling._active:
+                native = fast[4]  # a frame less than through _evaluate_fast
+                if native is not None:
+                    result = native(params, data)
+                    if result is not None:
+                        return result
                 result = self._evaluate_fast(fast, params, data)
                 if result is not None:
                     return result
@@ -412,11 +417,7 @@ class PhysicalModel:
     def _evaluate_fast(self, fast: tuple, params, data):
         """evaluate's common call, or None where it is not one (the general
         path then runs, and reports what is wrong)."""
-        inputs, outputs, names, dict_type, native = fast
-        if native is not None:
-            result = native(params, data)
-            if result is not None:
-                return result
+        inputs, outputs, names, dict_type, _ = fast
         params = params if params is not None else _NO_ARRAYS
         data = data if data is not None else _NO_ARRAYS
         # (A NameDict from randomize_params: its lookups, which also take
