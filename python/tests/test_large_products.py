@@ -10,7 +10,8 @@ on one and two threads, with the host's kernels and AVX2's (6-row tiles):
 - on Intel hosts with AMX, products of two or more 64-column panels and at
   least 256 reduction steps take 6 x 64 register tiles: rows that 6 does not
   divide leave a remainder tile in each block, and a product too shallow for
-  them keeps 8 x 32 beside it."""
+  them keeps 8 x 32 beside it; float64 products take 6 x 32 tiles the same way
+  (8 x 16 elsewhere)."""
 
 import numpy as np
 import pytest
@@ -44,6 +45,22 @@ def test_float32_products(rows, depth, columns, threads, target):
     # float32 sums of `depth` products: a few ulps of the largest partial sums.
     np.testing.assert_allclose(c, reference, rtol=0,
                                atol=1e-6 * np.sqrt(depth) * np.abs(reference).max() * 8)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("rows,depth,columns", [(250, 512, 384), (1000, 768, 640), (130, 300, 96)])
+def test_float64_products(rows, depth, columns, threads):
+    rng = np.random.default_rng(rows + depth + columns)
+    a = rng.standard_normal((rows, depth))
+    b = rng.standard_normal((depth, columns))
+    model = Model()
+    model |= MatrixMultiply().connect(left="a", right="b", output=ml.IOKey("c"))
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float64, num_threads=threads),
+                    shapes={"a": [rows, depth], "b": [depth, columns]}, inference=True)
+    c = pm.evaluate({}, {"a": a, "b": b})["c"]
+    reference = a @ b
+    np.testing.assert_allclose(c, reference, rtol=0,
+                               atol=1e-15 * np.sqrt(depth) * np.abs(reference).max() * 8)
 
 
 @pytest.mark.parametrize("cpu,wide", [("sapphirerapids", True), ("graniterapids", True),

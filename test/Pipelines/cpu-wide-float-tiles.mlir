@@ -3,7 +3,8 @@
 // take 6 x 64 register tiles (24 zmm accumulators) over B packed in 64-column
 // panels; 256 rows leave a 4-row remainder tile. Shallow products (a
 // training step's 64-deep weight gradients), other AVX-512 CPUs and a
-// vector width given as an option keep 8 x 32 tiles over 32-column panels.
+// vector width given as an option keep 8 x 32 tiles over 32-column panels
+// (float64: 6 x 32 against 8 x 16).
 // RUN: mithril-opt %s --split-input-file --mithril-cpu-pipeline="target-cpu=sapphirerapids stop-after=fusion" | FileCheck %s --check-prefix=WIDE
 // RUN: mithril-opt %s --split-input-file --mithril-cpu-pipeline="target-cpu=skylake-avx512 stop-after=fusion" | FileCheck %s --check-prefix=NARROW
 // RUN: mithril-opt %s --split-input-file --mithril-cpu-pipeline="target-cpu=sapphirerapids vector-bits=512 stop-after=fusion" | FileCheck %s --check-prefix=NARROW
@@ -50,4 +51,22 @@ mithril.model @Shallow(data %x: tensor<512x64xf32>, param %w: tensor<64x512xf32>
 mithril.model @OneBlock(data %x: tensor<256x256xf32>, param %w: tensor<256x512xf32>) -> (y: tensor<256x512xf32>) {
   %mm = mithril.matmul %x, %w : (tensor<256x256xf32>, tensor<256x512xf32>) -> tensor<256x512xf32>
   mithril.output %mm : tensor<256x512xf32>
+}
+
+// -----
+
+// float64 takes four registers of columns too: 6 x 32 over 32-column panels,
+// where other CPUs keep 8 x 16.
+// WIDE-LABEL: func.func @Double
+// WIDE: tensor<8x256x32xf64>
+// WIDE: iter_args({{.+}}) -> (vector<6x32xf64>)
+// WIDE: iter_args({{.+}}) -> (vector<4x32xf64>)
+// WIDE-NOT: -> (vector<8x16xf64>)
+// NARROW-LABEL: func.func @Double
+// NARROW: tensor<16x256x16xf64>
+// NARROW: iter_args({{.+}}) -> (vector<8x16xf64>)
+// NARROW-NOT: -> (vector<{{[0-9]+}}x32xf64>)
+mithril.model @Double(data %x: tensor<256x512xf64>, param %w: tensor<512x256xf64>) -> (y: tensor<256x256xf64>) {
+  %mm = mithril.matmul %x, %w : (tensor<256x512xf64>, tensor<512x256xf64>) -> tensor<256x256xf64>
+  mithril.output %mm : tensor<256x256xf64>
 }
