@@ -721,8 +721,12 @@ SmallVector<int64_t, 3> cpu::matmulCacheTile(linalg::LinalgOp op, const Strategy
     return block;
   int64_t resultBlockBytes =
       rows * std::min(columns, block[1]) * element.getIntOrFloatBitWidth() / 8;
+  // As deep in bytes as float32's: float64 rows 512 deep (Intel Xeon with
+  // AMX, one core, paired calls, bit-identical: dgemm 1024 +8.4%, 1536
+  // +2.4%, 2048 +4.8% against 1024 deep; 256 deep was 1.6% slower at 2048;
+  // Zen 4 measured float64 1024 deep against 256 only).
   if (resultBlockBytes >= options.l2Bytes)
-    block[2] = std::max(block[2], kDeepReductionBlock);
+    block[2] = std::max(block[2], kDeepReductionBlock * 32 / element.getIntOrFloatBitWidth());
   return block;
 }
 
