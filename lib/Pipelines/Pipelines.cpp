@@ -265,6 +265,9 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
       MithrilPrefetchAccumulatorsOptions prefetch;
       prefetch.targetCpu = options.targetCpu;
       pm.addNestedPass<func::FuncOp>(createMithrilPrefetchAccumulators(prefetch));
+      // Each step of a register tile's reduction reads a row of a panel
+      // from L2: that row, a few steps ahead, into L1.
+      pm.addNestedPass<func::FuncOp>(createMithrilPrefetchPanels());
     }
     if (options.profile) {
       MithrilProfileKernelsOptions profile;

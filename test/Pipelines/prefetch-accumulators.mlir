@@ -139,7 +139,8 @@ func.func @indices(%c: memref<1024x1024xindex>, %col: index) {
 // RUN: mithril-opt %S/Inputs/sgemm-2048.mlir --mithril-cpu-pipeline="target-cpu=skylake-avx512 stop-after=loops" | FileCheck %s --check-prefix=LARGE
 // RUN: mithril-opt %S/Inputs/sgemm-64.mlir --mithril-cpu-pipeline="target-cpu=skylake-avx512 stop-after=loops" | FileCheck %s --check-prefix=SMALL
 // LARGE-LABEL: func.func @Large
+// (The reads' prefetches are mithril-prefetch-panels'.)
 // LARGE-COUNT-16: memref.prefetch {{.+}}, write, locality<3>, data
-// LARGE-NOT: memref.prefetch
+// LARGE-NOT: memref.prefetch {{.+}}, write
 // SMALL-LABEL: func.func @Small
-// SMALL-NOT: memref.prefetch
+// SMALL-NOT: memref.prefetch {{.+}}, write
