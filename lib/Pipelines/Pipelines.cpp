@@ -268,6 +268,9 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
       // Each step of a register tile's reduction reads a row of a panel
       // from L2: that row, a few steps ahead, into L1.
       pm.addNestedPass<func::FuncOp>(createMithrilPrefetchPanels());
+      // A matrix-vector product's next weight rows, while the batch's row
+      // groups pass over this group's.
+      pm.addNestedPass<func::FuncOp>(createMithrilPrefetchNextRows());
     }
     if (options.profile) {
       MithrilProfileKernelsOptions profile;

@@ -284,6 +284,27 @@ def MithrilPrefetchPanels : Pass<"mithril-prefetch-panels"> {
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
 }
 
+def MithrilPrefetchNextRows : Pass<"mithril-prefetch-next-rows"> {
+  let summary = "Prefetch a matrix-vector product's next group of weight rows while the row groups of the batch pass over this one";
+  let description = [{
+    A matrix-vector product (a Linear layer at a small batch) is tiled as a
+    loop over groups of S weight rows, around a loop over groups of the
+    batch's rows, around the reduction (`scf.for` carrying vectors), which
+    reads each step a `vector<S x 1 x L>` slice of the weight as `[rows,
+    chunks, lanes]`. The first row group of the batch reads a weight group
+    from L3 or memory and the others from L1, so the memory idles most of
+    the time while the next group waits: the MLP 784-512-512-10's weights
+    (2.6 MB) are larger than an L2. This pass prefetches into L1, spread over
+    the steps of all the batch's row groups (at most two a step), the lines
+    of the next weight group, which the last group prefetches past the
+    weight's end (a prefetch never faults). One core of an Intel Xeon with
+    AMX, the MLP at batch 16, paired calls, outputs bit-identical: 0.218 ->
+    0.180 ms (`mithril-run`, alternated launches: 0.212 -> 0.176). Run it
+    after bufferization, before the loops are lowered.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
+}
+
 def MithrilLowerScalarTransfers : Pass<"mithril-lower-scalar-transfers"> {
   let summary = "Lower vector transfers of one element to memref loads and stores";
   let description = [{
