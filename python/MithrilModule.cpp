@@ -519,6 +519,9 @@ public:
       return py::none();
     auto &api = py::detail::npy_api::get();
     llvm::SmallVector<TensorView, 8> in(inputNames.size());
+    // References to the inputs while the run releases the GIL: another
+    // thread may drop the dicts' meanwhile.
+    llvm::SmallVector<py::object, 8> held;
     for (size_t i = 0; i < inputNames.size(); ++i) {
       PyObject *name = inputNames[i].ptr();
       PyObject *value = d ? PyDict_GetItemWithError(d, name) : nullptr;
@@ -541,6 +544,7 @@ public:
           return py::none();
       in[i] = TensorView{array->data, model.inputs()[i].dtype,
                          llvm::SmallVector<int64_t>(shape.begin(), shape.end())};
+      held.push_back(py::reinterpret_borrow<py::object>(value));
     }
     llvm::SmallVector<py::array, 2> results;
     llvm::SmallVector<TensorView, 2> out;

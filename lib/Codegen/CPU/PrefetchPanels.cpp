@@ -119,13 +119,9 @@ struct PrefetchPanelsPass : public mithril::impl::MithrilPrefetchPanelsBase<Pref
       indices[position] = ahead;
       for (int64_t line : lines) {
         SmallVector<Value> at = indices;
-        if (line == 0)
-          ;
-        else if (std::optional<int64_t> start = getConstantIntValue(at.back()))
-          at.back() = arith::ConstantIndexOp::create(builder, loc, *start + line);
-        else
-          at.back() = arith::AddIOp::create(builder, loc, at.back(),
-                                            arith::ConstantIndexOp::create(builder, loc, line));
+        if (line != 0)
+          at.back() = builder.createOrFold<arith::AddIOp>(
+              loc, at.back(), arith::ConstantIndexOp::create(builder, loc, line));
         memref::PrefetchOp::create(builder, loc, read.getBase(), at, /*isWrite=*/false,
                                    /*localityHint=*/3, /*isDataCache=*/true);
       }
