@@ -27,8 +27,6 @@ using namespace mlir;
 
 namespace {
 
-/// Bytes a prefetch brings in: one cache line.
-constexpr int64_t kLineBytes = 64;
 /// More lines than this a tile: left to the hardware (a tile that large is
 /// no register tile).
 constexpr int64_t kMaxPrefetches = 64;
@@ -112,9 +110,9 @@ SmallVector<SmallVector<int64_t>> lineOffsets(vector::TransferReadOp read) {
     return {};
   int64_t elementBytes = llvm::divideCeil(buffer.getElementTypeBitWidth(), 8);
   int64_t rowBytes = vector.getShape().back() * elementBytes;
-  if (kLineBytes % elementBytes != 0)
+  if (mithril::kCacheLineBytes % elementBytes != 0)
     return {};
-  int64_t linesPerRow = llvm::divideCeil(rowBytes, kLineBytes);
+  int64_t linesPerRow = llvm::divideCeil(rowBytes, mithril::kCacheLineBytes);
   int64_t rows = vector.getNumElements() / vector.getShape().back();
   if (rows * linesPerRow > kMaxPrefetches)
     return {};
@@ -127,7 +125,7 @@ SmallVector<SmallVector<int64_t>> lineOffsets(vector::TransferReadOp read) {
       rest /= vector.getDimSize(dim);
     }
     for (int64_t line = 0; line < linesPerRow; ++line) {
-      position.back() = line * (kLineBytes / elementBytes);
+      position.back() = line * (mithril::kCacheLineBytes / elementBytes);
       offsets.push_back(position);
     }
   }

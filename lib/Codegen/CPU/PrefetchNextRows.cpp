@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mithril/Codegen/CPU/CpuTarget.h"
 #include "mithril/Codegen/CPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -22,7 +23,6 @@ using namespace mlir;
 
 namespace {
 
-constexpr int64_t kLineBytes = 64;
 /// More prefetches a step than this would crowd the loads of the step.
 constexpr int64_t kMaxPrefetchesPerStep = 2;
 
@@ -61,9 +61,9 @@ std::optional<std::pair<int64_t, int64_t>> weightRows(vector::TransferReadOp rea
     return std::nullopt;
   int64_t elementBytes = llvm::divideCeil(buffer.getElementTypeBitWidth(), 8);
   int64_t stepBytes = vector.getDimSize(2) * elementBytes;
-  if (kLineBytes % elementBytes != 0 || stepBytes % kLineBytes != 0)
+  if (mithril::kCacheLineBytes % elementBytes != 0 || stepBytes % mithril::kCacheLineBytes != 0)
     return std::nullopt;
-  return std::make_pair(groupStep, stepBytes / kLineBytes);
+  return std::make_pair(groupStep, stepBytes / mithril::kCacheLineBytes);
 }
 
 struct PrefetchNextRowsPass
@@ -124,7 +124,7 @@ struct PrefetchNextRowsPass
             constant(group->step));
         Value lane = builder.createOrFold<arith::MulIOp>(
             loc, builder.createOrFold<arith::RemUIOp>(loc, slot, constant(linesPerStep)),
-            constant(kLineBytes / elementBytes));
+            constant(mithril::kCacheLineBytes / elementBytes));
         memref::PrefetchOp::create(builder, loc, read.getBase(),
                                    ValueRange{row, reduction.getInductionVar(), lane},
                                    /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);

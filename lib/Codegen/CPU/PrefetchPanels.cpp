@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mithril/Codegen/CPU/CpuTarget.h"
 #include "mithril/Codegen/CPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -22,7 +23,6 @@ using namespace mlir;
 
 namespace {
 
-constexpr int64_t kLineBytes = 64;
 /// More lines than this a row: no register tile's panel.
 constexpr int64_t kMaxLinesPerRow = 8;
 
@@ -51,8 +51,8 @@ std::optional<std::pair<SmallVector<int64_t>, unsigned>> panelRow(vector::Transf
     return std::nullopt;
   int64_t elementBytes = llvm::divideCeil(buffer.getElementTypeBitWidth(), 8);
   int64_t rowBytes = vector.getDimSize(0) * elementBytes;
-  if (kLineBytes % elementBytes != 0 || rowBytes % kLineBytes != 0 ||
-      rowBytes / kLineBytes > kMaxLinesPerRow)
+  if (mithril::kCacheLineBytes % elementBytes != 0 || rowBytes % mithril::kCacheLineBytes != 0 ||
+      rowBytes / mithril::kCacheLineBytes > kMaxLinesPerRow)
     return std::nullopt;
   std::optional<unsigned> position;
   for (auto [i, index] : llvm::enumerate(read.getIndices()))
@@ -61,8 +61,8 @@ std::optional<std::pair<SmallVector<int64_t>, unsigned>> panelRow(vector::Transf
   if (!position || *position + 1 == buffer.getRank())
     return std::nullopt;
   SmallVector<int64_t> lines;
-  for (int64_t line = 0; line < rowBytes / kLineBytes; ++line)
-    lines.push_back(line * (kLineBytes / elementBytes));
+  for (int64_t line = 0; line < rowBytes / mithril::kCacheLineBytes; ++line)
+    lines.push_back(line * (mithril::kCacheLineBytes / elementBytes));
   return std::make_pair(lines, *position);
 }
 

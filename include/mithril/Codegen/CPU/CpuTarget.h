@@ -15,6 +15,10 @@
 
 namespace mithril {
 
+/// The bytes of a cache line on every x86-64 CPU we target: what one
+/// prefetch brings in (the mithril-prefetch-* passes).
+inline constexpr int64_t kCacheLineBytes = 64;
+
 /// What the CPU strategy needs to know of an x86-64 CPU: the width of its
 /// vector registers (512 bits with AVX-512, whose 32 registers hold 8-row
 /// tiles; 256 with AVX, 16 registers, 6 rows; 128 otherwise), the
