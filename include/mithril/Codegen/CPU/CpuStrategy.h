@@ -92,6 +92,8 @@ mlir::FailureOr<StrategyOptions> strategyOptions(mlir::Operation *anchor, llvm::
 /// The reduction block of a float matmul whose rows make a column block of
 /// its result as large as the L2 (see matmulCacheTile).
 inline constexpr int64_t kDeepReductionBlock = 1024;
+/// The rows of such a block.
+inline constexpr int64_t kDeepRowBlock = 64;
 
 /// The cache block (rows, columns, reduction) of `op`, a matmul: the
 /// options' target default, with a deeper reduction block for f32 and f64
