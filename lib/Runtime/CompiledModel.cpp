@@ -885,11 +885,9 @@ CompiledModel::compileFresh(StringRef source, const CompileOptions &options) {
   return std::move(model);
 }
 
-/// A memref descriptor laid out as the LLVM lowering expects it:
-/// {allocated, aligned, offset, sizes[rank], strides[rank]}.
-/// `data` is the view's own, or its copy on the GPU.
-/// Appends the strided memref descriptor of `view` (allocated and aligned
-/// pointers, offset, sizes, strides) at `data` to `storage`.
+/// Appends to `storage` the memref descriptor of `view` laid out as the LLVM
+/// lowering expects it: {allocated, aligned, offset, sizes[rank],
+/// strides[rank]}. `data` is the view's own, or its copy on the GPU.
 static void appendDescriptor(SmallVectorImpl<int64_t> &storage, const TensorView &view,
                              const void *data) {
   size_t rank = view.shape.size(), start = storage.size();
