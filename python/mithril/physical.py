@@ -387,7 +387,8 @@ class PhysicalModel:
         """What the common call needs (a static model on the CPU, its inputs
         given as arrays of their compiled types and shapes under the model's
         names): (inputs as (name, dtype, shape), outputs as (shape, dtype),
-        output names, the returned dict's type); False where a model needs
+        output names, the returned dict's type, the same call as one native
+        step or None where a terminal is bfloat16); False where a model needs
         the general path. A small model's call is a few microseconds, and
         this path saves most of the Python in it (one AMD EPYC Zen 4 core, avx512f: 6.2 ->
         3 us for a one-op model). bfloat16 terminals take it too: inputs given

@@ -68,8 +68,11 @@ static bool wideDotProductTile(linalg::LinalgOp op, const RegisterFile &regs) {
 /// The register tile of a wide float product on wideFloatTiles targets:
 /// 6 rows x four 512-bit registers.
 static constexpr int64_t kWideFloatRows = 6;
-/// Four 512-bit registers of columns: 64 float32, 32 float64.
-static int64_t wideFloatColumns(Type element) { return 2048 / element.getIntOrFloatBitWidth(); }
+/// Four 512-bit registers of columns of `op`'s inputs: 64 float32, 32 float64.
+static int64_t wideFloatColumns(linalg::LinalgOp op) {
+  return 2048 /
+         getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType()).getIntOrFloatBitWidth();
+}
 /// The shallowest reduction a product takes wide tiles for: the backward
 /// products of a training step at batch 64 (64 deep) stay 8 x 32.
 static constexpr int64_t kWideFloatMinDepth = 256;
@@ -78,15 +81,18 @@ static constexpr int64_t kWideFloatMinDepth = 256;
 /// or packing's generic over (m, panel, column in panel, k)) takes 6 x 64
 /// (float64: 6 x 32) register tiles: on wideFloatTiles targets, with two or
 /// more panels of that width and at least kWideFloatMinDepth steps of
-/// reduction (packed: a panel of that width). Per reduction step, 4 loads of B and 6 broadcasts of
-/// A feed 24 FMAs, where 8 x 32 feeds 16 with 2 + 8: the B panel streams from L2 at 10.7 bytes per
-/// FMA instead of 8. On one core of an Intel Xeon with AMX (2 MiB L2), with the same sums in the
-/// same order (bit-identical): sgemm 2048 +8% (paired calls in one process), sgemm 1024 17.96
-/// -> 16.9 ms (two threads 9.42 -> 8.8), the MLP 784-512-512-10 at batch 256 2.63 -> 2.48 ms; the
-/// CNN and MLP training steps unchanged. Wider rows (12 or 14 x 32) spilled an accumulator in
-/// LLVM's code (4% and 38% slower). Zen 4 measured no gain from 64-column f32 tiles
-/// (wideDotProductTile), and the other AVX-512 cores are unmeasured: they keep 8 x 32. float64 (8 x
-/// 16 otherwise), paired, bit-identical: dgemm 512 +5.8%, 1024 +0-4%, 1536 +10%, 2048 +9%.
+/// reduction (packed: a panel of that width). Per reduction step, 4 loads of
+/// B and 6 broadcasts of A feed 24 FMAs, where 8 x 32 feeds 16 with 2 + 8:
+/// the B panel streams from L2 at 10.7 bytes per FMA instead of 8. On one
+/// core of an Intel Xeon with AMX (2 MiB L2), with the same sums in the same
+/// order (bit-identical): sgemm 2048 +8% (paired calls in one process), sgemm
+/// 1024 17.96 -> 16.9 ms (two threads 9.42 -> 8.8), the MLP 784-512-512-10 at
+/// batch 256 2.63 -> 2.48 ms; the CNN and MLP training steps unchanged. Wider
+/// rows (12 or 14 x 32) spilled an accumulator in LLVM's code (4% and 38%
+/// slower). float64 (8 x 16 otherwise), paired: dgemm 512 +5.8%, 1024 +0-4%,
+/// 1536 +10%, 2048 +9%. Zen 4 measured no gain from 64-column f32 tiles
+/// (wideDotProductTile), and the other AVX-512 cores are unmeasured: they
+/// keep 8 x 32 (8 x 16).
 static bool wideFloatTile(linalg::LinalgOp op, const RegisterFile &regs) {
   if (!regs.wideFloatTiles || regs.bits < 512 || op.getNumDpsInputs() != 2)
     return false;
@@ -96,7 +102,7 @@ static bool wideFloatTile(linalg::LinalgOp op, const RegisterFile &regs) {
   if (getElementTypeOrSelf(op.getDpsInputOperand(1)->get().getType()) != element ||
       getElementTypeOrSelf(op->getResult(0).getType()) != element)
     return false;
-  int64_t columns = wideFloatColumns(element);
+  int64_t columns = wideFloatColumns(op);
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   // Packed: the panel is the columns' loop.
   if (kernelOf(op) == CpuKernel::PackedMatmul)
@@ -129,7 +135,7 @@ int64_t RegisterFile::matmulColumns(linalg::LinalgOp op) const {
   if (oneTileOfColumns(op, *this))
     return kAmxTileRows;
   if (wideFloatTile(op, *this))
-    return wideFloatColumns(getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType()));
+    return wideFloatColumns(op);
   return wideDotProductTile(op, *this) ? kWideDotColumns : columns(op);
 }
 
@@ -650,9 +656,7 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
     // f32 accumulators with AVX-512), stepping the reduction one at a time.
     if (isa<linalg::MatmulOp>(op.getOperation())) {
       if (wideFloatTile(op, regs))
-        return {kWideFloatRows,
-                wideFloatColumns(getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType())),
-                1};
+        return {kWideFloatRows, wideFloatColumns(op), 1};
       return {regs.rows(), regs.columns(op), 1};
     }
     if (isa<linalg::BatchMatmulOp>(op.getOperation()))
