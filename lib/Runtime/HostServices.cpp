@@ -11,6 +11,7 @@
 
 #include "Driver.h"
 #include "TaskPool.h"
+#include "mithril/Runtime/Array.h"
 #include "mithril/Runtime/Distributed.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -57,7 +58,7 @@ public:
         return block;
       }
     }
-    void *block = std::aligned_alloc(64, size);
+    void *block = allocateArrayMemory(size);
     if (block) {
       std::lock_guard<std::mutex> lock(mutex_);
       sizes_[block] = size;

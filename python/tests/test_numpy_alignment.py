@@ -66,3 +66,30 @@ def test_the_switch_keeps_numpys_allocator(value):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "default_allocator"
+
+
+def vm_flags_at(address):
+    """The VmFlags of the mapping of this process that holds `address`."""
+    inside = False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            head = line.split(" ", 1)[0]
+            if "-" in head and ":" not in head:
+                start, end = (int(x, 16) for x in head.split("-"))
+                inside = start <= address < end
+            elif inside and line.startswith("VmFlags:"):
+                return line.split()[1:]
+    return []
+
+
+@pytest.mark.skipif(not os.path.exists("/sys/kernel/mm/transparent_hugepage/enabled"),
+                    reason="no transparent huge pages (not Linux, or THP not built in)")
+def test_large_arrays_ask_for_huge_pages():
+    # As NumPy's own allocator: a product over large matrices on 4 KiB pages
+    # waits on page walks (dgemm 2048 11% slower on an Intel Xeon core).
+    for make in (np.empty, np.zeros):
+        big = make((1024, 1024), np.float64)
+        assert big.ctypes.data % 64 == 0
+        assert "hg" in vm_flags_at(big.ctypes.data + big.nbytes // 2), make
+    big.resize((2048, 1024), refcheck=False)
+    assert "hg" in vm_flags_at(big.ctypes.data + big.nbytes // 2)
