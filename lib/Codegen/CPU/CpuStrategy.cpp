@@ -734,8 +734,13 @@ SmallVector<int64_t, 3> cpu::matmulCacheTile(linalg::LinalgOp op, const Strategy
     // Half the rows, so that the left operand's block (rows x reduction
     // block, 256 KiB) still leaves the L2 to the panels and accumulators:
     // paired, one core of the Xeon with AMX, bit-identical: sgemm 2048 +2.3%
-    // (its AVX2 code +3%), dgemm 1024 +2.5%, 2048 +1.7%.
-    block[0] = std::min(block[0], kDeepRowBlock);
+    // (its AVX2 code +3%), dgemm 1024 +2.5%, 2048 +1.7%. Narrower tiles
+    // (AVX2) take 16 rows, three tiles a panel: alternated launches on the
+    // same core, AVX2 code, dgemm 2048 +3.4% (two threads +5.8%), 1024
+    // +1.5%, sgemm 2048 +5% (two threads +2.3%), 1024 +2.6%; 32 rows were
+    // slower than 64 for dgemm, and the 512-bit tiles gained nothing.
+    block[0] = std::min(block[0], options.registers.bits >= 512 ? kDeepRowBlock
+                                                                : kDeepRowBlockNarrow);
   }
   return block;
 }

@@ -92,8 +92,11 @@ mlir::FailureOr<StrategyOptions> strategyOptions(mlir::Operation *anchor, llvm::
 /// The reduction block of a float matmul whose rows make a column block of
 /// its result as large as the L2 (see matmulCacheTile).
 inline constexpr int64_t kDeepReductionBlock = 1024;
-/// The rows of such a block.
+/// The rows of such a block, for 512-bit register tiles.
 inline constexpr int64_t kDeepRowBlock = 64;
+/// The rows of such a block for narrower register tiles (AVX2's 6 x 8
+/// float64 and 6 x 16 float32: one cache line of a panel a step).
+inline constexpr int64_t kDeepRowBlockNarrow = 16;
 
 /// The cache block (rows, columns, reduction) of `op`, a matmul: the
 /// options' target default, with a deeper reduction block for f32 and f64
