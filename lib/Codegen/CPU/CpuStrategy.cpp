@@ -736,9 +736,9 @@ SmallVector<int64_t, 3> cpu::matmulCacheTile(linalg::LinalgOp op, const Strategy
     // paired, one core of the Xeon with AMX, bit-identical: sgemm 2048 +2.3%
     // (its AVX2 code +3%), dgemm 1024 +2.5%, 2048 +1.7%. Narrower tiles
     // (AVX2) take 16 rows, three tiles a panel: alternated launches on the
-    // same core, AVX2 code, dgemm 2048 +3.4% (two threads +5.8%), 1024
-    // +1.5%, sgemm 2048 +5% (two threads +2.3%), 1024 +2.6%; 32 rows were
-    // slower than 64 for dgemm, and the 512-bit tiles gained nothing.
+    // same core, AVX2 code, dgemm 2048 +4.9% (two threads +5.8%), sgemm 2048
+    // +2.7% (two threads +2.3%), 1024 within noise; 32 rows were slower than
+    // 64 for dgemm, and the 512-bit tiles gained nothing.
     block[0] = std::min(block[0], options.registers.bits >= 512 ? kDeepRowBlock
                                                                 : kDeepRowBlockNarrow);
   }
