@@ -735,12 +735,16 @@ SmallVector<int64_t, 3> cpu::matmulCacheTile(linalg::LinalgOp op, const Strategy
     // block, 256 KiB) still leaves the L2 to the panels and accumulators:
     // paired, one core of the Xeon with AMX, bit-identical: sgemm 2048 +2.3%
     // (its AVX2 code +3%), dgemm 1024 +2.5%, 2048 +1.7%. Narrower tiles
-    // (AVX2) take 16 rows, three tiles a panel: alternated launches on the
-    // same core, AVX2 code, dgemm 2048 +4.9% (two threads +5.8%), sgemm 2048
-    // +2.7% (two threads +2.3%), 1024 within noise; 32 rows were slower than
-    // 64 for dgemm, and the 512-bit tiles gained nothing.
-    block[0] = std::min(block[0], options.registers.bits >= 512 ? kDeepRowBlock
-                                                                : kDeepRowBlockNarrow);
+    // (AVX2) take 16 rows, three tiles a panel, where the L2 holds the
+    // packed block of the right operand that each block of rows rereads:
+    // alternated launches on the same core, AVX2 code, dgemm 2048 +4.9% (two
+    // threads +5.8%), sgemm 2048 +2.7% (two threads +2.3%), 1024 within
+    // noise; 32 rows were slower than 64 for dgemm, and the 512-bit tiles
+    // gained nothing. (An L2 smaller than that block, as Zen 2's 512 KiB,
+    // keeps 64 rows: unmeasured there.)
+    int64_t packedBytes = block[1] * block[2] * element.getIntOrFloatBitWidth() / 8;
+    bool narrow = options.registers.bits < 512 && packedBytes <= options.l2Bytes;
+    block[0] = std::min(block[0], narrow ? kDeepRowBlockNarrow : kDeepRowBlock);
   }
   return block;
 }

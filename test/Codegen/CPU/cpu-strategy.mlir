@@ -32,7 +32,8 @@ func.func @matmul(%a: tensor<256x512xf32>, %b: tensor<512x512xf32>) -> tensor<25
 // (the accumulator tiles are loaded from beyond L2 once per reduction
 // block) and its rows halve to 64 (the left operand's block stays 256 KiB);
 // f64 too, to as many bytes of a row (512), bf16 not. AVX2's narrower tiles
-// take 16 rows (three tiles a panel). Not at 512 rows.
+// take 16 rows (three tiles a panel), the packed block of the right operand
+// (1 MiB) fitting the named CPU's L2. Not at 512 rows.
 // ZEN4-LABEL: func.func @deep_reduction
 // ZEN4: linalg.matmul {{.*}}cache_tile = [64, 256, 1024]>} ins({{.*}} : tensor<1024x2048xf32>
 // ZEN4: linalg.matmul {{.*}}cache_tile = [64, 256, 512]>} ins({{.*}} : tensor<1024x2048xf64>
