@@ -85,11 +85,10 @@ struct PrefetchPanelsPass : public mithril::impl::MithrilPrefetchPanelsBase<Pref
   }
 
   void prefetchAhead(scf::ForOp loop) {
-    std::optional<int64_t> lower = getConstantIntValue(loop.getLowerBound());
-    std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound());
     std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+    std::optional<APInt> trips = loop.getStaticTripCount();
     // A loop shorter than the distance has nothing ahead to fetch.
-    if (!lower || !upper || !step || *step <= 0 || *upper - *lower <= distance * *step)
+    if (!step || *step <= 0 || !trips || trips->getSExtValue() <= distance)
       return;
     Value induction = loop.getInductionVar();
     SmallVector<vector::TransferReadOp> reads;
