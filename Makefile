@@ -7,13 +7,14 @@ JOBS    ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
 .PHONY: all deps configure build demo check check-lit check-unit check-python docs \
-        check-conformance check-install bench bench-lowprecision bench-distributed bench-peers sanitize fuzz fuzz-diff clean help
+        check-conformance check-install check-isa bench bench-lowprecision bench-distributed bench-peers sanitize fuzz fuzz-diff clean help
 
 all: build
 
 help:
 	@echo "make demo    install what is missing, build, and run the example models"
 	@echo "make check   build and run every test suite"
+	@echo "make check-isa TARGET_CPU=haswell  the Python suite on code for another x86-64 CPU"
 	@echo "make bench   measure against numpy (OpenBLAS) and torch into bench/results.md"
 	@echo "make bench-lowprecision  bf16/f16/int8 against our f32 into bench/lowprecision.md"
 	@echo "make bench-distributed   MLP training step on 2 MPI ranks against one process"
@@ -52,6 +53,13 @@ check-conformance: build
 
 check-install: build
 	@bash scripts/check.sh $(BUILD) install
+
+# The Python suite with every model compiled for TARGET_CPU (a CPU this host can
+# run the code of): the AVX2 kernels on an AVX-512 host, say. Not part of
+# `make check` (it doubles the Python suite's time).
+TARGET_CPU ?= haswell
+check-isa: build
+	@PYTEST_ADDOPTS="--target-cpu=$(TARGET_CPU) $${PYTEST_ADDOPTS:-}" bash scripts/check.sh $(BUILD) python
 
 bench: build
 	@MITHRIL_WITH_BENCH=1 bash scripts/install-deps.sh

@@ -466,7 +466,8 @@ def test_bfloat16_rounds_between_ops_to_nearest_even():
     assert got[0] == 3.03125 and got[1] == 3.0625 and got[2] == np.inf and np.isnan(got[3])
 
 
-@pytest.mark.parametrize("target_cpu", ["host", "haswell"])
+@pytest.mark.parametrize("target_cpu", [pytest.param("host", marks=pytest.mark.host_code),
+                                        "haswell"])
 def test_bfloat16_subnormal_results_follow_the_target(target_cpu):
     # With AVX512-BF16 the rounding to bfloat16 is vcvtneps2bf16, which
     # flushes subnormal results to zero; elsewhere it is integer arithmetic,
