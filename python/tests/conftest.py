@@ -26,13 +26,12 @@ def pytest_configure(config):
     cpu = config.getoption("--target-cpu")
     if not cpu:
         return
-    from mithril import _mithril, options
+    from mithril import options
     # A CPU LLVM knows, whose code this host runs: one small model says both.
     from mithril.models import Linear, Model
     probe = Model()
     probe |= Linear(2)(input="input", output="output")
     try:
-        _mithril.cpu_target(cpu)
         ml.compile(probe, ml.MlirBackend(), shapes={"input": [1, 2]},
                    cpu_options={"target_cpu": cpu})
     except ml.MithrilError as error:
