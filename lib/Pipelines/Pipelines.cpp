@@ -351,7 +351,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     // The schedule's int8 register tiles as vpdpbusd (AVX512-VNNI targets).
     vectorsInFunctions.addPass(createMithrilX86DotProducts());
     // Multi-dimensional reductions the vectorizer produced become 1-D ones.
-    vectorsInFunctions.addPass(vector::createLowerVectorMultiReductionPass());
+    vectorsInFunctions.addPass(createMithrilLowerMultiReductions());
     // Their min and max (and every other) without ordering -0 below +0:
     // half the instructions on x86.
     vectorsInFunctions.addPass(createMithrilRelaxFloatMinMax());
