@@ -302,8 +302,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     // Unrolled into 1-D transfers: the default goes through a stack buffer
     // per transfer, allocated inside the loops, which overflows the stack on
     // long loop nests.
-    functions.addPass(
-        createConvertVectorToSCFPass(VectorTransferToSCFOptions().enableFullUnroll()));
+    functions.addPass(createMithrilUnrollTransfers());
     functions.addPass(createMithrilLowerScalarTransfers());
     functions.addPass(createLowerAffinePass());
     // No canonicalization of the blocks SCFToControlFlow leaves: LLVM's

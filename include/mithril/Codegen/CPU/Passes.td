@@ -140,6 +140,20 @@ def MithrilLowerMultiReductions : Pass<"mithril-lower-multi-reductions"> {
   let dependentDialects = ["mlir::vector::VectorDialect"];
 }
 
+def MithrilUnrollTransfers : Pass<"mithril-unroll-transfers"> {
+  let summary = "Unroll n-d vector transfers into 1-d ones";
+  let description = [{
+    Upstream's `convert-vector-to-scf{full-unroll}` (permutation maps lowered
+    first, then every transfer of more than one dimension unrolled into 1-d
+    transfers, with no stack buffer), applied to the transfers and to the ops
+    their lowering creates only, instead of greedily over every op of the
+    function.
+  }];
+  let dependentDialects = ["mlir::vector::VectorDialect", "mlir::scf::SCFDialect",
+                           "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect",
+                           "mlir::affine::AffineDialect"];
+}
+
 def MithrilRelaxFloatMinMax : Pass<"mithril-relax-float-min-max"> {
   let summary = "Float minimum and maximum without ordering -0 below +0 (nsz)";
   let description = [{
