@@ -16,6 +16,7 @@
 #include "mithril/Dialect/Mithril/IR/MithrilOps.h"
 #include "mithril/Dialect/Mithril/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mithril/Dialect/Mithril/Transforms/Passes.h"
+#include "mithril/Dialect/Mithril/Transforms/SliceSubsetModels.h"
 #include "mithril/InitAllDialects.h"
 #include "mithril/InitAllPasses.h"
 #include "mithril/Pipelines/Pipelines.h"
@@ -112,6 +113,8 @@ void mithril::runtime::detail::printLocation(llvm::raw_ostream &os, Location loc
 
 std::unique_ptr<MLIRContext> mithril::runtime::createContext() {
   DialectRegistry registry;
+  // Before upstream's models of the same interfaces: the first one wins.
+  mithril::registerSliceSubsetModels(registry);
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   mlir::registerAllToLLVMIRTranslations(registry);

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mithril/Dialect/Mithril/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mithril/Dialect/Mithril/Transforms/SliceSubsetModels.h"
 #include "mithril/InitAllDialects.h"
 #include "mithril/InitAllPasses.h"
 
@@ -19,6 +20,8 @@
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
+  // Before upstream's models of the same interfaces: the first one wins.
+  mithril::registerSliceSubsetModels(registry);
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   mlir::registerAllToLLVMIRTranslations(registry);
