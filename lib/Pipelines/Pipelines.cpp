@@ -322,7 +322,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     pm.addPass(createConvertBufferizationToMemRefPass());
     // Function by function, on the context's threads, up to the libm calls.
     OpPassManager &inFunctions = pm.nest<func::FuncOp>();
-    inFunctions.addPass(memref::createExpandStridedMetadataPass());
+    inFunctions.addPass(createMithrilExpandStridedMetadata());
     inFunctions.addPass(createLowerAffinePass());
     // Math with an LLVM intrinsic (abs, floor, ceil, sqrt, fma, ...) stays
     // vector code; the libm lowering, first, called fabsf and floorf once per
