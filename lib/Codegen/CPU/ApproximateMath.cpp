@@ -7,7 +7,7 @@
 
 #include "mithril/Codegen/CPU/Passes.h"
 
-#include "RewriteSelected.h"
+#include "mithril/Support/RewriteSelected.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -88,7 +88,7 @@ struct ApproximateMathPass : public mithril::impl::MithrilApproximateMathBase<Ap
       return op->getDialect() && op->getDialect()->getNamespace() == "math" &&
              wanted(op->getName().getStringRef());
     };
-    if (failed(mithril::cpu::rewriteSelected(getOperation(), std::move(patterns), selected)))
+    if (failed(mithril::rewriteSelected(getOperation(), std::move(patterns), selected)))
       signalPassFailure();
   }
 };

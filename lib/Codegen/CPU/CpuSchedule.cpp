@@ -12,6 +12,7 @@
 #include "mithril/Codegen/CPU/CpuStrategy.h"
 #include "mithril/Codegen/CPU/Passes.h"
 #include "mithril/Conversion/MithrilToLinalg/MithrilToLinalg.h"
+#include "mithril/Support/RewriteSelected.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -2130,16 +2131,12 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     // (a third of the LLVM IR of an MLP training step). Only the transposes
     // and what they become are rewritten (a greedy rewrite of the whole
     // module took 3.6 ms of the bench CNN training step's compile).
-    SmallVector<Operation *> transposes;
-    module.walk([&](vector::TransposeOp op) { transposes.push_back(op); });
-    if (transposes.empty())
-      return;
     RewritePatternSet shuffles(&getContext());
     vector::populateVectorTransposeLoweringPatterns(shuffles,
                                                     vector::VectorTransposeLowering::Shuffle16x16);
-    GreedyRewriteConfig config;
-    config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
-    if (failed(applyOpPatternsGreedily(transposes, std::move(shuffles), config)))
+    if (failed(mithril::rewriteSelected(module, std::move(shuffles), [](Operation *op) {
+          return isa<vector::TransposeOp>(op);
+        })))
       signalPassFailure();
   }
 };

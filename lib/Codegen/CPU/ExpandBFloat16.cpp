@@ -7,7 +7,7 @@
 
 #include "mithril/Codegen/CPU/Passes.h"
 
-#include "RewriteSelected.h"
+#include "mithril/Support/RewriteSelected.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -40,7 +40,7 @@ struct ExpandBFloat16Pass : public mithril::impl::MithrilExpandBF16Base<ExpandBF
         return !nativeTruncation && isBF16(trunc.getType());
       return false;
     };
-    if (failed(mithril::cpu::rewriteSelected(getOperation(), std::move(patterns), converts)))
+    if (failed(mithril::rewriteSelected(getOperation(), std::move(patterns), converts)))
       signalPassFailure();
   }
 };

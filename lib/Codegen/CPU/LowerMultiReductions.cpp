@@ -6,10 +6,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "mithril/Codegen/CPU/Passes.h"
+#include "mithril/Support/RewriteSelected.h"
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mithril {
 #define GEN_PASS_DEF_MITHRILLOWERMULTIREDUCTIONS
@@ -22,19 +22,14 @@ namespace {
 struct LowerMultiReductionsPass
     : public mithril::impl::MithrilLowerMultiReductionsBase<LowerMultiReductionsPass> {
   void runOnOperation() override {
-    SmallVector<Operation *> reductions;
-    getOperation()->walk(
-        [&](vector::MultiDimReductionOp reduction) { reductions.push_back(reduction); });
-    if (reductions.empty())
-      return;
     RewritePatternSet patterns(&getContext());
     vector::populateVectorMultiReductionLoweringPatterns(
         patterns, vector::VectorMultiReductionLowering::InnerParallel);
     // The reductions and what their lowering creates, not the whole
     // function: the vector code of a model is large and holds few of them.
-    GreedyRewriteConfig config;
-    config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
-    if (failed(applyOpPatternsGreedily(reductions, std::move(patterns), config)))
+    if (failed(mithril::rewriteSelected(getOperation(), std::move(patterns), [](Operation *op) {
+          return isa<vector::MultiDimReductionOp>(op);
+        })))
       return signalPassFailure();
   }
 };

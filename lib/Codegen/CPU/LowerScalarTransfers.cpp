@@ -7,7 +7,7 @@
 
 #include "mithril/Codegen/CPU/Passes.h"
 
-#include "RewriteSelected.h"
+#include "mithril/Support/RewriteSelected.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -52,7 +52,7 @@ struct LowerScalarTransfersPass
         return extract.getSource().getDefiningOp<vector::TransferReadOp>() != nullptr;
       return isa<vector::TransferReadOp, vector::TransferWriteOp>(op);
     };
-    if (failed(mithril::cpu::rewriteSelected(getOperation(), std::move(patterns), transfer)))
+    if (failed(mithril::rewriteSelected(getOperation(), std::move(patterns), transfer)))
       signalPassFailure();
   }
 };

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mithril/Codegen/CPU/Passes.h"
+#include "mithril/Support/RewriteSelected.h"
 
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -13,7 +14,6 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mithril {
 #define GEN_PASS_DEF_MITHRILUNROLLTRANSFERS
@@ -23,30 +23,18 @@ namespace mithril {
 using namespace mlir;
 
 namespace {
-/// Applies `patterns` to the function's transfers and to what they become.
-LogicalResult rewriteTransfers(Operation *root, RewritePatternSet &&patterns) {
-  SmallVector<Operation *> transfers;
-  root->walk([&](Operation *op) {
-    if (isa<vector::TransferReadOp, vector::TransferWriteOp>(op))
-      transfers.push_back(op);
-  });
-  if (transfers.empty())
-    return success();
-  GreedyRewriteConfig config;
-  config.setStrictness(GreedyRewriteStrictness::ExistingAndNewOps);
-  return applyOpPatternsGreedily(transfers, std::move(patterns), config);
-}
+bool isTransfer(Operation *op) { return isa<vector::TransferReadOp, vector::TransferWriteOp>(op); }
 
 struct UnrollTransfersPass : public mithril::impl::MithrilUnrollTransfersBase<UnrollTransfersPass> {
   void runOnOperation() override {
     // Permutation maps first, as upstream's convert-vector-to-scf does.
     RewritePatternSet permutations(&getContext());
     vector::populateVectorTransferPermutationMapLoweringPatterns(permutations);
-    if (failed(rewriteTransfers(getOperation(), std::move(permutations))))
+    if (failed(mithril::rewriteSelected(getOperation(), std::move(permutations), isTransfer)))
       return signalPassFailure();
     RewritePatternSet unroll(&getContext());
     populateVectorToSCFConversionPatterns(unroll, VectorTransferToSCFOptions().enableFullUnroll());
-    if (failed(rewriteTransfers(getOperation(), std::move(unroll))))
+    if (failed(mithril::rewriteSelected(getOperation(), std::move(unroll), isTransfer)))
       return signalPassFailure();
   }
 };

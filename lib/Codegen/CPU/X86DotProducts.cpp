@@ -7,7 +7,7 @@
 
 #include "mithril/Codegen/CPU/Passes.h"
 
-#include "RewriteSelected.h"
+#include "mithril/Support/RewriteSelected.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -137,8 +137,7 @@ struct X86DotProductsPass : public mithril::impl::MithrilX86DotProductsBase<X86D
       return isa<vector::ContractionOp>(op) ||
              (isa<arith::XOrIOp>(op) && isa<VectorType>(op->getResult(0).getType()));
     };
-    if (failed(
-            mithril::cpu::rewriteSelected(getOperation(), std::move(patterns), contractionOrFlip)))
+    if (failed(mithril::rewriteSelected(getOperation(), std::move(patterns), contractionOrFlip)))
       signalPassFailure();
   }
 };

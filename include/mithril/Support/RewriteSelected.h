@@ -5,20 +5,23 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MITHRIL_LIB_CODEGEN_CPU_REWRITESELECTED_H
-#define MITHRIL_LIB_CODEGEN_CPU_REWRITESELECTED_H
+#ifndef MITHRIL_SUPPORT_REWRITESELECTED_H
+#define MITHRIL_SUPPORT_REWRITESELECTED_H
 
 #include "mlir/IR/Iterators.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
-namespace mithril::cpu {
+namespace mithril {
 
 /// Applies `patterns` to the ops under `root` that `selected` picks, and to
 /// the ops the patterns create, instead of to every op. A module-wide greedy
 /// rewrite visits and tries to fold each of the lowered module's 10,000 ops
 /// (10-20 ms a pass for an MLP training step), while the ops these late
 /// passes rewrite are a few hundred at most; with none, nothing runs.
+/// (Upstream's lowerings used late in the pipeline, applied this way, are
+/// mithril-lower-multi-reductions, -unroll-transfers and
+/// -expand-strided-metadata.)
 inline mlir::LogicalResult rewriteSelected(mlir::Operation *root,
                                            mlir::RewritePatternSet &&patterns,
                                            llvm::function_ref<bool(mlir::Operation *)> selected) {
@@ -44,6 +47,6 @@ inline mlir::LogicalResult rewriteSelected(mlir::Operation *root,
   return converged;
 }
 
-} // namespace mithril::cpu
+} // namespace mithril
 
-#endif // MITHRIL_LIB_CODEGEN_CPU_REWRITESELECTED_H
+#endif // MITHRIL_SUPPORT_REWRITESELECTED_H
