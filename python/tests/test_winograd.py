@@ -42,6 +42,8 @@ def random_inputs(rng, n, c, f, h, w, groups=1):
     (2, 12, 24, 7, 6, 0),    # no padding
     (2, 8, 8, 5, 4, 2),      # padding wider than the kernel's reach
     (1, 9, 16, 2, 2, 1),     # one tile
+    (1, 8, 16, 56, 56, 1),   # parity rows of 29: strided reads of more than 16
+    (1, 8, 8, 37, 40, 1),    # parity rows of 21 and 20, odd output rows
 ])
 def test_forward_matches_torch(n, c, f, h, w, padding, rng):
     x, wt, b = random_inputs(rng, n, c, f, h, w)

@@ -35,3 +35,51 @@ func.func @others(%a: vector<8xf32>) -> vector<8xf32> {
   %same = arith.addf %a, %zero : vector<8xf32>
   return %same : vector<8xf32>
 }
+
+// A read along a dimension that is not the innermost (every other element of
+// a row, as Winograd's parity planes read them) is one load an element, not a
+// loop inserting each at a dynamic position (which LLVM compiles through a
+// stack slot).
+// CHECK-LABEL: func.func @strided_read
+// CHECK-NOT: scf.for
+// CHECK-COUNT-29: memref.load %{{.+}} : memref<29x2xf32>
+// CHECK: vector.from_elements {{.+}} : vector<29xf32>
+func.func @strided_read(%m: memref<29x2xf32>, %j: index) -> vector<29xf32> {
+  %c0 = arith.constant 0 : index
+  %pad = arith.constant 0.0 : f32
+  %v = vector.transfer_read %m[%c0, %j], %pad {in_bounds = [true], permutation_map = affine_map<(d0, d1) -> (d0)>} : memref<29x2xf32>, vector<29xf32>
+  return %v : vector<29xf32>
+}
+
+// Up to 16 elements (a register tile's column), upstream's loop stays: LLVM
+// unrolls it fully into the same loads.
+// CHECK-LABEL: func.func @short_strided_read
+// CHECK: scf.for
+func.func @short_strided_read(%m: memref<4x2xf32>, %i: index) -> vector<3xf32> {
+  %c0 = arith.constant 0 : index
+  %pad = arith.constant 0.0 : f32
+  %v = vector.transfer_read %m[%i, %c0], %pad {in_bounds = [true], permutation_map = affine_map<(d0, d1) -> (d0)>} : memref<4x2xf32>, vector<3xf32>
+  return %v : vector<3xf32>
+}
+
+// A write along one: upstream's permutation lowering makes it one write an
+// element already.
+// CHECK-LABEL: func.func @strided_write
+// CHECK-NOT: scf.for
+// CHECK-COUNT-3: vector.transfer_write %{{.+}} : vector<1xf32>, memref<4x2xf32>
+func.func @strided_write(%m: memref<4x2xf32>, %v: vector<3xf32>, %i: index) {
+  %c1 = arith.constant 1 : index
+  vector.transfer_write %v, %m[%i, %c1] {in_bounds = [true], permutation_map = affine_map<(d0, d1) -> (d0)>} : vector<3xf32>, memref<4x2xf32>
+  return
+}
+
+// Out of bounds, the read keeps upstream's lowering (a loop that checks each
+// element's index).
+// CHECK-LABEL: func.func @strided_out_of_bounds
+// CHECK: scf.for
+func.func @strided_out_of_bounds(%m: memref<29x2xf32>, %i: index) -> vector<29xf32> {
+  %c0 = arith.constant 0 : index
+  %pad = arith.constant 0.0 : f32
+  %v = vector.transfer_read %m[%i, %c0], %pad {in_bounds = [false], permutation_map = affine_map<(d0, d1) -> (d0)>} : memref<29x2xf32>, vector<29xf32>
+  return %v : vector<29xf32>
+}
