@@ -40,6 +40,18 @@ namespace {
 /// Points of the transformed 4x4 block, and outputs of a tile per side.
 constexpr int64_t kPoints = 4, kOutputs = 2;
 
+/// The fewest output channels for which a float32 convolution that no
+/// pooling follows pays for its transforms: the input transform's cost grows
+/// with the input channels and the products' saving with both, so few output
+/// channels lose. 3x3 convolutions at batch 16 on 14 x 14 images, one core
+/// of an AVX-512 Xeon, Winograd / flat rows: 64 -> 32 channels 1.12 / 0.93
+/// ms (AVX2 code 1.54 / 1.42), 32 -> 64 0.76 / 0.89 (1.17 / 1.39), 64 -> 128
+/// at batch 8 on 28 x 28 5.2 / 7.1; a CNN training step whose forward (32 ->
+/// 64) and input gradient (64 -> 32) were both Winograd's 4.45 -> 4.15 ms
+/// with the gradient on flat rows, and 0.1 s less to compile. (A pooled one
+/// keeps its blocks in the cache and wins at 32 channels too.)
+constexpr int64_t kMinUnpooledFilters = 64;
+
 /// Columns of a panel of bf16 products: the dot-product register tile's (8 x
 /// 32).
 constexpr int64_t kBF16Panel = 32;
@@ -381,6 +393,8 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
   // bf16 products multiply pairs of channels.
   if (bf16Products && c % 2 != 0)
     bf16Products = false;
+  if (!pooled && !bf16Products && f < kMinUnpooledFilters)
+    return std::nullopt;
   int64_t th = llvm::divideCeil(oh, kOutputs), tw = llvm::divideCeil(ow, kOutputs);
   int64_t tiles = n * th * tw;
   if (pooled && !bf16Products)
