@@ -51,8 +51,8 @@ func.func @strided_read(%m: memref<29x2xf32>, %j: index) -> vector<29xf32> {
   return %v : vector<29xf32>
 }
 
-// Up to 16 elements (a register tile's column), upstream's loop stays: LLVM
-// unrolls it fully into the same loads.
+// Up to 8 elements (a register tile's column of A), upstream's loop stays:
+// LLVM unrolls it fully into the same loads.
 // CHECK-LABEL: func.func @short_strided_read
 // CHECK: scf.for
 func.func @short_strided_read(%m: memref<4x2xf32>, %i: index) -> vector<3xf32> {
@@ -60,6 +60,22 @@ func.func @short_strided_read(%m: memref<4x2xf32>, %i: index) -> vector<3xf32> {
   %pad = arith.constant 0.0 : f32
   %v = vector.transfer_read %m[%i, %c0], %pad {in_bounds = [true], permutation_map = affine_map<(d0, d1) -> (d0)>} : memref<4x2xf32>, vector<3xf32>
   return %v : vector<3xf32>
+}
+
+// A row of every other element (an innermost stride of 2) under a constant
+// mask, as Winograd's parity planes read rows on AVX2: the masked elements
+// are loaded, the others are the padding.
+// CHECK-LABEL: func.func @strided_row_masked
+// CHECK-NOT: scf.for
+// CHECK: %[[PAD:.+]] = arith.constant 0.0
+// CHECK-COUNT-15: memref.load %{{.+}} : memref<15xf32, strided<[2], offset: ?>>
+// CHECK: vector.from_elements {{.+}}, %[[PAD]] : vector<16xf32>
+func.func @strided_row_masked(%m: memref<15xf32, strided<[2], offset: ?>>) -> vector<16xf32> {
+  %c0 = arith.constant 0 : index
+  %pad = arith.constant 0.0 : f32
+  %mask = vector.constant_mask [15] : vector<16xi1>
+  %v = vector.transfer_read %m[%c0], %pad, %mask {in_bounds = [true]} : memref<15xf32, strided<[2], offset: ?>>, vector<16xf32>
+  return %v : vector<16xf32>
 }
 
 // A write along one: upstream's permutation lowering makes it one write an

@@ -1,8 +1,8 @@
 // RUN: mithril-opt %s -split-input-file --convert-mithril-to-linalg | FileCheck %s
 // RUN: mithril-opt %s -split-input-file --convert-mithril-to-linalg="bf16-products=true" | FileCheck %s --check-prefix=BF16
 
-// A stride-1 3x3 float32 convolution with 8+ channels on both sides lowers by
-// Winograd's F(2x2, 3x3): the 16 points of the transformed filter (one
+// A stride-1 3x3 float32 convolution with 8+ input and 64+ output channels
+// lowers by Winograd's F(2x2, 3x3): the 16 points of the transformed filter (one
 // generic over [F, C]) stacked into [16, F, C, 1, 1], the input padded to
 // whole 2x2 output blocks and split into its four parity planes, the 16
 // points of each block's transformed input over [C, N, TH, TW] (2 x 3 x 3 =
@@ -12,10 +12,10 @@
 // 16 points, and those interleaved into [N, F, OH, OW].
 // CHECK-LABEL: func.func @Winograd(
 // CHECK: %[[U:.+]]:16 = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} ins(%arg1, %arg1, %arg1, %arg1, %arg1, %arg1, %arg1, %arg1, %arg1 : {{.*}}) outs({{.*}}) {
-// CHECK: } -> (tensor<16x8xf32>,
-// CHECK: tensor.insert_slice %[[U]]#0 into %{{.+}}[0, 0, 0] [1, 16, 8] [1, 1, 1] : tensor<16x8xf32> into tensor<16x16x8xf32>
-// CHECK: %[[US:.+]] = tensor.insert_slice %[[U]]#15 into %{{.+}}[15, 0, 0] [1, 16, 8]
-// CHECK: %[[FILTERS:.+]] = tensor.expand_shape %[[US]] {{\[}}[0], [1], [2, 3, 4]] output_shape [16, 16, 8, 1, 1]
+// CHECK: } -> (tensor<64x8xf32>,
+// CHECK: tensor.insert_slice %[[U]]#0 into %{{.+}}[0, 0, 0] [1, 64, 8] [1, 1, 1] : tensor<64x8xf32> into tensor<16x64x8xf32>
+// CHECK: %[[US:.+]] = tensor.insert_slice %[[U]]#15 into %{{.+}}[15, 0, 0] [1, 64, 8]
+// CHECK: %[[FILTERS:.+]] = tensor.expand_shape %[[US]] {{\[}}[0], [1], [2, 3, 4]] output_shape [16, 64, 8, 1, 1]
 // CHECK: %[[XP:.+]] = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1]
 // CHECK: %[[HALVES:.+]] = tensor.expand_shape %[[XP]] {{\[}}[0], [1], [2, 3], [4, 5]] output_shape [2, 8, 4, 2, 4, 2]
 // CHECK: %[[PLANES:.+]] = linalg.transpose ins(%[[HALVES]] : tensor<2x8x4x2x4x2xf32>) outs(%{{.+}} : tensor<2x8x2x2x4x4xf32>) permutation = [0, 1, 3, 5, 2, 4]
@@ -27,18 +27,18 @@
 // CHECK: %[[VS:.+]] = tensor.insert_slice %{{.+}} into %{{.+}}[15, 0, 0] [1, 8, 18] [1, 1, 1] : tensor<8x18xf32> into tensor<16x8x32xf32>
 // CHECK: %[[TAIL:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<16x8x14xf32>)
 // CHECK: %[[POINTS:.+]] = tensor.insert_slice %[[TAIL]] into %[[VS]][0, 0, 18] [16, 8, 14] [1, 1, 1] : tensor<16x8x14xf32> into tensor<16x8x32xf32>
-// CHECK: %[[M:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%[[POINTS]], %[[FILTERS]] : tensor<16x8x32xf32>, tensor<16x16x8x1x1xf32>) outs(%{{.+}} : tensor<16x16x32xf32>) attrs = {mithril.lowering_config = #mithril.lowering_config<kernel = conv_flat>}
-// CHECK: tensor.extract_slice %[[M]][0, 0, 0] [1, 16, 32] [1, 1, 1] : tensor<16x16x32xf32> to tensor<16x32xf32>
-// CHECK: tensor.extract_slice %[[M]][15, 0, 0] [1, 16, 32] [1, 1, 1] : tensor<16x16x32xf32> to tensor<16x32xf32>
+// CHECK: %[[M:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%[[POINTS]], %[[FILTERS]] : tensor<16x8x32xf32>, tensor<16x64x8x1x1xf32>) outs(%{{.+}} : tensor<16x64x32xf32>) attrs = {mithril.lowering_config = #mithril.lowering_config<kernel = conv_flat>}
+// CHECK: tensor.extract_slice %[[M]][0, 0, 0] [1, 64, 32] [1, 1, 1] : tensor<16x64x32xf32> to tensor<64x32xf32>
+// CHECK: tensor.extract_slice %[[M]][15, 0, 0] [1, 64, 32] [1, 1, 1] : tensor<16x64x32xf32> to tensor<64x32xf32>
 // CHECK: %[[Y:.+]]:4 = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]}
-// CHECK: } -> (tensor<16x32xf32>, tensor<16x32xf32>, tensor<16x32xf32>, tensor<16x32xf32>)
-// CHECK: %[[GRID:.+]] = linalg.generic {{.*}} outs(%{{.+}} : tensor<2x16x3x2x3x2xf32>)
+// CHECK: } -> (tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>)
+// CHECK: %[[GRID:.+]] = linalg.generic {{.*}} outs(%{{.+}} : tensor<2x64x3x2x3x2xf32>)
 // CHECK: linalg.index 3
 // CHECK: linalg.index 5
-// CHECK: tensor.collapse_shape %[[GRID]] {{\[}}[0], [1], [2, 3], [4, 5]] : tensor<2x16x3x2x3x2xf32> into tensor<2x16x6x6xf32>
-mithril.model @Winograd(data %x: tensor<2x8x6x6xf32>, param %w: tensor<16x8x3x3xf32>) -> (y: tensor<2x16x6x6xf32>) {
-  %y = mithril.conv2d %x, %w {dilation = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x8x6x6xf32>, tensor<16x8x3x3xf32>) -> tensor<2x16x6x6xf32>
-  mithril.output %y : tensor<2x16x6x6xf32>
+// CHECK: tensor.collapse_shape %[[GRID]] {{\[}}[0], [1], [2, 3], [4, 5]] : tensor<2x64x3x2x3x2xf32> into tensor<2x64x6x6xf32>
+mithril.model @Winograd(data %x: tensor<2x8x6x6xf32>, param %w: tensor<64x8x3x3xf32>) -> (y: tensor<2x64x6x6xf32>) {
+  %y = mithril.conv2d %x, %w {dilation = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x8x6x6xf32>, tensor<64x8x3x3xf32>) -> tensor<2x64x6x6xf32>
+  mithril.output %y : tensor<2x64x6x6xf32>
 }
 
 // -----
@@ -102,17 +102,25 @@ mithril.model @WinogradPooledRounded(data %x: tensor<2x8x6x6xf32>, param %w: ten
 
 // -----
 
-// Where the transforms would not pay (fewer than 8 input channels) or their
-// roundings would show (float64), the convolution stays on flat rows.
+// Where the transforms would not pay (fewer than 8 input channels, or fewer
+// than 64 output channels and no pooling to fold in) or their roundings would
+// show (float64), the convolution stays on flat rows.
 // CHECK-LABEL: func.func @FewChannels(
 // CHECK-NOT: linalg.transpose
 // CHECK: linalg.generic {{.*}} ins(%{{.+}}, %arg1 : tensor<2x4x{{[0-9]+}}xf32>, tensor<16x4x3x3xf32>) {{.*}}lowering_config<kernel = conv_flat>
+// CHECK-LABEL: func.func @FewOutputs(
+// CHECK-NOT: linalg.transpose
+// CHECK: linalg.generic {{.*}} ins(%{{.+}}, %arg1 : tensor<2x64x{{[0-9]+}}xf32>, tensor<32x64x3x3xf32>) {{.*}}lowering_config<kernel = conv_flat>
 // CHECK-LABEL: func.func @Float64(
 // CHECK-NOT: linalg.transpose
 // CHECK: linalg.generic {{.*}} ins(%{{.+}}, %arg1 : tensor<2x8x{{[0-9]+}}xf64>, tensor<16x8x3x3xf64>) {{.*}}lowering_config<kernel = conv_flat>
 mithril.model @FewChannels(data %x: tensor<2x4x6x6xf32>, param %w: tensor<16x4x3x3xf32>) -> (y: tensor<2x16x6x6xf32>) {
   %y = mithril.conv2d %x, %w {dilation = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x4x6x6xf32>, tensor<16x4x3x3xf32>) -> tensor<2x16x6x6xf32>
   mithril.output %y : tensor<2x16x6x6xf32>
+}
+mithril.model @FewOutputs(data %x: tensor<2x64x6x6xf32>, param %w: tensor<32x64x3x3xf32>) -> (y: tensor<2x32x6x6xf32>) {
+  %y = mithril.conv2d %x, %w {dilation = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x64x6x6xf32>, tensor<32x64x3x3xf32>) -> tensor<2x32x6x6xf32>
+  mithril.output %y : tensor<2x32x6x6xf32>
 }
 mithril.model @Float64(data %x: tensor<2x8x6x6xf64>, param %w: tensor<16x8x3x3xf64>) -> (y: tensor<2x16x6x6xf64>) {
   %y = mithril.conv2d %x, %w {dilation = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x8x6x6xf64>, tensor<16x8x3x3xf64>) -> tensor<2x16x6x6xf64>

@@ -147,10 +147,12 @@ def MithrilUnrollTransfers : Pass<"mithril-unroll-transfers"> {
     first, then every transfer of more than one dimension unrolled into 1-d
     transfers, with no stack buffer), applied to the transfers and to the ops
     their lowering creates only, instead of greedily over every op of the
-    function. A 1-d read along a dimension other than the buffer's innermost
-    (in bounds, unmasked, at most 64 elements) is one `memref.load` an element
-    and a `vector.from_elements`, where upstream's loop inserting each element
-    at a dynamic position would compile through a stack slot.
+    function. A 1-d read of elements that are not contiguous (along a
+    dimension other than the buffer's innermost, or along an innermost one
+    whose stride is not 1; in bounds, unmasked or under a constant mask, 9 to
+    64 elements) is one `memref.load` an element and a
+    `vector.from_elements`, where upstream's loop inserting each element at a
+    dynamic position would compile through a stack slot.
   }];
   let dependentDialects = ["mlir::vector::VectorDialect", "mlir::scf::SCFDialect",
                            "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect",
