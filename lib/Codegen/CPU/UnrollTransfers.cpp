@@ -46,8 +46,9 @@ std::optional<StridedRead> stridedRead(vector::TransferReadOp op) {
   VectorType type = op.getVectorType();
   auto buffer = dyn_cast<MemRefType>(op.getBase().getType());
   int64_t elements = type.getNumElements();
-  if (!buffer || type.getRank() != 1 || type.isScalable() || !op.isDimInBounds(0) ||
-      elements <= kMinStridedElements || elements > kMaxStridedElements)
+  if (!buffer || buffer.getElementType() != type.getElementType() || type.getRank() != 1 ||
+      type.isScalable() || !op.isDimInBounds(0) || elements <= kMinStridedElements ||
+      elements > kMaxStridedElements)
     return std::nullopt;
   AffineMap map = op.getPermutationMap();
   auto dim = dyn_cast<AffineDimExpr>(map.getResult(0));

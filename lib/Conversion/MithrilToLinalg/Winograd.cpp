@@ -44,9 +44,10 @@ constexpr int64_t kPoints = 4, kOutputs = 2;
 /// pooling follows pays for its transforms: the input transform's cost grows
 /// with the input channels and the products' saving with both, so few output
 /// channels lose. 3x3 convolutions at batch 16 on 14 x 14 images, one core
-/// of an AVX-512 Xeon, Winograd / flat rows: 64 -> 32 channels 1.12 / 0.93
-/// ms (AVX2 code 1.54 / 1.42), 32 -> 64 0.76 / 0.89 (1.17 / 1.39), 64 -> 128
-/// at batch 8 on 28 x 28 5.2 / 7.1; a CNN training step whose forward (32 ->
+/// of an AVX-512 Xeon, Winograd / flat rows: 64 -> 32 channels 1.10 / 0.92
+/// ms (AVX2 code 1.53 / 1.44), 32 -> 64 0.75 / 0.89 (1.16 / 1.40), 64 -> 128
+/// at batch 8 on 28 x 28 5.0 / 7.3 (docs/performance.md, thirty-third
+/// session, has more shapes); a CNN training step whose forward (32 ->
 /// 64) and input gradient (64 -> 32) were both Winograd's 4.45 -> 4.15 ms
 /// with the gradient on flat rows, and 0.1 s less to compile. (A pooled one
 /// keeps its blocks in the cache and wins at 32 channels too.)
