@@ -312,7 +312,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     // No canonicalization of the blocks SCFToControlFlow leaves: LLVM's
     // SimplifyCFG merges them, and the code came out the same (the CNN
     // training step's outputs bit for bit; its loops stage 8 ms less).
-    functions.addPass(createSCFToControlFlowPass());
+    functions.addPass(createMithrilScfToControlFlow());
   }
 
   if (wanted("llvm")) {
