@@ -10,6 +10,7 @@
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -61,7 +62,14 @@ struct BottomTestedFor : OpRewritePattern<scf::ForOp> {
                                        next, loop.getUpperBound());
     SmallVector<Value> carried{next};
     carried.append(yielded);
-    cf::CondBranchOp::create(rewriter, loc, more, first, carried, after, ValueRange{});
+    auto latch = cf::CondBranchOp::create(rewriter, loc, more, first, carried, after, ValueRange{});
+    // LLVM reads a loop's metadata (llvm.loop_annotation) on its latch, the
+    // branch back: the loop's LLVM attributes go there, as upstream's.
+    SmallVector<NamedAttribute> llvmAttrs;
+    llvm::copy_if(
+        loop->getDiscardableAttrs(), std::back_inserter(llvmAttrs),
+        [](NamedAttribute attr) { return isa<LLVM::LLVMDialect>(attr.getValue().getDialect()); });
+    latch->setDiscardableAttrs(llvmAttrs);
     rewriter.eraseOp(yield);
 
     rewriter.setInsertionPointToEnd(before);

@@ -72,3 +72,20 @@ func.func @empty(%m: memref<4xf32>) {
   }
   return
 }
+
+// The loop's LLVM attributes (its metadata) go on the branch back, where
+// LLVM reads them.
+// CHECK-LABEL: func.func @annotated
+// CHECK: cf.cond_br {{.+}} {llvm.loop_annotation = #{{.+}}}
+#unroll = #llvm.loop_unroll<disable = true>
+#annotation = #llvm.loop_annotation<unroll = #unroll>
+func.func @annotated(%m: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  scf.for %i = %c0 to %c8 step %c1 {
+    memref.store %zero, %m[%i] : memref<8xf32>
+  } {llvm.loop_annotation = #annotation}
+  return
+}
