@@ -309,7 +309,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     functions.addPass(createMithrilUnrollTransfers());
     functions.addPass(createMithrilLowerScalarTransfers());
     functions.addPass(createLowerAffinePass());
-    // No canonicalization of the blocks SCFToControlFlow leaves: LLVM's
+    // No canonicalization of the blocks mithril-scf-to-cf leaves: LLVM's
     // SimplifyCFG merges them, and the code came out the same (the CNN
     // training step's outputs bit for bit; its loops stage 8 ms less).
     functions.addPass(createMithrilScfToControlFlow());

@@ -1,4 +1,4 @@
-//===- RotatedLoops.cpp - scf to control flow, loops bottom-tested --------===//
+//===- ScfToControlFlow.cpp - scf to control flow, loops bottom-tested ----===//
 //
 // Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
 // Exceptions. See LICENSE for license information.
