@@ -46,7 +46,20 @@ TEST(CpuTarget, NamedCpusFollowLLVMsFeatureTable) {
   ASSERT_TRUE(zen2.has_value());
   EXPECT_EQ(zen2->vectorBits, 256u);
   EXPECT_FALSE(zen2->bf16DotProduct || zen2->bf16Tiles);
+  // The table lists Alder Lake's avx2 but not the avx it implies.
+  std::optional<CpuTarget> alderLake = cpuTarget("alderlake");
+  ASSERT_TRUE(alderLake.has_value());
+  EXPECT_EQ(alderLake->vectorBits, 256u);
   EXPECT_FALSE(cpuTarget("pentium9").has_value());
+}
+
+// A named CPU's L2 per core, whatever the host's: code compiled for it gets
+// its cache blocks.
+TEST(CpuTarget, NamedCpusHaveTheirL2) {
+  EXPECT_EQ(cpuTarget("sapphirerapids")->l2Bytes, 2 << 20);
+  EXPECT_EQ(cpuTarget("znver2")->l2Bytes, 512 << 10);
+  EXPECT_EQ(cpuTarget("znver4")->l2Bytes, 1 << 20);
+  EXPECT_EQ(cpuTarget("skylake-avx512")->l2Bytes, 1 << 20);
 }
 
 } // namespace

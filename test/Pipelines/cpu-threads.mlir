@@ -2,11 +2,11 @@
 // their fill: one scf.forall per chain, which becomes tasks of the MLIR async
 // runtime, or with task-pool one call of the host's pool (mithril's JIT).
 // Small ops stay on one thread.
-// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=fusion threads=2" | FileCheck %s --check-prefix=FUSION
-// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=loops threads=2" | FileCheck %s --check-prefix=LOOPS
-// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 stop-after=fusion threads=1" | FileCheck %s --check-prefix=SERIAL
-// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 threads=2" | FileCheck %s --check-prefix=LLVM
-// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=512 threads=2 task-pool=true" | FileCheck %s --check-prefix=POOL
+// RUN: mithril-opt %s --mithril-cpu-pipeline="target-cpu=sapphirerapids vector-bits=512 stop-after=fusion threads=2" | FileCheck %s --check-prefix=FUSION
+// RUN: mithril-opt %s --mithril-cpu-pipeline="target-cpu=sapphirerapids vector-bits=512 stop-after=loops threads=2" | FileCheck %s --check-prefix=LOOPS
+// RUN: mithril-opt %s --mithril-cpu-pipeline="target-cpu=sapphirerapids vector-bits=512 stop-after=fusion threads=1" | FileCheck %s --check-prefix=SERIAL
+// RUN: mithril-opt %s --mithril-cpu-pipeline="target-cpu=sapphirerapids vector-bits=512 threads=2" | FileCheck %s --check-prefix=LLVM
+// RUN: mithril-opt %s --mithril-cpu-pipeline="target-cpu=sapphirerapids vector-bits=512 threads=2 task-pool=true" | FileCheck %s --check-prefix=POOL
 // RUN: mithril-opt %s --mithril-cpu-pipeline="target-cpu=znver2 stop-after=fusion threads=1" | FileCheck %s --check-prefix=AVX2
 
 mithril.model @Big(data %x: tensor<256x512xf32>, param %w: tensor<512x512xf32>, param %b: tensor<512xf32>) -> (y: tensor<256x512xf32>) {

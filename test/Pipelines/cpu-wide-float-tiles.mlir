@@ -7,10 +7,11 @@
 // (float64: 6 x 32 against 8 x 16).
 // RUN: mithril-opt %s --split-input-file --mithril-cpu-pipeline="target-cpu=sapphirerapids stop-after=fusion" | FileCheck %s --check-prefix=WIDE
 // RUN: mithril-opt %s --split-input-file --mithril-cpu-pipeline="target-cpu=skylake-avx512 stop-after=fusion" | FileCheck %s --check-prefix=NARROW
-// RUN: mithril-opt %s --split-input-file --mithril-cpu-pipeline="target-cpu=sapphirerapids vector-bits=512 stop-after=fusion" | FileCheck %s --check-prefix=NARROW
+// RUN: mithril-opt %s --split-input-file --mithril-cpu-pipeline="target-cpu=emeraldrapids vector-bits=512 stop-after=fusion" | FileCheck %s --check-prefix=GIVEN
 
+// Sapphire Rapids' 2 MiB L2 takes the reduction 512 deep in one block.
 // WIDE-LABEL: func.func @Deep
-// WIDE: tensor<4x256x64xf32>
+// WIDE: tensor<4x512x64xf32>
 // WIDE: iter_args({{.+}}) -> (vector<6x64xf32>)
 // WIDE: iter_args({{.+}}) -> (vector<4x64xf32>)
 // WIDE-NOT: -> (vector<8x32xf32>)
@@ -18,6 +19,10 @@
 // NARROW: tensor<8x256x32xf32>
 // NARROW: iter_args({{.+}}) -> (vector<8x32xf32>)
 // NARROW-NOT: vector<{{[0-9]+}}x64xf32>
+// GIVEN-LABEL: func.func @Deep
+// GIVEN: tensor<8x512x32xf32>
+// GIVEN: iter_args({{.+}}) -> (vector<8x32xf32>)
+// GIVEN-NOT: vector<{{[0-9]+}}x64xf32>
 mithril.model @Deep(data %x: tensor<256x512xf32>, param %w: tensor<512x512xf32>) -> (y: tensor<256x512xf32>) {
   %mm = mithril.matmul %x, %w : (tensor<256x512xf32>, tensor<512x512xf32>) -> tensor<256x512xf32>
   mithril.output %mm : tensor<256x512xf32>
@@ -31,6 +36,8 @@ mithril.model @Deep(data %x: tensor<256x512xf32>, param %w: tensor<512x512xf32>)
 // WIDE-NOT: vector<{{[0-9]+}}x64xf32>
 // NARROW-LABEL: func.func @Shallow
 // NARROW-NOT: vector<{{[0-9]+}}x64xf32>
+// GIVEN-LABEL: func.func @Shallow
+// GIVEN-NOT: vector<{{[0-9]+}}x64xf32>
 mithril.model @Shallow(data %x: tensor<512x64xf32>, param %w: tensor<64x512xf32>) -> (y: tensor<512x512xf32>) {
   %mm = mithril.matmul %x, %w : (tensor<512x64xf32>, tensor<64x512xf32>) -> tensor<512x512xf32>
   mithril.output %mm : tensor<512x512xf32>
@@ -48,6 +55,8 @@ mithril.model @Shallow(data %x: tensor<512x64xf32>, param %w: tensor<64x512xf32>
 // WIDE: iter_args(%{{.+}} = %[[ZERO4]]) -> (vector<4x64xf32>)
 // NARROW-LABEL: func.func @OneBlock
 // NARROW: -> (vector<8x32xf32>)
+// GIVEN-LABEL: func.func @OneBlock
+// GIVEN: -> (vector<8x32xf32>)
 mithril.model @OneBlock(data %x: tensor<256x256xf32>, param %w: tensor<256x512xf32>) -> (y: tensor<256x512xf32>) {
   %mm = mithril.matmul %x, %w : (tensor<256x256xf32>, tensor<256x512xf32>) -> tensor<256x512xf32>
   mithril.output %mm : tensor<256x512xf32>
@@ -57,8 +66,9 @@ mithril.model @OneBlock(data %x: tensor<256x256xf32>, param %w: tensor<256x512xf
 
 // float64 takes four registers of columns too: 6 x 32 over 32-column panels,
 // where other CPUs keep 8 x 16.
+// (Its right operand, 1 MiB, is one cache block in the 2 MiB L2 and is read
+// in place, not packed.)
 // WIDE-LABEL: func.func @Double
-// WIDE: tensor<8x256x32xf64>
 // WIDE: iter_args({{.+}}) -> (vector<6x32xf64>)
 // WIDE: iter_args({{.+}}) -> (vector<4x32xf64>)
 // WIDE-NOT: -> (vector<8x16xf64>)
@@ -66,6 +76,10 @@ mithril.model @OneBlock(data %x: tensor<256x256xf32>, param %w: tensor<256x512xf
 // NARROW: tensor<16x256x16xf64>
 // NARROW: iter_args({{.+}}) -> (vector<8x16xf64>)
 // NARROW-NOT: -> (vector<{{[0-9]+}}x32xf64>)
+// GIVEN-LABEL: func.func @Double
+// GIVEN: tensor<16x512x16xf64>
+// GIVEN: iter_args({{.+}}) -> (vector<8x16xf64>)
+// GIVEN-NOT: -> (vector<{{[0-9]+}}x32xf64>)
 mithril.model @Double(data %x: tensor<256x512xf64>, param %w: tensor<512x256xf64>) -> (y: tensor<256x256xf64>) {
   %mm = mithril.matmul %x, %w : (tensor<256x512xf64>, tensor<512x256xf64>) -> tensor<256x256xf64>
   mithril.output %mm : tensor<256x256xf64>

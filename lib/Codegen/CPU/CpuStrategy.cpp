@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/X86TargetParser.h"
@@ -165,6 +166,19 @@ static std::optional<int64_t> hostL2Bytes() {
   return std::nullopt;
 }
 
+/// The L2 cache per core of a CPU named by LLVM: those whose L2 is not the
+/// 1 MiB taken for the others (Skylake-SP to Ice Lake-SP, Zen 4 and Zen 5),
+/// so that code compiled for a named CPU gets that CPU's cache blocks
+/// whatever the host, and lit tests name the L2 they check.
+static int64_t namedL2Bytes(StringRef cpu) {
+  return llvm::StringSwitch<int64_t>(cpu)
+      .Cases(
+          {"sapphirerapids", "emeraldrapids", "graniterapids", "graniterapids-d", "diamondrapids"},
+          2 << 20)
+      .Cases({"znver1", "znver2", "znver3"}, 512 << 10)
+      .Default(1 << 20);
+}
+
 /// What code generation needs of a CPU with `features` (LLVM's names).
 static CpuTarget targetFromFeatures(const llvm::StringMap<bool> &features) {
   CpuTarget target;
@@ -198,9 +212,15 @@ std::optional<CpuTarget> mithril::cpuTarget(StringRef cpu) {
   llvm::StringMap<bool> features;
   SmallVector<StringRef> names;
   llvm::X86::getFeaturesForCPU(cpu, names);
-  for (StringRef name : names)
+  // LLVM's table lists a CPU's features without those they imply (Alder
+  // Lake's has avx2 but not avx): close the set over the implications.
+  for (StringRef name : names) {
     features[name] = true;
-  return targetFromFeatures(features);
+    llvm::X86::updateImpliedFeatures(name, /*Enabled=*/true, features);
+  }
+  CpuTarget target = targetFromFeatures(features);
+  target.l2Bytes = namedL2Bytes(cpu);
+  return target;
 }
 
 bool mithril::hostAllowsAmxTiles() {

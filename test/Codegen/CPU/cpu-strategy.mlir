@@ -1,5 +1,6 @@
 // RUN: mithril-opt %s --split-input-file --mithril-cpu-strategy="target-cpu=znver4" | FileCheck %s --check-prefix=ZEN4
 // RUN: mithril-opt %s --split-input-file --mithril-cpu-strategy="target-cpu=znver2" | FileCheck %s --check-prefix=ZEN2
+// RUN: mithril-opt %s --split-input-file --mithril-cpu-strategy="target-cpu=alderlake" | FileCheck %s --check-prefix=AVX2-1MIB
 // RUN: mithril-opt %s --split-input-file --mithril-cpu-strategy="target-cpu=znver4 threads=2" | FileCheck %s --check-prefix=THREADS
 // RUN: mithril-opt %s --split-input-file --mithril-cpu-strategy="target-cpu=znver4" --mithril-cpu-schedule="target-cpu=znver4" | FileCheck %s --check-prefix=SCHEDULE
 // RUN: not mithril-opt %s --split-input-file --mithril-cpu-strategy=target-cpu=pentium9000 2>&1 | FileCheck %s --check-prefix=CPU
@@ -10,6 +11,10 @@
 // block; with two threads the column loop is split in halves.
 // ZEN4-LABEL: func.func @matmul
 // ZEN4: linalg.matmul {mithril.lowering_config = #mithril.lowering_config<kernel = matmul, register_tile = [8, 32, 1], cache_tile = [128, 256, 256]>}
+// Alder Lake (AVX2; LLVM's table lists avx2 without the avx it implies)
+// gets AVX2's tiles.
+// AVX2-1MIB-LABEL: func.func @matmul
+// AVX2-1MIB: linalg.matmul {{.*}}register_tile = [6, 16, 1], cache_tile = [128, 256, 256]>}
 // ZEN2-LABEL: func.func @matmul
 // ZEN2: linalg.matmul {mithril.lowering_config = #mithril.lowering_config<kernel = matmul, register_tile = [6, 16, 1], cache_tile = [128, 256, 256]>}
 // THREADS-LABEL: func.func @matmul
@@ -28,21 +33,29 @@ func.func @matmul(%a: tensor<256x512xf32>, %b: tensor<512x512xf32>) -> tensor<25
 // -----
 
 // A result of 1024 rows: a column block of it (1024 x 256 f32, 1 MiB) fills
-// the L2 (1 MiB for a named CPU), so the reduction block deepens to 1024
+// the L2 (Zen 4's 1 MiB), so the reduction block deepens to 1024
 // (the accumulator tiles are loaded from beyond L2 once per reduction
 // block) and its rows halve to 64 (the left operand's block stays 256 KiB);
 // f64 too, to as many bytes of a row (512), bf16 not. AVX2's narrower tiles
-// take 16 rows (three tiles a panel), the packed block of the right operand
-// (1 MiB) fitting the named CPU's L2. Not at 512 rows.
+// take 16 rows (three tiles a panel) where the packed block of the right
+// operand (1 MiB) fits the L2; Zen 2's 512 KiB L2 does not hold it, so it
+// keeps 64 rows, and there a block of 512 rows (512 KiB) fills the L2 and
+// deepens too. Not at 512 rows on Zen 4.
 // ZEN4-LABEL: func.func @deep_reduction
 // ZEN4: linalg.matmul {{.*}}cache_tile = [64, 256, 1024]>} ins({{.*}} : tensor<1024x2048xf32>
 // ZEN4: linalg.matmul {{.*}}cache_tile = [64, 256, 512]>} ins({{.*}} : tensor<1024x2048xf64>
 // ZEN4: linalg.matmul {{.*}}cache_tile = [128, 256, 256]>} ins({{.*}} : tensor<1024x2048xbf16>
 // ZEN4: linalg.matmul {{.*}}cache_tile = [128, 256, 256]>} ins({{.*}} : tensor<512x2048xf32>
 // ZEN2-LABEL: func.func @deep_reduction
-// ZEN2: linalg.matmul {{.*}}cache_tile = [16, 256, 1024]>} ins({{.*}} : tensor<1024x2048xf32>
-// ZEN2: linalg.matmul {{.*}}cache_tile = [16, 256, 512]>} ins({{.*}} : tensor<1024x2048xf64>
+// ZEN2: linalg.matmul {{.*}}cache_tile = [64, 256, 1024]>} ins({{.*}} : tensor<1024x2048xf32>
+// ZEN2: linalg.matmul {{.*}}cache_tile = [64, 256, 512]>} ins({{.*}} : tensor<1024x2048xf64>
 // ZEN2: linalg.matmul {{.*}}cache_tile = [128, 256, 256]>} ins({{.*}} : tensor<1024x2048xbf16>
+// ZEN2: linalg.matmul {{.*}}cache_tile = [64, 256, 1024]>} ins({{.*}} : tensor<512x2048xf32>
+// AVX2-1MIB-LABEL: func.func @deep_reduction
+// AVX2-1MIB: linalg.matmul {{.*}}register_tile = [6, 16, 1], cache_tile = [16, 256, 1024]>} ins({{.*}} : tensor<1024x2048xf32>
+// AVX2-1MIB: linalg.matmul {{.*}}cache_tile = [16, 256, 512]>} ins({{.*}} : tensor<1024x2048xf64>
+// AVX2-1MIB: linalg.matmul {{.*}}cache_tile = [128, 256, 256]>} ins({{.*}} : tensor<1024x2048xbf16>
+// AVX2-1MIB: linalg.matmul {{.*}}cache_tile = [128, 256, 256]>} ins({{.*}} : tensor<512x2048xf32>
 func.func @deep_reduction(%a: tensor<1024x2048xf32>, %b: tensor<2048x256xf32>,
                           %ad: tensor<1024x2048xf64>, %bd: tensor<2048x256xf64>,
                           %ah: tensor<1024x2048xbf16>, %bh: tensor<2048x256xbf16>)

@@ -39,8 +39,9 @@ struct CpuTarget {
   /// where they were measured faster (see RegisterFile::wideFloatTiles).
   /// Whether the process may use the AMX tiles does not matter here.
   bool wideFloatTiles = false;
-  /// The L2 cache per core in bytes: the host's from sysfs, else (a named
-  /// CPU, or no sysfs) 1 MiB.
+  /// The L2 cache per core in bytes: the host's from sysfs; a named CPU's
+  /// from a table (2 MiB for Sapphire Rapids and later Xeons, 512 KiB for
+  /// Zen 1 to 3); else 1 MiB.
   int64_t l2Bytes = 1 << 20;
 };
 
