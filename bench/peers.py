@@ -503,7 +503,8 @@ def setup_iree(threads):
 
 def build_iree(lib, case, d, threads, scratch):
     """JAX's StableHLO export of the model (parameters as arguments, as for
-    JAX), compiled by IREE for this CPU and run on its local-task driver."""
+    JAX), compiled by IREE for this CPU and run on its local-task driver (local-sync
+    on one thread)."""
     jax, rt = lib.jax, lib.rt
     if case.kind == "sgemm":
         fn, args = (lambda a, b: a @ b), [d["a"], d["b"]]
@@ -516,7 +517,11 @@ def build_iree(lib, case, d, threads, scratch):
     vmfb = lib.compiler.compile_str(exported.mlir_module(), target_backends=["llvm-cpu"],
                                     input_type="stablehlo",
                                     extra_args=["--iree-llvmcpu-target-cpu=host"])
-    config = rt.Config("local-task")
+    # One thread: local-sync runs the dispatches on the calling thread. On
+    # local-task the caller's wait for its one worker ended on the kernel's
+    # 4 ms ticks (every call took a multiple of 4 ms: sgemm 1024 32.0 ms,
+    # 29.5 on local-sync; Zen 4, 2026-12-01).
+    config = rt.Config("local-sync" if threads == 1 else "local-task")
     context = rt.SystemContext(config=config)
     module = rt.VmModule.copy_buffer(context.instance, vmfb)
     context.add_vm_module(module)
@@ -907,8 +912,8 @@ def report(args, cases, candidates, results, ours_info, peer_info, loads):
         "its own thread knob at N (ours: MlirBackend(num_threads=N); ONNX Runtime: "
         "intra_op_num_threads=N, inter_op 1; OpenVINO: INFERENCE_NUM_THREADS=N, one stream; "
         "JAX: XLA's pool sized by the affinity mask, OMP_NUM_THREADS=N, and "
-        "--xla_cpu_multi_thread_eigen=false at 1 thread; IREE: local-task with "
-        "--task_topology_max_group_count=N; torch: set_num_threads(N), one inter-op thread; "
+        "--xla_cpu_multi_thread_eigen=false at 1 thread; IREE: local-sync at 1 "
+        "thread, local-task with --task_topology_max_group_count=N at more; torch: set_num_threads(N), one inter-op thread; "
         "torch's inductor cache and precompiled headers, and our compile cache, start empty in "
         "every launch). "
         "ONNX Runtime and OpenVINO load one ONNX graph (opset 17, weights as "
