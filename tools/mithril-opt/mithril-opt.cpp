@@ -3,10 +3,12 @@
 // Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
 // Exceptions. See LICENSE for license information.
 //
-// MlirOptMain with every upstream dialect and pass and the project's own.
+// MlirOptMain with every upstream dialect and pass and the project's own, and
+// --host-cpu to take a named CPU for the host.
 //
 //===----------------------------------------------------------------------===//
 
+#include "mithril/Codegen/CPU/CpuTarget.h"
 #include "mithril/Dialect/Mithril/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mithril/Dialect/Mithril/Transforms/SliceSubsetModels.h"
 #include "mithril/InitAllDialects.h"
@@ -17,6 +19,7 @@
 #include "mlir/InitAllPasses.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/CommandLine.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
@@ -29,6 +32,18 @@ int main(int argc, char **argv) {
   mithril::registerBufferizableOpInterfaceExternalModels(registry);
   mlir::registerAllPasses();
   mithril::registerAllPasses();
-  return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "Mithril optimizer driver\n", registry));
+  static llvm::cl::opt<std::string> hostCpu(
+      "host-cpu",
+      llvm::cl::desc("Choose kernels as if the host were this x86-64 CPU (LLVM's name: "
+                     "znver4, sapphirerapids, ...) where no target-cpu is given: lit's IR "
+                     "tests check the same output on every machine"),
+      llvm::cl::init(""));
+  auto [input, output] =
+      mlir::registerAndParseCLIOptions(argc, argv, "Mithril optimizer driver\n", registry);
+  if (!hostCpu.empty() && !mithril::pinHostCpu(hostCpu)) {
+    llvm::errs() << "mithril-opt: unknown --host-cpu '" << hostCpu
+                 << "' (an x86-64 CPU LLVM knows: znver2, znver4, sapphirerapids, ...)\n";
+    return EXIT_FAILURE;
+  }
+  return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, input, output, registry));
 }

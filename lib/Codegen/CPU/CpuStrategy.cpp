@@ -193,7 +193,22 @@ static CpuTarget targetFromFeatures(const llvm::StringMap<bool> &features) {
   return target;
 }
 
+/// The CPU that pinHostCpu put in the host's place, if any.
+static std::string &pinnedHostCpu() {
+  static std::string name;
+  return name;
+}
+
+bool mithril::pinHostCpu(StringRef cpu) {
+  if (llvm::X86::parseArchX86(cpu, /*Only64Bit=*/true) == llvm::X86::CK_None)
+    return false;
+  pinnedHostCpu() = cpu.str();
+  return true;
+}
+
 std::optional<CpuTarget> mithril::cpuTarget(StringRef cpu) {
+  if (cpu.empty() && !pinnedHostCpu().empty())
+    cpu = pinnedHostCpu();
   // The host's is read once per process (CPUID and sysfs): every compile's
   // strategy and schedule ask for it.
   if (cpu.empty()) {

@@ -1,5 +1,6 @@
 // RUN: mithril-opt %s --split-input-file --mithril-cpu-strategy="target-cpu=znver4" | FileCheck %s --check-prefix=ZEN4
 // RUN: mithril-opt %s --split-input-file --mithril-cpu-strategy="target-cpu=znver2" | FileCheck %s --check-prefix=ZEN2
+// RUN: mithril-opt %s --split-input-file --host-cpu=znver2 --mithril-cpu-strategy | FileCheck %s --check-prefix=ZEN2
 // RUN: mithril-opt %s --split-input-file --mithril-cpu-strategy="target-cpu=alderlake" | FileCheck %s --check-prefix=AVX2-1MIB
 // RUN: mithril-opt %s --split-input-file --mithril-cpu-strategy="target-cpu=znver4 threads=2" | FileCheck %s --check-prefix=THREADS
 // RUN: mithril-opt %s --split-input-file --mithril-cpu-strategy="target-cpu=znver4" --mithril-cpu-schedule="target-cpu=znver4" | FileCheck %s --check-prefix=SCHEDULE

@@ -50,6 +50,13 @@ struct CpuTarget {
 /// LLVM does not know.
 std::optional<CpuTarget> cpuTarget(llvm::StringRef cpu = "");
 
+/// Makes cpuTarget("") answer for the CPU named `cpu` (LLVM's name) instead
+/// of the host, for the rest of the process: `mithril-opt --host-cpu`, with
+/// which lit pins the host of the IR tests so that they check the same
+/// output on every machine. Code compiled under it is for that CPU, not for
+/// this one. False, and nothing pinned, for a name LLVM does not know.
+bool pinHostCpu(llvm::StringRef cpu);
+
 /// The width in bits of an x86-64 CPU's vector registers, which the CPU
 /// schedule sizes its register tiles for: `cpu` by LLVM's name (from its
 /// table of the CPU's features), or the host's (CPUID) when empty. 512 with
