@@ -166,10 +166,11 @@ static std::optional<int64_t> hostL2Bytes() {
   return std::nullopt;
 }
 
-/// The L2 cache per core of a CPU named by LLVM: those whose L2 is not the
-/// 1 MiB taken for the others (Skylake-SP to Ice Lake-SP, Zen 4 and Zen 5),
-/// so that code compiled for a named CPU gets that CPU's cache blocks
-/// whatever the host, and lit tests name the L2 they check.
+/// The L2 cache per core of a CPU named by LLVM, so that code compiled for a
+/// named CPU gets that CPU's cache blocks whatever the host (and lit tests
+/// name the L2 they check): 2 MiB on Sapphire Rapids and later Xeons, 512
+/// KiB on Zen 1 to 3, and 1 MiB for the others (Skylake-SP to Ice Lake-SP,
+/// Zen 4 and 5; client cores are taken as 1 MiB too).
 static int64_t namedL2Bytes(StringRef cpu) {
   return llvm::StringSwitch<int64_t>(cpu)
       .Cases(
