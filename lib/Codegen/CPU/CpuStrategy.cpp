@@ -194,22 +194,24 @@ static CpuTarget targetFromFeatures(const llvm::StringMap<bool> &features) {
   return target;
 }
 
-/// The CPU that pinHostCpu put in the host's place, if any.
-static std::string &pinnedHostCpu() {
-  static std::string name;
-  return name;
+/// What pinHostCpu put in the host's place, if anything: the named CPU's
+/// target, computed once.
+static std::optional<CpuTarget> &pinnedHost() {
+  static std::optional<CpuTarget> target;
+  return target;
 }
 
 bool mithril::pinHostCpu(StringRef cpu) {
-  if (llvm::X86::parseArchX86(cpu, /*Only64Bit=*/true) == llvm::X86::CK_None)
+  std::optional<CpuTarget> target = cpu.empty() ? std::nullopt : cpuTarget(cpu);
+  if (!target)
     return false;
-  pinnedHostCpu() = cpu.str();
+  pinnedHost() = target;
   return true;
 }
 
 std::optional<CpuTarget> mithril::cpuTarget(StringRef cpu) {
-  if (cpu.empty() && !pinnedHostCpu().empty())
-    cpu = pinnedHostCpu();
+  if (cpu.empty() && pinnedHost())
+    return pinnedHost();
   // The host's is read once per process (CPUID and sysfs): every compile's
   // strategy and schedule ask for it.
   if (cpu.empty()) {
