@@ -207,6 +207,8 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     MithrilPadInPlaceOptions padInPlace;
     padInPlace.vectorRuns = options.schedule;
     pm.addPass(createMithrilPadInPlace(padInPlace));
+    // All-reduce operands computed where the other ranks read them.
+    pm.addPass(createMithrilCollectivesInWindow());
     bufferization::OneShotBufferizePassOptions bufferize;
     bufferize.bufferizeFunctionBoundaries = true;
     bufferize.functionBoundaryTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
@@ -239,6 +241,8 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     pm.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());
     pm.addPass(bufferization::createBufferDeallocationSimplificationPass());
     pm.addPass(bufferization::createLowerDeallocationsPass());
+    // The windows are the runtime's: calls only once nothing frees them.
+    pm.addPass(createMithrilLowerCollectiveWindows());
     pm.addPass(createCSEPass());
     pm.addPass(createCanonicalizerPass());
     // The GPU pipeline's front (no host schedule) maps copies to threads.

@@ -32,6 +32,7 @@ struct MpiRuntime {
   int (*allReduceSum)(int32_t, const void *, void *, int64_t, int32_t) = nullptr;
   int (*allGatherBytes)(int32_t, const void *, int64_t, void *, const int64_t *) = nullptr;
   int (*broadcastBytes)(int32_t, void *, int64_t, int32_t) = nullptr;
+  int (*sumWindow)(int32_t, int64_t, void **) = nullptr;
   void (*abort)(int32_t) = nullptr;
   /// The communicators of the mesh's groups (0: MPI_COMM_WORLD).
   int32_t groups[3] = {0, 0, 0};
@@ -65,7 +66,7 @@ static llvm::Expected<MpiRuntime> load() {
       !bind(runtime.allReduceSum, "mithrilMpiAllReduceSum") ||
       !bind(runtime.allGatherBytes, "mithrilMpiAllGatherBytes") ||
       !bind(runtime.broadcastBytes, "mithrilMpiBroadcastBytes") ||
-      !bind(runtime.abort, "mithrilMpiAbort"))
+      !bind(runtime.sumWindow, "mithrilMpiSumWindow") || !bind(runtime.abort, "mithrilMpiAbort"))
     return mpiError(path + " is not a mithril MPI runtime library of this version");
   if (runtime.init() != 0)
     return mpiError(std::string("MPI did not start: ") + runtime.takeError());
@@ -223,16 +224,23 @@ template <typename T> struct StridedView {
   }
 };
 
-template <typename T>
-static void allReduceMemref(int64_t group, int64_t srcRank, void *srcDescriptor, int64_t dstRank,
-                            void *dstDescriptor) {
-  StridedView<T> src(srcRank, srcDescriptor), dst(dstRank, dstDescriptor);
+/// The started runtime, for compiled code: a call before MPI started ends
+/// the process.
+static const MpiRuntime *startedForCompiledCode() {
   const MpiRuntime *mpi = started();
   if (!mpi) {
     std::fprintf(stderr, "mithril: compiled code sums gradients over ranks, but MPI has not "
                          "been started\n");
     std::abort();
   }
+  return mpi;
+}
+
+template <typename T>
+static void allReduceMemref(int64_t group, int64_t srcRank, void *srcDescriptor, int64_t dstRank,
+                            void *dstDescriptor) {
+  StridedView<T> src(srcRank, srcDescriptor), dst(dstRank, dstDescriptor);
+  const MpiRuntime *mpi = startedForCompiledCode();
   // The result buffer is a fresh, contiguous allocation: MPI reads a
   // contiguous operand in place, a strided one is packed into it first.
   const T *send = src.data;
@@ -257,4 +265,17 @@ extern "C" void mithrilAllReduceF32(int64_t group, int64_t srcRank, void *srcDes
 extern "C" void mithrilAllReduceF64(int64_t group, int64_t srcRank, void *srcDescriptor,
                                     int64_t dstRank, void *dstDescriptor) {
   allReduceMemref<double>(group, srcRank, srcDescriptor, dstRank, dstDescriptor);
+}
+
+extern "C" void _mlir_ciface_mithrilCollectiveWindow(MithrilByteMemRef *segment, int64_t group,
+                                                     int64_t bytes) {
+  const MpiRuntime *mpi = startedForCompiledCode();
+  Group which = group == 1 ? Group::Tensor : Group::Data;
+  void *memory = nullptr;
+  if (int code = mpi->sumWindow(communicatorOf(mpi, which), bytes, &memory)) {
+    std::fprintf(stderr, "mithril: a window of %lld bytes for the sums over the ranks: %s\n",
+                 static_cast<long long>(bytes), mpi->takeError());
+    mpi->abort(code);
+  }
+  *segment = {static_cast<char *>(memory), static_cast<char *>(memory), 0, bytes, 1};
 }

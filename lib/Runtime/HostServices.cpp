@@ -355,6 +355,8 @@ mithril::runtime::detail::hostSymbols(llvm::orc::MangleAndInterner &interner,
   add("mithrilProfileExit", reinterpret_cast<void *>(&mithrilProfileExit));
   add("mithrilAllReduceF32", reinterpret_cast<void *>(&mithrilAllReduceF32));
   add("mithrilAllReduceF64", reinterpret_cast<void *>(&mithrilAllReduceF64));
+  add("_mlir_ciface_mithrilCollectiveWindow",
+      reinterpret_cast<void *>(&_mlir_ciface_mithrilCollectiveWindow));
   if (asyncSymbols)
     for (const auto &symbol : *asyncSymbols)
       add(symbol.getKey(), symbol.getValue());

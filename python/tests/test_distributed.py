@@ -58,6 +58,20 @@ def test_parallel_equals_one_process(mesh, dtype, batch):
 
 
 @needs_mpi
+@pytest.mark.parametrize("mesh,dtype,batch", [((2,), "float32", 13), ((2, 2), "float64", 12)])
+def test_parallel_without_shared_memory(mesh, dtype, batch):
+    # The windows of the compiled sums are private memory, summed by
+    # MPI_Allreduce, as on ranks of several machines.
+    ranks = int(np.prod(mesh))
+    result = _mpirun(ranks, str(CHECK), dtype, str(batch), "x".join(map(str, mesh)),
+                     MITHRIL_MPI_SHARED_SUM="0")
+    assert result.returncode == 0, result.stdout + result.stderr
+    for rank in range(ranks):
+        assert f"rank {rank}/{ranks}: mesh {mesh} {dtype} batch {batch} equals one " \
+               "process" in result.stdout
+
+
+@needs_mpi
 @pytest.mark.parametrize("ranks", [2, 3])
 @pytest.mark.parametrize("shared", ["1", "0"])
 def test_all_reduce_sums_in_rank_order(ranks, shared):

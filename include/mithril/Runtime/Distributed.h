@@ -8,7 +8,8 @@
 // The ranks of a data-parallel run and their collectives. MPI comes from
 // libmithril_mpi_runtime, built where an MPI library is found and loaded on
 // first use (MITHRIL_MPI_RUNTIME names another copy), so that nothing else
-// links MPI. Compiled code sums gradients through mithrilAllReduceF32/F64;
+// links MPI. Compiled code sums gradients through mithrilAllReduceF32/F64,
+// their operands computed in mithrilCollectiveWindow's memory;
 // the Python package gathers outputs and sums losses through these
 // functions.
 //
@@ -102,5 +103,23 @@ extern "C" void mithrilAllReduceF32(int64_t group, int64_t srcRank, void *srcDes
                                     int64_t dstRank, void *dstDescriptor);
 extern "C" void mithrilAllReduceF64(int64_t group, int64_t srcRank, void *srcDescriptor,
                                     int64_t dstRank, void *dstDescriptor);
+
+/// A memref<?xi8> as compiled code passes it.
+struct MithrilByteMemRef {
+  char *allocated;
+  char *aligned;
+  int64_t offset;
+  int64_t size;
+  int64_t stride;
+};
+
+/// Called by compiled code (mithril.collective_window, through its C
+/// interface): this rank's segment of the window where the function computes
+/// the operands of its sums over `group`, of `bytes` bytes. Summed by
+/// mithrilAllReduceF32/F64 where they lie: each rank adds every rank's
+/// operand from its segment (an MPI-3 shared-memory window) where the ranks
+/// share a machine, MPI_Allreduce elsewhere.
+extern "C" void _mlir_ciface_mithrilCollectiveWindow(MithrilByteMemRef *segment, int64_t group,
+                                                     int64_t bytes);
 
 #endif // MITHRIL_RUNTIME_DISTRIBUTED_H

@@ -15,55 +15,64 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringMap.h"
+
 using namespace mlir;
 using namespace mithril;
 using namespace mithril::linalg_lowering;
 
 namespace {
 
-/// all_reduce: the host's collective (mithrilAllReduceF32 / F64, which call
-/// MPI_Allreduce over the op's group) reads the operand's buffer and writes a
-/// new one. Both go
-/// as unranked memrefs, whose descriptors give the sizes and strides.
+/// The runtime's group numbers: 0 data, 1 tensor.
+int64_t groupNumber(StringRef group) { return group == "tensor" ? 1 : 0; }
+
+/// Calls the host's collective (mithrilAllReduceF32 / F64, which sum over the
+/// op's group) on `source`, the operand's buffer (any layout), into a new
+/// buffer, which becomes the result. Both go as unranked memrefs, whose
+/// descriptors give the sizes and strides.
+Value callAllReduce(OpBuilder &b, AllReduceOp op, Value source) {
+  Location loc = op.getLoc();
+  auto type = cast<RankedTensorType>(op.getType());
+  Type element = type.getElementType();
+  StringRef callee = element.isF64() ? "mithrilAllReduceF64" : "mithrilAllReduceF32";
+  auto unranked = UnrankedMemRefType::get(element, /*memorySpace=*/nullptr);
+  auto module = op->getParentOfType<ModuleOp>();
+  if (!SymbolTable::lookupSymbolIn(module, callee)) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    auto decl = func::FuncOp::create(b, loc, callee,
+                                     b.getFunctionType({b.getI64Type(), unranked, unranked}, {}));
+    decl.setPrivate();
+  }
+  SmallVector<Value> dynamicSizes;
+  for (int64_t i = 0; i < type.getRank(); ++i)
+    if (type.isDynamicDim(i))
+      dynamicSizes.push_back(tensor::DimOp::create(b, loc, op.getInput(), i));
+  auto resultBuffer = MemRefType::get(type.getShape(), element);
+  Value sum = memref::AllocOp::create(b, loc, resultBuffer, dynamicSizes, b.getI64IntegerAttr(64));
+  Value group = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(groupNumber(op.getGroup())));
+  func::CallOp::create(b, loc, callee, TypeRange{},
+                       ValueRange{group, memref::CastOp::create(b, loc, unranked, source),
+                                  memref::CastOp::create(b, loc, unranked, sum)});
+  return bufferization::ToTensorOp::create(b, loc, type, sum, /*restrict=*/true,
+                                           /*writable=*/true);
+}
+
+/// all_reduce of a dynamic shape (static ones go through a window,
+/// lowerAllReducesIntoWindows): the operand's buffer read where it is.
 struct AllReducePattern : OpRewritePattern<AllReduceOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(AllReduceOp op, PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
     auto type = cast<RankedTensorType>(op.getType());
-    Type element = type.getElementType();
-    StringRef callee = element.isF64() ? "mithrilAllReduceF64" : "mithrilAllReduceF32";
-    auto unranked = UnrankedMemRefType::get(element, /*memorySpace=*/nullptr);
-    auto module = op->getParentOfType<ModuleOp>();
-    if (!SymbolTable::lookupSymbolIn(module, callee)) {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(module.getBody());
-      auto decl = func::FuncOp::create(
-          rewriter, loc, callee,
-          rewriter.getFunctionType({rewriter.getI64Type(), unranked, unranked}, {}));
-      decl.setPrivate();
-    }
     // The operand's buffer may be a strided view: any layout.
     SmallVector<int64_t> strides(type.getRank(), ShapedType::kDynamic);
-    auto anyLayout = MemRefType::get(type.getShape(), element,
-                                     StridedLayoutAttr::get(ctx, ShapedType::kDynamic, strides));
-    Value source = bufferization::ToBufferOp::create(rewriter, loc, anyLayout, op.getInput(),
-                                                     /*read_only=*/true);
-    SmallVector<Value> dynamicSizes;
-    for (int64_t i = 0; i < type.getRank(); ++i)
-      if (type.isDynamicDim(i))
-        dynamicSizes.push_back(tensor::DimOp::create(rewriter, loc, op.getInput(), i));
-    auto resultBuffer = MemRefType::get(type.getShape(), element);
-    Value sum = memref::AllocOp::create(rewriter, loc, resultBuffer, dynamicSizes,
-                                        rewriter.getI64IntegerAttr(64));
-    // The runtime's group numbers: 0 data, 1 tensor.
-    Value group = arith::ConstantOp::create(
-        rewriter, loc, rewriter.getI64IntegerAttr(op.getGroup() == "tensor" ? 1 : 0));
-    func::CallOp::create(rewriter, loc, callee, TypeRange{},
-                         ValueRange{group, memref::CastOp::create(rewriter, loc, unranked, source),
-                                    memref::CastOp::create(rewriter, loc, unranked, sum)});
-    rewriter.replaceOpWithNewOp<bufferization::ToTensorOp>(op, type, sum, /*restrict=*/true,
-                                                           /*writable=*/true);
+    auto anyLayout =
+        MemRefType::get(type.getShape(), type.getElementType(),
+                        StridedLayoutAttr::get(getContext(), ShapedType::kDynamic, strides));
+    Value source = bufferization::ToBufferOp::create(rewriter, op.getLoc(), anyLayout,
+                                                     op.getInput(), /*read_only=*/true);
+    rewriter.replaceOp(op, callAllReduce(rewriter, op, source));
     return success();
   }
 };
@@ -77,7 +86,62 @@ struct ReplicatePattern : OpRewritePattern<ReplicateOp> {
   }
 };
 
+/// Bytes each operand's place in a window is aligned to: a cache line, so
+/// that no two operands share one.
+constexpr int64_t kWindowAlignment = 64;
+
 } // namespace
+
+void mithril::linalg_lowering::lowerAllReducesIntoWindows(func::FuncOp func) {
+  // Each group's static all_reduces, in order, with their byte offsets.
+  llvm::MapVector<StringRef, SmallVector<std::pair<AllReduceOp, int64_t>>> byGroup;
+  llvm::StringMap<int64_t> bytesOf;
+  func.walk([&](AllReduceOp op) {
+    auto type = cast<RankedTensorType>(op.getType());
+    if (!type.hasStaticShape() || type.getNumElements() == 0)
+      return;
+    int64_t &bytes = bytesOf[op.getGroup()];
+    byGroup[op.getGroup()].push_back({op, bytes});
+    int64_t size = type.getNumElements() * type.getElementTypeBitWidth() / 8;
+    bytes += llvm::alignTo(size, kWindowAlignment);
+  });
+  if (byGroup.empty())
+    return;
+  MLIRContext *ctx = func.getContext();
+  // The windows and the operands' places go first in the function, so that
+  // whatever computes an operand can write there; nothing there is erased
+  // below (an all_reduce may be the entry's first op).
+  OpBuilder atEntry = OpBuilder::atBlockBegin(&func.getBody().front());
+  SmallVector<std::pair<AllReduceOp, Value>> places;
+  for (auto &[group, ops] : byGroup) {
+    Location loc = ops.front().first.getLoc();
+    auto windowType = MemRefType::get({bytesOf[group]}, IntegerType::get(ctx, 8));
+    Value window =
+        CollectiveWindowOp::create(atEntry, loc, windowType, StringAttr::get(ctx, group));
+    for (auto [op, offset] : ops) {
+      auto type = cast<RankedTensorType>(op.getType());
+      Value shift = arith::ConstantIndexOp::create(atEntry, op.getLoc(), offset);
+      Value place = memref::ViewOp::create(atEntry, op.getLoc(),
+                                           MemRefType::get(type.getShape(), type.getElementType()),
+                                           window, shift, ValueRange{});
+      places.push_back({op, bufferization::ToTensorOp::create(atEntry, op.getLoc(), type, place,
+                                                              /*restrict=*/true,
+                                                              /*writable=*/true)});
+    }
+  }
+  for (auto [op, dest] : places) {
+    auto type = cast<RankedTensorType>(op.getType());
+    OpBuilder b(op);
+    Value staged =
+        bufferization::MaterializeInDestinationOp::create(b, op.getLoc(), type, op.getInput(), dest)
+            .getResult();
+    Value source = bufferization::ToBufferOp::create(
+        b, op.getLoc(), MemRefType::get(type.getShape(), type.getElementType()), staged,
+        /*read_only=*/true);
+    op.replaceAllUsesWith(callAllReduce(b, op, source));
+    op.erase();
+  }
+}
 
 void mithril::linalg_lowering::populateCollectivePatterns(RewritePatternSet &patterns) {
   patterns.add<AllReducePattern, ReplicatePattern>(patterns.getContext());

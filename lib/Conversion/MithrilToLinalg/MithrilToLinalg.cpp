@@ -88,6 +88,8 @@ struct ConvertMithrilToLinalgPass
     for (ModelOp model : llvm::make_early_inc_range(module.getOps<ModelOp>()))
       if (failed(convertModel(model)))
         return signalPassFailure();
+    for (func::FuncOp func : module.getOps<func::FuncOp>())
+      lowerAllReducesIntoWindows(func);
 
     MLIRContext *ctx = &getContext();
     ConversionTarget target(*ctx);
@@ -98,6 +100,8 @@ struct ConvertMithrilToLinalgPass
     // A user's C function is called where the op bufferizes
     // (BufferizableOpInterfaceImpl.cpp).
     target.addLegalOp<CustomCallOp>();
+    // Runtime memory, lowered after the buffer deallocation.
+    target.addLegalOp<CollectiveWindowOp>();
     RewritePatternSet patterns(ctx);
     populateMithrilToLinalgPatterns(patterns, indexErrors, bf16Products, bf16Tiles, threads);
     if (failed(applyPartialConversion(module, target, std::move(patterns))))

@@ -14,6 +14,7 @@
 #ifndef MITHRIL_LIB_CONVERSION_MITHRILTOLINALG_UTILS_H
 #define MITHRIL_LIB_CONVERSION_MITHRILTOLINALG_UTILS_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -242,6 +243,12 @@ void populateLossPatterns(mlir::RewritePatternSet &patterns, bool indexErrors);
 
 /// all_reduce, as a call of the host's collective (Collectives.cpp).
 void populateCollectivePatterns(mlir::RewritePatternSet &patterns);
+
+/// Each all_reduce of a static shape in `func` with its operand placed in the
+/// function's window of its group (a mithril.collective_window at the entry,
+/// each operand at its own offset): computed there, it is summed where it
+/// lies, without a copy (Collectives.cpp).
+void lowerAllReducesIntoWindows(mlir::func::FuncOp func);
 
 /// tsne_p_joint (Manifold.cpp).
 void populateManifoldPatterns(mlir::RewritePatternSet &patterns);

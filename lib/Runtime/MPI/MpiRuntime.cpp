@@ -13,7 +13,9 @@
 // its own segment, and after one barrier every rank adds all segments itself,
 // in rank order (so every rank gets the same bits). Each piece is copied
 // once and read where it lies; Open MPI's sum copies each fragment into its
-// shared queues and out again (docs/distributed.md).
+// shared queues and out again (docs/distributed.md). Compiled code goes
+// further: it computes the operands of its sums in a window of their own
+// (mithrilMpiSumWindow), so that no operand is copied at all.
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,7 +76,38 @@ struct SharedSum {
 /// without a window: MPI_Allreduce then), or the window.
 std::vector<std::unique_ptr<SharedSum>> sharedSums;
 
+/// A communicator's window of operands (mithrilMpiSumWindow): compiled code
+/// computes the operands of its sums in this rank's segment, each at its own
+/// offset, and a sum reads every rank's operand where it lies. Where the
+/// ranks do not share a machine, private memory (`window` null), summed by
+/// MPI_Allreduce.
+struct OperandWindow {
+  MPI_Win window = MPI_WIN_NULL;
+  /// The node communicator of the communicator's SharedSum.
+  MPI_Comm node = MPI_COMM_NULL;
+  std::vector<char *> segments;
+  char *own = nullptr;
+  int64_t bytes = 0;
+};
+
+/// Per communicator index, made by its first mithrilMpiSumWindow.
+std::vector<std::unique_ptr<OperandWindow>> operandWindows;
+
+void releaseOperandWindow(OperandWindow &operands) {
+  if (operands.window != MPI_WIN_NULL) {
+    MPI_Win_unlock_all(operands.window);
+    MPI_Win_free(&operands.window);
+  } else {
+    std::free(operands.own);
+  }
+  operands = OperandWindow();
+}
+
 void freeSharedSums() {
+  for (auto &operands : operandWindows)
+    if (operands)
+      releaseOperandWindow(*operands);
+  operandWindows.clear();
   for (auto &shared : sharedSums) {
     if (!shared || shared->window == MPI_WIN_NULL)
       continue;
@@ -159,12 +192,12 @@ SharedSum *sharedSum(int32_t index) {
 
 /// out[i] = the sum over ranks of their segment's values, in rank order.
 template <typename T>
-void addSegments(const SharedSum &shared, int64_t offset, int64_t count, T *out) {
-  auto segment = [&](size_t r) { return reinterpret_cast<const T *>(shared.segments[r] + offset); };
+void addSegments(const std::vector<char *> &segments, int64_t offset, int64_t count, T *out) {
+  auto segment = [&](size_t r) { return reinterpret_cast<const T *>(segments[r] + offset); };
   const T *first = segment(0), *second = segment(1);
   for (int64_t i = 0; i < count; ++i)
     out[i] = first[i] + second[i];
-  for (size_t r = 2; r < shared.segments.size(); ++r) {
+  for (size_t r = 2; r < segments.size(); ++r) {
     const T *next = segment(r);
     for (int64_t i = 0; i < count; ++i)
       out[i] += next[i];
@@ -186,12 +219,40 @@ int sharedAllReduce(SharedSum &shared, const char *in, char *out, int64_t count,
     MPI_Win_sync(shared.window);
     char *to = out + done * elementBytes;
     if (isDouble)
-      addSegments(shared, offset, piece, reinterpret_cast<double *>(to));
+      addSegments(shared.segments, offset, piece, reinterpret_cast<double *>(to));
     else
-      addSegments(shared, offset, piece, reinterpret_cast<float *>(to));
+      addSegments(shared.segments, offset, piece, reinterpret_cast<float *>(to));
     shared.half ^= 1;
   }
   return 0;
+}
+/// The operand window of communicator `index` whose shared segment holds
+/// `bytes` bytes at `data`, or null.
+OperandWindow *sharedWindowHolding(int32_t index, const char *data, int64_t bytes) {
+  size_t slot = index < 0 ? 0 : static_cast<size_t>(index);
+  if (!data || slot >= operandWindows.size() || !operandWindows[slot])
+    return nullptr;
+  OperandWindow &operands = *operandWindows[slot];
+  if (operands.window == MPI_WIN_NULL || data < operands.own ||
+      data + bytes > operands.own + operands.bytes)
+    return nullptr;
+  return &operands;
+}
+
+/// The sum of every rank's operand at `offset` of its segment, in rank
+/// order, into `out`: one barrier once every rank has written its operand,
+/// one once every rank has read the others' (the next function may write
+/// its operands where these lie).
+int sumInWindow(OperandWindow &operands, int64_t offset, char *out, int64_t count, bool isDouble) {
+  MPI_Win_sync(operands.window);
+  if (int code = check(MPI_Barrier(operands.node), "MPI_Barrier"))
+    return code;
+  MPI_Win_sync(operands.window);
+  if (isDouble)
+    addSegments(operands.segments, offset, count, reinterpret_cast<double *>(out));
+  else
+    addSegments(operands.segments, offset, count, reinterpret_cast<float *>(out));
+  return check(MPI_Barrier(operands.node), "MPI_Barrier");
 }
 } // namespace
 
@@ -263,6 +324,8 @@ int mithrilMpiAllReduceSum(int32_t comm, const void *send, void *recv, int64_t c
   size_t elementBytes = isDouble ? sizeof(double) : sizeof(float);
   const char *in = static_cast<const char *>(send);
   char *out = static_cast<char *>(recv);
+  if (OperandWindow *operands = sharedWindowHolding(comm, in, count * elementBytes))
+    return sumInWindow(*operands, in - operands->own, out, count, isDouble);
   if (SharedSum *shared = sharedSum(comm))
     return sharedAllReduce(*shared, in, out, count, elementBytes, isDouble);
   // MPI counts are ints: large buffers go in pieces.
@@ -275,6 +338,67 @@ int mithrilMpiAllReduceSum(int32_t comm, const void *send, void *recv, int64_t c
       return code;
     done += piece;
   }
+  return 0;
+}
+
+/// This rank's segment of communicator `comm`'s operand window, of at least
+/// `bytes` bytes, in `*segment`. A larger window replaces the one there was
+/// (collectively, where the ranks share one: every rank of `comm` must ask
+/// for the same sizes in the same order, as they run the same code).
+int mithrilMpiSumWindow(int32_t comm, int64_t bytes, void **segment) {
+  size_t slot = comm < 0 ? 0 : static_cast<size_t>(comm);
+  if (operandWindows.size() <= slot)
+    operandWindows.resize(slot + 1);
+  if (!operandWindows[slot])
+    operandWindows[slot] = std::make_unique<OperandWindow>();
+  OperandWindow &operands = *operandWindows[slot];
+  if (bytes > operands.bytes) {
+    // Whole pages, each rank's on its own.
+    constexpr int64_t kPage = 4096;
+    int64_t rounded = (bytes + kPage - 1) / kPage * kPage;
+    releaseOperandWindow(operands);
+    SharedSum *shared = sharedSum(comm);
+    if (shared) {
+      MPI_Info info;
+      MPI_Info_create(&info);
+      MPI_Info_set(info, "alloc_shared_noncontig", "true");
+      void *base = nullptr;
+      // A page more: Open MPI's segments start past a header, not on a page.
+      int code =
+          MPI_Win_allocate_shared(rounded + kPage, 1, info, shared->node, &base, &operands.window);
+      MPI_Info_free(&info);
+      if (int failed = check(code, "MPI_Win_allocate_shared")) {
+        operands.window = MPI_WIN_NULL;
+        return failed;
+      }
+      operands.node = shared->node;
+      int nodeSize = 0;
+      MPI_Comm_size(shared->node, &nodeSize);
+      operands.segments.resize(nodeSize);
+      for (int r = 0; r < nodeSize; ++r) {
+        MPI_Aint size = 0;
+        int unit = 0;
+        void *memory = nullptr;
+        MPI_Win_shared_query(operands.window, r, &size, &unit, &memory);
+        // Every process maps the window at its own address but at the same
+        // offset in a page: aligned up, each segment starts at the same byte
+        // for every rank.
+        auto address = reinterpret_cast<uintptr_t>(memory);
+        operands.segments[r] =
+            reinterpret_cast<char *>((address + kPage - 1) & ~uintptr_t(kPage - 1));
+      }
+      operands.own = operands.segments[shared->rank];
+      MPI_Win_lock_all(MPI_MODE_NOCHECK, operands.window);
+    } else {
+      operands.own = static_cast<char *>(std::aligned_alloc(kPage, rounded));
+      if (!operands.own) {
+        lastError = "out of memory for a window of " + std::to_string(rounded) + " bytes";
+        return MPI_ERR_NO_MEM;
+      }
+    }
+    operands.bytes = rounded;
+  }
+  *segment = operands.own;
   return 0;
 }
 

@@ -144,26 +144,55 @@ mithril.model @dynamic_reshapes(data %a: tensor<?x?xf32>, data %b: tensor<?x?x?x
 
 // -----
 
-// all_reduce calls the host's collective with its group (0 data, 1 tensor)
-// on the operand's buffer (any layout) and a fresh one, which becomes the
-// result; replicate is the identity forward.
+// An all_reduce of a static shape has its operand placed in its group's
+// window (one mithril.collective_window a group at the entry, each operand
+// at its own offset, 64-byte aligned) and calls the host's collective with
+// its group (0 data, 1 tensor) on that place and a fresh buffer, which
+// becomes the result; replicate is the identity forward.
 // CHECK: func.func private @mithrilAllReduceF64(i64, memref<*xf64>, memref<*xf64>)
 // CHECK-LABEL: func.func @all_reduce(
-// CHECK: %[[SRC:.+]] = bufferization.to_buffer %{{.+}} read_only : tensor<3x2xf64> to memref<3x2xf64, strided<[?, ?], offset: ?>>
+// CHECK-DAG: %[[DATA:.+]] = mithril.collective_window : memref<128xi8>
+// CHECK-DAG: %[[TENSOR:.+]] = mithril.collective_window {group = "tensor"} : memref<64xi8>
+// CHECK-DAG: %[[C0:.+]] = arith.constant 0 : index
+// CHECK-DAG: %[[C64:.+]] = arith.constant 64 : index
+// CHECK-DAG: %[[FIRST:.+]] = memref.view %[[DATA]][%[[C0]]][] : memref<128xi8> to memref<3x2xf64>
+// CHECK-DAG: %[[FIRST_T:.+]] = bufferization.to_tensor %[[FIRST]] restrict writable
+// CHECK-DAG: %[[SECOND:.+]] = memref.view %[[DATA]][%[[C64]]][] : memref<128xi8> to memref<3x2xf64>
+// CHECK-DAG: %[[THIRD:.+]] = memref.view %[[TENSOR]][%{{.+}}][] : memref<64xi8> to memref<3x2xf64>
+// CHECK: %[[STAGED:.+]] = bufferization.materialize_in_destination %{{.+}} in %[[FIRST_T]]
+// CHECK: %[[SRC:.+]] = bufferization.to_buffer %[[STAGED]] read_only : tensor<3x2xf64> to memref<3x2xf64>
 // CHECK: %[[DST:.+]] = memref.alloc() {alignment = 64 : i64} : memref<3x2xf64>
 // CHECK: %[[GROUP:.+]] = arith.constant 0 : i64
-// CHECK: %[[S:.+]] = memref.cast %[[SRC]] : memref<3x2xf64, strided<[?, ?], offset: ?>> to memref<*xf64>
+// CHECK: %[[S:.+]] = memref.cast %[[SRC]] : memref<3x2xf64> to memref<*xf64>
 // CHECK: %[[D:.+]] = memref.cast %[[DST]] : memref<3x2xf64> to memref<*xf64>
 // CHECK: call @mithrilAllReduceF64(%[[GROUP]], %[[S]], %[[D]])
 // CHECK: %[[SUM:.+]] = bufferization.to_tensor %[[DST]] restrict writable
+// CHECK: bufferization.materialize_in_destination %[[SUM]] in
+// CHECK: call @mithrilAllReduceF64(
 // CHECK: %[[TGROUP:.+]] = arith.constant 1 : i64
 // CHECK: call @mithrilAllReduceF64(%[[TGROUP]],
 // CHECK-NOT: replicate
 mithril.model @all_reduce(data %g: tensor<3x2xf64>) -> (sum: tensor<3x2xf64>) {
   %s = mithril.all_reduce %g : (tensor<3x2xf64>) -> tensor<3x2xf64>
   %r = mithril.replicate %s : (tensor<3x2xf64>) -> tensor<3x2xf64>
-  %t = mithril.all_reduce %r {group = "tensor"} : (tensor<3x2xf64>) -> tensor<3x2xf64>
+  %u = mithril.all_reduce %r : (tensor<3x2xf64>) -> tensor<3x2xf64>
+  %t = mithril.all_reduce %u {group = "tensor"} : (tensor<3x2xf64>) -> tensor<3x2xf64>
   mithril.output %t : tensor<3x2xf64>
+}
+
+// -----
+
+// An all_reduce of a dynamic shape reads its operand's buffer where it is
+// (any layout).
+// CHECK-LABEL: func.func @all_reduce_dynamic(
+// CHECK-NOT: collective_window
+// CHECK: %[[SRC:.+]] = bufferization.to_buffer %{{.+}} read_only : tensor<?x2xf32> to memref<?x2xf32, strided<[?, ?], offset: ?>>
+// CHECK: %[[DIM:.+]] = tensor.dim
+// CHECK: %[[DST:.+]] = memref.alloc(%[[DIM]]) {alignment = 64 : i64} : memref<?x2xf32>
+// CHECK: call @mithrilAllReduceF32(
+mithril.model @all_reduce_dynamic(data %g: tensor<?x2xf32>) -> (sum: tensor<?x2xf32>) {
+  %s = mithril.all_reduce %g : (tensor<?x2xf32>) -> tensor<?x2xf32>
+  mithril.output %s : tensor<?x2xf32>
 }
 
 // -----

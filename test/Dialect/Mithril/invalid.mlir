@@ -468,3 +468,19 @@ mithril.model @unique_operand(data %x: tensor<4xf32>) -> (s: tensor<f32>) {
   %s = mithril.sum %v {axes = array<i64: 0>, keepdim = false} : (tensor<4xf32>) -> tensor<f32>
   mithril.output %s : tensor<f32>
 }
+
+// -----
+
+func.func @collective_window_dynamic() -> memref<?xi8> {
+  // expected-error @+1 {{'mithril.collective_window' op needs a static, non-empty memref of bytes with the identity layout in the default memory space, not 'memref<?xi8>'}}
+  %0 = mithril.collective_window : memref<?xi8>
+  return %0 : memref<?xi8>
+}
+
+// -----
+
+func.func @collective_window_group() -> memref<64xi8> {
+  // expected-error @+1 {{'mithril.collective_window' op attribute 'group' failed to satisfy constraint: "data" or "tensor"}}
+  %0 = mithril.collective_window {group = "pipeline"} : memref<64xi8>
+  return %0 : memref<64xi8>
+}

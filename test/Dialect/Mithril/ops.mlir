@@ -289,3 +289,13 @@ mithril.model @unique(data %x: tensor<2x3xi64>) -> (u: tensor<6xi64>) {
   %v, %n = mithril.unique %x : (tensor<2x3xi64>) -> (tensor<6xi64>, tensor<i64>)
   mithril.output %v : tensor<6xi64>
 }
+
+// The window of all-reduce operands, a memref op of the lowered code.
+// CHECK-LABEL: func.func @collective_window
+// CHECK-NEXT: mithril.collective_window : memref<4096xi8>
+// CHECK-NEXT: mithril.collective_window {group = "tensor"} : memref<64xi8>
+func.func @collective_window() -> (memref<4096xi8>, memref<64xi8>) {
+  %0 = mithril.collective_window {group = "data"} : memref<4096xi8>
+  %1 = mithril.collective_window {group = "tensor"} : memref<64xi8>
+  return %0, %1 : memref<4096xi8>, memref<64xi8>
+}

@@ -443,6 +443,16 @@ void InstanceOp::print(OpAsmPrinter &p) {
   p.printFunctionalType(getBindings().getTypes(), getResultTypes());
 }
 
+LogicalResult CollectiveWindowOp::verify() {
+  MemRefType type = getWindow().getType();
+  if (!type.hasStaticShape() || type.getNumElements() == 0 ||
+      !type.getLayout().isIdentity() || type.getMemorySpace())
+    return emitOpError("needs a static, non-empty memref of bytes with the "
+                       "identity layout in the default memory space, not ")
+           << type;
+  return success();
+}
+
 LogicalResult InstanceOp::verify() {
   if (getTerminals().size() != getBindings().size())
     return emitOpError("binds ") << getBindings().size() << " values to "

@@ -877,6 +877,32 @@ def Mithril_AllReduceOp : Mithril_Op<"all_reduce", [
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
+def Mithril_CollectiveWindowOp : Mithril_Op<"collective_window", [MemoryEffects<[MemRead]>]> {
+  let summary = "This rank's segment of its group's window of all-reduce operands";
+  let description = [{
+    The bytes where this rank computes the operands of the function's sums
+    over `group` (convert-mithril-to-linalg lowers each all_reduce of a
+    static shape to a view of it at its own offset). Where the group's ranks
+    share a machine, every rank's segment is part of one MPI-3 shared-memory
+    window, so each rank adds the others' operands where they lie and no
+    operand is copied; elsewhere it is private memory summed with
+    MPI_Allreduce. The runtime owns the memory: the op reads where it is
+    and allocates nothing, and the function never frees it. Its contents are
+    defined only between the write of an operand and its sum. Every rank of
+    the group must ask for the same size, as they run the same function.
+    Lowered, after the buffer deallocation, to a call of the runtime
+    (mithril-lower-collective-windows).
+
+    ```mlir
+    %w = mithril.collective_window {group = "data"} : memref<2674688xi8>
+    ```
+  }];
+  let arguments = (ins DefaultValuedAttr<Mithril_CollectiveGroupAttr, "\"data\"">:$group);
+  let results = (outs MemRefRankOf<[I8], [1]>:$window);
+  let assemblyFormat = "attr-dict `:` type($window)";
+  let hasVerifier = 1;
+}
+
 def Mithril_ReplicateOp : Mithril_Op<"replicate", [
     Pure, SameOperandsAndResultType, InferTypeOpInterface, Mithril_Differentiable,
     Mithril_BatchParallel]> {

@@ -1,0 +1,62 @@
+//===- LowerCollectiveWindows.cpp - windows from the runtime --------------===//
+//
+// Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+// Exceptions. See LICENSE for license information.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mithril/Dialect/Mithril/IR/MithrilOps.h"
+#include "mithril/Pipelines/Pipelines.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/SymbolTable.h"
+
+namespace mithril {
+#define GEN_PASS_DEF_MITHRILLOWERCOLLECTIVEWINDOWS
+#include "mithril/Pipelines/Passes.h.inc"
+} // namespace mithril
+
+using namespace mlir;
+
+namespace {
+/// The runtime's entry (Distributed.h): this rank's segment of a group's
+/// window of at least `bytes` bytes.
+constexpr StringLiteral kCallee = "mithrilCollectiveWindow";
+
+struct LowerCollectiveWindowsPass
+    : public mithril::impl::MithrilLowerCollectiveWindowsBase<LowerCollectiveWindowsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<mithril::CollectiveWindowOp> windows;
+    module.walk([&](mithril::CollectiveWindowOp op) { windows.push_back(op); });
+    if (windows.empty())
+      return;
+    OpBuilder b(module.getContext());
+    auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type());
+    if (!SymbolTable::lookupSymbolIn(module, kCallee)) {
+      b.setInsertionPointToStart(module.getBody());
+      auto decl = func::FuncOp::create(b, module.getLoc(), kCallee,
+                                       b.getFunctionType({b.getI64Type(), b.getI64Type()}, bytes));
+      decl.setPrivate();
+      // The descriptor comes back through a pointer: a C function can fill it.
+      decl->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+    }
+    for (mithril::CollectiveWindowOp op : windows) {
+      b.setInsertionPoint(op);
+      Location loc = op.getLoc();
+      MemRefType type = op.getWindow().getType();
+      Value group =
+          arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(op.getGroup() == "tensor" ? 1 : 0));
+      Value size = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(type.getNumElements()));
+      Value segment =
+          func::CallOp::create(b, loc, kCallee, TypeRange{bytes}, ValueRange{group, size})
+              .getResult(0);
+      op.replaceAllUsesWith(memref::CastOp::create(b, loc, type, segment).getResult());
+      op.erase();
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,65 @@
+// RUN: mithril-opt %s -split-input-file --mithril-collectives-in-window | FileCheck %s
+// RUN: mithril-opt %s -split-input-file --mithril-collectives-in-window --one-shot-bufferize="bufferize-function-boundaries" --canonicalize | FileCheck %s --check-prefix=BUF
+
+// A product summed over the ranks is computed in its place in the window:
+// its zero fill's empty tensor becomes the window's view, and bufferized,
+// the product writes the window and nothing is copied there.
+// CHECK-LABEL: func.func @Product(
+// CHECK: %[[WINDOW:.+]] = mithril.collective_window : memref<4096xi8>
+// CHECK: %[[PLACE:.+]] = bufferization.to_tensor %{{.+}} restrict writable
+// CHECK-NOT: tensor.empty
+// CHECK: %[[ZERO:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%[[PLACE]] : tensor<16x64xf32>)
+// CHECK: %[[PRODUCT:.+]] = linalg.matmul ins(%{{.+}}, %{{.+}} : tensor<16x8xf32>, tensor<8x64xf32>) outs(%[[ZERO]] : tensor<16x64xf32>)
+// CHECK: bufferization.materialize_in_destination %[[PRODUCT]] in %[[PLACE]]
+// BUF-LABEL: func.func @Product(
+// BUF: %[[WINDOW:.+]] = mithril.collective_window : memref<4096xi8>
+// BUF: %[[PLACE:.+]] = memref.view %[[WINDOW]]
+// BUF: linalg.fill ins(%{{.+}} : f32) outs(%[[PLACE]] : memref<16x64xf32>)
+// BUF: linalg.matmul ins(%{{.+}}, %{{.+}} : {{.+}}) outs(%[[PLACE]] : memref<16x64xf32>)
+// BUF-NOT: memref.copy
+// BUF: call @sum(%[[PLACE]])
+func.func private @sum(memref<16x64xf32>)
+func.func @Product(%a: tensor<16x8xf32>, %b: tensor<8x64xf32>) {
+  %window = mithril.collective_window : memref<4096xi8>
+  %c0 = arith.constant 0 : index
+  %view = memref.view %window[%c0][] : memref<4096xi8> to memref<16x64xf32>
+  %place = bufferization.to_tensor %view restrict writable : memref<16x64xf32> to tensor<16x64xf32>
+  %zero = arith.constant 0.0 : f32
+  %empty = tensor.empty() : tensor<16x64xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%empty : tensor<16x64xf32>) -> tensor<16x64xf32>
+  %product = linalg.matmul ins(%a, %b : tensor<16x8xf32>, tensor<8x64xf32>) outs(%init : tensor<16x64xf32>) -> tensor<16x64xf32>
+  %staged = bufferization.materialize_in_destination %product in %place : (tensor<16x64xf32>, tensor<16x64xf32>) -> tensor<16x64xf32>
+  %buffer = bufferization.to_buffer %staged read_only : tensor<16x64xf32> to memref<16x64xf32>
+  func.call @sum(%buffer) : (memref<16x64xf32>) -> ()
+  return
+}
+
+// -----
+
+// A value that does not come from an empty tensor (an argument) is copied
+// into its place; and a materialization into anything but a window keeps
+// its empty tensor.
+// CHECK-LABEL: func.func @Argument(
+// CHECK: bufferization.materialize_in_destination %{{.+}} in
+// CHECK: %[[EMPTY:.+]] = tensor.empty() : tensor<4xf32>
+// CHECK: linalg.fill ins(%{{.+}} : f32) outs(%[[EMPTY]] : tensor<4xf32>)
+// BUF-LABEL: func.func @Argument(
+// BUF: memref.copy
+func.func private @sum4(memref<4xf32>)
+func.func @Argument(%g: tensor<4xf32>, %out: memref<4xf32>) {
+  %window = mithril.collective_window : memref<64xi8>
+  %c0 = arith.constant 0 : index
+  %view = memref.view %window[%c0][] : memref<64xi8> to memref<4xf32>
+  %place = bufferization.to_tensor %view restrict writable : memref<4xf32> to tensor<4xf32>
+  %staged = bufferization.materialize_in_destination %g in %place : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %buffer = bufferization.to_buffer %staged read_only : tensor<4xf32> to memref<4xf32>
+  func.call @sum4(%buffer) : (memref<4xf32>) -> ()
+  %other = bufferization.to_tensor %out restrict writable : memref<4xf32> to tensor<4xf32>
+  %one = arith.constant 1.0 : f32
+  %empty = tensor.empty() : tensor<4xf32>
+  %filled = linalg.fill ins(%one : f32) outs(%empty : tensor<4xf32>) -> tensor<4xf32>
+  %kept = bufferization.materialize_in_destination %filled in %other : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %kept_buffer = bufferization.to_buffer %kept read_only : tensor<4xf32> to memref<4xf32>
+  func.call @sum4(%kept_buffer) : (memref<4xf32>) -> ()
+  return
+}
