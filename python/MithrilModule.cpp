@@ -892,6 +892,9 @@ PYBIND11_MODULE(_mithril, m) {
       py::arg("array"), py::arg("group") = "world",
       "Sums the array over the ranks of group ('world', 'data' or 'tensor'), in place "
       "(MPI_Allreduce)");
+  m.def("all_reduce_seconds", &allReduceSeconds,
+        "Seconds this process has spent in sums over the ranks (the compiled gradients' "
+        "and all_reduce_sum's), waiting for the other ranks included; 0 before MPI started");
   m.def(
       "all_gather_bytes",
       [](py::bytes local, const std::vector<int64_t> &counts, const std::string &group) {

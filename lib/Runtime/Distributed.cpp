@@ -33,6 +33,7 @@ struct MpiRuntime {
   int (*allGatherBytes)(int32_t, const void *, int64_t, void *, const int64_t *) = nullptr;
   int (*broadcastBytes)(int32_t, void *, int64_t, int32_t) = nullptr;
   int (*sumWindow)(int32_t, int64_t, void **) = nullptr;
+  double (*sumSeconds)() = nullptr;
   void (*abort)(int32_t) = nullptr;
   /// The communicators of the mesh's groups (0: MPI_COMM_WORLD).
   int32_t groups[3] = {0, 0, 0};
@@ -66,7 +67,8 @@ static llvm::Expected<MpiRuntime> load() {
       !bind(runtime.allReduceSum, "mithrilMpiAllReduceSum") ||
       !bind(runtime.allGatherBytes, "mithrilMpiAllGatherBytes") ||
       !bind(runtime.broadcastBytes, "mithrilMpiBroadcastBytes") ||
-      !bind(runtime.sumWindow, "mithrilMpiSumWindow") || !bind(runtime.abort, "mithrilMpiAbort"))
+      !bind(runtime.sumWindow, "mithrilMpiSumWindow") ||
+      !bind(runtime.sumSeconds, "mithrilMpiSumSeconds") || !bind(runtime.abort, "mithrilMpiAbort"))
     return mpiError(path + " is not a mithril MPI runtime library of this version");
   if (runtime.init() != 0)
     return mpiError(std::string("MPI did not start: ") + runtime.takeError());
@@ -157,6 +159,11 @@ llvm::Error mithril::runtime::allReduceSum(void *data, int64_t count, bool isDou
     return mpi.takeError();
   return collectiveError(
       *mpi, (*mpi)->allReduceSum(communicatorOf(*mpi, group), nullptr, data, count, isDouble));
+}
+
+double mithril::runtime::allReduceSeconds() {
+  const MpiRuntime *mpi = started();
+  return mpi ? mpi->sumSeconds() : 0.0;
 }
 
 llvm::Error mithril::runtime::allGatherBytes(const void *send, int64_t sendBytes, void *recv,

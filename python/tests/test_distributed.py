@@ -127,6 +127,16 @@ def test_mesh_must_match_the_ranks(tmp_path):
     assert "mpirun -n 3" in result.stdout
 
 
+def test_all_reduce_seconds_before_mpi():
+    # Nothing summed (and MPI not started) in a fresh process: no time.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    result = subprocess.run([sys.executable, "-c", "from mithril import _mithril; "
+                             "print(_mithril.all_reduce_seconds())"],
+                            env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "0.0"
+
+
 def test_mesh_of_one_needs_no_mpi():
     backend = ml.MlirBackend(device_mesh=(1,))
     assert backend.rank == 0 and backend.world_size == 1

@@ -57,6 +57,11 @@ llvm::Expected<std::pair<int, int>> groupRankAndSize(Group group);
 /// Sums `count` float32 (`isDouble`: float64) values over `group`, in place.
 llvm::Error allReduceSum(void *data, int64_t count, bool isDouble, Group group = Group::World);
 
+/// The seconds this process has spent in sums over ranks (compiled code's
+/// and allReduceSum's), the waits for the other ranks included; 0 before
+/// MPI started.
+double allReduceSeconds();
+
 /// Gathers each rank's `sendBytes` bytes in rank order into `recv`;
 /// `counts[r]` is the byte count of rank r of `group`.
 llvm::Error allGatherBytes(const void *send, int64_t sendBytes, void *recv,

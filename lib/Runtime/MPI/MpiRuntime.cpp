@@ -25,6 +25,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
@@ -35,6 +36,9 @@
 
 namespace {
 std::string lastError;
+/// Seconds spent in sums (mithrilMpiAllReduceSum), the waits for the other
+/// ranks included.
+double sumSeconds = 0;
 /// The communicators collectives name by index: 0 is MPI_COMM_WORLD, the
 /// others come from mithrilMpiSplit (a mesh's data and tensor groups).
 std::vector<MPI_Comm> communicators;
@@ -316,10 +320,25 @@ const char *mithrilMpiLibraryVersion() {
   return version;
 }
 
+static int allReduceSum(int32_t comm, const void *send, void *recv, int64_t count,
+                        int32_t isDouble);
+
 /// Sums `count` floats (`isDouble`: doubles) over the ranks into `recv`;
-/// `send` null sums `recv` in place.
+/// `send` null sums `recv` in place. mithrilMpiSumSeconds gives the seconds
+/// spent in all of them, waits included.
+
 int mithrilMpiAllReduceSum(int32_t comm, const void *send, void *recv, int64_t count,
                            int32_t isDouble) {
+  auto start = std::chrono::steady_clock::now();
+  int code = allReduceSum(comm, send, recv, count, isDouble);
+  sumSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return code;
+}
+
+double mithrilMpiSumSeconds() { return sumSeconds; }
+
+static int allReduceSum(int32_t comm, const void *send, void *recv, int64_t count,
+                        int32_t isDouble) {
   MPI_Datatype type = isDouble ? MPI_DOUBLE : MPI_FLOAT;
   size_t elementBytes = isDouble ? sizeof(double) : sizeof(float);
   const char *in = static_cast<const char *>(send);

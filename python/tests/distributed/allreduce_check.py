@@ -40,5 +40,8 @@ for dtype in (np.float32, np.float64):
         _mithril.all_gather_into(mine, gathered)
         if not all(np.array_equal(gathered[0], g) for g in gathered):
             failures.append(f"{np.dtype(dtype).name} x {count}: ranks disagree")
+# The time spent summing is counted (the benchmark's share of a step).
+if not _mithril.all_reduce_seconds() > 0:
+    failures.append("all_reduce_seconds() counted nothing")
 print(f"rank {rank}/{ranks}: " + ("; ".join(failures) if failures else "all-reduce sums agree"),
       flush=True)
