@@ -271,3 +271,29 @@ func.func @int8_dynamic_rows(%a: tensor<?x40xi8>, %b: tensor<40x8xi8>) -> tensor
   %r = linalg.matmul ins(%a, %b : tensor<?x40xi8>, tensor<40x8xi8>) outs(%f : tensor<?x8xi32>) -> tensor<?x8xi32>
   return %r : tensor<?x8xi32>
 }
+
+// -----
+
+// A right operand compiled in (a constant, here through the transpose of a
+// Linear layer's weight) is packed whole when compiling: the reduction block
+// takes the whole reduction (784, up to 1024), each accumulator tile loaded
+// and stored once; the same product of a weight passed in keeps 256.
+// ZEN4-LABEL: func.func @compiled_in_weight
+// ZEN4: linalg.matmul {mithril.lowering_config = #mithril.lowering_config<kernel = matmul, register_tile = [8, 32, 1], cache_tile = [128, 256, 784]>} ins(%arg0, %transposed
+// ZEN4: linalg.matmul {mithril.lowering_config = #mithril.lowering_config<kernel = matmul, register_tile = [8, 32, 1], cache_tile = [128, 256, 256]>} ins(%arg0, %arg1
+// Two threads split the compiled-in product by rows (each reads the packed
+// weight whole), the other by columns.
+// THREADS-LABEL: func.func @compiled_in_weight
+// THREADS: linalg.matmul {{.*}}cache_tile = [128, 256, 784], threads = [0, 128]>} ins(%arg0, %transposed
+// THREADS: linalg.matmul {{.*}}cache_tile = [128, 256, 256], threads = [1, 256]>} ins(%arg0, %arg1
+func.func @compiled_in_weight(%x: tensor<256x784xf32>, %b: tensor<784x512xf32>) -> (tensor<256x512xf32>, tensor<256x512xf32>) {
+  %weight = arith.constant dense<5.000000e-01> : tensor<512x784xf32>
+  %zero = arith.constant 0.0 : f32
+  %empty = tensor.empty() : tensor<784x512xf32>
+  %wt = linalg.transpose ins(%weight : tensor<512x784xf32>) outs(%empty : tensor<784x512xf32>) permutation = [1, 0]
+  %e = tensor.empty() : tensor<256x512xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<256x512xf32>) -> tensor<256x512xf32>
+  %c = linalg.matmul ins(%x, %wt : tensor<256x784xf32>, tensor<784x512xf32>) outs(%init : tensor<256x512xf32>) -> tensor<256x512xf32>
+  %d = linalg.matmul ins(%x, %b : tensor<256x784xf32>, tensor<784x512xf32>) outs(%init : tensor<256x512xf32>) -> tensor<256x512xf32>
+  return %c, %d : tensor<256x512xf32>, tensor<256x512xf32>
+}
