@@ -771,9 +771,10 @@ SmallVector<int64_t, 3> cpu::matmulCacheTile(linalg::LinalgOp op, const Strategy
   // ms on one thread, 1.56 -> 1.50 on two, batch 16 0.190 -> 0.186 (two
   // threads 0.101 -> 0.102), a Linear 4096 -> 1024 at batch 256 20.8 -> 19.8
   // ms, at 64 5.27 -> 5.08, 2048 -> 2048 at 256 on two threads 10.6 -> 10.1;
-  // 1024 x 1024 x 1024 and the bench CNN level.
+  // 1024 x 1024 x 1024 and the bench CNN level. (float64 as deep in bytes.)
+  int64_t deepBlock = kDeepReductionBlock * 32 / element.getIntOrFloatBitWidth();
   if (isCompiledIn(op.getDpsInputOperand(1)->get())) {
-    block[2] = std::max(block[2], std::min(reduction, kDeepReductionBlock));
+    block[2] = std::max(block[2], std::min(reduction, deepBlock));
     return block;
   }
   int64_t resultBlockBytes =
@@ -783,7 +784,7 @@ SmallVector<int64_t, 3> cpu::matmulCacheTile(linalg::LinalgOp op, const Strategy
   // +2.4%, 2048 +4.8% against 1024 deep; 256 deep was 1.6% slower at 2048;
   // Zen 4 measured float64 1024 deep against 256 only).
   if (resultBlockBytes >= options.l2Bytes) {
-    block[2] = std::max(block[2], kDeepReductionBlock * 32 / element.getIntOrFloatBitWidth());
+    block[2] = std::max(block[2], deepBlock);
     // Half the rows, so that the left operand's block (rows x reduction
     // block, 256 KiB) still leaves the L2 to the panels and accumulators:
     // paired, one core of the Xeon with AMX, bit-identical: sgemm 2048 +2.3%
