@@ -281,6 +281,10 @@ func.func @int8_dynamic_rows(%a: tensor<?x40xi8>, %b: tensor<40x8xi8>) -> tensor
 // ZEN4-LABEL: func.func @compiled_in_weight
 // ZEN4: linalg.matmul {mithril.lowering_config = #mithril.lowering_config<kernel = matmul, register_tile = [8, 32, 1], cache_tile = [128, 256, 784]>} ins(%arg0, %transposed
 // ZEN4: linalg.matmul {mithril.lowering_config = #mithril.lowering_config<kernel = matmul, register_tile = [8, 32, 1], cache_tile = [128, 256, 256]>} ins(%arg0, %arg1
+// AVX2 (Zen 2's 6 x 16 tiles) alike.
+// ZEN2-LABEL: func.func @compiled_in_weight
+// ZEN2: linalg.matmul {{.*}}register_tile = [6, 16, 1], cache_tile = [128, 256, 784]>} ins(%arg0, %transposed
+// ZEN2: linalg.matmul {{.*}}register_tile = [6, 16, 1], cache_tile = [128, 256, 256]>} ins(%arg0, %arg1
 // Two threads split the compiled-in product by rows (each reads the packed
 // weight whole), the other by columns.
 // THREADS-LABEL: func.func @compiled_in_weight
