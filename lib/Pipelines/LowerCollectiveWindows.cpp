@@ -48,8 +48,8 @@ struct LowerCollectiveWindowsPass
       b.setInsertionPoint(op);
       Location loc = op.getLoc();
       MemRefType type = op.getWindow().getType();
-      Value group =
-          arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(op.getGroup() == "tensor" ? 1 : 0));
+      Value group = arith::ConstantOp::create(
+          b, loc, b.getI64IntegerAttr(mithril::collectiveGroupNumber(op.getGroup())));
       Value size = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(type.getNumElements()));
       Value segment =
           func::CallOp::create(b, loc, kCallee, TypeRange{bytes}, ValueRange{group, size})

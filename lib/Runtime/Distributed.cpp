@@ -243,6 +243,21 @@ static const MpiRuntime *startedForCompiledCode() {
   return mpi;
 }
 
+/// The communicator of the group compiled code names by number
+/// (mithril::collectiveGroupNumber: 0 data, 1 tensor).
+static int32_t compiledGroup(const MpiRuntime *mpi, int64_t group) {
+  return communicatorOf(mpi, group == 1 ? Group::Tensor : Group::Data);
+}
+
+/// Ends the job where a collective of compiled code failed (`code` not 0):
+/// the other ranks would wait for this one forever.
+static void abortOnFailure(const MpiRuntime *mpi, int code, const char *what) {
+  if (code == 0)
+    return;
+  std::fprintf(stderr, "mithril: %s: %s\n", what, mpi->takeError());
+  mpi->abort(code);
+}
+
 template <typename T>
 static void allReduceMemref(int64_t group, int64_t srcRank, void *srcDescriptor, int64_t dstRank,
                             void *dstDescriptor) {
@@ -255,13 +270,10 @@ static void allReduceMemref(int64_t group, int64_t srcRank, void *srcDescriptor,
     src.pack(dst.data);
     send = nullptr;
   }
-  Group which = group == 1 ? Group::Tensor : Group::Data;
-  if (int code = mpi->allReduceSum(communicatorOf(mpi, which), send, dst.data, dst.count(),
-                                   sizeof(T) == sizeof(double))) {
-    std::fprintf(stderr, "mithril: summing gradients over the ranks failed: %s\n",
-                 mpi->takeError());
-    mpi->abort(code);
-  }
+  abortOnFailure(mpi,
+                 mpi->allReduceSum(compiledGroup(mpi, group), send, dst.data, dst.count(),
+                                   sizeof(T) == sizeof(double)),
+                 "summing gradients over the ranks failed");
 }
 
 extern "C" void mithrilAllReduceF32(int64_t group, int64_t srcRank, void *srcDescriptor,
@@ -277,12 +289,8 @@ extern "C" void mithrilAllReduceF64(int64_t group, int64_t srcRank, void *srcDes
 extern "C" void _mlir_ciface_mithrilCollectiveWindow(MithrilByteMemRef *segment, int64_t group,
                                                      int64_t bytes) {
   const MpiRuntime *mpi = startedForCompiledCode();
-  Group which = group == 1 ? Group::Tensor : Group::Data;
   void *memory = nullptr;
-  if (int code = mpi->sumWindow(communicatorOf(mpi, which), bytes, &memory)) {
-    std::fprintf(stderr, "mithril: a window of %lld bytes for the sums over the ranks: %s\n",
-                 static_cast<long long>(bytes), mpi->takeError());
-    mpi->abort(code);
-  }
+  abortOnFailure(mpi, mpi->sumWindow(compiledGroup(mpi, group), bytes, &memory),
+                 "the window of the sums over the ranks");
   *segment = {static_cast<char *>(memory), static_cast<char *>(memory), 0, bytes, 1};
 }

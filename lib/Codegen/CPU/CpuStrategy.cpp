@@ -737,7 +737,24 @@ SmallVector<int64_t> cpu::configuredRegisterTile(linalg::LinalgOp op, const Regi
   return registerTile(op, regs);
 }
 
-static bool isCompiledIn(Value v);
+/// Whether `v` is computed from a constant alone (a weight compiled in,
+/// through its casts, transposes and reshapes): packed when compiling.
+static bool isCompiledIn(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (isa<arith::ConstantOp>(def))
+      return true;
+    if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def)) {
+      v = def->getOperand(0);
+      continue;
+    }
+    auto producer = dyn_cast<linalg::LinalgOp>(def);
+    if (!producer || producer.getNumDpsInputs() != 1 ||
+        producer.getNumParallelLoops() != producer.getNumLoops())
+      return false;
+    v = producer.getDpsInputOperand(0)->get();
+  }
+  return false;
+}
 
 SmallVector<int64_t, 3> cpu::matmulCacheTile(linalg::LinalgOp op, const StrategyOptions &options) {
   SmallVector<int64_t, 3> block = options.cacheTile;
@@ -805,24 +822,6 @@ SmallVector<int64_t, 3> cpu::matmulCacheTile(linalg::LinalgOp op, const Strategy
   return block;
 }
 
-/// Whether `v` is computed from a constant alone (a weight compiled in,
-/// through its casts, transposes and reshapes): packed when compiling.
-static bool isCompiledIn(Value v) {
-  while (Operation *def = v.getDefiningOp()) {
-    if (isa<arith::ConstantOp>(def))
-      return true;
-    if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def)) {
-      v = def->getOperand(0);
-      continue;
-    }
-    auto producer = dyn_cast<linalg::LinalgOp>(def);
-    if (!producer || producer.getNumDpsInputs() != 1 ||
-        producer.getNumParallelLoops() != producer.getNumLoops())
-      return false;
-    v = producer.getDpsInputOperand(0)->get();
-  }
-  return false;
-}
 
 /// The element type `v` holds, looking through a widening of it (an int8
 /// product's operands are i32 extensions of bytes until the schedule packs

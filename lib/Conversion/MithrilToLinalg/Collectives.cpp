@@ -16,16 +16,12 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include "llvm/ADT/MapVector.h"
-#include "llvm/ADT/StringMap.h"
 
 using namespace mlir;
 using namespace mithril;
 using namespace mithril::linalg_lowering;
 
 namespace {
-
-/// The runtime's group numbers: 0 data, 1 tensor.
-int64_t groupNumber(StringRef group) { return group == "tensor" ? 1 : 0; }
 
 /// Calls the host's collective (mithrilAllReduceF32 / F64, which sum over the
 /// op's group) on `source`, the operand's buffer (any layout), into a new
@@ -51,7 +47,8 @@ Value callAllReduce(OpBuilder &b, AllReduceOp op, Value source) {
       dynamicSizes.push_back(tensor::DimOp::create(b, loc, op.getInput(), i));
   auto resultBuffer = MemRefType::get(type.getShape(), element);
   Value sum = memref::AllocOp::create(b, loc, resultBuffer, dynamicSizes, b.getI64IntegerAttr(64));
-  Value group = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(groupNumber(op.getGroup())));
+  Value group =
+      arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(collectiveGroupNumber(op.getGroup())));
   func::CallOp::create(b, loc, callee, TypeRange{},
                        ValueRange{group, memref::CastOp::create(b, loc, unranked, source),
                                   memref::CastOp::create(b, loc, unranked, sum)});
@@ -93,17 +90,21 @@ constexpr int64_t kWindowAlignment = 64;
 } // namespace
 
 void mithril::linalg_lowering::lowerAllReducesIntoWindows(func::FuncOp func) {
-  // Each group's static all_reduces, in order, with their byte offsets.
-  llvm::MapVector<StringRef, SmallVector<std::pair<AllReduceOp, int64_t>>> byGroup;
-  llvm::StringMap<int64_t> bytesOf;
+  // Each group's static all_reduces, in order, with their byte offsets, and
+  // the bytes of its window.
+  struct Window {
+    SmallVector<std::pair<AllReduceOp, int64_t>> ops;
+    int64_t bytes = 0;
+  };
+  llvm::MapVector<StringRef, Window> byGroup;
   func.walk([&](AllReduceOp op) {
     auto type = cast<RankedTensorType>(op.getType());
     if (!type.hasStaticShape() || type.getNumElements() == 0)
       return;
-    int64_t &bytes = bytesOf[op.getGroup()];
-    byGroup[op.getGroup()].push_back({op, bytes});
+    Window &window = byGroup[op.getGroup()];
+    window.ops.push_back({op, window.bytes});
     int64_t size = type.getNumElements() * type.getElementTypeBitWidth() / 8;
-    bytes += llvm::alignTo(size, kWindowAlignment);
+    window.bytes += llvm::alignTo(size, kWindowAlignment);
   });
   if (byGroup.empty())
     return;
@@ -113,12 +114,12 @@ void mithril::linalg_lowering::lowerAllReducesIntoWindows(func::FuncOp func) {
   // below (an all_reduce may be the entry's first op).
   OpBuilder atEntry = OpBuilder::atBlockBegin(&func.getBody().front());
   SmallVector<std::pair<AllReduceOp, Value>> places;
-  for (auto &[group, ops] : byGroup) {
-    Location loc = ops.front().first.getLoc();
-    auto windowType = MemRefType::get({bytesOf[group]}, IntegerType::get(ctx, 8));
+  for (auto &[group, placed] : byGroup) {
+    Location loc = placed.ops.front().first.getLoc();
+    auto windowType = MemRefType::get({placed.bytes}, IntegerType::get(ctx, 8));
     Value window =
         CollectiveWindowOp::create(atEntry, loc, windowType, StringAttr::get(ctx, group));
-    for (auto [op, offset] : ops) {
+    for (auto [op, offset] : placed.ops) {
       auto type = cast<RankedTensorType>(op.getType());
       Value shift = arith::ConstantIndexOp::create(atEntry, op.getLoc(), offset);
       Value place = memref::ViewOp::create(atEntry, op.getLoc(),

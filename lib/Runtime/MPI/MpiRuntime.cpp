@@ -49,6 +49,9 @@ MPI_Comm communicator(int32_t index) {
   return communicators[index];
 }
 
+/// Where per-communicator state of communicator `index` is kept.
+size_t slotOf(int32_t index) { return index < 0 ? 0 : static_cast<size_t>(index); }
+
 int check(int code, const char *what) {
   if (code == MPI_SUCCESS)
     return 0;
@@ -138,7 +141,7 @@ void finalize() {
 /// window cannot be made, or where MITHRIL_MPI_SHARED_SUM=0.
 SharedSum *sharedSum(int32_t index) {
   MPI_Comm comm = communicator(index);
-  size_t slot = index < 0 ? 0 : static_cast<size_t>(index);
+  size_t slot = slotOf(index);
   if (sharedSums.size() <= slot)
     sharedSums.resize(slot + 1);
   if (sharedSums[slot])
@@ -233,7 +236,7 @@ int sharedAllReduce(SharedSum &shared, const char *in, char *out, int64_t count,
 /// The operand window of communicator `index` whose shared segment holds
 /// `bytes` bytes at `data`, or null.
 OperandWindow *sharedWindowHolding(int32_t index, const char *data, int64_t bytes) {
-  size_t slot = index < 0 ? 0 : static_cast<size_t>(index);
+  size_t slot = slotOf(index);
   if (!data || slot >= operandWindows.size() || !operandWindows[slot])
     return nullptr;
   OperandWindow &operands = *operandWindows[slot];
@@ -365,7 +368,7 @@ static int allReduceSum(int32_t comm, const void *send, void *recv, int64_t coun
 /// (collectively, where the ranks share one: every rank of `comm` must ask
 /// for the same sizes in the same order, as they run the same code).
 int mithrilMpiSumWindow(int32_t comm, int64_t bytes, void **segment) {
-  size_t slot = comm < 0 ? 0 : static_cast<size_t>(comm);
+  size_t slot = slotOf(comm);
   if (operandWindows.size() <= slot)
     operandWindows.resize(slot + 1);
   if (!operandWindows[slot])
@@ -388,6 +391,7 @@ int mithrilMpiSumWindow(int32_t comm, int64_t bytes, void **segment) {
       MPI_Info_free(&info);
       if (int failed = check(code, "MPI_Win_allocate_shared")) {
         operands.window = MPI_WIN_NULL;
+        lastError += " (" + std::to_string(rounded) + " bytes a rank)";
         return failed;
       }
       operands.node = shared->node;

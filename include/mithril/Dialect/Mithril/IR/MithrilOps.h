@@ -50,6 +50,12 @@ inline constexpr llvm::StringLiteral kTensorBlocksAttr = "mithril.tensor_blocks"
 /// outputs and the inputs only they read).
 inline constexpr llvm::StringLiteral kDiscardedAttr = "mithril.discarded";
 
+/// The number compiled code passes the runtime's collectives for a
+/// collective's `group` (Distributed.h): 0 the data group, 1 the tensor group.
+inline int64_t collectiveGroupNumber(llvm::StringRef group) {
+  return group == "tensor" ? 1 : 0;
+}
+
 /// How the element type of an elementwise binary op's result is formed.
 enum class BinaryResultKind { Arith, Compare, Logical };
 
