@@ -35,6 +35,21 @@ bool isWindowPlace(Value tensor) {
   return view && view.getSource().getDefiningOp<mithril::CollectiveWindowOp>();
 }
 
+/// Whether `tensor` is a window place or a part of one: an insert_slice
+/// into it or an extract_slice of it, at any depth.
+bool isInWindowPlace(Value tensor) {
+  while (true) {
+    if (isWindowPlace(tensor))
+      return true;
+    if (auto insert = tensor.getDefiningOp<tensor::InsertSliceOp>())
+      tensor = insert.getDest();
+    else if (auto extract = tensor.getDefiningOp<tensor::ExtractSliceOp>())
+      tensor = extract.getSource();
+    else
+      return false;
+  }
+}
+
 struct CollectivesInWindowPass
     : public mithril::impl::MithrilCollectivesInWindowBase<CollectivesInWindowPass> {
   void runOnOperation() override {
@@ -43,23 +58,33 @@ struct CollectivesInWindowPass
     if (!module.walk([](mithril::CollectiveWindowOp) { return WalkResult::interrupt(); })
              .wasInterrupted())
       return;
-    // As the pipeline's one-shot bufferization will decide.
-    bufferization::OneShotBufferizationOptions options;
-    options.bufferizeFunctionBoundaries = true;
-    options.setFunctionBoundaryTypeConversion(bufferization::LayoutMapOption::IdentityLayoutMap);
-    bufferization::OneShotAnalysisState state(module, options);
-    if (failed(bufferization::analyzeModuleOp(module, state)))
-      return signalPassFailure();
-    auto intoWindowsOnly = [](RewriterBase &rewriter, SubsetInsertionOpInterface op,
-                              tensor::EmptyOp empty, Operation *user) -> Value {
-      auto materialize = dyn_cast<bufferization::MaterializeInDestinationOp>(op.getOperation());
-      if (!materialize || !isWindowPlace(materialize.getDest()))
-        return Value();
-      return bufferization::buildSubsetExtraction(rewriter, op, empty, user);
-    };
-    IRRewriter rewriter(module.getContext());
-    if (failed(bufferization::eliminateEmptyTensors(rewriter, module, state, intoWindowsOnly)))
-      return signalPassFailure();
+    // Twice: first the operands computed whole into their places; then
+    // the parts of an operand computed apart (a product split at its
+    // register tiles' remainder, each part into a slice of the whole),
+    // whose slices now lie in a window place.
+    for (bool parts : {false, true}) {
+      // As the pipeline's one-shot bufferization will decide.
+      bufferization::OneShotBufferizationOptions options;
+      options.bufferizeFunctionBoundaries = true;
+      options.setFunctionBoundaryTypeConversion(bufferization::LayoutMapOption::IdentityLayoutMap);
+      bufferization::OneShotAnalysisState state(module, options);
+      if (failed(bufferization::analyzeModuleOp(module, state)))
+        return signalPassFailure();
+      auto intoWindowsOnly = [parts](RewriterBase &rewriter, SubsetInsertionOpInterface op,
+                                     tensor::EmptyOp empty, Operation *user) -> Value {
+        Value dest = op.getDestinationOperand().get();
+        bool intoWindow =
+            parts ? isa<tensor::InsertSliceOp>(op.getOperation()) && isInWindowPlace(dest)
+                  : isa<bufferization::MaterializeInDestinationOp>(op.getOperation()) &&
+                        isWindowPlace(dest);
+        if (!intoWindow)
+          return Value();
+        return bufferization::buildSubsetExtraction(rewriter, op, empty, user);
+      };
+      IRRewriter rewriter(module.getContext());
+      if (failed(bufferization::eliminateEmptyTensors(rewriter, module, state, intoWindowsOnly)))
+        return signalPassFailure();
+    }
     // The empty tensors replaced in all their uses.
     module.walk([](tensor::EmptyOp empty) {
       if (empty->use_empty())

@@ -63,3 +63,49 @@ func.func @Argument(%g: tensor<4xf32>, %out: memref<4xf32>) {
   func.call @sum4(%kept_buffer) : (memref<4xf32>) -> ()
   return
 }
+
+// -----
+
+// A product computed in two parts (split at its register tiles' remainder,
+// 48 = 32 + 16 columns), each from a fill of its own, into slices of one
+// whole: both parts are computed in their slices of the window, not into
+// a tensor of their own copied there (what copies remain copy a slice onto
+// itself, which the pipeline's canonicalization after bufferization drops).
+// CHECK-LABEL: func.func @Parts(
+// CHECK-NOT: tensor.empty
+// CHECK: bufferization.materialize_in_destination
+// BUF-LABEL: func.func @Parts(
+// BUF: %[[WINDOW:.+]] = mithril.collective_window : memref<4096xi8>
+// BUF: %[[PLACE:.+]] = memref.view %[[WINDOW]]
+// BUF-NOT: memref.alloc
+// BUF: %[[LEFT:.+]] = memref.subview %[[PLACE]][0, 0] [16, 32] [1, 1]
+// BUF: linalg.fill ins(%{{.+}} : f32) outs(%[[LEFT]] :
+// BUF: linalg.matmul ins(%{{.+}}, %{{.+}} : {{.+}}) outs(%[[LEFT]] :
+// BUF: %[[RIGHT:.+]] = memref.subview %[[PLACE]][0, 32] [16, 16] [1, 1]
+// BUF: linalg.fill ins(%{{.+}} : f32) outs(%[[RIGHT]] :
+// BUF: linalg.matmul ins(%{{.+}}, %{{.+}} : {{.+}}) outs(%[[RIGHT]] :
+// BUF-NOT: memref.alloc
+// BUF: call @sum48(%[[PLACE]])
+func.func private @sum48(memref<16x48xf32>)
+func.func @Parts(%a: tensor<16x8xf32>, %b: tensor<8x48xf32>) {
+  %window = mithril.collective_window : memref<4096xi8>
+  %c0 = arith.constant 0 : index
+  %view = memref.view %window[%c0][] : memref<4096xi8> to memref<16x48xf32>
+  %place = bufferization.to_tensor %view restrict writable : memref<16x48xf32> to tensor<16x48xf32>
+  %zero = arith.constant 0.0 : f32
+  %empty = tensor.empty() : tensor<16x48xf32>
+  %left_init = tensor.empty() : tensor<16x32xf32>
+  %left_zero = linalg.fill ins(%zero : f32) outs(%left_init : tensor<16x32xf32>) -> tensor<16x32xf32>
+  %b_left = tensor.extract_slice %b[0, 0] [8, 32] [1, 1] : tensor<8x48xf32> to tensor<8x32xf32>
+  %left = linalg.matmul ins(%a, %b_left : tensor<16x8xf32>, tensor<8x32xf32>) outs(%left_zero : tensor<16x32xf32>) -> tensor<16x32xf32>
+  %with_left = tensor.insert_slice %left into %empty[0, 0] [16, 32] [1, 1] : tensor<16x32xf32> into tensor<16x48xf32>
+  %right_init = tensor.extract_slice %with_left[0, 32] [16, 16] [1, 1] : tensor<16x48xf32> to tensor<16x16xf32>
+  %right_zero = linalg.fill ins(%zero : f32) outs(%right_init : tensor<16x16xf32>) -> tensor<16x16xf32>
+  %b_right = tensor.extract_slice %b[0, 32] [8, 16] [1, 1] : tensor<8x48xf32> to tensor<8x16xf32>
+  %right = linalg.matmul ins(%a, %b_right : tensor<16x8xf32>, tensor<8x16xf32>) outs(%right_zero : tensor<16x16xf32>) -> tensor<16x16xf32>
+  %whole = tensor.insert_slice %right into %with_left[0, 32] [16, 16] [1, 1] : tensor<16x16xf32> into tensor<16x48xf32>
+  %staged = bufferization.materialize_in_destination %whole in %place : (tensor<16x48xf32>, tensor<16x48xf32>) -> tensor<16x48xf32>
+  %buffer = bufferization.to_buffer %staged read_only : tensor<16x48xf32> to memref<16x48xf32>
+  func.call @sum48(%buffer) : (memref<16x48xf32>) -> ()
+  return
+}

@@ -21,3 +21,25 @@ mithril.model @Linear(data %x: tensor<32x64xf32>, param %w: tensor<16x64xf32>) -
   %2 = mithril.sum %1 {axes = array<i64: 0, 1>, keepdim = false} : (tensor<32x16xf32>) -> tensor<f32>
   mithril.output %2 : tensor<f32>
 }
+
+// A weight gradient whose columns the register tiles do not divide (48 =
+// 32 + 16) is computed in two parts, each into its slice of the window,
+// each part's zero fill in its own tiles: no pass zeroes the whole place
+// first, and nothing is copied there.
+// CHECK-LABEL: func.func @Parts(
+// CHECK: %[[SEGMENT:.+]] = call @mithrilCollectiveWindow(%{{.+}}, %{{.+}}) : (i64, i64) -> memref<?xi8>
+// CHECK: %[[PLACE:.+]] = memref.view %[[SEGMENT]][%{{.+}}][] : memref<?xi8> to memref<64x48xf32>
+// CHECK-NOT: vector.transfer_write %{{.+}}, %[[PLACE]][
+// CHECK-NOT: memref.copy
+// CHECK: %[[LEFT:.+]] = memref.subview %[[PLACE]][0, 0] [64, 32] [1, 1]
+// CHECK: vector.transfer_write %{{.+}}, %[[LEFT]]
+// CHECK: %[[RIGHT:.+]] = memref.subview %[[PLACE]][0, 32] [64, 16] [1, 1]
+// CHECK: vector.transfer_write %{{.+}}, %[[RIGHT]]
+// CHECK-NOT: memref.copy
+// CHECK: call @mithrilAllReduceF32(%{{.+}}, %{{.+}}, %{{.+}})
+mithril.model @Parts(data %x: tensor<32x48xf32>, param %w: tensor<64x48xf32>) -> (y: tensor<f32>) {
+  %0 = mithril.transpose %w : (tensor<64x48xf32>) -> tensor<48x64xf32>
+  %1 = mithril.matmul %x, %0 : (tensor<32x48xf32>, tensor<48x64xf32>) -> tensor<32x64xf32>
+  %2 = mithril.sum %1 {axes = array<i64: 0, 1>, keepdim = false} : (tensor<32x64xf32>) -> tensor<f32>
+  mithril.output %2 : tensor<f32>
+}

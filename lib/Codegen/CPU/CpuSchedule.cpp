@@ -799,8 +799,13 @@ LogicalResult Scheduler::peelMatmulRemainders(IRRewriter &rewriter,
     // product assembled from its parts.)
     unsigned productOperand = epilogue ? op->use_begin()->getOperandNumber() : 0;
     // Its parts then each start from a fill of their own (fillEachPart),
-    // which fuses into their blocks and each thread's share.
-    linalg::FillOp fill = epilogue ? detachAccumulatorFill(op) : nullptr;
+    // which fuses into their blocks and each thread's share. Without an
+    // epilogue too where the columns split: a data-parallel step's first
+    // weight gradient, 512 x 784 into its window, was otherwise zeroed by
+    // a pass of its own, 1.6 MiB, before its parts accumulated into it.
+    // (Rows keep theirs: 65 rows then take 5-row tiles, not 64 + 1.)
+    linalg::FillOp fill =
+        epilogue || dimension == 1 ? detachAccumulatorFill(op) : nullptr;
     rewriter.setInsertionPoint(op);
     auto [whole, rest] = linalg::splitOp(rewriter, cast<TilingInterface>(op.getOperation()),
                                          dimension, rewriter.getIndexAttr(split));
