@@ -50,6 +50,15 @@ bool isInWindowPlace(Value tensor) {
   }
 }
 
+/// Whether some insert_slice in `module` writes into a window place.
+bool hasSliceInWindowPlace(ModuleOp module) {
+  return module
+      .walk([](tensor::InsertSliceOp insert) {
+        return isInWindowPlace(insert.getDest()) ? WalkResult::interrupt() : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
 struct CollectivesInWindowPass
     : public mithril::impl::MithrilCollectivesInWindowBase<CollectivesInWindowPass> {
   void runOnOperation() override {
@@ -63,6 +72,9 @@ struct CollectivesInWindowPass
     // register tiles' remainder, each part into a slice of the whole),
     // whose slices now lie in a window place.
     for (bool parts : {false, true}) {
+      // (The second analysis only where some part lies in a window.)
+      if (parts && !hasSliceInWindowPlace(module))
+        break;
       // As the pipeline's one-shot bufferization will decide.
       bufferization::OneShotBufferizationOptions options;
       options.bufferizeFunctionBoundaries = true;

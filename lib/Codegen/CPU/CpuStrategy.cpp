@@ -822,7 +822,6 @@ SmallVector<int64_t, 3> cpu::matmulCacheTile(linalg::LinalgOp op, const Strategy
   return block;
 }
 
-
 /// The element type `v` holds, looking through a widening of it (an int8
 /// product's operands are i32 extensions of bytes until the schedule packs
 /// them).

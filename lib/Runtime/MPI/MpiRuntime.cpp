@@ -211,6 +211,15 @@ void addSegments(const std::vector<char *> &segments, int64_t offset, int64_t co
   }
 }
 
+/// addSegments on float64 or float32 elements.
+void addSegments(const std::vector<char *> &segments, int64_t offset, int64_t count, char *out,
+                 bool isDouble) {
+  if (isDouble)
+    addSegments(segments, offset, count, reinterpret_cast<double *>(out));
+  else
+    addSegments(segments, offset, count, reinterpret_cast<float *>(out));
+}
+
 int sharedAllReduce(SharedSum &shared, const char *in, char *out, int64_t count,
                     size_t elementBytes, bool isDouble) {
   int64_t perPiece = kPieceBytes / static_cast<int64_t>(elementBytes);
@@ -224,15 +233,12 @@ int sharedAllReduce(SharedSum &shared, const char *in, char *out, int64_t count,
     if (int code = check(MPI_Barrier(shared.node), "MPI_Barrier"))
       return code;
     MPI_Win_sync(shared.window);
-    char *to = out + done * elementBytes;
-    if (isDouble)
-      addSegments(shared.segments, offset, piece, reinterpret_cast<double *>(to));
-    else
-      addSegments(shared.segments, offset, piece, reinterpret_cast<float *>(to));
+    addSegments(shared.segments, offset, piece, out + done * elementBytes, isDouble);
     shared.half ^= 1;
   }
   return 0;
 }
+
 /// The operand window of communicator `index` whose shared segment holds
 /// `bytes` bytes at `data`, or null.
 OperandWindow *sharedWindowHolding(int32_t index, const char *data, int64_t bytes) {
@@ -255,10 +261,7 @@ int sumInWindow(OperandWindow &operands, int64_t offset, char *out, int64_t coun
   if (int code = check(MPI_Barrier(operands.node), "MPI_Barrier"))
     return code;
   MPI_Win_sync(operands.window);
-  if (isDouble)
-    addSegments(operands.segments, offset, count, reinterpret_cast<double *>(out));
-  else
-    addSegments(operands.segments, offset, count, reinterpret_cast<float *>(out));
+  addSegments(operands.segments, offset, count, out, isDouble);
   return check(MPI_Barrier(operands.node), "MPI_Barrier");
 }
 } // namespace
