@@ -62,7 +62,9 @@ def run_case(mesh: tuple, steps: int) -> dict:
             pm.train_step(params, {"input": x, "target": y}, optimizer)
             times.append(time.perf_counter() - t0)
         blocks.append([float(np.median(times) * 1e3), probe_before, speed_probe()])
-    # The step's own sums of the gradients, waits for the other rank included.
+    # The step's time at its sums of the gradients: the barriers before each
+    # rank adds the gradients where they lie (in the update's loops), with
+    # the waits for the other rank.
     summed_ms = (_mithril.all_reduce_seconds() - summing) * 1e3
     timed_steps = max(1, steps // STEPS_PER_BLOCK) * STEPS_PER_BLOCK
     if ranks > 1:
@@ -143,7 +145,7 @@ def main() -> None:
           f"{STEPS_PER_BLOCK} steps (the host's speed probe within 15% of its fastest, "
           f"{limit * 1e3:.2f} ms; quiet blocks: {quiet1}, {quiet2} and {quiet_t} of "
           f"{len(one[0]['blocks']) * args.rounds} per configuration)\n")
-    print("| configuration | step (ms) | speed-up | sums of the gradients in a step (ms) | share |")
+    print("| configuration | step (ms) | speed-up | at the gradients' sums in a step (ms) | share |")
     print("|---|---:|---:|---:|---:|")
     print(f"| 1 process x 1 thread | {step1:.2f} | 1.00x | - | - |")
     print(f"| device_mesh=(2,): 2 ranks x 1 thread | {step2:.2f} | {step1 / step2:.2f}x | "
@@ -154,8 +156,10 @@ def main() -> None:
     print(f"\ncompile (first step included): 1 process {np.median([r['compile_s'] for r in one]):.2f} s, "
           f"2 ranks {np.median([r['compile_s'] for r in two]):.2f} s, tensor-parallel "
           f"{np.median([r['compile_s'] for r in tensor]):.2f} s")
-    print(f"the sums in a step include the waits for the other rank; one sum of a buffer of all "
-          f"the gradients alone (`all_reduce_sum`, copied into the window): {reduce2:.2f} ms")
+    print(f"at the sums: the barriers before each rank adds the gradients where they lie (in the "
+          f"loops of the SGD update: window-ranks), the waits for the other rank included; one "
+          f"sum of a buffer of all the gradients by the runtime (`all_reduce_sum`, copied into "
+          f"the window): {reduce2:.2f} ms")
 
 
 if __name__ == "__main__":

@@ -22,9 +22,10 @@ namespace mithril {
 using namespace mlir;
 
 namespace {
-/// The runtime's entry (Distributed.h): this rank's segment of a group's
-/// window of at least `bytes` bytes.
+/// The runtime's entries (Distributed.h): this rank's segment of a group's
+/// window of at least `bytes` bytes, and another rank's segment of it.
 constexpr StringLiteral kCallee = "mithrilCollectiveWindow";
+constexpr StringLiteral kSegmentCallee = "mithrilCollectiveWindowSegment";
 
 struct LowerCollectiveWindowsPass
     : public mithril::impl::MithrilLowerCollectiveWindowsBase<LowerCollectiveWindowsPass> {
@@ -36,23 +37,30 @@ struct LowerCollectiveWindowsPass
       return;
     OpBuilder b(module.getContext());
     auto bytes = MemRefType::get({ShapedType::kDynamic}, b.getI8Type());
-    if (!SymbolTable::lookupSymbolIn(module, kCallee)) {
+    auto declare = [&](StringRef callee, unsigned operands) {
+      if (SymbolTable::lookupSymbolIn(module, callee))
+        return;
       b.setInsertionPointToStart(module.getBody());
-      auto decl = func::FuncOp::create(b, module.getLoc(), kCallee,
-                                       b.getFunctionType({b.getI64Type(), b.getI64Type()}, bytes));
+      SmallVector<Type> types(operands, b.getI64Type());
+      auto decl = func::FuncOp::create(b, module.getLoc(), callee, b.getFunctionType(types, bytes));
       decl.setPrivate();
       // The descriptor comes back through a pointer: a C function can fill it.
       decl->setAttr("llvm.emit_c_interface", b.getUnitAttr());
-    }
+    };
     for (mithril::CollectiveWindowOp op : windows) {
-      b.setInsertionPoint(op);
       Location loc = op.getLoc();
+      std::optional<int64_t> rank = op.getRank();
+      declare(rank ? kSegmentCallee : kCallee, rank ? 3 : 2);
+      b.setInsertionPoint(op);
       MemRefType type = op.getWindow().getType();
-      Value group = arith::ConstantOp::create(
-          b, loc, b.getI64IntegerAttr(mithril::collectiveGroupNumber(op.getGroup())));
-      Value size = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(type.getNumElements()));
+      SmallVector<Value> operands = {
+          arith::ConstantOp::create(
+              b, loc, b.getI64IntegerAttr(mithril::collectiveGroupNumber(op.getGroup()))),
+          arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(type.getNumElements()))};
+      if (rank)
+        operands.push_back(arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(*rank)));
       Value segment =
-          func::CallOp::create(b, loc, kCallee, TypeRange{bytes}, ValueRange{group, size})
+          func::CallOp::create(b, loc, rank ? kSegmentCallee : kCallee, TypeRange{bytes}, operands)
               .getResult(0);
       op.replaceAllUsesWith(memref::CastOp::create(b, loc, type, segment).getResult());
       op.erase();

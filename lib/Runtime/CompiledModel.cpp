@@ -675,6 +675,16 @@ CompiledModel::compileFresh(StringRef source, const CompileOptions &options) {
     // The compiled code calls MPI: it must be there, and started.
     if (auto info = initDistributed(); !info)
       return info.takeError();
+    if (options.windowRanks == 0) {
+      // Code that adds the ranks' operands in their shared window itself,
+      // where they share one (1: the runtime sums).
+      auto ranks = sharedWindowRanks(Group::Data);
+      if (!ranks)
+        return ranks.takeError();
+      CompileOptions shared = options;
+      shared.windowRanks = std::max(1, *ranks);
+      return compileFresh(source, shared);
+    }
   }
   if (!options.targetCpu.empty()) {
     // Code for another CPU runs here only if this host has all its features

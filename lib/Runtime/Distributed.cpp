@@ -33,6 +33,9 @@ struct MpiRuntime {
   int (*allGatherBytes)(int32_t, const void *, int64_t, void *, const int64_t *) = nullptr;
   int (*broadcastBytes)(int32_t, void *, int64_t, int32_t) = nullptr;
   int (*sumWindow)(int32_t, int64_t, void **) = nullptr;
+  int (*windowRanks)(int32_t) = nullptr;
+  int (*windowSegment)(int32_t, int32_t, int64_t, void **) = nullptr;
+  int (*windowBarrier)(int32_t) = nullptr;
   double (*sumSeconds)() = nullptr;
   void (*abort)(int32_t) = nullptr;
   /// The communicators of the mesh's groups (0: MPI_COMM_WORLD).
@@ -68,6 +71,9 @@ static llvm::Expected<MpiRuntime> load() {
       !bind(runtime.allGatherBytes, "mithrilMpiAllGatherBytes") ||
       !bind(runtime.broadcastBytes, "mithrilMpiBroadcastBytes") ||
       !bind(runtime.sumWindow, "mithrilMpiSumWindow") ||
+      !bind(runtime.windowRanks, "mithrilMpiWindowRanks") ||
+      !bind(runtime.windowSegment, "mithrilMpiWindowSegment") ||
+      !bind(runtime.windowBarrier, "mithrilMpiWindowBarrier") ||
       !bind(runtime.sumSeconds, "mithrilMpiSumSeconds") || !bind(runtime.abort, "mithrilMpiAbort"))
     return mpiError(path + " is not a mithril MPI runtime library of this version");
   if (runtime.init() != 0)
@@ -159,6 +165,13 @@ llvm::Error mithril::runtime::allReduceSum(void *data, int64_t count, bool isDou
     return mpi.takeError();
   return collectiveError(
       *mpi, (*mpi)->allReduceSum(communicatorOf(*mpi, group), nullptr, data, count, isDouble));
+}
+
+llvm::Expected<int> mithril::runtime::sharedWindowRanks(Group group) {
+  auto mpi = requireStarted();
+  if (!mpi)
+    return mpi.takeError();
+  return (*mpi)->windowRanks(communicatorOf(*mpi, group));
 }
 
 double mithril::runtime::allReduceSeconds() {
@@ -293,4 +306,22 @@ extern "C" void _mlir_ciface_mithrilCollectiveWindow(MithrilByteMemRef *segment,
   abortOnFailure(mpi, mpi->sumWindow(compiledGroup(mpi, group), bytes, &memory),
                  "the window of the sums over the ranks");
   *segment = {static_cast<char *>(memory), static_cast<char *>(memory), 0, bytes, 1};
+}
+
+extern "C" void _mlir_ciface_mithrilCollectiveWindowSegment(MithrilByteMemRef *segment,
+                                                            int64_t group, int64_t bytes,
+                                                            int64_t rank) {
+  const MpiRuntime *mpi = startedForCompiledCode();
+  void *memory = nullptr;
+  abortOnFailure(
+      mpi,
+      mpi->windowSegment(compiledGroup(mpi, group), static_cast<int32_t>(rank), bytes, &memory),
+      "another rank's segment of the window of the sums over the ranks");
+  *segment = {static_cast<char *>(memory), static_cast<char *>(memory), 0, bytes, 1};
+}
+
+extern "C" void mithrilCollectiveBarrier(int64_t group, int64_t) {
+  const MpiRuntime *mpi = startedForCompiledCode();
+  abortOnFailure(mpi, mpi->windowBarrier(compiledGroup(mpi, group)),
+                 "waiting for the other ranks' operands of a sum");
 }

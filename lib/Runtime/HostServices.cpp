@@ -357,6 +357,9 @@ mithril::runtime::detail::hostSymbols(llvm::orc::MangleAndInterner &interner,
   add("mithrilAllReduceF64", reinterpret_cast<void *>(&mithrilAllReduceF64));
   add("_mlir_ciface_mithrilCollectiveWindow",
       reinterpret_cast<void *>(&_mlir_ciface_mithrilCollectiveWindow));
+  add("_mlir_ciface_mithrilCollectiveWindowSegment",
+      reinterpret_cast<void *>(&_mlir_ciface_mithrilCollectiveWindowSegment));
+  add("mithrilCollectiveBarrier", reinterpret_cast<void *>(&mithrilCollectiveBarrier));
   if (asyncSymbols)
     for (const auto &symbol : *asyncSymbols)
       add(symbol.getKey(), symbol.getValue());

@@ -74,6 +74,8 @@ std::string mithril::runtime::detail::pipelineOptions(const CompileOptions &opti
       add("checkpoint-segments", std::to_string(options.checkpointSegments));
     if (options.allReduceGradients)
       add("all-reduce-gradients", "true");
+    if (options.allReduceGradients && options.windowRanks > 1)
+      add("window-ranks", std::to_string(options.windowRanks));
     if (!options.optimizer.empty()) {
       add("optimizer", options.optimizer);
       add("momentum", std::to_string(options.momentum));

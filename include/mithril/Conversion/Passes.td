@@ -45,6 +45,11 @@ def ConvertMithrilToLinalg : Pass<"convert-mithril-to-linalg", "mlir::ModuleOp">
            "Lower the stride-1 convolutions of models computed in bf16 to one bf16 "
            "matrix product of the input's windows (im2col, channels innermost) for AMX "
            "tiles: for CPUs that have them">,
+    Option<"windowRanks", "window-ranks", "unsigned", /*default=*/"0",
+           "The data group's ranks share one machine's window of all-reduce operands, "
+           "this many segments: each rank adds the ranks' operands where they lie "
+           "itself, in code that fuses with the sum's users (the optimizer's update), "
+           "between barriers (mithrilCollectiveBarrier); 0 or 1: the runtime sums them">,
     Option<"threads", "threads", "unsigned", /*default=*/"0",
            "For a CPU schedule of that many threads (the CPU pipeline sets it): a pooled "
            "Winograd convolution's products and output transform run in blocks of tiles "

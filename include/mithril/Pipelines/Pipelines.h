@@ -109,6 +109,14 @@ struct ModelPipelineOptions : public mlir::PassPipelineOptions<Derived> {
                      "data-parallel run before the optimizer uses them "
                      "(mithril-all-reduce-gradients)"),
       llvm::cl::init(false)};
+  Option<unsigned> windowRanks{
+      *this, "window-ranks",
+      llvm::cl::desc("With all-reduce-gradients: the data group's ranks "
+                     "share one machine's window of all-reduce operands, this "
+                     "many segments; the code adds them where they lie itself, "
+                     "fused with what uses the sums (the optimizer's update); "
+                     "0: the runtime sums them"),
+      llvm::cl::init(0)};
 };
 
 /// Copies the ModelPipelineOptions fields between option structs with those
@@ -126,6 +134,7 @@ template <typename To, typename From> void copyModelOptions(To &to, const From &
   to.lossScaling = from.lossScaling;
   to.checkpointSegments = from.checkpointSegments;
   to.allReduceGradients = from.allReduceGradients;
+  to.windowRanks = from.windowRanks;
   to.tensorParallel = from.tensorParallel;
   to.precision = from.precision;
   to.precisionTerminals = from.precisionTerminals;

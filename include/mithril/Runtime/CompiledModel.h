@@ -82,6 +82,11 @@ struct CompileOptions {
   /// data-parallel run (mithril-all-reduce-gradients); the code then calls
   /// MPI through the runtime, which initDistributed() must have started.
   bool allReduceGradients = false;
+  /// With allReduceGradients: the data group's ranks that share one
+  /// machine's window of the sums' operands, whose code adds the operands
+  /// there itself (the pipeline's `window-ranks`; 1: the runtime sums them).
+  /// compileFresh asks the MPI runtime where it is 0.
+  unsigned windowRanks = 0;
   /// Compute in "bf16" or "f16" (mithril-mixed-precision); empty: the model's
   /// own types. `precisionTerminals`: the terminals take that type too.
   std::string precision;

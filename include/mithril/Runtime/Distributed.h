@@ -57,6 +57,12 @@ llvm::Expected<std::pair<int, int>> groupRankAndSize(Group group);
 /// Sums `count` float32 (`isDouble`: float64) values over `group`, in place.
 llvm::Error allReduceSum(void *data, int64_t count, bool isDouble, Group group = Group::World);
 
+/// The number of ranks of `group` that share one machine's window of
+/// all-reduce operands (all of them, or 0 where they do not share a machine
+/// or MITHRIL_MPI_SHARED_SUM=0): code compiled with that many `window-ranks`
+/// reads their operands there itself. Every rank of the group must call it.
+llvm::Expected<int> sharedWindowRanks(Group group);
+
 /// The seconds this process has spent in sums over ranks (compiled code's
 /// and allReduceSum's), the waits for the other ranks included; 0 before
 /// MPI started.
@@ -126,5 +132,18 @@ struct MithrilByteMemRef {
 /// share a machine, MPI_Allreduce elsewhere.
 extern "C" void _mlir_ciface_mithrilCollectiveWindow(MithrilByteMemRef *segment, int64_t group,
                                                      int64_t bytes);
+
+/// Called by code compiled with `window-ranks` (mithril.collective_window
+/// with a rank): rank `rank`'s segment of that window, which the group's ranks
+/// share.
+extern "C" void _mlir_ciface_mithrilCollectiveWindowSegment(MithrilByteMemRef *segment,
+                                                            int64_t group, int64_t bytes,
+                                                            int64_t rank);
+
+/// Called by code compiled with `window-ranks`: waits for every rank of
+/// `group`, after it wrote an operand into its segment (at `address`, which
+/// only ties the call to that write) or before it returns (0). Each rank then
+/// adds the operands where they lie.
+extern "C" void mithrilCollectiveBarrier(int64_t group, int64_t address);
 
 #endif // MITHRIL_RUNTIME_DISTRIBUTED_H

@@ -1,4 +1,4 @@
-//===- Collectives.cpp - all_reduce to a runtime call ---------------------===//
+//===- Collectives.cpp - all_reduce to the runtime's windows and sums -----===//
 //
 // Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
 // Exceptions. See LICENSE for license information.
@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
@@ -87,9 +88,57 @@ struct ReplicatePattern : OpRewritePattern<ReplicateOp> {
 /// that no two operands share one.
 constexpr int64_t kWindowAlignment = 64;
 
+/// The runtime's wait for every rank of a group whose ranks share a window
+/// (Distributed.h). Its second operand, the address of the operand just
+/// written there (or 0), ties the call to that write: the code that computes
+/// the operand cannot be moved past it.
+constexpr StringLiteral kBarrier = "mithrilCollectiveBarrier";
+
+void callBarrier(OpBuilder &b, Location loc, StringRef group, Value address) {
+  auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+  if (!SymbolTable::lookupSymbolIn(module, kBarrier)) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    auto decl = func::FuncOp::create(b, loc, kBarrier,
+                                     b.getFunctionType({b.getI64Type(), b.getI64Type()}, {}));
+    decl.setPrivate();
+  }
+  Value number =
+      arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(collectiveGroupNumber(group)));
+  func::CallOp::create(b, loc, kBarrier, TypeRange{}, ValueRange{number, address});
+}
+
+/// The sum, in rank order (the runtime's order, so every rank gets the same
+/// bits), of the operands at `offset` of every rank's segment, read where
+/// they lie: an elementwise linalg.generic that later fuses with the users.
+Value addSegments(OpBuilder &b, AllReduceOp op, ArrayRef<Value> segments, int64_t offset) {
+  Location loc = op.getLoc();
+  auto type = cast<RankedTensorType>(op.getType());
+  Value shift = arith::ConstantIndexOp::create(b, loc, offset);
+  SmallVector<Value> operands;
+  for (Value segment : segments) {
+    Value place =
+        memref::ViewOp::create(b, loc, MemRefType::get(type.getShape(), type.getElementType()),
+                               segment, shift, ValueRange{});
+    operands.push_back(bufferization::ToTensorOp::create(b, loc, type, place, /*restrict=*/true,
+                                                         /*writable=*/false));
+  }
+  Value init = tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+  SmallVector<AffineMap> maps(operands.size() + 1, b.getMultiDimIdentityMap(type.getRank()));
+  SmallVector<utils::IteratorType> iterators(type.getRank(), utils::IteratorType::parallel);
+  auto sum = linalg::GenericOp::create(b, loc, type, operands, init, maps, iterators,
+                                       [&](OpBuilder &nested, Location at, ValueRange args) {
+                                         Value total = args[0];
+                                         for (Value next : args.drop_front().drop_back())
+                                           total = arith::AddFOp::create(nested, at, total, next);
+                                         linalg::YieldOp::create(nested, at, total);
+                                       });
+  return sum.getResult(0);
+}
+
 } // namespace
 
-void mithril::linalg_lowering::lowerAllReducesIntoWindows(func::FuncOp func) {
+void mithril::linalg_lowering::lowerAllReducesIntoWindows(func::FuncOp func, unsigned windowRanks) {
   // Each group's static all_reduces, in order, with their byte offsets, and
   // the bytes of its window.
   struct Window {
@@ -114,11 +163,24 @@ void mithril::linalg_lowering::lowerAllReducesIntoWindows(func::FuncOp func) {
   // below (an all_reduce may be the entry's first op).
   OpBuilder atEntry = OpBuilder::atBlockBegin(&func.getBody().front());
   SmallVector<std::pair<AllReduceOp, Value>> places;
+  // Where the data group's ranks share the window: every rank's segment, and
+  // each operand's offset in them.
+  SmallVector<Value> segments;
+  llvm::DenseMap<Operation *, int64_t> offsets;
   for (auto &[group, placed] : byGroup) {
     Location loc = placed.ops.front().first.getLoc();
     auto windowType = MemRefType::get({placed.bytes}, IntegerType::get(ctx, 8));
-    Value window =
-        CollectiveWindowOp::create(atEntry, loc, windowType, StringAttr::get(ctx, group));
+    Value window = CollectiveWindowOp::create(atEntry, loc, windowType, StringAttr::get(ctx, group),
+                                              /*rank=*/IntegerAttr());
+    if (windowRanks > 1 && group == "data") {
+      // After this rank's own segment: that call makes the window.
+      for (unsigned rank = 0; rank < windowRanks; ++rank)
+        segments.push_back(CollectiveWindowOp::create(atEntry, loc, windowType,
+                                                      StringAttr::get(ctx, group),
+                                                      atEntry.getI64IntegerAttr(rank)));
+      for (auto [op, offset] : placed.ops)
+        offsets[op] = offset;
+    }
     for (auto [op, offset] : placed.ops) {
       auto type = cast<RankedTensorType>(op.getType());
       Value shift = arith::ConstantIndexOp::create(atEntry, op.getLoc(), offset);
@@ -139,9 +201,30 @@ void mithril::linalg_lowering::lowerAllReducesIntoWindows(func::FuncOp func) {
     Value source = bufferization::ToBufferOp::create(
         b, op.getLoc(), MemRefType::get(type.getShape(), type.getElementType()), staged,
         /*read_only=*/true);
-    op.replaceAllUsesWith(callAllReduce(b, op, source));
+    auto inPlace = offsets.find(op);
+    if (inPlace == offsets.end()) {
+      op.replaceAllUsesWith(callAllReduce(b, op, source));
+      op.erase();
+      continue;
+    }
+    // Every rank has written its operand once all have reached the barrier;
+    // the sum reads them after it.
+    Value address = arith::IndexCastOp::create(
+        b, op.getLoc(), b.getI64Type(),
+        memref::ExtractAlignedPointerAsIndexOp::create(b, op.getLoc(), source));
+    callBarrier(b, op.getLoc(), op.getGroup(), address);
+    op.replaceAllUsesWith(addSegments(b, op, segments, inPlace->second));
     op.erase();
   }
+  // The others may still read this rank's operands: none may write the next
+  // ones (the next call's) into the window before all are done.
+  if (segments.empty())
+    return;
+  func.walk([&](func::ReturnOp ret) {
+    OpBuilder b(ret);
+    callBarrier(b, ret.getLoc(), "data",
+                arith::ConstantOp::create(b, ret.getLoc(), b.getI64IntegerAttr(0)));
+  });
 }
 
 void mithril::linalg_lowering::populateCollectivePatterns(RewritePatternSet &patterns) {

@@ -89,7 +89,7 @@ struct ConvertMithrilToLinalgPass
       if (failed(convertModel(model)))
         return signalPassFailure();
     for (func::FuncOp func : module.getOps<func::FuncOp>())
-      lowerAllReducesIntoWindows(func);
+      lowerAllReducesIntoWindows(func, windowRanks);
 
     MLIRContext *ctx = &getContext();
     ConversionTarget target(*ctx);

@@ -247,8 +247,12 @@ void populateCollectivePatterns(mlir::RewritePatternSet &patterns);
 /// Each all_reduce of a static shape in `func` with its operand placed in the
 /// function's window of its group (a mithril.collective_window at the entry,
 /// each operand at its own offset): computed there, it is summed where it
-/// lies, without a copy (Collectives.cpp).
-void lowerAllReducesIntoWindows(mlir::func::FuncOp func);
+/// lies, without a copy (Collectives.cpp). With `windowRanks` above 1, the
+/// data group's that many ranks share the window: after a barrier, the code
+/// adds every rank's operand where it lies itself (a linalg.generic that
+/// fuses with what uses the sum), and waits for the others once more before
+/// it returns.
+void lowerAllReducesIntoWindows(mlir::func::FuncOp func, unsigned windowRanks);
 
 /// tsne_p_joint (Manifold.cpp).
 void populateManifoldPatterns(mlir::RewritePatternSet &patterns);

@@ -428,6 +428,48 @@ int mithrilMpiSumWindow(int32_t comm, int64_t bytes, void **segment) {
   return 0;
 }
 
+/// The number of ranks of communicator `comm` whose operand windows are one
+/// shared-memory window (all of them, where they share a machine), or 0. A
+/// collective the first time for a communicator.
+int mithrilMpiWindowRanks(int32_t comm) {
+  SharedSum *shared = sharedSum(comm);
+  return shared ? static_cast<int>(shared->segments.size()) : 0;
+}
+
+/// Rank `rank`'s segment of communicator `comm`'s shared operand window, of
+/// at least `bytes` bytes, in `*segment`: compiled code reads the ranks'
+/// operands there itself (after mithrilMpiSumWindow made the window).
+int mithrilMpiWindowSegment(int32_t comm, int32_t rank, int64_t bytes, void **segment) {
+  size_t slot = slotOf(comm);
+  OperandWindow *operands = slot < operandWindows.size() ? operandWindows[slot].get() : nullptr;
+  if (!operands || operands->window == MPI_WIN_NULL || bytes > operands->bytes || rank < 0 ||
+      static_cast<size_t>(rank) >= operands->segments.size()) {
+    lastError = "no shared window of " + std::to_string(bytes) + " bytes with a segment of rank " +
+                std::to_string(rank) + " (the code was compiled for ranks that share a machine)";
+    return MPI_ERR_OTHER;
+  }
+  *segment = operands->segments[rank];
+  return 0;
+}
+
+/// Waits for every rank of `comm`'s shared operand window: this rank's
+/// stores before it are seen by the others' loads after it. Counted with the
+/// sums' time (compiled code adds the operands itself between two of these).
+int mithrilMpiWindowBarrier(int32_t comm) {
+  auto start = std::chrono::steady_clock::now();
+  size_t slot = slotOf(comm);
+  OperandWindow *operands = slot < operandWindows.size() ? operandWindows[slot].get() : nullptr;
+  if (!operands || operands->window == MPI_WIN_NULL) {
+    lastError = "a barrier of a shared window that was not made";
+    return MPI_ERR_OTHER;
+  }
+  MPI_Win_sync(operands->window);
+  int code = check(MPI_Barrier(operands->node), "MPI_Barrier");
+  MPI_Win_sync(operands->window);
+  sumSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return code;
+}
+
 /// Every rank's `sendBytes` bytes, in rank order, into `recv`; `counts[r]`
 /// is rank r's byte count.
 int mithrilMpiAllGatherBytes(int32_t comm, const void *send, int64_t sendBytes, void *recv,

@@ -96,6 +96,12 @@ for make in (lambda: ml.SGD(lr=0.1, momentum=0.9), lambda: ml.Adam(lr=0.01)):
         check(f"{type(o_ref).__name__} step {step} loss", l_dp, l_ref)
     for k in p_ref:
         check(f"{type(o_ref).__name__} parameter {k} after 5 steps", p_dp[k], p_ref[k])
+        # Every rank holds the same bits (each adds the ranks' gradients in
+        # rank order), not merely values close to one process's.
+        every = _mithril.all_gather_bytes(p_dp[k].tobytes(), [p_dp[k].nbytes] * ranks)
+        if len(set(every[r * p_dp[k].nbytes:(r + 1) * p_dp[k].nbytes]
+                   for r in range(ranks))) != 1:
+            failures.append(f"{type(o_ref).__name__} parameter {k}: the ranks' bits differ")
 
 # Inference models split their batch too.
 infer_ref = ml.compile(mlp(), one, shapes={"input": [batch, 6]}, inference=True)

@@ -484,3 +484,11 @@ func.func @collective_window_group() -> memref<64xi8> {
   %0 = mithril.collective_window {group = "pipeline"} : memref<64xi8>
   return %0 : memref<64xi8>
 }
+
+// -----
+
+func.func @collective_window_rank() -> memref<64xi8> {
+  // expected-error @+1 {{'mithril.collective_window' op needs a rank of 0 or more, not -1}}
+  %0 = mithril.collective_window {rank = -1} : memref<64xi8>
+  return %0 : memref<64xi8>
+}

@@ -294,8 +294,10 @@ mithril.model @unique(data %x: tensor<2x3xi64>) -> (u: tensor<6xi64>) {
 // CHECK-LABEL: func.func @collective_window
 // CHECK-NEXT: mithril.collective_window : memref<4096xi8>
 // CHECK-NEXT: mithril.collective_window {group = "tensor"} : memref<64xi8>
-func.func @collective_window() -> (memref<4096xi8>, memref<64xi8>) {
+// CHECK-NEXT: mithril.collective_window {rank = 1 : i64} : memref<4096xi8>
+func.func @collective_window() -> (memref<4096xi8>, memref<64xi8>, memref<4096xi8>) {
   %0 = mithril.collective_window {group = "data"} : memref<4096xi8>
   %1 = mithril.collective_window {group = "tensor"} : memref<64xi8>
-  return %0, %1 : memref<4096xi8>, memref<64xi8>
+  %2 = mithril.collective_window {rank = 1} : memref<4096xi8>
+  return %0, %1, %2 : memref<4096xi8>, memref<64xi8>, memref<4096xi8>
 }

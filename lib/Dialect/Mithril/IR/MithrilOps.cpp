@@ -450,6 +450,8 @@ LogicalResult CollectiveWindowOp::verify() {
     return emitOpError("needs a static, non-empty memref of bytes with the "
                        "identity layout in the default memory space, not ")
            << type;
+  if (std::optional<int64_t> rank = getRank(); rank && *rank < 0)
+    return emitOpError("needs a rank of 0 or more, not ") << *rank;
   return success();
 }
 

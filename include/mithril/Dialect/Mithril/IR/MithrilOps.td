@@ -890,14 +890,19 @@ def Mithril_CollectiveWindowOp : Mithril_Op<"collective_window", [MemoryEffects<
     and allocates nothing, and the function never frees it. Its contents are
     defined only between the write of an operand and its sum. Every rank of
     the group must ask for the same size, as they run the same function.
-    Lowered, after the buffer deallocation, to a call of the runtime
-    (mithril-lower-collective-windows).
+    With `rank`, the segment of that rank of the group instead, which only
+    a window the group's ranks share has (convert-mithril-to-linalg's
+    `window-ranks`): the code then reads every rank's operand where it lies
+    and adds them itself. Lowered, after the buffer deallocation, to a call
+    of the runtime (mithril-lower-collective-windows).
 
     ```mlir
     %w = mithril.collective_window {group = "data"} : memref<2674688xi8>
+    %w1 = mithril.collective_window {group = "data", rank = 1} : memref<2674688xi8>
     ```
   }];
-  let arguments = (ins DefaultValuedAttr<Mithril_CollectiveGroupAttr, "\"data\"">:$group);
+  let arguments = (ins DefaultValuedAttr<Mithril_CollectiveGroupAttr, "\"data\"">:$group,
+                       OptionalAttr<I64Attr>:$rank);
   let results = (outs MemRefRankOf<[I8], [1]>:$window);
   let assemblyFormat = "attr-dict `:` type($window)";
   let hasVerifier = 1;
