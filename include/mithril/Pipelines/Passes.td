@@ -163,7 +163,10 @@ def MithrilLowerCollectiveWindows : Pass<"mithril-lower-collective-windows", "ml
     Each `mithril.collective_window` becomes a call of the runtime's
     `mithrilCollectiveWindow(group, bytes)` (through its C interface), which
     returns this rank's segment of the group's window, grown to `bytes`
-    where it is smaller. Run it after the buffer deallocation: the
+    where it is smaller; one with a `rank`, of
+    `mithrilCollectiveWindowSegment(group, bytes, rank)`, that rank's
+    segment of a window the group's ranks share (after the first call made
+    it). Run it after the buffer deallocation: the
     deallocation takes a call's result for a buffer the caller owns, and the
     window belongs to the runtime.
   }];
