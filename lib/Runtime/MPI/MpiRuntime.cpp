@@ -239,17 +239,23 @@ int sharedAllReduce(SharedSum &shared, const char *in, char *out, int64_t count,
   return 0;
 }
 
+/// The operand window of communicator `index` where its ranks share it, or
+/// null.
+OperandWindow *sharedOperandWindow(int32_t index) {
+  size_t slot = slotOf(index);
+  if (slot >= operandWindows.size() || !operandWindows[slot] ||
+      operandWindows[slot]->window == MPI_WIN_NULL)
+    return nullptr;
+  return operandWindows[slot].get();
+}
+
 /// The operand window of communicator `index` whose shared segment holds
 /// `bytes` bytes at `data`, or null.
 OperandWindow *sharedWindowHolding(int32_t index, const char *data, int64_t bytes) {
-  size_t slot = slotOf(index);
-  if (!data || slot >= operandWindows.size() || !operandWindows[slot])
+  OperandWindow *operands = sharedOperandWindow(index);
+  if (!data || !operands || data < operands->own || data + bytes > operands->own + operands->bytes)
     return nullptr;
-  OperandWindow &operands = *operandWindows[slot];
-  if (operands.window == MPI_WIN_NULL || data < operands.own ||
-      data + bytes > operands.own + operands.bytes)
-    return nullptr;
-  return &operands;
+  return operands;
 }
 
 /// The sum of every rank's operand at `offset` of its segment, in rank
@@ -440,9 +446,8 @@ int mithrilMpiWindowRanks(int32_t comm) {
 /// at least `bytes` bytes, in `*segment`: compiled code reads the ranks'
 /// operands there itself (after mithrilMpiSumWindow made the window).
 int mithrilMpiWindowSegment(int32_t comm, int32_t rank, int64_t bytes, void **segment) {
-  size_t slot = slotOf(comm);
-  OperandWindow *operands = slot < operandWindows.size() ? operandWindows[slot].get() : nullptr;
-  if (!operands || operands->window == MPI_WIN_NULL || bytes > operands->bytes || rank < 0 ||
+  OperandWindow *operands = sharedOperandWindow(comm);
+  if (!operands || bytes > operands->bytes || rank < 0 ||
       static_cast<size_t>(rank) >= operands->segments.size()) {
     lastError = "no shared window of " + std::to_string(bytes) + " bytes with a segment of rank " +
                 std::to_string(rank) + " (the code was compiled for ranks that share a machine)";
@@ -457,9 +462,8 @@ int mithrilMpiWindowSegment(int32_t comm, int32_t rank, int64_t bytes, void **se
 /// sums' time (compiled code adds the operands itself between two of these).
 int mithrilMpiWindowBarrier(int32_t comm) {
   auto start = std::chrono::steady_clock::now();
-  size_t slot = slotOf(comm);
-  OperandWindow *operands = slot < operandWindows.size() ? operandWindows[slot].get() : nullptr;
-  if (!operands || operands->window == MPI_WIN_NULL) {
+  OperandWindow *operands = sharedOperandWindow(comm);
+  if (!operands) {
     lastError = "a barrier of a shared window that was not made";
     return MPI_ERR_OTHER;
   }
