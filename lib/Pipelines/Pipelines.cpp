@@ -164,8 +164,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
       pm.addPass(createCanonicalizerPass());
     ConvertMithrilToLinalgOptions lowering;
     lowering.indexErrors = options.indexErrors;
-    if (options.allReduceGradients)
-      lowering.windowRanks = options.windowRanks;
+    lowering.windowRanks = options.windowRanks;
     // The host schedule's threads (the GPU pipeline maps whole ops).
     if (options.schedule && !options.gpuTilesOnHost)
       lowering.threads = std::max(1u, static_cast<unsigned>(options.threads));

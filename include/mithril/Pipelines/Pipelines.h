@@ -111,11 +111,10 @@ struct ModelPipelineOptions : public mlir::PassPipelineOptions<Derived> {
       llvm::cl::init(false)};
   Option<unsigned> windowRanks{
       *this, "window-ranks",
-      llvm::cl::desc("With all-reduce-gradients: the data group's ranks "
-                     "share one machine's window of all-reduce operands, this "
-                     "many segments; the code adds them where they lie itself, "
-                     "fused with what uses the sums (the optimizer's update); "
-                     "0: the runtime sums them"),
+      llvm::cl::desc("The data group's ranks share one machine's window of "
+                     "all-reduce operands, this many segments: the code adds "
+                     "them where they lie itself, fused with what uses the sums "
+                     "(the optimizer's update); 0 or 1: the runtime sums them"),
       llvm::cl::init(0)};
 };
 

@@ -1,4 +1,5 @@
 // RUN: mithril-opt %s -split-input-file --convert-mithril-to-linalg | FileCheck %s
+// RUN: mithril-opt %s -split-input-file --convert-mithril-to-linalg="window-ranks=3" | FileCheck %s --check-prefix=RANKS
 
 // A model becomes a func with its terminal names kept as argument attributes;
 // matmul is a zero-filled linalg.matmul, broadcasting elementwise ops are
@@ -172,6 +173,33 @@ mithril.model @dynamic_reshapes(data %a: tensor<?x?xf32>, data %b: tensor<?x?x?x
 // CHECK: %[[TGROUP:.+]] = arith.constant 1 : i64
 // CHECK: call @mithrilAllReduceF64(%[[TGROUP]],
 // CHECK-NOT: replicate
+// With window-ranks=3 (three ranks share the data group's window), a data
+// group sum waits at a barrier once its operand is in place and adds the
+// three ranks' operands in rank order where they lie, each rank's segment a
+// collective_window with its rank; the tensor group's sum stays the
+// runtime's; one more barrier before the return.
+// RANKS-LABEL: func.func @all_reduce(
+// RANKS-DAG: %[[OWN:.+]] = mithril.collective_window : memref<128xi8>
+// RANKS-DAG: %[[R0:.+]] = mithril.collective_window {rank = 0 : i64} : memref<128xi8>
+// RANKS-DAG: %[[R1:.+]] = mithril.collective_window {rank = 1 : i64} : memref<128xi8>
+// RANKS-DAG: %[[R2:.+]] = mithril.collective_window {rank = 2 : i64} : memref<128xi8>
+// RANKS: bufferization.materialize_in_destination %{{.+}} in
+// RANKS: %[[ADDRESS:.+]] = memref.extract_aligned_pointer_as_index
+// RANKS: %[[ADDRESS64:.+]] = arith.index_cast %[[ADDRESS]] : index to i64
+// RANKS: call @mithrilCollectiveBarrier(%{{.+}}, %[[ADDRESS64]]) : (i64, i64) -> ()
+// RANKS: %[[V0:.+]] = memref.view %[[R0]]
+// RANKS: %[[T0:.+]] = bufferization.to_tensor %[[V0]] restrict :
+// RANKS: %[[V1:.+]] = memref.view %[[R1]]
+// RANKS: %[[T1:.+]] = bufferization.to_tensor %[[V1]] restrict :
+// RANKS: %[[V2:.+]] = memref.view %[[R2]]
+// RANKS: %[[T2:.+]] = bufferization.to_tensor %[[V2]] restrict :
+// RANKS: linalg.generic {{.+}} ins(%[[T0]], %[[T1]], %[[T2]] :
+// RANKS: %[[PAIR:.+]] = arith.addf %{{.+}}, %{{.+}} : f64
+// RANKS: arith.addf %[[PAIR]], %{{.+}} : f64
+// RANKS: call @mithrilCollectiveBarrier(
+// RANKS: call @mithrilAllReduceF64(%{{.+}}, %{{.+}}, %{{.+}})
+// RANKS: call @mithrilCollectiveBarrier(%{{.+}}, %{{.+}}) : (i64, i64) -> ()
+// RANKS-NEXT: return
 mithril.model @all_reduce(data %g: tensor<3x2xf64>) -> (sum: tensor<3x2xf64>) {
   %s = mithril.all_reduce %g : (tensor<3x2xf64>) -> tensor<3x2xf64>
   %r = mithril.replicate %s : (tensor<3x2xf64>) -> tensor<3x2xf64>
