@@ -50,7 +50,8 @@ struct LowerCollectiveWindowsPass
     for (mithril::CollectiveWindowOp op : windows) {
       Location loc = op.getLoc();
       std::optional<int64_t> rank = op.getRank();
-      declare(rank ? kSegmentCallee : kCallee, rank ? 3 : 2);
+      StringRef callee = rank ? kSegmentCallee : kCallee;
+      declare(callee, rank ? 3 : 2);
       b.setInsertionPoint(op);
       MemRefType type = op.getWindow().getType();
       SmallVector<Value> operands = {
@@ -59,9 +60,7 @@ struct LowerCollectiveWindowsPass
           arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(type.getNumElements()))};
       if (rank)
         operands.push_back(arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(*rank)));
-      Value segment =
-          func::CallOp::create(b, loc, rank ? kSegmentCallee : kCallee, TypeRange{bytes}, operands)
-              .getResult(0);
+      Value segment = func::CallOp::create(b, loc, callee, TypeRange{bytes}, operands).getResult(0);
       op.replaceAllUsesWith(memref::CastOp::create(b, loc, type, segment).getResult());
       op.erase();
     }

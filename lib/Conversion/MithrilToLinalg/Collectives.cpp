@@ -12,7 +12,6 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
@@ -34,14 +33,8 @@ Value callAllReduce(OpBuilder &b, AllReduceOp op, Value source) {
   Type element = type.getElementType();
   StringRef callee = element.isF64() ? "mithrilAllReduceF64" : "mithrilAllReduceF32";
   auto unranked = UnrankedMemRefType::get(element, /*memorySpace=*/nullptr);
-  auto module = op->getParentOfType<ModuleOp>();
-  if (!SymbolTable::lookupSymbolIn(module, callee)) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(module.getBody());
-    auto decl = func::FuncOp::create(b, loc, callee,
-                                     b.getFunctionType({b.getI64Type(), unranked, unranked}, {}));
-    decl.setPrivate();
-  }
+  declarePrivateFunction(b, op->getParentOfType<ModuleOp>(), callee,
+                         b.getFunctionType({b.getI64Type(), unranked, unranked}, {}));
   SmallVector<Value> dynamicSizes;
   for (int64_t i = 0; i < type.getRank(); ++i)
     if (type.isDynamicDim(i))
@@ -95,14 +88,8 @@ constexpr int64_t kWindowAlignment = 64;
 constexpr StringLiteral kBarrier = "mithrilCollectiveBarrier";
 
 void callBarrier(OpBuilder &b, Location loc, StringRef group, Value address) {
-  auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
-  if (!SymbolTable::lookupSymbolIn(module, kBarrier)) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(module.getBody());
-    auto decl = func::FuncOp::create(b, loc, kBarrier,
-                                     b.getFunctionType({b.getI64Type(), b.getI64Type()}, {}));
-    decl.setPrivate();
-  }
+  declarePrivateFunction(b, b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>(),
+                         kBarrier, b.getFunctionType({b.getI64Type(), b.getI64Type()}, {}));
   Value number =
       arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(collectiveGroupNumber(group)));
   func::CallOp::create(b, loc, kBarrier, TypeRange{}, ValueRange{number, address});
@@ -123,17 +110,13 @@ Value addSegments(OpBuilder &b, AllReduceOp op, ArrayRef<Value> segments, int64_
     operands.push_back(bufferization::ToTensorOp::create(b, loc, type, place, /*restrict=*/true,
                                                          /*writable=*/false));
   }
-  Value init = tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
-  SmallVector<AffineMap> maps(operands.size() + 1, b.getMultiDimIdentityMap(type.getRank()));
-  SmallVector<utils::IteratorType> iterators(type.getRank(), utils::IteratorType::parallel);
-  auto sum = linalg::GenericOp::create(b, loc, type, operands, init, maps, iterators,
-                                       [&](OpBuilder &nested, Location at, ValueRange args) {
-                                         Value total = args[0];
-                                         for (Value next : args.drop_front().drop_back())
-                                           total = arith::AddFOp::create(nested, at, total, next);
-                                         linalg::YieldOp::create(nested, at, total);
-                                       });
-  return sum.getResult(0);
+  return buildElementwise(b, loc, type, operands,
+                          [](OpBuilder &nested, Location at, ValueRange args, Type) {
+                            Value total = args.front();
+                            for (Value next : args.drop_front())
+                              total = arith::AddFOp::create(nested, at, total, next);
+                            return total;
+                          });
 }
 
 } // namespace
@@ -162,11 +145,15 @@ void mithril::linalg_lowering::lowerAllReducesIntoWindows(func::FuncOp func, uns
   // whatever computes an operand can write there; nothing there is erased
   // below (an all_reduce may be the entry's first op).
   OpBuilder atEntry = OpBuilder::atBlockBegin(&func.getBody().front());
-  SmallVector<std::pair<AllReduceOp, Value>> places;
-  // Where the data group's ranks share the window: every rank's segment, and
-  // each operand's offset in them.
+  // Each operand's place in this rank's segment, and its offset there.
+  struct Place {
+    AllReduceOp op;
+    Value dest;
+    int64_t offset;
+  };
+  SmallVector<Place> places;
+  // Where the data group's ranks share the window: every rank's segment.
   SmallVector<Value> segments;
-  llvm::DenseMap<Operation *, int64_t> offsets;
   for (auto &[group, placed] : byGroup) {
     Location loc = placed.ops.front().first.getLoc();
     auto windowType = MemRefType::get({placed.bytes}, IntegerType::get(ctx, 8));
@@ -178,8 +165,6 @@ void mithril::linalg_lowering::lowerAllReducesIntoWindows(func::FuncOp func, uns
         segments.push_back(CollectiveWindowOp::create(atEntry, loc, windowType,
                                                       StringAttr::get(ctx, group),
                                                       atEntry.getI64IntegerAttr(rank)));
-      for (auto [op, offset] : placed.ops)
-        offsets[op] = offset;
     }
     for (auto [op, offset] : placed.ops) {
       auto type = cast<RankedTensorType>(op.getType());
@@ -187,12 +172,13 @@ void mithril::linalg_lowering::lowerAllReducesIntoWindows(func::FuncOp func, uns
       Value place = memref::ViewOp::create(atEntry, op.getLoc(),
                                            MemRefType::get(type.getShape(), type.getElementType()),
                                            window, shift, ValueRange{});
-      places.push_back({op, bufferization::ToTensorOp::create(atEntry, op.getLoc(), type, place,
-                                                              /*restrict=*/true,
-                                                              /*writable=*/true)});
+      places.push_back({op,
+                        bufferization::ToTensorOp::create(atEntry, op.getLoc(), type, place,
+                                                          /*restrict=*/true, /*writable=*/true),
+                        offset});
     }
   }
-  for (auto [op, dest] : places) {
+  for (auto [op, dest, offset] : places) {
     auto type = cast<RankedTensorType>(op.getType());
     OpBuilder b(op);
     Value staged =
@@ -201,8 +187,7 @@ void mithril::linalg_lowering::lowerAllReducesIntoWindows(func::FuncOp func, uns
     Value source = bufferization::ToBufferOp::create(
         b, op.getLoc(), MemRefType::get(type.getShape(), type.getElementType()), staged,
         /*read_only=*/true);
-    auto inPlace = offsets.find(op);
-    if (inPlace == offsets.end()) {
+    if (segments.empty() || op.getGroup() != "data") {
       op.replaceAllUsesWith(callAllReduce(b, op, source));
       op.erase();
       continue;
@@ -213,7 +198,7 @@ void mithril::linalg_lowering::lowerAllReducesIntoWindows(func::FuncOp func, uns
         b, op.getLoc(), b.getI64Type(),
         memref::ExtractAlignedPointerAsIndexOp::create(b, op.getLoc(), source));
     callBarrier(b, op.getLoc(), op.getGroup(), address);
-    op.replaceAllUsesWith(addSegments(b, op, segments, inPlace->second));
+    op.replaceAllUsesWith(addSegments(b, op, segments, offset));
     op.erase();
   }
   // The others may still read this rank's operands: none may write the next

@@ -113,14 +113,8 @@ void linalg_lowering::reportIndicesOutOfRange(PatternRewriter &rewriter, Locatio
   Value tooLarge = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sge, highest, limit);
   Value bad = arith::OrIOp::create(rewriter, loc, negative, tooLarge);
 
-  auto module = op->getParentOfType<ModuleOp>();
-  if (!SymbolTable::lookupSymbolIn(module, kIndexErrorFunction)) {
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPointToStart(module.getBody());
-    auto decl = func::FuncOp::create(rewriter, loc, kIndexErrorFunction,
-                                     rewriter.getFunctionType({i64, i64, i64}, {}));
-    decl.setPrivate();
-  }
+  declarePrivateFunction(rewriter, op->getParentOfType<ModuleOp>(), kIndexErrorFunction,
+                         rewriter.getFunctionType({i64, i64, i64}, {}));
   std::string text = describeSite(op) + ": an index of " + describeIndices(indices);
   auto check = scf::IfOp::create(rewriter, loc, bad, /*withElseRegion=*/false);
   OpBuilder::InsertionGuard guard(rewriter);

@@ -124,6 +124,15 @@ Value linalg_lowering::buildElementwise(OpBuilder &b, Location loc, RankedTensor
   return generic.getResult(0);
 }
 
+void linalg_lowering::declarePrivateFunction(OpBuilder &b, ModuleOp module, StringRef name,
+                                             FunctionType type) {
+  if (SymbolTable::lookupSymbolIn(module, name))
+    return;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  func::FuncOp::create(b, module.getLoc(), name, type).setPrivate();
+}
+
 Value linalg_lowering::floatConst(OpBuilder &b, Location loc, Type t, double v) {
   return arith::ConstantOp::create(b, loc, b.getFloatAttr(t, v));
 }

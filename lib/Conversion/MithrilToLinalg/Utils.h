@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/PatternMatch.h"
 #include <functional>
@@ -59,6 +60,11 @@ generateElements(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType 
 
 using ScalarFn = llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location, mlir::ValueRange,
                                                 mlir::Type)>;
+
+/// Declares `name` of `type` in `module`, private (a function the host
+/// provides), unless it is there already.
+void declarePrivateFunction(mlir::OpBuilder &b, mlir::ModuleOp module, llvm::StringRef name,
+                            mlir::FunctionType type);
 
 /// An elementwise linalg.generic computing `fn` over broadcast operands.
 mlir::Value buildElementwise(mlir::OpBuilder &b, mlir::Location loc,
