@@ -479,7 +479,8 @@ TensorView viewOf(const py::array &array, const TerminalInfo &t, const char *rol
     fits = ShapedType::isDynamic(t.shape[i]) || shape[i] == t.shape[i];
   if (dtype != t.dtype || !fits)
     raise(std::string(role) + " '" + t.name + "': expected " + dtypeName(t.dtype).str() + " " +
-          runtime::formatShape(t.shape) + ", got " + dtypeName(dtype).str() + " " + runtime::formatShape(shape));
+          runtime::formatShape(t.shape) + ", got " + dtypeName(dtype).str() + " " +
+          runtime::formatShape(shape));
   return TensorView{const_cast<void *>(array.data()), dtype,
                     llvm::SmallVector<int64_t>(shape.begin(), shape.end())};
 }
@@ -602,8 +603,7 @@ PYBIND11_MODULE(_mithril, m) {
 
   py::class_<PyModule, std::shared_ptr<PyModule>>(m, "Module")
       .def(py::init<>())
-      .def("text", &PyModule::text, py::arg("debug_info") = true,
-           "The module as mithril IR text");
+      .def("text", &PyModule::text, py::arg("debug_info") = true, "The module as mithril IR text");
 
   py::class_<PyModelBuilder>(m, "ModelBuilder")
       .def(py::init<std::shared_ptr<PyModule>, const std::string &>(), py::arg("module"),
@@ -742,8 +742,8 @@ PYBIND11_MODULE(_mithril, m) {
         {
           // Compilation does not touch Python objects.
           py::gil_scoped_release release;
-          CompileOptions options = makeOptions(entry, shapes, discard, sourceName, gradients,
-                                               wrt, seeds, optimizer, momentum, weightDecay);
+          CompileOptions options = makeOptions(entry, shapes, discard, sourceName, gradients, wrt,
+                                               seeds, optimizer, momentum, weightDecay);
           options.threads = threads;
           options.dynamicShapes = dynamicShapes;
           options.gpuTilesOnHost = gpuTilesOnHost;
@@ -895,6 +895,9 @@ PYBIND11_MODULE(_mithril, m) {
   m.def("all_reduce_seconds", &allReduceSeconds,
         "Seconds this process has spent in sums over the ranks (the compiled gradients' "
         "and all_reduce_sum's), waiting for the other ranks included; 0 before MPI started");
+  m.def("all_reduce_calls", &allReduceCalls,
+        "Sums this process has handed to MPI (a bucket of gradients counts once); 0 before "
+        "MPI started");
   m.def(
       "all_gather_bytes",
       [](py::bytes local, const std::vector<int64_t> &counts, const std::string &group) {

@@ -37,6 +37,10 @@ struct MpiRuntime {
   int (*windowSegment)(int32_t, int32_t, int64_t, void **) = nullptr;
   int (*windowBarrier)(int32_t) = nullptr;
   double (*sumSeconds)() = nullptr;
+  int64_t (*sumCalls)() = nullptr;
+  int (*allReduceStart)(int32_t, const void *, void *, int64_t, int32_t) = nullptr;
+  int (*allReduceWait)(int32_t, const void *) = nullptr;
+  int (*allReduceWaitAll)(int32_t) = nullptr;
   void (*abort)(int32_t) = nullptr;
   /// The communicators of the mesh's groups (0: MPI_COMM_WORLD).
   int32_t groups[3] = {0, 0, 0};
@@ -74,7 +78,12 @@ static llvm::Expected<MpiRuntime> load() {
       !bind(runtime.windowRanks, "mithrilMpiWindowRanks") ||
       !bind(runtime.windowSegment, "mithrilMpiWindowSegment") ||
       !bind(runtime.windowBarrier, "mithrilMpiWindowBarrier") ||
-      !bind(runtime.sumSeconds, "mithrilMpiSumSeconds") || !bind(runtime.abort, "mithrilMpiAbort"))
+      !bind(runtime.sumSeconds, "mithrilMpiSumSeconds") ||
+      !bind(runtime.sumCalls, "mithrilMpiSumCalls") ||
+      !bind(runtime.allReduceStart, "mithrilMpiAllReduceStart") ||
+      !bind(runtime.allReduceWait, "mithrilMpiAllReduceWait") ||
+      !bind(runtime.allReduceWaitAll, "mithrilMpiAllReduceWaitAll") ||
+      !bind(runtime.abort, "mithrilMpiAbort"))
     return mpiError(path + " is not a mithril MPI runtime library of this version");
   if (runtime.init() != 0)
     return mpiError(std::string("MPI did not start: ") + runtime.takeError());
@@ -179,6 +188,17 @@ double mithril::runtime::allReduceSeconds() {
   return mpi ? mpi->sumSeconds() : 0.0;
 }
 
+int64_t mithril::runtime::allReduceCalls() {
+  const MpiRuntime *mpi = started();
+  return mpi ? mpi->sumCalls() : 0;
+}
+
+void mithril::runtime::finishStartedSums() {
+  if (const MpiRuntime *mpi = started())
+    for (int32_t comm : mpi->groups)
+      (void)mpi->allReduceWaitAll(comm);
+}
+
 llvm::Error mithril::runtime::allGatherBytes(const void *send, int64_t sendBytes, void *recv,
                                              llvm::ArrayRef<int64_t> counts, Group group) {
   auto mpi = requireStarted();
@@ -271,32 +291,61 @@ static void abortOnFailure(const MpiRuntime *mpi, int code, const char *what) {
   mpi->abort(code);
 }
 
+/// Sums the operand `src` over the ranks into `dst`; with `start`, only
+/// starts the sum where MPI can run it while the code goes on
+/// (mithrilAllReduceWait then waits for it).
 template <typename T>
 static void allReduceMemref(int64_t group, int64_t srcRank, void *srcDescriptor, int64_t dstRank,
-                            void *dstDescriptor) {
+                            void *dstDescriptor, bool start) {
   StridedView<T> src(srcRank, srcDescriptor), dst(dstRank, dstDescriptor);
   const MpiRuntime *mpi = startedForCompiledCode();
-  // The result buffer is a fresh, contiguous allocation: MPI reads a
-  // contiguous operand in place, a strided one is packed into it first.
+  // The result buffer is contiguous: MPI reads a contiguous operand in
+  // place, a strided one is packed into it first (and summed at once).
   const T *send = src.data;
   if (!src.contiguous()) {
     src.pack(dst.data);
     send = nullptr;
   }
+  bool isDouble = sizeof(T) == sizeof(double);
+  int32_t comm = compiledGroup(mpi, group);
   abortOnFailure(mpi,
-                 mpi->allReduceSum(compiledGroup(mpi, group), send, dst.data, dst.count(),
-                                   sizeof(T) == sizeof(double)),
+                 start && send ? mpi->allReduceStart(comm, send, dst.data, dst.count(), isDouble)
+                               : mpi->allReduceSum(comm, send, dst.data, dst.count(), isDouble),
                  "summing gradients over the ranks failed");
 }
 
 extern "C" void mithrilAllReduceF32(int64_t group, int64_t srcRank, void *srcDescriptor,
                                     int64_t dstRank, void *dstDescriptor) {
-  allReduceMemref<float>(group, srcRank, srcDescriptor, dstRank, dstDescriptor);
+  allReduceMemref<float>(group, srcRank, srcDescriptor, dstRank, dstDescriptor, false);
 }
 
 extern "C" void mithrilAllReduceF64(int64_t group, int64_t srcRank, void *srcDescriptor,
                                     int64_t dstRank, void *dstDescriptor) {
-  allReduceMemref<double>(group, srcRank, srcDescriptor, dstRank, dstDescriptor);
+  allReduceMemref<double>(group, srcRank, srcDescriptor, dstRank, dstDescriptor, false);
+}
+
+extern "C" void mithrilAllReduceStartF32(int64_t group, int64_t srcRank, void *srcDescriptor,
+                                         int64_t dstRank, void *dstDescriptor) {
+  allReduceMemref<float>(group, srcRank, srcDescriptor, dstRank, dstDescriptor, true);
+}
+
+extern "C" void mithrilAllReduceStartF64(int64_t group, int64_t srcRank, void *srcDescriptor,
+                                         int64_t dstRank, void *dstDescriptor) {
+  allReduceMemref<double>(group, srcRank, srcDescriptor, dstRank, dstDescriptor, true);
+}
+
+extern "C" void mithrilAllReduceWait(int64_t group, int64_t resultsRank, void *resultsDescriptor,
+                                     int64_t offset) {
+  StridedView<char> results(resultsRank, resultsDescriptor);
+  const MpiRuntime *mpi = startedForCompiledCode();
+  abortOnFailure(mpi, mpi->allReduceWait(compiledGroup(mpi, group), results.data + offset),
+                 "waiting for a sum of gradients over the ranks failed");
+}
+
+extern "C" void mithrilAllReduceWaitAll(int64_t group) {
+  const MpiRuntime *mpi = startedForCompiledCode();
+  abortOnFailure(mpi, mpi->allReduceWaitAll(compiledGroup(mpi, group)),
+                 "waiting for the sums of gradients over the ranks failed");
 }
 
 extern "C" void _mlir_ciface_mithrilCollectiveWindow(MithrilByteMemRef *segment, int64_t group,

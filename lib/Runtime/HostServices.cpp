@@ -196,6 +196,8 @@ bool mithril::runtime::detail::callRecoverably(void (*function)(void **), void *
   AllocationRecovery *outer = recovery;
   if (setjmp(state.point)) {
     recovery = outer;
+    // Sums the run started may still be writing buffers given back below.
+    finishStartedSums();
     for (void *block : state.live)
       BufferCache::get().releaseIfLive(block);
     state.live.clear();
@@ -355,6 +357,10 @@ mithril::runtime::detail::hostSymbols(llvm::orc::MangleAndInterner &interner,
   add("mithrilProfileExit", reinterpret_cast<void *>(&mithrilProfileExit));
   add("mithrilAllReduceF32", reinterpret_cast<void *>(&mithrilAllReduceF32));
   add("mithrilAllReduceF64", reinterpret_cast<void *>(&mithrilAllReduceF64));
+  add("mithrilAllReduceStartF32", reinterpret_cast<void *>(&mithrilAllReduceStartF32));
+  add("mithrilAllReduceStartF64", reinterpret_cast<void *>(&mithrilAllReduceStartF64));
+  add("mithrilAllReduceWait", reinterpret_cast<void *>(&mithrilAllReduceWait));
+  add("mithrilAllReduceWaitAll", reinterpret_cast<void *>(&mithrilAllReduceWaitAll));
   add("_mlir_ciface_mithrilCollectiveWindow",
       reinterpret_cast<void *>(&_mlir_ciface_mithrilCollectiveWindow));
   add("_mlir_ciface_mithrilCollectiveWindowSegment",

@@ -5,6 +5,7 @@ one process. The multi-rank runs go through mpirun (Open MPI or MPICH) and are
 skipped, saying why, where MPI or the runtime's MPI library is missing."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -69,6 +70,31 @@ def test_parallel_without_shared_memory(mesh, dtype, batch):
     for rank in range(ranks):
         assert f"rank {rank}/{ranks}: mesh {mesh} {dtype} batch {batch} equals one " \
                "process" in result.stdout
+
+
+@needs_mpi
+@pytest.mark.parametrize("bucket_bytes,sums", [("0", 6), (None, 1), ("100000", None)])
+def test_gradient_sums_started_in_buckets(bucket_bytes, sums):
+    # Ranks of several machines (no shared memory): each gradient's sum is
+    # started as the backward pass computes it and waited for by the update;
+    # gradients side by side go to MPI together up to MITHRIL_MPI_BUCKET_BYTES
+    # (default 1 MiB: the six gradients here, 330 KB, in one sum; 0: one
+    # sum each).
+    env = {"MITHRIL_MPI_SHARED_SUM": "0"}
+    if bucket_bytes is not None:
+        env["MITHRIL_MPI_BUCKET_BYTES"] = bucket_bytes
+    result = _mpirun(2, str(HERE / "distributed" / "bucket_check.py"), **env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for rank in range(2):
+        found = re.search(rf"rank {rank}/2: 6 parameters, sums per step \[([0-9, ]+)\], "
+                          "equals one process", result.stdout)
+        assert found, result.stdout
+        per_step = {int(n) for n in found.group(1).split(",")}
+        assert len(per_step) == 1, found.group(0)
+        if sums is not None:
+            assert per_step == {sums}, found.group(0)
+        else:
+            assert 1 < per_step.pop() < 6, found.group(0)
 
 
 @needs_mpi

@@ -13,7 +13,8 @@
 // CHECK: vector.transfer_write %{{.+}}, %[[PLACE]]
 // CHECK-NOT: memref.copy
 // CHECK: %[[OPERAND:.+]] = memref.cast %[[PLACE]] : memref<16x64xf32> to memref<*xf32>
-// CHECK: call @mithrilAllReduceF32(%{{.+}}, %[[OPERAND]], %{{.+}})
+// CHECK: call @mithrilAllReduceStartF32(%{{.+}}, %[[OPERAND]], %{{.+}})
+// CHECK: call @mithrilAllReduceWait(
 // CHECK-NOT: memref.dealloc %[[SEGMENT]]
 // CHECK-NOT: memref.dealloc %[[PLACE]]
 // With two ranks that share the window (window-ranks=2), the code adds
@@ -23,7 +24,7 @@
 // still be reading this rank's segment.
 // RANKS-DAG: func.func private @mithrilCollectiveBarrier(i64, i64)
 // RANKS-DAG: func.func private @mithrilCollectiveWindowSegment(i64, i64, i64) -> memref<?xi8> attributes {llvm.emit_c_interface}
-// RANKS-NOT: mithrilAllReduceF32
+// RANKS-NOT: mithrilAllReduce
 // RANKS-LABEL: func.func @Linear(
 // RANKS-SAME: %[[W:[^:]+]]: memref<16x64xf32> {mithril.kind = #mithril.input_kind<param>
 // RANKS-SAME: %[[NEW:[^:]+]]: memref<16x64xf32> {mithril.name = "new:w"}
@@ -69,7 +70,7 @@ mithril.model @Linear(data %x: tensor<32x64xf32>, param %w: tensor<16x64xf32>) -
 // CHECK: %[[RIGHT:.+]] = memref.subview %[[PLACE]][0, 32] [64, 16] [1, 1]
 // CHECK: vector.transfer_write %{{.+}}, %[[RIGHT]]
 // CHECK-NOT: memref.copy
-// CHECK: call @mithrilAllReduceF32(%{{.+}}, %{{.+}}, %{{.+}})
+// CHECK: call @mithrilAllReduceStartF32(%{{.+}}, %{{.+}}, %{{.+}})
 mithril.model @Parts(data %x: tensor<32x48xf32>, param %w: tensor<64x48xf32>) -> (y: tensor<f32>) {
   %0 = mithril.transpose %w : (tensor<64x48xf32>) -> tensor<48x64xf32>
   %1 = mithril.matmul %x, %0 : (tensor<32x48xf32>, tensor<48x64xf32>) -> tensor<32x64xf32>

@@ -68,6 +68,14 @@ llvm::Expected<int> sharedWindowRanks(Group group);
 /// MPI started.
 double allReduceSeconds();
 
+/// The sums this process has handed to MPI (each bucket of operands counts
+/// once, each piece of a shared-memory sum too); 0 before MPI started.
+int64_t allReduceCalls();
+
+/// Waits for every sum compiled code started and did not wait for (a step
+/// cut short), so that MPI writes no buffer given back.
+void finishStartedSums();
+
 /// Gathers each rank's `sendBytes` bytes in rank order into `recv`;
 /// `counts[r]` is the byte count of rank r of `group`.
 llvm::Error allGatherBytes(const void *send, int64_t sendBytes, void *recv,
@@ -114,6 +122,24 @@ extern "C" void mithrilAllReduceF32(int64_t group, int64_t srcRank, void *srcDes
                                     int64_t dstRank, void *dstDescriptor);
 extern "C" void mithrilAllReduceF64(int64_t group, int64_t srcRank, void *srcDescriptor,
                                     int64_t dstRank, void *dstDescriptor);
+
+/// The same, started: MPI may still be summing when it returns (operands
+/// of ranks on several machines, MPI_Iallreduce; where the ranks share a
+/// machine the sum is done at once). Operands started one after the other
+/// that lie side by side in the window of operands go to MPI together, in
+/// buckets of MITHRIL_MPI_BUCKET_BYTES (default 1 MiB). Neither memref may be
+/// touched before mithrilAllReduceWait for the result.
+extern "C" void mithrilAllReduceStartF32(int64_t group, int64_t srcRank, void *srcDescriptor,
+                                         int64_t dstRank, void *dstDescriptor);
+extern "C" void mithrilAllReduceStartF64(int64_t group, int64_t srcRank, void *srcDescriptor,
+                                         int64_t dstRank, void *dstDescriptor);
+/// Waits for the started sum whose result lies at byte `offset` of the
+/// buffer of results (a memref<*xi8>, which the call keeps in use until the
+/// sum is done).
+extern "C" void mithrilAllReduceWait(int64_t group, int64_t resultsRank, void *resultsDescriptor,
+                                     int64_t offset);
+/// Waits for every sum started over `group` (before compiled code returns).
+extern "C" void mithrilAllReduceWaitAll(int64_t group);
 
 /// A memref<?xi8> as compiled code passes it.
 struct MithrilByteMemRef {

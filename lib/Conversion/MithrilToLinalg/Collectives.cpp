@@ -23,6 +23,11 @@ using namespace mithril::linalg_lowering;
 
 namespace {
 
+/// The number compiled code names `group` by (0 data, 1 tensor).
+Value groupNumber(OpBuilder &b, Location loc, StringRef group) {
+  return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(collectiveGroupNumber(group)));
+}
+
 /// Calls the host's collective (mithrilAllReduceF32 / F64, which sum over the
 /// op's group) on `source`, the operand's buffer (any layout), into a new
 /// buffer, which becomes the result. Both go as unranked memrefs, whose
@@ -41,12 +46,60 @@ Value callAllReduce(OpBuilder &b, AllReduceOp op, Value source) {
       dynamicSizes.push_back(tensor::DimOp::create(b, loc, op.getInput(), i));
   auto resultBuffer = MemRefType::get(type.getShape(), element);
   Value sum = memref::AllocOp::create(b, loc, resultBuffer, dynamicSizes, b.getI64IntegerAttr(64));
-  Value group =
-      arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(collectiveGroupNumber(op.getGroup())));
   func::CallOp::create(b, loc, callee, TypeRange{},
-                       ValueRange{group, memref::CastOp::create(b, loc, unranked, source),
+                       ValueRange{groupNumber(b, loc, op.getGroup()),
+                                  memref::CastOp::create(b, loc, unranked, source),
                                   memref::CastOp::create(b, loc, unranked, sum)});
   return bufferization::ToTensorOp::create(b, loc, type, sum, /*restrict=*/true,
+                                           /*writable=*/true);
+}
+
+constexpr StringLiteral kWait = "mithrilAllReduceWait";
+constexpr StringLiteral kWaitAll = "mithrilAllReduceWaitAll";
+
+/// Starts the host's sum of `source` (the operand's place in the window)
+/// over the op's group into `result` (its place in the group's buffer of
+/// results, `results`, at byte `offset`): mithrilAllReduceStartF32 / F64,
+/// which MPI may still run while the code goes on (operands of ranks on
+/// several machines). The wait for it (mithrilAllReduceWait, a use of the
+/// buffer of results, so that it lives on) goes just before the first op
+/// that reads the sum, so that the sum runs while the rest of the backward
+/// pass does. Returns the sum.
+Value startAllReduce(OpBuilder &b, AllReduceOp op, Value source, Value results, Value result,
+                     int64_t offset) {
+  Location loc = op.getLoc();
+  auto type = cast<RankedTensorType>(op.getType());
+  Type element = type.getElementType();
+  ModuleOp module = op->getParentOfType<ModuleOp>();
+  StringRef callee = element.isF64() ? "mithrilAllReduceStartF64" : "mithrilAllReduceStartF32";
+  auto unranked = UnrankedMemRefType::get(element, /*memorySpace=*/nullptr);
+  declarePrivateFunction(b, module, callee,
+                         b.getFunctionType({b.getI64Type(), unranked, unranked}, {}));
+  func::CallOp::create(b, loc, callee, TypeRange{},
+                       ValueRange{groupNumber(b, loc, op.getGroup()),
+                                  memref::CastOp::create(b, loc, unranked, source),
+                                  memref::CastOp::create(b, loc, unranked, result)});
+  Block *block = op->getBlock();
+  Operation *firstReader = nullptr;
+  for (Operation *user : op->getUsers()) {
+    Operation *inBlock = block->findAncestorOpInBlock(*user);
+    if (inBlock && (!firstReader || inBlock->isBeforeInBlock(firstReader)))
+      firstReader = inBlock;
+  }
+  OpBuilder atReader(b.getContext());
+  if (firstReader)
+    atReader.setInsertionPoint(firstReader);
+  else
+    atReader.setInsertionPoint(b.getInsertionBlock(), b.getInsertionPoint());
+  auto bytes = UnrankedMemRefType::get(atReader.getI8Type(), /*memorySpace=*/nullptr);
+  declarePrivateFunction(atReader, module, kWait,
+                         atReader.getFunctionType({b.getI64Type(), bytes, b.getI64Type()}, {}));
+  func::CallOp::create(
+      atReader, loc, kWait, TypeRange{},
+      ValueRange{groupNumber(atReader, loc, op.getGroup()),
+                 memref::CastOp::create(atReader, loc, bytes, results),
+                 arith::ConstantOp::create(atReader, loc, atReader.getI64IntegerAttr(offset))});
+  return bufferization::ToTensorOp::create(atReader, loc, type, result, /*restrict=*/true,
                                            /*writable=*/true);
 }
 
@@ -90,9 +143,8 @@ constexpr StringLiteral kBarrier = "mithrilCollectiveBarrier";
 void callBarrier(OpBuilder &b, Location loc, StringRef group, Value address) {
   declarePrivateFunction(b, b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>(),
                          kBarrier, b.getFunctionType({b.getI64Type(), b.getI64Type()}, {}));
-  Value number =
-      arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(collectiveGroupNumber(group)));
-  func::CallOp::create(b, loc, kBarrier, TypeRange{}, ValueRange{number, address});
+  func::CallOp::create(b, loc, kBarrier, TypeRange{},
+                       ValueRange{groupNumber(b, loc, group), address});
 }
 
 /// The sum, in rank order (the runtime's order, so every rank gets the same
@@ -145,40 +197,55 @@ void mithril::linalg_lowering::lowerAllReducesIntoWindows(func::FuncOp func, uns
   // whatever computes an operand can write there; nothing there is erased
   // below (an all_reduce may be the entry's first op).
   OpBuilder atEntry = OpBuilder::atBlockBegin(&func.getBody().front());
-  // Each operand's place in this rank's segment, and its offset there.
+  // Each operand's place in this rank's segment, and its offset there;
+  // where the runtime sums it, its result's place in the group's buffer of
+  // results (at the same offset, so that operands side by side in the
+  // window have their results side by side too: the runtime hands them to
+  // MPI together).
   struct Place {
     AllReduceOp op;
     Value dest;
     int64_t offset;
+    Value results, result;
   };
   SmallVector<Place> places;
   // Where the data group's ranks share the window: every rank's segment.
   SmallVector<Value> segments;
+  // The groups the runtime sums.
+  SmallVector<StringRef> startedGroups;
   for (auto &[group, placed] : byGroup) {
     Location loc = placed.ops.front().first.getLoc();
     auto windowType = MemRefType::get({placed.bytes}, IntegerType::get(ctx, 8));
     Value window = CollectiveWindowOp::create(atEntry, loc, windowType, StringAttr::get(ctx, group),
                                               /*rank=*/IntegerAttr());
+    Value results;
     if (windowRanks > 1 && group == "data") {
       // After this rank's own segment: that call makes the window.
       for (unsigned rank = 0; rank < windowRanks; ++rank)
         segments.push_back(CollectiveWindowOp::create(atEntry, loc, windowType,
                                                       StringAttr::get(ctx, group),
                                                       atEntry.getI64IntegerAttr(rank)));
+    } else {
+      results = memref::AllocOp::create(atEntry, loc, windowType, ValueRange{},
+                                        atEntry.getI64IntegerAttr(kWindowAlignment));
+      startedGroups.push_back(group);
     }
     for (auto [op, offset] : placed.ops) {
       auto type = cast<RankedTensorType>(op.getType());
+      auto placeType = MemRefType::get(type.getShape(), type.getElementType());
       Value shift = arith::ConstantIndexOp::create(atEntry, op.getLoc(), offset);
-      Value place = memref::ViewOp::create(atEntry, op.getLoc(),
-                                           MemRefType::get(type.getShape(), type.getElementType()),
-                                           window, shift, ValueRange{});
+      Value place =
+          memref::ViewOp::create(atEntry, op.getLoc(), placeType, window, shift, ValueRange{});
+      Value result = results ? memref::ViewOp::create(atEntry, op.getLoc(), placeType, results,
+                                                      shift, ValueRange{})
+                             : Value();
       places.push_back({op,
                         bufferization::ToTensorOp::create(atEntry, op.getLoc(), type, place,
                                                           /*restrict=*/true, /*writable=*/true),
-                        offset});
+                        offset, results, result});
     }
   }
-  for (auto [op, dest, offset] : places) {
+  for (auto [op, dest, offset, results, result] : places) {
     auto type = cast<RankedTensorType>(op.getType());
     OpBuilder b(op);
     Value staged =
@@ -187,8 +254,8 @@ void mithril::linalg_lowering::lowerAllReducesIntoWindows(func::FuncOp func, uns
     Value source = bufferization::ToBufferOp::create(
         b, op.getLoc(), MemRefType::get(type.getShape(), type.getElementType()), staged,
         /*read_only=*/true);
-    if (segments.empty() || op.getGroup() != "data") {
-      op.replaceAllUsesWith(callAllReduce(b, op, source));
+    if (results) {
+      op.replaceAllUsesWith(startAllReduce(b, op, source, results, result, offset));
       op.erase();
       continue;
     }
@@ -201,14 +268,21 @@ void mithril::linalg_lowering::lowerAllReducesIntoWindows(func::FuncOp func, uns
     op.replaceAllUsesWith(addSegments(b, op, segments, offset));
     op.erase();
   }
-  // The others may still read this rank's operands: none may write the next
-  // ones (the next call's) into the window before all are done.
-  if (segments.empty())
-    return;
   func.walk([&](func::ReturnOp ret) {
     OpBuilder b(ret);
-    callBarrier(b, ret.getLoc(), "data",
-                arith::ConstantOp::create(b, ret.getLoc(), b.getI64IntegerAttr(0)));
+    // No sum the function started outlives it (each is waited for where it
+    // is read; this catches any that is not).
+    for (StringRef group : startedGroups) {
+      declarePrivateFunction(b, func->getParentOfType<ModuleOp>(), kWaitAll,
+                             b.getFunctionType({b.getI64Type()}, {}));
+      func::CallOp::create(b, ret.getLoc(), kWaitAll, TypeRange{},
+                           ValueRange{groupNumber(b, ret.getLoc(), group)});
+    }
+    // The others may still read this rank's operands: none may write the
+    // next ones (the next call's) into the window before all are done.
+    if (!segments.empty())
+      callBarrier(b, ret.getLoc(), "data",
+                  arith::ConstantOp::create(b, ret.getLoc(), b.getI64IntegerAttr(0)));
   });
 }
 

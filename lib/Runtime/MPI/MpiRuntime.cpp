@@ -52,6 +52,10 @@ MPI_Comm communicator(int32_t index) {
 /// Where per-communicator state of communicator `index` is kept.
 size_t slotOf(int32_t index) { return index < 0 ? 0 : static_cast<size_t>(index); }
 
+/// Sums issued to MPI (MPI_Allreduce or MPI_Iallreduce calls, shared-memory
+/// sums), for mithrilMpiSumCalls.
+int64_t sumCalls = 0;
+
 int check(int code, const char *what) {
   if (code == MPI_SUCCESS)
     return 0;
@@ -60,6 +64,105 @@ int check(int code, const char *what) {
   MPI_Error_string(code, text, &length);
   lastError = std::string(what) + ": " + std::string(text, length);
   return code;
+}
+
+/// A sum compiled code started (mithrilMpiAllReduceStart) that MPI runs
+/// while the code goes on: `recv` holds the result once `request` completed.
+struct StartedSum {
+  int32_t comm;
+  uintptr_t recv;
+  int64_t bytes;
+  MPI_Request request;
+};
+std::vector<StartedSum> startedSums;
+
+/// Operands started one after the other that lie side by side (in the
+/// window of operands, their results in one buffer at the same offsets),
+/// not yet issued: they go to MPI as one sum once they reach bucketBytes().
+struct Bucket {
+  const char *send = nullptr;
+  char *recv = nullptr;
+  int64_t bytes = 0;
+  bool isDouble = false;
+};
+/// Per communicator index.
+std::vector<Bucket> buckets;
+
+Bucket &bucketOf(int32_t comm) {
+  size_t slot = slotOf(comm);
+  if (buckets.size() <= slot)
+    buckets.resize(slot + 1);
+  return buckets[slot];
+}
+
+/// MITHRIL_MPI_BUCKET_BYTES: the bytes from which a bucket of operands
+/// goes to MPI (default 1 MiB, as the first bucket of PyTorch's DDP; 0 sums
+/// each operand on its own).
+int64_t bucketBytes() {
+  static const int64_t bytes = [] {
+    const char *setting = std::getenv("MITHRIL_MPI_BUCKET_BYTES");
+    return setting ? std::max<int64_t>(0, std::atoll(setting)) : int64_t(1) << 20;
+  }();
+  return bytes;
+}
+
+/// MITHRIL_MPI_ASYNC_SUM=0: a started sum is summed at once, as
+/// mithrilMpiAllReduceSum does (to compare).
+bool asyncSums() {
+  static const bool async = [] {
+    const char *setting = std::getenv("MITHRIL_MPI_ASYNC_SUM");
+    return !(setting && std::strcmp(setting, "0") == 0);
+  }();
+  return async;
+}
+
+/// Starts MPI_Iallreduce on `bucket` (MPI counts are ints: large buckets go
+/// in pieces) and empties it.
+int issueBucket(int32_t comm, Bucket &bucket) {
+  MPI_Datatype type = bucket.isDouble ? MPI_DOUBLE : MPI_FLOAT;
+  int64_t elementBytes = bucket.isDouble ? sizeof(double) : sizeof(float);
+  int64_t count = bucket.bytes / elementBytes;
+  for (int64_t done = 0; done < count;) {
+    int piece = static_cast<int>(std::min<int64_t>(count - done, INT_MAX / 2));
+    StartedSum started{comm, reinterpret_cast<uintptr_t>(bucket.recv + done * elementBytes),
+                       piece * elementBytes, MPI_REQUEST_NULL};
+    if (int code = check(MPI_Iallreduce(bucket.send + done * elementBytes,
+                                        bucket.recv + done * elementBytes, piece, type, MPI_SUM,
+                                        communicator(comm), &started.request),
+                         "MPI_Iallreduce"))
+      return code;
+    startedSums.push_back(started);
+    ++sumCalls;
+    done += piece;
+  }
+  bucket = Bucket();
+  return 0;
+}
+
+/// Lets MPI progress the started sums (most MPI libraries move a
+/// non-blocking collective on only inside MPI calls).
+void progressStartedSums() {
+  for (StartedSum &started : startedSums) {
+    int done = 0;
+    MPI_Test(&started.request, &done, MPI_STATUS_IGNORE);
+  }
+}
+
+/// Waits for the started sums of `comm` that `wanted` selects, and forgets
+/// them.
+template <typename Wanted> int waitForStartedSums(int32_t comm, Wanted wanted) {
+  int failed = 0;
+  auto kept = startedSums.begin();
+  for (StartedSum &started : startedSums) {
+    if (started.comm == comm && wanted(started)) {
+      if (int code = check(MPI_Wait(&started.request, MPI_STATUS_IGNORE), "MPI_Wait"))
+        failed = failed ? failed : code;
+      continue;
+    }
+    *kept++ = started;
+  }
+  startedSums.erase(kept, startedSums.end());
+  return failed;
 }
 
 /// The bytes of one piece of a shared-memory sum: measured best between 64
@@ -130,6 +233,10 @@ void finalize() {
   MPI_Finalized(&finalized);
   if (finalized)
     return;
+  // (Sums a step cut short left started.)
+  for (StartedSum &started : startedSums)
+    MPI_Wait(&started.request, MPI_STATUS_IGNORE);
+  startedSums.clear();
   freeSharedSums();
   MPI_Finalize();
 }
@@ -348,6 +455,75 @@ int mithrilMpiAllReduceSum(int32_t comm, const void *send, void *recv, int64_t c
 }
 
 double mithrilMpiSumSeconds() { return sumSeconds; }
+
+int64_t mithrilMpiSumCalls() { return sumCalls; }
+
+/// Starts summing `count` floats (`isDouble`: doubles) at `send` over the
+/// ranks into `recv`, which holds the sum once mithrilMpiAllReduceWait
+/// returned for it; neither may be touched before. Where the ranks sum
+/// through shared memory (they share a machine), the sum is done at once.
+/// Operands started one after the other that lie side by side (at the same
+/// distance below 64 bytes in `send` and `recv`) go to MPI_Iallreduce
+/// together once they reach bucketBytes() or one of them is waited for.
+int mithrilMpiAllReduceStart(int32_t comm, const void *send, void *recv, int64_t count,
+                             int32_t isDouble) {
+  auto start = std::chrono::steady_clock::now();
+  int64_t elementBytes = isDouble ? sizeof(double) : sizeof(float);
+  const char *in = static_cast<const char *>(send);
+  char *out = static_cast<char *>(recv);
+  int code = 0;
+  if (!in || !asyncSums() || sharedWindowHolding(comm, in, count * elementBytes) ||
+      sharedSum(comm)) {
+    code = allReduceSum(comm, send, recv, count, isDouble);
+  } else {
+    progressStartedSums();
+    Bucket &bucket = bucketOf(comm);
+    auto gap = [](const void *next, const char *end) {
+      return static_cast<int64_t>(reinterpret_cast<uintptr_t>(next) -
+                                  reinterpret_cast<uintptr_t>(end));
+    };
+    int64_t sendGap = gap(in, bucket.send + bucket.bytes);
+    bool besides = bucket.bytes > 0 && bucket.isDouble == bool(isDouble) && sendGap >= 0 &&
+                   sendGap < 64 && sendGap % elementBytes == 0 &&
+                   gap(out, bucket.recv + bucket.bytes) == sendGap;
+    if (besides) {
+      bucket.bytes += sendGap + count * elementBytes;
+    } else {
+      if (bucket.bytes > 0)
+        code = issueBucket(comm, bucket);
+      bucket = Bucket{in, out, count * elementBytes, bool(isDouble)};
+    }
+    if (code == 0 && bucket.bytes >= bucketBytes())
+      code = issueBucket(comm, bucket);
+  }
+  sumSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return code;
+}
+
+/// Waits for the started sum whose result holds the byte at `recv`.
+int mithrilMpiAllReduceWait(int32_t comm, const void *recv) {
+  auto start = std::chrono::steady_clock::now();
+  auto at = reinterpret_cast<uintptr_t>(recv);
+  Bucket &bucket = bucketOf(comm);
+  int code = 0;
+  if (bucket.bytes > 0 && at >= reinterpret_cast<uintptr_t>(bucket.recv) &&
+      at < reinterpret_cast<uintptr_t>(bucket.recv) + bucket.bytes)
+    code = issueBucket(comm, bucket);
+  if (code == 0)
+    code = waitForStartedSums(comm, [&](const StartedSum &started) {
+      return at >= started.recv && at < started.recv + started.bytes;
+    });
+  sumSeconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return code;
+}
+
+/// Waits for every sum started on `comm`.
+int mithrilMpiAllReduceWaitAll(int32_t comm) {
+  Bucket &bucket = bucketOf(comm);
+  int code = bucket.bytes > 0 ? issueBucket(comm, bucket) : 0;
+  int waited = waitForStartedSums(comm, [](const StartedSum &) { return true; });
+  return code ? code : waited;
+}
 
 static int allReduceSum(int32_t comm, const void *send, void *recv, int64_t count,
                         int32_t isDouble) {

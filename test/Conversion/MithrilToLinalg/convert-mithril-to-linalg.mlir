@@ -147,32 +147,47 @@ mithril.model @dynamic_reshapes(data %a: tensor<?x?xf32>, data %b: tensor<?x?x?x
 
 // An all_reduce of a static shape has its operand placed in its group's
 // window (one mithril.collective_window a group at the entry, each operand
-// at its own offset, 64-byte aligned) and calls the host's collective with
-// its group (0 data, 1 tensor) on that place and a fresh buffer, which
-// becomes the result; replicate is the identity forward.
-// CHECK: func.func private @mithrilAllReduceF64(i64, memref<*xf64>, memref<*xf64>)
+// at its own offset, 64-byte aligned) and starts the host's sum over its
+// group (0 data, 1 tensor) of that place into the same offset of the group's
+// buffer of results (so that operands side by side have their results side
+// by side: the runtime hands them to MPI as one bucket). The wait for the sum
+// comes just before the first op that reads it, and a wait for every sum of
+// each group before the return; replicate is the identity forward.
+// CHECK-DAG: func.func private @mithrilAllReduceStartF64(i64, memref<*xf64>, memref<*xf64>)
+// CHECK-DAG: func.func private @mithrilAllReduceWait(i64, memref<*xi8>, i64)
+// CHECK-DAG: func.func private @mithrilAllReduceWaitAll(i64)
 // CHECK-LABEL: func.func @all_reduce(
 // CHECK-DAG: %[[DATA:.+]] = mithril.collective_window : memref<128xi8>
+// CHECK-DAG: %[[RESULTS:.+]] = memref.alloc() {alignment = 64 : i64} : memref<128xi8>
 // CHECK-DAG: %[[TENSOR:.+]] = mithril.collective_window {group = "tensor"} : memref<64xi8>
 // CHECK-DAG: %[[C0:.+]] = arith.constant 0 : index
 // CHECK-DAG: %[[C64:.+]] = arith.constant 64 : index
 // CHECK-DAG: %[[FIRST:.+]] = memref.view %[[DATA]][%[[C0]]][] : memref<128xi8> to memref<3x2xf64>
 // CHECK-DAG: %[[FIRST_T:.+]] = bufferization.to_tensor %[[FIRST]] restrict writable
+// CHECK-DAG: %[[DST:.+]] = memref.view %[[RESULTS]][%[[C0]]][] : memref<128xi8> to memref<3x2xf64>
 // CHECK-DAG: %[[SECOND:.+]] = memref.view %[[DATA]][%[[C64]]][] : memref<128xi8> to memref<3x2xf64>
+// CHECK-DAG: %[[SECOND_DST:.+]] = memref.view %[[RESULTS]][%[[C64]]][] : memref<128xi8> to memref<3x2xf64>
 // CHECK-DAG: %[[THIRD:.+]] = memref.view %[[TENSOR]][%{{.+}}][] : memref<64xi8> to memref<3x2xf64>
 // CHECK: %[[STAGED:.+]] = bufferization.materialize_in_destination %{{.+}} in %[[FIRST_T]]
 // CHECK: %[[SRC:.+]] = bufferization.to_buffer %[[STAGED]] read_only : tensor<3x2xf64> to memref<3x2xf64>
-// CHECK: %[[DST:.+]] = memref.alloc() {alignment = 64 : i64} : memref<3x2xf64>
 // CHECK: %[[GROUP:.+]] = arith.constant 0 : i64
 // CHECK: %[[S:.+]] = memref.cast %[[SRC]] : memref<3x2xf64> to memref<*xf64>
 // CHECK: %[[D:.+]] = memref.cast %[[DST]] : memref<3x2xf64> to memref<*xf64>
-// CHECK: call @mithrilAllReduceF64(%[[GROUP]], %[[S]], %[[D]])
+// CHECK: call @mithrilAllReduceStartF64(%[[GROUP]], %[[S]], %[[D]])
+// CHECK: %[[R:.+]] = memref.cast %[[RESULTS]] : memref<128xi8> to memref<*xi8>
+// CHECK: %[[AT:.+]] = arith.constant 0 : i64
+// CHECK: call @mithrilAllReduceWait(%{{.+}}, %[[R]], %[[AT]])
 // CHECK: %[[SUM:.+]] = bufferization.to_tensor %[[DST]] restrict writable
 // CHECK: bufferization.materialize_in_destination %[[SUM]] in
-// CHECK: call @mithrilAllReduceF64(
+// CHECK: call @mithrilAllReduceStartF64(
+// CHECK: call @mithrilAllReduceWait(%{{.+}}, %{{.+}}, %c64_i64)
 // CHECK: %[[TGROUP:.+]] = arith.constant 1 : i64
-// CHECK: call @mithrilAllReduceF64(%[[TGROUP]],
+// CHECK: call @mithrilAllReduceStartF64(%[[TGROUP]],
+// CHECK: call @mithrilAllReduceWait(
 // CHECK-NOT: replicate
+// CHECK: call @mithrilAllReduceWaitAll(%{{.+}}) : (i64) -> ()
+// CHECK: call @mithrilAllReduceWaitAll(%{{.+}}) : (i64) -> ()
+// CHECK-NEXT: return
 // With window-ranks=3 (three ranks share the data group's window), a data
 // group sum waits at a barrier once its operand is in place and adds the
 // three ranks' operands in rank order where they lie, each rank's segment a
@@ -197,7 +212,9 @@ mithril.model @dynamic_reshapes(data %a: tensor<?x?xf32>, data %b: tensor<?x?x?x
 // RANKS: %[[PAIR:.+]] = arith.addf %{{.+}}, %{{.+}} : f64
 // RANKS: arith.addf %[[PAIR]], %{{.+}} : f64
 // RANKS: call @mithrilCollectiveBarrier(
-// RANKS: call @mithrilAllReduceF64(%{{.+}}, %{{.+}}, %{{.+}})
+// RANKS: call @mithrilAllReduceStartF64(%{{.+}}, %{{.+}}, %{{.+}})
+// RANKS: call @mithrilAllReduceWait(
+// RANKS: call @mithrilAllReduceWaitAll(
 // RANKS: call @mithrilCollectiveBarrier(%{{.+}}, %{{.+}}) : (i64, i64) -> ()
 // RANKS-NEXT: return
 mithril.model @all_reduce(data %g: tensor<3x2xf64>) -> (sum: tensor<3x2xf64>) {
@@ -206,6 +223,29 @@ mithril.model @all_reduce(data %g: tensor<3x2xf64>) -> (sum: tensor<3x2xf64>) {
   %u = mithril.all_reduce %r : (tensor<3x2xf64>) -> tensor<3x2xf64>
   %t = mithril.all_reduce %u {group = "tensor"} : (tensor<3x2xf64>) -> tensor<3x2xf64>
   mithril.output %t : tensor<3x2xf64>
+}
+
+// -----
+
+// A sum runs while the code goes on: the first all_reduce's wait comes after
+// the multiply and the second sum's start, just before the add that reads
+// both sums.
+// CHECK-LABEL: func.func @all_reduce_overlap(
+// CHECK: call @mithrilAllReduceStartF32(
+// CHECK: linalg.generic
+// CHECK: arith.mulf
+// CHECK: call @mithrilAllReduceStartF32(
+// CHECK: call @mithrilAllReduceWait(%{{.+}}, %{{.+}}, %c0_i64
+// CHECK: call @mithrilAllReduceWait(%{{.+}}, %{{.+}}, %c64_i64
+// CHECK: linalg.generic
+// CHECK: arith.addf
+// CHECK: call @mithrilAllReduceWaitAll(
+mithril.model @all_reduce_overlap(data %g: tensor<4xf32>, data %h: tensor<4xf32>) -> (s: tensor<4xf32>) {
+  %a = mithril.all_reduce %g : (tensor<4xf32>) -> tensor<4xf32>
+  %m = mithril.multiply %h, %h : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %b = mithril.all_reduce %m : (tensor<4xf32>) -> tensor<4xf32>
+  %s = mithril.add %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  mithril.output %s : tensor<4xf32>
 }
 
 // -----
