@@ -54,6 +54,19 @@ Value callAllReduce(OpBuilder &b, AllReduceOp op, Value source) {
                                            /*writable=*/true);
 }
 
+/// The op of `op`'s block that holds the first reader of its result, or
+/// null.
+Operation *firstReaderInBlock(Operation *op) {
+  Block *block = op->getBlock();
+  Operation *first = nullptr;
+  for (Operation *user : op->getUsers()) {
+    Operation *inBlock = block->findAncestorOpInBlock(*user);
+    if (inBlock && (!first || inBlock->isBeforeInBlock(first)))
+      first = inBlock;
+  }
+  return first;
+}
+
 constexpr StringLiteral kWait = "mithrilAllReduceWait";
 constexpr StringLiteral kWaitAll = "mithrilAllReduceWaitAll";
 
@@ -79,13 +92,7 @@ Value startAllReduce(OpBuilder &b, AllReduceOp op, Value source, Value results, 
                        ValueRange{groupNumber(b, loc, op.getGroup()),
                                   memref::CastOp::create(b, loc, unranked, source),
                                   memref::CastOp::create(b, loc, unranked, result)});
-  Block *block = op->getBlock();
-  Operation *firstReader = nullptr;
-  for (Operation *user : op->getUsers()) {
-    Operation *inBlock = block->findAncestorOpInBlock(*user);
-    if (inBlock && (!firstReader || inBlock->isBeforeInBlock(firstReader)))
-      firstReader = inBlock;
-  }
+  Operation *firstReader = firstReaderInBlock(op);
   OpBuilder atReader(b.getContext());
   if (firstReader)
     atReader.setInsertionPoint(firstReader);
@@ -140,11 +147,11 @@ constexpr int64_t kWindowAlignment = 64;
 /// the operand cannot be moved past it.
 constexpr StringLiteral kBarrier = "mithrilCollectiveBarrier";
 
-void callBarrier(OpBuilder &b, Location loc, StringRef group, Value address) {
+Operation *callBarrier(OpBuilder &b, Location loc, StringRef group, Value address) {
   declarePrivateFunction(b, b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>(),
                          kBarrier, b.getFunctionType({b.getI64Type(), b.getI64Type()}, {}));
-  func::CallOp::create(b, loc, kBarrier, TypeRange{},
-                       ValueRange{groupNumber(b, loc, group), address});
+  return func::CallOp::create(b, loc, kBarrier, TypeRange{},
+                              ValueRange{groupNumber(b, loc, group), address});
 }
 
 /// The sum, in rank order (the runtime's order, so every rank gets the same
@@ -245,6 +252,15 @@ void mithril::linalg_lowering::lowerAllReducesIntoWindows(func::FuncOp func, uns
                         offset, results, result});
     }
   }
+  // The data group's sums the code adds itself: each operand's address,
+  // the first reader of its sum, and its offset.
+  struct Added {
+    AllReduceOp op;
+    Value address;
+    Operation *reader;
+    int64_t offset;
+  };
+  SmallVector<Added> added;
   for (auto [op, dest, offset, results, result] : places) {
     auto type = cast<RankedTensorType>(op.getType());
     OpBuilder b(op);
@@ -259,14 +275,44 @@ void mithril::linalg_lowering::lowerAllReducesIntoWindows(func::FuncOp func, uns
       op.erase();
       continue;
     }
-    // Every rank has written its operand once all have reached the barrier;
-    // the sum reads them after it.
+    // Every rank has written its operand once all have reached a barrier
+    // after the write; the sum reads them after it (below).
     Value address = arith::IndexCastOp::create(
         b, op.getLoc(), b.getI64Type(),
         memref::ExtractAlignedPointerAsIndexOp::create(b, op.getLoc(), source));
-    callBarrier(b, op.getLoc(), op.getGroup(), address);
-    op.replaceAllUsesWith(addSegments(b, op, segments, offset));
-    op.erase();
+    added.push_back({op, address, nullptr, offset});
+  }
+  // (Found once the runtime's sums are lowered: a first reader may be one.)
+  for (Added &sum : added) {
+    Operation *reader = firstReaderInBlock(sum.op);
+    sum.reader = reader ? reader : sum.op->getNextNode();
+  }
+  // The barriers wait as late as they may, just before the sums' first
+  // readers (the optimizer's updates, after the whole backward pass), and
+  // as few as cover every operand (each needs one between its write and its
+  // first reader: in the order of the readers, a barrier where the next
+  // uncovered operand is first read): a rank that ran behind in one layer
+  // and ahead in another does not wait twice. A barrier's operand, the
+  // operands' addresses added up, ties it to each write: nothing moves the
+  // code that computes an operand past it.
+  llvm::stable_sort(
+      added, [](const Added &x, const Added &y) { return x.reader->isBeforeInBlock(y.reader); });
+  Operation *barrier = nullptr;
+  for (Added &sum : added) {
+    Operation *write = sum.address.getDefiningOp();
+    if (barrier && write->isBeforeInBlock(barrier)) {
+      OpBuilder atBarrier(barrier);
+      barrier->setOperand(1, arith::AddIOp::create(atBarrier, sum.op.getLoc(),
+                                                   barrier->getOperand(1), sum.address));
+      continue;
+    }
+    OpBuilder atReader(sum.reader);
+    barrier = callBarrier(atReader, sum.op.getLoc(), sum.op.getGroup(), sum.address);
+  }
+  for (Added &sum : added) {
+    OpBuilder atReader(sum.reader);
+    sum.op.replaceAllUsesWith(addSegments(atReader, sum.op, segments, sum.offset));
+    sum.op.erase();
   }
   func.walk([&](func::ReturnOp ret) {
     OpBuilder b(ret);

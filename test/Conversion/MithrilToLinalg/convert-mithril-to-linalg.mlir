@@ -240,6 +240,26 @@ mithril.model @all_reduce(data %g: tensor<3x2xf64>) -> (sum: tensor<3x2xf64>) {
 // CHECK: linalg.generic
 // CHECK: arith.addf
 // CHECK: call @mithrilAllReduceWaitAll(
+// With window-ranks=3 the two sums are read by the add only: one barrier
+// just before it serves both operands (tied to both writes, their addresses
+// added), then each sum adds the three ranks' operands.
+// RANKS-LABEL: func.func @all_reduce_overlap(
+// RANKS: %[[A:.+]] = arith.index_cast %{{.+}} : index to i64
+// RANKS: arith.mulf
+// RANKS: %[[B:.+]] = arith.index_cast %{{.+}} : index to i64
+// RANKS-NOT: mithrilCollectiveBarrier
+// RANKS: %[[BOTH:.+]] = arith.addi %[[A]], %[[B]] : i64
+// RANKS-NEXT: call @mithrilCollectiveBarrier(%{{.+}}, %[[BOTH]])
+// RANKS-NOT: mithrilCollectiveBarrier
+// RANKS: arith.addf
+// RANKS: arith.addf
+// RANKS-NOT: mithrilCollectiveBarrier
+// RANKS: arith.addf
+// RANKS: arith.addf
+// RANKS-NOT: mithrilCollectiveBarrier
+// RANKS: arith.addf
+// RANKS: call @mithrilCollectiveBarrier(%{{.+}}, %{{.+}}) : (i64, i64) -> ()
+// RANKS-NEXT: return
 mithril.model @all_reduce_overlap(data %g: tensor<4xf32>, data %h: tensor<4xf32>) -> (s: tensor<4xf32>) {
   %a = mithril.all_reduce %g : (tensor<4xf32>) -> tensor<4xf32>
   %m = mithril.multiply %h, %h : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
