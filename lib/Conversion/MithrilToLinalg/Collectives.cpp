@@ -295,12 +295,17 @@ void mithril::linalg_lowering::lowerAllReducesIntoWindows(func::FuncOp func, uns
   // and ahead in another does not wait twice. A barrier's operand, the
   // operands' addresses added up, ties it to each write: nothing moves the
   // code that computes an operand past it.
-  llvm::stable_sort(
-      added, [](const Added &x, const Added &y) { return x.reader->isBeforeInBlock(y.reader); });
+  // (A barrier serves the sums of its own block only; the gradients' are all
+  // in the function's.)
+  llvm::stable_sort(added, [](const Added &x, const Added &y) {
+    if (x.reader->getBlock() != y.reader->getBlock())
+      return x.reader->getBlock() < y.reader->getBlock();
+    return x.reader->isBeforeInBlock(y.reader);
+  });
   Operation *barrier = nullptr;
   for (Added &sum : added) {
     Operation *write = sum.address.getDefiningOp();
-    if (barrier && write->isBeforeInBlock(barrier)) {
+    if (barrier && barrier->getBlock() == write->getBlock() && write->isBeforeInBlock(barrier)) {
       OpBuilder atBarrier(barrier);
       barrier->setOperand(1, arith::AddIOp::create(atBarrier, sum.op.getLoc(),
                                                    barrier->getOperand(1), sum.address));
