@@ -444,6 +444,8 @@ py::dict terminalInfo(const TerminalInfo &t) {
     d["tensor_split"] = t.tensorSplit;
     d["tensor_blocks"] = t.tensorBlocks;
   }
+  if (!t.inPlaceOf.empty())
+    d["in_place_of"] = t.inPlaceOf;
   return d;
 }
 

@@ -266,6 +266,10 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
   }
 
   if (wanted("loops")) {
+    // Which updated parameters and state may be written over their inputs
+    // (the runtime tells callers), proved while the code is still one
+    // structured function.
+    pm.addPass(createMithrilMarkInPlaceUpdates());
     // The schedule's AMX matmul tiles, on buffers now (tile loads need them).
     pm.addPass(createMithrilX86TileMatmuls());
     // Register tiles of results larger than the L2 load their accumulators

@@ -64,6 +64,7 @@
 #include <csetjmp>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -793,6 +794,14 @@ CompiledModel::compileFresh(StringRef source, const CompileOptions &options) {
     return makeError("internal error: the compiled @" + model->entry_ +
                      " does not take its outputs as destination buffers");
 
+  // The outputs the pipeline proved may overwrite their inputs.
+  if (auto entry = (*module)->lookupSymbol<LLVM::LLVMFuncOp>(model->entry_))
+    if (auto names = entry->getAttrOfType<ArrayAttr>("mithril.in_place_outputs"))
+      for (auto name : names.getAsValueRange<StringAttr>())
+        for (TerminalInfo &output : model->outputs_)
+          if (output.name == name && name.starts_with("new:"))
+            output.inPlaceOf = name.drop_front(4).str();
+
   std::string level = std::to_string(options.optLevel);
   if (!cuda) {
     // Translated once, then optimized and compiled in pieces on threads
@@ -980,6 +989,48 @@ llvm::Error CompiledModel::run(ArrayRef<TensorView> inputs, ArrayRef<TensorView>
       if (!code)
         return code.takeError();
       return (*code)->run(inputs, outputs);
+    }
+  }
+  // An output that shares memory with an input or another output is
+  // written to a buffer of its own and copied: the code reads each input
+  // and writes each output as if they were apart, except an output given
+  // exactly the buffer of the input it was proved to overwrite (inPlaceOf).
+  if (!cuda_) {
+    auto range = [](const TensorView &view) {
+      auto start = reinterpret_cast<uintptr_t>(view.data);
+      return std::make_pair(start,
+                            start + numElements(view.shape).value_or(0) * dtypeSize(view.dtype));
+    };
+    auto overlap = [](std::pair<uintptr_t, uintptr_t> a, std::pair<uintptr_t, uintptr_t> b) {
+      return a.first < a.second && b.first < b.second && a.first < b.second && b.first < a.second;
+    };
+    SmallVector<size_t> apart;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      auto out = range(outputs[i]);
+      bool shares = false;
+      for (size_t j = 0; j < inputs.size() && !shares; ++j)
+        shares = overlap(out, range(inputs[j])) &&
+                 !(outputs_[i].inPlaceOf == inputs_[j].name && out == range(inputs[j]));
+      for (size_t k = 0; k < outputs.size() && !shares; ++k)
+        shares = k != i && overlap(out, range(outputs[k]));
+      if (shares)
+        apart.push_back(i);
+    }
+    if (!apart.empty()) {
+      SmallVector<TensorView> own(outputs.begin(), outputs.end());
+      SmallVector<Array> buffers;
+      for (size_t i : apart) {
+        auto buffer = Array::allocate(outputs[i].dtype, outputs[i].shape);
+        if (!buffer)
+          return buffer.takeError();
+        own[i].data = buffer->data();
+        buffers.push_back(std::move(*buffer));
+      }
+      if (llvm::Error err = run(inputs, own))
+        return err;
+      for (auto [i, buffer] : llvm::zip_equal(apart, buffers))
+        std::memcpy(outputs[i].data, buffer.data(), buffer.byteSize());
+      return llvm::Error::success();
     }
   }
   size_t numViews = inputs.size() + outputs.size();

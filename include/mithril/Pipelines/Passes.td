@@ -210,6 +210,34 @@ def MithrilDeallocAtLastUse : Pass<"mithril-dealloc-at-last-use", "mlir::ModuleO
   let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 
+def MithrilMarkInPlaceUpdates : Pass<"mithril-mark-in-place-updates", "mlir::ModuleOp"> {
+  let summary = "Name the outputs that may share their buffer with the input they update";
+  let description = [{
+    A training step takes each parameter (and optimizer state) `X` as an
+    input and writes its next value to the output `new:X`. Written to a
+    separate buffer, the update reads the old value, the gradient and the
+    output's previous contents (a write allocates its cache line): a quarter
+    more memory traffic than writing over the old value, which is what frameworks
+    do (torch's optimizers, JAX's donated buffers).
+
+    This pass proves, on the bufferized function, where writing `new:X` over
+    `X` gives the same results, and lists those outputs in the function's
+    `mithril.in_place_outputs` attribute (names); the runtime reports them
+    (`TerminalInfo::inPlaceOf`) and callers may then pass one buffer for
+    both. It holds when, in the function's block, every op that touches
+    `X` (or a view of it) comes before the first op that touches `new:X`,
+    or is that op itself and that op is a loop nest whose only accesses to
+    the two are reads of `X` followed by writes of `new:X` in one block, at
+    the same indices, each index a distinct induction variable of an
+    enclosing loop (every enclosing loop's) or a constant, and each loop's
+    step at least the access's extent in its dimension: every element is
+    read before it is written, by the one iteration that writes it. An op
+    that takes either buffer another way (a call, a copy, a linalg op, its
+    address) counts as touching all of it.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 def MithrilProfileKernels : Pass<"mithril-profile-kernels", "mlir::ModuleOp"> {
   let summary = "Time each kernel of the bufferized model through host timers";
   let description = [{

@@ -51,6 +51,11 @@ struct TerminalInfo {
   /// With tensorSplit: the axis is this many equal blocks, each split (the
   /// rank's slice is its part of every block).
   int64_t tensorBlocks = 1;
+  /// Outputs only: the input whose buffer this output may be given (the
+  /// caller then passes one buffer for both, and the output overwrites the
+  /// input, as an optimizer updates a parameter in place); empty if it needs
+  /// its own (mithril-mark-in-place-updates proves which may).
+  std::string inPlaceOf;
 };
 
 struct CompileOptions {

@@ -1,0 +1,97 @@
+# Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
+# Exceptions. See LICENSE for license information.
+"""Training steps that overwrite the parameters and optimizer state they
+update (mithril-mark-in-place-updates proves where the compiled step may;
+the runtime names those outputs `in_place_of`), and the runtime's guard:
+an output that shares memory with an input in any other way is written
+apart and copied."""
+
+import numpy as np
+import pytest
+
+import mithril as ml
+from mithril import models
+
+
+def mlp_train_step(dtype, threads, batch=32):
+    net = models.Model()
+    net |= models.Linear(48)(input="input", output="h0")
+    net += models.Relu()(input="h0", output="a0")
+    net += models.Linear(24)(input="a0", output="h1")
+    net += models.Relu()(input="h1", output="a1")
+    net += models.Linear(10)(input="a1", output=ml.IOKey("logits"))
+    train = models.TrainModel(net)
+    train.add_loss(models.CrossEntropy(), reduce_steps=[models.Mean()], input="logits",
+                   target="target")
+    backend = ml.MlirBackend(dtype=dtype, num_threads=threads)
+    return ml.compile(train, backend, shapes={"input": [batch, 40], "target": [batch]})
+
+
+def steps(pm, optimizer, read_only, count=3, batch=32):
+    params = pm.randomize_params(seed=3)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((batch, 40)).astype(np.float32)
+    y = rng.integers(0, 10, batch)
+    first = dict(params)
+    for _ in range(count):
+        if read_only:
+            # Read-only parameters cannot be written over: separate buffers.
+            for value in params.values():
+                value.flags.writeable = False
+        pm.train_step(params, {"input": x, "target": y}, optimizer)
+    return first, params
+
+
+def in_place_outputs(pm):
+    return {t["name"]: t["in_place_of"] for _, _, outputs in pm._gradient_models.values()
+            for t in outputs if "in_place_of" in t}
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", [ml.float32, ml.float64])
+@pytest.mark.parametrize("make_optimizer", [lambda: ml.SGD(lr=0.05),
+                                            lambda: ml.SGD(lr=0.05, momentum=0.9),
+                                            lambda: ml.Adam(lr=0.01)],
+                         ids=["sgd", "momentum", "adam"])
+def test_updates_in_place_equal_updates_apart(dtype, threads, make_optimizer):
+    pm = mlp_train_step(dtype, threads)
+    first, updated = steps(pm, make_optimizer(), read_only=False)
+    shared = in_place_outputs(pm)
+    assert shared, "no parameter or state was proved updatable in place"
+    for output, source in shared.items():
+        assert output == "new:" + source
+    # A parameter updated in place is the caller's own array, overwritten.
+    kept = [name for name in updated if updated[name] is first[name]]
+    assert kept and all("new:" + name in shared for name in kept)
+
+    apart_pm = mlp_train_step(dtype, threads)
+    _, apart = steps(apart_pm, make_optimizer(), read_only=True)
+    assert all(apart[name] is not first[name] for name in apart)
+    for name in updated:
+        np.testing.assert_array_equal(updated[name], apart[name], err_msg=name)
+
+
+def test_output_sharing_an_input_is_written_apart():
+    # A transpose written over its own input would overwrite elements before
+    # reading them; the runtime runs it into a buffer of its own and copies.
+    model = models.Model()
+    model |= models.Transpose()(input="x", output=ml.IOKey("y"))
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float32), shapes={"x": [64, 64]},
+                    inference=True)
+    native = pm._forward
+    x = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
+    expected = x.T.copy()
+    native.run([x], [x])
+    np.testing.assert_array_equal(x, expected)
+    # Two outputs on one buffer (each written apart, then copied in order).
+    both = models.Model()
+    both |= models.Transpose()(input="x", output=ml.IOKey("y"))
+    both |= models.Negate()(input="x", output=ml.IOKey("z"))
+    pm2 = ml.compile(both, ml.MlirBackend(dtype=ml.float32), shapes={"x": [32, 32]},
+                     inference=True)
+    x = np.arange(32 * 32, dtype=np.float32).reshape(32, 32)
+    out = np.zeros((32, 32), np.float32)
+    names = [t["name"] for t in pm2._forward.outputs]
+    pm2._forward.run([x], [out, out])
+    last = -x if names[-1] == "z" else x.T
+    np.testing.assert_array_equal(out, last)
