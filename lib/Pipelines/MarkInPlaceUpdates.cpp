@@ -15,14 +15,17 @@
 
 #include "mithril/Pipelines/Pipelines.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringMap.h"
 
 namespace mithril {
@@ -41,30 +44,28 @@ namespace {
 struct Access {
   Operation *op;
   enum Kind { Read, Write, Opaque } kind;
-  /// On the function's argument itself, not on a view of it.
-  bool direct;
 };
 } // namespace
 
 /// Every access to `root` and to the memrefs derived from it.
 static SmallVector<Access> accessesOf(Value root) {
   SmallVector<Access> accesses;
-  SmallVector<std::pair<Value, bool>> worklist{{root, true}};
+  SmallVector<Value> worklist{root};
   llvm::DenseSet<Value> seen;
   while (!worklist.empty()) {
-    auto [value, direct] = worklist.pop_back_val();
+    Value value = worklist.pop_back_val();
     if (!seen.insert(value).second)
       continue;
     for (OpOperand &use : value.getUses()) {
       Operation *user = use.getOwner();
       if (isa<vector::TransferReadOp, memref::LoadOp>(user)) {
-        accesses.push_back({user, Access::Read, direct});
+        accesses.push_back({user, Access::Read});
         continue;
       }
       auto write = dyn_cast<vector::TransferWriteOp>(user);
       auto store = dyn_cast<memref::StoreOp>(user);
       if ((write && use.get() == write.getBase()) || (store && use.get() == store.getMemRef())) {
-        accesses.push_back({user, Access::Write, direct});
+        accesses.push_back({user, Access::Write});
         continue;
       }
       // Views, casts and reshapes touch nothing themselves: their results
@@ -73,132 +74,338 @@ static SmallVector<Access> accessesOf(Value root) {
       if (isMemoryEffectFree(user) && !isa<memref::ExtractAlignedPointerAsIndexOp>(user)) {
         for (Value result : user->getResults())
           if (isa<BaseMemRefType>(result.getType()))
-            worklist.push_back({result, false});
+            worklist.push_back(result);
         continue;
       }
-      accesses.push_back({user, Access::Opaque, direct});
+      accesses.push_back({user, Access::Opaque});
     }
   }
   return accesses;
 }
 
 namespace {
-/// Where and how much of a buffer an element or vector access touches.
+/// An index as a sum of values times constants plus a constant: what
+/// additions and affine maps of loop variables and subview offsets give.
+struct LinearIndex {
+  SmallVector<std::pair<Value, int64_t>> terms; // sorted, no zero coefficient
+  int64_t constant = 0;
+  bool operator==(const LinearIndex &other) const {
+    return terms == other.terms && constant == other.constant;
+  }
+};
+
+/// Where and how much of a buffer an element or vector access touches, in
+/// the coordinates of the function's argument (through subviews).
 struct Footprint {
-  SmallVector<Value> indices;
+  SmallVector<LinearIndex> indices;
   /// The extent in each of the buffer's dimensions (1 for an element).
   SmallVector<int64_t> extents;
   VectorType vectorType;
-  AffineMap map;
 };
 } // namespace
 
-static std::optional<Footprint> footprintOf(Operation *op) {
+static void addLinear(Value value, int64_t scale, llvm::SmallDenseMap<Value, int64_t> &terms,
+                      int64_t &constant, unsigned depth = 0);
+
+static bool addAffine(AffineExpr expr, ValueRange dims, ValueRange symbols, int64_t scale,
+                      llvm::SmallDenseMap<Value, int64_t> &terms, int64_t &constant,
+                      unsigned depth) {
+  if (auto value = dyn_cast<AffineConstantExpr>(expr)) {
+    constant += scale * value.getValue();
+    return true;
+  }
+  if (auto dim = dyn_cast<AffineDimExpr>(expr)) {
+    addLinear(dims[dim.getPosition()], scale, terms, constant, depth + 1);
+    return true;
+  }
+  if (auto symbol = dyn_cast<AffineSymbolExpr>(expr)) {
+    addLinear(symbols[symbol.getPosition()], scale, terms, constant, depth + 1);
+    return true;
+  }
+  auto binary = dyn_cast<AffineBinaryOpExpr>(expr);
+  if (!binary)
+    return false;
+  if (expr.getKind() == AffineExprKind::Add)
+    return addAffine(binary.getLHS(), dims, symbols, scale, terms, constant, depth) &&
+           addAffine(binary.getRHS(), dims, symbols, scale, terms, constant, depth);
+  if (expr.getKind() == AffineExprKind::Mul)
+    if (auto factor = dyn_cast<AffineConstantExpr>(binary.getRHS()))
+      return addAffine(binary.getLHS(), dims, symbols, scale * factor.getValue(), terms, constant,
+                       depth);
+  return false;
+}
+
+static void addLinear(Value value, int64_t scale, llvm::SmallDenseMap<Value, int64_t> &terms,
+                      int64_t &constant, unsigned depth) {
+  if (std::optional<int64_t> known = getConstantIntValue(value)) {
+    constant += scale * *known;
+    return;
+  }
+  if (depth < 8) {
+    if (auto add = value.getDefiningOp<arith::AddIOp>()) {
+      addLinear(add.getLhs(), scale, terms, constant, depth + 1);
+      addLinear(add.getRhs(), scale, terms, constant, depth + 1);
+      return;
+    }
+    if (auto apply = value.getDefiningOp<affine::AffineApplyOp>()) {
+      AffineMap map = apply.getAffineMap();
+      llvm::SmallDenseMap<Value, int64_t> applied;
+      int64_t appliedConstant = 0;
+      if (map.getNumResults() == 1 &&
+          addAffine(map.getResult(0), apply.getDimOperands(), apply.getSymbolOperands(), scale,
+                    applied, appliedConstant, depth)) {
+        for (auto [term, coefficient] : applied)
+          terms[term] += coefficient;
+        constant += appliedConstant;
+        return;
+      }
+    }
+  }
+  terms[value] += scale;
+}
+
+static LinearIndex linearize(OpFoldResult index) {
+  LinearIndex linear;
+  if (auto value = dyn_cast<Value>(index)) {
+    llvm::SmallDenseMap<Value, int64_t> terms;
+    addLinear(value, 1, terms, linear.constant);
+    for (auto [term, coefficient] : terms)
+      if (coefficient != 0)
+        linear.terms.push_back({term, coefficient});
+    llvm::sort(linear.terms, [](auto &a, auto &b) {
+      return a.first.getAsOpaquePointer() < b.first.getAsOpaquePointer();
+    });
+  } else {
+    linear.constant = *getConstantIntValue(index);
+  }
+  return linear;
+}
+
+/// The footprint of a read or write of `root` (directly or through unit-
+/// stride subviews that keep the rank), none for any other access.
+static std::optional<Footprint> footprintOf(Operation *op, Value root) {
   Footprint footprint;
-  auto fromTransfer = [&](VectorTransferOpInterface transfer,
-                          MemRefType memref) -> std::optional<Footprint> {
+  Value base;
+  SmallVector<OpFoldResult> indices;
+  int64_t vectorRank = 0;
+  if (auto transfer = dyn_cast<VectorTransferOpInterface>(op)) {
     // A mask would leave elements unread or unwritten; a permuted or
     // broadcast map is another shape of footprint: neither is needed here.
-    if (transfer.getMask() || !transfer.getPermutationMap().isMinorIdentity())
+    if (!isa<vector::TransferReadOp, vector::TransferWriteOp>(op) || transfer.getMask() ||
+        !transfer.getPermutationMap().isMinorIdentity())
       return std::nullopt;
-    footprint.indices.assign(transfer.getIndices().begin(), transfer.getIndices().end());
+    base = transfer.getBase();
+    indices = getAsOpFoldResult(transfer.getIndices());
     footprint.vectorType = transfer.getVectorType();
-    footprint.map = transfer.getPermutationMap();
-    int64_t rank = memref.getRank(), vectorRank = footprint.vectorType.getRank();
-    footprint.extents.assign(rank, 1);
-    for (int64_t d = 0; d < vectorRank; ++d)
-      footprint.extents[rank - vectorRank + d] = footprint.vectorType.getDimSize(d);
-    return footprint;
-  };
-  if (auto read = dyn_cast<vector::TransferReadOp>(op))
-    return fromTransfer(read, dyn_cast<MemRefType>(read.getBase().getType()));
-  if (auto write = dyn_cast<vector::TransferWriteOp>(op))
-    return fromTransfer(write, dyn_cast<MemRefType>(write.getBase().getType()));
-  if (auto load = dyn_cast<memref::LoadOp>(op)) {
-    footprint.indices.assign(load.getIndices().begin(), load.getIndices().end());
-    footprint.extents.assign(footprint.indices.size(), 1);
-    return footprint;
+    vectorRank = footprint.vectorType.getRank();
+  } else if (auto load = dyn_cast<memref::LoadOp>(op)) {
+    base = load.getMemRef();
+    indices = getAsOpFoldResult(load.getIndices());
+  } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
+    base = store.getMemRef();
+    indices = getAsOpFoldResult(store.getIndices());
+  } else {
+    return std::nullopt;
   }
-  if (auto store = dyn_cast<memref::StoreOp>(op)) {
-    footprint.indices.assign(store.getIndices().begin(), store.getIndices().end());
-    footprint.extents.assign(footprint.indices.size(), 1);
-    return footprint;
+  int64_t rank = indices.size();
+  footprint.extents.assign(rank, 1);
+  for (int64_t d = 0; d < vectorRank; ++d)
+    footprint.extents[rank - vectorRank + d] = footprint.vectorType.getDimSize(d);
+  // Each subview adds its offsets.
+  SmallVector<SmallVector<OpFoldResult>> offsets;
+  while (base != root) {
+    auto subview = base.getDefiningOp<memref::SubViewOp>();
+    if (!subview || subview.getSourceType().getRank() != rank ||
+        subview.getType().getRank() != rank ||
+        llvm::any_of(subview.getMixedStrides(),
+                     [](OpFoldResult stride) { return !isConstantIntValue(stride, 1); }))
+      return std::nullopt;
+    offsets.push_back(subview.getMixedOffsets());
+    base = subview.getSource();
   }
-  return std::nullopt;
+  for (int64_t d = 0; d < rank; ++d) {
+    LinearIndex sum = linearize(indices[d]);
+    llvm::SmallDenseMap<Value, int64_t> terms;
+    for (auto [term, coefficient] : sum.terms)
+      terms[term] += coefficient;
+    for (auto &offset : offsets) {
+      LinearIndex part = linearize(offset[d]);
+      sum.constant += part.constant;
+      for (auto [term, coefficient] : part.terms)
+        terms[term] += coefficient;
+    }
+    sum.terms.clear();
+    for (auto [term, coefficient] : terms)
+      if (coefficient != 0)
+        sum.terms.push_back({term, coefficient});
+    llvm::sort(sum.terms, [](auto &a, auto &b) {
+      return a.first.getAsOpaquePointer() < b.first.getAsOpaquePointer();
+    });
+    footprint.indices.push_back(std::move(sum));
+  }
+  return footprint;
 }
 
 static bool sameFootprint(const Footprint &a, const Footprint &b) {
-  return a.indices == b.indices && a.extents == b.extents && a.vectorType == b.vectorType &&
-         a.map == b.map;
+  return a.indices == b.indices && a.extents == b.extents && a.vectorType == b.vectorType;
+}
+
+namespace {
+/// A loop variable inside the op that touches the buffers: its step, and
+/// the distance from its first value to its last (none where unknown).
+struct LoopRange {
+  std::optional<int64_t> lower, step, span;
+};
+} // namespace
+
+/// The loop variables of the loops from `block` out to `top`; false if
+/// another op with regions lies between them.
+static bool loopsAround(Block *block, Operation *top,
+                        llvm::SmallDenseMap<Value, LoopRange> &loops) {
+  for (Operation *loop = block->getParentOp();; loop = loop->getParentOp()) {
+    if (!loop)
+      return false;
+    auto record = [&](ValueRange ivs, ArrayRef<OpFoldResult> lowers, ArrayRef<OpFoldResult> uppers,
+                      ArrayRef<OpFoldResult> steps) {
+      for (auto [iv, lower, upper, step] : llvm::zip_equal(ivs, lowers, uppers, steps)) {
+        LoopRange range{getConstantIntValue(lower), getConstantIntValue(step), std::nullopt};
+        std::optional<int64_t> end = getConstantIntValue(upper);
+        if (range.lower && range.step && end && *range.step > 0)
+          range.span =
+              *end > *range.lower ? (*end - *range.lower - 1) / *range.step * *range.step : 0;
+        loops[iv] = range;
+      }
+    };
+    if (auto forOp = dyn_cast<scf::ForOp>(loop))
+      record(forOp.getInductionVar(), OpFoldResult(forOp.getLowerBound()),
+             OpFoldResult(forOp.getUpperBound()), OpFoldResult(forOp.getStep()));
+    else if (auto forall = dyn_cast<scf::ForallOp>(loop))
+      record(forall.getInductionVars(), forall.getMixedLowerBound(), forall.getMixedUpperBound(),
+             forall.getMixedStep());
+    else if (auto parallel = dyn_cast<scf::ParallelOp>(loop))
+      record(parallel.getInductionVars(), getAsOpFoldResult(parallel.getLowerBound()),
+             getAsOpFoldResult(parallel.getUpperBound()), getAsOpFoldResult(parallel.getStep()));
+    else if (!isa<scf::IfOp>(loop))
+      return false;
+    if (loop == top)
+      return true;
+  }
+}
+
+/// Whether no two iterations of the loops around an access with this
+/// footprint touch one element: each loop variable in one index only, with
+/// coefficient 1, stepping further than everything finer in that index
+/// reaches (the access's extent and the finer loops' spans); the other
+/// terms fixed while `top` runs.
+static bool oneIterationPerElement(const Footprint &footprint, Operation *top,
+                                   const llvm::SmallDenseMap<Value, LoopRange> &loops) {
+  llvm::SmallDenseSet<Value> used;
+  for (auto [index, extent] : llvm::zip_equal(footprint.indices, footprint.extents)) {
+    SmallVector<LoopRange> ranges;
+    for (auto [term, coefficient] : index.terms) {
+      auto loop = loops.find(term);
+      if (loop == loops.end()) {
+        // Not a loop variable here: it must be defined outside `top`.
+        if (top->isAncestor(term.getParentBlock()->getParentOp()))
+          return false;
+        continue;
+      }
+      if (coefficient != 1 || !loop->second.step || !used.insert(term).second)
+        return false;
+      ranges.push_back(loop->second);
+    }
+    llvm::sort(ranges, [](const LoopRange &a, const LoopRange &b) { return *a.step < *b.step; });
+    int64_t reach = extent;
+    for (auto [i, range] : llvm::enumerate(ranges)) {
+      if (*range.step < reach)
+        return false;
+      if (i + 1 < ranges.size()) {
+        if (!range.span)
+          return false;
+        reach += *range.span;
+      }
+    }
+  }
+  return used.size() == loops.size();
+}
+
+/// The elements an access may touch, dimension by dimension (none where
+/// unknown: any element).
+static std::optional<SmallVector<std::pair<int64_t, int64_t>>> boxOf(Operation *op, Value root,
+                                                                     Operation *top) {
+  std::optional<Footprint> footprint = footprintOf(op, root);
+  llvm::SmallDenseMap<Value, LoopRange> loops;
+  if (!footprint || !loopsAround(op->getBlock(), top, loops))
+    return std::nullopt;
+  SmallVector<std::pair<int64_t, int64_t>> box;
+  for (auto [index, extent] : llvm::zip_equal(footprint->indices, footprint->extents)) {
+    int64_t low = index.constant, high = index.constant + extent - 1;
+    for (auto [term, coefficient] : index.terms) {
+      auto loop = loops.find(term);
+      if (loop == loops.end() || !loop->second.lower || !loop->second.span)
+        return std::nullopt;
+      int64_t first = coefficient * *loop->second.lower;
+      int64_t last = coefficient * (*loop->second.lower + *loop->second.span);
+      low += std::min(first, last);
+      high += std::max(first, last);
+    }
+    box.push_back({low, high});
+  }
+  return box;
+}
+
+static bool disjoint(const std::optional<SmallVector<std::pair<int64_t, int64_t>>> &a,
+                     const std::optional<SmallVector<std::pair<int64_t, int64_t>>> &b) {
+  if (!a || !b || a->size() != b->size())
+    return false;
+  for (auto [x, y] : llvm::zip_equal(*a, *b))
+    if (x.second < y.first || y.second < x.first)
+      return true;
+  return false;
 }
 
 /// Whether the loop nest `top` reads `input` and writes `output` element by
 /// element: all its reads of `input` before all its writes of `output`, in
 /// one block, at the same indices, each element by one iteration only.
-static bool updatesElementwise(Operation *top, ArrayRef<Access> reads, ArrayRef<Access> writes) {
+static bool updatesElementwise(Operation *top, Value input, Value output, ArrayRef<Access> reads,
+                               ArrayRef<Access> writes) {
   if (reads.empty() || writes.empty())
     return false;
   Block *block = reads.front().op->getBlock();
-  std::optional<Footprint> footprint = footprintOf(reads.front().op);
+  std::optional<Footprint> footprint = footprintOf(reads.front().op, input);
   if (!footprint)
     return false;
   Operation *lastRead = nullptr;
   for (const Access &read : reads) {
-    std::optional<Footprint> other = footprintOf(read.op);
-    if (read.kind != Access::Read || !read.direct || read.op->getBlock() != block || !other ||
+    std::optional<Footprint> other = footprintOf(read.op, input);
+    if (read.kind != Access::Read || read.op->getBlock() != block || !other ||
         !sameFootprint(*footprint, *other))
       return false;
     if (!lastRead || lastRead->isBeforeInBlock(read.op))
       lastRead = read.op;
   }
   for (const Access &write : writes) {
-    std::optional<Footprint> other = footprintOf(write.op);
-    if (write.kind != Access::Write || !write.direct || write.op->getBlock() != block || !other ||
+    std::optional<Footprint> other = footprintOf(write.op, output);
+    if (write.kind != Access::Write || write.op->getBlock() != block || !other ||
         !sameFootprint(*footprint, *other) || write.op->isBeforeInBlock(lastRead))
       return false;
   }
-  // The loops around the block: each induction variable must pick the
-  // element (so no two iterations share one), stepping at least the
-  // access's extent in its dimension.
-  llvm::SmallDenseMap<Value, int64_t> steps;
-  for (Operation *loop = block->getParentOp();; loop = loop->getParentOp()) {
-    if (!loop)
-      return false;
-    auto record = [&](ValueRange ivs, ArrayRef<OpFoldResult> loopSteps) {
-      for (auto [iv, step] : llvm::zip_equal(ivs, loopSteps)) {
-        std::optional<int64_t> constant = getConstantIntValue(step);
-        steps[iv] = constant ? *constant : 0;
-      }
-    };
-    if (auto forOp = dyn_cast<scf::ForOp>(loop))
-      record(forOp.getInductionVar(), OpFoldResult(forOp.getStep()));
-    else if (auto forall = dyn_cast<scf::ForallOp>(loop))
-      record(forall.getInductionVars(), forall.getMixedStep());
-    else if (auto parallel = dyn_cast<scf::ParallelOp>(loop))
-      record(parallel.getInductionVars(), getAsOpFoldResult(parallel.getStep()));
-    else if (!isa<scf::IfOp>(loop))
-      return false;
-    if (loop == top)
-      break;
-  }
-  llvm::SmallDenseSet<Value> used;
-  for (auto [index, extent] : llvm::zip_equal(footprint->indices, footprint->extents)) {
-    if (matchPattern(index, m_Constant()))
-      continue;
-    auto step = steps.find(index);
-    if (step == steps.end() || step->second < extent || !used.insert(index).second)
-      return false;
-  }
-  return used.size() == steps.size();
+  llvm::SmallDenseMap<Value, LoopRange> loops;
+  return loopsAround(block, top, loops) && oneIterationPerElement(*footprint, top, loops);
 }
 
-/// Whether `output` may be `input`'s buffer: `body` touches `input` only
-/// before it first touches `output`, or in that op, element by element.
+/// Whether `output` may be `input`'s buffer: `body` reads every element of
+/// `input` before it writes that element of `output`. The ops that touch
+/// `input` before the first that touches `output` may do anything; each
+/// later one must update element by element (it reads `input` and writes
+/// `output`) or only write, and what an op writes no later op may read.
 static bool mayShareBuffer(Block &body, Value input, Value output) {
   SmallVector<Access> inputAccesses = accessesOf(input);
   SmallVector<Access> outputAccesses = accessesOf(output);
   if (outputAccesses.empty())
     return false;
+  // The accesses of each op of `body`, in order.
+  llvm::MapVector<Operation *, std::pair<SmallVector<Access>, SmallVector<Access>>> byOp;
   Operation *firstOutput = nullptr;
   for (const Access &access : outputAccesses) {
     Operation *top = body.findAncestorOpInBlock(*access.op);
@@ -207,22 +414,32 @@ static bool mayShareBuffer(Block &body, Value input, Value output) {
     if (!firstOutput || top->isBeforeInBlock(firstOutput))
       firstOutput = top;
   }
-  SmallVector<Access> shared, written;
   for (const Access &access : inputAccesses) {
     Operation *top = body.findAncestorOpInBlock(*access.op);
     if (!top)
       return false;
-    if (top == firstOutput)
-      shared.push_back(access);
-    else if (firstOutput->isBeforeInBlock(top))
-      return false;
+    if (top != firstOutput && top->isBeforeInBlock(firstOutput))
+      continue;
+    byOp[top].first.push_back(access);
   }
-  if (shared.empty())
-    return true;
   for (const Access &access : outputAccesses)
-    if (body.findAncestorOpInBlock(*access.op) == firstOutput)
-      written.push_back(access);
-  return updatesElementwise(firstOutput, shared, written);
+    byOp[body.findAncestorOpInBlock(*access.op)].second.push_back(access);
+  SmallVector<Operation *> ops;
+  for (auto &entry : byOp)
+    ops.push_back(entry.first);
+  llvm::sort(ops, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    auto &[reads, writes] = byOp[op];
+    if (!reads.empty() && !writes.empty() && !updatesElementwise(op, input, output, reads, writes))
+      return false;
+    // What the earlier ops wrote, this one must not read.
+    for (const Access &read : reads)
+      for (Operation *earlier : ArrayRef<Operation *>(ops).take_front(i))
+        for (const Access &write : byOp[earlier].second)
+          if (!disjoint(boxOf(read.op, input, op), boxOf(write.op, output, earlier)))
+            return false;
+  }
+  return true;
 }
 
 namespace {

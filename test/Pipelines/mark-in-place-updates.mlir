@@ -146,3 +146,96 @@ func.func @unpaired(%w: memref<64xf32> {mithril.kind = #mithril.input_kind<param
   memref.copy %w, %new_v : memref<64xf32> to memref<64xf32>
   return
 }
+
+// The update in a product's epilogue (a single process's SGD step): tiles of
+// 128 rows by 256 columns of the output, each written through subviews at
+// offsets the loops add up (affine.apply), the weight read at the sum; the
+// last 16 columns by a second loop nest, whose reads lie apart from what
+// the first one wrote.
+// CHECK-LABEL: func.func @epilogue
+// CHECK-SAME: mithril.in_place_outputs = ["new:w"]
+#sum = affine_map<()[s0, s1] -> (s0 + s1)>
+func.func @epilogue(%w: memref<512x784xf32> {mithril.kind = #mithril.input_kind<param>, mithril.name = "w"},
+                    %g: memref<512x784xf32> {mithril.kind = #mithril.input_kind<data>, mithril.name = "g"},
+                    %new_w: memref<512x784xf32> {mithril.name = "new:w"}) {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %c32 = arith.constant 32 : index
+  %c128 = arith.constant 128 : index
+  %c256 = arith.constant 256 : index
+  %c512 = arith.constant 512 : index
+  %c768 = arith.constant 768 : index
+  %pad = arith.constant 0.0 : f32
+  %main = memref.subview %new_w[0, 0] [512, 768] [1, 1] : memref<512x784xf32> to memref<512x768xf32, strided<[784, 1]>>
+  scf.for %j0 = %c0 to %c768 step %c256 {
+    scf.for %i0 = %c0 to %c512 step %c128 {
+      %tile = memref.subview %main[%i0, %j0] [128, 256] [1, 1] : memref<512x768xf32, strided<[784, 1]>> to memref<128x256xf32, strided<[784, 1], offset: ?>>
+      scf.for %i = %c0 to %c128 step %c8 {
+        scf.for %j = %c0 to %c256 step %c32 {
+          %row = affine.apply #sum()[%i0, %i]
+          %col = affine.apply #sum()[%j0, %j]
+          %old = vector.transfer_read %w[%row, %col], %pad {in_bounds = [true, true]} : memref<512x784xf32>, vector<8x32xf32>
+          %grad = vector.transfer_read %g[%row, %col], %pad {in_bounds = [true, true]} : memref<512x784xf32>, vector<8x32xf32>
+          %next = arith.subf %old, %grad : vector<8x32xf32>
+          vector.transfer_write %next, %tile[%i, %j] {in_bounds = [true, true]} : vector<8x32xf32>, memref<128x256xf32, strided<[784, 1], offset: ?>>
+        }
+      }
+    }
+  }
+  %rest = memref.subview %new_w[0, 768] [512, 16] [1, 1] : memref<512x784xf32> to memref<512x16xf32, strided<[784, 1], offset: 768>>
+  scf.for %i = %c0 to %c512 step %c8 {
+    %old = vector.transfer_read %w[%i, %c768], %pad {in_bounds = [true, true]} : memref<512x784xf32>, vector<8x16xf32>
+    %grad = vector.transfer_read %g[%i, %c768], %pad {in_bounds = [true, true]} : memref<512x784xf32>, vector<8x16xf32>
+    %next = arith.subf %old, %grad : vector<8x16xf32>
+    vector.transfer_write %next, %rest[%i, %c0] {in_bounds = [true, true]} : vector<8x16xf32>, memref<512x16xf32, strided<[784, 1], offset: 768>>
+  }
+  return
+}
+
+// An inner loop that reaches past the outer loop's step (rows 0-255 from
+// each outer step of 128): the second outer step reads rows the first wrote.
+// CHECK-LABEL: func.func @inner_reaches_past_step
+// CHECK-NOT: mithril.in_place_outputs
+// CHECK: return
+func.func @inner_reaches_past_step(%w: memref<512x32xf32> {mithril.kind = #mithril.input_kind<param>, mithril.name = "w"},
+                                   %new_w: memref<512x32xf32> {mithril.name = "new:w"}) {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %c128 = arith.constant 128 : index
+  %c256 = arith.constant 256 : index
+  %c384 = arith.constant 384 : index
+  %pad = arith.constant 0.0 : f32
+  scf.for %i0 = %c0 to %c384 step %c128 {
+    scf.for %i = %c0 to %c256 step %c8 {
+      %row = affine.apply #sum()[%i0, %i]
+      %old = vector.transfer_read %w[%row, %c0], %pad {in_bounds = [true, true]} : memref<512x32xf32>, vector<8x32xf32>
+      %next = arith.addf %old, %old : vector<8x32xf32>
+      vector.transfer_write %next, %new_w[%row, %c0] {in_bounds = [true, true]} : vector<8x32xf32>, memref<512x32xf32>
+    }
+  }
+  return
+}
+
+// A later loop reads columns 16-47 of the weight after an earlier one wrote
+// columns 0-31 of its next value: the boxes meet.
+// CHECK-LABEL: func.func @later_read_overlaps
+// CHECK-NOT: mithril.in_place_outputs
+// CHECK: return
+func.func @later_read_overlaps(%w: memref<64x64xf32> {mithril.kind = #mithril.input_kind<param>, mithril.name = "w"},
+                               %new_w: memref<64x64xf32> {mithril.name = "new:w"},
+                               %y: memref<64x32xf32> {mithril.name = "y"}) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %pad = arith.constant 0.0 : f32
+  scf.for %i = %c0 to %c64 step %c1 {
+    %old = vector.transfer_read %w[%i, %c0], %pad {in_bounds = [true]} : memref<64x64xf32>, vector<32xf32>
+    vector.transfer_write %old, %new_w[%i, %c0] {in_bounds = [true]} : vector<32xf32>, memref<64x64xf32>
+  }
+  scf.for %i = %c0 to %c64 step %c1 {
+    %old = vector.transfer_read %w[%i, %c16], %pad {in_bounds = [true]} : memref<64x64xf32>, vector<32xf32>
+    vector.transfer_write %old, %y[%i, %c0] {in_bounds = [true]} : vector<32xf32>, memref<64x32xf32>
+  }
+  return
+}
