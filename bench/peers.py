@@ -288,13 +288,16 @@ def build_ours(lib, case, d, threads, scratch):
     net = lib.bench.mlp() if case.kind == "mlp" else lib.bench.cnn()
     params = dict(d["params"])
     if case.train:
+        # train_step updates the parameters in place: the data's own arrays
+        # stay the starting point the result is checked from.
+        params = {k: v.copy() for k, v in params.items()}
         train = models.TrainModel(net)
         train.add_loss(models.CrossEntropy(), reduce_steps=[models.Mean()], input="logits",
                        target="target")
         pm = ml.compile(train, backend, shapes={"input": input_shape(case),
                                                 "target": [case.size]})
         data, opt = {"input": d["x"], "target": d["y"]}, ml.SGD(lr=LR)
-        # train_step replaces the entries of `params` with the updated ones.
+        # train_step updates `params` (in place, or replacing entries).
         return (lambda: pm.train_step(params, data, opt)["final_cost"]), (lambda: params)
     if case.precision == "int8":
         # As ONNX Runtime's initializers: the weights compiled in, quantized
