@@ -70,8 +70,11 @@ static SmallVector<Access> accessesOf(Value root) {
       }
       // Views, casts and reshapes touch nothing themselves: their results
       // are followed. Sizes (memref.dim) are not contents. An address
-      // escapes to whatever takes it.
-      if (isMemoryEffectFree(user) && !isa<memref::ExtractAlignedPointerAsIndexOp>(user)) {
+      // escapes to whatever takes it, and a value of another type (a
+      // tensor) to whatever reads it.
+      if (isMemoryEffectFree(user) && !isa<memref::ExtractAlignedPointerAsIndexOp>(user) &&
+          llvm::all_of(user->getResultTypes(),
+                       [](Type type) { return isa<BaseMemRefType, IndexType>(type); })) {
         for (Value result : user->getResults())
           if (isa<BaseMemRefType>(result.getType()))
             worklist.push_back(result);
