@@ -103,7 +103,6 @@ struct Footprint {
   SmallVector<LinearIndex> indices;
   /// The extent in each of the buffer's dimensions (1 for an element).
   SmallVector<int64_t> extents;
-  VectorType vectorType;
 };
 } // namespace
 
@@ -190,17 +189,24 @@ static std::optional<Footprint> footprintOf(Operation *op, Value root) {
   Footprint footprint;
   Value base;
   SmallVector<OpFoldResult> indices;
-  int64_t vectorRank = 0;
+  // The buffer dimension each vector dimension runs along.
+  SmallVector<std::pair<unsigned, int64_t>> vectorDims;
   if (auto transfer = dyn_cast<VectorTransferOpInterface>(op)) {
-    // A mask would leave elements unread or unwritten; a permuted or
-    // broadcast map is another shape of footprint: neither is needed here.
+    // A mask would leave elements unread or unwritten; a transposing or
+    // broadcasting map is another shape of footprint: neither is needed
+    // here. A map that skips unit dimensions in order is a box still.
+    AffineMap map = transfer.getPermutationMap();
     if (!isa<vector::TransferReadOp, vector::TransferWriteOp>(op) || transfer.getMask() ||
-        !transfer.getPermutationMap().isMinorIdentity())
+        !map.isProjectedPermutation(/*allowZeroInResults=*/false))
       return std::nullopt;
+    for (auto [d, result] : llvm::enumerate(map.getResults())) {
+      unsigned position = cast<AffineDimExpr>(result).getPosition();
+      if (!vectorDims.empty() && position <= vectorDims.back().first)
+        return std::nullopt;
+      vectorDims.push_back({position, transfer.getVectorType().getDimSize(d)});
+    }
     base = transfer.getBase();
     indices = getAsOpFoldResult(transfer.getIndices());
-    footprint.vectorType = transfer.getVectorType();
-    vectorRank = footprint.vectorType.getRank();
   } else if (auto load = dyn_cast<memref::LoadOp>(op)) {
     base = load.getMemRef();
     indices = getAsOpFoldResult(load.getIndices());
@@ -212,8 +218,8 @@ static std::optional<Footprint> footprintOf(Operation *op, Value root) {
   }
   int64_t rank = indices.size();
   footprint.extents.assign(rank, 1);
-  for (int64_t d = 0; d < vectorRank; ++d)
-    footprint.extents[rank - vectorRank + d] = footprint.vectorType.getDimSize(d);
+  for (auto [position, size] : vectorDims)
+    footprint.extents[position] = size;
   // Each subview adds its offsets.
   SmallVector<SmallVector<OpFoldResult>> offsets;
   while (base != root) {
@@ -249,8 +255,10 @@ static std::optional<Footprint> footprintOf(Operation *op, Value root) {
   return footprint;
 }
 
+/// The same elements (vectors of the same extents, whatever their unit
+/// dimensions).
 static bool sameFootprint(const Footprint &a, const Footprint &b) {
-  return a.indices == b.indices && a.extents == b.extents && a.vectorType == b.vectorType;
+  return a.indices == b.indices && a.extents == b.extents;
 }
 
 namespace {

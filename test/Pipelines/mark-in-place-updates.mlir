@@ -239,3 +239,56 @@ func.func @later_read_overlaps(%w: memref<64x64xf32> {mithril.kind = #mithril.in
   }
   return
 }
+
+// A convolution's 3x3 filters, one output channel an iteration: read as
+// 1x1x3x3 vectors, written as 1x3x3 ones skipping the unit input-channel
+// dimension (the same elements).
+// CHECK-LABEL: func.func @filters
+// CHECK-SAME: mithril.in_place_outputs = ["new:w"]
+#skip_channel = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
+func.func @filters(%w: memref<32x1x3x3xf32> {mithril.kind = #mithril.input_kind<param>, mithril.name = "w"},
+                   %new_w: memref<32x1x3x3xf32> {mithril.name = "new:w"}) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %pad = arith.constant 0.0 : f32
+  scf.for %o = %c0 to %c32 step %c1 {
+    %old = vector.transfer_read %w[%o, %c0, %c0, %c0], %pad {in_bounds = [true, true, true, true]} : memref<32x1x3x3xf32>, vector<1x1x3x3xf32>
+    %flat = vector.shape_cast %old : vector<1x1x3x3xf32> to vector<1x3x3xf32>
+    %next = arith.addf %flat, %flat : vector<1x3x3xf32>
+    vector.transfer_write %next, %new_w[%o, %c0, %c0, %c0] {in_bounds = [true, true, true], permutation_map = #skip_channel} : vector<1x3x3xf32>, memref<32x1x3x3xf32>
+  }
+  return
+}
+
+// Each row read is written as a column: the second row's first element was
+// overwritten by the first column before it is read.
+// CHECK-LABEL: func.func @rows_to_columns
+// CHECK-NOT: mithril.in_place_outputs
+// CHECK: return
+#column = affine_map<(d0, d1) -> (d0)>
+func.func @rows_to_columns(%w: memref<16x16xf32> {mithril.kind = #mithril.input_kind<param>, mithril.name = "w"},
+                           %new_w: memref<16x16xf32> {mithril.name = "new:w"}) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %pad = arith.constant 0.0 : f32
+  scf.for %i = %c0 to %c16 step %c1 {
+    %row = vector.transfer_read %w[%i, %c0], %pad {in_bounds = [true]} : memref<16x16xf32>, vector<16xf32>
+    vector.transfer_write %row, %new_w[%c0, %i] {in_bounds = [true], permutation_map = #column} : vector<16xf32>, memref<16x16xf32>
+  }
+  return
+}
+
+// A whole tile read before any of it is written may be written transposed.
+// CHECK-LABEL: func.func @tile_read_whole
+// CHECK-SAME: mithril.in_place_outputs = ["new:w"]
+#swap = affine_map<(d0, d1) -> (d1, d0)>
+func.func @tile_read_whole(%w: memref<16x16xf32> {mithril.kind = #mithril.input_kind<param>, mithril.name = "w"},
+                           %new_w: memref<16x16xf32> {mithril.name = "new:w"}) {
+  %c0 = arith.constant 0 : index
+  %pad = arith.constant 0.0 : f32
+  %old = vector.transfer_read %w[%c0, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf32>, vector<16x16xf32>
+  vector.transfer_write %old, %new_w[%c0, %c0] {in_bounds = [true, true], permutation_map = #swap} : vector<16x16xf32>, memref<16x16xf32>
+  return
+}
