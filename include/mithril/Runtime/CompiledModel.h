@@ -303,7 +303,11 @@ public:
   /// Runs the model. `inputs` and `outputs` follow inputs() and outputs();
   /// every view must have the terminal's dtype and shape (any size where
   /// the terminal's is dynamic, and the same size for every use of one
-  /// dimension: see outputShapes), and outputs are written in place.
+  /// dimension: see outputShapes), and outputs are written in place. An
+  /// output may be given exactly the buffer of the input it names in
+  /// TerminalInfo::inPlaceOf, which it then overwrites; one that shares
+  /// memory with an input or output otherwise is computed in a buffer of
+  /// its own and copied.
   llvm::Error run(llvm::ArrayRef<TensorView> inputs, llvm::ArrayRef<TensorView> outputs) const;
 
   /// The output shapes for inputs of these shapes: the model's shape rules
