@@ -9,6 +9,7 @@
 
 #include "RuntimeLibrary.h"
 
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/FileSystem.h"
 
@@ -219,16 +220,23 @@ llvm::Error mithril::runtime::broadcastBytes(void *data, int64_t bytes, int root
                          (*mpi)->broadcastBytes(communicatorOf(*mpi, group), data, bytes, root));
 }
 
-/// An unranked memref's descriptor: {allocated, aligned, offset, sizes[rank],
-/// strides[rank]}.
+/// An unranked memref's descriptor is {allocated, aligned, offset,
+/// sizes[rank], strides[rank]}: its first element is the aligned pointer's
+/// `offset`th `T`.
+template <typename T> static T *dataOf(void *descriptor) {
+  auto *fields = static_cast<int64_t *>(descriptor);
+  return reinterpret_cast<T *>(fields[1]) + fields[2];
+}
+
+/// An unranked memref's elements.
 template <typename T> struct StridedView {
   T *data;
-  std::vector<int64_t> sizes, strides;
+  // Views of the ranks compiled code uses, without a heap allocation (a
+  // few a step).
+  llvm::SmallVector<int64_t, 6> sizes, strides;
 
-  StridedView(int64_t rank, void *descriptor) {
+  StridedView(int64_t rank, void *descriptor) : data(dataOf<T>(descriptor)) {
     auto *fields = static_cast<int64_t *>(descriptor);
-    T *aligned = reinterpret_cast<T *>(fields[1]);
-    data = aligned + fields[2];
     sizes.assign(fields + 3, fields + 3 + rank);
     strides.assign(fields + 3 + rank, fields + 3 + 2 * rank);
   }
@@ -249,7 +257,7 @@ template <typename T> struct StridedView {
   }
   /// Copies the elements in row-major order into `out`.
   void pack(T *out) const {
-    std::vector<int64_t> index(sizes.size(), 0);
+    llvm::SmallVector<int64_t, 6> index(sizes.size(), 0);
     for (int64_t n = 0, total = count(); n < total; ++n) {
       int64_t offset = 0;
       for (size_t d = 0; d < sizes.size(); ++d)
@@ -334,12 +342,12 @@ extern "C" void mithrilAllReduceStartF64(int64_t group, int64_t srcRank, void *s
   allReduceMemref<double>(group, srcRank, srcDescriptor, dstRank, dstDescriptor, true);
 }
 
-extern "C" void mithrilAllReduceWait(int64_t group, int64_t resultsRank, void *resultsDescriptor,
-                                     int64_t offset) {
-  StridedView<char> results(resultsRank, resultsDescriptor);
+extern "C" void mithrilAllReduceWait(int64_t group, int64_t /*resultsRank*/,
+                                     void *resultsDescriptor, int64_t offset) {
   const MpiRuntime *mpi = startedForCompiledCode();
-  abortOnFailure(mpi, mpi->allReduceWait(compiledGroup(mpi, group), results.data + offset),
-                 "waiting for a sum of gradients over the ranks failed");
+  abortOnFailure(
+      mpi, mpi->allReduceWait(compiledGroup(mpi, group), dataOf<char>(resultsDescriptor) + offset),
+      "waiting for a sum of gradients over the ranks failed");
 }
 
 extern "C" void mithrilAllReduceWaitAll(int64_t group) {
