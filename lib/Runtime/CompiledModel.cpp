@@ -69,6 +69,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -951,6 +952,70 @@ static llvm::Error checkView(const TerminalInfo &terminal, const TensorView &vie
   return llvm::Error::success();
 }
 
+/// The outputs among `outputs` whose memory overlaps an input's or another
+/// output's, other than an output given exactly the buffer of the input its
+/// terminal may overwrite (TerminalInfo::inPlaceOf).
+SmallVector<size_t> CompiledModel::sharedOutputs(ArrayRef<TensorView> inputs,
+                                                 ArrayRef<TensorView> outputs) const {
+  struct Span {
+    uintptr_t start, end;
+    size_t index; // outputs after inputs
+  };
+  SmallVector<Span, 32> spans;
+  auto add = [&](const TensorView &view, size_t index) {
+    auto start = reinterpret_cast<uintptr_t>(view.data);
+    uintptr_t end = start + numElements(view.shape).value_or(0) * dtypeSize(view.dtype);
+    if (end > start)
+      spans.push_back({start, end, index});
+  };
+  for (size_t i = 0; i < inputs.size(); ++i)
+    add(inputs[i], i);
+  for (size_t i = 0; i < outputs.size(); ++i)
+    add(outputs[i], inputs.size() + i);
+  auto isOutput = [&](const Span &span) { return span.index >= inputs.size(); };
+  llvm::sort(spans, [](const Span &a, const Span &b) {
+    return std::tie(a.start, a.end, a.index) < std::tie(b.start, b.end, b.index);
+  });
+  // Views of exactly the same memory are side by side: a group of them may
+  // hold an output only as an input and the output that overwrites it.
+  SmallVector<size_t> shared;
+  bool partial = false;
+  uintptr_t reached = 0;
+  for (size_t first = 0; first < spans.size();) {
+    size_t last = first + 1;
+    while (last < spans.size() && spans[last].start == spans[first].start &&
+           spans[last].end == spans[first].end)
+      ++last;
+    partial |= spans[first].start < reached;
+    reached = std::max(reached, spans[first].end);
+    ArrayRef<Span> group = ArrayRef<Span>(spans).slice(first, last - first);
+    bool allowed =
+        group.size() == 2 && !isOutput(group[0]) && isOutput(group[1]) &&
+        outputs_[group[1].index - inputs.size()].inPlaceOf == inputs_[group[0].index].name;
+    if (group.size() > 1 && !allowed)
+      for (const Span &span : group)
+        if (isOutput(span))
+          shared.push_back(span.index - inputs.size());
+    first = last;
+  }
+  if (!partial)
+    return shared;
+  // Views that overlap in part (rare): each output against every view.
+  shared.clear();
+  for (const Span &out : spans) {
+    if (!isOutput(out))
+      continue;
+    for (const Span &other : spans)
+      if (other.index != out.index && other.start < out.end && out.start < other.end &&
+          !(other.start == out.start && other.end == out.end && !isOutput(other) &&
+            outputs_[out.index - inputs.size()].inPlaceOf == inputs_[other.index].name)) {
+        shared.push_back(out.index - inputs.size());
+        break;
+      }
+  }
+  return shared;
+}
+
 llvm::Error CompiledModel::run(ArrayRef<TensorView> inputs, ArrayRef<TensorView> outputs) const {
   if (options_.interfaceOnly)
     return makeError("@" + entry_ +
@@ -996,26 +1061,7 @@ llvm::Error CompiledModel::run(ArrayRef<TensorView> inputs, ArrayRef<TensorView>
   // and writes each output as if they were apart, except an output given
   // exactly the buffer of the input it was proved to overwrite (inPlaceOf).
   if (!cuda_) {
-    auto range = [](const TensorView &view) {
-      auto start = reinterpret_cast<uintptr_t>(view.data);
-      return std::make_pair(start,
-                            start + numElements(view.shape).value_or(0) * dtypeSize(view.dtype));
-    };
-    auto overlap = [](std::pair<uintptr_t, uintptr_t> a, std::pair<uintptr_t, uintptr_t> b) {
-      return a.first < a.second && b.first < b.second && a.first < b.second && b.first < a.second;
-    };
-    SmallVector<size_t> apart;
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      auto out = range(outputs[i]);
-      bool shares = false;
-      for (size_t j = 0; j < inputs.size() && !shares; ++j)
-        shares = overlap(out, range(inputs[j])) &&
-                 !(outputs_[i].inPlaceOf == inputs_[j].name && out == range(inputs[j]));
-      for (size_t k = 0; k < outputs.size() && !shares; ++k)
-        shares = k != i && overlap(out, range(outputs[k]));
-      if (shares)
-        apart.push_back(i);
-    }
+    SmallVector<size_t> apart = sharedOutputs(inputs, outputs);
     if (!apart.empty()) {
       SmallVector<TensorView> own(outputs.begin(), outputs.end());
       SmallVector<Array> buffers;

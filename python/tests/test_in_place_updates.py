@@ -130,3 +130,40 @@ def test_bench_models_update_in_place(kind):
                 assert any(t.startswith("new:") and "weight" in t for t in in_place_outputs(pm))
         for name in results[0]:
             np.testing.assert_array_equal(results[0][name], results[1][name], err_msg=name)
+
+
+def test_output_overlapping_an_input_in_part_is_written_apart():
+    # The output's buffer starts halfway into the input's: neither the same
+    # buffer nor apart.
+    model = models.Model()
+    model |= models.Transpose()(input="x", output=ml.IOKey("y"))
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.float32), shapes={"x": [64, 64]},
+                    inference=True)
+    memory = np.arange(96 * 64, dtype=np.float32)
+    x = memory[:64 * 64].reshape(64, 64)
+    y = memory[32 * 64:].reshape(64, 64)
+    expected = x.T.copy()
+    pm._forward.run([x], [y])
+    np.testing.assert_array_equal(y, expected)
+    # One array passed for two parameters of the same shape: neither update
+    # may overwrite it, both read it whole.
+    net = models.Model()
+    net |= models.Linear(16)(input="input", output="h")
+    net += models.Relu()(input="h", output="a")
+    net += models.Linear(16)(input="a", output=ml.IOKey("logits"))
+    train = models.TrainModel(net)
+    train.add_loss(models.CrossEntropy(), reduce_steps=[models.Mean()], input="logits",
+                   target="target")
+    step = ml.compile(train, ml.MlirBackend(dtype=ml.float32, num_threads=1),
+                      shapes={"input": [8, 16], "target": [8]})
+    params = step.randomize_params(seed=3)
+    tied = params["linear_0.weight"]
+    params["linear_1.weight"] = tied
+    separate = {k: v.copy() for k, v in params.items()}
+    rng = np.random.default_rng(0)
+    data = {"input": rng.standard_normal((8, 16)).astype(np.float32),
+            "target": rng.integers(0, 16, 8)}
+    step.train_step(separate, data, ml.SGD(lr=0.05))
+    step.train_step(params, data, ml.SGD(lr=0.05))
+    for name in params:
+        np.testing.assert_array_equal(params[name], separate[name], err_msg=name)

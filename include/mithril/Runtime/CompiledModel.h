@@ -333,6 +333,10 @@ private:
   /// Fills the terminals and the summary from the flattened root model.
   llvm::Error describe(mlir::Operation *root, bool dynamicShapes);
 
+  /// The indices of the outputs run() must write apart and copy.
+  llvm::SmallVector<size_t> sharedOutputs(llvm::ArrayRef<TensorView> inputs,
+                                          llvm::ArrayRef<TensorView> outputs) const;
+
   /// The shape rules' answer for one set of input shapes.
   struct ShapePlan {
     std::vector<llvm::SmallVector<int64_t>> outputs;
