@@ -23,9 +23,9 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringMap.h"
 
 namespace mithril {
@@ -166,20 +166,22 @@ static void addLinear(Value value, int64_t scale, llvm::SmallDenseMap<Value, int
   terms[value] += scale;
 }
 
-static LinearIndex linearize(OpFoldResult index) {
+/// The sum of `parts` (indices, offsets) as one linear index.
+static LinearIndex linearize(ArrayRef<OpFoldResult> parts) {
   LinearIndex linear;
-  if (auto value = dyn_cast<Value>(index)) {
-    llvm::SmallDenseMap<Value, int64_t> terms;
-    addLinear(value, 1, terms, linear.constant);
-    for (auto [term, coefficient] : terms)
-      if (coefficient != 0)
-        linear.terms.push_back({term, coefficient});
-    llvm::sort(linear.terms, [](auto &a, auto &b) {
-      return a.first.getAsOpaquePointer() < b.first.getAsOpaquePointer();
-    });
-  } else {
-    linear.constant = *getConstantIntValue(index);
+  llvm::SmallDenseMap<Value, int64_t> terms;
+  for (OpFoldResult part : parts) {
+    if (auto value = dyn_cast<Value>(part))
+      addLinear(value, 1, terms, linear.constant);
+    else
+      linear.constant += *getConstantIntValue(part);
   }
+  for (auto [term, coefficient] : terms)
+    if (coefficient != 0)
+      linear.terms.push_back({term, coefficient});
+  llvm::sort(linear.terms, [](auto &a, auto &b) {
+    return a.first.getAsOpaquePointer() < b.first.getAsOpaquePointer();
+  });
   return linear;
 }
 
@@ -233,24 +235,10 @@ static std::optional<Footprint> footprintOf(Operation *op, Value root) {
     base = subview.getSource();
   }
   for (int64_t d = 0; d < rank; ++d) {
-    LinearIndex sum = linearize(indices[d]);
-    llvm::SmallDenseMap<Value, int64_t> terms;
-    for (auto [term, coefficient] : sum.terms)
-      terms[term] += coefficient;
-    for (auto &offset : offsets) {
-      LinearIndex part = linearize(offset[d]);
-      sum.constant += part.constant;
-      for (auto [term, coefficient] : part.terms)
-        terms[term] += coefficient;
-    }
-    sum.terms.clear();
-    for (auto [term, coefficient] : terms)
-      if (coefficient != 0)
-        sum.terms.push_back({term, coefficient});
-    llvm::sort(sum.terms, [](auto &a, auto &b) {
-      return a.first.getAsOpaquePointer() < b.first.getAsOpaquePointer();
-    });
-    footprint.indices.push_back(std::move(sum));
+    SmallVector<OpFoldResult> parts{indices[d]};
+    for (ArrayRef<OpFoldResult> offset : offsets)
+      parts.push_back(offset[d]);
+    footprint.indices.push_back(linearize(parts));
   }
   return footprint;
 }
@@ -287,15 +275,15 @@ static bool loopsAround(Block *block, Operation *top,
         loops[iv] = range;
       }
     };
-    if (auto forOp = dyn_cast<scf::ForOp>(loop))
-      record(forOp.getInductionVar(), OpFoldResult(forOp.getLowerBound()),
-             OpFoldResult(forOp.getUpperBound()), OpFoldResult(forOp.getStep()));
-    else if (auto forall = dyn_cast<scf::ForallOp>(loop))
-      record(forall.getInductionVars(), forall.getMixedLowerBound(), forall.getMixedUpperBound(),
-             forall.getMixedStep());
-    else if (auto parallel = dyn_cast<scf::ParallelOp>(loop))
-      record(parallel.getInductionVars(), getAsOpFoldResult(parallel.getLowerBound()),
-             getAsOpFoldResult(parallel.getUpperBound()), getAsOpFoldResult(parallel.getStep()));
+    // scf.for, scf.forall and scf.parallel say their variables and bounds;
+    // an scf.if runs its block once or not at all.
+    auto loopLike = dyn_cast<LoopLikeOpInterface>(loop);
+    auto ivs = loopLike ? loopLike.getLoopInductionVars() : std::nullopt;
+    auto lowers = loopLike ? loopLike.getLoopLowerBounds() : std::nullopt;
+    auto uppers = loopLike ? loopLike.getLoopUpperBounds() : std::nullopt;
+    auto steps = loopLike ? loopLike.getLoopSteps() : std::nullopt;
+    if (ivs && lowers && uppers && steps)
+      record(*ivs, *lowers, *uppers, *steps);
     else if (!isa<scf::IfOp>(loop))
       return false;
     if (loop == top)
@@ -416,7 +404,7 @@ static bool mayShareBuffer(Block &body, Value input, Value output) {
   if (outputAccesses.empty())
     return false;
   // The accesses of each op of `body`, in order.
-  llvm::MapVector<Operation *, std::pair<SmallVector<Access>, SmallVector<Access>>> byOp;
+  llvm::DenseMap<Operation *, std::pair<SmallVector<Access>, SmallVector<Access>>> byOp;
   Operation *firstOutput = nullptr;
   for (const Access &access : outputAccesses) {
     Operation *top = body.findAncestorOpInBlock(*access.op);
@@ -439,16 +427,20 @@ static bool mayShareBuffer(Block &body, Value input, Value output) {
   for (auto &entry : byOp)
     ops.push_back(entry.first);
   llvm::sort(ops, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
-  for (auto [i, op] : llvm::enumerate(ops)) {
+  // What the earlier ops wrote (their boxes), no later op may read.
+  SmallVector<std::optional<SmallVector<std::pair<int64_t, int64_t>>>> written;
+  for (Operation *op : ops) {
     auto &[reads, writes] = byOp[op];
     if (!reads.empty() && !writes.empty() && !updatesElementwise(op, input, output, reads, writes))
       return false;
-    // What the earlier ops wrote, this one must not read.
-    for (const Access &read : reads)
-      for (Operation *earlier : ArrayRef<Operation *>(ops).take_front(i))
-        for (const Access &write : byOp[earlier].second)
-          if (!disjoint(boxOf(read.op, input, op), boxOf(write.op, output, earlier)))
-            return false;
+    for (const Access &read : reads) {
+      auto box = boxOf(read.op, input, op);
+      for (const auto &earlier : written)
+        if (!disjoint(box, earlier))
+          return false;
+    }
+    for (const Access &write : writes)
+      written.push_back(boxOf(write.op, output, op));
   }
   return true;
 }

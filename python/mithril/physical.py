@@ -76,8 +76,15 @@ def constant_dependents(model, constants, outputs) -> tuple[set, set]:
 
 
 def _compiled(model) -> tuple:
-    """A compiled model with its inputs and outputs, read from C++ once."""
-    return model, _with_shape_tuples(model.inputs), model.outputs
+    """A compiled model with its inputs and outputs, read from C++ once; an
+    output that may overwrite an input (in_place_of) gets that input's
+    position as "_in_place_input"."""
+    inputs, outputs = _with_shape_tuples(model.inputs), model.outputs
+    positions = {t["name"]: i for i, t in enumerate(inputs)}
+    for t in outputs:
+        if t.get("in_place_of") in positions:
+            t["_in_place_input"] = positions[t["in_place_of"]]
+    return model, inputs, outputs
 
 
 # An output whose size depends on the data (Unique's) comes with its size as
@@ -816,22 +823,19 @@ class PhysicalModel:
         # through a buffer of its own wherever an output would share
         # memory with another input or output.)
         outputs = []
-        positions = None
         for t in model_outputs:
             storage = np.dtype(_NP_DTYPES[t["dtype"]])
-            source = t.get("in_place_of")
+            source = t.get("_in_place_input")
             if source is not None:
-                if positions is None:
-                    positions = {u["name"]: i for i, u in enumerate(model_inputs)}
-                buf = inputs[positions[source]] if source in positions else None
-                if (buf is not None and buf.flags.writeable and buf.flags.c_contiguous
-                        and buf.dtype == storage and buf.shape == tuple(t["shape"])):
+                buf = inputs[source]
+                if (buf.flags.writeable and buf.flags.c_contiguous and buf.dtype == storage
+                        and buf.shape == tuple(t["shape"])):
                     optimizer._spare.pop(t["name"], None)
                     outputs.append(buf)
                     continue
             buf = optimizer._spare.get(t["name"])
             if (buf is None or buf.shape != tuple(t["shape"]) or buf.dtype != storage
-                    or not buf.flags.writeable or any(buf is a for a in inputs)):
+                    or not buf.flags.writeable):
                 buf = np.empty(tuple(t["shape"]), dtype=storage)
             outputs.append(buf)
         model.run(inputs, outputs)
