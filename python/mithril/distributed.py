@@ -41,6 +41,12 @@ def parse_mesh(device_mesh) -> tuple[int, int]:
     return device_mesh[0], (device_mesh[1] if len(device_mesh) == 2 else 1)
 
 
+_REPLICATED = ("replicated", -1)
+# Partial values gather_outputs adds up natively.
+_NATIVE_SUMS = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32),
+                np.dtype(np.int64))
+
+
 class Ranks:
     """This process's place in a run of data x tensor ranks: `rank` and
     `size` count the data group (the ranks that split the batch), `tensor_rank`
@@ -174,52 +180,84 @@ class DataParallelPlan:
         them (each rank's sizes, then its values; the values alone when no
         output is split, its sizes then the same on every rank): split outputs
         concatenated, partial ones added up in rank order (in float64 for
-        floats), so that every rank gets the same numbers."""
+        floats), so that every rank gets the same numbers. The native
+        gather_outputs does it where it can (split along axis 0, sums of
+        float32, float64, int32 and int64): numpy calls right after a compiled
+        step cost some 0.1 ms a step of cache misses."""
+        names, parts, partial = [], [], []
+        for name, value in outputs.items():
+            kind, axis = self.outputs.get(name, _REPLICATED)
+            if kind == "replicated" or (kind == "sharded" and self.local_shards):
+                continue
+            if kind == "sharded":
+                if axis != 0:
+                    return self._combine_numpy(outputs, weight)
+                mode = ""
+            elif getattr(value, "dtype", None) in _NATIVE_SUMS:
+                mode = "mean" if kind == "partial_mean" else "sum"
+            else:
+                return self._combine_numpy(outputs, weight)
+            names.append(name)
+            parts.append(np.ascontiguousarray(value) if mode == "" else np.asarray(value))
+            partial.append(mode)
+        if not names:
+            return dict(outputs)
+        combined = dict(outputs)
+        for name, whole in zip(names, _mithril.gather_outputs(parts, partial, weight, "data")):
+            combined[name] = whole
+        return combined
+
+    def _combine_numpy(self, outputs: dict, weight: float) -> dict:
+        """combine for what gather_outputs does not take: outputs split along
+        another axis, sums of other types (float16: in float64 as well)."""
         combined = dict(outputs)
         entries = []  # (name, kind, axis, dtype, this rank's part)
+        split = False
         for name, value in outputs.items():
-            kind, axis = self.outputs.get(name, ("replicated", -1))
+            kind, axis = self.outputs.get(name, _REPLICATED)
             if kind == "replicated" or (kind == "sharded" and self.local_shards):
                 continue
             value = np.asarray(value)
             if kind == "sharded":
-                part = np.ascontiguousarray(np.moveaxis(value, axis, 0))
+                split = True
+                part = np.ascontiguousarray(value if axis == 0 else np.moveaxis(value, axis, 0))
             elif value.dtype.kind == "f":
-                part = value.astype(np.float64)
+                part = value.astype(np.float64)  # a copy; a 0-d loss stays 0-d
                 if kind == "partial_mean":
-                    part = part * weight
+                    part *= weight
             else:
-                part = value
-            # np.array keeps a 0-d loss 0-d (ascontiguousarray would not).
-            entries.append((name, kind, axis, value.dtype, np.array(part, order="C")))
+                part = np.array(value, order="C")
+            entries.append((name, kind, axis, value.dtype, part))
         if not entries:
             return combined
         size = self.ranks.size
-        sizes = np.array([e[4].nbytes for e in entries], dtype=np.int64)
-        if any(e[1] == "sharded" for e in entries):
+        sizes = [e[4].nbytes for e in entries]
+        if split:
             header = np.frombuffer(
-                _mithril.all_gather_bytes(sizes.tobytes(), [sizes.nbytes] * size, "data"),
-                dtype=np.int64).reshape(size, len(entries))
+                _mithril.all_gather_bytes(np.array(sizes, dtype=np.int64).tobytes(),
+                                          [8 * len(sizes)] * size, "data"),
+                dtype=np.int64).reshape(size, len(entries)).tolist()
         else:
             # Partial sums and means have the same shape on every rank: one
             # collective a step (a training step's loss), not two.
-            header = np.tile(sizes, (size, 1))
-        data = _mithril.all_gather_bytes(b"".join(e[4].tobytes() for e in entries),
-                                         [int(row.sum()) for row in header], "data")
+            header = [sizes] * size
+        data = _mithril.all_gather_bytes(b"".join([e[4].tobytes() for e in entries]),
+                                         [sum(row) for row in header], "data")
         pieces = [[] for _ in entries]
         offset = 0
-        for r in range(size):
+        for row in header:
             for i, (_, kind, _, _, part) in enumerate(entries):
-                nbytes = int(header[r, i])
+                nbytes = row[i]
                 flat = np.frombuffer(data, dtype=part.dtype, count=nbytes // part.itemsize,
                                      offset=offset)
-                shape = (-1,) + part.shape[1:] if kind == "sharded" else part.shape
-                pieces[i].append(flat.reshape(shape))
+                pieces[i].append(flat.reshape((-1,) + part.shape[1:] if kind == "sharded"
+                                              else part.shape))
                 offset += nbytes
         for (name, kind, axis, dtype, _), parts in zip(entries, pieces):
             if kind == "sharded":
                 whole = np.concatenate(parts, axis=0)
-                combined[name] = np.ascontiguousarray(np.moveaxis(whole, 0, axis))
+                combined[name] = whole if axis == 0 else np.ascontiguousarray(
+                    np.moveaxis(whole, 0, axis))
             else:
                 total = parts[0].copy()
                 for part in parts[1:]:

@@ -111,6 +111,17 @@ def test_all_reduce_sums_in_rank_order(ranks, shared):
 
 
 @needs_mpi
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_outputs_combined_natively_as_numpy_does(ranks):
+    # gather_outputs (split rows concatenated, partial values added up in
+    # rank order) gives the numpy combine's bits on every rank.
+    result = _mpirun(ranks, str(HERE / "distributed" / "combine_check.py"), str(ranks))
+    assert result.returncode == 0, result.stdout + result.stderr
+    for rank in range(ranks):
+        assert f"rank {rank}/{ranks}: combined outputs agree" in result.stdout, result.stdout
+
+
+@needs_mpi
 @pytest.mark.parametrize("mesh", [(2,), (1, 2)])
 def test_gpt_parallel_equals_one_process(mesh):
     # The GPT example reads the batch size from its input's shape: each rank
