@@ -49,10 +49,19 @@ from hostinfo import cpu_isa, host_cpu, quiet_limit, speed_probe
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-CANDIDATES = ("ours", "ort", "openvino", "jax", "iree", "torch")
-TITLES = {"ours": "ours", "ort": "ONNX Runtime", "openvino": "OpenVINO", "jax": "JAX",
-          "iree": "IREE", "torch": "torch inductor"}
-PEERS = CANDIDATES[1:]
+CANDIDATES = ("ours", "ours-const", "ort", "openvino", "jax", "iree", "torch")
+TITLES = {"ours": "ours", "ours-const": "ours, weights compiled in", "ort": "ONNX Runtime",
+          "openvino": "OpenVINO", "jax": "JAX", "iree": "IREE", "torch": "torch inductor"}
+# ours with the inference weights passed each call (--ours-weights), and
+# compiled in (constant_keys: packed, and quantized in int8, when compiling).
+OURS = ("ours", "ours-const")
+PEERS = tuple(c for c in CANDIDATES if c not in OURS)
+# Peers whose inference weights are constants of the compiled model (ONNX
+# initializers, inductor's freezing): like for like, they compare with
+# ours-const; JAX and IREE take them as arguments, as ours does.
+CONSTANT_WEIGHT_PEERS = ("ort", "openvino", "torch")
+OURS_CONST_ONLY = ("only the float inference cases with weights (int8 "
+                   "compiles them in either way)")
 LR = 0.01  # SGD learning rate of the training steps
 INFERENCE_ONLY = "inference-only runtime: no training step"
 
@@ -710,7 +719,7 @@ def worker_env(cand, threads, scratch, build):
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env[var] = str(threads)
     env.pop("PYTHONPATH", None)
-    if cand == "ours":
+    if cand in OURS:
         env["PYTHONPATH"] = os.path.join(build, "python_packages")
         # An empty compile cache (bench/compile_cache.py measures a warm one):
         # every launch compiles from scratch, like the others.
@@ -736,11 +745,11 @@ def worker_env(cand, threads, scratch, build):
 def launch(cand, case, threads, data, args):
     """Runs one worker in a fresh process; its result dict."""
     scratch = tempfile.mkdtemp(prefix=f"{cand}-", dir=data)
-    python = "/usr/bin/python3" if cand == "ours" else args.venv_python
-    cmd = [python, os.path.abspath(__file__), "--worker", cand, "--case", case.id,
-           "--threads", str(threads), "--data", data, "--scratch", scratch,
+    python = "/usr/bin/python3" if cand in OURS else args.venv_python
+    cmd = [python, os.path.abspath(__file__), "--worker", "ours" if cand in OURS else cand,
+           "--case", case.id, "--threads", str(threads), "--data", data, "--scratch", scratch,
            "--blocks", str(args.blocks), "--block-s", str(args.block_s),
-           "--ours-weights", args.ours_weights]
+           "--ours-weights", "compiled" if cand == "ours-const" else args.ours_weights]
     if shutil.which("taskset"):
         cmd = ["taskset", "-c", ",".join(str(i) for i in range(threads))] + cmd
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -798,12 +807,15 @@ def run_all(args, cases, candidates):
         missing = {p: (peer_missing(p, versions) if args.venv_python else
                        "no --venv-python given: run scripts/bench-peers.sh") for p in PEERS}
         if "cpu_target" not in ours_info:
-            missing["ours"] = f"mithril not importable from {args.build}/python_packages"
+            missing["ours"] = missing["ours-const"] = (
+                f"mithril not importable from {args.build}/python_packages")
         results = {}  # (threads, case id, candidate) -> {"runs": [...]} or {"skip": reason}
         load_before = os.getloadavg()
         for threads in args.threads:
             for case in cases:
                 skips = dict(case.skip)
+                if case.train or case.kind == "sgemm" or case.precision == "int8":
+                    skips["ours-const"] = OURS_CONST_ONLY
                 active = []
                 for cand in candidates:
                     reason = skips.get(cand) or missing.get(cand)
@@ -951,16 +963,22 @@ def report(args, cases, candidates, results, ours_info, peer_info, loads):
         "with no quiet block is left out, and a cell with none at all shows every block, "
         "marked `noisy`. The candidates of a case take turns, launch after launch. "
         "`best peer / ours` is the fastest peer's time over ours (above 1: we are faster); "
+        "`like for like` (with `ours, weights compiled in` among the candidates) is the "
+        "lowest of each peer's time over ours in the peer's own way of holding the weights: "
+        "ONNX Runtime, OpenVINO and torch (frozen) against ours with the weights compiled in, "
+        "JAX and IREE against ours with them passed each call; "
         "`compile ours / best peer` is our compile-to-first-result time over that peer's "
         "(below 1: we compile faster).",
     ]
     for threads in args.threads:
         cells = {(c.id, cand): summarize(results[threads, c.id, cand], limit)
                  for c in cases for cand in candidates}
-        peers = [p for p in candidates if p != "ours"]
+        peers = [p for p in candidates if p not in OURS]
         head = ["case"] + [TITLES[c] for c in candidates]
-        table = ["| " + " | ".join(head + ["best peer / ours", "compile ours / best peer"]) + " |",
-                 "|" + " --- |" * (len(head) + 2)]
+        matched = "ours-const" in candidates
+        extra = ["best peer / ours"] + (["like for like"] if matched else []) + [
+            "compile ours / best peer"]
+        table = ["| " + " | ".join(head + extra) + " |", "|" + " --- |" * (len(head) + len(extra))]
         spread = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
         compile_t = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
         for case in cases:
@@ -994,10 +1012,21 @@ def report(args, cases, candidates, results, ours_info, peer_info, loads):
             if best and "time" in ours:
                 b = cells[case.id, best]
                 row.append(f"{b['time'] / ours['time']:.2f}x ({TITLES[best]})")
+                if matched:
+                    # Each peer against ours in its own weights' mode: the
+                    # lowest of those ratios.
+                    const = cells[case.id, "ours-const"]
+                    ratios = [(cells[case.id, p]["time"] / (
+                        const if p in CONSTANT_WEIGHT_PEERS and "time" in const else ours)["time"],
+                        p) for p in timed]
+                    ratio, peer = min(ratios)
+                    mode = ("weights compiled in" if peer in CONSTANT_WEIGHT_PEERS
+                            and "time" in const else "weights each call")
+                    row.append(f"{ratio:.2f}x ({TITLES[peer]}, ours {mode})")
                 row.append(f"{ours['compile'] / b['compile']:.2f}x ({fmt_s(ours['compile'])} s / "
                            f"{fmt_s(b['compile'])} s)")
             else:
-                row += ["-", "-"]
+                row += ["-"] * len(extra)
             table.append("| " + " | ".join(row) + " |")
             spread.append("| " + " | ".join(srow) + " |")
             compile_t.append("| " + " | ".join(crow) + " |")
