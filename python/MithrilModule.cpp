@@ -177,167 +177,71 @@ Group parseGroup(const std::string &name) {
   throw py::error_already_set();
 }
 
-/// DataParallelPlan.combine's collectives and arithmetic, here rather than in
-/// numpy: they run right after a compiled step has swept the caches, where
-/// its two dozen numpy calls took 0.1 ms a step (Zen 4; 15 us warm).
+/// DataParallelPlan.combine's collectives and arithmetic, in the runtime
+/// rather than in numpy: they run right after a compiled step has swept the
+/// caches, where its two dozen numpy calls took 0.1 ms a step (Zen 4; 15 us
+/// warm).
 py::list gatherOutputs(const std::vector<py::array> &parts, const std::vector<std::string> &partial,
                        double weight, const std::string &group) {
   if (parts.size() != partial.size())
     throw py::value_error("gather_outputs: one 'partial' entry per part");
-  Group g = parseGroup(group);
-  size_t n = parts.size();
-  // What this rank sends of each part: its bytes (concatenated parts), or
-  // its values as float64 or int64 (sums).
-  std::vector<int64_t> sizes(n);
-  std::vector<bool> isFloat(n);
-  bool concatenates = false;
-  for (size_t i = 0; i < n; ++i) {
+  using Combine = OutputPart::Combine;
+  using Element = OutputPart::Element;
+  std::vector<OutputPart> views;
+  for (size_t i = 0; i < parts.size(); ++i) {
     const py::array &part = parts[i];
     if (!(part.flags() & py::array::c_style))
       throw py::type_error("gather_outputs takes C-contiguous arrays");
+    OutputPart view{Combine::Concatenate, Element::F32, part.data()};
     if (partial[i].empty()) {
       if (part.ndim() == 0)
         throw py::value_error("gather_outputs: a 0-d part cannot be concatenated");
-      concatenates = true;
-      sizes[i] = part.nbytes();
+      view.bytes = part.nbytes();
+      views.push_back(view);
       continue;
     }
     if (partial[i] != "sum" && partial[i] != "mean")
       throw py::value_error("gather_outputs: partial is '', 'sum' or 'mean', not '" + partial[i] +
                             "'");
-    py::dtype dt = part.dtype();
-    isFloat[i] = dt.is(py::dtype::of<float>()) || dt.is(py::dtype::of<double>());
-    if (!isFloat[i] && !dt.is(py::dtype::of<int32_t>()) && !dt.is(py::dtype::of<int64_t>()))
-      throw py::type_error("gather_outputs sums float32, float64, int32 and int64 parts");
-    sizes[i] = part.size() * 8;
-  }
-  auto rankAndSize = groupRankAndSize(g);
-  if (!rankAndSize)
-    raise(llvm::toString(rankAndSize.takeError()));
-  int ranks = rankAndSize->second;
-  std::vector<char> send;
-  int64_t sendBytes = 0;
-  for (int64_t s : sizes)
-    sendBytes += s;
-  send.resize(static_cast<size_t>(sendBytes));
-  char *out = send.data();
-  for (size_t i = 0; i < n; ++i) {
-    const py::array &part = parts[i];
-    if (partial[i].empty()) {
-      std::memcpy(out, part.data(), static_cast<size_t>(sizes[i]));
-    } else {
-      auto write = [&](auto *values, auto converted) {
-        using T = decltype(converted);
-        for (py::ssize_t k = 0, e = part.size(); k < e; ++k) {
-          T v = static_cast<T>(values[k]);
-          std::memcpy(out + 8 * k, &v, 8);
-        }
-      };
-      double scale = partial[i] == "mean" ? weight : 1.0;
-      py::dtype dt = part.dtype();
-      if (dt.is(py::dtype::of<float>()) || dt.is(py::dtype::of<double>())) {
-        std::vector<double> scaled(static_cast<size_t>(part.size()));
-        for (py::ssize_t k = 0, e = part.size(); k < e; ++k)
-          scaled[k] = (dt.is(py::dtype::of<float>())
-                           ? static_cast<double>(static_cast<const float *>(part.data())[k])
-                           : static_cast<const double *>(part.data())[k]) *
-                      scale;
-        write(scaled.data(), double());
-      } else if (dt.is(py::dtype::of<int32_t>())) {
-        write(static_cast<const int32_t *>(part.data()), int64_t());
-      } else {
-        write(static_cast<const int64_t *>(part.data()), int64_t());
-      }
-    }
-    out += sizes[i];
-  }
-  // Every rank's sizes (only where a part's rows may differ between ranks),
-  // then every rank's bytes.
-  std::vector<int64_t> header(static_cast<size_t>(ranks) * n);
-  llvm::Error err = llvm::Error::success();
-  std::vector<int64_t> counts;
-  std::vector<char> recv;
-  {
-    py::gil_scoped_release release;
-    if (concatenates) {
-      err = allGatherBytes(sizes.data(), static_cast<int64_t>(n * 8), header.data(),
-                           std::vector<int64_t>(ranks, static_cast<int64_t>(n * 8)), g);
-    } else {
-      for (int r = 0; r < ranks; ++r)
-        std::copy(sizes.begin(), sizes.end(), header.begin() + r * n);
-    }
-    if (!err) {
-      int64_t total = 0;
-      for (int r = 0; r < ranks; ++r) {
-        int64_t bytes = 0;
-        for (size_t i = 0; i < n; ++i)
-          bytes += header[r * n + i];
-        counts.push_back(bytes);
-        total += bytes;
-      }
-      recv.resize(static_cast<size_t>(total));
-      err = allGatherBytes(send.data(), sendBytes, recv.data(), counts, g);
-    }
-  }
-  if (err)
-    raise(llvm::toString(std::move(err)));
-  // Each part's offset in each rank's bytes.
-  std::vector<int64_t> offsets(static_cast<size_t>(ranks) * n);
-  for (int r = 0, start = 0; r < ranks; start += static_cast<int>(counts[r]), ++r)
-    for (size_t i = 0, at = static_cast<size_t>(start); i < n; at += header[r * n + i], ++i)
-      offsets[r * n + i] = static_cast<int64_t>(at);
-  py::list results;
-  for (size_t i = 0; i < n; ++i) {
-    const py::array &part = parts[i];
-    std::vector<py::ssize_t> shape(part.shape(), part.shape() + part.ndim());
-    if (partial[i].empty()) {
-      int64_t bytes = 0, rowBytes = part.itemsize();
-      for (int d = 1; d < part.ndim(); ++d)
-        rowBytes *= part.shape(d);
-      for (int r = 0; r < ranks; ++r)
-        bytes += header[r * n + i];
-      if (rowBytes == 0 || bytes % rowBytes != 0)
-        raise("gather_outputs: the ranks' parts of output " + std::to_string(i) +
-              " differ in their rows' size");
-      shape[0] = bytes / rowBytes;
-      py::array whole(part.dtype(), shape);
-      char *dst = static_cast<char *>(whole.mutable_data());
-      for (int r = 0; r < ranks; ++r) {
-        std::memcpy(dst, recv.data() + offsets[r * n + i], static_cast<size_t>(header[r * n + i]));
-        dst += header[r * n + i];
-      }
-      results.append(whole);
-      continue;
-    }
-    for (int r = 0; r < ranks; ++r)
-      if (header[r * n + i] != sizes[i])
-        raise("gather_outputs: the ranks' partial values of output " + std::to_string(i) +
-              " differ in size");
-    py::array total(part.dtype(), shape);
-    py::ssize_t count = part.size();
-    // Added up in rank order, as every rank does: the same bits everywhere.
-    auto sum = [&](auto zero, auto *dst) {
-      using T = decltype(zero);
-      for (py::ssize_t k = 0; k < count; ++k) {
-        T acc = zero;
-        for (int r = 0; r < ranks; ++r) {
-          T v;
-          std::memcpy(&v, recv.data() + offsets[r * n + i] + 8 * k, 8);
-          acc = r == 0 ? v : acc + v;
-        }
-        dst[k] = static_cast<std::remove_pointer_t<decltype(dst)>>(acc);
-      }
-    };
+    view.combine = partial[i] == "mean" ? Combine::WeightedSum : Combine::Sum;
     py::dtype dt = part.dtype();
     if (dt.is(py::dtype::of<float>()))
-      sum(0.0, static_cast<float *>(total.mutable_data()));
+      view.element = Element::F32;
     else if (dt.is(py::dtype::of<double>()))
-      sum(0.0, static_cast<double *>(total.mutable_data()));
+      view.element = Element::F64;
     else if (dt.is(py::dtype::of<int32_t>()))
-      sum(int64_t(0), static_cast<int32_t *>(total.mutable_data()));
+      view.element = Element::I32;
+    else if (dt.is(py::dtype::of<int64_t>()))
+      view.element = Element::I64;
     else
-      sum(int64_t(0), static_cast<int64_t *>(total.mutable_data()));
-    results.append(total);
+      throw py::type_error("gather_outputs sums float32, float64, int32 and int64 parts");
+    view.count = part.size();
+    views.push_back(view);
+  }
+  Group g = parseGroup(group);
+  llvm::Expected<std::vector<std::vector<char>>> combined = [&] {
+    py::gil_scoped_release release;
+    return combineOutputs(views, weight, g);
+  }();
+  if (!combined)
+    raise(llvm::toString(combined.takeError()));
+  py::list results;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const py::array &part = parts[i];
+    const std::vector<char> &bytes = (*combined)[i];
+    std::vector<py::ssize_t> shape(part.shape(), part.shape() + part.ndim());
+    if (views[i].combine == Combine::Concatenate) {
+      py::ssize_t rowBytes = part.itemsize();
+      for (py::ssize_t d = 1; d < part.ndim(); ++d)
+        rowBytes *= part.shape(d);
+      if (rowBytes == 0 || static_cast<py::ssize_t>(bytes.size()) % rowBytes != 0)
+        raise("gather_outputs: the ranks' parts of output " + std::to_string(i) +
+              " differ in their rows' size");
+      shape[0] = static_cast<py::ssize_t>(bytes.size()) / rowBytes;
+    }
+    py::array whole(part.dtype(), shape);
+    std::memcpy(whole.mutable_data(), bytes.data(), bytes.size());
+    results.append(whole);
   }
   return results;
 }

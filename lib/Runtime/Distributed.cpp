@@ -15,7 +15,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <vector>
 
@@ -210,6 +212,130 @@ llvm::Error mithril::runtime::allGatherBytes(const void *send, int64_t sendBytes
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "allGatherBytes: one count per rank is needed");
   return collectiveError(*mpi, (*mpi)->allGatherBytes(comm, send, sendBytes, recv, counts.data()));
+}
+
+llvm::Expected<std::vector<std::vector<char>>>
+mithril::runtime::combineOutputs(llvm::ArrayRef<OutputPart> parts, double weight, Group group) {
+  auto rankAndSize = groupRankAndSize(group);
+  if (!rankAndSize)
+    return rankAndSize.takeError();
+  size_t ranks = static_cast<size_t>(rankAndSize->second), n = parts.size();
+  using Combine = OutputPart::Combine;
+  using Element = OutputPart::Element;
+  auto isFloat = [](Element e) { return e == Element::F32 || e == Element::F64; };
+  // What this rank sends of each part: its bytes (concatenated parts), or
+  // its values as float64 or int64 (sums).
+  std::vector<int64_t> sizes(n);
+  bool concatenates = false;
+  for (size_t i = 0; i < n; ++i) {
+    concatenates |= parts[i].combine == Combine::Concatenate;
+    sizes[i] = parts[i].combine == Combine::Concatenate ? parts[i].bytes : parts[i].count * 8;
+  }
+  std::vector<char> send(
+      static_cast<size_t>(std::accumulate(sizes.begin(), sizes.end(), int64_t(0))));
+  char *out = send.data();
+  for (size_t i = 0; i < n; ++i) {
+    const OutputPart &part = parts[i];
+    if (part.combine == Combine::Concatenate) {
+      std::memcpy(out, part.data, static_cast<size_t>(part.bytes));
+    } else {
+      double scale = part.combine == Combine::WeightedSum ? weight : 1.0;
+      for (int64_t k = 0; k < part.count; ++k) {
+        char *slot = out + 8 * k;
+        if (isFloat(part.element)) {
+          double v = part.element == Element::F32
+                         ? static_cast<double>(static_cast<const float *>(part.data)[k])
+                         : static_cast<const double *>(part.data)[k];
+          v *= scale;
+          std::memcpy(slot, &v, 8);
+        } else {
+          int64_t v = part.element == Element::I32 ? static_cast<const int32_t *>(part.data)[k]
+                                                   : static_cast<const int64_t *>(part.data)[k];
+          std::memcpy(slot, &v, 8);
+        }
+      }
+    }
+    out += sizes[i];
+  }
+  // Every rank's sizes, where a concatenated part's rows may differ between
+  // ranks; then every rank's bytes.
+  std::vector<int64_t> header(ranks * n);
+  if (concatenates) {
+    std::vector<int64_t> counts(ranks, static_cast<int64_t>(n * 8));
+    if (llvm::Error err =
+            allGatherBytes(sizes.data(), static_cast<int64_t>(n * 8), header.data(), counts, group))
+      return std::move(err);
+  } else {
+    for (size_t r = 0; r < ranks; ++r)
+      std::copy(sizes.begin(), sizes.end(), header.begin() + r * n);
+  }
+  std::vector<int64_t> counts(ranks), offsets(ranks * n);
+  int64_t total = 0;
+  for (size_t r = 0; r < ranks; ++r) {
+    for (size_t i = 0; i < n; ++i) {
+      offsets[r * n + i] = total + counts[r];
+      counts[r] += header[r * n + i];
+    }
+    total += counts[r];
+  }
+  std::vector<char> recv(static_cast<size_t>(total));
+  if (llvm::Error err = allGatherBytes(send.data(), static_cast<int64_t>(send.size()), recv.data(),
+                                       counts, group))
+    return std::move(err);
+  std::vector<std::vector<char>> results(n);
+  for (size_t i = 0; i < n; ++i) {
+    const OutputPart &part = parts[i];
+    std::vector<char> &result = results[i];
+    if (part.combine == Combine::Concatenate) {
+      for (size_t r = 0; r < ranks; ++r) {
+        const char *from = recv.data() + offsets[r * n + i];
+        result.insert(result.end(), from, from + header[r * n + i]);
+      }
+      continue;
+    }
+    for (size_t r = 0; r < ranks; ++r)
+      if (header[r * n + i] != sizes[i])
+        return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       "combineOutputs: the ranks' partial values of output " +
+                                           std::to_string(i) + " differ in size");
+    size_t width = part.element == Element::F32 || part.element == Element::I32 ? 4 : 8;
+    result.resize(static_cast<size_t>(part.count) * width);
+    // Added up in rank order, as every rank does: the same bits everywhere.
+    for (int64_t k = 0; k < part.count; ++k) {
+      auto at = [&](size_t r) { return recv.data() + offsets[r * n + i] + 8 * k; };
+      char *slot = result.data() + width * k;
+      if (isFloat(part.element)) {
+        double sum;
+        std::memcpy(&sum, at(0), 8);
+        for (size_t r = 1; r < ranks; ++r) {
+          double v;
+          std::memcpy(&v, at(r), 8);
+          sum += v;
+        }
+        if (part.element == Element::F32) {
+          float narrow = static_cast<float>(sum);
+          std::memcpy(slot, &narrow, 4);
+        } else {
+          std::memcpy(slot, &sum, 8);
+        }
+      } else {
+        int64_t sum;
+        std::memcpy(&sum, at(0), 8);
+        for (size_t r = 1; r < ranks; ++r) {
+          int64_t v;
+          std::memcpy(&v, at(r), 8);
+          sum += v;
+        }
+        if (part.element == Element::I32) {
+          int32_t narrow = static_cast<int32_t>(sum);
+          std::memcpy(slot, &narrow, 4);
+        } else {
+          std::memcpy(slot, &sum, 8);
+        }
+      }
+    }
+  }
+  return results;
 }
 
 llvm::Error mithril::runtime::broadcastBytes(void *data, int64_t bytes, int root, Group group) {

@@ -81,6 +81,34 @@ void finishStartedSums();
 llvm::Error allGatherBytes(const void *send, int64_t sendBytes, void *recv,
                            llvm::ArrayRef<int64_t> counts, Group group = Group::World);
 
+/// This rank's part of one output of a data-parallel step, and how the
+/// ranks' parts combine.
+struct OutputPart {
+  enum class Combine {
+    /// In rank order along axis 0: `data` holds `bytes` bytes of rows.
+    Concatenate,
+    /// Added up in rank order, float32 and float64 in float64, int32 and
+    /// int64 in int64: `data` holds `count` elements of `element`.
+    Sum,
+    /// As Sum, each rank's floats times its weight first (a partial mean's
+    /// share of the batch).
+    WeightedSum
+  };
+  enum class Element { F32, F64, I32, I64 };
+  Combine combine;
+  Element element = Element::F32;
+  const void *data;
+  int64_t bytes = 0; // Concatenate
+  int64_t count = 0; // Sum, WeightedSum
+};
+
+/// Every rank's parts combined (a training step's split logits and partial
+/// loss), in one collective or two (the sizes first where a part is
+/// concatenated): the combined bytes of each part, each in its part's
+/// element type. Every rank gets the same bits.
+llvm::Expected<std::vector<std::vector<char>>>
+combineOutputs(llvm::ArrayRef<OutputPart> parts, double weight, Group group = Group::Data);
+
 /// Rank `root`'s `bytes` bytes at `data`, on every rank of `group`.
 llvm::Error broadcastBytes(void *data, int64_t bytes, int root, Group group = Group::World);
 
