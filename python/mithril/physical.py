@@ -76,15 +76,26 @@ def constant_dependents(model, constants, outputs) -> tuple[set, set]:
 
 
 def _compiled(model) -> tuple:
-    """A compiled model with its inputs and outputs, read from C++ once; an
-    output that may overwrite an input (in_place_of) gets that input's
-    position as "_in_place_input"."""
+    """A compiled model with its inputs, outputs and optimizer state inputs,
+    read from C++ once. An output that may overwrite an input (in_place_of)
+    gets that input's position as "_in_place_input"; each output its storage
+    dtype and shape, and what a training step does with it ("_role": the
+    state or parameter it updates, or the result it is), worked out here
+    rather than at every step (a step's Python runs with the caches the
+    compiled step swept: a small model's steps felt each lookup)."""
     inputs, outputs = _with_shape_tuples(model.inputs), model.outputs
     positions = {t["name"]: i for i, t in enumerate(inputs)}
     for t in outputs:
         if t.get("in_place_of") in positions:
             t["_in_place_input"] = positions[t["in_place_of"]]
-    return model, inputs, outputs
+        t["_storage"] = np.dtype(_NP_DTYPES[t["dtype"]])
+        t["_out_shape"] = tuple(t["shape"])
+        t["_bf16"] = t["dtype"] == "bfloat16"
+        name = t["name"]
+        t["_role"] = (("state", name[4:]) if name.startswith("new:state:") else
+                      ("param", name[4:]) if name.startswith("new:") else ("result", name))
+    states = [t for t in inputs if t["name"].startswith("state:")]
+    return model, inputs, outputs, states
 
 
 # An output whose size depends on the data (Unique's) comes with its size as
@@ -724,7 +735,7 @@ class PhysicalModel:
                                "for inference: gradients need a float backend")
         self._check_seeded_outputs(output_gradients)
         seeds = tuple(k for k in self._output_paths if k in output_gradients)
-        model, model_inputs, model_outputs = self._gradient_model(seeds, given)
+        model, model_inputs, model_outputs, _ = self._gradient_model(seeds, given)
         feeds = dict(given)
         for key in seeds:
             feeds[f"grad:{key}"] = output_gradients[key]
@@ -777,7 +788,8 @@ class PhysicalModel:
         if self._dp is not None:
             # This rank's share of the batch, and of the loss's seed.
             data, weight = self._dp.shard(dict(data or {}))
-        specs = self._static_specs({**params, **(data or {})})
+        specs = (self._static_specs({**params, **(data or {})}) if self._dynamic
+                 else self._shape_specs)
         profile = profiling.active() and self.backend.device == "cpu"
         # float16 gradients underflow: the loss is scaled (optimizer.loss_scale).
         scaled = self._controls.precision == "f16"
@@ -793,13 +805,12 @@ class PhysicalModel:
                                      profile=profile, all_reduce_gradients=self._dp is not None,
                                      loss_scaling=scaled, **self._native)
             compiled = self._gradient_models[key] = _compiled(model)
-        model, model_inputs, model_outputs = compiled
+        model, model_inputs, model_outputs, states = compiled
         optimizer.steps += 1
         dtype = user_dtype(self._outputs[0]["dtype"]) if self._outputs else np.float32
-        for t in model_inputs:
-            name = t["name"]
-            if name.startswith("state:") and name not in optimizer.state:
-                optimizer.state[name] = np.zeros(tuple(t["shape"]), user_dtype(t["dtype"]))
+        for t in states:
+            if t["name"] not in optimizer.state:
+                optimizer.state[t["name"]] = np.zeros(tuple(t["shape"]), user_dtype(t["dtype"]))
         feeds = dict(params)
         if self._dp is not None:
             feeds = self._dp.local_parameters(feeds, self._inputs)
@@ -823,20 +834,21 @@ class PhysicalModel:
         # through a buffer of its own wherever an output would share
         # memory with another input or output.)
         outputs = []
+        spare = optimizer._spare
         for t in model_outputs:
-            storage = np.dtype(_NP_DTYPES[t["dtype"]])
+            storage, shape = t["_storage"], t["_out_shape"]
             source = t.get("_in_place_input")
             if source is not None:
                 buf = inputs[source]
                 if (buf.flags.writeable and buf.flags.c_contiguous and buf.dtype == storage
-                        and buf.shape == tuple(t["shape"])):
-                    optimizer._spare.pop(t["name"], None)
+                        and buf.shape == shape):
+                    spare.pop(t["name"], None)
                     outputs.append(buf)
                     continue
-            buf = optimizer._spare.get(t["name"])
-            if (buf is None or buf.shape != tuple(t["shape"]) or buf.dtype != storage
+            buf = spare.get(t["name"])
+            if (buf is None or buf.shape != shape or buf.dtype != storage
                     or not buf.flags.writeable):
-                buf = np.empty(tuple(t["shape"]), dtype=storage)
+                buf = np.empty(shape, dtype=storage)
             outputs.append(buf)
         model.run(inputs, outputs)
         if self._dp is not None and self._dp.ranks.tensor_size > 1:
@@ -848,22 +860,19 @@ class PhysicalModel:
             outputs = [updated.get(t["name"], o) for t, o in zip(model_outputs, outputs)]
         results = {}
         for t, out in zip(model_outputs, outputs):
-            name = t["name"]
             # bfloat16 buffers hold bit patterns: parameters, state and
             # outputs go back as the arrays evaluate returns (new ones).
-            out = from_storage(out, t["dtype"])
-            if name.startswith("new:state:"):
-                target = name[4:]
-                if optimizer.state[target] is not out:
-                    optimizer._spare[name] = optimizer.state[target]
-                optimizer.state[target] = out
-            elif name.startswith("new:"):
-                target = name[4:]
-                if params.get(target) is not out:
-                    optimizer._spare[name] = params.get(target)
-                params[target] = out
-            else:
-                results[name] = out
+            if t["_bf16"]:
+                out = from_storage(out, "bfloat16")
+            role, target = t["_role"]
+            if role == "result":
+                results[target] = out
+                continue
+            held = optimizer.state if role == "state" else params
+            current = held.get(target)
+            if current is not out:
+                spare[t["name"]] = current
+            held[target] = out
         if scaled:
             optimizer._scaled_step_done(bool(results.pop("optimizer.finite")))
         if self._dp is not None:

@@ -43,7 +43,7 @@ def steps(pm, optimizer, read_only, count=3, batch=32):
 
 
 def in_place_outputs(pm):
-    return {t["name"]: t["in_place_of"] for _, _, outputs in pm._gradient_models.values()
+    return {t["name"]: t["in_place_of"] for _, _, outputs, *_ in pm._gradient_models.values()
             for t in outputs if "in_place_of" in t}
 
 
