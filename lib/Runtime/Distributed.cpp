@@ -19,6 +19,7 @@
 #include <mutex>
 #include <numeric>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 using namespace mithril::runtime;
@@ -214,6 +215,27 @@ llvm::Error mithril::runtime::allGatherBytes(const void *send, int64_t sendBytes
   return collectiveError(*mpi, (*mpi)->allGatherBytes(comm, send, sendBytes, recv, counts.data()));
 }
 
+/// Each rank's `count` values of type Wide (at `at(rank)`) added up in rank
+/// order, as every rank adds them (the same bits everywhere), stored as
+/// Narrow at `out`. Integers wrap, as numpy's do.
+template <typename Wide, typename Narrow, typename At>
+static void addInRankOrder(At at, size_t ranks, int64_t count, char *out) {
+  for (int64_t k = 0; k < count; ++k) {
+    Wide sum;
+    std::memcpy(&sum, at(0) + 8 * k, 8);
+    for (size_t r = 1; r < ranks; ++r) {
+      Wide v;
+      std::memcpy(&v, at(r) + 8 * k, 8);
+      if constexpr (std::is_integral_v<Wide>)
+        sum = static_cast<Wide>(static_cast<uint64_t>(sum) + static_cast<uint64_t>(v));
+      else
+        sum += v;
+    }
+    Narrow narrow = static_cast<Narrow>(sum);
+    std::memcpy(out + sizeof(Narrow) * k, &narrow, sizeof(Narrow));
+  }
+}
+
 llvm::Expected<std::vector<std::vector<char>>>
 mithril::runtime::combineOutputs(llvm::ArrayRef<OutputPart> parts, double weight, Group group) {
   auto rankAndSize = groupRankAndSize(group);
@@ -298,41 +320,24 @@ mithril::runtime::combineOutputs(llvm::ArrayRef<OutputPart> parts, double weight
         return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                        "combineOutputs: the ranks' partial values of output " +
                                            std::to_string(i) + " differ in size");
-    size_t width = part.element == Element::F32 || part.element == Element::I32 ? 4 : 8;
-    result.resize(static_cast<size_t>(part.count) * width);
-    // Added up in rank order, as every rank does: the same bits everywhere.
-    for (int64_t k = 0; k < part.count; ++k) {
-      auto at = [&](size_t r) { return recv.data() + offsets[r * n + i] + 8 * k; };
-      char *slot = result.data() + width * k;
-      if (isFloat(part.element)) {
-        double sum;
-        std::memcpy(&sum, at(0), 8);
-        for (size_t r = 1; r < ranks; ++r) {
-          double v;
-          std::memcpy(&v, at(r), 8);
-          sum += v;
-        }
-        if (part.element == Element::F32) {
-          float narrow = static_cast<float>(sum);
-          std::memcpy(slot, &narrow, 4);
-        } else {
-          std::memcpy(slot, &sum, 8);
-        }
-      } else {
-        int64_t sum;
-        std::memcpy(&sum, at(0), 8);
-        for (size_t r = 1; r < ranks; ++r) {
-          int64_t v;
-          std::memcpy(&v, at(r), 8);
-          sum += v;
-        }
-        if (part.element == Element::I32) {
-          int32_t narrow = static_cast<int32_t>(sum);
-          std::memcpy(slot, &narrow, 4);
-        } else {
-          std::memcpy(slot, &sum, 8);
-        }
-      }
+    auto at = [&](size_t r) { return recv.data() + offsets[r * n + i]; };
+    switch (part.element) {
+    case Element::F32:
+      result.resize(static_cast<size_t>(part.count) * 4);
+      addInRankOrder<double, float>(at, ranks, part.count, result.data());
+      break;
+    case Element::F64:
+      result.resize(static_cast<size_t>(part.count) * 8);
+      addInRankOrder<double, double>(at, ranks, part.count, result.data());
+      break;
+    case Element::I32:
+      result.resize(static_cast<size_t>(part.count) * 4);
+      addInRankOrder<int64_t, int32_t>(at, ranks, part.count, result.data());
+      break;
+    case Element::I64:
+      result.resize(static_cast<size_t>(part.count) * 8);
+      addInRankOrder<int64_t, int64_t>(at, ranks, part.count, result.data());
+      break;
     }
   }
   return results;

@@ -3,7 +3,7 @@
 """Run under `mpirun -n RANKS`: a data-parallel run's outputs combined by the
 native gather_outputs (DataParallelPlan.combine) against the numpy combine,
 bit for bit: rows split unevenly between the ranks, sums and weighted means
-of float32, float64, int32 and int64 values whose sums round, a 0-d loss, an
+of float32, float64, int32 and int64 values whose sums round (or wrap), a 0-d loss, an
 output split along axis 1 and a float16 mean (both the numpy path), and the
 same bits on every rank. Prints one line per rank."""
 
@@ -30,11 +30,13 @@ outputs = {
     "mean64": rng.standard_normal((3, 4)) * 10.0 ** rank,
     "count32": rng.integers(-1000, 1000, (7,)).astype(np.int32),
     "sum64": rng.integers(-2 ** 40, 2 ** 40, (2, 2)).astype(np.int64),
+    "wrap64": np.full(3, 2 ** 62 + rank, np.int64),  # wraps past 2**63, as numpy's sum
     "kept": np.arange(4.0),
 }
 kinds = [("logits", "sharded", 0), ("ids", "sharded", 0), ("final_cost", "partial_mean", -1),
          ("mean64", "partial_mean", -1), ("count32", "partial_sum", -1),
-         ("sum64", "partial_sum", -1), ("kept", "replicated", -1)]
+         ("sum64", "partial_sum", -1), ("wrap64", "partial_sum", -1),
+         ("kept", "replicated", -1)]
 plan = DataParallelPlan(backend._ranks, ["input"], kinds)
 failures = []
 
