@@ -998,6 +998,12 @@ SmallVector<size_t> CompiledModel::sharedOutputs(ArrayRef<TensorView> inputs,
   for (size_t i = 0; i < outputs.size(); ++i)
     add(outputs[i], inputs.size() + i);
   auto isOutput = [&](const Span &span) { return span.index >= inputs.size(); };
+  // `out` is given exactly the buffer of the input `in` its terminal may
+  // overwrite.
+  auto inPlacePair = [&](const Span &in, const Span &out) {
+    return !isOutput(in) && isOutput(out) && in.start == out.start && in.end == out.end &&
+           outputs_[out.index - inputs.size()].inPlaceOf == inputs_[in.index].name;
+  };
   llvm::sort(spans, [](const Span &a, const Span &b) {
     return std::tie(a.start, a.end, a.index) < std::tie(b.start, b.end, b.index);
   });
@@ -1014,10 +1020,7 @@ SmallVector<size_t> CompiledModel::sharedOutputs(ArrayRef<TensorView> inputs,
     partial |= spans[first].start < reached;
     reached = std::max(reached, spans[first].end);
     ArrayRef<Span> group = ArrayRef<Span>(spans).slice(first, last - first);
-    bool allowed =
-        group.size() == 2 && !isOutput(group[0]) && isOutput(group[1]) &&
-        outputs_[group[1].index - inputs.size()].inPlaceOf == inputs_[group[0].index].name;
-    if (group.size() > 1 && !allowed)
+    if (group.size() > 1 && !(group.size() == 2 && inPlacePair(group[0], group[1])))
       for (const Span &span : group)
         if (isOutput(span))
           shared.push_back(span.index - inputs.size());
@@ -1032,8 +1035,7 @@ SmallVector<size_t> CompiledModel::sharedOutputs(ArrayRef<TensorView> inputs,
       continue;
     for (const Span &other : spans)
       if (other.index != out.index && other.start < out.end && out.start < other.end &&
-          !(other.start == out.start && other.end == out.end && !isOutput(other) &&
-            outputs_[out.index - inputs.size()].inPlaceOf == inputs_[other.index].name)) {
+          !inPlacePair(other, out)) {
         shared.push_back(out.index - inputs.size());
         break;
       }

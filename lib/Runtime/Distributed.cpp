@@ -215,6 +215,18 @@ llvm::Error mithril::runtime::allGatherBytes(const void *send, int64_t sendBytes
   return collectiveError(*mpi, (*mpi)->allGatherBytes(comm, send, sendBytes, recv, counts.data()));
 }
 
+/// `count` values of type Narrow at `in`, times `scale` (floats), as the
+/// Wide values (8 bytes each) every rank sends to be added up.
+template <typename Narrow, typename Wide>
+static void widen(const void *in, int64_t count, double scale, char *out) {
+  for (int64_t k = 0; k < count; ++k) {
+    Wide v = static_cast<Wide>(static_cast<const Narrow *>(in)[k]);
+    if constexpr (std::is_floating_point_v<Wide>)
+      v *= scale;
+    std::memcpy(out + 8 * k, &v, 8);
+  }
+}
+
 /// Each rank's `count` values of type Wide (at `at(rank)`) added up in rank
 /// order, as every rank adds them (the same bits everywhere), stored as
 /// Narrow at `out`. Integers wrap, as numpy's do.
@@ -244,7 +256,20 @@ mithril::runtime::combineOutputs(llvm::ArrayRef<OutputPart> parts, double weight
   size_t ranks = static_cast<size_t>(rankAndSize->second), n = parts.size();
   using Combine = OutputPart::Combine;
   using Element = OutputPart::Element;
-  auto isFloat = [](Element e) { return e == Element::F32 || e == Element::F64; };
+  // Calls `apply` with an element type's value (Narrow) and the type its
+  // parts are added up in (Wide).
+  auto withTypes = [](Element element, auto apply) {
+    switch (element) {
+    case Element::F32:
+      return apply(float(), double());
+    case Element::F64:
+      return apply(double(), double());
+    case Element::I32:
+      return apply(int32_t(), int64_t());
+    case Element::I64:
+      return apply(int64_t(), int64_t());
+    }
+  };
   // What this rank sends of each part: its bytes (concatenated parts), or
   // its values as float64 or int64 (sums).
   std::vector<int64_t> sizes(n);
@@ -262,20 +287,9 @@ mithril::runtime::combineOutputs(llvm::ArrayRef<OutputPart> parts, double weight
       std::memcpy(out, part.data, static_cast<size_t>(part.bytes));
     } else {
       double scale = part.combine == Combine::WeightedSum ? weight : 1.0;
-      for (int64_t k = 0; k < part.count; ++k) {
-        char *slot = out + 8 * k;
-        if (isFloat(part.element)) {
-          double v = part.element == Element::F32
-                         ? static_cast<double>(static_cast<const float *>(part.data)[k])
-                         : static_cast<const double *>(part.data)[k];
-          v *= scale;
-          std::memcpy(slot, &v, 8);
-        } else {
-          int64_t v = part.element == Element::I32 ? static_cast<const int32_t *>(part.data)[k]
-                                                   : static_cast<const int64_t *>(part.data)[k];
-          std::memcpy(slot, &v, 8);
-        }
-      }
+      withTypes(part.element, [&](auto narrow, auto wide) {
+        widen<decltype(narrow), decltype(wide)>(part.data, part.count, scale, out);
+      });
     }
     out += sizes[i];
   }
@@ -321,24 +335,11 @@ mithril::runtime::combineOutputs(llvm::ArrayRef<OutputPart> parts, double weight
                                        "combineOutputs: the ranks' partial values of output " +
                                            std::to_string(i) + " differ in size");
     auto at = [&](size_t r) { return recv.data() + offsets[r * n + i]; };
-    switch (part.element) {
-    case Element::F32:
-      result.resize(static_cast<size_t>(part.count) * 4);
-      addInRankOrder<double, float>(at, ranks, part.count, result.data());
-      break;
-    case Element::F64:
-      result.resize(static_cast<size_t>(part.count) * 8);
-      addInRankOrder<double, double>(at, ranks, part.count, result.data());
-      break;
-    case Element::I32:
-      result.resize(static_cast<size_t>(part.count) * 4);
-      addInRankOrder<int64_t, int32_t>(at, ranks, part.count, result.data());
-      break;
-    case Element::I64:
-      result.resize(static_cast<size_t>(part.count) * 8);
-      addInRankOrder<int64_t, int64_t>(at, ranks, part.count, result.data());
-      break;
-    }
+    withTypes(part.element, [&](auto narrow, auto wide) {
+      using Narrow = decltype(narrow);
+      result.resize(static_cast<size_t>(part.count) * sizeof(Narrow));
+      addInRankOrder<decltype(wide), Narrow>(at, ranks, part.count, result.data());
+    });
   }
   return results;
 }
