@@ -148,3 +148,30 @@ func.func @many_operands(%a0: tensor<32x64xf32>, %a1: tensor<32x64xf32>, %a2: te
   %t = arith.addf %r#0, %r#7 : tensor<32x64xf32>
   return %t : tensor<32x64xf32>
 }
+
+// A 16 x 10 transpose goes through the 16 x 16 network of whole-register
+// shuffles, its rows padded to 16 lanes with poison, not through one shuffle
+// of 160 lanes (which LLVM's instruction selection took 10 ms to legalize).
+// CHECK-LABEL: func.func @transpose_16x10
+// CHECK-NOT: vector<160xf32>
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, -1, -1, -1, -1, -1, -1] : vector<10xf32>, vector<10xf32>
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29] : vector<16xf32>, vector<16xf32>
+// CHECK-NOT: vector<160xf32>
+// CHECK: vector.transfer_write %{{.*}} : vector<10x16xf32>, tensor<10x16xf32>
+func.func @transpose_16x10(%x: tensor<16x10xf32>) -> tensor<10x16xf32> {
+  %e = tensor.empty() : tensor<10x16xf32>
+  %t = linalg.transpose ins(%x : tensor<16x10xf32>) outs(%e : tensor<10x16xf32>) permutation = [1, 0]
+  return %t : tensor<10x16xf32>
+}
+
+// Past 16 a side, or 64 elements and fewer, a transpose is not padded.
+// CHECK-LABEL: func.func @transpose_3x16
+// CHECK-NOT: -1, -1
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 16, 32, 1, 17, 33
+// CHECK-NOT: -1, -1
+// CHECK: return
+func.func @transpose_3x16(%x: tensor<3x16xf32>) -> tensor<16x3xf32> {
+  %e = tensor.empty() : tensor<16x3xf32>
+  %t = linalg.transpose ins(%x : tensor<3x16xf32>) outs(%e : tensor<16x3xf32>) permutation = [1, 0]
+  return %t : tensor<16x3xf32>
+}

@@ -37,6 +37,7 @@
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 
 #include <cstring>
+#include <numeric>
 
 namespace mithril {
 #define GEN_PASS_DEF_MITHRILCPUSCHEDULE
@@ -388,6 +389,54 @@ struct TransposedBroadcastAsStretch : OpRewritePattern<vector::TransposeOp> {
     auto tall = VectorType::get({column.getDimSize(0), 1}, column.getElementType());
     Value shaped = vector::ShapeCastOp::create(rewriter, op.getLoc(), tall, broadcast.getSource());
     rewriter.replaceOpWithNewOp<vector::BroadcastOp>(op, result, shaped);
+    return success();
+  }
+};
+
+/// A 2-D transpose of 32-bit elements up to 16 x 16 and more than 64 of them
+/// (a training step's 16 x 10 loss gradient, transposed for the weight
+/// gradient), padded to 16 x 16 with poison lanes for the shuffle_16x16
+/// lowering and cut back. The 1-D lowering made it one shuffle of 160 lanes
+/// out of sixteen 10-lane rows, which LLVM's instruction selection took 10
+/// ms to legalize (the 16 x 16 network of whole-register shuffles: 1 ms).
+struct PadTransposeTo16x16 : OpRewritePattern<vector::TransposeOp> {
+  static constexpr int64_t kSide = 16;
+  static constexpr int64_t kMinElements = 64;
+
+  PadTransposeTo16x16(MLIRContext *context) : OpRewritePattern(context, /*benefit=*/2) {}
+
+  /// `vector[i]` for each of `count` rows, each cut or widened to `lanes`
+  /// lanes (widened with poison), inserted into a poison vector of `type`.
+  static Value copyRows(PatternRewriter &rewriter, Location loc, Value vector, int64_t count,
+                        int64_t lanes, VectorType type) {
+    int64_t width = cast<VectorType>(vector.getType()).getDimSize(1);
+    SmallVector<int64_t> mask(lanes, vector::ShuffleOp::kPoisonIndex);
+    std::iota(mask.begin(), mask.begin() + std::min(lanes, width), 0);
+    Value result = ub::PoisonOp::create(rewriter, loc, type);
+    for (int64_t i = 0; i < count; ++i) {
+      Value row = vector::ExtractOp::create(rewriter, loc, vector, i);
+      if (lanes != width)
+        row = vector::ShuffleOp::create(rewriter, loc, row, row, mask);
+      result = vector::InsertOp::create(rewriter, loc, row, result, i);
+    }
+    return result;
+  }
+
+  LogicalResult matchAndRewrite(vector::TransposeOp op, PatternRewriter &rewriter) const override {
+    VectorType source = op.getSourceVectorType();
+    if (source.getRank() != 2 || source.isScalable() || !source.getElementType().isIntOrFloat() ||
+        source.getElementTypeBitWidth() != 32)
+      return failure();
+    int64_t rows = source.getDimSize(0), columns = source.getDimSize(1);
+    if (rows > kSide || columns > kSide || (rows == kSide && columns == kSide) ||
+        rows * columns <= kMinElements)
+      return failure();
+    Location loc = op.getLoc();
+    auto square = VectorType::get({kSide, kSide}, source.getElementType());
+    Value padded = copyRows(rewriter, loc, op.getVector(), rows, kSide, square);
+    Value transposed = vector::TransposeOp::create(rewriter, loc, padded, ArrayRef<int64_t>{1, 0});
+    rewriter.replaceOp(
+        op, copyRows(rewriter, loc, transposed, columns, rows, op.getResultVectorType()));
     return success();
   }
 };
@@ -804,8 +853,7 @@ LogicalResult Scheduler::peelMatmulRemainders(IRRewriter &rewriter,
     // weight gradient, 512 x 784 into its window, was otherwise zeroed by
     // a pass of its own, 1.6 MiB, before its parts accumulated into it.
     // (Rows keep theirs: 65 rows then take 5-row tiles, not 64 + 1.)
-    linalg::FillOp fill =
-        epilogue || dimension == 1 ? detachAccumulatorFill(op) : nullptr;
+    linalg::FillOp fill = epilogue || dimension == 1 ? detachAccumulatorFill(op) : nullptr;
     rewriter.setInsertionPoint(op);
     auto [whole, rest] = linalg::splitOp(rewriter, cast<TilingInterface>(op.getOperation()),
                                          dimension, rewriter.getIndexAttr(split));
@@ -2137,6 +2185,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     // and what they become are rewritten (a greedy rewrite of the whole
     // module took 3.6 ms of the bench CNN training step's compile).
     RewritePatternSet shuffles(&getContext());
+    shuffles.add<PadTransposeTo16x16>(&getContext());
     vector::populateVectorTransposeLoweringPatterns(shuffles,
                                                     vector::VectorTransposeLowering::Shuffle16x16);
     if (failed(mithril::rewriteSelected(module, std::move(shuffles), [](Operation *op) {

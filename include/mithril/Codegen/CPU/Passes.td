@@ -99,7 +99,8 @@ def MithrilCpuSchedule : Pass<"mithril-cpu-schedule", "mlir::ModuleOp"> {
     "mlir::tensor::TensorDialect",
     "mlir::arith::ArithDialect",
     "mlir::x86vector::X86VectorDialect",
-    "mlir::bufferization::BufferizationDialect"
+    "mlir::bufferization::BufferizationDialect",
+    "mlir::ub::UBDialect"
   ];
 }
 
