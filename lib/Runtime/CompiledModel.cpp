@@ -494,6 +494,9 @@ mithril::runtime::detail::llvmOptimizer(unsigned optLevel, bool scheduled,
     llvm::FunctionAnalysisManager functions;
     llvm::CGSCCAnalysisManager sccs;
     llvm::ModuleAnalysisManager modules;
+    // (IndVarSimplify and loop load elimination are only in LLVM's
+    // pipelines, which -O3 and code with coroutines take; DSE is in the
+    // lean one below too.)
     // IndVarSimplify rewrites the induction variables of loops the schedule
     // has already vectorized and unrolled: 15% of the IR passes' time of an
     // MLP training step (20-25 ms) for the same run times without it (sgemm,

@@ -397,8 +397,9 @@ struct TransposedBroadcastAsStretch : OpRewritePattern<vector::TransposeOp> {
 /// (a training step's 16 x 10 loss gradient, transposed for the weight
 /// gradient), padded to 16 x 16 with poison lanes for the shuffle_16x16
 /// lowering and cut back. The 1-D lowering made it one shuffle of 160 lanes
-/// out of sixteen 10-lane rows, which LLVM's instruction selection took 10
-/// ms to legalize (the 16 x 16 network of whole-register shuffles: 1 ms).
+/// out of sixteen 10-lane rows, which LLVM's instruction selection took
+/// about 10 ms to legalize; padded, 185 -> 131 instructions in about half
+/// the code generation time.
 struct PadTransposeTo16x16 : OpRewritePattern<vector::TransposeOp> {
   static constexpr int64_t kSide = 16;
   static constexpr int64_t kMinElements = 64;
