@@ -30,6 +30,9 @@ STEPS_PER_BLOCK = 5
 
 def run_case(mesh: tuple, steps: int) -> dict:
     """In a launched process: time `steps` training steps; rank 0 prints JSON."""
+    # The compile figure is a cold one (the persistent cache off, as in
+    # bench/bench.py's table).
+    os.environ["MITHRIL_CACHE"] = "0"
     import mithril as ml
     from mithril import _mithril
     from mithril.models import CrossEntropy, Mean, TrainModel
