@@ -79,18 +79,16 @@ def _compiled(model) -> tuple:
     """A compiled model with its inputs, outputs and optimizer state inputs,
     read from C++ once. An output that may overwrite an input (in_place_of)
     gets that input's position as "_in_place_input"; each output its storage
-    dtype and shape, and what a training step does with it ("_role": the
-    state or parameter it updates, or the result it is), worked out here
+    dtype and shape tuple, and what a training step does with it ("_role":
+    the state or parameter it updates, or the result it is), worked out here
     rather than at every step (a step's Python runs with the caches the
     compiled step swept: a small model's steps felt each lookup)."""
-    inputs, outputs = _with_shape_tuples(model.inputs), model.outputs
+    inputs, outputs = _with_shape_tuples(model.inputs), _with_shape_tuples(model.outputs)
     positions = {t["name"]: i for i, t in enumerate(inputs)}
     for t in outputs:
         if t.get("in_place_of") in positions:
             t["_in_place_input"] = positions[t["in_place_of"]]
         t["_storage"] = np.dtype(_NP_DTYPES[t["dtype"]])
-        t["_out_shape"] = tuple(t["shape"])
-        t["_bf16"] = t["dtype"] == "bfloat16"
         name = t["name"]
         t["_role"] = (("state", name[4:]) if name.startswith("new:state:") else
                       ("param", name[4:]) if name.startswith("new:") else ("result", name))
@@ -836,7 +834,7 @@ class PhysicalModel:
         outputs = []
         spare = optimizer._spare
         for t in model_outputs:
-            storage, shape = t["_storage"], t["_out_shape"]
+            storage, shape = t["_storage"], t["_shape"]
             source = t.get("_in_place_input")
             if source is not None:
                 buf = inputs[source]
@@ -862,8 +860,7 @@ class PhysicalModel:
         for t, out in zip(model_outputs, outputs):
             # bfloat16 buffers hold bit patterns: parameters, state and
             # outputs go back as the arrays evaluate returns (new ones).
-            if t["_bf16"]:
-                out = from_storage(out, "bfloat16")
+            out = from_storage(out, t["dtype"])
             role, target = t["_role"]
             if role == "result":
                 results[target] = out
