@@ -347,9 +347,12 @@ def MithrilLowerScalarTransfers : Pass<"mithril-lower-scalar-transfers"> {
     on a small input are) is left alone by `convert-vector-to-scf`, which
     unrolls ranks above 0, and by the LLVM lowering, which wants a unit
     innermost stride: it reached LLVM unconverted. This pass rewrites every
-    such transfer into a `memref.load` and a broadcast (or an extract and a
-    `memref.store`) with upstream's scalar transfer patterns. Run it after
-    bufferization, before the lowering to LLVM.
+    in-bounds transfer of one element into a `memref.load` and a broadcast
+    (or an extract and a `memref.store`), and an element extracted from an
+    in-bounds read into a load of that element where it is extracted, unless
+    an op between the read and the extract may write or free memory
+    (upstream's scalar transfer patterns move the read regardless). Run it
+    after bufferization, before the lowering to LLVM.
   }];
   let dependentDialects = ["mlir::memref::MemRefDialect", "mlir::vector::VectorDialect"];
 }
