@@ -14,8 +14,9 @@
 // CHECK-NEXT:    scf.for
 // CHECK:         memref.dealloc %[[BUF]]
 // CHECK-NEXT:    return
+// Buffers of static shapes cross as bare pointers (one argument each).
 // CHECK:       func.func private @model_kernel(%[[X:.*]]: memref<64x32xf32>, %[[Y:.*]]: memref<64x32xf32>)
-// CHECK-SAME:      attributes {passthrough = ["noinline"]}
+// CHECK-SAME:      attributes {llvm.bareptr, passthrough = ["noinline"]}
 // CHECK-DAG:     %[[C64:.*]] = arith.constant 64 : index
 // CHECK-DAG:     %[[C8:.*]] = arith.constant 8 : index
 // CHECK:         scf.for %{{.*}} = %{{.*}} to %[[C64]] step %[[C8]]
@@ -54,13 +55,23 @@ func.func @model(%a: memref<64x32xf32>, %b: memref<64x32xf32>) {
 
 // -----
 
-// A loop that reads a vector computed outside it stays: vectors would cross
-// to code compiled in another piece by value.
+// A loop that reads a vector computed outside it takes it through a stack
+// buffer of its shape (vectors passed by value crashed code compiled in
+// pieces): the caller writes it, the function reads it back.
 
 // CHECK-LABEL: func.func @vector_operand(
-// CHECK-NOT:     call
+// CHECK-SAME:      %[[A:.*]]: memref<64x32xf32>, %[[B:.*]]: memref<64x32xf32>)
+// CHECK:         %[[STACK:.*]] = memref.alloca() : memref<8x32xf32>
+// CHECK:         %[[BIAS:.*]] = vector.transfer_read %[[A]]
+// CHECK:         vector.transfer_write %[[BIAS]], %[[STACK]][%{{.*}}, %{{.*}}] {in_bounds = [true, true]}
+// CHECK-NEXT:    call @vector_operand_kernel(%[[A]], %[[B]], %[[STACK]])
+// CHECK-NEXT:    return
+// CHECK:       func.func private @vector_operand_kernel(%{{.*}}: memref<64x32xf32>, %{{.*}}: memref<64x32xf32>, %[[IN:.*]]: memref<8x32xf32>)
+// CHECK:         %[[READ:.*]] = vector.transfer_read %[[IN]][%{{.*}}, %{{.*}}], %{{.*}} {in_bounds = [true, true]} : memref<8x32xf32>, vector<8x32xf32>
 // CHECK:         scf.for
+// CHECK:           arith.addf %{{.*}}, %[[READ]] : vector<8x32xf32>
 // NONE-LABEL: func.func @vector_operand(
+// NONE-NOT:     call
 
 func.func @vector_operand(%a: memref<64x32xf32>, %b: memref<64x32xf32>) {
   %c0 = arith.constant 0 : index
@@ -75,6 +86,102 @@ func.func @vector_operand(%a: memref<64x32xf32>, %b: memref<64x32xf32>) {
     %w = arith.addf %v, %bias : vector<8x32xf32>
     vector.transfer_write %w, %b[%i, %c0] {in_bounds = [true, true]}
         : vector<8x32xf32>, memref<64x32xf32>
+  }
+  return
+}
+
+// -----
+
+// Small loops, each too small for a function, go with the straight-line
+// code between them into one, past the allocation between them (which
+// stays before the call); a free ends the run. A buffer with a dynamic
+// size crosses as a whole descriptor: no bare pointers for that function.
+
+// CHECK-LABEL: func.func @small_loops(
+// CHECK-SAME:      %[[A:.*]]: memref<16xf32>, %[[B:.*]]: memref<16xf32>, %[[N:.*]]: index)
+// CHECK:         %[[T:.*]] = memref.alloc() : memref<16xf32>
+// CHECK-NEXT:    %[[D:.*]] = memref.alloc(%[[N]]) : memref<?xf32>
+// CHECK-NEXT:    call @small_loops_kernel(%[[A]], %[[B]], %[[T]], %[[D]])
+// CHECK-NEXT:    memref.dealloc %[[T]]
+// CHECK-NEXT:    memref.dealloc %[[D]]
+// CHECK-NEXT:    return
+// CHECK:       func.func private @small_loops_kernel(
+// CHECK-SAME:      memref<?xf32>)
+// CHECK-SAME:      attributes {passthrough = ["noinline"]}
+// CHECK-COUNT-3: scf.for
+// CHECK:         return
+// NONE-LABEL: func.func @small_loops(
+// NONE-NOT:     call
+
+func.func @small_loops(%a: memref<16xf32>, %b: memref<16xf32>, %n: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %t = memref.alloc() : memref<16xf32>
+  scf.for %i = %c0 to %c16 step %c1 {
+    %x = memref.load %a[%i] : memref<16xf32>
+    %y = arith.mulf %x, %x : f32
+    %z = arith.addf %y, %x : f32
+    %w = arith.subf %z, %y : f32
+    memref.store %w, %t[%i] : memref<16xf32>
+  }
+  %d = memref.alloc(%n) : memref<?xf32>
+  scf.for %i = %c0 to %c16 step %c1 {
+    %x = memref.load %t[%i] : memref<16xf32>
+    %y = arith.mulf %x, %x : f32
+    %z = arith.addf %y, %x : f32
+    %w = arith.subf %z, %y : f32
+    memref.store %w, %b[%i] : memref<16xf32>
+    memref.store %w, %d[%c0] : memref<?xf32>
+  }
+  scf.for %i = %c0 to %c16 step %c1 {
+    %x = memref.load %b[%i] : memref<16xf32>
+    %y = arith.mulf %x, %x : f32
+    %z = arith.addf %y, %x : f32
+    %w = arith.subf %z, %y : f32
+    memref.store %w, %a[%i] : memref<16xf32>
+  }
+  memref.dealloc %t : memref<16xf32>
+  memref.dealloc %d : memref<?xf32>
+  return
+}
+
+// -----
+
+// A small loop that reads a vector the straight-line code before it reads
+// goes with that code, the read and all: no stack buffer.
+
+// CHECK-LABEL: func.func @run_value(
+// CHECK-SAME:      %[[A:.*]]: memref<4x4xf32>, %[[B:.*]]: memref<4x4xf32>)
+// CHECK-NEXT:    call @run_value_kernel(%[[A]], %[[B]])
+// CHECK-NEXT:    return
+// CHECK:       func.func private @run_value_kernel(
+// CHECK:         vector.transfer_write
+// CHECK-NEXT:    %[[ROW:.*]] = vector.transfer_read %{{.*}} : memref<4x4xf32>, vector<4xf32>
+// CHECK-NEXT:    scf.for
+// CHECK:           arith.mulf %{{.*}}, %[[ROW]]
+// NONE-LABEL: func.func @run_value(
+// NONE-NOT:     call
+
+func.func @run_value(%a: memref<4x4xf32>, %b: memref<4x4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %cst = arith.constant 0.0 : f32
+  %all = vector.transfer_read %a[%c0, %c0], %cst {in_bounds = [true, true]}
+      : memref<4x4xf32>, vector<4x4xf32>
+  %twice = arith.addf %all, %all : vector<4x4xf32>
+  vector.transfer_write %twice, %b[%c0, %c0] {in_bounds = [true, true]}
+      : vector<4x4xf32>, memref<4x4xf32>
+  %row = vector.transfer_read %a[%c0, %c0], %cst {in_bounds = [true]}
+      : memref<4x4xf32>, vector<4xf32>
+  scf.for %i = %c0 to %c4 step %c1 {
+    %v = vector.transfer_read %b[%i, %c0], %cst {in_bounds = [true]}
+        : memref<4x4xf32>, vector<4xf32>
+    %p = arith.mulf %v, %row : vector<4xf32>
+    %q = arith.addf %p, %v : vector<4xf32>
+    %r = arith.mulf %q, %row : vector<4xf32>
+    vector.transfer_write %r, %b[%i, %c0] {in_bounds = [true]} : vector<4xf32>, memref<4x4xf32>
   }
   return
 }
@@ -143,5 +250,6 @@ func.func private @helper(%a: memref<16x32xf32>) {
 // PIPE-LABEL: llvm.func @MLP(
 // PIPE:         llvm.call @MLP_kernel(
 // PIPE:         llvm.call @MLP_kernel_0(
-// PIPE:       llvm.func @MLP_kernel(
+// Their buffers cross as bare pointers.
+// PIPE:       llvm.func @MLP_kernel(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr)
 // PIPE-SAME:      passthrough = ["noinline"]

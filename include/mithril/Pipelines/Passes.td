@@ -260,14 +260,20 @@ def MithrilOutlineKernels : Pass<"mithril-outline-kernels", "mlir::ModuleOp"> {
   let summary = "Move each large kernel into a function of its own, for parallel code generation";
   let description = [{
     Moves every kernel at the top level of each public function (a loop nest
-    or another op with regions and no results, or a run of straight-line
-    code between them: small ops vectorized whole) that holds at least
+    or another op with regions and no results, or a run of code between
+    them: small ops vectorized whole and loop nests too small for a function
+    of their own, going on past allocations, which stay before the call, up
+    to a free, a call or an op with unknown effects) that holds at least
     `min-ops` of code into a private function of its own, marked `noinline`,
-    and calls it where the kernel was. The values the kernel uses from
-    outside become the function's arguments (buffers and scalars: a kernel
-    that would take a vector stays), except constants, views and index
-    arithmetic, which the function computes again (so that its shapes,
-    offsets and loop bounds stay constant for LLVM).
+    and calls it where the kernel was. A function whose buffers all have
+    static shapes, strides and offsets takes them as bare pointers
+    (`llvm.bareptr`). The values the kernel uses from outside become the
+    function's arguments (buffers and scalars as they are; a vector through
+    a stack buffer of its shape, which the caller writes and the function
+    reads back; a kernel that would take any other value stays), except
+    constants, views and index arithmetic, which the function computes
+    again (so that its shapes, offsets and loop bounds stay constant for
+    LLVM).
 
     The JIT compiles a model's LLVM code in as many pieces as it has threads
     for (one per CPU the process may run on): a model is one function per
@@ -279,7 +285,10 @@ def MithrilOutlineKernels : Pass<"mithril-outline-kernels", "mlir::ModuleOp"> {
            "The least code a kernel must hold to be moved: its ops through nested regions, "
            "each counted once per row of its largest vector (a vector<8x32xf32> is 8 LLVM vectors)">
   ];
-  let dependentDialects = ["mlir::func::FuncDialect"];
+  // (ub: the poison padding of the reads of vectors passed in memory.)
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::func::FuncDialect",
+                           "mlir::memref::MemRefDialect", "mlir::ub::UBDialect",
+                           "mlir::vector::VectorDialect"];
 }
 
 def MithrilDispatchChunks : Pass<"mithril-dispatch-chunks", "mlir::ModuleOp"> {
