@@ -21,6 +21,7 @@
 #include "mlir/Transforms/RegionUtils.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace mithril {
 #define GEN_PASS_DEF_MITHRILDISPATCHCHUNKS
@@ -33,10 +34,15 @@ namespace {
 constexpr StringLiteral kParallelFor = "mithrilParallelFor";
 
 /// An op the chunk function computes again instead of receiving its result:
-/// a constant, or a read of a global's address.
+/// a constant or a global's address, or a view or index arithmetic of values
+/// it receives or computes in turn. (The bench CNN training step's Winograd
+/// input transform read 16 views of each of two buffers: 32 pointers
+/// stored, loaded and rebuilt into descriptors for two.)
 bool isRematerializable(Operation *op) {
-  return op && op->getNumOperands() == 0 && op->getNumRegions() == 0 && op->getNumResults() == 1 &&
-         isMemoryEffectFree(op);
+  if (!op || op->getNumRegions() != 0 || op->getNumResults() != 1 || !isMemoryEffectFree(op))
+    return false;
+  return op->getNumOperands() == 0 ||
+         isa<BaseMemRefType, IndexType, IntegerType>(op->getResult(0).getType());
 }
 
 /// A buffer whose sizes, strides and offset are all static: its aligned
@@ -83,23 +89,33 @@ struct DispatchChunksPass : public mithril::impl::MithrilDispatchChunksBase<Disp
     OpFoldResult lower = loop.getMixedLowerBound()[0], upper = loop.getMixedUpperBound()[0],
                  step = loop.getMixedStep()[0];
 
-    // What the body uses from outside: constants are cloned into the chunk
-    // function, the rest travels in the context struct (as does the lower
-    // bound and the step when they are not constants).
+    // What the body uses from outside: constants, views and index
+    // arithmetic are computed again in the chunk function (and what they
+    // use in turn), the rest travels in the context struct (as does the
+    // lower bound and the step when they are not constants).
     llvm::SetVector<Value> used;
     getUsedValuesDefinedAbove(loop.getRegion(), used);
     for (OpFoldResult bound : {lower, step})
       if (auto value = dyn_cast<Value>(bound))
         used.insert(value);
-    SmallVector<Value> fields;
+    // (Fields in the order of first use; each clone after those it uses.)
+    llvm::SetVector<Value> fields;
     SmallVector<Operation *> clones;
-    for (Value value : used) {
+    llvm::SmallPtrSet<Operation *, 16> visited;
+    std::function<void(Value)> collect = [&](Value value) {
       Operation *def = value.getDefiningOp();
-      if (isRematerializable(def))
-        clones.push_back(def);
-      else
-        fields.push_back(value);
-    }
+      if (!isRematerializable(def)) {
+        fields.insert(value);
+        return;
+      }
+      if (!visited.insert(def).second)
+        return;
+      for (Value operand : def->getOperands())
+        collect(operand);
+      clones.push_back(def);
+    };
+    for (Value value : used)
+      collect(value);
     SmallVector<Type> fieldTypes;
     SmallVector<bool> asPointer;
     auto ptrType = LLVM::LLVMPointerType::get(ctx);
@@ -130,8 +146,6 @@ struct DispatchChunksPass : public mithril::impl::MithrilDispatchChunksBase<Disp
     Block *entry = chunkFn.addEntryBlock();
     OpBuilder body = OpBuilder::atBlockEnd(entry);
     IRMapping mapping;
-    for (Operation *op : clones)
-      body.clone(*op, mapping);
     Value context = entry->getArgument(0), chunk = entry->getArgument(1);
     for (auto [i, field] : llvm::enumerate(fields)) {
       auto address = LLVM::GEPOp::create(body, loc, ptrType, structType, context,
@@ -145,6 +159,8 @@ struct DispatchChunksPass : public mithril::impl::MithrilDispatchChunksBase<Disp
             UnrealizedConversionCastOp::create(body, loc, field.getType(), loaded).getResult(0);
       mapping.map(field, loaded);
     }
+    for (Operation *op : clones)
+      body.clone(*op, mapping);
     auto inBody = [&](OpFoldResult bound) -> Value {
       if (auto value = dyn_cast<Value>(bound))
         return mapping.lookupOrDefault(value);
@@ -203,6 +219,10 @@ struct DispatchChunksPass : public mithril::impl::MithrilDispatchChunksBase<Disp
       return failure();
     func::CallOp::create(builder, loc, parallelFor, ValueRange{function, contextPtr, count});
     loop.erase();
+    // The views and arithmetic only the loop used.
+    for (Operation *op : llvm::reverse(clones))
+      if (op->use_empty())
+        op->erase();
     return success();
   }
 

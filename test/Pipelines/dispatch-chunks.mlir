@@ -1,5 +1,5 @@
 // RUN: mithril-opt %s --mithril-dispatch-chunks --split-input-file --verify-diagnostics | FileCheck %s
-// RUN: mithril-opt %s --mithril-dispatch-chunks --split-input-file --verify-diagnostics --convert-scf-to-cf --finalize-memref-to-llvm --convert-to-llvm --reconcile-unrealized-casts | FileCheck %s --check-prefix=LLVM
+// RUN: mithril-opt %s --mithril-dispatch-chunks --split-input-file --verify-diagnostics --convert-scf-to-cf --expand-strided-metadata --lower-affine --finalize-memref-to-llvm --convert-to-llvm --reconcile-unrealized-casts | FileCheck %s --check-prefix=LLVM
 
 // A split op's chunks: the body becomes a function of the context and the
 // chunk index, the loop one call of the host's pool. The memref (its aligned
@@ -124,6 +124,36 @@ func.func @empty(%buf: memref<8xf32>) {
   %one = arith.constant 1.0 : f32
   scf.forall (%i) = (6) to (2) step (1) {
     memref.store %one, %buf[%i] : memref<8xf32>
+  }
+  return
+}
+
+// -----
+
+// Views of a buffer made before the loop, and the index arithmetic they
+// use, are made again in the chunk function: only the buffer travels (one
+// pointer, not one per view).
+// CHECK-LABEL: func.func @views(
+// CHECK-SAME: %[[BUF:.+]]: memref<4x64xf32>, %[[ROW:.+]]: index)
+// CHECK: llvm.alloca %{{.+}} x !llvm.struct<(ptr, i64)>
+// CHECK-NOT: memref.subview
+// CHECK: call @mithrilParallelFor
+// CHECK-LABEL: func.func private @views_chunk(
+// CHECK: llvm.load %{{.+}} : !llvm.ptr -> i64
+// CHECK-DAG: %[[NEXT:.+]] = arith.addi %{{.+}}, %{{.+}} : index
+// CHECK-DAG: memref.subview %{{.+}}[%[[NEXT]], 0] [1, 64] [1, 1]
+// CHECK-DAG: memref.subview %{{.+}}[%{{.+}}, 0] [1, 64] [1, 1]
+// CHECK: memref.load
+func.func @views(%buf: memref<4x64xf32>, %row: index) {
+  %c1 = arith.constant 1 : index
+  %next = arith.addi %row, %c1 : index
+  %a = memref.subview %buf[%row, 0] [1, 64] [1, 1]
+      : memref<4x64xf32> to memref<64xf32, strided<[1], offset: ?>>
+  %b = memref.subview %buf[%next, 0] [1, 64] [1, 1]
+      : memref<4x64xf32> to memref<64xf32, strided<[1], offset: ?>>
+  scf.forall (%i) = (0) to (64) step (32) {
+    %x = memref.load %a[%i] : memref<64xf32, strided<[1], offset: ?>>
+    memref.store %x, %b[%i] : memref<64xf32, strided<[1], offset: ?>>
   }
   return
 }

@@ -302,8 +302,10 @@ def MithrilDispatchChunks : Pass<"mithril-dispatch-chunks", "mlir::ModuleOp"> {
     which the host provides (mithril's JIT: its task pool runs the chunks
     on its workers and the caller, and returns once all are done). The
     values the body uses from outside travel in one struct on the caller's
-    stack, memrefs as their LLVM descriptors; constants are cloned into the
-    chunk function, so that its loop bounds stay constant.
+    stack, memrefs of static layout as their aligned pointers, others as
+    their LLVM descriptors; constants, and views and index arithmetic of
+    what travels, are made again in the chunk function, so that its loop
+    bounds stay constant and 16 views of one buffer travel as one pointer.
 
     Unlike the MLIR async runtime (`async-parallel-for` and the coroutine
     lowering, which `threads` without `task-pool` uses), the code has no
