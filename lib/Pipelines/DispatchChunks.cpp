@@ -51,13 +51,7 @@ bool isRematerializable(Operation *op) {
 /// 11; the bench CNN training step's entry function stored 1,900 fields).
 bool travelsAsPointer(Type type) {
   auto memref = dyn_cast<MemRefType>(type);
-  if (!memref || !memref.hasStaticShape())
-    return false;
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  if (failed(memref.getStridesAndOffset(strides, offset)))
-    return false;
-  return !ShapedType::isDynamic(offset) && !llvm::any_of(strides, ShapedType::isDynamic);
+  return memref && memref.hasStaticShape() && LLVMTypeConverter::canConvertToBarePtr(memref);
 }
 
 struct DispatchChunksPass : public mithril::impl::MithrilDispatchChunksBase<DispatchChunksPass> {

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mithril/Pipelines/Pipelines.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -222,17 +223,11 @@ struct OutlineKernelsPass : public mithril::impl::MithrilOutlineKernelsBase<Outl
            (element.isIntOrFloat() && element.getIntOrFloatBitWidth() % 8 == 0);
   }
 
-  /// A scalar, or a buffer whose shape, strides and offset are all static.
+  /// A scalar, or a buffer whose shape, strides and offset are all static
+  /// (what MLIR's bare pointer convention takes).
   static bool isStaticMemRefOrScalar(Type type) {
-    if (!isa<BaseMemRefType>(type))
-      return true;
-    auto memref = dyn_cast<MemRefType>(type);
-    if (!memref || !memref.hasStaticShape())
-      return false;
-    SmallVector<int64_t> strides;
-    int64_t offset;
-    return succeeded(memref.getStridesAndOffset(strides, offset)) &&
-           !ShapedType::isDynamic(offset) && llvm::none_of(strides, ShapedType::isDynamic);
+    auto memref = dyn_cast<BaseMemRefType>(type);
+    return !memref || (memref.hasStaticShape() && LLVMTypeConverter::canConvertToBarePtr(memref));
   }
 
   /// Moves `kernel` (one op with regions, or a run of straight-line ops in

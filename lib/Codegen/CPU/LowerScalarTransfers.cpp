@@ -23,6 +23,13 @@ namespace mithril {
 using namespace mlir;
 
 namespace {
+/// A transfer of one element of a buffer, in bounds and unmasked.
+bool isOneElementOfBuffer(VectorTransferOpInterface transfer) {
+  VectorType type = transfer.getVectorType();
+  return type.getNumElements() == 1 && !type.isScalable() && !transfer.getMask() &&
+         !transfer.hasOutOfBoundsDim() && isa<MemRefType>(transfer.getBase().getType());
+}
+
 /// A read of one element of a buffer (a 0-d read, or an in-bounds one of
 /// a vector of one element) is a load and a broadcast, where it is: upstream
 /// only rewrites reads that feed extracts. A 0-d read needs no padding
@@ -31,13 +38,11 @@ struct OneElementReadAsLoad : OpRewritePattern<vector::TransferReadOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(vector::TransferReadOp read,
                                 PatternRewriter &rewriter) const override {
-    VectorType type = read.getVectorType();
-    if (type.getNumElements() != 1 || type.isScalable() || read.getMask() ||
-        read.hasOutOfBoundsDim() || !isa<MemRefType>(read.getBase().getType()))
+    if (!isOneElementOfBuffer(read))
       return failure();
     Value scalar =
         memref::LoadOp::create(rewriter, read.getLoc(), read.getBase(), read.getIndices());
-    rewriter.replaceOpWithNewOp<vector::BroadcastOp>(read, type, scalar);
+    rewriter.replaceOpWithNewOp<vector::BroadcastOp>(read, read.getVectorType(), scalar);
     return success();
   }
 };
@@ -119,11 +124,9 @@ struct OneElementWriteAsStore : OpRewritePattern<vector::TransferWriteOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(vector::TransferWriteOp write,
                                 PatternRewriter &rewriter) const override {
-    VectorType type = write.getVectorType();
-    if (type.getNumElements() != 1 || type.isScalable() || write.getMask() ||
-        write.hasOutOfBoundsDim() || !isa<MemRefType>(write.getBase().getType()))
+    if (!isOneElementOfBuffer(write))
       return failure();
-    SmallVector<int64_t> first(type.getRank(), 0);
+    SmallVector<int64_t> first(write.getVectorType().getRank(), 0);
     Value element = vector::ExtractOp::create(rewriter, write.getLoc(), write.getVector(), first);
     rewriter.replaceOpWithNewOp<memref::StoreOp>(write, element, write.getBase(),
                                                  write.getIndices());
