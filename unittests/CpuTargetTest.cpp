@@ -7,6 +7,9 @@
 
 #include "mithril/Codegen/CPU/CpuTarget.h"
 
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/TargetParser/X86TargetParser.h"
+
 #include <fstream>
 #include <string>
 
@@ -51,6 +54,33 @@ TEST(CpuTarget, NamedCpusFollowLLVMsFeatureTable) {
   ASSERT_TRUE(alderLake.has_value());
   EXPECT_EQ(alderLake->vectorBits, 256u);
   EXPECT_FALSE(cpuTarget("pentium9").has_value());
+}
+
+// The 6 x 64 float tiles follow the core, not the tiles: a Sapphire Rapids
+// whose hypervisor hides AMX (CPUID without amx_tile, as the Emerald Rapids
+// VMs of our build machines show it) keeps them by AVX512-FP16 and loses
+// only the AMX kernels; the other AVX-512 cores keep 8 x 32.
+TEST(CpuTarget, WideFloatTilesWithoutAmx) {
+  llvm::StringMap<bool> features;
+  llvm::SmallVector<llvm::StringRef> names;
+  llvm::X86::getFeaturesForCPU("sapphirerapids", names);
+  for (llvm::StringRef name : names) {
+    features[name] = true;
+    llvm::X86::updateImpliedFeatures(name, /*Enabled=*/true, features);
+  }
+  EXPECT_TRUE(cpuTargetFromFeatures(features).wideFloatTiles);
+  llvm::X86::updateImpliedFeatures("amx-tile", /*Enabled=*/false, features);
+  features["amx-tile"] = false;
+  CpuTarget hidden = cpuTargetFromFeatures(features);
+  EXPECT_TRUE(hidden.wideFloatTiles);
+  EXPECT_FALSE(hidden.bf16Tiles || hidden.int8Tiles);
+  EXPECT_TRUE(hidden.bf16DotProduct && hidden.int8DotProduct);
+  EXPECT_EQ(hidden.vectorBits, 512u);
+  EXPECT_TRUE(cpuTarget("emeraldrapids")->wideFloatTiles);
+  EXPECT_FALSE(cpuTarget("znver4")->wideFloatTiles);
+  EXPECT_FALSE(cpuTarget("znver5")->wideFloatTiles);
+  EXPECT_FALSE(cpuTarget("skylake-avx512")->wideFloatTiles);
+  EXPECT_FALSE(cpuTarget("icelake-server")->wideFloatTiles);
 }
 
 // A named CPU's L2 per core, whatever the host's: code compiled for it gets

@@ -8,6 +8,7 @@
 #ifndef MITHRIL_CODEGEN_CPU_CPUTARGET_H
 #define MITHRIL_CODEGEN_CPU_CPUTARGET_H
 
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
@@ -35,9 +36,11 @@ struct CpuTarget {
   bool bf16Tiles = false;
   bool int8Tiles = false;
   /// Whether wide float32 products take 6 x 64 register tiles (four
-  /// registers of columns) rather than 8 x 32: the Intel cores with AMX,
-  /// where they were measured faster (see RegisterFile::wideFloatTiles).
-  /// Whether the process may use the AMX tiles does not matter here.
+  /// registers of columns) rather than 8 x 32: the Intel cores from
+  /// Sapphire Rapids on, where they were measured faster (see
+  /// RegisterFile::wideFloatTiles), known by AMX or, where a hypervisor
+  /// hides AMX, by AVX512-FP16. Whether the process may use the AMX tiles
+  /// does not matter here.
   bool wideFloatTiles = false;
   /// The L2 cache per core in bytes: the host's from sysfs; a named CPU's
   /// from a table (2 MiB for Sapphire Rapids and later Xeons, 512 KiB for
@@ -45,6 +48,10 @@ struct CpuTarget {
   int64_t l2Bytes = 1 << 20;
 };
 
+/// What code generation needs of a CPU with `features` (LLVM's names, as
+/// llvm::sys::getHostCPUFeatures gives them), without its caches: l2Bytes
+/// keeps its default.
+CpuTarget cpuTargetFromFeatures(const llvm::StringMap<bool> &features);
 /// The CPU named `cpu` by LLVM (from its table of the CPU's features), or
 /// the host (CPUID, and sysfs for the caches) when empty; none for a name
 /// LLVM does not know.
