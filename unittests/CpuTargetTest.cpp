@@ -7,7 +7,6 @@
 
 #include "mithril/Codegen/CPU/CpuTarget.h"
 
-#include "llvm/ADT/SmallVector.h"
 #include "llvm/TargetParser/X86TargetParser.h"
 
 #include <fstream>
@@ -61,13 +60,8 @@ TEST(CpuTarget, NamedCpusFollowLLVMsFeatureTable) {
 // VMs of our build machines show it) keeps them by AVX512-FP16 and loses
 // only the AMX kernels; the other AVX-512 cores keep 8 x 32.
 TEST(CpuTarget, WideFloatTilesWithoutAmx) {
-  llvm::StringMap<bool> features;
-  llvm::SmallVector<llvm::StringRef> names;
-  llvm::X86::getFeaturesForCPU("sapphirerapids", names);
-  for (llvm::StringRef name : names) {
-    features[name] = true;
-    llvm::X86::updateImpliedFeatures(name, /*Enabled=*/true, features);
-  }
+  llvm::StringMap<bool> features = namedCpuFeatures("sapphirerapids");
+  ASSERT_TRUE(features.lookup("amx-tile") && features.lookup("avx512fp16"));
   EXPECT_TRUE(cpuTargetFromFeatures(features).wideFloatTiles);
   llvm::X86::updateImpliedFeatures("amx-tile", /*Enabled=*/false, features);
   features["amx-tile"] = false;

@@ -229,6 +229,12 @@ std::optional<CpuTarget> mithril::cpuTarget(StringRef cpu) {
   }
   if (llvm::X86::parseArchX86(cpu, /*Only64Bit=*/true) == llvm::X86::CK_None)
     return std::nullopt;
+  CpuTarget target = cpuTargetFromFeatures(namedCpuFeatures(cpu));
+  target.l2Bytes = namedL2Bytes(cpu);
+  return target;
+}
+
+llvm::StringMap<bool> mithril::namedCpuFeatures(StringRef cpu) {
   llvm::StringMap<bool> features;
   SmallVector<StringRef> names;
   llvm::X86::getFeaturesForCPU(cpu, names);
@@ -238,9 +244,7 @@ std::optional<CpuTarget> mithril::cpuTarget(StringRef cpu) {
     features[name] = true;
     llvm::X86::updateImpliedFeatures(name, /*Enabled=*/true, features);
   }
-  CpuTarget target = cpuTargetFromFeatures(features);
-  target.l2Bytes = namedL2Bytes(cpu);
-  return target;
+  return features;
 }
 
 bool mithril::hostAllowsAmxTiles() {

@@ -52,6 +52,9 @@ struct CpuTarget {
 /// llvm::sys::getHostCPUFeatures gives them), without its caches: l2Bytes
 /// keeps its default.
 CpuTarget cpuTargetFromFeatures(const llvm::StringMap<bool> &features);
+/// The features of the x86-64 CPU named `cpu` by LLVM, from LLVM's table,
+/// with the features they imply; empty for a name LLVM does not know.
+llvm::StringMap<bool> namedCpuFeatures(llvm::StringRef cpu);
 /// The CPU named `cpu` by LLVM (from its table of the CPU's features), or
 /// the host (CPUID, and sysfs for the caches) when empty; none for a name
 /// LLVM does not know.
