@@ -4,7 +4,8 @@
 // panels; 256 rows leave a 4-row remainder tile. Shallow products (a
 // training step's 64-deep weight gradients), other AVX-512 CPUs and a
 // vector width given as an option keep 8 x 32 tiles over 32-column panels
-// (float64: 6 x 32 against 8 x 16).
+// (float64: 6 x 32 against 8 x 16). Products of few rows that 8 divides
+// keep 8 x 32 (a small batch).
 // RUN: mithril-opt %s --split-input-file --mithril-cpu-pipeline="target-cpu=sapphirerapids stop-after=fusion" | FileCheck %s --check-prefix=WIDE
 // RUN: mithril-opt %s --split-input-file --mithril-cpu-pipeline="target-cpu=skylake-avx512 stop-after=fusion" | FileCheck %s --check-prefix=NARROW
 // RUN: mithril-opt %s --split-input-file --mithril-cpu-pipeline="target-cpu=emeraldrapids vector-bits=512 stop-after=fusion" | FileCheck %s --check-prefix=GIVEN
@@ -83,4 +84,40 @@ mithril.model @OneBlock(data %x: tensor<256x256xf32>, param %w: tensor<256x512xf
 mithril.model @Double(data %x: tensor<256x512xf64>, param %w: tensor<512x256xf64>) -> (y: tensor<256x256xf64>) {
   %mm = mithril.matmul %x, %w : (tensor<256x512xf64>, tensor<512x256xf64>) -> tensor<256x256xf64>
   mithril.output %mm : tensor<256x256xf64>
+}
+
+// -----
+
+// A small batch's product, whose 16 rows two 8-row tiles cover, keeps 8 x 32
+// (each row tile rereads the B panel: two reads of a 32-column panel, not
+// three of a 64-column one); 12 rows, which 6 divides, take 6 x 64.
+// WIDE-LABEL: func.func @FewRows
+// WIDE-NOT: vector<{{[0-9]+}}x64xf32>
+// WIDE: iter_args({{.+}}) -> (vector<8x32xf32>)
+// WIDE-NOT: vector<{{[0-9]+}}x64xf32>
+mithril.model @FewRows(data %x: tensor<16x512xf32>, param %w: tensor<512x512xf32>) -> (y: tensor<16x512xf32>) {
+  %mm = mithril.matmul %x, %w : (tensor<16x512xf32>, tensor<512x512xf32>) -> tensor<16x512xf32>
+  mithril.output %mm : tensor<16x512xf32>
+}
+
+// -----
+
+// WIDE-LABEL: func.func @FewRowsOfSix
+// WIDE: iter_args({{.+}}) -> (vector<6x64xf32>)
+// WIDE-NOT: -> (vector<8x32xf32>)
+mithril.model @FewRowsOfSix(data %x: tensor<12x512xf32>, param %w: tensor<512x512xf32>) -> (y: tensor<12x512xf32>) {
+  %mm = mithril.matmul %x, %w : (tensor<12x512xf32>, tensor<512x512xf32>) -> tensor<12x512xf32>
+  mithril.output %mm : tensor<12x512xf32>
+}
+
+// -----
+
+// The rows counted are the whole product's: a 1024-row float64 product's
+// 64-row cache blocks keep its 6 x 32 tiles.
+// WIDE-LABEL: func.func @DoubleRowBlocks
+// WIDE: iter_args({{.+}}) -> (vector<6x32xf64>)
+// WIDE-NOT: -> (vector<8x16xf64>)
+mithril.model @DoubleRowBlocks(data %x: tensor<1024x1024xf64>, param %w: tensor<1024x1024xf64>) -> (y: tensor<1024x1024xf64>) {
+  %mm = mithril.matmul %x, %w : (tensor<1024x1024xf64>, tensor<1024x1024xf64>) -> tensor<1024x1024xf64>
+  mithril.output %mm : tensor<1024x1024xf64>
 }
