@@ -8,6 +8,7 @@
 #include "mithril/Pipelines/Pipelines.h"
 
 #include "mithril/Dialect/Mithril/IR/LoweringConfig.h"
+#include "mithril/Support/GreedyRewrite.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -562,7 +563,8 @@ struct FuseElementwisePass : public mithril::impl::MithrilFuseElementwiseBase<Fu
     RewritePatternSet contractions(ctx);
     contractions.add<FoldWideningIntoContraction<linalg::MatmulOp>,
                      FoldWideningIntoContraction<linalg::BatchMatmulOp>>(ctx);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(contractions))))
+    if (failed(applyPatternsGreedily(getOperation(), std::move(contractions),
+                                     mithril::withoutRegionSimplification())))
       return signalPassFailure();
     RewritePatternSet patterns(ctx);
     linalg::populateElementwiseOpsFusionPatterns(patterns, shouldFuse);
@@ -577,13 +579,14 @@ struct FuseElementwisePass : public mithril::impl::MithrilFuseElementwiseBase<Fu
     tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, ctx);
     ctx->getLoadedDialect<linalg::LinalgDialect>()->getCanonicalizationPatterns(patterns);
     linalg::populateConstantFoldLinalgOperations(patterns, shouldFuse);
-    GreedyRewriteConfig config;
+    GreedyRewriteConfig config = mithril::withoutRegionSimplification();
     config.setUseTopDownTraversal(true);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns), config)))
       return signalPassFailure();
     RewritePatternSet rounding(ctx);
     rounding.add<RoundThroughNarrowFloat>(ctx, /*onBits=*/true);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(rounding))))
+    if (failed(applyPatternsGreedily(getOperation(), std::move(rounding),
+                                     mithril::withoutRegionSimplification())))
       signalPassFailure();
   }
 };

@@ -9,6 +9,7 @@
 #include "mithril/Codegen/CPU/CpuTarget.h"
 #include "mithril/Conversion/Passes.h"
 #include "mithril/Dialect/Mithril/Transforms/Passes.h"
+#include "mithril/Support/GreedyRewrite.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Async/Passes.h"
@@ -55,26 +56,12 @@ std::string mithril::checkCpuPipelineOptions(const CpuPipelineOptions &options) 
   return "";
 }
 
-/// The CPU pipeline's canonicalizations fold and erase ops but leave blocks
-/// as they are: region simplification (unreachable blocks, identical blocks
-/// merged, unused block arguments) walked every region of the module on
-/// each run for nothing the code needs. The LLVM IR of 34 models and options
-/// came out the same (MLPs and CNNs, their SGD and Adam steps, bf16, int8,
-/// dynamic shapes, residual and hierarchical models, sgemm and dgemm, one
-/// and two threads, AVX-512 and AVX2 code), and the CNN training step's
-/// compile took 1.1% fewer instructions (callgrind: 3.073G -> 3.040G).
-static GreedyRewriteConfig cheapCanonicalization() {
-  GreedyRewriteConfig config;
-  config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-  return config;
-}
-
 /// The canonicalizer (folding, and erasing unused pure ops) and CSE after a
 /// graph-level stage, as far as the options allow.
 static void addGraphCleanups(OpPassManager &pm, const CpuPipelineOptions &options,
                              bool afterAutodiff = true) {
   if (options.fold)
-    pm.addPass(createCanonicalizerPass(cheapCanonicalization()));
+    pm.addPass(createCanonicalizerPass(withoutRegionSimplification()));
   // Checkpointed gradients recompute forward ops that CSE would merge back.
   bool checkpointed = options.gradients && options.checkpointSegments > 0;
   if (options.cse && !(afterAutodiff && checkpointed))
@@ -175,7 +162,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     }
     pm.addPass(createMithrilWidenLowPrecision());
     if (options.fold)
-      pm.addPass(createCanonicalizerPass(cheapCanonicalization()));
+      pm.addPass(createCanonicalizerPass(withoutRegionSimplification()));
     ConvertMithrilToLinalgOptions lowering;
     lowering.indexErrors = options.indexErrors;
     lowering.windowRanks = options.windowRanks;
@@ -192,7 +179,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
       }
     pm.addPass(createConvertMithrilToLinalg(lowering));
     if (options.fold)
-      pm.addPass(createCanonicalizerPass(cheapCanonicalization()));
+      pm.addPass(createCanonicalizerPass(withoutRegionSimplification()));
   }
 
   if (wanted("fusion")) {
@@ -231,7 +218,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     // Results that reach the return through loop-carried buffers fold to
     // their allocation first, so that the allocation itself becomes the
     // caller's buffer below (no temporary and no copy of the output).
-    pm.addPass(createCanonicalizerPass(cheapCanonicalization()));
+    pm.addPass(createCanonicalizerPass(withoutRegionSimplification()));
     pm.addPass(createCSEPass());
     // Outputs become caller-owned destination buffers: the runtime hands in
     // numpy arrays and nothing is returned by pointer.
@@ -259,7 +246,7 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     // The windows are the runtime's: calls only once nothing frees them.
     pm.addPass(createMithrilLowerCollectiveWindows());
     pm.addPass(createCSEPass());
-    pm.addPass(createCanonicalizerPass(cheapCanonicalization()));
+    pm.addPass(createCanonicalizerPass(withoutRegionSimplification()));
     // The GPU pipeline's front (no host schedule) maps copies to threads.
     MithrilStridedCopiesOptions copies;
     copies.vectorRuns = options.schedule;

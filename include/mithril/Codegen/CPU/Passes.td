@@ -93,7 +93,6 @@ def MithrilCpuSchedule : Pass<"mithril-cpu-schedule", "mlir::ModuleOp"> {
   ];
   let dependentDialects = [
     "::mithril::MithrilDialect",
-    "mlir::transform::TransformDialect",
     "mlir::vector::VectorDialect",
     "mlir::scf::SCFDialect",
     "mlir::tensor::TensorDialect",

@@ -207,5 +207,10 @@ struct CustomCallOpInterface
 void mithril::registerBufferizableOpInterfaceExternalModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, MithrilDialect *) {
     CustomCallOp::attachInterface<CustomCallOpInterface>(*ctx);
+    // The dialects whose ops and types a custom call's bufferization
+    // creates (the wrapper's records hold LLVM pointers), as upstream's
+    // external models load theirs.
+    ctx->loadDialect<arith::ArithDialect, func::FuncDialect, LLVM::LLVMDialect,
+                     memref::MemRefDialect>();
   });
 }
