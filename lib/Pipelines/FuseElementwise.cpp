@@ -9,6 +9,7 @@
 
 #include "mithril/Dialect/Mithril/IR/LoweringConfig.h"
 #include "mithril/Support/GreedyRewrite.h"
+#include "mithril/Support/TransposeConstant.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -20,8 +21,6 @@
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
-
-#include <cstring>
 
 namespace mithril {
 #define GEN_PASS_DEF_MITHRILFUSEELEMENTWISE
@@ -515,41 +514,12 @@ struct FoldConstantTransposeBytes : OpRewritePattern<linalg::TransposeOp> {
     if (!op.hasPureTensorSemantics() || !shouldFuse(&op->getOpOperand(0)) ||
         !matchPattern(op.getInput(), m_Constant(&input)) || input.isSplat())
       return failure();
-    auto inType = dyn_cast<RankedTensorType>(input.getType());
     auto outType = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-    if (!inType || !outType || !inType.hasStaticShape() || !outType.hasStaticShape() ||
-        !inType.getElementType().isIntOrFloat() || inType.getElementTypeBitWidth() % 8 != 0)
+    DenseElementsAttr transposed =
+        outType ? mithril::transposeConstant(input, op.getPermutation(), outType) : nullptr;
+    if (!transposed)
       return failure();
-    int64_t bytes = inType.getElementTypeBitWidth() / 8;
-    ArrayRef<char> raw = input.getRawData();
-    if (static_cast<int64_t>(raw.size()) != inType.getNumElements() * bytes)
-      return failure();
-    // Output dimension d is input dimension permutation[d]: walk the output
-    // in order and read the input at the permuted strides.
-    ArrayRef<int64_t> permutation = op.getPermutation();
-    ArrayRef<int64_t> outShape = outType.getShape();
-    int64_t rank = outType.getRank();
-    SmallVector<int64_t> inStrides(rank, 1);
-    for (int64_t d = rank - 2; d >= 0; --d)
-      inStrides[d] = inStrides[d + 1] * inType.getDimSize(d + 1);
-    SmallVector<int64_t> readStride =
-        llvm::map_to_vector(permutation, [&](int64_t dim) { return inStrides[dim] * bytes; });
-    std::vector<char> out(raw.size());
-    SmallVector<int64_t> at(rank, 0);
-    int64_t from = 0;
-    for (int64_t written = 0; written < static_cast<int64_t>(out.size()); written += bytes) {
-      std::memcpy(out.data() + written, raw.data() + from, bytes);
-      // The next output index, last dimension fastest.
-      for (int64_t d = rank - 1; d >= 0; --d) {
-        from += readStride[d];
-        if (++at[d] < outShape[d])
-          break;
-        from -= readStride[d] * outShape[d];
-        at[d] = 0;
-      }
-    }
-    rewriter.replaceOpWithNewOp<arith::ConstantOp>(
-        op, DenseElementsAttr::getFromRawBuffer(outType, ArrayRef<char>(out)));
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, transposed);
     return success();
   }
 };

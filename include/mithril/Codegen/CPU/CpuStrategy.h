@@ -129,6 +129,9 @@ inline constexpr int64_t kGemvConstantMaxRows = 8;
 /// A rather than the weight) when the weight has at least this many times
 /// as many columns as A has rows.
 inline constexpr int64_t kSwapWeightRatio = 2;
+/// Rows from which a product of a weight compiled in is swapped as well, on
+/// two or more threads (SwapWeightProducts.cpp).
+inline constexpr int64_t kSwapCompiledInRows = 256;
 
 /// An AMX tile: 16 rows of 64 bytes (16 f32 or i32 accumulators, 16 groups
 /// of a bf16 pair or an i8 quad). A register tile of a matmul on AMX is two
