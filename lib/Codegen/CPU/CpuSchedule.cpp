@@ -48,6 +48,16 @@ using namespace mithril;
 using namespace mithril::cpu;
 using namespace mithril::cpu::detail;
 
+/// Every loaded dialect's and registered op's canonicalizations, as the
+/// canonicalizer collects them.
+static void addCanonicalizations(RewritePatternSet &patterns) {
+  MLIRContext *ctx = patterns.getContext();
+  for (Dialect *dialect : ctx->getLoadedDialects())
+    dialect->getCanonicalizationPatterns(patterns);
+  for (RegisteredOperationName op : ctx->getRegisteredOperations())
+    op.getCanonicalizationPatterns(patterns, ctx);
+}
+
 /// After tiling and vectorization, the vector code's cleanup: the
 /// canonicalizations, reductions of products as contractions, transfers'
 /// permutations lowered, tensor slices folded into the transfers that read
@@ -57,12 +67,8 @@ using namespace mithril::cpu::detail;
 /// region simplification took 3% of the bench CNN training step's MLIR
 /// instructions for the same IR.)
 static LogicalResult cleanUpVectorCode(ModuleOp module) {
-  MLIRContext *ctx = module.getContext();
-  RewritePatternSet patterns(ctx);
-  for (Dialect *dialect : ctx->getLoadedDialects())
-    dialect->getCanonicalizationPatterns(patterns);
-  for (RegisteredOperationName op : ctx->getRegisteredOperations())
-    op.getCanonicalizationPatterns(patterns, ctx);
+  RewritePatternSet patterns(module.getContext());
+  addCanonicalizations(patterns);
   vector::populateVectorReductionToContractPatterns(patterns);
   vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
   tensor::populateFoldTensorSubsetIntoVectorTransferPatterns(patterns);
@@ -2167,10 +2173,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
              TransposedBroadcastAsStretch, TransposePairsAs32Bit, WholeVectorReduction>(
             &getContext());
     // With the canonicalizations that fold slices into the transfers.
-    for (Dialect *dialect : getContext().getLoadedDialects())
-      dialect->getCanonicalizationPatterns(patterns);
-    for (RegisteredOperationName op : getContext().getRegisteredOperations())
-      op.getCanonicalizationPatterns(patterns, &getContext());
+    addCanonicalizations(patterns);
     bool changed = false;
     if (failed(applyPatternsGreedily(module, std::move(patterns), withoutRegionSimplification(),
                                      &changed)))
