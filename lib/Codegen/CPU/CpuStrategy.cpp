@@ -688,7 +688,8 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
         else
           while (columns > 1 && ranges[2] % columns != 0)
             --columns;
-        if (columns * perColumn > bestColumns * llvm::divideCeil(bestChannels, lanes)) {
+        if (columns * perColumn >
+            bestColumns * static_cast<int64_t>(llvm::divideCeil(bestChannels, lanes))) {
           bestChannels = channels;
           bestColumns = columns;
         }
