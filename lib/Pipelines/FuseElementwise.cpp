@@ -512,7 +512,7 @@ struct FoldConstantTransposeBytes : OpRewritePattern<linalg::TransposeOp> {
     // readers is not copied.
     DenseElementsAttr input;
     if (!op.hasPureTensorSemantics() || !shouldFuse(&op->getOpOperand(0)) ||
-        !matchPattern(op.getInput(), m_Constant(&input)) || input.isSplat())
+        !matchPattern(op.getInput(), m_Constant(&input)))
       return failure();
     auto outType = dyn_cast<RankedTensorType>(op->getResult(0).getType());
     DenseElementsAttr transposed =

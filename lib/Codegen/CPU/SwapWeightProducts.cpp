@@ -159,10 +159,9 @@ void Scheduler::swapWeightProducts(IRRewriter &rewriter, ArrayRef<linalg::Linalg
       rewriter.eraseOp(matmul);
     else
       rewriter.replaceOp(matmul, transposed(rewriter, loc, swapped->getResult(0)));
-    if (transpose && transpose->use_empty())
-      rewriter.eraseOp(transpose);
-    else if (Operation *constant = b.getDefiningOp(); !transpose && constant->use_empty())
-      rewriter.eraseOp(constant);
+    // The weight's transpose, or the constant W^T it replaced.
+    if (Operation *source = b.getDefiningOp(); source->use_empty())
+      rewriter.eraseOp(source);
     if (fill && fill->use_empty())
       rewriter.eraseOp(fill);
   }
