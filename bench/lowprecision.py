@@ -38,7 +38,7 @@ def variant(kind: str) -> str:
     if kind == "bf16":
         if target["bf16_tiles"]:
             return "AMX tdpbf16ps tiles (matmul blocks), bf16 pairs packed"
-        return ("vdpbf16ps (AVX512-BF16), bf16 pairs packed" if target["bf16_dot_product"]
+        return ("vdpbf16ps (AVX512-BF16), bf16 pairs packed" if target["bf16_pair_products"]
                 else "widened to f32 when packed, f32 FMA kernel")
     if kind == "f16":
         return "widened to f32 when packed (F16C), f32 FMA kernel"
@@ -185,7 +185,7 @@ def run(quick: bool):
                       "(channels last) on AMX tdpbf16ps tiles; the first channels-last in f32")
         elif kind != "f32":
             kernel = (f"Winograd products on {bf16_products}, transformed operands rounded "
-                      "to bf16" if target["bf16_dot_product"]
+                      "to bf16" if target["bf16_pair_products"]
                       else "bf16 storage, Winograd and every product in f32")
         rows.append((f"CNN forward b{batch} ({name})", times[kind], times["f32"] / times[kind],
                      None, errs[kind], kernel))
@@ -216,7 +216,7 @@ def run(quick: bool):
                       "tdpbf16ps tiles, weight gradients on vdpbf16ps")
         elif kind != "f32":
             kernel = (f"Winograd products on {bf16_products}, weight gradients on vdpbf16ps"
-                      if target["bf16_dot_product"] else "bf16 storage, every product in f32")
+                      if target["bf16_pair_products"] else "bf16 storage, every product in f32")
         rows.append((f"CNN gradients b{batch} ({kind})", seconds, ratio, None, err, kernel))
     return rows
 

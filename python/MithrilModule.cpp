@@ -1105,6 +1105,7 @@ PYBIND11_MODULE(_mithril, m) {
         d["cpu"] = cpu.empty() ? llvm::sys::getHostCPUName().str() : cpu;
         d["vector_bits"] = target->vectorBits;
         d["bf16_dot_product"] = target->bf16DotProduct;
+        d["bf16_pair_products"] = target->bf16PairProducts();
         d["int8_dot_product"] = target->int8DotProduct;
         d["bf16_tiles"] = target->bf16Tiles;
         d["int8_tiles"] = target->int8Tiles;

@@ -70,6 +70,15 @@ TEST(CpuTarget, WideFloatTilesWithoutAmx) {
   EXPECT_FALSE(hidden.bf16Tiles || hidden.int8Tiles);
   EXPECT_TRUE(hidden.bf16DotProduct && hidden.int8DotProduct);
   EXPECT_EQ(hidden.vectorBits, 512u);
+  // Its bf16 products widen to float32 (vdpbf16ps issues once in two
+  // cycles there); with the tiles, and on Zen 4 and Cooper Lake, they
+  // multiply pairs.
+  EXPECT_TRUE(hidden.slowBF16DotProduct);
+  EXPECT_FALSE(hidden.bf16PairProducts());
+  EXPECT_TRUE(cpuTarget("sapphirerapids")->bf16PairProducts());
+  EXPECT_TRUE(cpuTarget("znver4")->bf16PairProducts());
+  EXPECT_TRUE(cpuTarget("cooperlake")->bf16PairProducts());
+  EXPECT_FALSE(cpuTarget("znver2")->bf16PairProducts());
   EXPECT_TRUE(cpuTarget("emeraldrapids")->wideFloatTiles);
   EXPECT_FALSE(cpuTarget("znver4")->wideFloatTiles);
   EXPECT_FALSE(cpuTarget("znver5")->wideFloatTiles);

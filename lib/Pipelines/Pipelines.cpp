@@ -169,12 +169,13 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     // The host schedule's threads (the GPU pipeline maps whole ops).
     if (options.schedule && !options.gpuTilesOnHost)
       lowering.threads = std::max(1u, static_cast<unsigned>(options.threads));
-    // A model computed in bf16, scheduled for a CPU with bf16 dot products
-    // (512-bit registers): Winograd's products multiply bf16 pairs too.
+    // A model computed in bf16, scheduled for a CPU whose bf16 products
+    // multiply pairs (512-bit registers, CpuTarget::bf16PairProducts):
+    // Winograd's products multiply bf16 pairs too.
     if (options.precision == "bf16" && options.schedule && !options.gpuTilesOnHost &&
         (options.vectorBits == 0 || options.vectorBits >= 512))
       if (std::optional<CpuTarget> target = cpuTarget(options.targetCpu)) {
-        lowering.bf16Products = target->bf16DotProduct;
+        lowering.bf16Products = target->bf16PairProducts();
         lowering.bf16Tiles = target->bf16Tiles;
       }
     pm.addPass(createConvertMithrilToLinalg(lowering));

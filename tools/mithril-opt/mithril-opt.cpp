@@ -35,14 +35,16 @@ int main(int argc, char **argv) {
   static llvm::cl::opt<std::string> hostCpu(
       "host-cpu",
       llvm::cl::desc("Choose kernels as if the host were this x86-64 CPU (LLVM's name: "
-                     "znver4, sapphirerapids, ...) where no target-cpu is given: lit's IR "
-                     "tests check the same output on every machine"),
+                     "znver4, sapphirerapids, ...; then optionally features it lacks or has "
+                     "besides LLVM's table: sapphirerapids,-amx-tile) where no target-cpu is "
+                     "given: lit's IR tests check the same output on every machine"),
       llvm::cl::init(""));
   auto [input, output] =
       mlir::registerAndParseCLIOptions(argc, argv, "Mithril optimizer driver\n", registry);
   if (!hostCpu.empty() && !mithril::pinHostCpu(hostCpu)) {
     llvm::errs() << "mithril-opt: unknown --host-cpu '" << hostCpu
-                 << "' (an x86-64 CPU LLVM knows: znver2, znver4, sapphirerapids, ...)\n";
+                 << "' (an x86-64 CPU LLVM knows: znver2, znver4, sapphirerapids, ...; then "
+                    "optionally +FEATURE or -FEATURE, comma-separated: sapphirerapids,-amx-tile)\n";
     return EXIT_FAILURE;
   }
   return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, input, output, registry));

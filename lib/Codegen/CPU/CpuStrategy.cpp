@@ -12,6 +12,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/TargetParser/Host.h"
@@ -211,6 +212,7 @@ CpuTarget mithril::cpuTargetFromFeatures(const llvm::StringMap<bool> &features) 
   // Intel cores where a hypervisor hides AMX (an Emerald Rapids VM without
   // amx_tile: sgemm 1024 and 2048 ~10% faster, bit-identical).
   target.wideFloatTiles = tiles || (avx512 && features.lookup("avx512fp16"));
+  target.slowBF16DotProduct = target.bf16DotProduct && features.lookup("avx512fp16");
   return target;
 }
 
@@ -221,10 +223,38 @@ static std::optional<CpuTarget> &pinnedHost() {
   return target;
 }
 
-bool mithril::pinHostCpu(StringRef cpu) {
-  std::optional<CpuTarget> target = cpu.empty() ? std::nullopt : cpuTarget(cpu);
-  if (!target)
+/// Whether LLVM's table gives some x86-64 CPU the feature `name`.
+static bool isKnownFeature(StringRef name) {
+  static const llvm::StringSet<> known = [] {
+    llvm::StringSet<> names;
+    SmallVector<StringRef> cpus;
+    llvm::X86::fillValidCPUArchList(cpus, /*Only64Bit=*/true);
+    for (StringRef cpu : cpus)
+      for (const auto &feature : namedCpuFeatures(cpu))
+        names.insert(feature.getKey());
+    return names;
+  }();
+  return known.contains(name);
+}
+
+bool mithril::pinHostCpu(StringRef spec) {
+  SmallVector<StringRef> parts;
+  spec.split(parts, ',');
+  StringRef cpu = parts.front();
+  if (cpu.empty() || !cpuTarget(cpu))
     return false;
+  llvm::StringMap<bool> features = namedCpuFeatures(cpu);
+  for (StringRef change : llvm::drop_begin(parts)) {
+    bool enable = change.consume_front("+");
+    if (!enable && !change.consume_front("-"))
+      return false;
+    if (!isKnownFeature(change))
+      return false;
+    llvm::X86::updateImpliedFeatures(change, enable, features);
+    features[change] = enable;
+  }
+  CpuTarget target = cpuTargetFromFeatures(features);
+  target.l2Bytes = namedL2Bytes(cpu);
   pinnedHost() = target;
   return true;
 }
@@ -302,7 +332,8 @@ FailureOr<StrategyOptions> cpu::strategyOptions(Operation *anchor, StringRef pas
   StrategyOptions options;
   options.registers.bits = vectorBits ? vectorBits : target->vectorBits;
   // The dot products are 512-bit instructions.
-  options.registers.bf16DotProduct = target->bf16DotProduct && options.registers.bits >= 512;
+  options.registers.bf16DotProduct = target->bf16PairProducts() && options.registers.bits >= 512;
+  options.registers.bf16MatrixVectorDots = target->bf16DotProduct && options.registers.bits >= 512;
   options.registers.int8DotProduct = target->int8DotProduct && options.registers.bits >= 512;
   options.registers.bf16Tiles = target->bf16Tiles && options.registers.bf16DotProduct;
   options.registers.int8Tiles = target->int8Tiles && options.registers.int8DotProduct;

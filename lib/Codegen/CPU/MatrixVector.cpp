@@ -220,7 +220,7 @@ LogicalResult Scheduler::rewriteBF16MatrixVectorProduct(IRRewriter &rewriter,
   auto at = cast<RankedTensorType>(a.getType());
   auto wt = cast<RankedTensorType>(w.getType());
   auto ct = cast<RankedTensorType>(c.getType());
-  if (!strategy.registers.bf16DotProduct || !at.getElementType().isBF16() ||
+  if (!strategy.registers.bf16MatrixVectorDots || !at.getElementType().isBF16() ||
       !wt.getElementType().isBF16() || !ct.getElementType().isF32() || !at.hasStaticShape() ||
       !wt.hasStaticShape())
     return failure();

@@ -32,8 +32,11 @@ namespace mithril::cpu {
 struct RegisterFile {
   unsigned bits = 512;
   /// Whether bf16 matmuls multiply pairs of bf16 into f32 lanes (vdpbf16ps)
-  /// rather than widen each element first.
+  /// rather than widen each element first (CpuTarget::bf16PairProducts).
   bool bf16DotProduct = false;
+  /// Whether bf16 matrix-vector products (a few rows, or a few columns) sum
+  /// bf16 pairs on vdpbf16ps: wherever it exists, fast or not.
+  bool bf16MatrixVectorDots = false;
   /// Whether i8 matmuls multiply quads of bytes into i32 lanes (vpdpbusd).
   bool int8DotProduct = false;
   /// Whether packed bf16 (i8) matmul blocks run on AMX tiles: register

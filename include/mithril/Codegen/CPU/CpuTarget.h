@@ -26,8 +26,16 @@ inline constexpr int64_t kCacheLineBytes = 64;
 /// low-precision dot products it has, and its L2 cache.
 struct CpuTarget {
   unsigned vectorBits = 128;
-  /// vdpbf16ps: pairs of bf16 multiplied and summed into f32 (AVX512-BF16).
+  /// vdpbf16ps: pairs of bf16 multiplied and summed into f32 (AVX512-BF16,
+  /// which also rounds f32 to bf16 in one instruction, vcvtneps2bf16).
   bool bf16DotProduct = false;
+  /// Whether vdpbf16ps issues at under half the rate of the float32 FMAs:
+  /// on the Intel cores from Sapphire Rapids on (known, as for
+  /// wideFloatTiles, by AVX512-FP16) it issues about once in two cycles
+  /// against two FMAs a cycle (Emerald Rapids, one core, 12 independent
+  /// sums: 85 against 189 GFLOP/s), so a bf16 product multiplies faster
+  /// widened to float32. Zen 4 and 5 run it at least at their FMA rate.
+  bool slowBF16DotProduct = false;
   /// vpdpbusd: quads of u8 x s8 summed into i32 (AVX512-VNNI).
   bool int8DotProduct = false;
   /// AMX tiles: tdpbf16ps (AMX-BF16) and tdpbusd (AMX-INT8) multiply 16-row
@@ -46,6 +54,14 @@ struct CpuTarget {
   /// from a table (2 MiB for Sapphire Rapids and later Xeons, 512 KiB for
   /// Zen 1 to 3); else 1 MiB.
   int64_t l2Bytes = 1 << 20;
+
+  /// Whether bf16 matrix products (matmuls, convolutions) multiply bf16
+  /// pairs, on vdpbf16ps or AMX tiles, rather than widen each element to
+  /// float32 for the FMAs: with vdpbf16ps unless it is slow, and always
+  /// where the AMX tiles are usable (their kernels and the vector code around
+  /// them are made for pairs). Matrix-vector products, which memory bounds,
+  /// take vdpbf16ps wherever it exists: they read half the bytes.
+  bool bf16PairProducts() const { return bf16DotProduct && (bf16Tiles || !slowBF16DotProduct); }
 };
 
 /// What code generation needs of a CPU with `features` (LLVM's names, as
@@ -60,12 +76,16 @@ llvm::StringMap<bool> namedCpuFeatures(llvm::StringRef cpu);
 /// LLVM does not know.
 std::optional<CpuTarget> cpuTarget(llvm::StringRef cpu = "");
 
-/// Makes cpuTarget("") answer for the CPU named `cpu` (LLVM's name) instead
-/// of the host, for the rest of the process: `mithril-opt --host-cpu`, with
-/// which lit pins the host of the IR tests so that they check the same
-/// output on every machine. Code compiled under it is for that CPU, not for
-/// this one. False, and nothing pinned, for a name LLVM does not know.
-bool pinHostCpu(llvm::StringRef cpu);
+/// Makes cpuTarget("") answer for the CPU `spec` names instead of the host,
+/// for the rest of the process: `mithril-opt --host-cpu`, with which lit pins
+/// the host of the IR tests so that they check the same output on every
+/// machine. `spec` is LLVM's name of the CPU, then optionally features it
+/// has or lacks besides LLVM's table, comma-separated ("sapphirerapids,
+/// -amx-tile": one whose hypervisor hides AMX, as our build machines' VMs
+/// do; a feature off takes those that need it along). Code compiled under
+/// it is for that CPU, not for this one. False, and nothing pinned, for a
+/// name or feature LLVM does not know.
+bool pinHostCpu(llvm::StringRef spec);
 
 /// The width in bits of an x86-64 CPU's vector registers, which the CPU
 /// schedule sizes its register tiles for: `cpu` by LLVM's name (from its
