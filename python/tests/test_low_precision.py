@@ -325,7 +325,7 @@ def test_bfloat16_narrow_linear_accumulates_in_float32(threads, compiled_in, row
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("rows, depth", [(256, 300), (1, 320), (8, 320)])
+@pytest.mark.parametrize("rows, depth", [(256, 300), (1, 320), (4, 320), (8, 320)])
 def test_weights_compiled_in_equal_weights_passed(dtype, threads, rows, depth):
     # Weights given as constant_keys are packed when compiling (the whole
     # matrix, of which each cache block and each thread's share takes its
@@ -349,6 +349,35 @@ def test_weights_compiled_in_equal_weights_passed(dtype, threads, rows, depth):
                                  constant_keys=constants)
         got = np.asarray(compiled_in.evaluate({}, {"input": x})["output"], np.float32)
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("rows", [4, 8, 16, 64])
+def test_bfloat16_mlp_weights_compiled_in(rows):
+    # Where bf16 products widen to float32 (no fast vdpbf16ps: the Intel
+    # cores from Sapphire Rapids on without usable AMX tiles), a weight
+    # compiled in is converted to float32 when compiling, from 8 rows; fewer
+    # rows, and the other CPUs, keep it bf16. Either way the outputs are
+    # those of the same weights passed each call (up to the order of the
+    # float32 sums: within a bf16 rounding), and within bf16's rounding of
+    # numpy's float64 result.
+    model = Model()
+    model |= Linear(512)(input="input", output="h")
+    model |= ml.models.Relu()(input="h", output="a")
+    model |= Linear(10)(input="a", output=ml.IOKey("output"))
+    backend = ml.MlirBackend(dtype=ml.bfloat16)
+    shapes = {"input": [rows, 784]}
+    passed = ml.compile(model, backend, shapes=shapes, inference=True)
+    params = {k: bf16(v) for k, v in passed.randomize_params(seed=5).items()}
+    x = bf16(np.random.default_rng(6).standard_normal((rows, 784)))
+    want = np.asarray(passed.evaluate(params, {"input": x})["output"], np.float64)
+    compiled_in = ml.compile(model, backend, shapes=shapes, inference=True,
+                             constant_keys=params)
+    got = np.asarray(compiled_in.evaluate({}, {"input": x})["output"], np.float64)
+    close(got, want, 2.0 ** -7)
+    w0, b0, w1, b1 = (params[k].astype(np.float64) for k in
+                      ("linear_0.weight", "linear_0.bias", "linear_1.weight", "linear_1.bias"))
+    ref = np.maximum(x.astype(np.float64) @ w0.T + b0, 0) @ w1.T + b1
+    close(got, ref, 2e-2)
 
 
 def test_bfloat16_bit_patterns_pass_unconverted():

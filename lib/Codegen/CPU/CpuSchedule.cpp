@@ -2093,6 +2093,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     scheduler.unshareFills(rewriter, scheduler.collectTensorOps(module));
     scheduler.flattenElementwise(rewriter, scheduler.collectTensorOps(module),
                                  strategy.registers.elementwiseColumns());
+    scheduler.widenCompiledInBF16Products(rewriter, scheduler.collectTensorOps(module));
     if (failed(scheduler.rewriteMatrixVectorProducts(rewriter, scheduler.collectTensorOps(module))))
       return signalPassFailure();
     if (failed(scheduler.splitFullReductions(rewriter, scheduler.collectTensorOps(module))))

@@ -193,6 +193,12 @@ public:
   /// unless the target has AVX512-VNNI and the reduction is at least 128.
   LogicalResult rewriteInt8MatrixVectorProduct(IRRewriter &rewriter, linalg::MatmulOp matmul);
 
+  /// A bf16 matmul of a weight compiled in, on a 512-bit target whose bf16
+  /// products widen to float32, of at least kWidenCompiledInRows rows: a
+  /// float32 product of the weight converted when compiling and A widened
+  /// (WidenBF16Products.cpp).
+  void widenCompiledInBF16Products(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
+
   /// A matmul C = A * W^T (a Linear layer's weight, stored [out, in]) of
   /// float32 or float64 whose weight has at least kSwapWeightRatio times as
   /// many columns as A has rows (a training batch) becomes

@@ -136,6 +136,12 @@ inline constexpr int64_t kSwapWeightRatio = 2;
 /// two or more threads (SwapWeightProducts.cpp).
 inline constexpr int64_t kSwapCompiledInRows = 256;
 
+/// Rows from which a bf16 product of a weight compiled in multiplies it as a
+/// float32 constant (converted when compiling) on a target whose bf16
+/// products widen (WidenBF16Products.cpp); fewer rows read the bf16 weight
+/// on vdpbf16ps matrix-vector tiles, half the bytes.
+inline constexpr int64_t kWidenCompiledInRows = 8;
+
 /// An AMX tile: 16 rows of 64 bytes (16 f32 or i32 accumulators, 16 groups
 /// of a bf16 pair or an i8 quad). A register tile of a matmul on AMX is two
 /// tiles down (32 rows) and a 32-column panel across.
