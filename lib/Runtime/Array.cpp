@@ -92,7 +92,7 @@ uint16_t mithril::runtime::floatToHalf(float value) {
 }
 
 float mithril::runtime::bfloat16ToFloat(uint16_t bits) {
-  uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  uint32_t wide = floatBitsFromBFloat16(bits);
   float value;
   std::memcpy(&value, &wide, sizeof(value));
   return value;

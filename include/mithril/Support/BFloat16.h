@@ -5,8 +5,9 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// One rounding of float32 to bfloat16 for the compiler (constants), the
-// runtime and the Python bindings (arrays), so that all agree bit for bit.
+// One rounding of float32 to bfloat16 (and its exact widening back) for the
+// compiler (constants), the runtime and the Python bindings (arrays), so
+// that all agree bit for bit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +27,10 @@ inline uint16_t bfloat16FromFloatBits(uint32_t bits) {
   uint32_t quietNan = (bits >> 16) | 0x40u;
   return static_cast<uint16_t>((bits & 0x7fffffffu) > 0x7f800000u ? quietNan : rounded);
 }
+
+/// The float32 bits of the bfloat16 `bits`: exact, bf16 being float32's
+/// upper half.
+inline uint32_t floatBitsFromBFloat16(uint16_t bits) { return static_cast<uint32_t>(bits) << 16; }
 
 } // namespace mithril
 

@@ -12,43 +12,35 @@
 //===----------------------------------------------------------------------===//
 
 #include "Schedule.h"
+#include "mithril/Support/BFloat16.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
+
+#include <cstring>
+#include <vector>
 
 using namespace mlir;
 using namespace mithril;
 using namespace mithril::cpu;
 using namespace mithril::cpu::detail;
 
-/// `constant` (bf16) converted to float32 when compiling.
+/// `constant` (bf16) as float32, widened on its bits (exact; a splat stays
+/// one element): an APFloat per element took tens of milliseconds for a
+/// large weight.
 static DenseElementsAttr widenedConstant(DenseElementsAttr constant) {
-  Type f32 = Float32Type::get(constant.getContext());
-  return cast<DenseFPElementsAttr>(constant).mapValues(f32, [](const APFloat &v) {
-    APFloat wide = v;
-    bool lost = false;
-    wide.convert(APFloat::IEEEsingle(), APFloat::rmNearestTiesToEven, &lost);
-    return wide.bitcastToAPInt();
-  });
-}
-
-/// `value` (bf16) widened to float32 by an element-wise op of its own.
-static Value widened(IRRewriter &rewriter, Location loc, Value value) {
-  auto type = cast<RankedTensorType>(value.getType());
-  MLIRContext *ctx = rewriter.getContext();
-  Type f32 = Float32Type::get(ctx);
-  Value init = tensor::EmptyOp::create(rewriter, loc, type.getShape(), f32);
-  SmallVector<AffineMap> maps(2, AffineMap::getMultiDimIdentityMap(type.getRank(), ctx));
-  SmallVector<utils::IteratorType> iterators(type.getRank(), utils::IteratorType::parallel);
-  return linalg::GenericOp::create(
-             rewriter, loc, TypeRange{init.getType()}, ValueRange{value}, ValueRange{init}, maps,
-             iterators,
-             [&](OpBuilder &b, Location nested, ValueRange args) {
-               linalg::YieldOp::create(b, nested,
-                                       ValueRange{arith::ExtFOp::create(b, nested, f32, args[0])});
-             })
-      ->getResult(0);
+  ArrayRef<char> raw = constant.getRawData();
+  std::vector<uint32_t> wide(raw.size() / sizeof(uint16_t));
+  for (size_t i = 0; i < wide.size(); ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, raw.data() + i * sizeof(bits), sizeof(bits));
+    wide[i] = floatBitsFromBFloat16(bits);
+  }
+  auto type =
+      cast<RankedTensorType>(constant.getType()).clone(Float32Type::get(constant.getContext()));
+  return DenseElementsAttr::getFromRawBuffer(
+      type,
+      ArrayRef<char>(reinterpret_cast<const char *>(wide.data()), wide.size() * sizeof(uint32_t)));
 }
 
 void Scheduler::widenCompiledInBF16Products(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
@@ -72,29 +64,19 @@ void Scheduler::widenCompiledInBF16Products(IRRewriter &rewriter, ArrayRef<linal
     // where the float32 weight is twice the bytes to read.
     if (aType.getDimSize(0) < kWidenCompiledInRows)
       continue;
-    // The weight compiled in: a constant, or a transposed one (A, the
-    // activations, is widened by an op of its own).
-    auto transpose = b.getDefiningOp<linalg::TransposeOp>();
-    Value source = transpose ? transpose.getInput() : b;
+    // The weight compiled in: by now a constant W^T (the elementwise fusion
+    // folds its transpose when compiling).
     DenseElementsAttr constant;
-    if (!matchPattern(source, m_Constant(&constant)) || (transpose && !transpose->hasOneUse()))
+    if (!matchPattern(b, m_Constant(&constant)))
       continue;
     Location loc = matmul.getLoc();
     rewriter.setInsertionPoint(matmul);
     Value wideB = arith::ConstantOp::create(rewriter, loc, widenedConstant(constant));
-    if (transpose) {
-      Value init = tensor::EmptyOp::create(
-          rewriter, loc, cast<RankedTensorType>(b.getType()).getShape(), rewriter.getF32Type());
-      wideB = linalg::TransposeOp::create(rewriter, loc, wideB, init, transpose.getPermutation())
-                  ->getResult(0);
-    }
-    Value wideA = widened(rewriter, loc, a);
+    Value wideA = widenElements(rewriter, loc, a, rewriter.getF32Type());
     auto product = linalg::MatmulOp::create(rewriter, loc, TypeRange{c.getType()},
                                             ValueRange{wideA, wideB}, ValueRange{c});
     product->setDiscardableAttrs(matmul->getDiscardableAttrDictionary());
     product->removeAttr(LoweringConfigAttr::opAttrName);
     rewriter.replaceOp(matmul, product->getResults());
-    if (transpose && transpose->use_empty())
-      rewriter.eraseOp(transpose);
   }
 }
