@@ -9,8 +9,8 @@ import pytest
 import mithril as ml
 from mithril.models import (Add, Concat, Convolution2D, CrossEntropy, Embedding, LayerNorm,
                             Linear, MatrixMultiply, Max, Mean, Model, Multiply, PermuteTensor,
-                            PolynomialFeatures, Prod, Relu, Reshape, Slice, Softmax, Sum,
-                            Transpose, Variance)
+                            PolynomialFeatures, Prod, Relu, Reshape, Sigmoid, Slice, Softmax,
+                            Sum, Transpose, Variance)
 
 
 def _single(cls, shape, dtype=ml.float32, **kwargs):
@@ -752,3 +752,40 @@ def test_linear_of_few_rows_swaps_its_product(rows, depth, outputs, threads, dty
     assert np.linalg.norm(out["output"] - want) / np.linalg.norm(want) < tol
     for key, value in want_grads.items():
         assert np.linalg.norm(grads[key] - value) / np.linalg.norm(value) < tol, key
+
+
+@pytest.mark.parametrize("rows, widths", [(256, (784, 512, 512, 10)), (64, (300, 200, 520, 7)),
+                                          (24, (100, 96, 128, 48)), (100, (64, 800, 800, 2))])
+@pytest.mark.parametrize("activation", ["relu", "sigmoid"])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("target_cpu", ["", "haswell"])
+def test_chained_swapped_layers_compute_their_activations_transposed(rows, widths, activation,
+                                                                    threads, target_cpu):
+    # Hidden layers whose products all swap: each one's bias and activation
+    # are computed transposed, as the next product's operand, in its
+    # product's blocks, and the last layer (however narrow) swaps too. In
+    # float32 against numpy in float64.
+    model = Model()
+    act = {"relu": Relu, "sigmoid": Sigmoid}[activation]
+    for i, width in enumerate(widths[1:]):
+        layer = Linear(width)(**({"input": "input"} if i == 0 else {}),
+                              **({"output": ml.IOKey("output")} if i == len(widths) - 2 else {}))
+        if i == 0:
+            model |= layer
+        else:
+            model += layer
+        if i < len(widths) - 2:
+            model += act()
+    pm = ml.compile(model, ml.MlirBackend(num_threads=threads), shapes={"input": [rows, widths[0]]},
+                    inference=True, cpu_options={"target_cpu": target_cpu} if target_cpu else None)
+    params = pm.randomize_params(seed=5)
+    x = np.random.default_rng(6).standard_normal((rows, widths[0])).astype(np.float32)
+    out = pm.evaluate(params, {"input": x})["output"]
+    h = x.astype(np.float64)
+    for i in range(len(widths) - 1):
+        h = h @ np.asarray(params[f"linear_{i}.weight"], np.float64).T + np.asarray(
+            params[f"linear_{i}.bias"], np.float64)
+        if i < len(widths) - 2:
+            h = np.maximum(h, 0) if activation == "relu" else 1 / (1 + np.exp(-h))
+    assert out.shape == h.shape
+    assert np.linalg.norm(out - h) / np.linalg.norm(h) < 1e-5

@@ -58,6 +58,21 @@ mithril.model @LinearReluBatch64(data %x: tensor<64x784xf32>, param %w: tensor<5
   mithril.output %y : tensor<64x512xf32>
 }
 
+mithril.model @MLPBatch64(data %x: tensor<64x784xf32>, param %w0: tensor<512x784xf32>, param %b0: tensor<512xf32>, param %w1: tensor<512x512xf32>, param %b1: tensor<512xf32>, param %w2: tensor<10x512xf32>, param %b2: tensor<10xf32>) -> (y: tensor<64x10xf32>) {
+  %w0t = mithril.transpose %w0 : (tensor<512x784xf32>) -> tensor<784x512xf32>
+  %p0 = mithril.matmul %x, %w0t : (tensor<64x784xf32>, tensor<784x512xf32>) -> tensor<64x512xf32>
+  %s0 = mithril.add %p0, %b0 : (tensor<64x512xf32>, tensor<512xf32>) -> tensor<64x512xf32>
+  %h0 = mithril.relu %s0 : (tensor<64x512xf32>) -> tensor<64x512xf32>
+  %w1t = mithril.transpose %w1 : (tensor<512x512xf32>) -> tensor<512x512xf32>
+  %p1 = mithril.matmul %h0, %w1t : (tensor<64x512xf32>, tensor<512x512xf32>) -> tensor<64x512xf32>
+  %s1 = mithril.add %p1, %b1 : (tensor<64x512xf32>, tensor<512xf32>) -> tensor<64x512xf32>
+  %h1 = mithril.relu %s1 : (tensor<64x512xf32>) -> tensor<64x512xf32>
+  %w2t = mithril.transpose %w2 : (tensor<10x512xf32>) -> tensor<512x10xf32>
+  %p2 = mithril.matmul %h1, %w2t : (tensor<64x512xf32>, tensor<512x10xf32>) -> tensor<64x10xf32>
+  %y = mithril.add %p2, %b2 : (tensor<64x10xf32>, tensor<10xf32>) -> tensor<64x10xf32>
+  mithril.output %y : tensor<64x10xf32>
+}
+
 // CHECK-LABEL: func.func @Gemm(
 // CHECK: %[[PANELS:.+]] = tensor.empty() : tensor<8x256x32xf32>
 // CHECK: scf.for %[[N:.+]] = %c0 to %c512 step %c256
@@ -131,6 +146,33 @@ mithril.model @LinearReluBatch64(data %x: tensor<64x784xf32>, param %w: tensor<5
 // CHECK: arith.addf {{.*}} : vector<16x16xf32>
 // CHECK: arith.maximumf {{.*}} : vector<16x16xf32>
 // CHECK: vector.transfer_write {{.*}}[%[[I]], %[[J]]]{{.*}} : vector<16x16xf32>, tensor<64x512xf32>
+
+// Two such layers in a row, then a narrow one: each hidden layer's bias and
+// ReLU are computed transposed, [512, 64], as the next product's operand,
+// in the blocks of the product before them (its epilogue), and nothing
+// transposes between the layers: x^T is packed once, the next layers' panels
+// are copies. The 10-output layer swaps too (its operand comes transposed
+// at no cost), and only its [10, 64] result is transposed back, with the
+// bias.
+// CHECK-LABEL: func.func @MLPBatch64(
+// CHECK: vector.transfer_read {{.*}} : tensor<2x32x784xf32>, vector<16x16xf32>
+// CHECK: scf.for %{{.+}} = %c0 to %c784 step %c1 {{.*}} -> (vector<8x32xf32>)
+// CHECK-NOT: vector<16x16xf32>
+// CHECK: arith.maximumf {{.*}} : vector<8x32xf32>
+// CHECK-NEXT: vector.transfer_write {{.*}} : vector<8x32xf32>, tensor<128x64xf32>
+// CHECK-NOT: vector<16x16xf32>
+// CHECK: tensor.empty() : tensor<2x512x32xf32>
+// CHECK-NOT: vector<16x16xf32>
+// CHECK: scf.for %{{.+}} = %c0 to %c512 step %c1 {{.*}} -> (vector<8x32xf32>)
+// CHECK-NOT: vector<16x16xf32>
+// CHECK: arith.maximumf {{.*}} : vector<8x32xf32>
+// CHECK-NOT: vector<16x16xf32>
+// CHECK: bufferization.alloc_tensor() : tensor<10x64xf32>
+// CHECK-NOT: vector<16x16xf32>
+// CHECK: -> (vector<8x32xf32>)
+// CHECK: -> (vector<2x32xf32>)
+// CHECK: arith.addf {{.*}} : vector<16x10xf32>
+// CHECK-NEXT: vector.transfer_write {{.*}} : vector<16x10xf32>, tensor<64x10xf32>
 
 // BAD: cache-tile needs 3 positive sizes (rows, columns, reduction)
 

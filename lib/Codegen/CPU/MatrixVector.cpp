@@ -107,6 +107,12 @@ LogicalResult Scheduler::rewriteMatrixVectorProducts(IRRewriter &rewriter,
     // bf16 alike, Emerald Rapids).
     bool matrixVector = !llvm::any_of(ranges, ShapedType::isDynamic) &&
                         (ranges[0] <= kGemvMaxRows || ranges[1] < kGemvNarrowColumns);
+    // Many rows of A computed from a product that swaps: A comes
+    // transposed at no cost there, and the product swaps too (the MLP's
+    // last layer after two swapped ones, swapWeightProducts).
+    if (matrixVector && ranges[0] > kGemvMaxRows &&
+        readsSwappingProduct(matmul.getDpsInputOperand(0)->get()))
+      continue;
     if (matrixVector && ranges[0] > kGemvMaxRows &&
         succeeded(padColumnsForTiles(rewriter, matmul, transpose)))
       continue;

@@ -210,6 +210,20 @@ public:
   /// and swapped too, on two or more threads from kSwapCompiledInRows rows.
   void swapWeightProducts(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
 
+  /// How swapWeightProducts swaps `matmul`: the weight's transpose or the
+  /// compiled-in W^T, and the op computing A where it computes A^T instead;
+  /// none where it stays.
+  struct WeightSwap {
+    linalg::TransposeOp transpose;
+    DenseElementsAttr compiledIn;
+    linalg::GenericOp aProducer;
+  };
+  std::optional<WeightSwap> weightSwap(linalg::MatmulOp matmul) const;
+  /// Whether `a` is computed element for element from a product that
+  /// swapWeightProducts swaps (whose consumer then reads it transposed, so
+  /// that `a` too comes transposed at no cost).
+  bool readsSwappingProduct(Value a) const;
+
   /// Splits a matmul whose sizes the register tiles and cache blocks do not
   /// divide into the part they divide and the rest, until they do: columns
   /// at a multiple of the register tile's (784 = 24 x 32 + 16), then of the

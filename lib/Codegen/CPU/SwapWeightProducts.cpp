@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 
 using namespace mlir;
@@ -23,29 +24,39 @@ using namespace mithril;
 using namespace mithril::cpu;
 using namespace mithril::cpu::detail;
 
-/// Reads `product`'s (C's) only user through C^T, `swapped`, where that user
-/// is an element-wise op reading C element for element: the transposition
-/// back then happens in its 16 x 16 register tiles (a Transpose kernel), not
-/// in a pass of its own before it (the MLP at batch 256: its bias and ReLU
-/// read and wrote C once more for each layer).
-static bool readTransposedInConsumer(IRRewriter &rewriter, Value product, Value swapped) {
-  // (32-bit elements: the 16 x 16 register transposes.)
+/// `product`'s (C's) only user where it can read C^T instead: an
+/// element-wise op reading C element for element (32-bit elements: the
+/// 16 x 16 register transposes); null otherwise.
+static linalg::GenericOp transposedReader(Value product) {
   if (!product.hasOneUse() || !getElementTypeOrSelf(product.getType()).isF32())
-    return false;
+    return nullptr;
   OpOperand &use = *product.use_begin();
   auto consumer = dyn_cast<linalg::GenericOp>(use.getOwner());
   if (!consumer || !consumer.hasPureTensorSemantics() || !consumer.isDpsInput(&use) ||
       consumer.getNumLoops() != 2 || consumer.getNumReductionLoops() != 0)
-    return false;
-  MLIRContext *ctx = rewriter.getContext();
-  AffineMap identity = AffineMap::getMultiDimIdentityMap(2, ctx);
+    return nullptr;
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(2, product.getContext());
   if (consumer.getMatchingIndexingMap(&use) != identity ||
       llvm::any_of(consumer.getDpsInitsMutable(), [&](OpOperand &init) {
         return consumer.getMatchingIndexingMap(&init) != identity;
       }))
+    return nullptr;
+  return consumer;
+}
+
+/// Reads `product`'s (C's) only user through C^T, `swapped`, where
+/// transposedReader allows: the transposition back then happens in its
+/// 16 x 16 register tiles (a Transpose kernel), not in a pass of its own
+/// before it (the MLP at batch 256: its bias and ReLU read and wrote C once
+/// more for each layer).
+static bool readTransposedInConsumer(IRRewriter &rewriter, Value product, Value swapped) {
+  linalg::GenericOp consumer = transposedReader(product);
+  if (!consumer)
     return false;
+  OpOperand &use = *product.use_begin();
   SmallVector<AffineMap> maps = consumer.getIndexingMapsArray();
-  maps[use.getOperandNumber()] = AffineMap::getPermutationMap(ArrayRef<unsigned>{1, 0}, ctx);
+  maps[use.getOperandNumber()] =
+      AffineMap::getPermutationMap(ArrayRef<unsigned>{1, 0}, rewriter.getContext());
   rewriter.modifyOpInPlace(consumer, [&] {
     use.set(swapped);
     consumer.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
@@ -65,56 +76,147 @@ static Value transposed(IRRewriter &rewriter, Location loc, Value value) {
       ->getResult(0);
 }
 
+/// The 2-D element-wise generic computing `value`, which only one op reads
+/// (the product about to swap), which neither reads its init nor its
+/// indices, and which reads some input through `map`; null otherwise.
+static linalg::GenericOp elementwiseProducer(Value value, AffineMap map,
+                                             function_ref<bool(Value)> inputIs) {
+  auto generic = value.getDefiningOp<linalg::GenericOp>();
+  if (!generic || !value.hasOneUse() || generic->getNumResults() != 1 ||
+      !generic.hasPureTensorSemantics() || generic.getNumLoops() != 2 ||
+      generic.getNumParallelLoops() != 2 || generic.hasIndexSemantics())
+    return nullptr;
+  OpOperand *init = generic.getDpsInitOperand(0);
+  if (!generic.getMatchingIndexingMap(init).isIdentity() ||
+      generic.payloadUsesValueFromOperand(init))
+    return nullptr;
+  if (llvm::none_of(generic.getDpsInputOperands(), [&](OpOperand *input) {
+        return generic.getMatchingIndexingMap(input) == map && inputIs(input->get());
+      }))
+    return nullptr;
+  return generic;
+}
+
+/// Where computing `a` transposed saves a transposed read: its producer
+/// reads some operand through [i, j] -> [j, i] (a swapped product's
+/// consumer, readTransposedInConsumer).
+static linalg::GenericOp transposableProducer(Value a) {
+  AffineMap swap = AffineMap::getPermutationMap(ArrayRef<unsigned>{1, 0}, a.getContext());
+  return elementwiseProducer(a, swap, [](Value) { return true; });
+}
+
+/// `generic` (transposableProducer) computed over its loops swapped: its
+/// result transposed, every operand it read through [i, j] -> [j, i] now
+/// read element for element. An MLP's bias and ReLU between two swapped
+/// products then write the next product's A^T directly, and are the
+/// element-wise epilogue of the product before them (productEpilogue):
+/// the result is never transposed into place and back.
+static Value computeTransposed(IRRewriter &rewriter, linalg::GenericOp generic) {
+  MLIRContext *ctx = rewriter.getContext();
+  AffineMap swap = AffineMap::getPermutationMap(ArrayRef<unsigned>{1, 0}, ctx);
+  SmallVector<AffineMap> maps;
+  for (OpOperand *input : generic.getDpsInputOperands())
+    maps.push_back(generic.getMatchingIndexingMap(input).compose(swap));
+  maps.push_back(AffineMap::getMultiDimIdentityMap(2, ctx));
+  auto type = cast<RankedTensorType>(generic->getResult(0).getType());
+  Location loc = generic.getLoc();
+  rewriter.setInsertionPoint(generic);
+  Value init = tensor::EmptyOp::create(rewriter, loc,
+                                       ArrayRef<int64_t>{type.getDimSize(1), type.getDimSize(0)},
+                                       type.getElementType());
+  auto transposedOp =
+      linalg::GenericOp::create(rewriter, loc, TypeRange{init.getType()}, generic.getDpsInputs(),
+                                ValueRange{init}, maps, generic.getIteratorTypesArray());
+  for (NamedAttribute attr : generic->getDiscardableAttrs())
+    if (attr.getName() != LoweringConfigAttr::opAttrName)
+      transposedOp->setAttr(attr.getName(), attr.getValue());
+  IRMapping mapping;
+  generic.getRegion().cloneInto(&transposedOp.getRegion(), mapping);
+  return transposedOp->getResult(0);
+}
+
+std::optional<Scheduler::WeightSwap> Scheduler::weightSwap(linalg::MatmulOp matmul) const {
+  if (!matmul.hasPureTensorSemantics() || matmul.hasUserDefinedMaps())
+    return std::nullopt;
+  WeightSwap swap;
+  Value b = matmul.getDpsInputOperand(1)->get();
+  swap.transpose = b.getDefiningOp<linalg::TransposeOp>();
+  if (swap.transpose && swap.transpose.getPermutation() != ArrayRef<int64_t>{1, 0})
+    swap.transpose = nullptr;
+  // A weight compiled in reaches the schedule transposed already (W^T, a
+  // constant of its own since the elementwise fusion).
+  if (!swap.transpose && (!b.hasOneUse() || !matchPattern(b, m_Constant(&swap.compiledIn)) ||
+                          swap.compiledIn.isSplat()))
+    return std::nullopt;
+  // Float products of one type (bf16 and int8 have their own forms).
+  Value a = matmul.getDpsInputOperand(0)->get();
+  Value c = matmul.getDpsInitOperand(0)->get();
+  Type et = getElementTypeOrSelf(c.getType());
+  if (!isa<Float32Type, Float64Type>(et) || getElementTypeOrSelf(a.getType()) != et ||
+      getElementTypeOrSelf(b.getType()) != et)
+    return std::nullopt;
+  SmallVector<int64_t> ranges = cast<linalg::LinalgOp>(matmul.getOperation()).getStaticLoopRanges();
+  if (llvm::any_of(ranges, ShapedType::isDynamic))
+    return std::nullopt;
+  int64_t rows = ranges[0], columns = ranges[1], depth = ranges[2];
+  // The weight at least kSwapWeightRatio times A: packing it cost more
+  // than packing A and transposing the (rows x columns) result back.
+  // Where A is computed by an op that reads a swapped product transposed,
+  // A^T costs nothing (computeTransposed), and only the (columns x rows)
+  // result is transposed back: the MLP's last layer, 10 columns.
+  swap.aProducer = transposableProducer(a);
+  if (columns < kSwapWeightRatio * rows && !swap.aProducer)
+    return std::nullopt;
+  // While A^T, packed, stays within twice the L2: on one or two threads,
+  // its reduction whole (below), the split along A's rows. Zen 4, 1 MiB
+  // L2, Linear layers with bias and ReLU, alternated launches: 128 x 4096
+  // -> 4096 12% faster swapped on two threads, 256 x 2048 -> 1024 7%,
+  // 512 x 1024 -> 2048 4% (8% on one), the MLP at batch 256 5%; 1024 x
+  // 1024 -> 4096 (A^T 4 MiB) 3% slower on one thread and on two.
+  int64_t packedBytes = rows * depth * static_cast<int64_t>(et.getIntOrFloatBitWidth() / 8);
+  if (packedBytes > 2 * strategy.l2Bytes)
+    return std::nullopt;
+  // A weight compiled in is packed when compiling, so swapping saves no
+  // packing; it pays on two or more threads from kSwapCompiledInRows rows,
+  // where each thread then reads its own rows of the weight in place
+  // instead of all of its panels (split by rows) or of A (by columns).
+  // Intel Xeon Emerald Rapids (no AMX), two threads, the MLP 784-512-512-10
+  // with its weights compiled in, alternated in one process: batch 256
+  // 1.196-1.228 -> 1.131-1.137 ms (as fast as with the weights passed);
+  // batch 128 0.641 -> 0.718 and 64 0.298 -> 0.318 swapped, so those stay;
+  // one thread at 256 stays too (2.175 unswapped against 2.256).
+  if (swap.compiledIn && (strategy.threads < 2 || rows < kSwapCompiledInRows))
+    return std::nullopt;
+  return swap;
+}
+
+bool Scheduler::readsSwappingProduct(Value a) const {
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(2, a.getContext());
+  linalg::GenericOp producer = elementwiseProducer(a, identity, [&](Value input) {
+    auto product = input.getDefiningOp<linalg::MatmulOp>();
+    return product && weightSwap(product).has_value();
+  });
+  // (And it will read that product transposed.)
+  return producer && llvm::any_of(producer.getDpsInputs(), [&](Value input) {
+           return input.getDefiningOp<linalg::MatmulOp>() && transposedReader(input) == producer;
+         });
+}
+
 void Scheduler::swapWeightProducts(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
   for (linalg::LinalgOp op : ops) {
     auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation());
-    if (!matmul || !matmul.hasPureTensorSemantics() || matmul.hasUserDefinedMaps())
+    if (!matmul)
       continue;
-    Value b = matmul.getDpsInputOperand(1)->get();
-    auto transpose = b.getDefiningOp<linalg::TransposeOp>();
-    if (transpose && transpose.getPermutation() != ArrayRef<int64_t>{1, 0})
-      transpose = nullptr;
-    // A weight compiled in reaches the schedule transposed already (W^T, a
-    // constant of its own since the elementwise fusion).
-    DenseElementsAttr compiledIn;
-    if (!transpose &&
-        (!b.hasOneUse() || !matchPattern(b, m_Constant(&compiledIn)) || compiledIn.isSplat()))
+    std::optional<WeightSwap> swap = weightSwap(matmul);
+    if (!swap)
       continue;
-    // Float products of one type (bf16 and int8 have their own forms).
+    auto [transpose, compiledIn, aProducer] = *swap;
     Value a = matmul.getDpsInputOperand(0)->get();
+    Value b = matmul.getDpsInputOperand(1)->get();
     Value c = matmul.getDpsInitOperand(0)->get();
     Type et = getElementTypeOrSelf(c.getType());
-    if (!isa<Float32Type, Float64Type>(et) || getElementTypeOrSelf(a.getType()) != et ||
-        getElementTypeOrSelf(b.getType()) != et)
-      continue;
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-    if (llvm::any_of(ranges, ShapedType::isDynamic))
-      continue;
     int64_t rows = ranges[0], columns = ranges[1], depth = ranges[2];
-    // The weight at least kSwapWeightRatio times A: packing it cost more
-    // than packing A and transposing the (rows x columns) result back.
-    if (columns < kSwapWeightRatio * rows)
-      continue;
-    // While A^T, packed, stays within twice the L2: on one or two threads,
-    // its reduction whole (below), the split along A's rows. Zen 4, 1 MiB
-    // L2, Linear layers with bias and ReLU, alternated launches: 128 x 4096
-    // -> 4096 12% faster swapped on two threads, 256 x 2048 -> 1024 7%,
-    // 512 x 1024 -> 2048 4% (8% on one), the MLP at batch 256 5%; 1024 x
-    // 1024 -> 4096 (A^T 4 MiB) 3% slower on one thread and on two.
-    int64_t packedBytes = rows * depth * static_cast<int64_t>(et.getIntOrFloatBitWidth() / 8);
-    if (packedBytes > 2 * strategy.l2Bytes)
-      continue;
-    // A weight compiled in is packed when compiling, so swapping saves no
-    // packing; it pays on two or more threads from kSwapCompiledInRows rows,
-    // where each thread then reads its own rows of the weight in place
-    // instead of all of its panels (split by rows) or of A (by columns).
-    // Intel Xeon Emerald Rapids (no AMX), two threads, the MLP 784-512-512-10
-    // with its weights compiled in, alternated in one process: batch 256
-    // 1.196-1.228 -> 1.131-1.137 ms (as fast as with the weights passed);
-    // batch 128 0.641 -> 0.718 and 64 0.298 -> 0.318 swapped, so those stay;
-    // one thread at 256 stays too (2.175 unswapped against 2.256).
-    if (compiledIn && (strategy.threads < 2 || rows < kSwapCompiledInRows))
-      continue;
     Location loc = matmul.getLoc();
     rewriter.setInsertionPoint(matmul);
     Value weight;
@@ -127,7 +229,8 @@ void Scheduler::swapWeightProducts(IRRewriter &rewriter, ArrayRef<linalg::Linalg
         continue;
       weight = arith::ConstantOp::create(rewriter, loc, values);
     }
-    Value aT = transposed(rewriter, loc, a);
+    Value aT = aProducer ? computeTransposed(rewriter, aProducer) : transposed(rewriter, loc, a);
+    rewriter.setInsertionPoint(matmul);
     // C^T starts from what C started from: zeros, or C transposed.
     // (A fill of its own, into an alloc_tensor as unshareFills makes them:
     // two equal fills of empty tensors would merge, and bufferization copy
@@ -164,5 +267,7 @@ void Scheduler::swapWeightProducts(IRRewriter &rewriter, ArrayRef<linalg::Linalg
       rewriter.eraseOp(source);
     if (fill && fill->use_empty())
       rewriter.eraseOp(fill);
+    if (aProducer && aProducer->use_empty())
+      rewriter.eraseOp(aProducer);
   }
 }
