@@ -398,12 +398,14 @@ def test_bfloat16_bit_patterns_pass_unconverted():
 
 
 @pytest.mark.parametrize("target_cpu", ["host", "haswell"])
-@pytest.mark.parametrize("batch", [1, 4, 16])
+@pytest.mark.parametrize("batch", [1, 2, 4, 8, 16])
 def test_bfloat16_matrix_vector_products_accumulate_in_float32(target_cpu, batch):
     # Few rows: a matrix-vector product on the weight's own layout (with
     # AVX512-BF16, vdpbf16ps on 32 contiguous steps of a row and of the
-    # weight; 784 = 24 x 32 + 16, the rest in a second product). The same
-    # bound as the blocked products: one bf16 rounding of the exact sums.
+    # weight, or where vdpbf16ps is slow, from 2 rows, those 32 steps widened
+    # to float32 in registers and multiplied by FMAs; 784 = 24 x 32 + 16,
+    # the rest in a second product). The same bound as the blocked products:
+    # one bf16 rounding of the exact sums.
     model = Model()
     model |= Linear(256, use_bias=False)(input="x", output=ml.IOKey("y"))
     try:

@@ -431,9 +431,12 @@ public:
 
   /// sums [rows][cols][16] f32 plus, for every (row, column), the pairwise
   /// products of row `left[row]` and column `right[column]` (32 bf16 each:
-  /// 16 lanes of 2 reduction steps), one vdpbf16ps each.
-  static Value addBF16DotProducts(IRRewriter &rewriter, Location loc, Value sums, Value left,
-                                  Value right);
+  /// 16 lanes of 2 reduction steps): one vdpbf16ps each, or where the
+  /// target issues vdpbf16ps at less than half its FMA rate (Intel from
+  /// Sapphire Rapids, RegisterFile::bf16DotProduct false), two FMAs each on
+  /// the pairs' halves widened to f32 in registers.
+  Value addBF16DotProducts(IRRewriter &rewriter, Location loc, Value sums, Value left,
+                           Value right) const;
 
   /// Writes the register tiles of packDotProductGroups' products as dot
   /// products: per row, the row's group of A (a pair of bf16, or a quad of i8
@@ -451,7 +454,7 @@ public:
   /// sums as vdpbf16ps: a tile over (rows, columns, one step, 16 lanes,
   /// pair) reads each row of A and of the weight as 32 contiguous bf16 and
   /// adds their pairwise products to the (row, column) lanes.
-  static void lowerBF16MatrixVectorTiles(IRRewriter &rewriter, ModuleOp module);
+  void lowerBF16MatrixVectorTiles(IRRewriter &rewriter, ModuleOp module) const;
 
   /// Writes the register tiles of a bf16 convolution weight gradient's
   /// partial sums (conv_flat_weight_grad over pairs of images: loops f, c,
@@ -459,7 +462,7 @@ public:
   /// and each output channel's 16 lanes of both images are 32 contiguous
   /// bf16, and one dot product per (output, input) channel adds the pair's
   /// products to its 16 lanes of f32 sums.
-  static void lowerBF16WeightGradTiles(IRRewriter &rewriter, ModuleOp module);
+  void lowerBF16WeightGradTiles(IRRewriter &rewriter, ModuleOp module) const;
 
   /// Writes the register tiles of rewriteInt8MatrixVectorProduct's partial
   /// sums as the contractions mithril-x86-dot-products makes vpdpbusd: per

@@ -18,7 +18,7 @@ using namespace mithril;
 using namespace mithril::cpu;
 using namespace mithril::cpu::detail;
 
-void Scheduler::lowerBF16WeightGradTiles(IRRewriter &rewriter, ModuleOp module) {
+void Scheduler::lowerBF16WeightGradTiles(IRRewriter &rewriter, ModuleOp module) const {
   SmallVector<linalg::GenericOp> tiles;
   module.walk([&](linalg::GenericOp op) {
     if (hasKernel(op, CpuKernel::ConvFlatWeightGrad) && op.hasPureTensorSemantics() &&
