@@ -4,11 +4,12 @@
 // from Sapphire Rapids on without usable AMX tiles (here one whose
 // hypervisor hides them), which issue vdpbf16ps about once in two cycles.
 // A matrix-vector product (one row), bound by memory, keeps vdpbf16ps
-// everywhere: it reads half the bytes. From two rows, its tiles on the
-// Intel cores widen each row's 32 bf16 steps in registers (the even ones
-// shifted up, the odd ones masked) and multiply them by FMAs: 16 widening
-// ops and 32 FMAs for a 4 x 4 tile, where 16 vdpbf16ps took half as long
-// again.
+// everywhere: it reads half the bytes. From two rows, on the Intel cores,
+// A is widened to f32 once (each group of 32 steps as its 16 even, then its
+// 16 odd ones), and the tiles widen each weight row's 32 bf16 steps in
+// registers (the even ones shifted up, the odd ones masked) and multiply
+// them by FMAs: 4 widening ops and 32 FMAs for an 8 x 2 tile, where 16
+// vdpbf16ps took about twice as long.
 // RUN: mithril-opt %s --split-input-file --host-cpu=znver4 --mithril-cpu-pipeline="threads=1 stop-after=fusion" | FileCheck %s --check-prefix=PAIRS
 // RUN: mithril-opt %s --split-input-file --host-cpu=sapphirerapids,-amx-tile --mithril-cpu-pipeline="threads=1 stop-after=fusion" | FileCheck %s --check-prefix=WIDENED
 
@@ -35,6 +36,7 @@
 // PAIRS: x86vector.avx512.dot {{.*}} : vector<32xbf16> -> vector<16xf32>
 // WIDENED-LABEL: func.func @Rows(
 // WIDENED-NOT: x86vector.avx512.dot
+// WIDENED: arith.extf {{.*}} : vector<1x1x2x16xbf16> to vector<1x1x2x16xf32>
 // WIDENED: vector.bitcast {{.*}} : vector<32xbf16> to vector<16xi32>
 // WIDENED: arith.shli
 // WIDENED: arith.andi

@@ -665,6 +665,13 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     int64_t rowRange = ranges[out.getDimPosition(0)], colRange = ranges[out.getDimPosition(1)];
     int64_t rows = kGemvRowTile;
+    // The bf16 form with A widened to f32 beforehand (on targets whose
+    // vdpbf16ps is slow): the tile widens each weight row it reads, so 8
+    // rows of A share it (8 x 2: 4 widening ops for 32 FMAs, where 4 x 4
+    // took 8). (The MLP 784-512-512-10 in bf16 at batch 16, Intel Xeon
+    // Emerald Rapids without AMX, one core.)
+    if (loops == 5 && getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType()).isF32())
+      rows = 2 * kGemvRowTile;
     while (rows > 1 && rowRange % rows != 0)
       --rows;
     int64_t accumulators = regs.bits >= 512 ? 16 : 8;

@@ -215,9 +215,10 @@ LogicalResult Scheduler::padColumnsForTiles(IRRewriter &rewriter, linalg::Matmul
 /// the weight W [n][k] viewed as [.][k / 32][16][2], partial sums P[m][n]
 /// [16] accumulating A[m][kk][l][p] * W[n][kk][l][p] over kk and p (one
 /// vdpbf16ps per row, column and 32 reduction steps: both operands read
-/// contiguously), then summed over the 16 lanes. Fails (and leaves the
-/// matmul) unless both operands are bf16, the target has AVX512-BF16 and
-/// the reduction is a multiple of 32.
+/// contiguously), then summed over the 16 lanes; where vdpbf16ps is slow,
+/// A of two rows or more is widened to f32 first (below). Fails (and leaves
+/// the matmul) unless both operands are bf16, the target has AVX512-BF16
+/// and the reduction is a multiple of 32.
 LogicalResult Scheduler::rewriteBF16MatrixVectorProduct(IRRewriter &rewriter,
                                                         linalg::MatmulOp matmul,
                                                         linalg::TransposeOp transpose) {
@@ -275,6 +276,33 @@ LogicalResult Scheduler::rewriteBF16MatrixVectorProduct(IRRewriter &rewriter,
   SmallVector<ReassociationIndices> groups = {{0}, {1, 2, 3}};
   Value aGroups = tensor::ExpandShapeOp::create(
       rewriter, loc, RankedTensorType::get({m, steps, lanes, pair}, bf16), a, groups);
+  AffineExpr dm, dn, dk, dl, dp;
+  bindDims(ctx, dm, dn, dk, dl, dp);
+  using utils::IteratorType;
+  // Where the tiles widen bf16 to f32 in registers (addBF16DotProducts), A,
+  // the few rows, widens once here rather than in every tile: [m][k / 32]
+  // [2][16] f32, each group's even steps, then its odd ones, as the tiles
+  // split the weight's. The tiles then widen only the weight's rows, and
+  // take 8 rows of A by 2 of the weight (4 widening ops for 32 FMAs).
+  Value aOperand = aGroups;
+  AffineMap aMap = AffineMap::get(5, 0, {dm, dk, dl, dp}, ctx);
+  if (!strategy.registers.bf16DotProduct && m >= 2) {
+    auto wideType = RankedTensorType::get({m, steps, pair, lanes}, f32);
+    AffineExpr i, s, p, l;
+    bindDims(ctx, i, s, p, l);
+    auto widened = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{wideType}, ValueRange{aGroups},
+        ValueRange{tensor::EmptyOp::create(rewriter, loc, wideType.getShape(), f32)},
+        SmallVector<AffineMap>{AffineMap::get(4, 0, {i, s, l, p}, ctx),
+                               AffineMap::getMultiDimIdentityMap(4, ctx)},
+        SmallVector<IteratorType>(4, IteratorType::parallel),
+        [&](OpBuilder &b, Location nested, ValueRange args) {
+          linalg::YieldOp::create(b, nested,
+                                  arith::ExtFOp::create(b, nested, f32, args[0]).getResult());
+        });
+    aOperand = widened.getResult(0);
+    aMap = AffineMap::get(5, 0, {dm, dk, dp, dl}, ctx);
+  }
   Value wGroups = tensor::ExpandShapeOp::create(
       rewriter, loc, RankedTensorType::get({n, steps, lanes, pair}, bf16), w, groups);
   Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getZeroAttr(f32));
@@ -283,17 +311,13 @@ LogicalResult Scheduler::rewriteBF16MatrixVectorProduct(IRRewriter &rewriter,
           rewriter, loc, zero,
           tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{m, n, lanes}, f32).getResult())
           .getResult(0);
-  AffineExpr dm, dn, dk, dl, dp;
-  bindDims(ctx, dm, dn, dk, dl, dp);
-  SmallVector<AffineMap> maps = {AffineMap::get(5, 0, {dm, dk, dl, dp}, ctx),
-                                 AffineMap::get(5, 0, {dn, dk, dl, dp}, ctx),
+  SmallVector<AffineMap> maps = {aMap, AffineMap::get(5, 0, {dn, dk, dl, dp}, ctx),
                                  AffineMap::get(5, 0, {dm, dn, dl}, ctx)};
-  using utils::IteratorType;
   SmallVector<IteratorType> iterators = {IteratorType::parallel, IteratorType::parallel,
                                          IteratorType::reduction, IteratorType::parallel,
                                          IteratorType::reduction};
   auto partial = linalg::GenericOp::create(rewriter, loc, TypeRange{partialInit.getType()},
-                                           ValueRange{aGroups, wGroups}, ValueRange{partialInit},
+                                           ValueRange{aOperand, wGroups}, ValueRange{partialInit},
                                            maps, iterators, mithril::yieldMultiplyAdd);
   configureTile(partial, CpuKernel::MatrixVector, /*beforeSplit=*/true);
   // The lanes summed into C (which holds the matmul's initial value).
@@ -497,13 +521,16 @@ void Scheduler::lowerBF16MatrixVectorTiles(IRRewriter &rewriter, ModuleOp module
   module.walk([&](linalg::GenericOp op) {
     if (hasKernel(op, CpuKernel::MatrixVector) && op.hasPureTensorSemantics() &&
         op.getNumLoops() == 5 && op.getNumDpsInputs() == 2 &&
-        getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType()).isBF16())
+        getElementTypeOrSelf(op.getDpsInputOperand(1)->get().getType()).isBF16())
       tiles.push_back(op);
   });
   for (linalg::GenericOp op : tiles) {
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     if (llvm::any_of(ranges, ShapedType::isDynamic) || ranges[2] != 1 || ranges[3] != 16 ||
         ranges[4] != 2)
+      continue;
+    Type aType = getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType());
+    if (!aType.isBF16() && !aType.isF32())
       continue;
     int64_t rows = ranges[0], cols = ranges[1];
     Location loc = op.getLoc();
@@ -518,7 +545,12 @@ void Scheduler::lowerBF16MatrixVectorTiles(IRRewriter &rewriter, ModuleOp module
           rewriter, loc, tile, SmallVector<ReassociationIndices>{{0}, {1, 2, 3}});
       return read(flat, {count, 32}, bf16);
     };
-    Value a = rowsOf(op.getDpsInputOperand(0)->get(), rows);
+    // A widened beforehand: [rows][1][2][16] f32 -> [rows][2][16].
+    Value a = aType.isF32() ? read(tensor::CollapseShapeOp::create(
+                                       rewriter, loc, op.getDpsInputOperand(0)->get(),
+                                       SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}}),
+                                   {rows, 2, 16}, f32)
+                            : rowsOf(op.getDpsInputOperand(0)->get(), rows);
     Value w = rowsOf(op.getDpsInputOperand(1)->get(), cols);
     Value p = read(op.getDpsInitOperand(0)->get(), {rows, cols, 16}, f32);
     p = addBF16DotProducts(rewriter, loc, p, a, w);
@@ -557,11 +589,18 @@ Value Scheduler::addBF16DotProducts(IRRewriter &rewriter, Location loc, Value su
   // FMA ports (two widening ops a row, two FMAs a pair of rows) against
   // rows * cols / 0.45. A 4 x 4 tile: 24 cycles against about 36; one row
   // by 8 (batch 1) gains nothing and keeps vdpbf16ps.
-  bool widen = !strategy.registers.bf16DotProduct && rows + cols < rows * cols;
+  // Rows of `left` widened already ([rows][2][16] f32) always take FMAs.
+  bool leftWide = cast<VectorType>(left.getType()).getRank() == 3;
+  bool widen = leftWide || (!strategy.registers.bf16DotProduct && rows + cols < rows * cols);
   SmallVector<std::pair<Value, Value>> leftHalves, rightHalves;
   if (widen) {
     for (Value row : leftRows)
-      leftHalves.push_back(widenPairHalves(rewriter, loc, row));
+      leftHalves.push_back(
+          leftWide ? std::pair<Value, Value>{vector::ExtractOp::create(rewriter, loc, row,
+                                                                       ArrayRef<int64_t>{0}),
+                                             vector::ExtractOp::create(rewriter, loc, row,
+                                                                       ArrayRef<int64_t>{1})}
+                   : widenPairHalves(rewriter, loc, row));
     for (Value row : rightRows)
       rightHalves.push_back(widenPairHalves(rewriter, loc, row));
   }
