@@ -515,7 +515,8 @@ LogicalResult Scheduler::fuseMatrixVectorLanes(IRRewriter &rewriter,
 /// Writes the register tiles of rewriteBF16MatrixVectorProduct's partial
 /// sums as vdpbf16ps: a tile over (rows, columns, one step, 16 lanes,
 /// pair) reads each row of A and of the weight as 32 contiguous bf16 and
-/// adds their pairwise products to the (row, column) lanes.
+/// adds their pairwise products to the (row, column) lanes; with A widened
+/// beforehand (32 f32 a row, its even steps then its odd ones), as FMAs.
 void Scheduler::lowerBF16MatrixVectorTiles(IRRewriter &rewriter, ModuleOp module) const {
   SmallVector<linalg::GenericOp> tiles;
   module.walk([&](linalg::GenericOp op) {
@@ -584,23 +585,18 @@ Value Scheduler::addBF16DotProducts(IRRewriter &rewriter, Location loc, Value su
     leftRows.push_back(vector::ExtractOp::create(rewriter, loc, left, ArrayRef<int64_t>{r}));
   for (int64_t c = 0; c < cols; ++c)
     rightRows.push_back(vector::ExtractOp::create(rewriter, loc, right, ArrayRef<int64_t>{c}));
-  // Where vdpbf16ps is slow (about 0.45 a cycle), each row widened once per
-  // tile step and multiplied in f32: rows + cols + rows * cols cycles on two
-  // FMA ports (two widening ops a row, two FMAs a pair of rows) against
-  // rows * cols / 0.45. A 4 x 4 tile: 24 cycles against about 36; one row
-  // by 8 (batch 1) gains nothing and keeps vdpbf16ps.
-  // Rows of `left` widened already ([rows][2][16] f32) always take FMAs.
-  bool leftWide = cast<VectorType>(left.getType()).getRank() == 3;
-  bool widen = leftWide || (!strategy.registers.bf16DotProduct && rows + cols < rows * cols);
+  // Rows of `left` widened to f32 beforehand ([rows][2][16]: each row's even
+  // steps, then its odd ones; rewriteBF16MatrixVectorProduct does so where
+  // vdpbf16ps is slow, about 0.45 a cycle on those cores) take two FMAs a
+  // pair of rows, each row of `right` widened here once: an 8 x 2 tile
+  // issues 4 widening ops and 32 FMAs (18 cycles on two FMA ports) where 16
+  // vdpbf16ps took about 36.
+  bool widen = cast<VectorType>(left.getType()).getRank() == 3;
   SmallVector<std::pair<Value, Value>> leftHalves, rightHalves;
   if (widen) {
     for (Value row : leftRows)
-      leftHalves.push_back(
-          leftWide ? std::pair<Value, Value>{vector::ExtractOp::create(rewriter, loc, row,
-                                                                       ArrayRef<int64_t>{0}),
-                                             vector::ExtractOp::create(rewriter, loc, row,
-                                                                       ArrayRef<int64_t>{1})}
-                   : widenPairHalves(rewriter, loc, row));
+      leftHalves.push_back({vector::ExtractOp::create(rewriter, loc, row, ArrayRef<int64_t>{0}),
+                            vector::ExtractOp::create(rewriter, loc, row, ArrayRef<int64_t>{1})});
     for (Value row : rightRows)
       rightHalves.push_back(widenPairHalves(rewriter, loc, row));
   }

@@ -431,10 +431,9 @@ public:
 
   /// sums [rows][cols][16] f32 plus, for every (row, column), the pairwise
   /// products of row `left[row]` and column `right[column]` (32 bf16 each:
-  /// 16 lanes of 2 reduction steps): one vdpbf16ps each, or where the
-  /// target issues vdpbf16ps at less than half its FMA rate (Intel from
-  /// Sapphire Rapids, RegisterFile::bf16DotProduct false), two FMAs each on
-  /// the pairs' halves widened to f32 in registers.
+  /// 16 lanes of 2 reduction steps): one vdpbf16ps each, or, with `left`
+  /// widened to f32 beforehand ([rows][2][16]: even steps, then odd ones),
+  /// two FMAs each on `right`'s halves widened in registers.
   Value addBF16DotProducts(IRRewriter &rewriter, Location loc, Value sums, Value left,
                            Value right) const;
 
