@@ -110,8 +110,7 @@ LogicalResult Scheduler::rewriteMatrixVectorProducts(IRRewriter &rewriter,
     // Many rows of A computed from a product that swaps: A comes
     // transposed at no cost there, and the product swaps too (the MLP's
     // last layer after two swapped ones, swapWeightProducts).
-    if (matrixVector && ranges[0] > kGemvMaxRows &&
-        readsSwappingProduct(matmul.getDpsInputOperand(0)->get()))
+    if (matrixVector && ranges[0] > kGemvMaxRows && swapsAfterSwappedProduct(matmul))
       continue;
     if (matrixVector && ranges[0] > kGemvMaxRows &&
         succeeded(padColumnsForTiles(rewriter, matmul, transpose)))

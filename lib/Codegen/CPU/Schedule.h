@@ -212,17 +212,20 @@ public:
 
   /// How swapWeightProducts swaps `matmul`: the weight's transpose or the
   /// compiled-in W^T, and the op computing A where it computes A^T instead;
-  /// none where it stays.
+  /// none where it stays. `aComesTransposed` says A will come so (the
+  /// product before it swaps; swapsAfterSwappedProduct).
   struct WeightSwap {
     linalg::TransposeOp transpose;
     DenseElementsAttr compiledIn;
     linalg::GenericOp aProducer;
   };
-  std::optional<WeightSwap> weightSwap(linalg::MatmulOp matmul) const;
-  /// Whether `a` is computed element for element from a product that
-  /// swapWeightProducts swaps (whose consumer then reads it transposed, so
-  /// that `a` too comes transposed at no cost).
-  bool readsSwappingProduct(Value a) const;
+  std::optional<WeightSwap> weightSwap(linalg::MatmulOp matmul,
+                                       bool aComesTransposed = false) const;
+  /// Whether `matmul` will swap because its A is computed element for
+  /// element from a product that swaps (whose consumer then reads it
+  /// transposed, so that A too comes transposed at no cost): asked before
+  /// swapWeightProducts runs.
+  bool swapsAfterSwappedProduct(linalg::MatmulOp matmul) const;
 
   /// Splits a matmul whose sizes the register tiles and cache blocks do not
   /// divide into the part they divide and the rest, until they do: columns

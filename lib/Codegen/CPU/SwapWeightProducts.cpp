@@ -135,7 +135,8 @@ static Value computeTransposed(IRRewriter &rewriter, linalg::GenericOp generic) 
   return transposedOp->getResult(0);
 }
 
-std::optional<Scheduler::WeightSwap> Scheduler::weightSwap(linalg::MatmulOp matmul) const {
+std::optional<Scheduler::WeightSwap> Scheduler::weightSwap(linalg::MatmulOp matmul,
+                                                           bool aComesTransposed) const {
   if (!matmul.hasPureTensorSemantics() || matmul.hasUserDefinedMaps())
     return std::nullopt;
   WeightSwap swap;
@@ -165,7 +166,7 @@ std::optional<Scheduler::WeightSwap> Scheduler::weightSwap(linalg::MatmulOp matm
   // A^T costs nothing (computeTransposed), and only the (columns x rows)
   // result is transposed back: the MLP's last layer, 10 columns.
   swap.aProducer = transposableProducer(a);
-  if (columns < kSwapWeightRatio * rows && !swap.aProducer)
+  if (columns < kSwapWeightRatio * rows && !swap.aProducer && !aComesTransposed)
     return std::nullopt;
   // While A^T, packed, stays within twice the L2: on one or two threads,
   // its reduction whole (below), the split along A's rows. Zen 4, 1 MiB
@@ -190,16 +191,22 @@ std::optional<Scheduler::WeightSwap> Scheduler::weightSwap(linalg::MatmulOp matm
   return swap;
 }
 
-bool Scheduler::readsSwappingProduct(Value a) const {
+bool Scheduler::swapsAfterSwappedProduct(linalg::MatmulOp matmul) const {
+  Value a = matmul.getDpsInputOperand(0)->get();
   AffineMap identity = AffineMap::getMultiDimIdentityMap(2, a.getContext());
   linalg::GenericOp producer = elementwiseProducer(a, identity, [&](Value input) {
     auto product = input.getDefiningOp<linalg::MatmulOp>();
     return product && weightSwap(product).has_value();
   });
-  // (And it will read that product transposed.)
-  return producer && llvm::any_of(producer.getDpsInputs(), [&](Value input) {
-           return input.getDefiningOp<linalg::MatmulOp>() && transposedReader(input) == producer;
-         });
+  // (That product's consumer will read it transposed, so A comes transposed;
+  // and `matmul` then swaps too.)
+  return producer &&
+         llvm::any_of(producer.getDpsInputs(),
+                      [&](Value input) {
+                        return input.getDefiningOp<linalg::MatmulOp>() &&
+                               transposedReader(input) == producer;
+                      }) &&
+         weightSwap(matmul, /*aComesTransposed=*/true).has_value();
 }
 
 void Scheduler::swapWeightProducts(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
