@@ -205,9 +205,12 @@ public:
   /// C = (W * A^T)^T: the packed kernel then copies A^T into panels instead
   /// of the weight (whose panels took the MLP's first layer 17% of its
   /// product at batch 64), and broadcasts the weight's elements from where
-  /// they lie. The result comes back through a transpose of C. A weight
-  /// compiled in (a constant W^T by then) is transposed back when compiling
-  /// and swapped too, on two or more threads from kSwapCompiledInRows rows.
+  /// they lie. The result comes back through a transpose of C, or, where
+  /// an element-wise op computes A from a product swapped before, A^T comes
+  /// from that op run over its loops swapped (then that product's epilogue),
+  /// whatever the ratio. A weight compiled in (a constant W^T by then) is
+  /// transposed back when compiling and swapped too, on two or more threads
+  /// from kSwapCompiledInRows rows.
   void swapWeightProducts(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
 
   /// How swapWeightProducts swaps `matmul`: the weight's transpose or the

@@ -5,7 +5,9 @@
 //
 // C = A * W^T with a weight much larger than A (a Linear layer of a training
 // batch) computed as C = (W * A^T)^T: the packed kernel copies its right
-// operand into panels, and that operand is then A, not the weight.
+// operand into panels, and that operand is then A, not the weight. Between
+// two such layers the element-wise op (bias, activation) is computed
+// transposed, so that neither transposition is ever done.
 //
 //===----------------------------------------------------------------------===//
 
