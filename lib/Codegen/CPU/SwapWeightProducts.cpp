@@ -129,9 +129,8 @@ static Value computeTransposed(IRRewriter &rewriter, linalg::GenericOp generic) 
   auto transposedOp =
       linalg::GenericOp::create(rewriter, loc, TypeRange{init.getType()}, generic.getDpsInputs(),
                                 ValueRange{init}, maps, generic.getIteratorTypesArray());
-  for (NamedAttribute attr : generic->getDiscardableAttrs())
-    if (attr.getName() != LoweringConfigAttr::opAttrName)
-      transposedOp->setAttr(attr.getName(), attr.getValue());
+  transposedOp->setDiscardableAttrs(generic->getDiscardableAttrDictionary());
+  transposedOp->removeAttr(LoweringConfigAttr::opAttrName);
   IRMapping mapping;
   generic.getRegion().cloneInto(&transposedOp.getRegion(), mapping);
   return transposedOp->getResult(0);
@@ -196,18 +195,14 @@ std::optional<Scheduler::WeightSwap> Scheduler::weightSwap(linalg::MatmulOp matm
 bool Scheduler::swapsAfterSwappedProduct(linalg::MatmulOp matmul) const {
   Value a = matmul.getDpsInputOperand(0)->get();
   AffineMap identity = AffineMap::getMultiDimIdentityMap(2, a.getContext());
-  linalg::GenericOp producer = elementwiseProducer(a, identity, [&](Value input) {
+  // A product that swaps and whose consumer, A's producer, will then read
+  // it transposed: A comes transposed, and `matmul` swaps too.
+  auto producer = a.getDefiningOp<linalg::GenericOp>();
+  auto readsSwappedProduct = [&](Value input) {
     auto product = input.getDefiningOp<linalg::MatmulOp>();
-    return product && weightSwap(product).has_value();
-  });
-  // (That product's consumer will read it transposed, so A comes transposed;
-  // and `matmul` then swaps too.)
-  return producer &&
-         llvm::any_of(producer.getDpsInputs(),
-                      [&](Value input) {
-                        return input.getDefiningOp<linalg::MatmulOp>() &&
-                               transposedReader(input) == producer;
-                      }) &&
+    return product && transposedReader(input) == producer && weightSwap(product).has_value();
+  };
+  return producer && elementwiseProducer(a, identity, readsSwappedProduct) &&
          weightSwap(matmul, /*aComesTransposed=*/true).has_value();
 }
 

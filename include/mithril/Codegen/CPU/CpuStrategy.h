@@ -34,8 +34,11 @@ struct RegisterFile {
   /// Whether bf16 matmuls multiply pairs of bf16 into f32 lanes (vdpbf16ps)
   /// rather than widen each element first (CpuTarget::bf16PairProducts).
   bool bf16DotProduct = false;
-  /// Whether bf16 matrix-vector products (a few rows, or a few columns) sum
-  /// bf16 pairs on vdpbf16ps: wherever it exists, fast or not.
+  /// Whether bf16 matrix-vector products (a few rows, or a few columns) keep
+  /// their bf16 lanes form: wherever vdpbf16ps exists, fast or not (they
+  /// read half the bytes). Where it is slow (bf16DotProduct false), those of
+  /// two rows or more multiply on FMAs, A widened once and the weight's rows
+  /// in registers; a single row stays on vdpbf16ps.
   bool bf16MatrixVectorDots = false;
   /// Whether i8 matmuls multiply quads of bytes into i32 lanes (vpdpbusd).
   bool int8DotProduct = false;

@@ -59,8 +59,9 @@ struct CpuTarget {
   /// pairs, on vdpbf16ps or AMX tiles, rather than widen each element to
   /// float32 for the FMAs: with vdpbf16ps unless it is slow, and always
   /// where the AMX tiles are usable (their kernels and the vector code around
-  /// them are made for pairs). Matrix-vector products, which memory bounds,
-  /// take vdpbf16ps wherever it exists: they read half the bytes.
+  /// them are made for pairs). Matrix-vector products keep bf16 weights
+  /// wherever vdpbf16ps exists (they read half the bytes), on FMAs where
+  /// it is slow (RegisterFile::bf16MatrixVectorDots).
   bool bf16PairProducts() const { return bf16DotProduct && (bf16Tiles || !slowBF16DotProduct); }
 };
 
