@@ -31,7 +31,8 @@ def int8_product(x, w, bounds=None):
     f32 = np.float32
     amax = np.abs(w).max(axis=0, keepdims=True)
     sw = (np.maximum(amax, f32(1e-30)) / f32(127)).astype(f32)
-    t = (w / sw).astype(f32)
+    # w times the inverse scale, as the compiled code quantizes.
+    t = (w * (f32(1) / sw)).astype(f32)
     wq = (np.sign(t) * np.floor(np.abs(t) + f32(0.5))).astype(np.int64)
     lo, hi = (x.min(), x.max()) if bounds is None else (f32(bounds[0]), f32(bounds[1]))
     lo, hi = min(lo, f32(0)), max(hi, f32(0))
@@ -151,11 +152,14 @@ def test_int8_blocked_products_are_exact(target_cpu, batch, inputs, hidden, thre
 
 @pytest.mark.parametrize("target_cpu", ["host", "haswell"])
 @pytest.mark.parametrize("batch", [1, 5, 16])
-def test_int8_matrix_vector_products_are_exact(target_cpu, batch):
-    # A few rows by weights compiled in: with AVX512-VNNI a matrix-vector
-    # kernel on vpdpbusd (the weight offset to unsigned, each row's sum of A
-    # subtracted; 784 and 200 padded to whole groups of 64), without it the
-    # blocked product. Both are the exact integer sums.
+@pytest.mark.parametrize("compiled_in", [True, False])
+def test_int8_matrix_vector_products_are_exact(target_cpu, batch, compiled_in):
+    # A few rows: with AVX512-VNNI a matrix-vector kernel on vpdpbusd (the
+    # weight offset to unsigned, each row's sum of A subtracted; 784 and 200
+    # padded to whole groups of 64), without it the blocked product. Both are
+    # the exact integer sums. Weights compiled in are quantized when
+    # compiling; weights passed each call are quantized in their own [out,
+    # in] layout, whose rows the kernel reads.
     model = Model()
     model |= Linear(200)(input="input", output="h")
     model |= Relu()(input="h", output="a")
@@ -166,10 +170,14 @@ def test_int8_matrix_vector_products_are_exact(target_cpu, batch):
     except ml.MithrilError as error:  # a host without AVX2
         pytest.skip(str(error))
     params = args.randomize_params(seed=5)
-    pm = ml.compile(model, ml.MlirBackend(quantize="int8"), shapes={"input": [batch, 784]},
-                    cpu_options={"target_cpu": target_cpu}, constant_keys=params, inference=True)
     x = np.random.default_rng(3).standard_normal((batch, 784)).astype(np.float32)
-    got = pm.evaluate({}, {"input": x})["output"]
+    if compiled_in:
+        pm = ml.compile(model, ml.MlirBackend(quantize="int8"), shapes={"input": [batch, 784]},
+                        cpu_options={"target_cpu": target_cpu}, constant_keys=params,
+                        inference=True)
+        got = pm.evaluate({}, {"input": x})["output"]
+    else:
+        got = args.evaluate(params, {"input": x})["output"]
     np.testing.assert_allclose(got, int8_mlp(params, x), rtol=1e-5, atol=1e-5)
 
 

@@ -40,3 +40,19 @@ mithril.model @Int8Narrow(data %x: tensor<64x130xf32>) -> (y: tensor<64x2xf32>) 
 // NOVNNI-NOT: x3x16x4xi8
 // NOVNNI-NOT: vector<16x4xi32>, vector<16x4xi32>
 // NOVNNI: return
+
+// The weight passed each call: quantized by rows of its own [out, in]
+// layout, whose bytes the kernel reads as they are (padded to whole groups,
+// 130 -> 192, and viewed as [2][3][16][4]), not transposed.
+mithril.model @Int8GemvPassed(data %x: tensor<4x130xf32>, param %w: tensor<2x130xf32>) -> (y: tensor<4x2xf32>) {
+  %wt = mithril.transpose %w : (tensor<2x130xf32>) -> tensor<130x2xf32>
+  %y = mithril.matmul %x, %wt : (tensor<4x130xf32>, tensor<130x2xf32>) -> tensor<4x2xf32>
+  mithril.output %y : tensor<4x2xf32>
+}
+
+// CHECK-LABEL: func.func @Int8GemvPassed(
+// CHECK-NOT: tensor<130x2xi8>
+// CHECK: tensor.pad %{{.+}} low[0, 0] high[0, 62]
+// CHECK: } : tensor<2x130xi8> to tensor<2x192xi8>
+// CHECK: tensor.expand_shape %{{.+}} {{\[}}[0], [1, 2, 3]] output_shape [2, 3, 16, 4] : tensor<2x192xi8> into tensor<2x3x16x4xi8>
+// CHECK: vector.contract {{.*}} : vector<16x4xi32>, vector<16x4xi32> into vector<16xi32>

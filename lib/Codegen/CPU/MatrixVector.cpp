@@ -345,9 +345,15 @@ LogicalResult Scheduler::rewriteInt8MatrixVectorProduct(IRRewriter &rewriter,
   auto ct = cast<RankedTensorType>(c.getType());
   auto constant = b.getDefiningOp<arith::ConstantOp>();
   auto levels = constant ? dyn_cast<DenseIntElementsAttr>(constant.getValue()) : nullptr;
-  if (!strategy.registers.int8DotProduct || !levels || !at.getElementType().isInteger(8) ||
-      !bt.getElementType().isInteger(8) || !ct.getElementType().isInteger(32) ||
-      !at.hasStaticShape() || !bt.hasStaticShape())
+  // Levels computed at run time (weights passed each call) come as the
+  // transpose of the weight's own [N, K] rows, which the tiles read as they
+  // are.
+  auto transpose = b.getDefiningOp<linalg::TransposeOp>();
+  if (transpose && transpose.getPermutation() != ArrayRef<int64_t>{1, 0})
+    transpose = {};
+  if (!strategy.registers.int8DotProduct || !(levels || transpose) ||
+      !at.getElementType().isInteger(8) || !bt.getElementType().isInteger(8) ||
+      !ct.getElementType().isInteger(32) || !at.hasStaticShape() || !bt.hasStaticShape())
     return failure();
   int64_t m = at.getDimSize(0), k = at.getDimSize(1), n = bt.getDimSize(1);
   // Many rows take the packed dot-product kernel, unless the weight has too
@@ -374,17 +380,30 @@ LogicalResult Scheduler::rewriteInt8MatrixVectorProduct(IRRewriter &rewriter,
                               zeroByte);
   }
   int64_t steps = padded / group;
-  // The weight transposed, a row per output column, in the groups the
-  // instruction reads.
-  SmallVector<int8_t> values(levels.getValues<int8_t>()), transposed(n * padded, 0);
-  for (int64_t i = 0; i < k; ++i)
-    for (int64_t j = 0; j < n; ++j)
-      transposed[j * padded + i] = values[i * n + j];
-  Value wGroups = arith::ConstantOp::create(
-      rewriter, loc,
-      DenseElementsAttr::get(RankedTensorType::get({n, steps, lanes, quad}, i8),
-                             ArrayRef<int8_t>(transposed)));
+  auto groupsType = RankedTensorType::get({n, steps, lanes, quad}, i8);
   SmallVector<ReassociationIndices> groups = {{0}, {1, 2, 3}};
+  Value wGroups;
+  if (levels) {
+    // The weight transposed, a row per output column, in the groups the
+    // instruction reads.
+    SmallVector<int8_t> values(levels.getValues<int8_t>()), transposed(n * padded, 0);
+    for (int64_t i = 0; i < k; ++i)
+      for (int64_t j = 0; j < n; ++j)
+        transposed[j * padded + i] = values[i * n + j];
+    wGroups = arith::ConstantOp::create(
+        rewriter, loc, DenseElementsAttr::get(groupsType, ArrayRef<int8_t>(transposed)));
+  } else {
+    Value rows = transpose.getInput();
+    if (padded != k) {
+      Value zeroByte = arith::ConstantOp::create(rewriter, loc, rewriter.getI8IntegerAttr(0));
+      SmallVector<OpFoldResult> low(2, rewriter.getIndexAttr(0));
+      SmallVector<OpFoldResult> high = {rewriter.getIndexAttr(0),
+                                        rewriter.getIndexAttr(padded - k)};
+      rows = tensor::PadOp::create(rewriter, loc, RankedTensorType::get({n, padded}, i8), rows, low,
+                                   high, zeroByte);
+    }
+    wGroups = tensor::ExpandShapeOp::create(rewriter, loc, groupsType, rows, groups);
+  }
   Value aGroups = tensor::ExpandShapeOp::create(
       rewriter, loc, RankedTensorType::get({m, steps, lanes, quad}, i8), a, groups);
   using utils::IteratorType;
@@ -446,6 +465,8 @@ LogicalResult Scheduler::rewriteInt8MatrixVectorProduct(IRRewriter &rewriter,
       });
   configureTile(sum, CpuKernel::LaneSum, /*beforeSplit=*/true);
   rewriter.replaceOp(matmul, sum.getResult(0));
+  if (transpose && transpose->use_empty())
+    rewriter.eraseOp(transpose);
   return success();
 }
 

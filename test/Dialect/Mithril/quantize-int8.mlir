@@ -2,21 +2,28 @@
 
 // A Linear layer's product (data times a transposed parameter) becomes an
 // integer matmul of int8 levels, scaled back; a product of two data values
-// stays in float. The weight is symmetric per column; the activation is
-// unsigned over its range [min, max] (zero included) with a zero point,
-// stored offset by -128, and the product corrected by (128 - zero point)
-// times each column's sum of levels.
+// stays in float. The weight is symmetric per output (per row of its own
+// [out, in] layout, where it is quantized: only its bytes are transposed),
+// its levels w * (1 / s); the activation is unsigned over its range [min,
+// max] (zero included) with a zero point, stored offset by -128, and the
+// product corrected by (128 - zero point) times each output's sum of levels.
 // CHECK-LABEL: mithril.model @Layer
-// CHECK: %[[WT:.*]] = transpose %w
-// CHECK: max %{{.*}} {axes = array<i64: 0>, keepdim = true} : (tensor<8x3xf32>) -> tensor<1x3xf32>
-// CHECK: %[[WL:.*]] = cast %{{.*}} {element_type = i32} : (tensor<8x3xi8>) -> tensor<8x3xi32>
+// CHECK: %[[ABS:.*]] = abs %w : (tensor<3x8xf32>) -> tensor<3x8xf32>
+// CHECK: %[[AMAX:.*]] = max %[[ABS]] {axes = array<i64: 1>, keepdim = true} : (tensor<3x8xf32>) -> tensor<3x1xf32>
+// CHECK: %[[INV:.*]] = divide %{{.*}}, %{{.*}} : (tensor<f32>, tensor<3x1xf32>) -> tensor<3x1xf32>
+// CHECK: multiply %w, %[[INV]] : (tensor<3x8xf32>, tensor<3x1xf32>) -> tensor<3x8xf32>
+// CHECK: %[[BYTES:.*]] = cast %{{.*}} {element_type = i8} : (tensor<3x8xf32>) -> tensor<3x8xi8>
+// CHECK: %[[ROWS:.*]] = cast %[[BYTES]] {element_type = i32} : (tensor<3x8xi8>) -> tensor<3x8xi32>
+// CHECK: %[[WT:.*]] = transpose %[[BYTES]] {permutation = array<i64: 1, 0>} : (tensor<3x8xi8>) -> tensor<8x3xi8>
+// CHECK: %[[WL:.*]] = cast %[[WT]] {element_type = i32} : (tensor<8x3xi8>) -> tensor<8x3xi32>
 // CHECK-DAG: min %x : (tensor<4x8xf32>) -> tensor<f32>
 // CHECK-DAG: max %x : (tensor<4x8xf32>) -> tensor<f32>
 // CHECK-DAG: constant dense<2.550000e+02>
 // CHECK: %[[XL:.*]] = cast %{{.*}} {element_type = i8} : (tensor<4x8xf32>) -> tensor<4x8xi8>
 // CHECK: %[[XL32:.*]] = cast %[[XL]] {element_type = i32} : (tensor<4x8xi8>) -> tensor<4x8xi32>
 // CHECK: %[[ACC:.*]] = matmul %[[XL32]], %[[WL]] : (tensor<4x8xi32>, tensor<8x3xi32>) -> tensor<4x3xi32>
-// CHECK: %[[SUMS:.*]] = sum %[[WL]] {axes = array<i64: 0>, keepdim = true} : (tensor<8x3xi32>) -> tensor<1x3xi32>
+// CHECK: %[[ROWSUMS:.*]] = sum %[[ROWS]] {axes = array<i64: 1>, keepdim = true} : (tensor<3x8xi32>) -> tensor<3x1xi32>
+// CHECK: %[[SUMS:.*]] = reshape %[[ROWSUMS]] {shape = array<i64: 1, -1>} : (tensor<3x1xi32>) -> tensor<1x3xi32>
 // CHECK: %[[SHIFT:.*]] = cast %{{.*}} {element_type = i32} : (tensor<f32>) -> tensor<i32>
 // CHECK: %[[CORR:.*]] = multiply %[[SUMS]], %[[SHIFT]]
 // CHECK: %[[SUM:.*]] = add %[[ACC]], %[[CORR]] : (tensor<4x3xi32>, tensor<1x3xi32>) -> tensor<4x3xi32>
