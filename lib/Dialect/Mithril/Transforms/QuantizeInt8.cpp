@@ -162,16 +162,19 @@ public:
   /// within a rounding of a half step (about one in a million random weights).
   Value reciprocal(Value s) { return DivideOp::create(b, loc, scalar(1.0), s); }
 
-  /// round(t), half away from zero, sign(t) * floor(|t| + 1/2), in a signed
-  /// byte.
+  /// round(t), half away from zero, in a signed byte: t + 1/2 with t's sign,
+  /// truncated by the cast, the same number as sign(t) * floor(|t| + 1/2)
+  /// (t - 1/2 is -(|t| + 1/2) exactly) in a compare, a select and an add
+  /// (the sign and the floor took twice the vector ops of a weight's levels,
+  /// the pass bound by them).
   Value roundedLevels(Value t, bool clamp) {
-    Value magnitude = FloorDivideOp::create(
-        b, loc, AddOp::create(b, loc, AbsOp::create(b, loc, t), scalar(0.5)), scalar(1.0));
     // A static scale may not cover values beyond the calibrated range.
     if (clamp)
-      magnitude = MinimumOp::create(b, loc, magnitude, scalar(kLevels));
-    Value rounded = MultiplyOp::create(b, loc, SignOp::create(b, loc, t), magnitude);
-    return CastOp::create(b, loc, rounded, TypeAttr::get(b.getI8Type()));
+      t = MinimumOp::create(b, loc, MaximumOp::create(b, loc, t, scalar(-kLevels)),
+                            scalar(kLevels));
+    Value half =
+        WhereOp::create(b, loc, LessOp::create(b, loc, t, scalar(0.0)), scalar(-0.5), scalar(0.5));
+    return CastOp::create(b, loc, AddOp::create(b, loc, t, half), TypeAttr::get(b.getI8Type()));
   }
 
   /// Bytes read by the product as 32-bit integers: the lowering's matmul
