@@ -20,9 +20,18 @@ case taking turns, and the table gives the median over launches of each
 launch's median quiet block (probes within 15% of the run's fastest) and the
 min-max spread across launches.
 
-    scripts/bench-peers.sh [VENV_DIR] [--quick] [--threads 1,2]
+With --max-isa avx2 (output bench/peers-avx2.md) the table is measured as it
+would run on a CPU without AVX-512 (AVX2 and FMA: Intel Haswell, AMD Zen 2):
+each candidate is limited to that code as far as it allows (ISA_CAPS: ours
+and IREE compile for haswell; XLA, inductor, oneDNN and MKL take their
+settings; ONNX Runtime's MLAS, and OpenVINO's for some layers, have none),
+and after its timing each launch checks the code it ran (ISA_CHECK). The
+output says, per candidate, how it was capped and what its checks found.
+
+    scripts/bench-peers.sh [VENV_DIR] [--quick] [--threads 1,2] [--max-isa avx2]
     python3 bench/peers.py --venv-python VENV/bin/python [--quick] [--threads 1,2]
-        [--cases sgemm1024,mlp16] [--candidates ours,jax] [--launches 3] [-o bench/peers.md]
+        [--cases sgemm1024,mlp16] [--candidates ours,jax] [--launches 3] [--max-isa avx2]
+        [-o bench/peers.md]
 """
 
 import argparse
@@ -64,6 +73,67 @@ OURS_CONST_ONLY = ("only the float inference cases with weights (int8 "
                    "compiles them in either way)")
 LR = 0.01  # SGD learning rate of the training steps
 INFERENCE_ONLY = "inference-only runtime: no training step"
+
+# --max-isa avx2: the table as it would run on a CPU without AVX-512 (AVX2
+# and FMA: Intel Haswell, AMD Zen 2), measured on this host. Per candidate:
+# what its worker's environment gets ("env"; XLA_FLAGS and GLIBC_TUNABLES
+# are added to what is there), its own compile option ("option": ours'
+# cpu_options target_cpu, IREE's --iree-llvmcpu-target-cpu), and what the
+# table says of the cap ("how"; "not_capped": why there is none). "common"
+# is every candidate's. After its timing each launch checks the code it ran
+# (ISA_CHECK). Found with the venv's pins, 2026-12-03:
+# - glibc 2.36 picks its string functions' EVEX variants by CPUID, unless the
+#   tunable takes the AVX-512 features away (ld.so --list-diagnostics).
+# - jaxlib 0.10.2 hands these models' dots and convolutions to YNNPACK
+#   fusions, whose kernels (dot_fp32_*_avx512 here) are picked by CPUID:
+#   xla_cpu_max_isa caps only XLA's own LLVM code. Without the library fusions the dots and
+#   convolutions run on XLA's Eigen runtime, built for AVX without FMA: JAX
+#   then runs no AVX-512 instruction, but slower than on an AVX2 CPU (where
+#   YNNPACK would pick its AVX2+FMA kernels).
+# - torch: ATEN_CPU_CAPABILITY caps ATen's kernels and inductor's vector ISA
+#   (cpu_vec_isa.pick_vec_isa), TORCHINDUCTOR_CPP_MARCH replaces inductor's
+#   -march=native, ONEDNN_MAX_CPU_ISA its oneDNN (convolutions) and
+#   MKL_ENABLE_INSTRUCTIONS its MKL (Linear layers, packed by freezing).
+# - OpenVINO 2026.4.1 honours ONEDNN_MAX_CPU_ISA (brgemm_avx2_f32 for
+#   brgemm_avx512_f32, brgconv_avx2_f32, jit_avx2_f32); its FullyConnected
+#   layers without post-ops run on MLAS (gemm_mlas_f32), which, as ONNX
+#   Runtime's, picks its kernels by CPUID with no setting to cap them.
+AVX512_HWCAPS = "glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD"
+XLA_NO_LIBRARIES = ("--xla_cpu_experimental_ynn_fusion_type= "
+                    "--xla_cpu_experimental_xnn_fusion_type= --xla_cpu_use_onednn=false")
+MLAS_UNCAPPED = ("MLAS picks its kernels by CPUID (AVX-512F ones on an AVX-512 host) and has "
+                 "no setting to cap them")
+ISA_CAPS = {"avx2": {
+    "common": {"env": {"GLIBC_TUNABLES": AVX512_HWCAPS},
+               "how": f"glibc's string functions: `GLIBC_TUNABLES={AVX512_HWCAPS}`"},
+    "ours": {"option": "haswell",
+             "how": "`cpu_options={\"target_cpu\": \"haswell\"}` in ml.compile"},
+    "ort": {"not_capped": f"not capped (its AVX-512 kernels): {MLAS_UNCAPPED}"},
+    "openvino": {"env": {"ONEDNN_MAX_CPU_ISA": "AVX2"},
+                 "how": "`ONEDNN_MAX_CPU_ISA=AVX2` (oneDNN and the plugin's own JIT kernels); "
+                        "its FullyConnected layers on MLAS (`gemm_mlas_*`) not capped: "
+                        f"{MLAS_UNCAPPED}"},
+    "jax": {"env": {"XLA_FLAGS": "--xla_cpu_max_isa=AVX2 " + XLA_NO_LIBRARIES},
+            "how": "`XLA_FLAGS=--xla_cpu_max_isa=AVX2`, and no library fusions "
+                   f"(`{XLA_NO_LIBRARIES}`): YNNPACK picks its kernels by CPUID, so dots and "
+                   "convolutions run on XLA's Eigen runtime (AVX, no FMA) instead, slower than "
+                   "JAX on an AVX2 CPU (YNNPACK's AVX2+FMA kernels)"},
+    "iree": {"option": "haswell", "how": "`--iree-llvmcpu-target-cpu=haswell`"},
+    "torch": {"env": {"ATEN_CPU_CAPABILITY": "avx2", "TORCHINDUCTOR_CPP_MARCH": "haswell",
+                      "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
+              "how": "`ATEN_CPU_CAPABILITY=avx2` (ATen, inductor's vector ISA), "
+                     "`TORCHINDUCTOR_CPP_MARCH=haswell` (inductor's C++), "
+                     "`ONEDNN_MAX_CPU_ISA=AVX2`, `MKL_ENABLE_INSTRUCTIONS=AVX2`"},
+}}
+ISA_TITLES = {"avx2": "AVX2 code"}
+# Environment variables a cap adds to (with this separator) rather than sets.
+ENV_JOIN = {"XLA_FLAGS": " ", "GLIBC_TUNABLES": ":"}
+ISA = {"cap": None}  # the worker's --max-isa
+
+
+def cap_option(cand):
+    """The candidate's own option under the worker's --max-isa, or None."""
+    return ISA_CAPS[ISA["cap"]].get(cand, {}).get("option") if ISA["cap"] else None
 
 
 @dataclass(frozen=True)
@@ -277,6 +347,18 @@ def setup_ours(threads):
 # arguments of each call ("args"), or compiled in ("compiled"). int8 always
 # compiles them in (quantized when compiling).
 OURS_WEIGHTS = {"mode": "args"}
+# The models build_ours compiled in this worker (check_ours reads their code).
+OURS_COMPILED = []
+
+
+def ours_compile(ml, *args, **kwargs):
+    """ml.compile, for the --max-isa cap's target CPU where the worker has one."""
+    target = cap_option("ours")
+    if target:
+        kwargs["cpu_options"] = {"target_cpu": target}
+    pm = ml.compile(*args, **kwargs)
+    OURS_COMPILED.append(pm)
+    return pm
 
 
 def build_ours(lib, case, d, threads, scratch):
@@ -291,7 +373,7 @@ def build_ours(lib, case, d, threads, scratch):
         model = models.Model()
         model |= models.MatrixMultiply().connect(left="a", right="b", output=ml.IOKey("c"))
         n = case.size
-        pm = ml.compile(model, backend, shapes={"a": [n, n], "b": [n, n]}, inference=True)
+        pm = ours_compile(ml, model, backend, shapes={"a": [n, n], "b": [n, n]}, inference=True)
         data = {"a": d["a"], "b": d["b"]}
         return (lambda: pm.evaluate({}, data)["c"]), None
     net = lib.bench.mlp() if case.kind == "mlp" else lib.bench.cnn()
@@ -303,16 +385,16 @@ def build_ours(lib, case, d, threads, scratch):
         train = models.TrainModel(net)
         train.add_loss(models.CrossEntropy(), reduce_steps=[models.Mean()], input="logits",
                        target="target")
-        pm = ml.compile(train, backend, shapes={"input": input_shape(case),
-                                                "target": [case.size]})
+        pm = ours_compile(ml, train, backend, shapes={"input": input_shape(case),
+                                                      "target": [case.size]})
         data, opt = {"input": d["x"], "target": d["y"]}, ml.SGD(lr=LR)
         # train_step updates `params` (in place, or replacing entries).
         return (lambda: pm.train_step(params, data, opt)["final_cost"]), (lambda: params)
     if case.precision == "int8":
         # As ONNX Runtime's initializers: the weights compiled in, quantized
         # when compiling (per call, only the activations are).
-        pm = ml.compile(net, backend, shapes={"input": input_shape(case)}, inference=True,
-                        constant_keys=params)
+        pm = ours_compile(ml, net, backend, shapes={"input": input_shape(case)}, inference=True,
+                          constant_keys=params)
         return (lambda: pm.evaluate({}, {"input": d["x"]})["logits"]), None
     x = d["x"]
     if case.precision == "bf16":  # bfloat16 bit patterns pass unconverted
@@ -321,10 +403,10 @@ def build_ours(lib, case, d, threads, scratch):
     if OURS_WEIGHTS["mode"] == "compiled":
         # As the inference runtimes' initializers (and torch's freezing): the
         # weights compiled in, packed when compiling.
-        pm = ml.compile(net, backend, shapes={"input": input_shape(case)}, inference=True,
-                        constant_keys=params)
+        pm = ours_compile(ml, net, backend, shapes={"input": input_shape(case)}, inference=True,
+                          constant_keys=params)
         return (lambda: pm.evaluate({}, {"input": x})["logits"]), None
-    pm = ml.compile(net, backend, shapes={"input": input_shape(case)}, inference=True)
+    pm = ours_compile(ml, net, backend, shapes={"input": input_shape(case)}, inference=True)
     return (lambda: pm.evaluate(params, {"input": x})["logits"]), None
 
 
@@ -415,10 +497,13 @@ def build_openvino(lib, case, d, threads, scratch):
     core = lib.ov.Core()
     model = core.read_model(write_onnx(case, d, os.path.join(scratch, "model.onnx")))
     # f32 is asked for explicitly: the CPU plugin defaults to bf16 where the
-    # CPU has it.
+    # CPU has it. Under --max-isa, bf16 cases too: the plugin reads bf16
+    # support from CPUID, and the capped oneDNN has no bf16 inner product
+    # (compiling fails); on a CPU without bf16 instructions it computes in f32.
+    bf16 = case.precision == "bf16" and not ISA["cap"]
     config = {"INFERENCE_NUM_THREADS": threads, "NUM_STREAMS": 1,
               "PERFORMANCE_HINT": "LATENCY",
-              "INFERENCE_PRECISION_HINT": "bf16" if case.precision == "bf16" else "f32"}
+              "INFERENCE_PRECISION_HINT": "bf16" if bf16 else "f32"}
     compiled = core.compile_model(model, "CPU", config)
     request = compiled.create_infer_request()
     feeds = dict(enumerate(onnx_feeds(case, d).values()))
@@ -426,9 +511,13 @@ def build_openvino(lib, case, d, threads, scratch):
     def run():
         request.infer(feeds, share_inputs=True)
         return request.get_output_tensor(0).data
+    run.compiled = compiled  # check_openvino reads its runtime model
     if case.precision == "bf16":  # the CPU plugin falls back to f32 without bf16 support
         precision = compiled.get_property("INFERENCE_PRECISION_HINT")
         run.note = f"computes in {getattr(precision, 'to_string', precision.__str__)()}"
+        if ISA["cap"]:
+            run.note += (" (asked for under the cap: the bf16 hint's fallback on a CPU "
+                         "without bf16 support)")
     return run, None
 
 
@@ -477,13 +566,17 @@ def build_jax(lib, case, d, threads, scratch):
     if case.kind == "sgemm":
         matmul = jax.jit(lambda a, b: a @ b)
         a, b = jax.device_put(d["a"]), jax.device_put(d["b"])
-        return (lambda: matmul(a, b).block_until_ready()), None
+        run = lambda: matmul(a, b).block_until_ready()
+        run.lower = lambda: matmul.lower(a, b)  # check_jax compiles it again, dumping
+        return run, None
     forward = jax_forward(lib, case.kind)
     params = {k: jax.device_put(v) for k, v in jax_params(d["params"]).items()}
     x = jax.device_put(d["x"])
     if not case.train:
         f = jax.jit(forward)
-        return (lambda: f(params, x).block_until_ready()), None
+        run = lambda: f(params, x).block_until_ready()
+        run.lower = lambda: f.lower(params, x)
+        return run, None
     y = jax.device_put(d["y"].astype(np.int32))
 
     def loss_fn(p, x, y):
@@ -499,6 +592,7 @@ def build_jax(lib, case, d, threads, scratch):
     def run():
         state["p"], loss = step(state["p"], x, y)
         return loss.block_until_ready()
+    run.lower = lambda: step.lower(state["p"], x, y)
     return run, (lambda: jax_params({k: np.asarray(v) for k, v in state["p"].items()},
                                     inverse=True))
 
@@ -526,9 +620,11 @@ def build_iree(lib, case, d, threads, scratch):
         args = [d["x"]] + list(params.values())
     exported = jax.export.export(jax.jit(fn))(
         *[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args])
-    vmfb = lib.compiler.compile_str(exported.mlir_module(), target_backends=["llvm-cpu"],
-                                    input_type="stablehlo",
-                                    extra_args=["--iree-llvmcpu-target-cpu=host"])
+    flags = [f"--iree-llvmcpu-target-cpu={cap_option('iree') or 'host'}"]
+    compile_vmfb = lambda extra=(): lib.compiler.compile_str(
+        exported.mlir_module(), target_backends=["llvm-cpu"], input_type="stablehlo",
+        extra_args=flags + list(extra))
+    vmfb = compile_vmfb()
     # One thread: local-sync runs the dispatches on the calling thread. On
     # local-task the caller's wait for its one worker ended on the kernel's
     # 4 ms ticks (every call took a multiple of 4 ms: sgemm 1024 32.0 ms,
@@ -539,7 +635,9 @@ def build_iree(lib, case, d, threads, scratch):
     context.add_vm_module(module)
     main = context.modules[module.name]["main"]
     device_args = [rt.asdevicearray(config.device, a) for a in args]
-    return (lambda: main(*device_args).to_host()), None
+    run = lambda: main(*device_args).to_host()
+    run.dump = lambda folder: compile_vmfb([f"--iree-hal-dump-executable-binaries-to={folder}"])
+    return run, None
 
 
 def setup_torch(threads):
@@ -618,6 +716,168 @@ BUILD = {"ours": build_ours, "ort": build_ort, "openvino": build_openvino, "jax"
          "iree": build_iree, "torch": build_torch}
 
 
+# --max-isa's checks, after the timing: what code the candidate ran. Each
+# returns (verdict, evidence): "verified" (none of its code is AVX-512),
+# "partly" (some of it is not capped), "failed" (AVX-512 code found) or
+# "unverified", and a dict of what was seen, values that the report merges
+# over every launch.
+
+def avx512_instructions(paths, skip=None):
+    """How many of the instructions in the code of `paths` (object files,
+    archives, shared libraries) are AVX-512 (EVEX-encoded: in 64-bit mode
+    the 0x62 byte after any address-size or segment prefix), and how many
+    there are, per objdump; functions whose name holds `skip` are left out.
+    None without objdump."""
+    objdump = shutil.which("objdump")
+    if objdump is None or not paths:
+        return None
+    evex = total = 0
+    for path in paths:
+        out = subprocess.run([objdump, "-d", "--insn-width=16", path], capture_output=True,
+                             text=True).stdout
+        counted = True
+        for line in out.splitlines():
+            if line.endswith(">:"):
+                counted = skip is None or skip not in line
+                continue
+            fields = line.split("\t")
+            if not counted or len(fields) < 3 or not fields[0].strip().endswith(":"):
+                continue
+            code = fields[1].split()
+            while code and code[0] in ("67", "26", "2e", "36", "3e", "64", "65"):
+                code.pop(0)
+            total += 1
+            evex += bool(code) and code[0] == "62"
+    return evex, total
+
+
+def code_verdict(counted, what):
+    """The verdict and evidence for avx512_instructions' count of `what`."""
+    if counted is None:
+        return "unverified", {what: ["not read (no objdump, or no code found)"]}
+    evex, total = counted
+    if evex:
+        return "failed", {what: [f"{evex} AVX-512 instructions"]}
+    return "verified", {what: ["no AVX-512 instruction (objdump)"]}
+
+
+def captured_stdout(fn):
+    """What `fn` writes on file descriptor 1 (C libraries' verbose output)."""
+    sys.stdout.flush()
+    with tempfile.TemporaryFile("w+") as tmp:
+        saved = os.dup(1)
+        os.dup2(tmp.fileno(), 1)
+        try:
+            fn()
+        finally:
+            sys.stdout.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
+        tmp.seek(0)
+        return tmp.read()
+
+
+def check_ours(lib, run, scratch):
+    """The object code of every model this worker compiled."""
+    paths = []
+    for pm in OURS_COMPILED:
+        models = [getattr(pm, "_forward_model", None)]
+        # A training step's entry: (compiled model, inputs, outputs, states).
+        models += [m[0] if isinstance(m, tuple) else m
+                   for m in getattr(pm, "_gradient_models", {}).values()]
+        for m in models:
+            if m is not None:
+                paths.append(os.path.join(scratch, f"ours-{len(paths)}.o"))
+                with open(paths[-1], "wb") as f:
+                    f.write(m.object_code)
+    return code_verdict(avx512_instructions(paths), "object code")
+
+
+def check_ort(lib, run, scratch):
+    return "not capped", {}
+
+
+def check_openvino(lib, run, scratch):
+    """The primitive types of the runtime model's compute layers."""
+    types = set()
+    for op in run.compiled.get_runtime_model().get_ordered_ops():
+        rt = op.get_rt_info()
+        kind = rt["primitiveType"].astype(str) if "primitiveType" in rt else "unknown"
+        if not kind.startswith("unknown"):
+            types.add(kind)
+    evidence = {"primitive types": sorted(types)}
+    if any("avx512" in t or "amx" in t for t in types):
+        return "failed", evidence
+    return ("partly" if any("mlas" in t for t in types) else "verified"), evidence
+
+
+def check_jax(lib, run, scratch):
+    """The same function compiled again with XLA's dump: its object code,
+    and the library fusions of its optimized HLO."""
+    dump = os.path.join(scratch, "xla-dump")
+    hlo = run.lower().compile(compiler_options={"xla_dump_to": dump}).as_text()
+    fusions = sorted(set(re.findall(r"__(?:ynn|xnn|onednn)\w*", hlo)))
+    objects = [os.path.join(dump, n) for n in os.listdir(dump) if n.endswith(".o")]
+    if objects:
+        verdict, evidence = code_verdict(avx512_instructions(objects), "XLA's object code")
+    else:  # a lone dot: XLA compiles no kernel, the runtime's Eigen (AVX code) runs it
+        verdict, evidence = "verified", {"XLA's object code": ["none compiled"]}
+    # The libraries pick their kernels by CPUID: AVX-512 ones on this host.
+    evidence["library fusions (YNNPACK, XNNPACK, oneDNN)"] = fusions or ["none"]
+    if fusions:
+        return "failed", evidence
+    # Dots and convolutions left to jaxlib's runtime library are not in the
+    # dump, and their code is not checked: the MLP at batch 256 ran at 122
+    # GFLOP/s on one core so capped (Emerald Rapids), beyond AVX without FMA.
+    if verdict == "verified" and re.search(r"\b(dot|convolution)\(", hlo):
+        verdict = "partly"
+        evidence["runtime library dots and convolutions"] = ["not checked"]
+    return verdict, evidence
+
+
+def check_iree(lib, run, scratch):
+    """The module compiled again, dumping its executables."""
+    dump = os.path.join(scratch, "iree-dump")
+    run.dump(dump)
+    objects = [os.path.join(dump, n) for n in os.listdir(dump) if n.endswith(".so")]
+    return code_verdict(avx512_instructions(objects), "executables' code")
+
+
+def check_torch(lib, run, scratch):
+    """ATen's capability, inductor's vector ISA and the code of its kernels
+    (not the ISA probes it compiles), and one more call with oneDNN's and
+    MKL's verbose output: the ISA they report and the implementations run."""
+    torch = lib.torch
+    from torch._inductor import cpu_vec_isa
+    cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR", "")
+    kernels = [os.path.join(folder, n) for folder, _, names in os.walk(cache)
+               for n in names if n.endswith(".so")]
+    verdict, evidence = code_verdict(avx512_instructions(kernels, skip="chk_kernel"),
+                                     "inductor's kernels")
+    evidence["ATen capability"] = [torch.backends.cpu.get_cpu_capability()]
+    evidence["inductor vector ISA"] = [str(cpu_vec_isa.pick_vec_isa())]
+
+    def verbose_call():
+        with torch.backends.mkl.verbose(torch.backends.mkl.VERBOSE_ON), \
+             torch.backends.mkldnn.verbose(torch.backends.mkldnn.VERBOSE_ON):
+            run()
+    text = captured_stdout(verbose_call)
+    onednn = sorted({f"{f[5]} {f[6]}" for f in (line.split(",") for line in text.splitlines())
+                     if f[0] == "onednn_verbose" and len(f) > 6 and f[3] == "exec"})
+    onednn += re.findall(r"onednn_verbose,v1,info,cpu,(isa:[^,\n]+)", text)
+    mkl = re.findall(r"MKL_VERBOSE oneMKL.*?\((Intel\(R\) [^)]+)\)", text)
+    evidence["oneDNN"] = onednn or ["not called"]
+    evidence["MKL"] = mkl or ["not called"]
+    seen = " ".join(evidence["ATen capability"] + evidence["inductor vector ISA"] + onednn + mkl)
+    if re.search(r"avx512|amx|AVX-?512|AVX 10", seen, re.I):
+        verdict = "failed"
+    return verdict, evidence
+
+
+ISA_CHECK = {"ours": check_ours, "ort": check_ort, "openvino": check_openvino,
+             "jax": check_jax, "iree": check_iree, "torch": check_torch}
+
+
 def relerr(got, ref):
     """Relative Frobenius error; inf where the result is not finite."""
     got = np.asarray(got, np.float64).reshape(np.shape(ref))
@@ -671,6 +931,7 @@ def block_median(run, blocks, block_s):
 def worker(args):
     case = CASES[args.case]
     OURS_WEIGHTS["mode"] = args.ours_weights
+    ISA["cap"] = args.max_isa
     try:
         # Imports first, then the data, as a user's script has them (arrays
         # made after `import mithril` are 64-byte aligned).
@@ -690,6 +951,11 @@ def worker(args):
              result["blocks"]) = block_median(run, args.blocks, args.block_s)
     except Exception as e:  # reported, not raised: the orchestrator footnotes it
         result = {"status": "error", "reason": f"{type(e).__name__}: {e}"}
+    if ISA["cap"] and result["status"] != "error":
+        try:
+            result["isa"] = ISA_CHECK[args.worker](lib, run, args.scratch)
+        except Exception as e:
+            result["isa"] = ("unverified", {"check": [f"{type(e).__name__}: {e}"[:200]]})
     print("RESULT " + json.dumps(result), flush=True)
 
 
@@ -714,7 +980,7 @@ def info_worker():
 
 # The orchestrator.
 
-def worker_env(cand, threads, scratch, build):
+def worker_env(cand, threads, scratch, build, max_isa=None):
     env = dict(os.environ)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env[var] = str(threads)
@@ -739,6 +1005,12 @@ def worker_env(cand, threads, scratch, build):
         # precompiled headers: every launch compiles from scratch, like the others.
         env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(scratch, "inductor")
         env["TMPDIR"] = scratch
+    if max_isa:
+        caps = ISA_CAPS[max_isa]
+        own = caps.get("ours" if cand in OURS else cand, {})
+        for var, value in {**caps["common"].get("env", {}), **own.get("env", {})}.items():
+            env[var] = (env[var] + ENV_JOIN[var] + value if env.get(var) and var in ENV_JOIN
+                        else value)
     return env
 
 
@@ -750,10 +1022,13 @@ def launch(cand, case, threads, data, args):
            "--case", case.id, "--threads", str(threads), "--data", data, "--scratch", scratch,
            "--blocks", str(args.blocks), "--block-s", str(args.block_s),
            "--ours-weights", "compiled" if cand == "ours-const" else args.ours_weights]
+    if args.max_isa:
+        cmd += ["--max-isa", args.max_isa]
     if shutil.which("taskset"):
         cmd = ["taskset", "-c", ",".join(str(i) for i in range(threads))] + cmd
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=HERE, env=worker_env(cand, threads, scratch, args.build),
+                            cwd=HERE, env=worker_env(cand, threads, scratch, args.build,
+                                                     args.max_isa),
                             start_new_session=True)
     try:
         out, err = proc.communicate(timeout=args.timeout)
@@ -831,6 +1106,8 @@ def run_all(args, cases, candidates):
                         shown = (f"{r['median_s'] * 1e3:.3f} ms, compile {r['compile_s']:.2f} s, "
                                  f"error {r['error']:.1e}" if "median_s" in r else
                                  f"{r['status']}: {r.get('reason') or r.get('error')}")
+                        if "isa" in r:
+                            shown += f"; {args.max_isa} check: {r['isa'][0]} {r['isa'][1]}"
                         print(f"[{threads}t] {case.title}: {TITLES[cand]} launch {i + 1}/"
                               f"{args.launches}: {shown}", file=sys.stderr, flush=True)
                         if r["status"] != "ok":
@@ -889,6 +1166,70 @@ def fmt_s(seconds):
     return f"{seconds:.2f}" if seconds < 10 else f"{seconds:.1f}"
 
 
+ISA_VERDICTS = ("verified", "partly", "not capped", "unverified", "failed")
+# How a table marks a peer by its worst verdict; the ratio columns leave out
+# the peers whose code was not capped (RATIO_LEFT_OUT).
+ISA_MARKS = {"partly": "partly capped", "not capped": "not capped",
+             "unverified": "cap unverified", "failed": "cap failed"}
+RATIO_LEFT_OUT = ("not capped", "failed")
+
+
+def isa_verdict(results, cand):
+    """The --max-isa checks of every launch of `cand`: the worst verdict,
+    how many launches had each, and their evidence merged (None: no
+    launch)."""
+    checks = [r["isa"] for (_, _, c), entry in results.items() if c == cand
+              for r in entry.get("runs", []) if "isa" in r]
+    if not checks:
+        return None
+    counts = {v: sum(c[0] == v for c in checks) for v in ISA_VERDICTS}
+    worst = max((v for v in counts if counts[v]), key=ISA_VERDICTS.index)
+    merged = {}
+    for _, evidence in checks:
+        for key, values in evidence.items():
+            seen = merged.setdefault(key, [])
+            seen += [v for v in values if v not in seen]
+    for key, values in merged.items():  # "not called" only where nothing was
+        if len(values) > 1 and "not called" in values:
+            values.remove("not called")
+    return worst, {v: n for v, n in counts.items() if n}, merged
+
+
+def isa_summary(args, candidates, results):
+    """The --max-isa section: how each candidate was capped, and what the
+    checks after its launches found."""
+    caps = ISA_CAPS[args.max_isa]
+    lines = ["", f"## {ISA_TITLES[args.max_isa]}: how each candidate was capped", "",
+             f"`--max-isa {args.max_isa}`: every candidate limited, as far as it allows, to the "
+             "code it would run on a CPU without AVX-512 (AVX2 and FMA: Intel Haswell, AMD "
+             f"Zen 2), on this host. Every worker: {caps['common']['how']}. After its timing "
+             "each launch checks the code it ran: the object code ours compiled, XLA's (compiled "
+             "again with `xla_dump_to`) and IREE's executables (compiled again, dumped), "
+             "inductor's kernels, read by objdump for AVX-512 (EVEX-encoded) instructions; "
+             "torch's ATen capability, inductor's vector ISA and oneDNN's and MKL's verbose "
+             "output of one more call; OpenVINO's runtime model's primitive types. `verified`: "
+             "none of that code is AVX-512; `partly`: some of it is not capped (named); "
+             "`failed`: AVX-512 code found. The tables mark a peer by its worst verdict, and "
+             "`best peer / ours` and `like for like` leave out the peers marked not capped or "
+             "cap failed.", "",
+             "| candidate | how capped | check after each launch |", "| --- | --- | --- |"]
+    for cand in candidates:
+        cap = caps.get("ours" if cand in OURS else cand, {})
+        how = cap.get("how") or cap.get("not_capped", "-")
+        found = isa_verdict(results, cand)
+        if found is None:
+            lines.append(f"| {TITLES[cand]} | {how} | not run |")
+            continue
+        worst, counts, merged = found
+        total = sum(counts.values())
+        verdict = (f"{worst} in {'its launch' if total == 1 else f'all {total} launches'}"
+                   if len(counts) == 1 else
+                   ", ".join(f"{v} in {n}" for v, n in counts.items()) + f" of {total} launches")
+        shown = "; ".join(f"{k}: {', '.join(v)}" for k, v in merged.items())
+        lines.append(f"| {TITLES[cand]} | {how} | **{verdict}**{': ' + shown if shown else ''} |")
+    return lines
+
+
 def report(args, cases, candidates, results, ours_info, peer_info, loads):
     footnotes = {}  # text -> (number, the candidates or cells it is about)
 
@@ -907,9 +1248,15 @@ def report(args, cases, candidates, results, ours_info, peer_info, loads):
         ours_rev = "unknown"
     target = ours_info.get("cpu_target", {})
     limit, quiet_blocks, all_blocks = probe_stats(results)
+    titled = f" ({ISA_TITLES[args.max_isa]})" if args.max_isa else ""
+    # Under --max-isa, each candidate's worst check verdict.
+    marks = {c: v[0] for c in candidates
+             if args.max_isa and (v := isa_verdict(results, c)) is not None}
+    iree_cpu = ISA_CAPS[args.max_isa]["iree"]["option"] if args.max_isa else "host"
     lines = [
-        "# Peer benchmarks", "",
-        f"Measured by `scripts/bench-peers.sh{' --quick' if args.quick else ''}` "
+        "# Peer benchmarks" + titled, "",
+        f"Measured by `scripts/bench-peers.sh{' --quick' if args.quick else ''}"
+        f"{f' --max-isa {args.max_isa}' if args.max_isa else ''}` "
         f"(bench/peers.py) on {host_cpu()}, {os.cpu_count()} cores; LLVM CPU "
         f"`{target.get('cpu', 'unknown')}`; ISA: {', '.join(cpu_isa()) or 'unknown'}; "
         f"{time.strftime('%Y-%m-%d %H:%M %Z')}. Load average "
@@ -935,7 +1282,7 @@ def report(args, cases, candidates, results, ours_info, peer_info, loads):
         "ONNX Runtime and OpenVINO load one ONNX graph (opset 17, weights as "
         "initializers); JAX jits a jnp function (convolutions in NHWC, their best layout); "
         "IREE compiles the same function's StableHLO export "
-        "(`--iree-llvmcpu-target-cpu=host`); torch compiles an nn.Module with inductor "
+        f"(`--iree-llvmcpu-target-cpu={iree_cpu}`); torch compiles an nn.Module with inductor "
         "(inference: autograd off, freezing on; training: forward, loss and backward "
         "compiled, SGD eager); " + (
             "JAX/IREE take the parameters as arguments of each call, and ours compiles "
@@ -970,11 +1317,14 @@ def report(args, cases, candidates, results, ours_info, peer_info, loads):
         "`compile ours / best peer` is our compile-to-first-result time over that peer's "
         "(below 1: we compile faster).",
     ]
+    if args.max_isa:
+        lines += isa_summary(args, candidates, results)
     for threads in args.threads:
         cells = {(c.id, cand): summarize(results[threads, c.id, cand], limit)
                  for c in cases for cand in candidates}
-        peers = [p for p in candidates if p not in OURS]
-        head = ["case"] + [TITLES[c] for c in candidates]
+        peers = [p for p in candidates if p not in OURS and marks.get(p) not in RATIO_LEFT_OUT]
+        head = ["case"] + [TITLES[c] + (f" ({ISA_MARKS[marks[c]]})" if marks.get(c) in ISA_MARKS
+                                        else "") for c in candidates]
         matched = "ours-const" in candidates
         extra = ["best peer / ours"] + (["like for like"] if matched else []) + [
             "compile ours / best peer"]
@@ -1031,7 +1381,8 @@ def report(args, cases, candidates, results, ours_info, peer_info, loads):
             spread.append("| " + " | ".join(srow) + " |")
             compile_t.append("| " + " | ".join(crow) + " |")
         lines += ["", f"## {threads} thread{'s' if threads > 1 else ''} "
-                      f"(taskset -c {','.join(str(i) for i in range(threads))})", ""] + table
+                      f"(taskset -c {','.join(str(i) for i in range(threads))}){titled}",
+                  ""] + table
         lines += ["", "Launch spread (min-max of the launch medians, ms; launches with a quiet "
                       "block) and relative error "
                       "against the float64 reference:", ""] + spread
@@ -1058,7 +1409,12 @@ def main():
                         help="ours' inference weights: arguments of each call (as JAX and IREE "
                         "take them), or compiled in (constant_keys, as the inference runtimes' "
                         "initializers and torch's freezing); int8 always compiles them in")
-    parser.add_argument("-o", default=os.path.join(HERE, "peers.md"))
+    parser.add_argument("--max-isa", choices=list(ISA_CAPS),
+                        help="limit every candidate to this ISA's code, as on a CPU without "
+                        "AVX-512 (avx2: AVX2 and FMA, Intel Haswell, AMD Zen 2), as far as each "
+                        "allows; the output says how each was capped and what its check found "
+                        "(default output: bench/peers-avx2.md)")
+    parser.add_argument("-o", help="the markdown output (default: bench/peers.md)")
     # Worker mode (started by the orchestrator).
     parser.add_argument("--worker", choices=CANDIDATES, help=argparse.SUPPRESS)
     parser.add_argument("--worker-info", action="store_true", help=argparse.SUPPRESS)
@@ -1075,6 +1431,8 @@ def main():
         return worker(args)
 
     args.threads = [int(t) for t in args.threads.split(",")]
+    if args.o is None:
+        args.o = os.path.join(HERE, f"peers-{args.max_isa}.md" if args.max_isa else "peers.md")
     args.build = os.path.abspath(args.build)
     if args.blocks is None:
         args.blocks = 3 if args.quick else 8
