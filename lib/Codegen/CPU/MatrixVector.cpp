@@ -370,15 +370,18 @@ LogicalResult Scheduler::rewriteInt8MatrixVectorProduct(IRRewriter &rewriter,
   Type i8 = rewriter.getI8Type(), i32 = rewriter.getI32Type();
   // 784 = 12 x 64 + 16: A and the weight padded with zeros to whole groups
   // (13 x 64), which add nothing to the products or to A's row sums. A's
-  // padding is a copy of a few rows; the weight's is done now.
+  // padding is a copy of a few rows; a constant weight's is done now.
   int64_t padded = llvm::divideCeil(k, group) * group;
-  if (padded != k) {
+  auto padRows = [&](Value rows, int64_t count) -> Value {
+    if (padded == k)
+      return rows;
     Value zeroByte = arith::ConstantOp::create(rewriter, loc, rewriter.getI8IntegerAttr(0));
     SmallVector<OpFoldResult> low(2, rewriter.getIndexAttr(0));
     SmallVector<OpFoldResult> high = {rewriter.getIndexAttr(0), rewriter.getIndexAttr(padded - k)};
-    a = tensor::PadOp::create(rewriter, loc, RankedTensorType::get({m, padded}, i8), a, low, high,
-                              zeroByte);
-  }
+    return tensor::PadOp::create(rewriter, loc, RankedTensorType::get({count, padded}, i8), rows,
+                                 low, high, zeroByte);
+  };
+  a = padRows(a, m);
   int64_t steps = padded / group;
   auto groupsType = RankedTensorType::get({n, steps, lanes, quad}, i8);
   SmallVector<ReassociationIndices> groups = {{0}, {1, 2, 3}};
@@ -393,16 +396,8 @@ LogicalResult Scheduler::rewriteInt8MatrixVectorProduct(IRRewriter &rewriter,
     wGroups = arith::ConstantOp::create(
         rewriter, loc, DenseElementsAttr::get(groupsType, ArrayRef<int8_t>(transposed)));
   } else {
-    Value rows = transpose.getInput();
-    if (padded != k) {
-      Value zeroByte = arith::ConstantOp::create(rewriter, loc, rewriter.getI8IntegerAttr(0));
-      SmallVector<OpFoldResult> low(2, rewriter.getIndexAttr(0));
-      SmallVector<OpFoldResult> high = {rewriter.getIndexAttr(0),
-                                        rewriter.getIndexAttr(padded - k)};
-      rows = tensor::PadOp::create(rewriter, loc, RankedTensorType::get({n, padded}, i8), rows, low,
-                                   high, zeroByte);
-    }
-    wGroups = tensor::ExpandShapeOp::create(rewriter, loc, groupsType, rows, groups);
+    wGroups = tensor::ExpandShapeOp::create(rewriter, loc, groupsType,
+                                            padRows(transpose.getInput(), n), groups);
   }
   Value aGroups = tensor::ExpandShapeOp::create(
       rewriter, loc, RankedTensorType::get({m, steps, lanes, quad}, i8), a, groups);

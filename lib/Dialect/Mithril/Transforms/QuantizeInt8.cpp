@@ -35,6 +35,12 @@ constexpr double kLevels = 127.0;
 constexpr double kUnsignedSteps = 255.0;
 constexpr double kUnsignedOffset = 128.0;
 
+/// Whether `transpose` swaps the two dimensions of a matrix.
+bool isMatrixTranspose(TransposeOp transpose) {
+  return transpose.getType().getRank() == 2 &&
+         transpose.getPermutationOrDefault() == ArrayRef<int64_t>{1, 0};
+}
+
 /// A float constant, or the 2-D transpose of one, either of them possibly
 /// through a reshape (a convolution's weight read as a matrix): weights
 /// compiled in (constant_keys) are quantized once, when the model is
@@ -43,8 +49,7 @@ constexpr double kUnsignedOffset = 128.0;
 ConstantOp constantWeight(Value v, bool &transposed) {
   transposed = false;
   if (auto transpose = v.getDefiningOp<TransposeOp>()) {
-    std::optional<ArrayRef<int64_t>> perm = transpose.getPermutation();
-    if (perm && !(perm->size() == 2 && (*perm)[0] == 1 && (*perm)[1] == 0))
+    if (!isMatrixTranspose(transpose))
       return {};
     v = transpose.getInput();
     transposed = true;
@@ -204,18 +209,15 @@ public:
     // and the levels, 0.27 of the int8 MLP 784-512-512-10's 0.72 ms a call at
     // batch 16 on one Emerald Rapids core. The levels and scales are the
     // same numbers either way.
-    if (auto transpose = w.getDefiningOp<TransposeOp>()) {
-      std::optional<ArrayRef<int64_t>> perm = transpose.getPermutation();
-      auto type = cast<RankedTensorType>(w.getType());
-      if (type.getRank() == 2 && (!perm || (perm->size() == 2 && (*perm)[0] == 1))) {
-        Value rows = transpose.getInput();
-        Value perRow = scale(rows, {1}); // [N, 1]
-        Value bytes = levelBytes(rows, perRow, /*clamp=*/false);
-        q.rowLevels = wide(bytes);
-        q.levels = wide(TransposeOp::create(b, loc, bytes, b.getDenseI64ArrayAttr({1, 0})));
-        q.scales = ReshapeOp::create(b, loc, perRow, b.getDenseI64ArrayAttr({1, -1}));
-        return q;
-      }
+    if (auto transpose = w.getDefiningOp<TransposeOp>();
+        transpose && isMatrixTranspose(transpose)) {
+      Value rows = transpose.getInput();
+      Value perRow = scale(rows, {1}); // [N, 1]
+      Value bytes = levelBytes(rows, perRow, /*clamp=*/false);
+      q.rowLevels = wide(bytes);
+      q.levels = wide(TransposeOp::create(b, loc, bytes, b.getDenseI64ArrayAttr({1, 0})));
+      q.scales = ReshapeOp::create(b, loc, perRow, b.getDenseI64ArrayAttr({1, -1}));
+      return q;
     }
     q.scales = scale(w, {0}); // [1, N]: one scale per output column
     q.levels = wide(levelBytes(w, q.scales, /*clamp=*/false));
