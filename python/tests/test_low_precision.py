@@ -422,6 +422,37 @@ def test_bfloat16_matrix_vector_products_accumulate_in_float32(target_cpu, batch
     assert np.max(np.abs(got - ref) - 2.0 ** -8 * np.abs(ref)) <= 1e-5 * rms
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("batch", [16, 32, 48, 64, 128])
+def test_bfloat16_linear_layers_of_whole_tiles_of_rows(threads, batch):
+    # Where the CPU has AMX tiles, a bf16 product of whole tiles of rows
+    # (16 to 64) by a weight passed each call swaps: C^T = W x^T, the
+    # weight's rows the tiles' A, read in place, x^T packed into pairs, and
+    # the bias and ReLU read C^T transposed (between the two swapped layers
+    # they compute the second's A^T directly). Elsewhere, and at 128 rows,
+    # the blocked or matrix-vector products. Each layer's sums in float32,
+    # rounded to bf16 after the bias and ReLU, against float64.
+    model = Model()
+    model |= Linear(512)(input="x", output="h1")
+    model |= ml.models.Relu()(input="h1", output="a1")
+    model |= Linear(256)(input="a1", output="h2")
+    model |= ml.models.Relu()(input="h2", output=ml.IOKey("y"))
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.bfloat16, num_threads=threads),
+                    shapes={"x": [batch, 784]})
+    params = {k: bf16(v) for k, v in pm.randomize_params(seed=3).items()}
+    x = bf16(np.random.default_rng(1).standard_normal((batch, 784)))
+    got = np.asarray(pm.evaluate(params, {"x": x})["y"], np.float64)
+    w1, b1, w2, b2 = (params[f"linear_{i}.{k}"].astype(np.float64)
+                      for i in (0, 1) for k in ("weight", "bias"))
+    a1 = bf16(np.maximum(x.astype(np.float64) @ w1.T + b1, 0)).astype(np.float64)
+    ref = np.maximum(a1 @ w2.T + b2, 0)
+    assert np.linalg.norm(got - ref) <= 8e-3 * np.linalg.norm(ref)
+    # Nothing lost or swapped: each output within a few bf16 ulps of its
+    # reference.
+    rms = np.sqrt(np.mean(ref ** 2))
+    assert np.max(np.abs(got - ref) - 2.0 ** -6 * np.abs(ref)) <= 2e-2 * rms
+
+
 def small_gradient_regression(n=1024):
     """A linear regression whose float16 gradients underflow: targets of
     order 1e-5, a mean over 1024 samples."""

@@ -115,6 +115,8 @@ LogicalResult Scheduler::rewriteMatrixVectorProducts(IRRewriter &rewriter,
     if (matrixVector && ranges[0] > kGemvMaxRows &&
         succeeded(padColumnsForTiles(rewriter, matmul, transpose)))
       continue;
+    if (matrixVector && swapsOntoTiles(matmul) && weightSwap(matmul))
+      continue;
     if (matrixVector && succeeded(rewriteBF16MatrixVectorProduct(rewriter, matmul, transpose)))
       continue;
     if (!matrixVector || ranges[2] % kGemvLanes != 0 || ranges[2] < 2 * kGemvLanes ||

@@ -200,17 +200,15 @@ public:
   void widenCompiledInBF16Products(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
 
   /// A matmul C = A * W^T (a Linear layer's weight, stored [out, in]) of
-  /// float32 or float64 whose weight has at least kSwapWeightRatio times as
-  /// many columns as A has rows (a training batch) becomes
-  /// C = (W * A^T)^T: the packed kernel then copies A^T into panels instead
-  /// of the weight (whose panels took the MLP's first layer 17% of its
-  /// product at batch 64), and broadcasts the weight's elements from where
-  /// they lie. The result comes back through a transpose of C, or, where
-  /// an element-wise op computes A from a product swapped before, A^T comes
-  /// from that op run over its loops swapped (then that product's epilogue),
-  /// whatever the ratio. A weight compiled in (a constant W^T by then) is
-  /// transposed back when compiling and swapped too, on two or more threads
-  /// from kSwapCompiledInRows rows.
+  /// float32 or float64 (or bf16 on AMX tiles, swapsOntoTiles) whose weight has at least
+  /// kSwapWeightRatio times as many columns as A has rows (a training batch) becomes C = (W *
+  /// A^T)^T: the packed kernel then copies A^T into panels instead of the weight (whose panels took
+  /// the MLP's first layer 17% of its product at batch 64), and broadcasts the weight's elements
+  /// from where they lie. The result comes back through a transpose of C, or, where an element-wise
+  /// op computes A from a product swapped before, A^T comes from that op run over its loops swapped
+  /// (then that product's epilogue), whatever the ratio. A weight compiled in (a constant W^T by
+  /// then) is transposed back when compiling and swapped too, on two or more threads from
+  /// kSwapCompiledInRows rows.
   void swapWeightProducts(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
 
   /// How swapWeightProducts swaps `matmul`: the weight's transpose or the
@@ -229,6 +227,12 @@ public:
   /// transposed, so that A too comes transposed at no cost): asked before
   /// swapWeightProducts runs.
   bool swapsAfterSwappedProduct(linalg::MatmulOp matmul) const;
+  /// Whether `matmul` is a bf16 product on AMX tiles whose rows are whole
+  /// tiles, which swaps where weightSwap's sizes allow, a few rows
+  /// (kGemvMaxRows) included: the weight's rows, read in place, are then
+  /// the tiles' A, and only A^T is packed into pairs, not the weight each
+  /// call.
+  bool swapsOntoTiles(linalg::MatmulOp matmul) const;
 
   /// Splits a matmul whose sizes the register tiles and cache blocks do not
   /// divide into the part they divide and the rest, until they do: columns

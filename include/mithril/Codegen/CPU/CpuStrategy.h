@@ -138,6 +138,9 @@ inline constexpr int64_t kSwapWeightRatio = 2;
 /// Rows from which a product of a weight compiled in is swapped as well, on
 /// two or more threads (SwapWeightProducts.cpp).
 inline constexpr int64_t kSwapCompiledInRows = 256;
+/// The most rows of a bf16 product on AMX tiles that swaps (its weight read
+/// in place instead of packed into pairs each call; SwapWeightProducts.cpp).
+inline constexpr int64_t kSwapTileMaxRows = 64;
 
 /// Rows from which a bf16 product of a weight compiled in multiplies it as a
 /// float32 constant (converted when compiling) on a target whose bf16
