@@ -423,15 +423,16 @@ def test_bfloat16_matrix_vector_products_accumulate_in_float32(target_cpu, batch
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("batch", [16, 32, 48, 64, 128])
-def test_bfloat16_linear_layers_of_whole_tiles_of_rows(threads, batch):
-    # Where the CPU has AMX tiles, a bf16 product of whole tiles of rows
-    # (16 to 64) by a weight passed each call swaps: C^T = W x^T, the
-    # weight's rows the tiles' A, read in place, x^T packed into pairs, and
-    # the bias and ReLU read C^T transposed (between the two swapped layers
-    # they compute the second's A^T directly). Elsewhere, and at 128 rows,
-    # the blocked or matrix-vector products. Each layer's sums in float32,
-    # rounded to bf16 after the bias and ReLU, against float64.
+@pytest.mark.parametrize("batch", [1, 2, 4, 12, 16, 20, 32, 48, 64, 128])
+def test_bfloat16_linear_layers_swapped_onto_tiles(threads, batch):
+    # Where the CPU has AMX tiles, a bf16 product of 2 to 64 rows (4 to 64
+    # on two threads) by a weight passed each call swaps: C^T = W x^T, the
+    # weight's rows the tiles' A, read in place, x^T packed into pairs, its
+    # columns padded with zeros to whole tiles, and the bias and ReLU read
+    # C^T transposed (between the two swapped layers they compute the
+    # second's A^T directly). Elsewhere, and at 1 or 128 rows, the blocked
+    # or matrix-vector products. Each layer's sums in float32, rounded to
+    # bf16 after the bias and ReLU, against float64.
     model = Model()
     model |= Linear(512)(input="x", output="h1")
     model |= ml.models.Relu()(input="h1", output="a1")

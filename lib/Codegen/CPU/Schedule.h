@@ -227,11 +227,11 @@ public:
   /// transposed, so that A too comes transposed at no cost): asked before
   /// swapWeightProducts runs.
   bool swapsAfterSwappedProduct(linalg::MatmulOp matmul) const;
-  /// Whether `matmul` is a bf16 product on AMX tiles whose rows are whole
-  /// tiles, which swaps where weightSwap's sizes allow, a few rows
-  /// (kGemvMaxRows) included: the weight's rows, read in place, are then
-  /// the tiles' A, and only A^T is packed into pairs, not the weight each
-  /// call.
+  /// Whether `matmul` is a bf16 product on AMX tiles of kSwapTileMinRows to
+  /// kSwapTileMaxRows rows, which swaps where weightSwap's sizes allow,
+  /// matrix-vector products included: the weight's rows, read in place, are
+  /// then the tiles' A, and only A^T is packed into pairs (its columns
+  /// padded to whole tiles), not the weight each call.
   bool swapsOntoTiles(linalg::MatmulOp matmul) const;
 
   /// Splits a matmul whose sizes the register tiles and cache blocks do not

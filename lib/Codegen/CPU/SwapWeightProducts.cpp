@@ -18,6 +18,8 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Utils/Utils.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 
@@ -141,7 +143,11 @@ static Value computeTransposed(IRRewriter &rewriter, linalg::GenericOp generic) 
 /// sums of vdpbf16ps on the weight's rows; 32 0.11 -> 0.07, 64 0.19 ->
 /// 0.12, 256 0.49 -> 0.45, from tiles of the weight packed into pairs each
 /// call; two threads, batch 16 0.15 -> 0.05. Rows that are not whole tiles
-/// would leave the swapped product off the tiles: batch 4 took 0.23 ms.
+/// are padded to whole tiles with zeros: batch 2, 4, 8 and 12 0.050, 0.074,
+/// 0.14 and 0.20 -> 0.037, 0.041, 0.044 and 0.045 from vdpbf16ps. One row
+/// stays on those (0.033 against 0.043), and on two threads, which split
+/// the lane sums but gain nothing on tiles, so do two and three rows (batch
+/// 2 0.027 against 0.040; batch 4 0.044 against 0.040).
 /// From 128 rows the packed weight's cost is spread over enough rows, and
 /// the unswapped product keeps its bias and activation as its epilogue, in
 /// one parallel region: 256 rows gained 7% on one thread, and on two the
@@ -155,8 +161,9 @@ bool Scheduler::swapsOntoTiles(linalg::MatmulOp matmul) const {
   SmallVector<int64_t> ranges = cast<linalg::LinalgOp>(matmul.getOperation()).getStaticLoopRanges();
   if (llvm::any_of(ranges, ShapedType::isDynamic))
     return false;
-  return ranges[0] % kAmxTileRows == 0 && ranges[0] <= kSwapTileMaxRows &&
-         ranges[1] % kAmxTileRows == 0 && ranges[2] >= amxStepElements(et);
+  int64_t minRows = strategy.threads > 1 ? kSwapTileMinRowsThreaded : kSwapTileMinRows;
+  return ranges[0] >= minRows && ranges[0] <= kSwapTileMaxRows && ranges[1] % kAmxTileRows == 0 &&
+         ranges[2] >= amxStepElements(et);
 }
 
 std::optional<Scheduler::WeightSwap> Scheduler::weightSwap(linalg::MatmulOp matmul,
@@ -186,8 +193,10 @@ std::optional<Scheduler::WeightSwap> Scheduler::weightSwap(linalg::MatmulOp matm
   if (!onTiles && (!isa<Float32Type, Float64Type>(et) || getElementTypeOrSelf(a.getType()) != et ||
                    getElementTypeOrSelf(b.getType()) != et))
     return std::nullopt;
-  // (A bf16 weight compiled in is packed into pairs when compiling.)
-  if (onTiles && !swap.transpose)
+  // (A bf16 weight compiled in is packed into pairs when compiling; C^T
+  // padded to whole tiles starts from zeros.)
+  if (onTiles &&
+      (!swap.transpose || (rows % kAmxTileRows != 0 && !c.getDefiningOp<linalg::FillOp>())))
     return std::nullopt;
   // The weight at least kSwapWeightRatio times A: packing it cost more
   // than packing A and transposing the (rows x columns) result back.
@@ -265,6 +274,17 @@ void Scheduler::swapWeightProducts(IRRewriter &rewriter, ArrayRef<linalg::Linalg
     }
     Value aT = aProducer ? computeTransposed(rewriter, aProducer) : transposed(rewriter, loc, a);
     rewriter.setInsertionPoint(matmul);
+    // On tiles, A^T's columns padded with zeros to whole tiles (C^T's
+    // columns past A's rows are then zeros, never read).
+    int64_t swappedColumns = rows;
+    if (swapsOntoTiles(matmul) && rows % kAmxTileRows != 0) {
+      swappedColumns = llvm::alignTo(rows, kAmxTileRows);
+      Type aType = getElementTypeOrSelf(aT.getType());
+      Value zero =
+          arith::ConstantOp::create(rewriter, loc, cast<TypedAttr>(rewriter.getZeroAttr(aType)));
+      aT = tensor::createPadHighOp(RankedTensorType::get({depth, swappedColumns}, aType), aT, zero,
+                                   /*nofold=*/false, loc, rewriter);
+    }
     // C^T starts from what C started from: zeros, or C transposed.
     // (A fill of its own, into an alloc_tensor as unshareFills makes them:
     // two equal fills of empty tensors would merge, and bufferization copy
@@ -273,7 +293,7 @@ void Scheduler::swapWeightProducts(IRRewriter &rewriter, ArrayRef<linalg::Linalg
     auto fill = c.getDefiningOp<linalg::FillOp>();
     if (fill) {
       Value dest = bufferization::AllocTensorOp::create(
-          rewriter, loc, RankedTensorType::get({columns, rows}, et), ValueRange{});
+          rewriter, loc, RankedTensorType::get({columns, swappedColumns}, et), ValueRange{});
       cT = linalg::FillOp::create(rewriter, loc, fill.getInputs(), dest)->getResult(0);
     } else {
       cT = transposed(rewriter, loc, c);
@@ -292,10 +312,15 @@ void Scheduler::swapWeightProducts(IRRewriter &rewriter, ArrayRef<linalg::Linalg
       block[2] = std::max(block[2], std::min(depth, kDeepReductionBlock));
       setLoweringConfig(swapped, config.withCacheTile(block));
     }
-    if (readTransposedInConsumer(rewriter, matmul->getResult(0), swapped->getResult(0)))
+    Value result = swapped->getResult(0);
+    if (swappedColumns != rows)
+      result = tensor::ExtractSliceOp::create(
+          rewriter, loc, result, getAsIndexOpFoldResult(ctx, {0, 0}),
+          getAsIndexOpFoldResult(ctx, {columns, rows}), getAsIndexOpFoldResult(ctx, {1, 1}));
+    if (readTransposedInConsumer(rewriter, matmul->getResult(0), result))
       rewriter.eraseOp(matmul);
     else
-      rewriter.replaceOp(matmul, transposed(rewriter, loc, swapped->getResult(0)));
+      rewriter.replaceOp(matmul, transposed(rewriter, loc, result));
     // The weight's transpose, or the constant W^T it replaced.
     if (Operation *source = b.getDefiningOp(); source->use_empty())
       rewriter.eraseOp(source);

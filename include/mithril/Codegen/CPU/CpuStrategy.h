@@ -141,6 +141,9 @@ inline constexpr int64_t kSwapCompiledInRows = 256;
 /// The most rows of a bf16 product on AMX tiles that swaps (its weight read
 /// in place instead of packed into pairs each call; SwapWeightProducts.cpp).
 inline constexpr int64_t kSwapTileMaxRows = 64;
+/// The fewest rows of one that does, on one thread and on more.
+inline constexpr int64_t kSwapTileMinRows = 2;
+inline constexpr int64_t kSwapTileMinRowsThreaded = 4;
 
 /// Rows from which a bf16 product of a weight compiled in multiplies it as a
 /// float32 constant (converted when compiling) on a target whose bf16
