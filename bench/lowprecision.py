@@ -33,15 +33,26 @@ except ImportError:  # optional peer
     torch = None
 
 
-def variant(kind: str) -> str:
+def variant(kind: str, rows: int | None = None) -> str:
+    """The kernel a `kind` product of `rows` rows (a Linear layer's, or a
+    large matmul's) runs on this host."""
     target = _mithril.cpu_target()
+    few = rows is not None and rows <= 64
     if kind == "bf16":
+        if target["bf16_tiles"] and few:
+            return ("AMX tdpbf16ps tiles, swapped (C^T = W x^T): the weight's rows read in "
+                    "place, x^T's pairs packed")
         if target["bf16_tiles"]:
             return "AMX tdpbf16ps tiles (matmul blocks), bf16 pairs packed"
+        if rows is not None and rows <= 16:
+            return "matrix-vector lane sums on the weight's rows, " + (
+                "vdpbf16ps" if target["bf16_pair_products"] else "widened to f32 FMAs")
         return ("vdpbf16ps (AVX512-BF16), bf16 pairs packed" if target["bf16_pair_products"]
                 else "widened to f32 when packed, f32 FMA kernel")
     if kind == "f16":
         return "widened to f32 when packed (F16C), f32 FMA kernel"
+    if kind == "int8" and target["int8_dot_product"] and rows is not None and rows <= 16:
+        return "vpdpbusd matrix-vector products on the weight's rows of levels"
     if kind == "int8" and target["int8_tiles"]:
         return "AMX tdpbusd tiles (matmul blocks), byte quads packed"
     if kind == "int8":
@@ -149,7 +160,7 @@ def run(quick: bool):
             rows.append((f"MLP 784-512-512-10 b{batch} ({name})", times[kind],
                          times["f32"] / times[kind], None, errs[kind],
                          variant(kind.split()[0] if kind.startswith("int8") else
-                                 kind.split()[-1])))
+                                 kind.split()[-1], batch)))
 
     # The bench CNN (3x3 convolutions of 32 and 64 channels, 2x2 poolings):
     # in bf16 the second convolution runs as a product of its windows, read

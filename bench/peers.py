@@ -170,6 +170,8 @@ CASES = {c.id: c for c in (
          skip=_INT8_SKIP),
     Case("int8cnn16", "int8 CNN forward b16", "cnn", 16, precision="int8", tol=0.2,
          skip=_INT8_SKIP),
+    Case("bf16mlp16", "bf16 MLP b16", "mlp", 16, precision="bf16", tol=5e-2,
+         skip=_BF16_SKIP),
     Case("bf16mlp256", "bf16 MLP b256", "mlp", 256, precision="bf16", tol=5e-2,
          skip=_BF16_SKIP),
     Case("bf16cnn16", "bf16 CNN forward b16", "cnn", 16, precision="bf16", tol=5e-2,
