@@ -454,6 +454,39 @@ def test_bfloat16_linear_layers_swapped_onto_tiles(threads, batch):
     assert np.max(np.abs(got - ref) - 2.0 ** -6 * np.abs(ref)) <= 2e-2 * rms
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("batch", [17, 32, 80, 256])
+def test_bfloat16_mlp_swapped_on_pair_products(threads, batch):
+    # Where the CPU has vdpbf16ps but no AMX tiles (Zen 4), a bf16 product
+    # of more than 16 rows, a multiple of 16, by a weight passed each call
+    # swaps: C^T = W x^T, the weight's rows broadcast as pairs in place, x^T
+    # packed into pairs; the bias and ReLU between the two hidden layers
+    # write the second one's x^T, and the 10-output layer keeps its lane
+    # sums. 17 rows stay unswapped. Elsewhere the host's own kernels; every
+    # host checks the numbers against float64, each layer rounded to bf16.
+    model = Model()
+    model |= Linear(512)(input="x", output="h1")
+    model |= ml.models.Relu()(input="h1", output="a1")
+    model |= Linear(512)(input="a1", output="h2")
+    model |= ml.models.Relu()(input="h2", output="a2")
+    model |= Linear(10)(input="a2", output=ml.IOKey("y"))
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.bfloat16, num_threads=threads),
+                    shapes={"x": [batch, 784]})
+    params = {k: bf16(v) for k, v in pm.randomize_params(seed=5).items()}
+    x = bf16(np.random.default_rng(2).standard_normal((batch, 784)))
+    got = np.asarray(pm.evaluate(params, {"x": x})["y"], np.float64)
+    w1, b1, w2, b2, w3, b3 = (params[f"linear_{i}.{k}"].astype(np.float64)
+                              for i in (0, 1, 2) for k in ("weight", "bias"))
+    a1 = bf16(np.maximum(x.astype(np.float64) @ w1.T + b1, 0)).astype(np.float64)
+    a2 = bf16(np.maximum(a1 @ w2.T + b2, 0)).astype(np.float64)
+    ref = a2 @ w3.T + b3
+    assert got.shape == (batch, 10)
+    assert np.linalg.norm(got - ref) <= 8e-3 * np.linalg.norm(ref)
+    # Every row its own: each output within a few bf16 ulps of its reference.
+    rms = np.sqrt(np.mean(ref ** 2))
+    assert np.max(np.abs(got - ref) - 2.0 ** -6 * np.abs(ref)) <= 2e-2 * rms
+
+
 def small_gradient_regression(n=1024):
     """A linear regression whose float16 gradients underflow: targets of
     order 1e-5, a mean over 1024 samples."""

@@ -200,7 +200,8 @@ public:
   void widenCompiledInBF16Products(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
 
   /// A matmul C = A * W^T (a Linear layer's weight, stored [out, in]) of
-  /// float32 or float64 (or bf16 on AMX tiles, swapsOntoTiles) whose weight has at least
+  /// float32 or float64 (or bf16 on AMX tiles or pair products, swapsOntoTiles,
+  /// swapsOnPairProducts) whose weight has at least
   /// kSwapWeightRatio times as many columns as A has rows (a training batch) becomes C = (W *
   /// A^T)^T: the packed kernel then copies A^T into panels instead of the weight (whose panels took
   /// the MLP's first layer 17% of its product at batch 64), and broadcasts the weight's elements
@@ -233,6 +234,12 @@ public:
   /// then the tiles' A, and only A^T is packed into pairs (its columns
   /// padded to whole tiles), not the weight each call.
   bool swapsOntoTiles(linalg::MatmulOp matmul) const;
+  /// Whether `matmul` is a bf16 product of more than kGemvMaxRows rows (a
+  /// multiple of 16) on vdpbf16ps pair products without AMX tiles (Zen 4),
+  /// which swaps where weightSwap's sizes allow: the weight's rows are then
+  /// the register tiles' broadcast pairs, read in place, and A^T's pairs
+  /// are packed instead of the weight's.
+  bool swapsOnPairProducts(linalg::MatmulOp matmul) const;
 
   /// Splits a matmul whose sizes the register tiles and cache blocks do not
   /// divide into the part they divide and the rest, until they do: columns
