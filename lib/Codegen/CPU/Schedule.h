@@ -200,16 +200,18 @@ public:
   void widenCompiledInBF16Products(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
 
   /// A matmul C = A * W^T (a Linear layer's weight, stored [out, in]) of
-  /// float32 or float64 (or bf16 on AMX tiles or pair products, swapsOntoTiles,
-  /// swapsOnPairProducts) whose weight has at least
-  /// kSwapWeightRatio times as many columns as A has rows (a training batch) becomes C = (W *
-  /// A^T)^T: the packed kernel then copies A^T into panels instead of the weight (whose panels took
-  /// the MLP's first layer 17% of its product at batch 64), and broadcasts the weight's elements
-  /// from where they lie. The result comes back through a transpose of C, or, where an element-wise
-  /// op computes A from a product swapped before, A^T comes from that op run over its loops swapped
-  /// (then that product's epilogue), whatever the ratio. A weight compiled in (a constant W^T by
-  /// then) is transposed back when compiling and swapped too, on two or more threads from
-  /// kSwapCompiledInRows rows.
+  /// float32 or float64 (or bf16 on AMX tiles or on pair products:
+  /// swapsOntoTiles, swapsOnPairProducts) whose weight has at least
+  /// kSwapWeightRatio times as many columns as A has rows (a training batch)
+  /// becomes C = (W * A^T)^T: the packed kernel then copies A^T into panels
+  /// instead of the weight (whose panels took the MLP's first layer 17% of
+  /// its product at batch 64), and broadcasts the weight's elements from
+  /// where they lie. The result comes back through a transpose of C, or,
+  /// where an element-wise op computes A from a product swapped before, A^T
+  /// comes from that op run over its loops swapped (then that product's
+  /// epilogue), whatever the ratio. A weight compiled in (a constant W^T by
+  /// then) is transposed back when compiling and swapped too, on two or more
+  /// threads from kSwapCompiledInRows rows.
   void swapWeightProducts(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
 
   /// How swapWeightProducts swaps `matmul`: the weight's transpose or the

@@ -138,6 +138,20 @@ static Value computeTransposed(IRRewriter &rewriter, linalg::GenericOp generic) 
   return transposedOp->getResult(0);
 }
 
+/// The static loop ranges of a product of two bf16 operands into float32
+/// sums; empty for any other.
+static SmallVector<int64_t> bf16ProductRanges(linalg::MatmulOp matmul) {
+  auto isBF16 = [](Value v) { return getElementTypeOrSelf(v.getType()).isBF16(); };
+  if (!isBF16(matmul.getDpsInputOperand(0)->get()) ||
+      !isBF16(matmul.getDpsInputOperand(1)->get()) ||
+      !getElementTypeOrSelf(matmul.getDpsInitOperand(0)->get().getType()).isF32())
+    return {};
+  SmallVector<int64_t> ranges = cast<linalg::LinalgOp>(matmul.getOperation()).getStaticLoopRanges();
+  if (llvm::any_of(ranges, ShapedType::isDynamic))
+    return {};
+  return ranges;
+}
+
 /// (One core of an Intel Xeon with AMX, the bf16 MLP 784-512-512-10 with its
 /// weights passed, launches alternated: batch 16 0.25 -> 0.05 ms, from lane
 /// sums of vdpbf16ps on the weight's rows; 32 0.11 -> 0.07, 64 0.19 ->
@@ -153,13 +167,9 @@ static Value computeTransposed(IRRewriter &rewriter, linalg::GenericOp generic) 
 /// one parallel region: 256 rows gained 7% on one thread, and on two the
 /// result's transposition back was a region of its own.)
 bool Scheduler::swapsOntoTiles(linalg::MatmulOp matmul) const {
-  Value a = matmul.getDpsInputOperand(0)->get(), b = matmul.getDpsInputOperand(1)->get();
-  Type et = getElementTypeOrSelf(a.getType());
-  if (!et.isBF16() || !strategy.registers.tilesFor(et) || getElementTypeOrSelf(b.getType()) != et ||
-      !getElementTypeOrSelf(matmul.getDpsInitOperand(0)->get().getType()).isF32())
-    return false;
-  SmallVector<int64_t> ranges = cast<linalg::LinalgOp>(matmul.getOperation()).getStaticLoopRanges();
-  if (llvm::any_of(ranges, ShapedType::isDynamic))
+  SmallVector<int64_t> ranges = bf16ProductRanges(matmul);
+  Type et = BFloat16Type::get(matmul.getContext());
+  if (ranges.empty() || !strategy.registers.tilesFor(et))
     return false;
   int64_t minRows = strategy.threads > 1 ? kSwapTileMinRowsThreaded : kSwapTileMinRows;
   return ranges[0] >= minRows && ranges[0] <= kSwapTileMaxRows && ranges[1] % kAmxTileRows == 0 &&
@@ -172,14 +182,9 @@ bool Scheduler::swapsOntoTiles(linalg::MatmulOp matmul) const {
 /// 1.82-1.84, the packing of the weight's pairs each call traded for
 /// x^T's; two threads level at 64 to 256, batch 32 0.131-0.155 -> 0.123-0.128.)
 bool Scheduler::swapsOnPairProducts(linalg::MatmulOp matmul) const {
-  Value a = matmul.getDpsInputOperand(0)->get(), b = matmul.getDpsInputOperand(1)->get();
-  Type et = getElementTypeOrSelf(a.getType());
-  if (!et.isBF16() || !strategy.registers.bf16DotProduct || strategy.registers.tilesFor(et) ||
-      getElementTypeOrSelf(b.getType()) != et ||
-      !getElementTypeOrSelf(matmul.getDpsInitOperand(0)->get().getType()).isF32())
-    return false;
-  SmallVector<int64_t> ranges = cast<linalg::LinalgOp>(matmul.getOperation()).getStaticLoopRanges();
-  if (llvm::any_of(ranges, ShapedType::isDynamic))
+  SmallVector<int64_t> ranges = bf16ProductRanges(matmul);
+  if (ranges.empty() || !strategy.registers.bf16DotProduct ||
+      strategy.registers.tilesFor(BFloat16Type::get(matmul.getContext())))
     return false;
   // Rows past the matrix-vector products', in whole 16-column panels of
   // C^T; columns that fill a row of C^T's register tile; whole pairs.
