@@ -656,11 +656,16 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
   case CpuKernel::MatrixVector: {
     // Loops: rows and columns of the result, the reduction steps, and the
     // lanes of partial sums; accumulators: rows x columns x lanes, at most
-    // 16 zmm registers of AVX-512's 32 (4 x 4: 8 loads per 16 FMAs), or 8
-    // registers of 16 lanes (16 ymm) with AVX2. (The MLP 784-512-512-10 at
-    // batch 16 on a Zen 4 core: 0.32 -> 0.26 ms with 16; on its AVX2 code 16
-    // was slower than 8.) Tiles divide the loops exactly: a partial tile
-    // would not vectorize.
+    // 16 zmm registers of AVX-512's 32 (4 x 4: 8 loads per 16 FMAs), or 4
+    // of 16 lanes (8 of AVX2's 16 ymm registers) as 2 x 2, which leaves
+    // registers for the rows read. (The MLP 784-512-512-10 at batch 16 on a
+    // Zen 4 core: 0.32 -> 0.26 ms with 16. Its AVX2 code, the same core, one
+    // thread, outputs identical: with 8 accumulators as 4 x 2, all 16 ymm
+    // registers, LLVM spilled accumulators to the stack in the inner loop;
+    // 2 x 2 took batch 16 0.33-0.36 -> 0.254-0.261 ms, 12 0.25-0.27 ->
+    // 0.194-0.197, 4 0.089-0.095 -> 0.061, 2 0.071-0.078 -> 0.044; 4 x 1
+    // and 2 x 1 were slower, 1 x 4 level at 12 and 16 rows.) Tiles divide
+    // the loops exactly: a partial tile would not vectorize.
     AffineMap out = op.getIndexingMapMatchingResult(op->getResult(0));
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     int64_t rowRange = ranges[out.getDimPosition(0)], colRange = ranges[out.getDimPosition(1)];
@@ -672,9 +677,20 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
     // Emerald Rapids without AMX, one core.)
     if (loops == 5 && getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType()).isF32())
       rows = 2 * kGemvRowTile;
+    // (The bf16 form, which widens each weight row once for the rows that
+    // share it, keeps its tile with AVX2: 2 x 2 measured 0.400 against
+    // 0.383-0.393 ms at batch 16, within the noise, and widens 4 times as
+    // often.)
+    int64_t accumulators = 16;
+    if (regs.bits < 512) {
+      accumulators = 8;
+      if (loops == 4) {
+        accumulators = 4;
+        rows = std::min<int64_t>(rows, 2);
+      }
+    }
     while (rows > 1 && rowRange % rows != 0)
       --rows;
-    int64_t accumulators = regs.bits >= 512 ? 16 : 8;
     // The largest power of 2 <= accumulators / rows, at most 8 (one row
     // with 16 columns was slower: 0.048 -> 0.063 ms at batch 1).
     int64_t cols = std::min<int64_t>(8, llvm::PowerOf2Ceil(accumulators / rows + 1) / 2);
