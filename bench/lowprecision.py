@@ -47,7 +47,7 @@ def variant(kind: str, rows: int | None = None) -> str:
         if rows is not None and rows <= 16:
             return "matrix-vector lane sums on the weight's rows, " + (
                 "vdpbf16ps" if target["bf16_pair_products"] else "widened to f32 FMAs")
-        if target["bf16_pair_products"] and rows is not None and rows % 16 == 0:
+        if target["bf16_pair_products"] and rows is not None and rows % 32 == 0:
             return ("vdpbf16ps (AVX512-BF16), swapped (C^T = W x^T): the weight's rows "
                     "broadcast in place, x^T's pairs packed")
         return ("vdpbf16ps (AVX512-BF16), bf16 pairs packed" if target["bf16_pair_products"]

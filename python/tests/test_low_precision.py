@@ -458,11 +458,11 @@ def test_bfloat16_linear_layers_swapped_onto_tiles(threads, batch):
 @pytest.mark.parametrize("batch", [17, 32, 80, 256])
 def test_bfloat16_mlp_swapped_on_pair_products(threads, batch):
     # Where the CPU has vdpbf16ps but no AMX tiles (Zen 4), a bf16 product
-    # of more than 16 rows, a multiple of 16, by a weight passed each call
+    # of more than 16 rows, a multiple of 32, by a weight passed each call
     # swaps: C^T = W x^T, the weight's rows broadcast as pairs in place, x^T
     # packed into pairs; the bias and ReLU between the two hidden layers
     # write the second one's x^T, and the 10-output layer keeps its lane
-    # sums. 17 rows stay unswapped. Elsewhere the host's own kernels; every
+    # sums. 17 and 80 rows stay unswapped. Elsewhere the host's own kernels; every
     # host checks the numbers against float64, each layer rounded to bf16.
     model = Model()
     model |= Linear(512)(input="x", output="h1")

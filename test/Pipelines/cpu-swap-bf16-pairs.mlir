@@ -1,4 +1,4 @@
-// A bf16 Linear layer of more than 16 rows (a multiple of 16) on a CPU with
+// A bf16 Linear layer of more than 16 rows (a multiple of 32) on a CPU with
 // vdpbf16ps pair products but no AMX tiles (Zen 4) swaps (C^T = W A^T): the
 // weight's rows are the register tiles' broadcast pairs, read where they lie
 // (128 rows of 392 pairs a block), and only A^T is packed into pairs (2

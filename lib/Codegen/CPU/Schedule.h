@@ -237,7 +237,7 @@ public:
   /// padded to whole tiles), not the weight each call.
   bool swapsOntoTiles(linalg::MatmulOp matmul) const;
   /// Whether `matmul` is a bf16 product of more than kGemvMaxRows rows (a
-  /// multiple of 16) on vdpbf16ps pair products without AMX tiles (Zen 4),
+  /// multiple of 32) on vdpbf16ps pair products without AMX tiles (Zen 4),
   /// which swaps where weightSwap's sizes allow: the weight's rows are then
   /// the register tiles' broadcast pairs, read in place, and A^T's pairs
   /// are packed instead of the weight's.
