@@ -462,8 +462,9 @@ def test_bfloat16_mlp_swapped_on_pair_products(threads, batch):
     # swaps: C^T = W x^T, the weight's rows broadcast as pairs in place, x^T
     # packed into pairs; the bias and ReLU between the two hidden layers
     # write the second one's x^T, and the 10-output layer keeps its lane
-    # sums. 17 and 80 rows stay unswapped. Elsewhere the host's own kernels; every
-    # host checks the numbers against float64, each layer rounded to bf16.
+    # sums. 17 and 80 rows stay unswapped. Elsewhere the host's own kernels;
+    # every host checks the numbers against float64, each layer rounded to
+    # bf16.
     model = Model()
     model |= Linear(512)(input="x", output="h1")
     model |= ml.models.Relu()(input="h1", output="a1")

@@ -681,14 +681,10 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
     // share it, keeps its tile with AVX2: 2 x 2 measured 0.400 against
     // 0.383-0.393 ms at batch 16, within the noise, and widens 4 times as
     // often.)
-    int64_t accumulators = 16;
-    if (regs.bits < 512) {
-      accumulators = 8;
-      if (loops == 4) {
-        accumulators = 4;
-        rows = std::min<int64_t>(rows, 2);
-      }
-    }
+    bool ymm = regs.bits < 512;
+    if (ymm && loops == 4)
+      rows = std::min<int64_t>(rows, 2);
+    int64_t accumulators = !ymm ? 16 : loops == 4 ? 4 : 8;
     while (rows > 1 && rowRange % rows != 0)
       --rows;
     // The largest power of 2 <= accumulators / rows, at most 8 (one row

@@ -186,11 +186,13 @@ bool Scheduler::swapsOnPairProducts(linalg::MatmulOp matmul) const {
   if (ranges.empty() || !strategy.registers.bf16DotProduct ||
       strategy.registers.tilesFor(BFloat16Type::get(matmul.getContext())))
     return false;
-  // Rows past the matrix-vector products', in whole 32-column panels of
-  // C^T (the sizes measured; 48 or 80 would leave a panel's remainder);
-  // columns that fill a row of C^T's register tile; whole pairs.
-  return ranges[0] > kGemvMaxRows && ranges[0] % (2 * kGemvLanes) == 0 &&
-         ranges[1] >= kGemvNarrowColumns && ranges[2] % 2 == 0;
+  // Rows past the matrix-vector products', in whole panels of C^T's
+  // register tile (32 columns; the sizes measured: 48 or 80 would leave a
+  // panel's remainder); columns past the narrow layers' lane sums; whole
+  // pairs.
+  int64_t panel = strategy.registers.columns(cast<linalg::LinalgOp>(matmul.getOperation()));
+  return ranges[0] > kGemvMaxRows && ranges[0] % panel == 0 && ranges[1] >= kGemvNarrowColumns &&
+         ranges[2] % 2 == 0;
 }
 
 std::optional<Scheduler::WeightSwap> Scheduler::weightSwap(linalg::MatmulOp matmul,
