@@ -70,33 +70,47 @@ def test_which_cpus_take_wide_float_tiles(cpu, wide):
     assert _mithril.cpu_target(cpu)["wide_float_tiles"] == wide
 
 
-@pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("target", ["host", "haswell"])
-@pytest.mark.parametrize("rows", [1, 2, 3, 5, 12, 16])
-def test_float32_matrix_vector_linear_layers(rows, target, threads):
-    # A Linear layer of at most 16 rows is a matrix-vector product on the
-    # weight's own rows: register tiles of rows x weight rows x 16 lanes (4 x
-    # 4 with AVX-512; 2 x 2 with AVX2, 1 x 4 for one row), the lanes summed
-    # at the end. 512 outputs (whole tiles), 10 and 6 (narrow ones), 784 and
-    # 96 deep; every output against float64.
+def _check_matrix_vector_linear_layers(rows, target, threads, dtype, eps):
     rng = np.random.default_rng(rows)
     model = Model()
     model |= Linear(512)(input="x", output="h1")
     model |= ml.models.Relu()(input="h1", output="a1")
     model |= Linear(10)(input="a1", output=ml.IOKey("y"))
     model |= Linear(6)(input="x96", output=ml.IOKey("z"))
-    pm = ml.compile(model, ml.MlirBackend(num_threads=threads),
+    backend = ml.MlirBackend(num_threads=threads, dtype=getattr(ml, dtype))
+    pm = ml.compile(model, backend,
                     shapes={"x": [rows, 784], "x96": [rows, 96]}, inference=True,
                     cpu_options=None if target == "host" else {"target_cpu": target})
     params = pm.randomize_params(seed=rows)
-    x = rng.standard_normal((rows, 784)).astype(np.float32)
-    x96 = rng.standard_normal((rows, 96)).astype(np.float32)
+    x = rng.standard_normal((rows, 784)).astype(dtype)
+    x96 = rng.standard_normal((rows, 96)).astype(dtype)
     out = pm.evaluate(params, {"x": x, "x96": x96})
     p = {k: v.astype(np.float64) for k, v in params.items()}
     a1 = np.maximum(x @ p["linear_0.weight"].T + p["linear_0.bias"], 0)
     y = a1 @ p["linear_1.weight"].T + p["linear_1.bias"]
     z = x96 @ p["linear_2.weight"].T + p["linear_2.bias"]
     for got, ref, depth in ((out["y"], y, 512), (out["z"], z, 96)):
-        assert got.shape == ref.shape
+        assert got.shape == ref.shape and got.dtype == np.dtype(dtype)
         np.testing.assert_allclose(got, ref, rtol=0,
-                                   atol=1e-6 * np.sqrt(depth) * np.abs(ref).max() * 8)
+                                   atol=eps * np.sqrt(depth) * np.abs(ref).max() * 8)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("target", ["host", "haswell"])
+@pytest.mark.parametrize("rows", [1, 2, 3, 5, 12, 16])
+def test_float32_matrix_vector_linear_layers(rows, target, threads):
+    # A Linear layer of at most 16 rows is a matrix-vector product on the
+    # weight's own rows: register tiles of rows x weight rows x one register
+    # of lanes (4 x 4 of 16 with AVX-512; 2 x 4 of 8 with AVX2, 1 x 8 for one
+    # row), the lanes summed at the end. 512 outputs (whole tiles), 10 and 6
+    # (narrow ones), 784 and 96 deep; every output against float64.
+    _check_matrix_vector_linear_layers(rows, target, threads, "float32", 1e-6)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("target", ["host", "haswell"])
+@pytest.mark.parametrize("rows", [1, 4, 5, 16])
+def test_float64_matrix_vector_linear_layers(rows, target, threads):
+    # The same in float64: 8 lanes (one zmm register) with AVX-512, 4 with
+    # AVX2; against numpy's float64 to a few ulps of the largest output.
+    _check_matrix_vector_linear_layers(rows, target, threads, "float64", 1e-15)

@@ -101,3 +101,22 @@ mithril.model @Batch1Constant(data %x: tensor<1x32xf32>) -> (y: tensor<1x16xf32>
 
 // The transfers are unrolled to 1-D: no stack buffers inside the loops.
 // LOOPS-NOT: memref.alloca
+
+// Lanes are one register of the element type: 8 of f64 with AVX-512 (16 took
+// two registers each, all 32 for the 4 x 4 tile), 8 of f32 with AVX2, where a
+// tile holds 8 accumulators of the 16 ymm registers, 1 x 8 for one row and
+// 2 x 4 for more, so that 6 loads feed 8 FMAs (2 x 2 of 16 lanes took 8).
+// RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=256 stop-after=fusion" | FileCheck %s --check-prefix=YMM
+mithril.model @Linear4F64(data %x: tensor<4x784xf64>, param %w: tensor<512x784xf64>) -> (y: tensor<4x512xf64>) {
+  %wt = mithril.transpose %w : (tensor<512x784xf64>) -> tensor<784x512xf64>
+  %y = mithril.matmul %x, %wt : (tensor<4x784xf64>, tensor<784x512xf64>) -> tensor<4x512xf64>
+  mithril.output %y : tensor<4x512xf64>
+}
+
+// CHECK-LABEL: func.func @Linear4F64(
+// CHECK: scf.for %{{.+}} = %c0 to %c98 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (vector<4x4x8xf64>)
+
+// YMM-LABEL: func.func @Linear1(
+// YMM: scf.for %{{.+}} = %c0 to %c98 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (vector<1x8x8xf32>)
+// YMM-LABEL: func.func @Linear4F64(
+// YMM: scf.for %{{.+}} = %c0 to %c196 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (vector<2x4x4xf64>)

@@ -76,11 +76,12 @@ mithril.model @Gemv(data %x: tensor<16x784xf32>, param %w: tensor<512x784xf32>) 
 // SERIAL-NOT: scf.forall
 
 // A matrix-vector tile holds 4 x 4 accumulators of 16 lanes with AVX-512's
-// 32 registers (above), 2 x 2 with AVX2's 16 (8 of them; 4 x 2 took all 16,
-// and LLVM spilled accumulators in the inner loop).
+// 32 registers (above), 2 x 4 of 8 lanes with AVX2's 16: one ymm register
+// each, 8 of the 16 (4 x 2 of 16 lanes took all 16, and LLVM spilled
+// accumulators in the inner loop).
 // AVX2-LABEL: func.func @Gemv(
-// AVX2: vector.extract %{{.+}}[1, 1] : vector<16xf32> from vector<2x2x16xf32>
-// AVX2-NOT: vector<4x2x16xf32>
+// AVX2: vector.extract %{{.+}}[1, 3] : vector<8xf32> from vector<2x4x8xf32>
+// AVX2-NOT: xf32> from vector<{{.*}}x16xf32>
 // AVX2-NOT: vector.multi_reduction
 
 // The chunks become async tasks: a group, one task added per chunk, and an

@@ -41,6 +41,12 @@ int64_t RegisterFile::columns(linalg::LinalgOp op) const {
   return 2 * static_cast<int64_t>(bits) / std::max(elementBits, 32u);
 }
 
+int64_t RegisterFile::matrixVectorLanes(Type element) const {
+  if (!element.isF32() && !element.isF64())
+    return kGemvLanes;
+  return bits / element.getIntOrFloatBitWidth();
+}
+
 /// Columns of a bf16 dot-product register tile of 4 rows: 4 registers of f32.
 static constexpr int64_t kWideDotColumns = 64;
 
@@ -655,17 +661,22 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
   }
   case CpuKernel::MatrixVector: {
     // Loops: rows and columns of the result, the reduction steps, and the
-    // lanes of partial sums; accumulators: rows x columns x lanes, at most
-    // 16 zmm registers of AVX-512's 32 (4 x 4: 8 loads per 16 FMAs), or 4
-    // of 16 lanes (8 of AVX2's 16 ymm registers) as 2 x 2, which leaves
-    // registers for the rows read. (The MLP 784-512-512-10 at batch 16 on a
-    // Zen 4 core: 0.32 -> 0.26 ms with 16. Its AVX2 code, the same core, one
-    // thread, outputs identical: with 8 accumulators as 4 x 2, all 16 ymm
-    // registers, LLVM spilled accumulators to the stack in the inner loop;
-    // 2 x 2 took batch 16 0.33-0.36 -> 0.254-0.261 ms, 12 0.25-0.27 ->
-    // 0.194-0.197, 4 0.089-0.095 -> 0.061, 2 0.071-0.078 -> 0.044; 4 x 1
-    // and 2 x 1 were slower, 1 x 4 level at 12 and 16 rows.) Tiles divide
-    // the loops exactly: a partial tile would not vectorize.
+    // lanes of partial sums; accumulators: rows x columns of lanes, in at
+    // most 16 zmm registers of AVX-512's 32 (4 x 4 of one register each: 8
+    // loads per 16 FMAs), or 8 of AVX2's 16 ymm registers, which leaves
+    // registers for the rows read: 2 x 4 of one register (f32 and f64,
+    // matrixVectorLanes), 1 x 8 for one row, 2 x 2 of two (16 lanes).
+    // (The MLP 784-512-512-10 at batch 16 on a Zen 4 core: 0.32 -> 0.26 ms
+    // with 16. Its AVX2 code, the same core, one thread, outputs identical:
+    // with 16 lanes as 4 x 2, all 16 ymm registers, LLVM spilled
+    // accumulators to the stack in the inner loop; 2 x 2 took batch 16
+    // 0.33-0.36 -> 0.254-0.261 ms, 12 0.25-0.27 -> 0.194-0.197, 4 0.089-0.095
+    // -> 0.061, 2 0.071-0.078 -> 0.044; then 8 lanes as 2 x 4, 6 loads per 8
+    // FMAs where 2 x 2 of 16 lanes took 8: batch 16 0.253 -> 0.229 ms, two
+    // threads 0.140 -> 0.124; batch 1 as 1 x 8, 0.033 -> 0.031. In f64 on
+    // AVX-512, 16 lanes took two registers each, 32 for 4 x 4: 8 lanes,
+    // the MLP at batch 16 0.45-0.54 -> 0.41-0.47 ms.) Tiles divide the
+    // loops exactly: a partial tile would not vectorize.
     AffineMap out = op.getIndexingMapMatchingResult(op->getResult(0));
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     int64_t rowRange = ranges[out.getDimPosition(0)], colRange = ranges[out.getDimPosition(1)];
@@ -684,7 +695,12 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
     bool ymm = regs.bits < 512;
     if (ymm && loops == 4)
       rows = std::min<int64_t>(rows, 2);
-    int64_t accumulators = !ymm ? 16 : loops == 4 ? 4 : 8;
+    int64_t accumulators = !ymm ? 16 : 8;
+    Type resultElement = getElementTypeOrSelf(op->getResult(0).getType());
+    if (loops == 4 && out.getNumResults() == 3 && resultElement.isIntOrFloat()) {
+      int64_t laneBits = ranges[out.getDimPosition(2)] * resultElement.getIntOrFloatBitWidth();
+      accumulators /= std::max<int64_t>(1, llvm::divideCeil(laneBits, regs.bits));
+    }
     while (rows > 1 && rowRange % rows != 0)
       --rows;
     // The largest power of 2 <= accumulators / rows, at most 8 (one row

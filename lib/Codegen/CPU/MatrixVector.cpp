@@ -119,8 +119,10 @@ LogicalResult Scheduler::rewriteMatrixVectorProducts(IRRewriter &rewriter,
       continue;
     if (matrixVector && succeeded(rewriteBF16MatrixVectorProduct(rewriter, matmul, transpose)))
       continue;
-    if (!matrixVector || ranges[2] % kGemvLanes != 0 || ranges[2] < 2 * kGemvLanes ||
-        !isa<FloatType>(et))
+    // (Lanes of the inputs' type: bf16 products accumulate f32.)
+    int64_t lanes = strategy.registers.matrixVectorLanes(
+        getElementTypeOrSelf(matmul.getDpsInputOperand(0)->get().getType()));
+    if (!matrixVector || ranges[2] % lanes != 0 || ranges[2] < 2 * lanes || !isa<FloatType>(et))
       continue;
     Location loc = op.getLoc();
     AffineExpr m, n, k;
@@ -141,8 +143,8 @@ LogicalResult Scheduler::rewriteMatrixVectorProducts(IRRewriter &rewriter,
       rewriter.eraseOp(transpose);
     rewriter.setInsertionPoint(product);
     FailureOr<linalg::SplitReductionResult> split = linalg::splitReduction(
-        rewriter, cast<linalg::LinalgOp>(product.getOperation()), [](linalg::LinalgOp) {
-          return linalg::SplitReductionOptions{kGemvLanes, /*index=*/2,
+        rewriter, cast<linalg::LinalgOp>(product.getOperation()), [&](linalg::LinalgOp) {
+          return linalg::SplitReductionOptions{lanes, /*index=*/2,
                                                /*innerParallel=*/true};
         });
     if (failed(split))

@@ -70,6 +70,10 @@ struct RegisterFile {
   }
   /// Columns of the tile of any other op: two registers of f32.
   int64_t elementwiseColumns() const { return bits / 16; }
+  /// Lanes of partial sums of a matrix-vector product of `element`s: one
+  /// register of f32 or f64 (each accumulator of the register tile one
+  /// register, so that AVX2's 16 hold 8 of them), kGemvLanes otherwise.
+  int64_t matrixVectorLanes(mlir::Type element) const;
 };
 
 /// What the strategy chooses for: the target and the schedule's knobs.
@@ -115,10 +119,11 @@ llvm::SmallVector<int64_t, 3> matmulCacheTile(mlir::linalg::LinalgOp op,
 /// multiply-adds, and elementwise ops from a sixteenth (see parallelSplit).
 inline constexpr int64_t kGemvWorkDivisor = 8;
 inline constexpr int64_t kElementwiseWorkDivisor = 16;
-/// A matrix-vector product sums 16 lanes of partial sums; at most 16 rows,
-/// tiled by up to 4, or any number of rows against a weight of fewer than
-/// 16 columns (a classifier's last layer of 10), which would not fill the
-/// registers of a packed panel.
+/// A matrix-vector product sums lanes of partial sums (16 but for f32 and f64:
+/// RegisterFile::matrixVectorLanes); at most 16 rows, tiled by up to 4, or
+/// any number of rows against a weight of fewer than 16 columns (a
+/// classifier's last layer of 10), which would not fill the registers of a
+/// packed panel.
 inline constexpr int64_t kGemvLanes = 16;
 inline constexpr int64_t kGemvMaxRows = 16;
 inline constexpr int64_t kGemvRowTile = 4;
