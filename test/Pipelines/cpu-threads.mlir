@@ -32,9 +32,11 @@ mithril.model @Small(data %x: tensor<8x16xf32>, param %w: tensor<16x32xf32>) -> 
 
 // A matrix-vector product streams its weight, so it is split at less work,
 // by weight rows: each thread reads half of the weight.
-mithril.model @Gemv(data %x: tensor<16x784xf32>, param %w: tensor<512x784xf32>) -> (y: tensor<16x512xf32>) {
+mithril.model @Gemv(data %x: tensor<16x784xf32>, param %w: tensor<512x784xf32>, param %b: tensor<512xf32>) -> (y: tensor<16x512xf32>) {
   %wt = mithril.transpose %w : (tensor<512x784xf32>) -> tensor<784x512xf32>
-  %y = mithril.matmul %x, %wt : (tensor<16x784xf32>, tensor<784x512xf32>) -> tensor<16x512xf32>
+  %mm = mithril.matmul %x, %wt : (tensor<16x784xf32>, tensor<784x512xf32>) -> tensor<16x512xf32>
+  %a = mithril.add %mm, %b : (tensor<16x512xf32>, tensor<512xf32>) -> tensor<16x512xf32>
+  %y = mithril.relu %a : (tensor<16x512xf32>) -> tensor<16x512xf32>
   mithril.output %y : tensor<16x512xf32>
 }
 
@@ -66,12 +68,18 @@ mithril.model @Gemv(data %x: tensor<16x784xf32>, param %w: tensor<512x784xf32>) 
 // FUSION-LABEL: func.func @Small(
 // FUSION-NOT: scf.forall
 
-// Each chunk also sums its own lanes: the forall yields the product itself.
+// Each chunk also sums its own lanes, from zeros it writes itself, and
+// applies the bias and relu: one forall, no fill or epilogue outside it
+// (the zeros outside were a kernel of their own, copied for each chunk).
 // FUSION-LABEL: func.func @Gemv(
+// FUSION-NOT: linalg.fill
 // FUSION: scf.forall (%{{.+}}) = (0) to (512) step (256) {{.*}} -> (tensor<16x512xf32>)
 // FUSION: vector.extract %{{.+}}[3, 3] : vector<16xf32> from vector<4x4x16xf32>
 // FUSION: arith.addf {{.*}} : vector<16xf32>
+// FUSION: arith.maximumf {{.*}} : vector<8x32xf32>
 // FUSION: scf.forall.in_parallel
+// FUSION-NOT: arith.maximumf
+// FUSION: return
 
 // SERIAL-NOT: scf.forall
 

@@ -1823,11 +1823,15 @@ LogicalResult Scheduler::splitAcrossThreads(IRRewriter &rewriter, ArrayRef<linal
         chain.insert(chain.begin(), parts.begin(), parts.end() - 1);
       }
     }
-    // A matrix-vector product's chunks also sum their own lanes.
+    // A matrix-vector product's chunks also sum their own lanes, and apply
+    // the chain that consumes the sums (a Linear layer's bias and
+    // activation).
     if (hasKernel(op, CpuKernel::MatrixVector) && op->hasOneUse())
       if (auto lanes = dyn_cast<linalg::LinalgOp>(*op->getUsers().begin()))
-        if (hasKernel(lanes, CpuKernel::LaneSum))
-          chain = {op, lanes};
+        if (hasKernel(lanes, CpuKernel::LaneSum)) {
+          chain = {op};
+          llvm::append_range(chain, elementwiseChain(lanes));
+        }
     // The split loop in the chain's last op: the result dimension it maps to.
     std::optional<unsigned> dim = split.first;
     if (chain.size() > 1 && op->getNumResults() == 1)
@@ -1839,9 +1843,13 @@ LogicalResult Scheduler::splitAcrossThreads(IRRewriter &rewriter, ArrayRef<linal
     llvm::DenseSet<Operation *> fusible;
     for (linalg::LinalgOp member : ArrayRef(chain).drop_back())
       fusible.insert(member);
-    for (OpOperand &init : op.getDpsInitsMutable())
-      if (auto fill = init.get().getDefiningOp<linalg::FillOp>())
-        fusible.insert(fill);
+    // The fills that initialize the chain's ops (a matmul's, a lane sum's)
+    // run in the chunks too: filled outside, the zeros were a kernel of
+    // their own, and bufferization copied each chunk's share of them.
+    for (linalg::LinalgOp member : chain)
+      for (OpOperand &init : member.getDpsInitsMutable())
+        if (auto fill = init.get().getDefiningOp<linalg::FillOp>())
+          fusible.insert(fill);
 
     SmallVector<int64_t> sizes(root.getNumLoops(), 0);
     sizes[*dim] = split.second;
