@@ -114,3 +114,36 @@ def test_float64_matrix_vector_linear_layers(rows, target, threads):
     # The same in float64: 8 lanes (one zmm register) with AVX-512, 4 with
     # AVX2; against numpy's float64 to a few ulps of the largest output.
     _check_matrix_vector_linear_layers(rows, target, threads, "float64", 1e-15)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("target", ["host", "haswell"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_convolution_weight_gradient_register_tiles(dtype, target, threads):
+    # A convolution's weight gradient as the schedule tiles it: 4 output x 4
+    # input channels of one register of lanes (AVX-512), 4 x 2 of one ymm
+    # register (AVX2: 8 f32 or 4 f64 lanes), summed over blocks of 16 flat
+    # positions and their lanes at the end; 16 x 8 channels, 12 x 12 images
+    # padded by 1, against torch in float64.
+    import torch
+    import torch.nn.functional as F
+    from mithril.models import Convolution2D
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((3, 8, 12, 12)).astype(dtype)
+    w = rng.standard_normal((16, 8, 3, 3)).astype(dtype)
+    b = rng.standard_normal(16).astype(dtype)
+    conv = Convolution2D(kernel_size=3, out_channels=16, padding=1)
+    pm = ml.compile(conv, ml.MlirBackend(num_threads=threads, dtype=getattr(ml, dtype)),
+                    shapes={"input": list(x.shape)},
+                    cpu_options=None if target == "host" else {"target_cpu": target})
+    tx, tw = (torch.tensor(v.astype(np.float64), requires_grad=True) for v in (x, w))
+    y = F.conv2d(tx, tw, torch.tensor(b.astype(np.float64)), padding=1)
+    seed = rng.standard_normal(tuple(y.shape))
+    y.backward(torch.tensor(seed))
+    _, grads = pm.evaluate({"input": x, "weight": w, "bias": b},
+                           output_gradients={"output": seed.astype(dtype)})
+    ref = tw.grad.numpy()
+    eps = 1e-6 if dtype == "float32" else 1e-14
+    # 3 x 144 products a weight, each within a few ulps.
+    np.testing.assert_allclose(grads["weight"], ref, rtol=0,
+                               atol=eps * np.sqrt(3 * 144) * np.abs(ref).max() * 8)

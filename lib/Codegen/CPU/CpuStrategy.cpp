@@ -639,10 +639,21 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
       return {1, regs.rows(), regs.columns(op), 1, 1, 1};
     break;
   case CpuKernel::ConvFlatWeightGrad:
-    // Loops f, c, kh, kw, lane, n, block: 4 output x 4 input channels (2
-    // for f64) of lane vectors accumulate over blocks of flat positions.
-    if (loops == 7)
-      return {4, regs.columns(op) >= 32 ? 4 : 2, 1, 1, mithril::kConvFlatLanes, 1, 1};
+    // Loops f, c, kh, kw, lane, n, block: 4 output x 4 input channels of
+    // one register of lanes each (16 f32 or 8 f64 with AVX-512) accumulate
+    // over blocks of flat positions; with AVX2, 4 x 2 of 8 f32 or 4 f64, 8
+    // of the 16 ymm registers. (4 x 2 of 16 lanes took all 16 and LLVM
+    // spilled in the inner loop: the bench CNN's second convolution's
+    // weight gradient, 16 x 32 x 14 x 14 to 64 channels, in AVX2 code on a
+    // Zen 4 core 2.88 -> 1.60-1.70 ms; 2 x 2 of 16 lanes 1.78-1.87, 4 x 1
+    // 1.90; AVX-512 code 1.30. The CNN's training step in float64, AVX2
+    // code, 13.8-21.6 -> 12.3-12.7 ms.)
+    if (loops == 7) {
+      Type et = getElementTypeOrSelf(op->getResult(0).getType());
+      int64_t elementBits = et.isIntOrFloat() ? et.getIntOrFloatBitWidth() : 32;
+      int64_t lanes = std::min<int64_t>(mithril::kConvFlatLanes, regs.bits / elementBits);
+      return {4, regs.bits >= 512 ? 4 : 2, 1, 1, lanes, 1, 1};
+    }
     // bf16 in pairs of images (loops ..., n / 2, block, pair): the same 4 x
     // 4 accumulators, each step one vdpbf16ps of 16 lanes by 2 images
     // (Scheduler::lowerBF16WeightGradTiles).
