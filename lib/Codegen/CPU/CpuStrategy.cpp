@@ -1005,8 +1005,8 @@ cpu::parallelSplit(linalg::LinalgOp op, LoweringConfigAttr config, const Strateg
   // Reductions over small windows (poolings) stream memory the same way.
   // (The bench CNN's pooling after its first convolution stayed on one
   // thread.)
-  // Not an op that reads at fixed positions (the Winograd filter
-  // transform's nine taps, [f, c, i, j] at constant i and j), which the
+  // Not an op that reads at fixed positions (the nine taps of the Winograd
+  // filter transform in planes, [f, c, i, j] at constant i and j), which the
   // vectorizer leaves to scalar loops: LLVM vectorizes those with gathers on
   // one thread but not in a split's chunk, whose views it cannot tell apart
   // (too many run-time alias checks). The bench CNN's filter transform took

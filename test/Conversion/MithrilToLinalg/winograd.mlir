@@ -51,7 +51,18 @@ mithril.model @Winograd(data %x: tensor<2x8x6x6xf32>, param %w: tensor<64x8x3x3x
 // padded and split into parity rows whose blocks' elements are vectors of
 // channels, the 16 products one batch matmul [tiles, C] x [C, F], and the
 // pooled [tiles, F] transposed to NCHW.
+// The filter's taps are read as rows of channels: one 2-D transpose of the
+// weight [F, C * 9] (16 x 16 blocks in registers), each tap [C, F] a slice of
+// it, and the transform's 16 points one generic over [C, F] whose inputs are
+// all identity maps (at constant positions of [F, C, 3, 3], 9 strided reads
+// per element, left scalar with AVX2).
 // CHECK-LABEL: func.func @WinogradPooled(
+// CHECK: %[[FLAT:.+]] = tensor.collapse_shape %arg1 {{\[}}[0], [1, 2, 3]] : tensor<16x8x3x3xf32> into tensor<16x72xf32>
+// CHECK: %[[TAPSLAST:.+]] = linalg.transpose ins(%[[FLAT]] : tensor<16x72xf32>) outs(%{{.+}} : tensor<72x16xf32>) permutation = [1, 0]
+// CHECK: %[[TAPS:.+]] = tensor.expand_shape %[[TAPSLAST]] {{\[}}[0, 1, 2], [3]] output_shape [8, 3, 3, 16]
+// CHECK: %[[TAP0:.+]] = tensor.extract_slice %[[TAPS]][0, 0, 0, 0] [8, 1, 1, 16] [1, 1, 1, 1] : tensor<8x3x3x16xf32> to tensor<8x16xf32>
+// CHECK: %[[TAP8:.+]] = tensor.extract_slice %[[TAPS]][0, 2, 2, 0] [8, 1, 1, 16] [1, 1, 1, 1] : tensor<8x3x3x16xf32> to tensor<8x16xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[ID:.+]], #[[ID]], #[[ID]], #[[ID]], #[[ID]], #[[ID]], #[[ID]], #[[ID]], #[[ID]], #[[ID]],{{.*}} ins(%[[TAP0]], {{.*}}, %[[TAP8]] : {{.*}}) outs({{.*}}) {
 // CHECK: %[[CL:.+]] = linalg.generic {{.*}} ins(%arg0 : tensor<2x8x6x6xf32>) outs(%{{.+}} : tensor<2x6x6x8xf32>)
 // CHECK: %[[PAD:.+]] = tensor.pad %[[CL]] low[0, 1, 1, 0] high[0, 1, 1, 0]
 // CHECK: %[[ROWS:.+]] = tensor.expand_shape %[[PAD]] {{\[}}[0], [1, 2], [3, 4], [5]] output_shape [2, 4, 2, 4, 2, 8]
