@@ -318,6 +318,14 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     // per transfer, allocated inside the loops, which overflows the stack on
     // long loop nests.
     functions.addPass(createMithrilUnrollTransfers());
+    // Without 512-bit registers, masked writes of a prefix (7 lanes of 8)
+    // as plain stores: AVX2's masked stores are slow on AMD cores.
+    if (options.schedule && !options.gpuTilesOnHost) {
+      std::optional<CpuTarget> target = cpuTarget(options.targetCpu);
+      unsigned bits = options.vectorBits ? options.vectorBits : target ? target->vectorBits : 512;
+      if (bits < 512)
+        functions.addPass(createMithrilSplitMaskedWrites());
+    }
     functions.addPass(createMithrilLowerScalarTransfers());
     functions.addPass(createLowerAffinePass());
     // No canonicalization of the blocks mithril-scf-to-cf leaves: LLVM's

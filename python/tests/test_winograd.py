@@ -152,17 +152,22 @@ def test_pooling_of_an_odd_output_and_a_shared_relu(rng):
     assert_close(out["out"], F.max_pool2d(y, 2).numpy())
 
 
-def test_gradients_through_a_winograd_forward(rng):
+@pytest.mark.parametrize("target", ["host", "haswell"])
+@pytest.mark.parametrize("size", [8, 14])
+def test_gradients_through_a_winograd_forward(size, target, rng):
     # Training keeps the ReLU's result for the backward pass, so the forward
     # convolution lowers by Winograd without the pooling folded in; the
-    # gradients match torch's.
-    x, wt, b = random_inputs(rng, 2, 8, 64, 8, 8)
+    # gradients match torch's. 14 x 14: rows of 7 tiles, 7 lanes of 8 written
+    # through masks, which AVX2 code writes as pieces of 4, 2 and 1
+    # (mithril-split-masked-writes).
+    x, wt, b = random_inputs(rng, 2, 8, 64, size, size)
     model = M.Model()
     model |= M.Convolution2D(kernel_size=3, out_channels=64, padding=1).connect(input="input")
     model += M.Relu()
     model += M.MaxPool2D(kernel_size=2).connect(output="out")
-    pm = ml.compile(model, ml.MlirBackend(), shapes={"input": [2, 8, 8, 8]},
-                    trainable_keys=["input"])
+    pm = ml.compile(model, ml.MlirBackend(), shapes={"input": [2, 8, size, size]},
+                    trainable_keys=["input"],
+                    cpu_options=None if target == "host" else {"target_cpu": target})
     params = {k: (wt if k.endswith("weight") else b) for k in pm.randomize_params()}
     tx, tw, tb = (torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in (x, wt, b))
     y = F.max_pool2d(torch.relu(F.conv2d(tx, tw, tb, padding=1)), 2)
