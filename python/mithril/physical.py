@@ -773,6 +773,28 @@ class PhysicalModel:
             params[key] = paths[names.path(key)]
         return names.outward(results)
 
+    def _overlapping_inputs(self, inputs: list) -> set[int]:
+        """The positions of the inputs whose memory overlaps another's. A
+        training step is handed the same arrays step after step (updated in
+        place): the answer is kept with them, and the arrays kept alive so
+        that their ids are theirs."""
+        key = tuple(map(id, inputs))
+        cached = getattr(self, "_overlap_cache", None)
+        if cached is not None and cached[0] == key:
+            return cached[2]
+        spans = sorted((a.__array_interface__["data"][0], a.nbytes, i)
+                       for i, a in enumerate(inputs) if a.nbytes)
+        overlapping, reach, widest = set(), 0, None
+        for start, size, i in spans:
+            # Overlapping any earlier span means overlapping the one that
+            # reaches furthest.
+            if start < reach:
+                overlapping.update((i, widest))
+            if start + size > reach:
+                reach, widest = start + size, i
+        self._overlap_cache = (key, list(inputs), overlapping)
+        return overlapping
+
     def _train_step_paths(self, params: dict, data: Mapping | None, optimizer,
                           loss: str) -> dict[str, np.ndarray]:
         if self.inference:
@@ -833,10 +855,13 @@ class PhysicalModel:
         # memory with another input or output.)
         outputs = []
         spare = optimizer._spare
+        # An array passed for two inputs (tied weights) is no one update's
+        # to overwrite: both read it, and each has a result of its own.
+        tied = self._overlapping_inputs(inputs)
         for t in model_outputs:
             storage, shape = t["_storage"], t["_shape"]
             source = t.get("_in_place_input")
-            if source is not None:
+            if source is not None and source not in tied:
                 buf = inputs[source]
                 if (buf.flags.writeable and buf.flags.c_contiguous and buf.dtype == storage
                         and buf.shape == shape):

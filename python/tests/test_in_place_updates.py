@@ -60,9 +60,14 @@ def test_updates_in_place_equal_updates_apart(dtype, threads, make_optimizer):
     assert shared, "no parameter or state was proved updatable in place"
     for output, source in shared.items():
         assert output == "new:" + source
+    # Every parameter and optimizer state is updated element by element
+    # after its last read: each may be written over (on any target CPU).
+    updates = [t["name"] for _, _, outputs, *_ in pm._gradient_models.values() for t in outputs
+               if t["name"].startswith("new:")]
+    assert updates and sorted(shared) == sorted(updates)
     # A parameter updated in place is the caller's own array, overwritten.
     kept = [name for name in updated if updated[name] is first[name]]
-    assert kept and all("new:" + name in shared for name in kept)
+    assert sorted(kept) == sorted(updated) and all("new:" + name in shared for name in kept)
 
     apart_pm = mlp_train_step(dtype, threads)
     _, apart = steps(apart_pm, make_optimizer(), read_only=True)

@@ -76,6 +76,12 @@ def MithrilUniqueResults : Pass<"mithril-unique-results", "mlir::func::FuncOp"> 
     `func.return` into a fresh tensor (upstream's
     `buffer-results-to-out-params` does not handle a repeated result, and
     canonicalization would fold the copy away if run earlier).
+
+    An update of a parameter or optimizer state (a result `new:X` for an
+    argument `X`) gets a `tensor.empty` of its own: CSE merges the empty
+    tensors of one shape, and bufferization would otherwise compute another
+    value (the gradient) in the caller's buffer for `new:X` first, which
+    keeps `mithril-mark-in-place-updates` from letting that buffer be `X`'s.
   }];
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];
 }

@@ -11,7 +11,9 @@
 #include "Utils.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace mithril {
 #define GEN_PASS_DEF_CONVERTMITHRILTOLINALG
@@ -108,8 +110,61 @@ struct ConvertMithrilToLinalgPass
       signalPassFailure();
   }
 };
+/// The `tensor.empty` whose buffer `value` is computed in, and its use by
+/// the first op of that destination chain (through destination-passing
+/// ops, loops and slice insertions); none where the chain ends elsewhere.
+static OpOperand *emptyDestinationOf(Value value) {
+  for (unsigned depth = 0; depth < 64; ++depth) {
+    auto result = dyn_cast<OpResult>(value);
+    if (!result)
+      return nullptr;
+    Operation *op = result.getOwner();
+    OpOperand *init = nullptr;
+    if (auto dps = dyn_cast<DestinationStyleOpInterface>(op))
+      init = dps.getTiedOpOperand(result);
+    else if (auto loop = dyn_cast<LoopLikeOpInterface>(op))
+      init = loop.getTiedLoopInit(result);
+    if (!init)
+      return nullptr;
+    if (init->get().getDefiningOp<tensor::EmptyOp>())
+      return init;
+    value = init->get();
+  }
+  return nullptr;
+}
+
+/// Gives each update of a parameter or optimizer state (a result `new:X`
+/// for an argument `X`) a `tensor.empty` of its own. CSE merges the empty
+/// tensors of one shape, and bufferization then computes another value of
+/// that shape (the parameter's gradient) in the caller's buffer for `new:X`
+/// before the update overwrites it: correct, but the update can no longer
+/// share its buffer with `X` (mithril-mark-in-place-updates).
+static void separateUpdateDestinations(func::FuncOp func) {
+  llvm::StringSet<> inputs;
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (auto name = func.getArgAttrOfType<StringAttr>(i, "mithril.name"))
+      inputs.insert(name.getValue());
+  func.walk([&](func::ReturnOp ret) {
+    for (OpOperand &operand : ret->getOpOperands()) {
+      auto name = func.getResultAttrOfType<StringAttr>(operand.getOperandNumber(), "mithril.name");
+      if (!name || !name.getValue().starts_with("new:") ||
+          !inputs.contains(name.getValue().drop_front(4)))
+        continue;
+      OpOperand *init = emptyDestinationOf(operand.get());
+      if (!init || init->get().hasOneUse())
+        continue;
+      auto empty = init->get().getDefiningOp<tensor::EmptyOp>();
+      OpBuilder b(empty);
+      init->set(b.clone(*empty)->getResult(0));
+    }
+  });
+}
+
 struct UniqueResultsPass : public mithril::impl::MithrilUniqueResultsBase<UniqueResultsPass> {
-  void runOnOperation() override { copyRepeatedResults(getOperation()); }
+  void runOnOperation() override {
+    copyRepeatedResults(getOperation());
+    separateUpdateDestinations(getOperation());
+  }
 };
 } // namespace
 
