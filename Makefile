@@ -16,6 +16,7 @@ help:
 	@echo "make check   build and run every test suite"
 	@echo "make check-isa TARGET_CPU=haswell  the Python suite on code for another x86-64 CPU"
 	@echo "make bench   measure against numpy (OpenBLAS) and torch into bench/results.md"
+	@echo "             (BENCH_ARGS=--max-isa=avx2: all on AVX2 code, into bench/results-avx2.md)"
 	@echo "make bench-lowprecision  bf16/f16/int8 against our f32 into bench/lowprecision.md"
 	@echo "make bench-distributed   MLP training step on 2 MPI ranks against one process"
 	@echo "make bench-peers  against ONNX Runtime, OpenVINO, JAX, IREE, torch inductor (a venv) into bench/peers.md"
@@ -63,7 +64,7 @@ check-isa: build
 
 bench: build
 	@MITHRIL_WITH_BENCH=1 bash scripts/install-deps.sh
-	@bash bench/run.sh $(BUILD)
+	@bash bench/run.sh $(BUILD) $(BENCH_ARGS)
 
 bench-peers: build
 	@bash scripts/bench-peers.sh

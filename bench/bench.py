@@ -9,7 +9,12 @@ candidates run alternately, and medians over the repeats are reported with
 their ratios (peer time / our time: above 1 means we are faster). Thread
 counts are pinned and stated.
 
-    PYTHONPATH=build/python_packages python3 bench/bench.py [--quick]
+    PYTHONPATH=build/python_packages python3 bench/bench.py [--quick] [--max-isa avx2]
+
+With --max-isa avx2 (bench/results-avx2.md) every candidate runs the code it
+would run on a CPU without AVX-512 (AVX2 and FMA: Intel Haswell, AMD Zen 2):
+ours compiled for `haswell`, numpy's OpenBLAS on its Haswell kernels, torch's
+ATen and oneDNN capped at AVX2, the FMA peak of 256-bit registers.
 """
 
 import argparse
@@ -18,6 +23,15 @@ import platform
 import statistics
 import sys
 import time
+
+# The caps are read when the libraries load: set before numpy and torch are
+# imported, by starting over with them in the environment.
+AVX2_ENV = {"OPENBLAS_CORETYPE": "Haswell", "ATEN_CPU_CAPABILITY": "avx2",
+            "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+            "GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD"}
+if " --max-isa avx2 " in " ".join([""] + sys.argv + [""]).replace("--max-isa=", "--max-isa ") \
+        and any(os.environ.get(k) != v for k, v in AVX2_ENV.items()):
+    os.execve(sys.executable, [sys.executable] + sys.argv, {**os.environ, **AVX2_ENV})
 
 import numpy as np
 
@@ -39,6 +53,15 @@ except ImportError:
 
 
 WARM_S, BLOCK_S = 0.12, 0.2
+# Ours' target CPU under --max-isa (none: the host).
+TARGET = {"cpu": None}
+
+
+def compile_ours(*args, **kwargs):
+    """ml.compile, for the --max-isa target CPU where one is set."""
+    if TARGET["cpu"]:
+        kwargs["cpu_options"] = {"target_cpu": TARGET["cpu"]}
+    return ml.compile(*args, **kwargs)
 
 
 # The fastest speed probe seen in this process (bench/hostinfo.py).
@@ -101,12 +124,16 @@ def measure_peak(threads: int) -> dict:
         return {}
     out = os.path.join(tempfile.mkdtemp(), "peak.so")
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peak.c")
-    if subprocess.run([cc, "-O2", "-march=native", "-ffp-contract=fast", "-shared", "-fPIC",
+    # Under --max-isa avx2, 256-bit registers (AVX-512 hosts that split
+    # 512-bit FMAs, as Zen 4 does, reach the same peak both ways).
+    march = ["-march=haswell", "-DVECTOR_BYTES=32"] if TARGET["cpu"] else ["-march=native"]
+    if subprocess.run([cc, "-O2", *march, "-ffp-contract=fast", "-shared", "-fPIC",
                        src, "-o", out], capture_output=True).returncode != 0:
         return {}
     lib = ctypes.CDLL(out)
     peaks = {}
-    for name, lanes in (("f32", 16), ("f64", 8)):
+    vector_bytes = 32 if TARGET["cpu"] else 64
+    for name, lanes in (("f32", vector_bytes // 4), ("f64", vector_bytes // 8)):
         fn = getattr(lib, f"peak_{name}")
         fn.argtypes, fn.restype = [ctypes.c_int64], ctypes.c_double
         iterations = 20_000_000
@@ -119,7 +146,7 @@ def measure_peak(threads: int) -> dict:
             for w in workers:
                 w.join()
             seconds = time.perf_counter() - start
-            best = max(best, threads * iterations * 16 * lanes * 2 / seconds / 1e9)
+            best = max(best, threads * iterations * 12 * lanes * 2 / seconds / 1e9)
         peaks[name] = best
     return peaks
 
@@ -185,7 +212,7 @@ def run(quick: bool, threads_list):
                 model |= MatrixMultiply().connect(left="a", right="b", output=ml.IOKey("c"))
                 # To the first result: the product compiles at its first call.
                 start = time.perf_counter()
-                pm = ml.compile(model, gemm_backend, shapes={"a": [n, n], "b": [n, n]})
+                pm = compile_ours(model, gemm_backend, shapes={"a": [n, n], "b": [n, n]})
                 ours = lambda: pm.evaluate({}, {"a": a, "b": b})
                 first = ours()
                 compile_s = time.perf_counter() - start
@@ -200,7 +227,7 @@ def run(quick: bool, threads_list):
         # MLP inference.
         for batch in ([1, 16, 64] if quick else [1, 16, 64, 256]):
             start = time.perf_counter()
-            pm = ml.compile(mlp(), backend, shapes={"input": [batch, 784]}, inference=True)
+            pm = compile_ours(mlp(), backend, shapes={"input": [batch, 784]}, inference=True)
             compile_s = time.perf_counter() - start
             params = pm.randomize_params(seed=0)
             names = [(f"linear_{i}.weight", f"linear_{i}.bias") for i in range(3)]
@@ -230,7 +257,7 @@ def run(quick: bool, threads_list):
             train = TrainModel(mlp())
             train.add_loss(CrossEntropy(), reduce_steps=[Mean()], input="logits", target="target")
             start = time.perf_counter()
-            pm = ml.compile(train, backend, shapes={"input": [batch, 784], "target": [batch]})
+            pm = compile_ours(train, backend, shapes={"input": [batch, 784], "target": [batch]})
             params = pm.randomize_params(seed=0)
             x = rng.standard_normal((batch, 784)).astype(np.float32)
             y = rng.integers(0, 10, batch)
@@ -256,7 +283,7 @@ def run(quick: bool, threads_list):
                 note=f"compile {compile_s * 1e3:.0f} ms")
         # CNN forward.
         start = time.perf_counter()
-        pm = ml.compile(cnn(), backend, shapes={"input": [16, 1, 28, 28]}, inference=True)
+        pm = compile_ours(cnn(), backend, shapes={"input": [16, 1, 28, 28]}, inference=True)
         cnn_compile_s = time.perf_counter() - start
         params = pm.randomize_params(seed=0)
         x = rng.standard_normal((16, 1, 28, 28)).astype(np.float32)
@@ -289,7 +316,7 @@ def run(quick: bool, threads_list):
         train = TrainModel(cnn())
         train.add_loss(CrossEntropy(), reduce_steps=[Mean()], input="logits", target="target")
         start = time.perf_counter()
-        pm = ml.compile(train, backend, shapes={"input": [16, 1, 28, 28], "target": [16]})
+        pm = compile_ours(train, backend, shapes={"input": [16, 1, 28, 28], "target": [16]})
         params = pm.randomize_params(seed=0)
         y = rng.integers(0, 10, 16)
         opt = ml.SGD(lr=0.01)
@@ -343,15 +370,24 @@ class _null:
         return False
 
 
-def write(rows, path_md, path_png):
+def write(rows, path_md, path_png, max_isa=None):
     blas = "unknown"
     if threadpool_info:
         info = [i for i in threadpool_info() if i.get("user_api") == "blas"]
         if info:
             blas = f"{info[0].get('internal_api')} {info[0].get('version')} " \
                    f"({info[0].get('architecture')})"
-    lines = ["# Benchmarks", "",
-             f"Measured by `make bench` on {host_description()}, {os.cpu_count()} cores, "
+    capped = ""
+    if max_isa:
+        capped = (f" Every candidate on AVX2 code (`--max-isa {max_isa}`, as on a CPU without "
+                  "AVX-512): ours compiled for `haswell` (cpu_options target_cpu), numpy's "
+                  "OpenBLAS on its Haswell kernels (`OPENBLAS_CORETYPE=Haswell`), torch with "
+                  "`ATEN_CPU_CAPABILITY=avx2`, `ONEDNN_MAX_CPU_ISA=AVX2` and "
+                  "`MKL_ENABLE_INSTRUCTIONS=AVX2`, glibc's string functions without their "
+                  "AVX-512 variants; the peak is of 256-bit FMAs.")
+    lines = [f"# Benchmarks{' (AVX2 code)' if max_isa else ''}", "",
+             f"Measured by `make bench{' BENCH_ARGS=--max-isa=' + max_isa if max_isa else ''}` "
+             f"on {host_description()}, {os.cpu_count()} cores, "
              f"{time.strftime('%Y-%m-%d %H:%M')}. numpy's BLAS: {blas}; torch "
              f"{torch.__version__ if torch else 'absent'}. Every candidate, ours included, is pinned "
              f"to the thread count in the case's name (ours: MlirBackend(num_threads=N), which "
@@ -360,7 +396,7 @@ def write(rows, path_md, path_png):
              "a block's first 0.12 s, while the previous candidate's threads still spin, are "
              "not counted), from rounds in which the host's speed probe (bench/hostinfo.py) "
              "stayed within 15% of its fastest; a ratio is the peer's time over ours (above 1: "
-             "we are faster).", "",
+             "we are faster)." + capped, "",
              "GFLOP/s is ours; % of peak is of an FMA loop (bench/peak.c) measured on the same "
              "thread count just before.", "",
              "| case | ours | numpy | torch | vs numpy | vs torch | GFLOP/s | % of peak | note |",
@@ -405,7 +441,12 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="fewer cases and repeats")
     parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--max-isa", choices=["avx2"],
+                        help="every candidate on the code of a CPU without AVX-512, into "
+                             "bench/results-avx2.md")
     args = parser.parse_args()
+    if args.max_isa:
+        TARGET["cpu"] = "haswell"
     if not numpy_blas_is_openblas():
         sys.exit("bench: numpy does not run on OpenBLAS here (threadpoolctl or libopenblas0 "
                  "missing): run `make bench`, which installs them "
@@ -419,7 +460,9 @@ def main():
     os.environ["MITHRIL_CACHE"] = "0"
     here = os.path.dirname(os.path.abspath(__file__))
     rows = run(args.quick, threads)
-    write(rows, os.path.join(here, "results.md"), os.path.join(here, "results.png"))
+    name = f"results-{args.max_isa}" if args.max_isa else "results"
+    write(rows, os.path.join(here, name + ".md"), os.path.join(here, name + ".png"),
+          args.max_isa)
 
 
 if __name__ == "__main__":
