@@ -773,17 +773,21 @@ class PhysicalModel:
             params[key] = paths[names.path(key)]
         return names.outward(results)
 
-    def _overlapping_inputs(self, inputs: list) -> set[int]:
-        """The positions of the inputs whose memory overlaps another's. A
-        training step is handed the same arrays step after step (updated in
-        place): the answer is kept with them, and the arrays kept alive so
-        that their ids are theirs."""
-        key = tuple(map(id, inputs))
+    def _overlapping_inputs(self, inputs: list, positions: list[int]) -> set[int]:
+        """Those of `positions` (inputs that an update may overwrite) whose
+        arrays overlap another of them: two updates would write one array.
+        (An overlap with any other input the native run handles: it writes
+        the output apart and copies it in after.) The parameters and state
+        are the same arrays step after step (updated in place): the answer
+        is kept with them, and they are kept alive, so that their ids stay
+        theirs."""
+        arrays = [inputs[i] for i in positions]
+        key = tuple(map(id, arrays))
         cached = getattr(self, "_overlap_cache", None)
         if cached is not None and cached[0] == key:
             return cached[2]
         spans = sorted((a.__array_interface__["data"][0], a.nbytes, i)
-                       for i, a in enumerate(inputs) if a.nbytes)
+                       for i, a in zip(positions, arrays) if a.nbytes)
         overlapping, reach, widest = set(), 0, None
         for start, size, i in spans:
             # Overlapping any earlier span means overlapping the one that
@@ -792,7 +796,7 @@ class PhysicalModel:
                 overlapping.update((i, widest))
             if start + size > reach:
                 reach, widest = start + size, i
-        self._overlap_cache = (key, list(inputs), overlapping)
+        self._overlap_cache = (key, arrays, overlapping)
         return overlapping
 
     def _train_step_paths(self, params: dict, data: Mapping | None, optimizer,
@@ -857,7 +861,8 @@ class PhysicalModel:
         spare = optimizer._spare
         # An array passed for two inputs (tied weights) is no one update's
         # to overwrite: both read it, and each has a result of its own.
-        tied = self._overlapping_inputs(inputs)
+        tied = self._overlapping_inputs(
+            inputs, [t["_in_place_input"] for t in model_outputs if "_in_place_input" in t])
         for t in model_outputs:
             storage, shape = t["_storage"], t["_shape"]
             source = t.get("_in_place_input")

@@ -172,3 +172,37 @@ def test_output_overlapping_an_input_in_part_is_written_apart():
     step.train_step(params, data, ml.SGD(lr=0.05))
     for name in params:
         np.testing.assert_array_equal(params[name], separate[name], err_msg=name)
+
+
+@pytest.mark.parametrize("make_optimizer", [lambda: ml.SGD(lr=0.05), lambda: ml.Adam(lr=0.01)],
+                         ids=["sgd", "adam"])
+@pytest.mark.parametrize("overlap", ["same", "part"])
+def test_parameters_sharing_memory_are_updated_apart(make_optimizer, overlap):
+    # Two parameters whose updates may each overwrite their input, given one
+    # array or views overlapping in part: neither update may write over
+    # them (the other reads them), over several steps, whatever the state.
+    net = models.Model()
+    net |= models.Linear(16)(input="input", output="h")
+    net += models.Relu()(input="h", output="a")
+    net += models.Linear(16)(input="a", output=ml.IOKey("logits"))
+    train = models.TrainModel(net)
+    train.add_loss(models.CrossEntropy(), reduce_steps=[models.Mean()], input="logits",
+                   target="target")
+    step = ml.compile(train, ml.MlirBackend(dtype=ml.float32, num_threads=1),
+                      shapes={"input": [8, 16], "target": [8]})
+    params = step.randomize_params(seed=5)
+    memory = np.random.default_rng(1).standard_normal(384).astype(np.float32) * 0.2
+    params["linear_0.weight"] = memory[:256].reshape(16, 16)
+    params["linear_1.weight"] = (memory[:256] if overlap == "same"
+                                 else memory[128:]).reshape(16, 16)
+    separate = {k: v.copy() for k, v in params.items()}
+    rng = np.random.default_rng(0)
+    data = {"input": rng.standard_normal((8, 16)).astype(np.float32),
+            "target": rng.integers(0, 16, 8)}
+    shared_opt, separate_opt = make_optimizer(), make_optimizer()
+    for _ in range(3):
+        step.train_step(separate, data, separate_opt)
+        step.train_step(params, data, shared_opt)
+        for name in params:
+            np.testing.assert_array_equal(params[name], separate[name], err_msg=name)
+    assert in_place_outputs(step)
