@@ -164,51 +164,52 @@ SmallVector<Value> emptyTensors(OpBuilder &b, Location loc, RankedTensorType typ
 SmallVector<Value>
 filterPoints(OpBuilder &b, Location loc, Value weight, bool channelsFirst, Type pointType,
              function_ref<SmallVector<Value>(Arith &, SmallVector<Value>)> round = nullptr) {
-  MLIRContext *ctx = b.getContext();
   RankedTensorType wt = tensorType(weight);
   int64_t f = wt.getDimSize(0), c = wt.getDimSize(1);
   SmallVector<int64_t> pointShape =
       channelsFirst ? SmallVector<int64_t>{c, f} : SmallVector<int64_t>{f, c};
-  SmallVector<Value> taps;
-  SmallVector<AffineMap> maps;
+  // The taps [a, 3, 3, b] for points [a, b]: one transpose of the weight,
+  // then each tap a matrix whose rows are contiguous, read as vectors along
+  // b. Channels first, [f, c * 9] transposed 2-D (16 x 16 blocks in
+  // registers) to [c * 9, f]; in planes, each filter's [c, 9] to [9, c].
+  // (Read at constant positions of [f, c, 3, 3], the taps were 9 strided
+  // reads per element: LLVM gathered them with AVX-512 and left the loop
+  // scalar with AVX2, the bench CNN's filter transform 0.10 ms there against
+  // 0.01, channels first and in planes, its training step's.)
+  Type et = wt.getElementType();
+  Value grouped, empty;
+  SmallVector<int64_t> permutation;
+  SmallVector<ReassociationIndices> tapDims;
   if (channelsFirst) {
-    // The taps [c, 3, 3, f]: one 2-D transpose of the weight [f, c * 9]
-    // (16 x 16 blocks in registers), then each tap a matrix [c, f] whose
-    // rows are contiguous, read as vectors along f. (Read at constant
-    // positions of [f, c, 3, 3], the taps were 9 strided reads per element:
-    // LLVM gathered them with AVX-512 and left the loop scalar with AVX2,
-    // the bench CNN's filter transform 0.10 ms there against 0.01.)
-    Type et = wt.getElementType();
-    Value flat =
-        tensor::CollapseShapeOp::create(b, loc, RankedTensorType::get({f, c * 9}, et), weight,
-                                        ArrayRef<ReassociationIndices>{{0}, {1, 2, 3}});
-    Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{c * 9, f}, et);
-    Value transposed =
-        linalg::TransposeOp::create(b, loc, flat, empty, ArrayRef<int64_t>{1, 0}).getResult()[0];
-    Value tapsLast =
-        tensor::ExpandShapeOp::create(b, loc, RankedTensorType::get({c, 3, 3, f}, et), transposed,
-                                      ArrayRef<ReassociationIndices>{{0, 1, 2}, {3}});
-    auto tapType = RankedTensorType::get({c, f}, et);
-    for (int64_t i = 0; i < 3; ++i)
-      for (int64_t j = 0; j < 3; ++j)
-        taps.push_back(tensor::ExtractSliceOp::create(
-            b, loc, tapType, tapsLast,
-            SmallVector<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(i), b.getIndexAttr(j),
-                                      b.getIndexAttr(0)},
-            SmallVector<OpFoldResult>{b.getIndexAttr(c), b.getIndexAttr(1), b.getIndexAttr(1),
-                                      b.getIndexAttr(f)},
-            SmallVector<OpFoldResult>(4, b.getIndexAttr(1))));
-    maps.assign(taps.size(), b.getMultiDimIdentityMap(2));
+    grouped = tensor::CollapseShapeOp::create(b, loc, RankedTensorType::get({f, c * 9}, et), weight,
+                                              ArrayRef<ReassociationIndices>{{0}, {1, 2, 3}});
+    empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{c * 9, f}, et);
+    permutation = {1, 0};
+    tapDims = {{0, 1, 2}, {3}};
   } else {
-    AffineExpr fLoop = getAffineDimExpr(0, ctx), cLoop = getAffineDimExpr(1, ctx);
-    for (int64_t i = 0; i < 3; ++i)
-      for (int64_t j = 0; j < 3; ++j) {
-        taps.push_back(weight);
-        maps.push_back(AffineMap::get(
-            2, 0, {fLoop, cLoop, getAffineConstantExpr(i, ctx), getAffineConstantExpr(j, ctx)},
-            ctx));
-      }
+    grouped = tensor::CollapseShapeOp::create(b, loc, RankedTensorType::get({f, c, 9}, et), weight,
+                                              ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
+    empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{f, 9, c}, et);
+    permutation = {0, 2, 1};
+    tapDims = {{0}, {1, 2}, {3}};
   }
+  Value transposed =
+      linalg::TransposeOp::create(b, loc, grouped, empty, permutation).getResult()[0];
+  int64_t rows = pointShape[0], columns = pointShape[1];
+  Value tapsLast = tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get({rows, 3, 3, columns}, et), transposed, tapDims);
+  auto tapType = RankedTensorType::get({rows, columns}, et);
+  SmallVector<Value> taps;
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 3; ++j)
+      taps.push_back(tensor::ExtractSliceOp::create(
+          b, loc, tapType, tapsLast,
+          SmallVector<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(i), b.getIndexAttr(j),
+                                    b.getIndexAttr(0)},
+          SmallVector<OpFoldResult>{b.getIndexAttr(rows), b.getIndexAttr(1), b.getIndexAttr(1),
+                                    b.getIndexAttr(columns)},
+          SmallVector<OpFoldResult>(4, b.getIndexAttr(1))));
+  SmallVector<AffineMap> maps(taps.size(), b.getMultiDimIdentityMap(2));
   auto pointTensor = RankedTensorType::get(pointShape, pointType);
   return buildPointwise(b, loc, 2, taps, maps, emptyTensors(b, loc, pointTensor, kPoints * kPoints),
                         [&](Arith &a, ValueRange g) {

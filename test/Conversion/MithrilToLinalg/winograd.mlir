@@ -9,9 +9,16 @@
 // 18 tiles) stacked into [16, C, 32], zeros after the 18, one batch of
 // 16 products on the flat convolution's register tiles (the point as the
 // batch, a 1x1 kernel per point), the 2x2 outputs of each block from the
-// 16 points, and those interleaved into [N, F, OH, OW].
+// 16 points, and those interleaved into [N, F, OH, OW]. The filter's taps
+// are rows of channels: each filter's [C, 9] transposed to [9, C], each tap
+// [F, C] a slice read with an identity map.
 // CHECK-LABEL: func.func @Winograd(
-// CHECK: %[[U:.+]]:16 = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} ins(%arg1, %arg1, %arg1, %arg1, %arg1, %arg1, %arg1, %arg1, %arg1 : {{.*}}) outs({{.*}}) {
+// CHECK: %[[GROUPED:.+]] = tensor.collapse_shape %arg1 {{\[}}[0], [1], [2, 3]] : tensor<64x8x3x3xf32> into tensor<64x8x9xf32>
+// CHECK: %[[TAPSLAST:.+]] = linalg.transpose ins(%[[GROUPED]] : tensor<64x8x9xf32>) outs(%{{.+}} : tensor<64x9x8xf32>) permutation = [0, 2, 1]
+// CHECK: %[[TAPS:.+]] = tensor.expand_shape %[[TAPSLAST]] {{\[}}[0], [1, 2], [3]] output_shape [64, 3, 3, 8]
+// CHECK: %[[TAP0:.+]] = tensor.extract_slice %[[TAPS]][0, 0, 0, 0] [64, 1, 1, 8] [1, 1, 1, 1] : tensor<64x3x3x8xf32> to tensor<64x8xf32>
+// CHECK: %[[TAP8:.+]] = tensor.extract_slice %[[TAPS]][0, 2, 2, 0] [64, 1, 1, 8] [1, 1, 1, 1] : tensor<64x3x3x8xf32> to tensor<64x8xf32>
+// CHECK: %[[U:.+]]:16 = linalg.generic {indexing_maps = [#[[ID:.+]], #[[ID]], #[[ID]], #[[ID]], #[[ID]], #[[ID]], #[[ID]], #[[ID]], #[[ID]], #[[ID]],{{.*}} iterator_types = ["parallel", "parallel"]} ins(%[[TAP0]], {{.*}}, %[[TAP8]] : {{.*}}) outs({{.*}}) {
 // CHECK: } -> (tensor<64x8xf32>,
 // CHECK: tensor.insert_slice %[[U]]#0 into %{{.+}}[0, 0, 0] [1, 64, 8] [1, 1, 1] : tensor<64x8xf32> into tensor<16x64x8xf32>
 // CHECK: %[[US:.+]] = tensor.insert_slice %[[U]]#15 into %{{.+}}[15, 0, 0] [1, 64, 8]
