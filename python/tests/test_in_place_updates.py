@@ -27,6 +27,19 @@ def mlp_train_step(dtype, threads, batch=32):
     return ml.compile(train, backend, shapes={"input": [batch, 40], "target": [batch]})
 
 
+def square_train_step():
+    """The training step of two 16 x 16 linear layers: parameters of one shape."""
+    net = models.Model()
+    net |= models.Linear(16)(input="input", output="h")
+    net += models.Relu()(input="h", output="a")
+    net += models.Linear(16)(input="a", output=ml.IOKey("logits"))
+    train = models.TrainModel(net)
+    train.add_loss(models.CrossEntropy(), reduce_steps=[models.Mean()], input="logits",
+                   target="target")
+    return ml.compile(train, ml.MlirBackend(dtype=ml.float32, num_threads=1),
+                      shapes={"input": [8, 16], "target": [8]})
+
+
 def steps(pm, optimizer, read_only, count=3, batch=32):
     params = pm.randomize_params(seed=3)
     rng = np.random.default_rng(0)
@@ -152,15 +165,7 @@ def test_output_overlapping_an_input_in_part_is_written_apart():
     np.testing.assert_array_equal(y, expected)
     # One array passed for two parameters of the same shape: neither update
     # may overwrite it, both read it whole.
-    net = models.Model()
-    net |= models.Linear(16)(input="input", output="h")
-    net += models.Relu()(input="h", output="a")
-    net += models.Linear(16)(input="a", output=ml.IOKey("logits"))
-    train = models.TrainModel(net)
-    train.add_loss(models.CrossEntropy(), reduce_steps=[models.Mean()], input="logits",
-                   target="target")
-    step = ml.compile(train, ml.MlirBackend(dtype=ml.float32, num_threads=1),
-                      shapes={"input": [8, 16], "target": [8]})
+    step = square_train_step()
     params = step.randomize_params(seed=3)
     tied = params["linear_0.weight"]
     params["linear_1.weight"] = tied
@@ -181,15 +186,7 @@ def test_parameters_sharing_memory_are_updated_apart(make_optimizer, overlap):
     # Two parameters whose updates may each overwrite their input, given one
     # array or views overlapping in part: neither update may write over
     # them (the other reads them), over several steps, whatever the state.
-    net = models.Model()
-    net |= models.Linear(16)(input="input", output="h")
-    net += models.Relu()(input="h", output="a")
-    net += models.Linear(16)(input="a", output=ml.IOKey("logits"))
-    train = models.TrainModel(net)
-    train.add_loss(models.CrossEntropy(), reduce_steps=[models.Mean()], input="logits",
-                   target="target")
-    step = ml.compile(train, ml.MlirBackend(dtype=ml.float32, num_threads=1),
-                      shapes={"input": [8, 16], "target": [8]})
+    step = square_train_step()
     params = step.randomize_params(seed=5)
     memory = np.random.default_rng(1).standard_normal(384).astype(np.float32) * 0.2
     params["linear_0.weight"] = memory[:256].reshape(16, 16)
