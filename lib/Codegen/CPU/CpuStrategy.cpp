@@ -634,7 +634,7 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
     // accumulate in registers, one input channel and kernel position at a
     // time, broadcasting a weight per channel against contiguous input.
     // (Winograd's products, 784 tiles, split into 768 columns on these tiles
-    // and the last 16: Scheduler::splitFlatColumnRemainders.)
+    // and the last 16: Scheduler::splitTileRemainders.)
     if (loops == 6)
       return {1, regs.rows(), regs.columns(op), 1, 1, 1};
     break;
