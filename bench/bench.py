@@ -24,13 +24,28 @@ import statistics
 import sys
 import time
 
-# The caps are read when the libraries load: set before numpy and torch are
-# imported, by starting over with them in the environment.
-AVX2_ENV = {"OPENBLAS_CORETYPE": "Haswell", "ATEN_CPU_CAPABILITY": "avx2",
-            "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
-            "GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD"}
-if " --max-isa avx2 " in " ".join([""] + sys.argv + [""]).replace("--max-isa=", "--max-isa ") \
-        and any(os.environ.get(k) != v for k, v in AVX2_ENV.items()):
+from hostinfo import (AVX512_HWCAPS, TORCH_AVX2_ENV, host_description, quiet_limit,
+                      speed_probe)
+
+
+def parse_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="fewer cases and repeats")
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--max-isa", choices=["avx2"],
+                        help="every candidate on the code of a CPU without AVX-512, into "
+                             "bench/results-avx2.md")
+    return parser.parse_args()
+
+
+# --max-isa avx2: the environment that caps numpy's OpenBLAS (and torch's
+# products, which call it) and torch's own kernels.
+AVX2_ENV = {"OPENBLAS_CORETYPE": "Haswell", **TORCH_AVX2_ENV, "GLIBC_TUNABLES": AVX512_HWCAPS}
+# The libraries read their caps when they load: the run starts over with
+# them in its environment before numpy and torch are imported. (Only when
+# run, not when other scripts import this file for its models.)
+if __name__ == "__main__" and parse_args().max_isa == "avx2" and \
+        any(os.environ.get(k) != v for k, v in AVX2_ENV.items()):
     os.execve(sys.executable, [sys.executable] + sys.argv, {**os.environ, **AVX2_ENV})
 
 import numpy as np
@@ -40,7 +55,6 @@ from mithril.models import (CrossEntropy, Convolution2D, Flatten, Linear, Matrix
                             MaxPool2D, Mean, Model, Relu, TrainModel)
 from mithril.utils.png import save_bar_plot
 
-from hostinfo import host_description, quiet_limit, speed_probe
 
 try:
     import torch
@@ -381,10 +395,9 @@ def write(rows, path_md, path_png, max_isa=None):
     if max_isa:
         capped = (f" Every candidate on AVX2 code (`--max-isa {max_isa}`, as on a CPU without "
                   "AVX-512): ours compiled for `haswell` (cpu_options target_cpu), numpy's "
-                  "OpenBLAS on its Haswell kernels (`OPENBLAS_CORETYPE=Haswell`), torch with "
-                  "`ATEN_CPU_CAPABILITY=avx2`, `ONEDNN_MAX_CPU_ISA=AVX2` and "
-                  "`MKL_ENABLE_INSTRUCTIONS=AVX2`, glibc's string functions without their "
-                  "AVX-512 variants; the peak is of 256-bit FMAs.")
+                  "OpenBLAS and torch with "
+                  + ", ".join(f"`{k}={v}`" for k, v in AVX2_ENV.items())
+                  + "; the peak is of 256-bit FMAs.")
     lines = [f"# Benchmarks{' (AVX2 code)' if max_isa else ''}", "",
              f"Measured by `make bench{' BENCH_ARGS=--max-isa=' + max_isa if max_isa else ''}` "
              f"on {host_description()}, {os.cpu_count()} cores, "
@@ -438,13 +451,7 @@ def numpy_blas_is_openblas() -> bool:
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="fewer cases and repeats")
-    parser.add_argument("--threads", default="1,2")
-    parser.add_argument("--max-isa", choices=["avx2"],
-                        help="every candidate on the code of a CPU without AVX-512, into "
-                             "bench/results-avx2.md")
-    args = parser.parse_args()
+    args = parse_args()
     if args.max_isa:
         TARGET["cpu"] = "haswell"
     if not numpy_blas_is_openblas():

@@ -5,6 +5,15 @@
 import platform
 import time
 
+# Running AVX2 code on an AVX-512 host (bench.py and peers.py --max-isa
+# avx2): glibc 2.36 picks its string functions' EVEX variants by CPUID unless
+# this tunable takes the AVX-512 features away (ld.so --list-diagnostics).
+AVX512_HWCAPS = "glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD"
+# torch's caps: ATen's kernels and inductor's vector ISA, oneDNN (its
+# convolutions) and MKL (Linear layers, packed by freezing).
+TORCH_AVX2_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
+                  "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
+
 
 def host_cpu() -> str:
     """The CPU's model name from /proc/cpuinfo (or what platform knows)."""

@@ -52,7 +52,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from hostinfo import cpu_isa, host_cpu, quiet_limit, speed_probe
+from hostinfo import (AVX512_HWCAPS, TORCH_AVX2_ENV, cpu_isa, host_cpu, quiet_limit,
+                      speed_probe)
 
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -98,7 +99,6 @@ INFERENCE_ONLY = "inference-only runtime: no training step"
 #   brgemm_avx512_f32, brgconv_avx2_f32, jit_avx2_f32); its FullyConnected
 #   layers without post-ops run on MLAS (gemm_mlas_f32), which, as ONNX
 #   Runtime's, picks its kernels by CPUID with no setting to cap them.
-AVX512_HWCAPS = "glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD"
 XLA_NO_LIBRARIES = ("--xla_cpu_experimental_ynn_fusion_type= "
                     "--xla_cpu_experimental_xnn_fusion_type= --xla_cpu_use_onednn=false")
 MLAS_UNCAPPED = ("MLAS picks its kernels by CPUID (AVX-512F ones on an AVX-512 host) and has "
@@ -120,8 +120,7 @@ ISA_CAPS = {"avx2": {
                    "checked (sgemm 1024 ran there at 143 GFLOP/s on one Emerald Rapids core, "
                    "beyond AVX2: not capped)"},
     "iree": {"option": "haswell", "how": "`--iree-llvmcpu-target-cpu=haswell`"},
-    "torch": {"env": {"ATEN_CPU_CAPABILITY": "avx2", "TORCHINDUCTOR_CPP_MARCH": "haswell",
-                      "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
+    "torch": {"env": {**TORCH_AVX2_ENV, "TORCHINDUCTOR_CPP_MARCH": "haswell"},
               "how": "`ATEN_CPU_CAPABILITY=avx2` (ATen, inductor's vector ISA), "
                      "`TORCHINDUCTOR_CPP_MARCH=haswell` (inductor's C++), "
                      "`ONEDNN_MAX_CPU_ISA=AVX2`, `MKL_ENABLE_INSTRUCTIONS=AVX2`"},
