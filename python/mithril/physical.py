@@ -782,7 +782,8 @@ class PhysicalModel:
         is kept with them, and they are kept alive, so that their ids stay
         theirs."""
         arrays = [inputs[i] for i in positions]
-        key = tuple(map(id, arrays))
+        # The positions too: each compiled step has its own.
+        key = (tuple(positions), tuple(map(id, arrays)))
         cached = getattr(self, "_overlap_cache", None)
         if cached is not None and cached[0] == key:
             return cached[2]

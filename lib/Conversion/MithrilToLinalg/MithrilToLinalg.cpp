@@ -110,6 +110,7 @@ struct ConvertMithrilToLinalgPass
       signalPassFailure();
   }
 };
+
 /// The `tensor.empty` whose buffer `value` is computed in, and its use by
 /// the first op of that destination chain (through destination-passing
 /// ops, loops and slice insertions); none where the chain ends elsewhere.
