@@ -258,9 +258,12 @@ struct LoopRange {
 } // namespace
 
 /// The loop variables of the loops from `block` out to `top`; false if
-/// another op with regions lies between them.
+/// another op with regions lies between them. None where the access is `top`
+/// itself, in `top`'s block (a read or write outside any loop).
 static bool loopsAround(Block *block, Operation *top,
                         llvm::SmallDenseMap<Value, LoopRange> &loops) {
+  if (top->getBlock() == block)
+    return true;
   for (Operation *loop = block->getParentOp();; loop = loop->getParentOp()) {
     if (!loop)
       return false;

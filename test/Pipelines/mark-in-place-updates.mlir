@@ -292,3 +292,52 @@ func.func @tile_read_whole(%w: memref<16x16xf32> {mithril.kind = #mithril.input_
   vector.transfer_write %old, %new_w[%c0, %c0] {in_bounds = [true, true], permutation_map = #swap} : vector<16x16xf32>, memref<16x16xf32>
   return
 }
+
+// A weight gradient's rows past its register tiles, updated outside any loop
+// (rows 12-15 after a loop over rows 0-11): the straight-line read is of rows
+// no earlier op wrote, the write after it. (It was taken for a read of
+// unknown rows, and such a training step kept no weight in place.)
+// CHECK-LABEL: func.func @straight_line_rest
+// CHECK-SAME: mithril.in_place_outputs = ["new:w"]
+func.func @straight_line_rest(%w: memref<16x16xf32> {mithril.kind = #mithril.input_kind<param>, mithril.name = "w"},
+                              %g: memref<16x16xf32> {mithril.kind = #mithril.input_kind<data>, mithril.name = "g"},
+                              %new_w: memref<16x16xf32> {mithril.name = "new:w"}) {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c12 = arith.constant 12 : index
+  %pad = arith.constant 0.0 : f32
+  %head = memref.subview %new_w[0, 0] [12, 16] [1, 1] : memref<16x16xf32> to memref<12x16xf32, strided<[16, 1]>>
+  scf.for %i = %c0 to %c12 step %c4 {
+    %old = vector.transfer_read %w[%i, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf32>, vector<4x16xf32>
+    %grad = vector.transfer_read %g[%i, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf32>, vector<4x16xf32>
+    %next = arith.subf %old, %grad : vector<4x16xf32>
+    vector.transfer_write %next, %head[%i, %c0] {in_bounds = [true, true]} : vector<4x16xf32>, memref<12x16xf32, strided<[16, 1]>>
+  }
+  %old = vector.transfer_read %w[%c12, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf32>, vector<4x16xf32>
+  %grad = vector.transfer_read %g[%c12, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf32>, vector<4x16xf32>
+  %next = arith.subf %old, %grad : vector<4x16xf32>
+  vector.transfer_write %next, %new_w[%c12, %c0] {in_bounds = [true, true]} : vector<4x16xf32>, memref<16x16xf32>
+  return
+}
+
+// The same straight-line read, of rows the loop has already written.
+// CHECK-LABEL: func.func @straight_line_overwritten
+// CHECK-NOT: mithril.in_place_outputs
+// CHECK: return
+func.func @straight_line_overwritten(%w: memref<16x16xf32> {mithril.kind = #mithril.input_kind<param>, mithril.name = "w"},
+                                     %new_w: memref<16x16xf32> {mithril.name = "new:w"},
+                                     %out: memref<4x16xf32> {mithril.name = "y"}) {
+  %c0 = arith.constant 0 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %pad = arith.constant 0.0 : f32
+  scf.for %i = %c0 to %c16 step %c4 {
+    %old = vector.transfer_read %w[%i, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf32>, vector<4x16xf32>
+    %next = arith.addf %old, %old : vector<4x16xf32>
+    vector.transfer_write %next, %new_w[%i, %c0] {in_bounds = [true, true]} : vector<4x16xf32>, memref<16x16xf32>
+  }
+  %again = vector.transfer_read %w[%c8, %c0], %pad {in_bounds = [true, true]} : memref<16x16xf32>, vector<4x16xf32>
+  vector.transfer_write %again, %out[%c0, %c0] {in_bounds = [true, true]} : vector<4x16xf32>, memref<4x16xf32>
+  return
+}
