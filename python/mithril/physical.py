@@ -75,6 +75,22 @@ def constant_dependents(model, constants, outputs) -> tuple[set, set]:
     return fixed, held
 
 
+def _recyclable(array, *groups) -> bool:
+    """Whether a replaced parameter or state array may be the spare buffer a
+    later step writes an update into: an array of its own memory, writeable
+    and C-contiguous, held in `groups` (the spares, parameters and state)
+    only in its own slot, and sharing memory with none of the others (one
+    array passed for two parameters, or views of one, would otherwise take
+    two updates' writes)."""
+    if (not isinstance(array, np.ndarray) or array.base is not None
+            or not array.flags.writeable or not array.flags.c_contiguous):
+        return False
+    held = [other for group in groups for other in group if isinstance(other, np.ndarray)]
+    return (sum(other is array for other in held) <= 1
+            and not any(other is not array and np.may_share_memory(array, other)
+                        for other in held))
+
+
 def _compiled(model) -> tuple:
     """A compiled model with its inputs, outputs and optimizer state inputs,
     read from C++ once. An output that may overwrite an input (in_place_of)
@@ -899,7 +915,11 @@ class PhysicalModel:
             held = optimizer.state if role == "state" else params
             current = held.get(target)
             if current is not out:
-                spare[t["name"]] = current
+                if _recyclable(current, spare.values(), params.values(),
+                               optimizer.state.values()):
+                    spare[t["name"]] = current
+                else:
+                    spare.pop(t["name"], None)
             held[target] = out
         if scaled:
             optimizer._scaled_step_done(bool(results.pop("optimizer.finite")))
