@@ -97,13 +97,15 @@ def _check_matrix_vector_linear_layers(rows, target, threads, dtype, eps):
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("target", ["host", "haswell"])
-@pytest.mark.parametrize("rows", [1, 2, 3, 5, 12, 16])
+@pytest.mark.parametrize("rows", [1, 2, 3, 5, 7, 11, 12, 16])
 def test_float32_matrix_vector_linear_layers(rows, target, threads):
     # A Linear layer of at most 16 rows is a matrix-vector product on the
     # weight's own rows: register tiles of rows x weight rows x one register
-    # of lanes (4 x 4 of 16 with AVX-512; 2 x 4 of 8 with AVX2, 1 x 8 for one
-    # row), the lanes summed at the end. 512 outputs (whole tiles), 10 and 6
-    # (narrow ones), 784 and 96 deep; every output against float64.
+    # of lanes (4 x 4 of 16 with AVX-512; with AVX2 3 x 4 of 8, the rows past
+    # the tiles of 3 in tiles of 2: 5 = 3 + 2, 7 = 3 + 4, 11 = 9 + 2, 16 =
+    # 12 + 4; 2 x 4 for 2 rows, 1 x 8 for one), the lanes summed at the end.
+    # 512 outputs (whole tiles), 10 and 6 (narrow ones), 784 and 96 deep;
+    # every output against float64.
     _check_matrix_vector_linear_layers(rows, target, threads, "float32", 1e-6)
 
 

@@ -28,7 +28,8 @@ mithril.model @Rows65(data %x: tensor<65x64xf32>, param %w: tensor<64x64xf32>) -
 // CHECK: scf.for %[[N:.+]] = %c0 to %c512 step %c8
 // CHECK: scf.for %[[K:.+]] = %c0 to %c49 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (vector<1x8x16xf32>)
 // CHECK: vector.transfer_read %[[W]][%[[N]], %[[K]], %c0]{{.*}} : tensor<512x49x16xf32>, vector<8x1x16xf32>
-// CHECK: arith.addf {{.*}} : vector<1x8x16xf32>
+// CHECK: %[[WROW:.+]] = vector.extract %{{.+}}[0, 0] : vector<16xf32> from vector<8x1x16xf32>
+// CHECK: vector.fma %{{.+}}, %[[WROW]], %{{.+}} : vector<16xf32>
 // CHECK-NOT: vector.multi_reduction
 // CHECK: %[[ACC0:.+]] = vector.extract %[[SUMS:.+]][0, 0] : vector<16xf32> from vector<1x8x16xf32>
 // CHECK: %[[ACC4:.+]] = vector.extract %[[SUMS]][0, 4] : vector<16xf32> from vector<1x8x16xf32>
@@ -105,12 +106,22 @@ mithril.model @Batch1Constant(data %x: tensor<1x32xf32>) -> (y: tensor<1x16xf32>
 // Lanes are one register of the element type: 8 of f64 with AVX-512 (16 took
 // two registers each, all 32 for the 4 x 4 tile), 8 of f32 with AVX2, where a
 // tile holds 8 accumulators of the 16 ymm registers, 1 x 8 for one row and
-// 2 x 4 for more, so that 6 loads feed 8 FMAs (2 x 2 of 16 lanes took 8).
+// 2 x 4 for 2 or 4, so that 6 loads feed 8 FMAs (2 x 2 of 16 lanes took 8),
+// and 12 from 5 rows: 3 x 4, the rows past the tiles of 3 in tiles of 2,
+// inside each group of 4 weight rows (16 = 12 + 4). Each tile's FMAs go
+// column by column, a weight row read just before the 3 FMAs that share it,
+// and its 12 sums are summed in 3 shuffle trees of 4.
 // RUN: mithril-opt %s --mithril-cpu-pipeline="vector-bits=256 stop-after=fusion" | FileCheck %s --check-prefix=YMM
 mithril.model @Linear4F64(data %x: tensor<4x784xf64>, param %w: tensor<512x784xf64>) -> (y: tensor<4x512xf64>) {
   %wt = mithril.transpose %w : (tensor<512x784xf64>) -> tensor<784x512xf64>
   %y = mithril.matmul %x, %wt : (tensor<4x784xf64>, tensor<784x512xf64>) -> tensor<4x512xf64>
   mithril.output %y : tensor<4x512xf64>
+}
+
+mithril.model @Linear16(data %x: tensor<16x784xf32>, param %w: tensor<512x784xf32>) -> (y: tensor<16x512xf32>) {
+  %wt = mithril.transpose %w : (tensor<512x784xf32>) -> tensor<784x512xf32>
+  %y = mithril.matmul %x, %wt : (tensor<16x784xf32>, tensor<784x512xf32>) -> tensor<16x512xf32>
+  mithril.output %y : tensor<16x512xf32>
 }
 
 // CHECK-LABEL: func.func @Linear4F64(
@@ -120,3 +131,17 @@ mithril.model @Linear4F64(data %x: tensor<4x784xf64>, param %w: tensor<512x784xf
 // YMM: scf.for %{{.+}} = %c0 to %c98 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (vector<1x8x8xf32>)
 // YMM-LABEL: func.func @Linear4F64(
 // YMM: scf.for %{{.+}} = %c0 to %c196 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (vector<2x4x4xf64>)
+// YMM-LABEL: func.func @Linear16(
+// YMM: scf.for %{{.+}} = %c0 to %c512 step %c4
+// YMM: scf.for %{{.+}} = %c0 to %c12 step %c3 iter_args(%{{.+}} = %{{.+}}) -> (tensor<12x4xf32>)
+// YMM: scf.for %{{.+}} = %c0 to %c98 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (vector<3x4x8xf32>)
+// YMM: %[[W0:.+]] = vector.extract %{{.+}}[0, 0] : vector<8xf32> from vector<4x1x8xf32>
+// YMM-COUNT-3: vector.fma %{{.+}}, %[[W0]], %{{.+}} : vector<8xf32>
+// YMM: %[[W1:.+]] = vector.extract %{{.+}}[1, 0] : vector<8xf32> from vector<4x1x8xf32>
+// YMM-COUNT-3: vector.fma %{{.+}}, %[[W1]], %{{.+}} : vector<8xf32>
+// YMM-NOT: vector.multi_reduction
+// YMM: vector.transfer_write %{{.+}} : vector<3x4xf32>, tensor<12x4xf32>
+// YMM: scf.for %{{.+}} = %c0 to %c4 step %c2 iter_args(%{{.+}} = %{{.+}}) -> (tensor<4x4xf32>)
+// YMM: scf.for %{{.+}} = %c0 to %c98 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (vector<2x4x8xf32>)
+// YMM-NOT: vector.multi_reduction
+// YMM: vector.transfer_write %{{.+}} : vector<2x4xf32>, tensor<4x4xf32>

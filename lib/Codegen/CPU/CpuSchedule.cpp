@@ -658,15 +658,17 @@ struct SumLanesWithShuffleTree : OpRewritePattern<vector::MultiDimReductionOp> {
     if (!reduced.back() || llvm::count(reduced, true) != 1 || lanes < 4 || lanes > 64 ||
         !llvm::isPowerOf2_64(lanes) || source.getNumElements() > kMaxElements)
       return failure();
+    // Outputs in chunks of a power of 2 (at most a register's lanes): the
+    // rows x columns of a tile of 3 x 4 accumulators in 3 chunks of 4.
     int64_t outputs = source.getNumElements() / lanes;
-    if (outputs < 2 || !llvm::isPowerOf2_64(outputs))
+    int64_t chunk = std::min<int64_t>(lanes, outputs & -outputs);
+    if (outputs < 2 || chunk < 2)
       return failure();
     Location loc = op.getLoc();
     Type elementType = source.getElementType();
     vector::CombiningKind kind = op.getKind();
     Value rows = vector::ShapeCastOp::create(
         rewriter, loc, VectorType::get({outputs, lanes}, elementType), op.getSource());
-    int64_t chunk = std::min(outputs, lanes);
     SmallVector<Value> chunks;
     for (int64_t first = 0; first < outputs; first += chunk) {
       // Each register with the accumulators whose partial sums it holds, in
@@ -724,7 +726,17 @@ struct SumLanesWithShuffleTree : OpRewritePattern<vector::MultiDimReductionOp> {
         sum = vector::ShuffleOp::create(rewriter, loc, sum, sum, order);
       chunks.push_back(sum);
     }
-    // Concatenated pairwise, in order.
+    // Concatenated pairwise, in order; a number of chunks that is not a
+    // power of 2, one by one into the rows of a vector of them.
+    if (!llvm::isPowerOf2_64(chunks.size())) {
+      auto rowsOfChunks =
+          VectorType::get({static_cast<int64_t>(chunks.size()), chunk}, elementType);
+      Value joined = ub::PoisonOp::create(rewriter, loc, rowsOfChunks);
+      for (auto [i, part] : llvm::enumerate(chunks))
+        joined = vector::InsertOp::create(rewriter, loc, part, joined, static_cast<int64_t>(i));
+      chunks = {vector::ShapeCastOp::create(rewriter, loc, VectorType::get({outputs}, elementType),
+                                            joined)};
+    }
     while (chunks.size() > 1) {
       SmallVector<Value> joined;
       for (size_t i = 0; i < chunks.size(); i += 2) {
@@ -2148,6 +2160,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     scheduler.lowerDotProductTiles(rewriter, module);
     scheduler.lowerBF16MatrixVectorTiles(rewriter, module);
     scheduler.lowerInt8MatrixVectorTiles(rewriter, module);
+    scheduler.lowerFloatMatrixVectorTiles(rewriter, module);
     scheduler.orderWindowTiles(rewriter, module);
     // Vectorize the tiles. Booleans stay scalar: a vector of i1 is stored as
     // packed bits, while a tensor of i1 is one byte per element in memory.

@@ -687,7 +687,8 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
     // threads 0.140 -> 0.124; batch 1 as 1 x 8, 0.033 -> 0.031. In f64 on
     // AVX-512, 16 lanes took two registers each, 32 for 4 x 4: 8 lanes,
     // the MLP at batch 16 0.45-0.54 -> 0.41-0.47 ms.) Tiles divide the
-    // loops exactly: a partial tile would not vectorize.
+    // loops exactly (a partial tile would not vectorize), but for AVX2's
+    // rows of 3 below, which are split.
     AffineMap out = op.getIndexingMapMatchingResult(op->getResult(0));
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     int64_t rowRange = ranges[out.getDimPosition(0)], colRange = ranges[out.getDimPosition(1)];
@@ -704,15 +705,29 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
     // 0.383-0.393 ms at batch 16, within the noise, and widens 4 times as
     // often.)
     bool ymm = regs.bits < 512;
-    if (ymm && loops == 4)
-      rows = std::min<int64_t>(rows, 2);
-    int64_t accumulators = !ymm ? 16 : 8;
     Type resultElement = getElementTypeOrSelf(op->getResult(0).getType());
+    int64_t laneRegisters = 1;
     if (loops == 4 && out.getNumResults() == 3 && resultElement.isIntOrFloat()) {
       int64_t laneBits = ranges[out.getDimPosition(2)] * resultElement.getIntOrFloatBitWidth();
-      accumulators /= std::max<int64_t>(1, llvm::divideCeil(laneBits, regs.bits));
+      laneRegisters = std::max<int64_t>(1, llvm::divideCeil(laneBits, regs.bits));
     }
-    while (rows > 1 && rowRange % rows != 0)
+    // AVX2's lanes of one register, from 5 rows (or 3): 3 x 4, 12
+    // accumulators, each FMA 6 cycles after the last into it where 2 x 4's 8
+    // waited exactly the FMA latency (4 cycles, two ports); rows past the
+    // tiles of 3 take tiles of 2 (fuseMatrixVectorLanes splits them). Its
+    // FMAs go column by column (lowerFloatMatrixVectorTiles): LLVM read the
+    // 4 weight rows first and spilled. (The MLP 784-512-512-10 on one Zen 4
+    // core, AVX2 code, alternated: batch 8 0.123 -> 0.115 ms, 12 0.176 ->
+    // 0.163, 15 0.236 -> 0.201, 16 0.219 -> 0.216 (0.230 -> 0.216 in a
+    // slower stretch); two threads, batch 8 0.066 -> 0.061. A C model of the
+    // loops: 96 -> 103 GFLOP/s, and 3 x 4 lost 2% to weights 16 bytes off
+    // a 32-byte boundary where 2 x 4 lost 10%.)
+    bool threeRows = ymm && loops == 4 && laneRegisters == 1 &&
+                     (rowRange % kGemvNarrowRowTile == 0 || rowRange >= 5);
+    if (ymm && loops == 4)
+      rows = threeRows ? kGemvNarrowRowTile : std::min<int64_t>(rows, 2);
+    int64_t accumulators = (!ymm ? 16 : threeRows ? 12 : 8) / laneRegisters;
+    while (!threeRows && rows > 1 && rowRange % rows != 0)
       --rows;
     // The largest power of 2 <= accumulators / rows, at most 8 (one row
     // with 16 columns was slower: 0.048 -> 0.063 ms at batch 1).

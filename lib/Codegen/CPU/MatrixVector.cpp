@@ -494,39 +494,135 @@ LogicalResult Scheduler::fuseMatrixVectorLanes(IRRewriter &rewriter,
           lanes.getIteratorTypesArray()[ld.getPosition()] == utils::IteratorType::parallel)
         sizes[ld.getPosition()] = partialTile[pd.getPosition()];
     }
-    fitTilesToLoops(sizes, lanes.getStaticLoopRanges(), /*tileDynamic=*/false);
-    if (llvm::all_of(sizes, [](int64_t size) { return size == 0; }))
+    SmallVector<int64_t> ranges = lanes.getStaticLoopRanges();
+    // Rows in tiles that do not divide them (AVX2's 3 rows: 16 = 3 x 4 + 2
+    // x 2): the weight rows' tiles first, then in each the rows split into
+    // whole tiles of 3 and a rest of tiles of 2, so that every tile reads
+    // the weight rows while they are in L1.
+    std::optional<unsigned> rowLoop;
+    if (auto ld = dyn_cast<AffineDimExpr>(lanesIn.getResult(0)))
+      rowLoop = ld.getPosition();
+    int64_t splitRowsAt = 0;
+    if (rowLoop && sizes[*rowLoop] > 1 && !ShapedType::isDynamic(ranges[*rowLoop]) &&
+        ranges[*rowLoop] > sizes[*rowLoop] && ranges[*rowLoop] % sizes[*rowLoop] != 0)
+      splitRowsAt = matrixVectorRowSplit(ranges[*rowLoop], sizes[*rowLoop]);
+    SmallVector<int64_t> rowTileSize;
+    if (splitRowsAt > 0) {
+      rowTileSize.assign(sizes.size(), 0);
+      rowTileSize[*rowLoop] = sizes[*rowLoop];
+      sizes[*rowLoop] = 0;
+    }
+    fitTilesToLoops(sizes, ranges, /*tileDynamic=*/false);
+    if (llvm::all_of(sizes, [](int64_t size) { return size == 0; }) && splitRowsAt == 0)
       continue;
     llvm::DenseSet<Operation *> fusible = {partial.getOperation()};
     for (OpOperand &init : partial.getDpsInitsMutable())
       if (auto fill = init.get().getDefiningOp<linalg::FillOp>())
         fusible.insert(fill);
-    scf::SCFTileAndFuseOptions options;
-    options.tilingOptions.setTileSizes(getAsIndexOpFoldResult(ctx, sizes));
-    // Weight rows (the result's columns) outermost, as the partial sums'
-    // own tiling had them.
-    SmallVector<int64_t> interchange;
-    for (unsigned i = 0; i < lanes.getNumLoops(); ++i)
-      interchange.push_back(i);
-    if (lanes.getNumParallelLoops() >= 2)
-      std::swap(interchange[0], interchange[1]);
-    options.tilingOptions.setInterchange(interchange);
-    FailureOr<scf::SCFTileAndFuseResult> tiled = tileAndFuse(rewriter, lanes, options, fusible);
-    if (failed(tiled))
-      return lanes.emitError("mithril-cpu-schedule: cannot fuse a matrix-vector product");
     // The tile's fill and lane sum stay whole (one vector each), so that
     // the partial sums are forwarded in registers; the partial sums' tile
     // is tiled on its reduction as usual.
-    for (Operation *op : tiled->tiledAndFusedOps)
-      if (!hasKernel(op, CpuKernel::MatrixVector)) {
-        LoweringConfigAttr config = getLoweringConfig(op);
-        setLoweringConfig(
-            op, (config ? config : LoweringConfigAttr::get(op->getContext(), CpuKernel::Default))
-                    .asWhole());
+    auto keepWhole = [&](ArrayRef<Operation *> ops) {
+      for (Operation *op : ops)
+        if (!hasKernel(op, CpuKernel::MatrixVector)) {
+          LoweringConfigAttr config = getLoweringConfig(op);
+          setLoweringConfig(
+              op, (config ? config : LoweringConfigAttr::get(op->getContext(), CpuKernel::Default))
+                      .asWhole());
+        }
+    };
+    SmallVector<Operation *> tiledOps = {lanes};
+    tiledOps.append(fusible.begin(), fusible.end());
+    if (llvm::any_of(sizes, [](int64_t size) { return size != 0; })) {
+      scf::SCFTileAndFuseOptions options;
+      options.tilingOptions.setTileSizes(getAsIndexOpFoldResult(ctx, sizes));
+      // Weight rows (the result's columns) outermost, as the partial sums'
+      // own tiling had them.
+      SmallVector<int64_t> interchange;
+      for (unsigned i = 0; i < lanes.getNumLoops(); ++i)
+        interchange.push_back(i);
+      if (lanes.getNumParallelLoops() >= 2)
+        std::swap(interchange[0], interchange[1]);
+      options.tilingOptions.setInterchange(interchange);
+      FailureOr<scf::SCFTileAndFuseResult> tiled = tileAndFuse(rewriter, lanes, options, fusible);
+      if (failed(tiled))
+        return lanes.emitError("mithril-cpu-schedule: cannot fuse a matrix-vector product");
+      tiledOps.assign(tiled->tiledAndFusedOps.begin(), tiled->tiledAndFusedOps.end());
+      rewriter.eraseOp(lanes);
+      if (partial->use_empty())
+        rewriter.eraseOp(partial);
+    }
+    if (splitRowsAt == 0) {
+      keepWhole(tiledOps);
+      continue;
+    }
+    if (failed(splitMatrixVectorRows(rewriter, tiledOps, *rowLoop, splitRowsAt, rowTileSize)))
+      return tiledOps.front()->emitError("mithril-cpu-schedule: cannot split a matrix-vector "
+                                         "product's rows");
+  }
+  return success();
+}
+
+LogicalResult Scheduler::splitMatrixVectorRows(IRRewriter &rewriter, ArrayRef<Operation *> tile,
+                                               unsigned rowLoop, int64_t at,
+                                               ArrayRef<int64_t> rowTileSize) {
+  // The tile's lane sum (the root of its fusion), partial sums and fill.
+  linalg::LinalgOp lanes;
+  llvm::DenseSet<Operation *> fusible;
+  for (Operation *op : tile) {
+    if (hasKernel(op, CpuKernel::LaneSum) && !lanes)
+      lanes = cast<linalg::LinalgOp>(op);
+    else
+      fusible.insert(op);
+  }
+  if (!lanes)
+    return failure();
+  rewriter.setInsertionPoint(lanes);
+  auto [whole, rest] = linalg::splitOp(rewriter, cast<TilingInterface>(lanes.getOperation()),
+                                       rowLoop, rewriter.getIndexAttr(at));
+  // Each part tiled by its own rows (3, then the rest's 2), the partial sums
+  // fused through the slices the split took of them.
+  RewritePatternSet merge(ctx);
+  tensor::populateMergeConsecutiveInsertExtractSlicePatterns(merge);
+  FrozenRewritePatternSet cleanup(std::move(merge));
+  for (TilingInterface part : {whole, rest}) {
+    if (!part)
+      continue;
+    auto partOp = cast<linalg::LinalgOp>(part.getOperation());
+    int64_t partRows = partOp.getStaticLoopRanges()[rowLoop];
+    SmallVector<int64_t> sizes(rowTileSize);
+    // (Each divides its part; a part of one tile still gets its loop, of
+    // one step, for the partial sums to fuse into.)
+    sizes[rowLoop] = std::min(partRows, part == whole ? rowTileSize[rowLoop]
+                                                      : matrixVectorRowSplitRest(partRows));
+    scf::SCFTileAndFuseOptions options;
+    options.tilingOptions.setTileSizes(getAsIndexOpFoldResult(ctx, sizes));
+    options.cleanupPatterns = cleanup;
+    FailureOr<scf::SCFTileAndFuseResult> tiled = tileAndFuse(rewriter, partOp, options, fusible);
+    if (failed(tiled))
+      return failure();
+    for (Operation *op : tiled->tiledAndFusedOps) {
+      if (hasKernel(op, CpuKernel::MatrixVector))
+        configureTile(op, CpuKernel::MatrixVector, /*beforeSplit=*/false);
+      else
+        setLoweringConfig(op, getLoweringConfig(op).asWhole());
+    }
+    rewriter.eraseOp(partOp);
+  }
+  // The whole tile's partial sums and fill, now read by nothing but the
+  // split's slices of them.
+  for (bool erased = true; erased;) {
+    erased = false;
+    for (Operation *op : llvm::make_early_inc_range(fusible)) {
+      for (Operation *user : llvm::make_early_inc_range(op->getUsers()))
+        if (isOpTriviallyDead(user))
+          rewriter.eraseOp(user);
+      if (op->use_empty()) {
+        rewriter.eraseOp(op);
+        fusible.erase(op);
+        erased = true;
       }
-    rewriter.eraseOp(lanes);
-    if (partial->use_empty())
-      rewriter.eraseOp(partial);
+    }
   }
   return success();
 }
@@ -637,6 +733,67 @@ Value Scheduler::addBF16DotProducts(IRRewriter &rewriter, Location loc, Value su
       sums = vector::InsertOp::create(rewriter, loc, dot, sums, ArrayRef<int64_t>{r, c});
     }
   return sums;
+}
+
+void Scheduler::lowerFloatMatrixVectorTiles(IRRewriter &rewriter, ModuleOp module) {
+  SmallVector<linalg::GenericOp> tiles;
+  module.walk([&](linalg::GenericOp op) {
+    if (hasKernel(op, CpuKernel::MatrixVector) && op.hasPureTensorSemantics() &&
+        op.getNumLoops() == 4 && op.getNumDpsInputs() == 2 && op.getNumDpsInits() == 1)
+      tiles.push_back(op);
+  });
+  for (linalg::GenericOp op : tiles) {
+    MLIRContext *ctx = op.getContext();
+    Type et = getElementTypeOrSelf(op->getResult(0).getType());
+    if (!et.isF32() && !et.isF64())
+      continue;
+    if (llvm::any_of(op->getOperands(),
+                     [&](Value v) { return getElementTypeOrSelf(v.getType()) != et; }))
+      continue;
+    AffineExpr m, n, k, lane;
+    bindDims(ctx, m, n, k, lane);
+    SmallVector<AffineMap> expected = {AffineMap::get(4, 0, {m, k, lane}, ctx),
+                                       AffineMap::get(4, 0, {n, k, lane}, ctx),
+                                       AffineMap::get(4, 0, {m, n, lane}, ctx)};
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    if (op.getIndexingMapsArray() != expected || llvm::any_of(ranges, ShapedType::isDynamic) ||
+        ranges[2] != 1 || !isa_and_nonnull<linalg::YieldOp>(op.getBlock()->getTerminator()))
+      continue;
+    // Only a multiply-add body (yieldMultiplyAdd's).
+    Block *body = op.getBlock();
+    auto add = body->getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
+    auto mul = add ? add.getRhs().getDefiningOp<arith::MulFOp>() : nullptr;
+    if (!mul || add.getLhs() != body->getArgument(2) ||
+        !llvm::is_contained(SmallVector<Value>{mul.getLhs(), mul.getRhs()}, body->getArgument(0)) ||
+        !llvm::is_contained(SmallVector<Value>{mul.getLhs(), mul.getRhs()}, body->getArgument(1)))
+      continue;
+    int64_t rows = ranges[0], cols = ranges[1], lanes = ranges[3];
+    Location loc = op.getLoc();
+    rewriter.setInsertionPoint(op);
+    Value a = readWholeTile(rewriter, loc, op.getDpsInputOperand(0)->get(),
+                            VectorType::get({rows, 1, lanes}, et));
+    // The weight's rows in one read, [cols, 1, lanes], as the vectorizer
+    // reads them (mithril-prefetch-next-rows finds it).
+    Value weight = readWholeTile(rewriter, loc, op.getDpsInputOperand(1)->get(),
+                                 VectorType::get({cols, 1, lanes}, et));
+    Value p = readWholeTile(rewriter, loc, op.getDpsInitOperand(0)->get(),
+                            VectorType::get({rows, cols, lanes}, et));
+    SmallVector<Value> aRows;
+    for (int64_t r = 0; r < rows; ++r)
+      aRows.push_back(vector::ExtractOp::create(rewriter, loc, a, ArrayRef<int64_t>{r, 0}));
+    // Column by column: each weight row taken just before the FMAs that
+    // share it, so that one register holds it (a 3 x 4 tile of AVX2 keeps
+    // its 12 accumulators and 3 rows of A in the other 15).
+    for (int64_t c = 0; c < cols; ++c) {
+      Value w = vector::ExtractOp::create(rewriter, loc, weight, ArrayRef<int64_t>{c, 0});
+      for (int64_t r = 0; r < rows; ++r) {
+        Value acc = vector::ExtractOp::create(rewriter, loc, p, ArrayRef<int64_t>{r, c});
+        Value sum = vector::FMAOp::create(rewriter, loc, aRows[r], w, acc);
+        p = vector::InsertOp::create(rewriter, loc, sum, p, ArrayRef<int64_t>{r, c});
+      }
+    }
+    rewriter.replaceOp(op, writeWholeTile(rewriter, loc, p, op.getDpsInitOperand(0)->get()));
+  }
 }
 
 void Scheduler::lowerInt8MatrixVectorTiles(IRRewriter &rewriter, ModuleOp module) {

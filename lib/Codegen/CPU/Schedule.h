@@ -310,6 +310,11 @@ public:
   /// still in registers, and the [rows, columns, lanes] partial sums never
   /// go to memory (at batch 16 they were a third of the weight's size).
   LogicalResult fuseMatrixVectorLanes(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
+  /// Splits the rows of `tile` (a lane sum, its partial sums and their fill,
+  /// fused over some weight rows) at `at`: rows before it in tiles of
+  /// `rowTileSize`'s, the rest in tiles of matrixVectorRowSplitRest's.
+  LogicalResult splitMatrixVectorRows(IRRewriter &rewriter, ArrayRef<Operation *> tile,
+                                      unsigned rowLoop, int64_t at, ArrayRef<int64_t> rowTileSize);
 
   /// Tiles matmuls larger than a cache block into blocks of their config's
   /// cache tile (rows, columns, reduction): the register tiles then reuse a
@@ -481,6 +486,11 @@ public:
   /// bf16, and one dot product per (output, input) channel adds the pair's
   /// products to its 16 lanes of f32 sums.
   void lowerBF16WeightGradTiles(IRRewriter &rewriter, ModuleOp module) const;
+
+  /// Writes the register tiles of a float matrix-vector product's partial
+  /// sums (loops rows, columns, one step, lanes) as FMAs column by column:
+  /// the rows of A once, then each weight row and the FMAs that share it.
+  static void lowerFloatMatrixVectorTiles(IRRewriter &rewriter, ModuleOp module);
 
   /// Writes the register tiles of rewriteInt8MatrixVectorProduct's partial
   /// sums as the contractions mithril-x86-dot-products makes vpdpbusd: per

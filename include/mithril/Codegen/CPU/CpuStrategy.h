@@ -128,6 +128,22 @@ inline constexpr int64_t kGemvLanes = 16;
 inline constexpr int64_t kGemvMaxRows = 16;
 inline constexpr int64_t kGemvRowTile = 4;
 inline constexpr int64_t kGemvNarrowColumns = 16;
+/// AVX2's float matrix-vector tiles take 3 rows (12 accumulators: each
+/// waits 6 cycles between its FMAs, more than their 4-cycle latency, where
+/// 2 rows' 8 waited exactly that) where there are at least 5 rows or a
+/// multiple of 3; rows past the tiles of 3 take tiles of 2 (or one row).
+inline constexpr int64_t kGemvNarrowRowTile = 3;
+/// Where the rows of a matrix-vector product in tiles of `tileRows` split:
+/// the most whole tiles whose rest is even (16 rows: 12 in tiles of 3, 4 in
+/// tiles of 2); 0 if no tile of them fits.
+inline int64_t matrixVectorRowSplit(int64_t rows, int64_t tileRows) {
+  for (int64_t at = rows - rows % tileRows; at > 0; at -= tileRows)
+    if ((rows - at) % 2 == 0)
+      return at;
+  return rows >= tileRows ? rows - rows % tileRows : 0;
+}
+/// The row tile of the rest: 2 rows, or 1 where they are odd.
+inline int64_t matrixVectorRowSplitRest(int64_t rows) { return rows % 2 == 0 ? 2 : 1; }
 /// A weight compiled in is packed for the blocked kernels when compiling,
 /// which beats a matrix-vector product's reads of its rows at 16 rows (the
 /// MLP 784-512-512-10: 0.235 against 0.250 ms on one thread, the same on

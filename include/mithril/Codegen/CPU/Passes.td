@@ -54,7 +54,8 @@ def MithrilCpuSchedule : Pass<"mithril-cpu-schedule", "mlir::ModuleOp"> {
 
     Shapes get their own schedules: a matmul of at most 16 rows on a
     transposed weight becomes a matrix-vector product on the weight's layout
-    whose tiles sum 16 lanes of partial sums in registers; convolutions and
+    whose tiles sum a register's lanes of partial sums in registers (with
+    AVX2, 3 rows a tile, the rows past them in tiles of 2); convolutions and
     the weight gradients the linalg lowering marks get two-level tiles whose
     reduction loops carry only the accumulator; pooling windows and
     transposes get row and 16 x 16 register tiles; a matmul whose columns are
