@@ -469,6 +469,18 @@ LogicalResult Scheduler::rewriteInt8MatrixVectorProduct(IRRewriter &rewriter,
   return success();
 }
 
+/// A matrix-vector tile's fill and lane sum stay whole (one vector each), so
+/// that the partial sums are forwarded in registers; the partial sums' tile
+/// (left alone here) is tiled on its reduction as usual.
+static void keepLaneTileWhole(Operation *op) {
+  if (hasKernel(op, CpuKernel::MatrixVector))
+    return;
+  LoweringConfigAttr config = getLoweringConfig(op);
+  setLoweringConfig(
+      op,
+      (config ? config : LoweringConfigAttr::get(op->getContext(), CpuKernel::Default)).asWhole());
+}
+
 /// Tiles each lane sum of a matrix-vector product by the product's register
 /// tile (rows x columns) and computes the partial sums of the tile inside,
 /// from a zero-filled accumulator: the lanes of a tile are summed while
@@ -519,18 +531,6 @@ LogicalResult Scheduler::fuseMatrixVectorLanes(IRRewriter &rewriter,
     for (OpOperand &init : partial.getDpsInitsMutable())
       if (auto fill = init.get().getDefiningOp<linalg::FillOp>())
         fusible.insert(fill);
-    // The tile's fill and lane sum stay whole (one vector each), so that
-    // the partial sums are forwarded in registers; the partial sums' tile
-    // is tiled on its reduction as usual.
-    auto keepWhole = [&](ArrayRef<Operation *> ops) {
-      for (Operation *op : ops)
-        if (!hasKernel(op, CpuKernel::MatrixVector)) {
-          LoweringConfigAttr config = getLoweringConfig(op);
-          setLoweringConfig(
-              op, (config ? config : LoweringConfigAttr::get(op->getContext(), CpuKernel::Default))
-                      .asWhole());
-        }
-    };
     SmallVector<Operation *> tiledOps = {lanes};
     tiledOps.append(fusible.begin(), fusible.end());
     if (llvm::any_of(sizes, [](int64_t size) { return size != 0; })) {
@@ -553,7 +553,8 @@ LogicalResult Scheduler::fuseMatrixVectorLanes(IRRewriter &rewriter,
         rewriter.eraseOp(partial);
     }
     if (splitRowsAt == 0) {
-      keepWhole(tiledOps);
+      for (Operation *op : tiledOps)
+        keepLaneTileWhole(op);
       continue;
     }
     if (failed(splitMatrixVectorRows(rewriter, tiledOps, *rowLoop, splitRowsAt, rowTileSize)))
@@ -605,7 +606,7 @@ LogicalResult Scheduler::splitMatrixVectorRows(IRRewriter &rewriter, ArrayRef<Op
       if (hasKernel(op, CpuKernel::MatrixVector))
         configureTile(op, CpuKernel::MatrixVector, /*beforeSplit=*/false);
       else
-        setLoweringConfig(op, getLoweringConfig(op).asWhole());
+        keepLaneTileWhole(op);
     }
     rewriter.eraseOp(partOp);
   }
@@ -756,16 +757,9 @@ void Scheduler::lowerFloatMatrixVectorTiles(IRRewriter &rewriter, ModuleOp modul
                                        AffineMap::get(4, 0, {n, k, lane}, ctx),
                                        AffineMap::get(4, 0, {m, n, lane}, ctx)};
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    // A multiply-add body (yieldMultiplyAdd's) over one reduction step.
     if (op.getIndexingMapsArray() != expected || llvm::any_of(ranges, ShapedType::isDynamic) ||
-        ranges[2] != 1 || !isa_and_nonnull<linalg::YieldOp>(op.getBlock()->getTerminator()))
-      continue;
-    // Only a multiply-add body (yieldMultiplyAdd's).
-    Block *body = op.getBlock();
-    auto add = body->getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
-    auto mul = add ? add.getRhs().getDefiningOp<arith::MulFOp>() : nullptr;
-    if (!mul || add.getLhs() != body->getArgument(2) ||
-        !llvm::is_contained(SmallVector<Value>{mul.getLhs(), mul.getRhs()}, body->getArgument(0)) ||
-        !llvm::is_contained(SmallVector<Value>{mul.getLhs(), mul.getRhs()}, body->getArgument(1)))
+        ranges[2] != 1 || !linalg::isaContractionOpInterface(op))
       continue;
     int64_t rows = ranges[0], cols = ranges[1], lanes = ranges[3];
     Location loc = op.getLoc();
