@@ -22,10 +22,11 @@ import os
 import platform
 import statistics
 import sys
+import tempfile
 import time
 
-from hostinfo import (AVX512_HWCAPS, TORCH_AVX2_ENV, host_description, quiet_limit,
-                      speed_probe)
+from hostinfo import (AVX512_HWCAPS, LINK_FACTOR, TORCH_AVX2_ENV, LinkProbe, build_link_probe,
+                      host_description, link_limit, quiet_limit, speed_probe)
 
 
 def parse_args():
@@ -80,6 +81,9 @@ def compile_ours(*args, **kwargs):
 
 # The fastest speed probe seen in this process (bench/hostinfo.py).
 _fastest_probe = [float("inf")]
+# At more than one thread, the round trip between two cores
+# (bench/corelink.c): its probe, and every round trip it timed.
+_link = {"probe": None, "seen": []}
 MAX_ROUNDS = 12
 
 
@@ -96,12 +100,16 @@ def median_times(funcs, repeats):
     too for a callable with no quiet sample."""
     if _fastest_probe[0] == float("inf"):
         _fastest_probe[0] = min(speed_probe() for _ in range(10))
+    link = _link["probe"]
+    if link and not _link["seen"]:
+        _link["seen"] += [t for t in (link() for _ in range(10)) if t]
     times = [[] for _ in funcs]
     slow = [[] for _ in funcs]
     for f in funcs:  # warm up
         f()
     rounds = quiet_rounds = 0
     while (quiet_rounds < 3 or min(len(t) for t in times) < repeats) and rounds < MAX_ROUNDS:
+        link_before = link() if link else None
         before = speed_probe()
         samples = [[] for _ in funcs]
         for i, f in enumerate(funcs):
@@ -116,8 +124,11 @@ def median_times(funcs, repeats):
                 if calls >= 4 and t1 - start >= BLOCK_S:
                     break
         after = speed_probe()
+        links = [t for t in (link_before, link() if link else None) if t]
         _fastest_probe[0] = min(_fastest_probe[0], before, after)
-        quiet = max(before, after) <= quiet_limit(_fastest_probe)
+        _link["seen"] += links
+        quiet = (max(before, after) <= quiet_limit(_fastest_probe)
+                 and all(t <= link_limit(_link["seen"]) for t in links))
         for i, sample in enumerate(samples):
             (times if quiet else slow)[i].extend(sample)
         rounds += 1
@@ -207,8 +218,10 @@ def run(quick: bool, threads_list):
     def add(case, ours, peers, flops=None, note="", peak=None):
         rows.append((case, ours, peers, flops, note, peak))
 
+    link_path = build_link_probe(tempfile.mkdtemp())
     for threads in threads_list:
         peaks = measure_peak(threads)
+        _link.update(probe=LinkProbe(link_path) if threads > 1 else None, seen=[])
         first_row = len(rows)
         # Ours is pinned like the peers: large ops split across `threads`.
         backend = ml.MlirBackend(dtype=ml.float32, num_threads=threads)
@@ -408,7 +421,10 @@ def write(rows, path_md, path_png, max_isa=None):
              "Times are medians of alternating blocks of runs (at least 0.2 s each; runs in "
              "a block's first 0.12 s, while the previous candidate's threads still spin, are "
              "not counted), from rounds in which the host's speed probe (bench/hostinfo.py) "
-             "stayed within 15% of its fastest; a ratio is the peer's time over ours (above 1: "
+             "stayed within 15% of its fastest and, at more than one thread, a cache line's "
+             "round trip between two cores (bench/corelink.c) within "
+             f"{LINK_FACTOR:g}x of its usual time (these VMs have periods in which the host "
+             "runs the two vCPUs on cores far apart: 460-510 ns instead of 100-115); a ratio is the peer's time over ours (above 1: "
              "we are faster)." + capped, "",
              "GFLOP/s is ours; % of peak is of an FMA loop (bench/peak.c) measured on the same "
              "thread count just before.", "",

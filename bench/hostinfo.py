@@ -2,6 +2,7 @@
 # Exceptions. See LICENSE for license information.
 """The host CPU's name, as the benchmark tables state it."""
 
+import os
 import platform
 import time
 
@@ -76,3 +77,59 @@ def quiet_limit(probes) -> float:
     fastest probe of the whole run (the probe's times are bimodal on these
     VMs: within 10% of the fastest when quiet, 1.4-1.9x when slow)."""
     return 1.15 * min(probes)
+
+
+# The cores-apart test (bench/corelink.c): a block run on more than one
+# thread counts as quiet only if a cache line's round trip between its first
+# two cores, timed before and after it, is within LINK_FACTOR of the run's
+# usual (lower-decile) round trip.
+LINK_FACTOR = 2.0
+LINK_LIBRARY = "corelink.so"
+
+
+def build_link_probe(directory: str):
+    """Compiles bench/corelink.c into `directory`; its path, or None without
+    a C compiler."""
+    import shutil
+    import subprocess
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        return None
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corelink.c")
+    out = os.path.join(directory, LINK_LIBRARY)
+    done = subprocess.run([cc, "-O2", "-shared", "-fPIC", "-pthread", src, "-o", out],
+                          capture_output=True)
+    return out if done.returncode == 0 else None
+
+
+class LinkProbe:
+    """Times a cache line's round trip between the first two cores this
+    process may run on (None where it may run on one, or the probe is not
+    built)."""
+
+    def __init__(self, path):
+        self._fn = None
+        cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        if not path or not os.path.exists(path) or len(cpus) < 2:
+            return
+        import ctypes
+        fn = ctypes.CDLL(path).corelink_round_trip_ns
+        fn.argtypes, fn.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_double
+        self._fn, self._cpus = fn, cpus[:2]
+
+    def __call__(self):
+        if self._fn is None:
+            return None
+        ns = self._fn(*self._cpus)
+        return ns if ns > 0 else None
+
+
+def link_limit(round_trips) -> float:
+    """The round trip up to which a block counts as quiet: LINK_FACTOR times
+    the lower decile of the run's probes (a few probes land on cores closer
+    than usual, 50-60 ns against 100-115 on these VMs; the cores-apart periods
+    take 460-510 ns)."""
+    times = sorted(t for t in round_trips if t)
+    if not times:
+        return float("inf")
+    return LINK_FACTOR * times[len(times) // 10]

@@ -52,8 +52,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from hostinfo import (AVX512_HWCAPS, TORCH_AVX2_ENV, cpu_isa, host_cpu, quiet_limit,
-                      speed_probe)
+from hostinfo import (AVX512_HWCAPS, LINK_FACTOR, LINK_LIBRARY, TORCH_AVX2_ENV, LinkProbe,
+                      build_link_probe, cpu_isa, host_cpu, link_limit, quiet_limit, speed_probe)
 
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -906,14 +906,17 @@ def train_error(loss, params, d):
     return err if np.isfinite(err) else float("inf")
 
 
-def block_median(run, blocks, block_s):
+def block_median(run, blocks, block_s, link=None):
     """The median seconds of a call over `blocks` blocks of calls (each at
     least block_s and 4 calls; a block's first call is not counted), after one
     warm-up call; and each block's median call with the host's speed probe
-    before and after it (hostinfo.speed_probe), to tell quiet blocks from slow."""
+    before and after it (hostinfo.speed_probe) and, on more than one core, the
+    round trip between two of them before and after it (hostinfo.LinkProbe),
+    to tell quiet blocks from slow."""
     run()
     times, per_block = [], []
     for _ in range(blocks):
+        link_before = link() if link else None
         probe_before = speed_probe()
         start, calls, block = time.perf_counter(), 0, []
         while True:
@@ -926,7 +929,9 @@ def block_median(run, blocks, block_s):
             if calls >= 4 and t1 - start >= block_s:
                 break
         times += block
-        per_block.append([statistics.median(block), probe_before, speed_probe()])
+        probe_after = speed_probe()
+        per_block.append([statistics.median(block), probe_before, probe_after,
+                          link_before, link() if link else None])
     return statistics.median(times), len(times), per_block
 
 
@@ -950,7 +955,9 @@ def worker(args):
             result["status"] = "wrong"
         else:
             (result["median_s"], result["calls"],
-             result["blocks"]) = block_median(run, args.blocks, args.block_s)
+             result["blocks"]) = block_median(
+                 run, args.blocks, args.block_s,
+                 LinkProbe(os.path.join(args.data, LINK_LIBRARY)) if args.threads > 1 else None)
     except Exception as e:  # reported, not raised: the orchestrator footnotes it
         result = {"status": "error", "reason": f"{type(e).__name__}: {e}"}
     if ISA["cap"] and result["status"] != "error":
@@ -1077,6 +1084,7 @@ def run_all(args, cases, candidates):
     try:
         for case in cases:
             make_data(case, os.path.join(data, case.id))
+        build_link_probe(data)  # workers find it there (hostinfo.LINK_LIBRARY)
         ours_info = query("/usr/bin/python3",
                           {"PYTHONPATH": os.path.join(args.build, "python_packages")})
         peer_info = query(args.venv_python, {}) if args.venv_python else {}
@@ -1120,10 +1128,18 @@ def run_all(args, cases, candidates):
     return results, ours_info, peer_info, (load_before, load_after)
 
 
+def block_quiet(block, limit):
+    """Whether a block ([median, speed probes before and after, round trips
+    before and after]) ran in a quiet period: both speed probes within the
+    run's limit and, on more than one core, both round trips within theirs."""
+    links = [t for t in block[3:5] if t] if len(block) > 3 else []
+    return max(block[1], block[2]) <= limit.speed and all(t <= limit.link for t in links)
+
+
 def quiet_time(run, limit):
-    """A launch's time: the median over its quiet blocks (both speed probes
-    within `limit`) of their median call, or None when no block was quiet."""
-    quiet = [b[0] for b in run.get("blocks", []) if max(b[1], b[2]) <= limit]
+    """A launch's time: the median over its quiet blocks (block_quiet) of
+    their median call, or None when no block was quiet."""
+    quiet = [b[0] for b in run.get("blocks", []) if block_quiet(b, limit)]
     return statistics.median(quiet) if quiet else None
 
 
@@ -1149,14 +1165,34 @@ def summarize(entry, limit):
 
 
 def probe_stats(results):
-    """The quiet limit over every block's speed probes, and how many blocks
-    were within it."""
+    """The quiet limits over every block's probes (speed, and round trip
+    between cores), how many blocks were within them, and how many blocks
+    of more than one thread ran with their cores apart, with the typical and
+    the cores-apart round trips (medians, ns)."""
     blocks = [b for entry in results.values() for r in entry.get("runs", [])
               for b in r.get("blocks", [])]
     if not blocks:
-        return float("inf"), 0, 0
-    limit = quiet_limit([p for b in blocks for p in b[1:]])
-    return limit, sum(max(b[1], b[2]) <= limit for b in blocks), len(blocks)
+        return SimpleNamespace(speed=float("inf"), link=float("inf")), 0, 0, None
+    links = [t for b in blocks for t in b[3:5] if t]
+    limit = SimpleNamespace(speed=quiet_limit([p for b in blocks for p in b[1:3]]),
+                            link=link_limit(links))
+    near = [t for t in links if t <= limit.link]
+    far = [t for t in links if t > limit.link]
+    apart = sum(any(t and t > limit.link for t in b[3:5]) for b in blocks)
+    link = (apart, sum(any(b[3:5]) for b in blocks),
+            statistics.median(near) if near else None, statistics.median(far) if far else None)
+    return limit, sum(block_quiet(b, limit) for b in blocks), len(blocks), link
+
+
+def link_text(link, limit):
+    """The round-trip figures of the quiet test, for the table's text."""
+    if link is None or not link[1]:
+        return " (not measured: one thread only, or no C compiler)"
+    apart, measured, near, far = link
+    text = f" ({limit.link:.0f} ns; usually {near:.0f} ns" if near else f" ({limit.link:.0f} ns"
+    if apart:
+        text += f"; cores apart in {apart} of {measured} blocks, {far:.0f} ns"
+    return text + ")"
 
 
 def fmt_ms(seconds):
@@ -1249,7 +1285,7 @@ def report(args, cases, candidates, results, ours_info, peer_info, loads):
     except OSError:
         ours_rev = "unknown"
     target = ours_info.get("cpu_target", {})
-    limit, quiet_blocks, all_blocks = probe_stats(results)
+    limit, quiet_blocks, all_blocks, link = probe_stats(results)
     titled = f" ({ISA_TITLES[args.max_isa]})" if args.max_isa else ""
     # Under --max-isa, each candidate's worst check verdict.
     marks = {c: v[0] for c in candidates
@@ -1306,9 +1342,16 @@ def report(args, cases, candidates, results, ours_info, peer_info, loads):
         f"({args.blocks} blocks of at least {args.block_s} s and 4 calls, after one warm-up "
         "call), in ms, counting only quiet blocks: the host's speed probe (a fixed "
         "pure-Python loop, bench/hostinfo.py) timed before and after each block within 15% "
-        f"of its fastest time in the whole run ({limit * 1e3:.2f} ms; {quiet_blocks} of "
-        f"{all_blocks} blocks were quiet). These VMs have periods, seconds long, in which "
-        "every workload of a process runs 1.3-2x slower, peers and numpy alike; a launch "
+        f"of its fastest time in the whole run ({limit.speed * 1e3:.2f} ms), and at more "
+        "than one thread a cache line's round trip between the first two cores "
+        f"(bench/corelink.c) timed before and after within {LINK_FACTOR:g}x of the run's "
+        f"usual one{link_text(link, limit)}; {quiet_blocks} of {all_blocks} blocks were "
+        "quiet. These VMs have periods, seconds long, in which "
+        "every workload of a process runs 1.3-2x slower, peers and numpy alike, and periods "
+        "in which the host runs the two vCPUs on cores far apart, where one thread runs as "
+        "fast as ever and every candidate's split ops pay for their data crossing between "
+        "the cores (the MLP training step on 2 threads 1.7-1.9x slower, ours and JAX "
+        "alike); a launch "
         "with no quiet block is left out, and a cell with none at all shows every block, "
         "marked `noisy`. The candidates of a case take turns, launch after launch. "
         "`best peer / ours` is the fastest peer's time over ours (above 1: we are faster); "
