@@ -1288,8 +1288,8 @@ def report(args, cases, candidates, results, ours_info, peer_info, loads):
     limit, quiet_blocks, all_blocks, link = probe_stats(results)
     titled = f" ({ISA_TITLES[args.max_isa]})" if args.max_isa else ""
     # Under --max-isa, each candidate's worst check verdict.
-    marks = {c: v[0] for c in candidates
-             if args.max_isa and (v := isa_verdict(results, c)) is not None}
+    marks = {c: verdict[0] for c in candidates
+             if args.max_isa and (verdict := isa_verdict(results, c)) is not None}
     iree_cpu = ISA_CAPS[args.max_isa]["iree"]["option"] if args.max_isa else "host"
     lines = [
         "# Peer benchmarks" + titled, "",
