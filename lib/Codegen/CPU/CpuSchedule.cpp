@@ -1406,6 +1406,7 @@ bool Scheduler::tileWithEpilogue(IRRewriter &rewriter, linalg::LinalgOp op,
   Operation *root = epilogue ? epilogue.getOperation() : op.getOperation();
   if (epilogue)
     fusible.insert(op);
+  int64_t rows = op.getStaticLoopRanges()[0]; // (op is erased below)
   scf::SCFTileAndFuseOptions options;
   SmallVector<int64_t> sizes = {block[0], block[1]};
   // Column blocks outermost, as tileForCache's: the packed block of the
@@ -1432,7 +1433,9 @@ bool Scheduler::tileWithEpilogue(IRRewriter &rewriter, linalg::LinalgOp op,
     }
   if (!product)
     return true;
-  if (packRightOperand(rewriter, product)) {
+  // (The packing is hoisted out of the row loop: it serves all the rows.)
+  if (packRightOperand(rewriter, product, /*startsAtZero=*/false, /*fillUnneeded=*/nullptr,
+                       /*rowsServed=*/rows)) {
     for (LoopLikeOpInterface loop : llvm::reverse(tiled->loops))
       moveLoopInvariantCode(loop);
   } else {
@@ -1597,7 +1600,8 @@ LogicalResult Scheduler::tileForCache(IRRewriter &rewriter, ArrayRef<linalg::Lin
       return op.emitError("mithril-cpu-schedule: cannot tile this matmul for the cache");
     rewriter.replaceOp(op, tiled->replacements);
     auto tiledBlock = dyn_cast<linalg::MatmulOp>(tiled->tiledOps.front());
-    if (tiledBlock && packRightOperand(rewriter, tiledBlock, startsAtZero, &fillUnneeded)) {
+    if (tiledBlock &&
+        packRightOperand(rewriter, tiledBlock, startsAtZero, &fillUnneeded, ranges[0])) {
       // The packing depends on the column and reduction blocks only: out of
       // the row loop, so that each packed block serves every row block.
       for (LoopLikeOpInterface loop : llvm::reverse(tiled->loops))

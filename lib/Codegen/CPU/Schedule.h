@@ -349,8 +349,11 @@ public:
   /// With `startsAtZero` (C is a zero fill nothing else reads), sets
   /// `fillUnneeded` when the packed product writes every element of C
   /// without reading it, so that the caller may drop the fill.
+  /// `rowsServed`: the rows of the whole product when the caller hoists the
+  /// packing out of its row loop (each packed block then serves them all),
+  /// else 0 (the block's rows).
   bool packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block, bool startsAtZero = false,
-                        bool *fillUnneeded = nullptr);
+                        bool *fillUnneeded = nullptr, int64_t rowsServed = 0);
 
   /// The cache block (rows, columns, reduction) of matmul `op`: its
   /// config's, else the strategy's.
