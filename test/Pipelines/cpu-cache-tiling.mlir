@@ -33,6 +33,15 @@ mithril.model @Odd(data %a: tensor<1000x1000xf32>, data %b: tensor<1000x1000xf32
   mithril.output %c : tensor<1000x1000xf32>
 }
 
+// 28 columns, more than one vector and not whole vectors: 16 columns, then
+// 12 in one partial vector (in AVX2 code, 16 in two 8-lane vectors, then
+// 8 and 4). As one 28-lane row the tiles went to LLVM as vectors it could
+// only assemble element by element through the stack: 6 GFLOP/s.
+mithril.model @Columns28(data %a: tensor<64x256xf32>, data %b: tensor<256x28xf32>) -> (c: tensor<64x28xf32>) {
+  %c = mithril.matmul %a, %b : (tensor<64x256xf32>, tensor<256x28xf32>) -> tensor<64x28xf32>
+  mithril.output %c : tensor<64x28xf32>
+}
+
 // A 1 MiB L2 takes 16 rows a block in AVX2 tiles of 6 rows; 1056 rows (a
 // multiple of 6) take blocks of whole tiles, 12. The packed block still
 // serves all 88 row blocks: it is packed, and out of the row loop. (It was
@@ -121,6 +130,12 @@ mithril.model @MLPBatch64(data %x: tensor<64x784xf32>, param %w0: tensor<512x784
 // 16 x 16 blocks transposed in registers (AVX-512 shuffles), and its
 // transposed copy is gone; the reduction blocks are whole 16-element rows
 // (784: 112, not 196).
+// CHECK-LABEL: func.func @Columns28(
+// CHECK-NOT: vector<8x28xf32>
+// CHECK: -> (vector<8x16xf32>)
+// CHECK-NOT: vector<8x28xf32>
+// CHECK: -> (vector<8x12xf32>)
+// CHECK-NOT: vector<8x28xf32>
 // CHECK-LABEL: func.func @Linear(
 // CHECK-NOT: tensor<784x512xf32>
 // CHECK: scf.for %{{.+}} = %c0 to %c784 step %c112
@@ -202,8 +217,14 @@ mithril.model @MLPBatch64(data %x: tensor<64x784xf32>, param %w0: tensor<512x784
 // AVX2: vector.transfer_read %[[PANELS]]
 // AVX2-LABEL: func.func @Linear(
 
+// HSW-LABEL: func.func @Columns28(
+// HSW-NOT: vector<6x28xf32>
+// HSW: -> (vector<6x16xf32>)
+// HSW: -> (vector<6x8xf32>)
+// HSW: -> (vector<6x4xf32>)
 // HSW-LABEL: func.func @Rows1056(
 // HSW: %[[PANELS:.+]] = scf.for {{.*}} -> (tensor<16x264x16xf32>)
 // HSW: scf.for {{.*}} to %c1056 step %c12
 // HSW: scf.for {{.*}} -> (vector<6x16xf32>)
 // HSW: vector.transfer_read %[[PANELS]]
+
