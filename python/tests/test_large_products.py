@@ -25,6 +25,10 @@ SHAPES = [
     (250, 512, 384),  # 250 = 41 x 6 + 4 rows
     (130, 300, 192),  # three 64-column panels, 300 deep
     (256, 64, 512),  # 64 deep: 8 x 32 tiles
+    (1056, 300, 256),  # AVX2: 12-row blocks (whole 6-row tiles), one packed block for all
+    (200, 256, 28),  # 28 columns: 16 + 12 (AVX2: 16 + 8 + 4)
+    (256, 512, 9),  # AVX2: 8 columns + 1, the one column 8 rows at a time
+    (100, 200, 1),  # one column
 ]
 
 

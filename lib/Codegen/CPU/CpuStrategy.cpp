@@ -138,10 +138,23 @@ static bool wideFloatTile(linalg::LinalgOp op, const RegisterFile &regs) {
          ranges[1] % columns == 0 && ranges[1] > columns && ranges[2] >= kWideFloatMinDepth;
 }
 
+/// Rows of a register tile of a one-column matmul (the rest of 9 columns in
+/// AVX2's 8-lane vectors), which runs down its rows a vector of them at a
+/// time: a whole vector. AVX2's 6 rows took a masked 8-lane vector each
+/// step, the accumulators not kept in registers (256 x 512 x 1 at 1.6
+/// GFLOP/s), or shrank to 4 in row blocks of 128.
+static constexpr int64_t kOneColumnRows = 8;
+
+static bool oneColumnMatmul(linalg::LinalgOp op) {
+  return isa<linalg::MatmulOp>(op.getOperation()) && op.getStaticLoopRanges()[1] == 1;
+}
+
 int64_t RegisterFile::matmulRows(linalg::LinalgOp op) const {
   if (wideFloatTile(op, *this))
     return kWideFloatRows;
-  return wideDotProductTile(op, *this) ? 4 : rows();
+  if (wideDotProductTile(op, *this))
+    return 4;
+  return oneColumnMatmul(op) ? kOneColumnRows : rows();
 }
 
 /// Whether matmul `op` (as for wideDotProductTile) is one AMX tile of 16
@@ -812,7 +825,7 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
     if (isa<linalg::MatmulOp>(op.getOperation())) {
       if (wideFloatTile(op, regs))
         return {kWideFloatRows, wideFloatColumns(op), 1};
-      return {regs.rows(), regs.columns(op), 1};
+      return {oneColumnMatmul(op) ? kOneColumnRows : regs.rows(), regs.columns(op), 1};
     }
     if (isa<linalg::BatchMatmulOp>(op.getOperation()))
       return {1, regs.rows(), regs.columns(op), 1};
