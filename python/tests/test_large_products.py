@@ -52,6 +52,27 @@ def test_float32_products(rows, depth, columns, threads, target):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("target", ["host", "haswell"])
+@pytest.mark.parametrize("batch,rows,depth,columns",
+                         [(4, 48, 16, 60), (8, 100, 64, 28), (3, 50, 40, 12), (2, 7, 9, 1)])
+def test_float32_batch_products(batch, rows, depth, columns, threads, target):
+    """Batch products whose columns leave a rest (60 = 32 + 16 + 12; AVX2's
+    12 = 8 + 4) and rows that no tile divides."""
+    rng = np.random.default_rng(batch + rows + depth + columns)
+    a = rng.standard_normal((batch, rows, depth)).astype(np.float32)
+    b = rng.standard_normal((batch, depth, columns)).astype(np.float32)
+    model = Model()
+    model |= MatrixMultiply().connect(left="a", right="b", output=ml.IOKey("c"))
+    pm = ml.compile(model, ml.MlirBackend(num_threads=threads),
+                    shapes={"a": [batch, rows, depth], "b": [batch, depth, columns]},
+                    inference=True, cpu_options=None if target == "host" else {"target_cpu": target})
+    c = pm.evaluate({}, {"a": a, "b": b})["c"]
+    reference = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c, reference, rtol=0,
+                               atol=1e-6 * np.sqrt(depth) * np.abs(reference).max() * 8)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("rows,depth,columns", [(250, 512, 384), (1000, 768, 640), (130, 300, 96)])
 def test_float64_products(rows, depth, columns, threads):
     rng = np.random.default_rng(rows + depth + columns)
