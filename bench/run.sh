@@ -26,3 +26,10 @@ if [ "$detected" = "Prescott" ]; then
   echo "bench: OpenBLAS took this CPU for Prescott; using OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Prescott}" >&2
 fi
 PYTHONPATH="$BUILD/python_packages" /usr/bin/python3 bench/bench.py "${@:2}"
+# The odd matrix shapes (bench/shapes.md, one thread): the same ISA cap and
+# --quick; bench.py's --threads does not apply.
+shape_args=()
+for arg in "${@:2}"; do
+  case "$arg" in --quick|--max-isa=*) shape_args+=("$arg") ;; esac
+done
+PYTHONPATH="$BUILD/python_packages" /usr/bin/python3 bench/shapes.py "${shape_args[@]}"
