@@ -72,6 +72,45 @@ def test_float32_batch_products(batch, rows, depth, columns, threads, target):
                                atol=1e-6 * np.sqrt(depth) * np.abs(reference).max() * 8)
 
 
+# Products by fewer than 16 columns that are not a weight's transpose take
+# the matrix-vector kernel on a copy of the right operand's rows (one column:
+# a view of it), tiles of a divisor of the columns up to 8 (7: 2 x 7; AVX2 1
+# x 7); a reduction the lanes do not divide (100) stays with the packed
+# kernels.
+FEW_COLUMNS = [
+    (256, 512, 1, "float32"),
+    (256, 512, 3, "float32"),
+    (100, 512, 7, "float32"),  # 100 rows: tiles of 2 (AVX2: 1)
+    (37, 96, 5, "float32"),  # 37 rows: one a tile
+    (64, 256, 15, "float32"),
+    (256, 100, 7, "float32"),  # 100 deep: packed kernels
+    (128, 256, 6, "float64"),
+    (9, 64, 1, "float64"),
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("target", ["host", "haswell"])
+@pytest.mark.parametrize("rows,depth,columns,dtype", FEW_COLUMNS)
+def test_products_by_few_columns(rows, depth, columns, dtype, threads, target):
+    rng = np.random.default_rng(rows * depth + columns)
+    a = rng.standard_normal((rows, depth)).astype(dtype)
+    b = rng.standard_normal((depth, columns)).astype(dtype)
+    seed = rng.standard_normal((rows, columns)).astype(dtype)
+    model = Model()
+    model |= MatrixMultiply().connect(left="a", right="b", output=ml.IOKey("c"))
+    pm = ml.compile(model, ml.MlirBackend(num_threads=threads, dtype=getattr(ml, dtype)),
+                    shapes={"a": [rows, depth], "b": [depth, columns]}, trainable_keys={"b"},
+                    cpu_options=None if target == "host" else {"target_cpu": target})
+    out, grads = pm.evaluate({"b": b}, {"a": a}, output_gradients={"c": seed})
+    a64, b64, s64 = (v.astype(np.float64) for v in (a, b, seed))
+    eps = 1e-6 if dtype == "float32" else 1e-15
+    for got, ref, depth_ in ((out["c"], a64 @ b64, depth), (grads["b"], a64.T @ s64, rows)):
+        assert got.shape == ref.shape and got.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(got, ref, rtol=0,
+                                   atol=eps * np.sqrt(depth_) * np.abs(ref).max() * 8)
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("rows,depth,columns", [(250, 512, 384), (1000, 768, 640), (130, 300, 96)])
 def test_float64_products(rows, depth, columns, threads):
