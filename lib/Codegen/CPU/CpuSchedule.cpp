@@ -853,8 +853,7 @@ LogicalResult Scheduler::peelMatmulRemainders(IRRewriter &rewriter,
         ShapedType::isDynamic(ranges[1]) || ranges[0] < 8)
       continue;
     int64_t rows = strategy.registers.matmulRows(op), cols = strategy.registers.matmulColumns(op);
-    // One vector register's columns.
-    int64_t lanes = strategy.registers.columns(op) / 2;
+    int64_t lanes = strategy.registers.vectorColumns(op);
     unsigned dimension;
     int64_t split;
     if (ranges[1] > cols && ranges[1] % cols != 0) {
@@ -1334,7 +1333,7 @@ void Scheduler::splitTileRemainders(IRRewriter &rewriter, ArrayRef<linalg::Linal
         // vectors (28 in 16-lane vectors): whole vectors, then one partial
         // vector, as peelMatmulRemainders splits a matmul's (as 28-lane rows
         // 8 x 128 x 256 x 28 ran at 5 GFLOP/s, AVX2's 12 columns at 7).
-        int64_t rest = range % size, lanes = strategy.registers.columns(op) / 2;
+        int64_t rest = range % size, lanes = strategy.registers.vectorColumns(op);
         if (loop == 2 && rest > lanes && rest % lanes != 0)
           splits.push_back({loop, rest - rest % lanes, rest});
       }

@@ -57,6 +57,9 @@ struct RegisterFile {
   /// Columns of a register tile: two registers of the op's element type per
   /// row (32 f32 or 16 f64 with AVX-512; 16 or 8 with AVX2).
   int64_t columns(mlir::linalg::LinalgOp op) const;
+  /// Columns of one vector register of the op's element type (half of
+  /// columns(op)): a column rest of whole ones vectorizes as they are.
+  int64_t vectorColumns(mlir::linalg::LinalgOp op) const { return columns(op) / 2; }
   /// Rows and columns of the register tile of a matmul (a linalg.matmul
   /// block, or the generic that packing makes of it): rows() x columns(op),
   /// except for bf16 products on vdpbf16ps, 4 rows x 4 registers (64 columns)
