@@ -19,14 +19,14 @@ ATen and oneDNN capped at AVX2, the FMA peak of 256-bit registers.
 
 import argparse
 import os
-import platform
 import statistics
 import sys
 import tempfile
 import time
 
 from hostinfo import (AVX512_HWCAPS, LINK_FACTOR, TORCH_AVX2_ENV, LinkProbe, build_link_probe,
-                      host_description, link_limit, quiet_limit, speed_probe)
+                      host_description, link_limit, quiet_limit, speed_probe,
+                      within_limits)
 
 
 def parse_args():
@@ -127,8 +127,8 @@ def median_times(funcs, repeats):
         links = [t for t in (link_before, link() if link else None) if t]
         _fastest_probe[0] = min(_fastest_probe[0], before, after)
         _link["seen"] += links
-        quiet = (max(before, after) <= quiet_limit(_fastest_probe)
-                 and all(t <= link_limit(_link["seen"]) for t in links))
+        quiet = within_limits((before, after), quiet_limit(_fastest_probe), links,
+                              link_limit(_link["seen"]))
         for i, sample in enumerate(samples):
             (times if quiet else slow)[i].extend(sample)
         rounds += 1

@@ -124,6 +124,15 @@ class LinkProbe:
         return ns if ns > 0 else None
 
 
+def within_limits(speed_probes, speed_limit, round_trips, round_trip_limit) -> bool:
+    """Whether a block of timings ran in a quiet period: every speed probe
+    taken beside it within speed_limit (quiet_limit) and every round trip
+    between cores within round_trip_limit (link_limit; none are taken on one
+    core). bench.py and peers.py both judge their blocks by it."""
+    return (max(speed_probes) <= speed_limit
+            and all(t <= round_trip_limit for t in round_trips if t))
+
+
 def link_limit(round_trips) -> float:
     """The round trip up to which a block counts as quiet: LINK_FACTOR times
     the lower decile of the run's probes (a few probes land on cores closer

@@ -53,7 +53,8 @@ from types import SimpleNamespace
 import numpy as np
 
 from hostinfo import (AVX512_HWCAPS, LINK_FACTOR, LINK_LIBRARY, TORCH_AVX2_ENV, LinkProbe,
-                      build_link_probe, cpu_isa, host_cpu, link_limit, quiet_limit, speed_probe)
+                      build_link_probe, cpu_isa, host_cpu, link_limit, quiet_limit, speed_probe,
+                      within_limits)
 
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -1132,8 +1133,7 @@ def block_quiet(block, limit):
     """Whether a block ([median, speed probes before and after, round trips
     before and after]) ran in a quiet period: both speed probes within the
     run's limit and, on more than one core, both round trips within theirs."""
-    links = [t for t in block[3:5] if t] if len(block) > 3 else []
-    return max(block[1], block[2]) <= limit.speed and all(t <= limit.link for t in links)
+    return within_limits(block[1:3], limit.speed, block[3:5], limit.link)
 
 
 def quiet_time(run, limit):
