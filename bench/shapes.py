@@ -2,10 +2,12 @@
 # Exceptions. See LICENSE for license information.
 """Products of sizes the register tiles do not divide, against numpy's
 OpenBLAS, one thread: square sizes that are no power of two, 256 x 512 x N
-for narrow and odd N, and batch products with odd columns. These were 4-20x
-slower than their neighbours before the fifty-third session (a column rest
-of 28 lanes, a one-column rest on 6-row tiles, 12-row blocks left
-unpacked); the table keeps the class in sight. Writes bench/shapes.md, or
+for narrow and odd N, products whose reduction the vector lanes do not
+divide, and batch products with odd columns. These were 4-20x slower than
+their neighbours before the fifty-third session (a column rest of 28 lanes,
+a one-column rest on 6-row tiles, 12-row blocks left unpacked), and
+products by fewer than 8 columns 1.4-5x before the fifty-fourth (A read
+down its columns); the table keeps the class in sight. Writes bench/shapes.md, or
 bench/shapes-avx2.md with --max-isa avx2 (ours compiled for haswell,
 OpenBLAS on its Haswell kernels).
 
@@ -52,6 +54,8 @@ except ImportError:
 SQUARES = [1000, 1100, 1500, 2112]
 COLUMNS = [1, 3, 7, 9, 12, 17, 20, 28, 33, 47, 65, 100, 129, 257]
 BATCHES = [(8, 128, 256, 28), (8, 128, 256, 12), (12, 77, 64, 77)]
+# Few columns and a reduction the vector lanes do not divide.
+ODD_DEPTHS = [(256, 500, 1), (256, 100, 7), (1024, 1000, 1), (1, 1000, 1000)]
 
 
 def shapes(quick):
@@ -59,6 +63,8 @@ def shapes(quick):
     out = [(f"sgemm {n}", (n, n), (n, n)) for n in (SQUARES[:2] if quick else SQUARES)]
     out += [(f"256 x 512 x {n}", (256, 512), (512, n)) for n in (COLUMNS[::3] if quick
                                                                  else COLUMNS)]
+    out += [(f"{m} x {k} x {n}", (m, k), (k, n)) for m, k, n in (ODD_DEPTHS[:2] if quick
+                                                                   else ODD_DEPTHS)]
     out += [(f"batch {b} x {m} x {k} x {n}", (b, m, k), (b, k, n)) for b, m, k, n in BATCHES]
     return out
 
@@ -97,8 +103,9 @@ def main():
              "against numpy's OpenBLAS"
              f"{' on its Haswell kernels (OPENBLAS_CORETYPE=Haswell)' if args.max_isa else ''}, "
              "float32, medians of alternating blocks in quiet periods (bench/bench.py's "
-             "median_times); a ratio is numpy's time over ours (above 1: we are faster). The "
-             "narrowest products read A down its columns (a call costs about 1 us).", "",
+             "median_times); a ratio is numpy's time over ours (above 1: we are faster). "
+             "Products by fewer than 16 columns read A by rows in vector lanes (a call costs "
+             "about 1 us).", "",
              "| case | ours | numpy | numpy / ours | GFLOP/s |", "| --- | --- | --- | --- | --- |"]
     lines += [f"| {name} | {t_ours * 1e3:.3f} ms | {t_numpy * 1e3:.3f} ms | "
               f"{t_numpy / t_ours:.2f}x | {gflops:.0f} |" for name, t_ours, t_numpy, gflops in rows]

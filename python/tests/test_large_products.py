@@ -75,15 +75,17 @@ def test_float32_batch_products(batch, rows, depth, columns, threads, target):
 # Products by fewer than 16 columns that are not a weight's transpose take
 # the matrix-vector kernel on a copy of the right operand's rows (one column:
 # a view of it), tiles of a divisor of the columns up to 8 (7: 2 x 7; AVX2 1
-# x 7); a reduction the lanes do not divide (100) stays with the packed
-# kernels.
+# x 7); a reduction the lanes do not divide (100 = 96 + 4, 500, 37) takes
+# them over its whole steps and a product of the few left.
 FEW_COLUMNS = [
     (256, 512, 1, "float32"),
     (256, 512, 3, "float32"),
     (100, 512, 7, "float32"),  # 100 rows: tiles of 2 (AVX2: 1)
     (37, 96, 5, "float32"),  # 37 rows: one a tile
     (64, 256, 15, "float32"),
-    (256, 100, 7, "float32"),  # 100 deep: packed kernels
+    (256, 100, 7, "float32"),  # 100 deep: 96 in lanes, then 4
+    (256, 500, 1, "float32"),
+    (10, 37, 2, "float64"),  # 37 deep: 32 in f64's 8 lanes, then 5
     (128, 256, 6, "float64"),
     (9, 64, 1, "float64"),
 ]
@@ -109,6 +111,35 @@ def test_products_by_few_columns(rows, depth, columns, dtype, threads, target):
         assert got.shape == ref.shape and got.dtype == np.dtype(dtype)
         np.testing.assert_allclose(got, ref, rtol=0,
                                    atol=eps * np.sqrt(depth_) * np.abs(ref).max() * 8)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("target", ["host", "haswell"])
+@pytest.mark.parametrize("rows,inputs,outputs,dtype", [
+    (1, 100, 512, "float32"), (4, 1000, 300, "float32"), (8, 37, 64, "float32"),
+    (16, 100, 512, "float32"),  # more than 8 rows of a wide weight: packed kernels
+    (64, 100, 10, "float32"), (3, 45, 20, "float64")])
+def test_linear_layers_of_odd_depth(rows, inputs, outputs, dtype, threads, target):
+    """Linear layers whose inputs the lanes do not divide: the lanes over
+    their whole steps, then a product of the inputs left, up to 8 rows (any
+    number by fewer than 16 outputs); outputs and gradients."""
+    rng = np.random.default_rng(rows * inputs + outputs)
+    model = Model()
+    model |= Linear(outputs)(input="x", output=ml.IOKey("y"))
+    pm = ml.compile(model, ml.MlirBackend(num_threads=threads, dtype=getattr(ml, dtype)),
+                    shapes={"x": [rows, inputs]},
+                    cpu_options=None if target == "host" else {"target_cpu": target})
+    params = pm.randomize_params(seed=rows)
+    x = rng.standard_normal((rows, inputs)).astype(dtype)
+    seed = rng.standard_normal((rows, outputs)).astype(dtype)
+    out, grads = pm.evaluate(params, {"x": x}, output_gradients={"y": seed})
+    w, b = (params[k].astype(np.float64) for k in ("weight", "bias"))
+    x64, s64 = x.astype(np.float64), seed.astype(np.float64)
+    eps = 1e-6 if dtype == "float32" else 1e-15
+    for got, ref, depth in ((out["y"], x64 @ w.T + b, inputs), (grads["weight"], s64.T @ x64, rows)):
+        assert got.shape == ref.shape and got.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(got, ref, rtol=0,
+                                   atol=eps * np.sqrt(depth) * np.abs(ref).max() * 8)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
