@@ -3,11 +3,13 @@
 """Products of sizes the register tiles do not divide, against numpy's
 OpenBLAS, one thread: square sizes that are no power of two, 256 x 512 x N
 for narrow and odd N, products whose reduction the vector lanes do not
-divide, and batch products with odd columns. These were 4-20x slower than
-their neighbours before the fifty-third session (a column rest of 28 lanes,
-a one-column rest on 6-row tiles, 12-row blocks left unpacked), and
-products by fewer than 8 columns 1.4-5x before the fifty-fourth (A read
-down its columns); the table keeps the class in sight. Writes bench/shapes.md, or
+divide, products of fewer rows than a register tile, and batch products
+with odd columns. These were 4-20x slower than their neighbours before the
+fifty-third session (a column rest of 28 lanes, a one-column rest on 6-row
+tiles, 12-row blocks left unpacked), and products by fewer than 8 columns
+1.4-5x and of fewer than 8 rows 3-11x before the fifty-fourth (A read down
+its columns; B read 128 bytes a row at a time); the table keeps the class
+in sight. Writes bench/shapes.md, or
 bench/shapes-avx2.md with --max-isa avx2 (ours compiled for haswell,
 OpenBLAS on its Haswell kernels).
 
@@ -54,8 +56,10 @@ except ImportError:
 SQUARES = [1000, 1100, 1500, 2112]
 COLUMNS = [1, 3, 7, 9, 12, 17, 20, 28, 33, 47, 65, 100, 129, 257]
 BATCHES = [(8, 128, 256, 28), (8, 128, 256, 12), (12, 77, 64, 77)]
-# Few columns and a reduction the vector lanes do not divide.
-ODD_DEPTHS = [(256, 500, 1), (256, 100, 7), (1024, 1000, 1), (1, 1000, 1000)]
+# Few columns and a reduction the vector lanes do not divide; fewer rows than
+# a register tile (a small batch's x @ w).
+ODD_DEPTHS = [(256, 500, 1), (256, 100, 7), (1024, 1000, 1)]
+FEW_ROWS = [(1, 1000, 1000), (1, 1024, 1024), (4, 1000, 1000), (7, 512, 784)]
 
 
 def shapes(quick):
@@ -63,8 +67,8 @@ def shapes(quick):
     out = [(f"sgemm {n}", (n, n), (n, n)) for n in (SQUARES[:2] if quick else SQUARES)]
     out += [(f"256 x 512 x {n}", (256, 512), (512, n)) for n in (COLUMNS[::3] if quick
                                                                  else COLUMNS)]
-    out += [(f"{m} x {k} x {n}", (m, k), (k, n)) for m, k, n in (ODD_DEPTHS[:2] if quick
-                                                                   else ODD_DEPTHS)]
+    out += [(f"{m} x {k} x {n}", (m, k), (k, n))
+            for m, k, n in (ODD_DEPTHS[:2] + FEW_ROWS[:2] if quick else ODD_DEPTHS + FEW_ROWS)]
     out += [(f"batch {b} x {m} x {k} x {n}", (b, m, k), (b, k, n)) for b, m, k, n in BATCHES]
     return out
 

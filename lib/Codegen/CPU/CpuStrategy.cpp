@@ -907,6 +907,19 @@ static bool isCompiledIn(Value v) {
   return false;
 }
 
+/// A product of fewer rows than a register tile's (a small batch's `x @ w`,
+/// its backward `dy @ w`) by a right operand it reads as stored: blocks of
+/// all its rows, the columns of up to kFewRowsResultBytes of the result (L1)
+/// and kFewRowsReductionBlock steps, so that the right operand streams row
+/// after row, whole rows at a time, while the accumulators come from L1 once
+/// a block. Blocks of the usual 256 x 256 read 32 columns of each of 256
+/// rows in turn, a new page every 128 bytes: 1 x 1000 by 1000 took 0.30 ms
+/// against numpy's 0.050, 7 rows 3.6 ms against 0.33 (one Zen 4 core; now
+/// 0.056 and 0.139; AVX2 code 0.76 -> 0.054 and 2.45 -> 0.23). (4 steps a
+/// block: 1 x 1024 by 1024 0.066 ms, 8: 0.053, 16: 0.063, 32: 0.110.)
+static constexpr int64_t kFewRowsResultBytes = 16 * 1024;
+static constexpr int64_t kFewRowsReductionBlock = 8;
+
 SmallVector<int64_t, 3> cpu::matmulCacheTile(linalg::LinalgOp op, const StrategyOptions &options) {
   SmallVector<int64_t, 3> block = options.cacheTile;
   if (options.cacheTileGiven)
@@ -929,7 +942,19 @@ SmallVector<int64_t, 3> cpu::matmulCacheTile(linalg::LinalgOp op, const Strategy
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   int64_t rows = ranges[0], columns = ranges[1], reduction = ranges[2];
   if (ShapedType::isDynamic(rows) || ShapedType::isDynamic(columns) ||
-      ShapedType::isDynamic(reduction) || reduction <= block[2])
+      ShapedType::isDynamic(reduction))
+    return block;
+  // (An empty batch, 0 rows, keeps the usual blocks.)
+  if (rows > 0 && rows < options.registers.rows() &&
+      !isCompiledIn(op.getDpsInputOperand(1)->get())) {
+    int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
+    int64_t fit = std::max<int64_t>(64, kFewRowsResultBytes / (rows * elementBytes));
+    block[0] = rows;
+    block[1] = std::min(columns, fit);
+    block[2] = std::min(reduction, kFewRowsReductionBlock);
+    return block;
+  }
+  if (reduction <= block[2])
     return block;
   // A right operand compiled in is packed whole when compiling: a deeper
   // block packs no more per call, and each accumulator tile is loaded and
