@@ -91,42 +91,9 @@ FEW_COLUMNS = [
 ]
 
 
-@pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("target", ["host", "haswell"])
-@pytest.mark.parametrize("rows,depth,columns,dtype", FEW_COLUMNS)
-def test_products_by_few_columns(rows, depth, columns, dtype, threads, target):
-    rng = np.random.default_rng(rows * depth + columns)
-    a = rng.standard_normal((rows, depth)).astype(dtype)
-    b = rng.standard_normal((depth, columns)).astype(dtype)
-    seed = rng.standard_normal((rows, columns)).astype(dtype)
-    model = Model()
-    model |= MatrixMultiply().connect(left="a", right="b", output=ml.IOKey("c"))
-    pm = ml.compile(model, ml.MlirBackend(num_threads=threads, dtype=getattr(ml, dtype)),
-                    shapes={"a": [rows, depth], "b": [depth, columns]}, trainable_keys={"b"},
-                    cpu_options=None if target == "host" else {"target_cpu": target})
-    out, grads = pm.evaluate({"b": b}, {"a": a}, output_gradients={"c": seed})
-    a64, b64, s64 = (v.astype(np.float64) for v in (a, b, seed))
-    eps = 1e-6 if dtype == "float32" else 1e-15
-    for got, ref, depth_ in ((out["c"], a64 @ b64, depth), (grads["b"], a64.T @ s64, rows)):
-        assert got.shape == ref.shape and got.dtype == np.dtype(dtype)
-        np.testing.assert_allclose(got, ref, rtol=0,
-                                   atol=eps * np.sqrt(depth_) * np.abs(ref).max() * 8)
-
-
-@pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("target", ["host", "haswell"])
-@pytest.mark.parametrize("rows,depth,columns,dtype", [
-    (1, 1000, 1000, "float32"),  # 992 + 8 columns, 125 blocks of 8 steps
-    (4, 300, 1500, "float32"),
-    (7, 512, 784, "float32"),  # AVX2: 7 rows, more than its 6-row tiles
-    (2, 64, 33, "float32"),
-    (5, 20, 100, "float64"),
-    (3, 250, 4100, "float64"),  # columns in blocks of 16 KiB of the result
-])
-def test_products_of_few_rows(rows, depth, columns, dtype, threads, target):
-    """Products of fewer rows than a register tile by a right operand read
-    as stored (a small batch's x @ w): blocks of all the columns by 8 steps
-    of the reduction; outputs and both gradients (dy @ w.T, x.T @ dy)."""
+def _check_product_and_gradients(rows, depth, columns, dtype, threads, target):
+    """a @ b for a [rows, depth], b [depth, columns], both trainable: the
+    output and both gradients (dy @ b.T, a.T @ dy) against float64."""
     rng = np.random.default_rng(rows * depth + columns)
     a = rng.standard_normal((rows, depth)).astype(dtype)
     b = rng.standard_normal((depth, columns)).astype(dtype)
@@ -147,10 +114,36 @@ def test_products_of_few_rows(rows, depth, columns, dtype, threads, target):
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("target", ["host", "haswell"])
+@pytest.mark.parametrize("rows,depth,columns,dtype", FEW_COLUMNS)
+def test_products_by_few_columns(rows, depth, columns, dtype, threads, target):
+    _check_product_and_gradients(rows, depth, columns, dtype, threads, target)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("target", ["host", "haswell"])
+@pytest.mark.parametrize("rows,depth,columns,dtype", [
+    (1, 1000, 1000, "float32"),  # 992 + 8 columns, 125 blocks of 8 steps
+    (4, 300, 1500, "float32"),
+    (7, 512, 784, "float32"),  # AVX2: 7 rows, more than its 6-row tiles
+    (2, 64, 33, "float32"),
+    (5, 20, 100, "float64"),
+    (3, 250, 4100, "float64"),  # columns in blocks of 16 KiB of the result
+])
+def test_products_of_few_rows(rows, depth, columns, dtype, threads, target):
+    """Products of fewer rows than a register tile by a right operand read
+    as stored (a small batch's x @ w): blocks of all the columns by 8 steps
+    of the reduction."""
+    _check_product_and_gradients(rows, depth, columns, dtype, threads, target)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("target", ["host", "haswell"])
 @pytest.mark.parametrize("rows,inputs,outputs,dtype", [
     (1, 100, 512, "float32"), (4, 1000, 300, "float32"), (8, 37, 64, "float32"),
     (16, 100, 512, "float32"),  # more than 8 rows of a wide weight: packed kernels
-    (64, 100, 10, "float32"), (3, 45, 20, "float64")])
+    (64, 100, 10, "float32"), (3, 45, 20, "float64"),
+    (1, 24, 1000, "float32"),  # one row: one step of 16 lanes, then 8
+    (1, 12, 30, "float64")])
 def test_linear_layers_of_odd_depth(rows, inputs, outputs, dtype, threads, target):
     """Linear layers whose inputs the lanes do not divide: the lanes over
     their whole steps, then a product of the inputs left, up to 8 rows (any
