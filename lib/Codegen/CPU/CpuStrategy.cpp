@@ -918,6 +918,7 @@ static bool isCompiledIn(Value v) {
 /// 0.056 and 0.139; AVX2 code 0.76 -> 0.054 and 2.45 -> 0.23). (4 steps a
 /// block: 1 x 1024 by 1024 0.066 ms, 8: 0.053, 16: 0.063, 32: 0.110.)
 static constexpr int64_t kFewRowsResultBytes = 16 * 1024;
+static constexpr int64_t kPageBytes = 4096;
 static constexpr int64_t kFewRowsReductionBlock = 8;
 
 SmallVector<int64_t, 3> cpu::matmulCacheTile(linalg::LinalgOp op, const StrategyOptions &options) {
@@ -1109,6 +1110,22 @@ cpu::parallelSplit(linalg::LinalgOp op, LoweringConfigAttr config, const Strateg
                                     : minWork;
   if (work < threshold)
     return std::nullopt;
+  // A product of few rows (matmulCacheTile's: B streamed row after row)
+  // splits its columns across threads only where each thread's part of a row
+  // of B is a page or more. Half a page each, both cores read every page of
+  // B, and two threads were slower than one (one Zen 4 core against two: 4 x
+  // 2048 by 1024 0.17 -> 0.32 ms, 4 x 1024 by 1024 0.083 -> 0.138, 4 x 512 by
+  // 512 0.022 -> 0.030; a page each, 2 x 1024 by 2048 0.124 -> 0.093, 1 x
+  // 2048 by 2048 0.294 -> 0.232).
+  if (isa<linalg::MatmulOp>(op.getOperation()) && !ShapedType::isDynamic(ranges[0]) &&
+      ranges[0] > 0 && ranges[0] < options.registers.rows() &&
+      !isCompiledIn(op.getDpsInputOperand(1)->get())) {
+    Type element = getElementTypeOrSelf(op.getDpsInputOperand(1)->get().getType());
+    int64_t rowBytesPerThread = ranges[1] / options.threads *
+                                (element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 32) / 8;
+    if (rowBytesPerThread < kPageBytes)
+      return std::nullopt;
+  }
   bool tileProduct = isa<linalg::MatmulOp>(op.getOperation()) &&
                      options.registers.tilesFor(narrowElementType(op.getDpsInputOperand(0)->get()));
   // A product on AMX tiles with fewer rows than a tile per thread stays on
