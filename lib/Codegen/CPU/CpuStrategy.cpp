@@ -754,10 +754,10 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
     // core: 0.034 -> 0.019 ms as 2 x 7; AVX2 code 0.041 -> 0.023 as 1 x 7,
     // 10 columns 0.035 -> 0.028 as 2 x 5; AVX-512's 4 x 2 and 2 x 5 for 10
     // within the noise.)
-    auto fmasPerLoad = [](int64_t r, int64_t c) {
-      return static_cast<double>(r * c) / static_cast<double>(r + c);
-    };
     if (loops == 4) {
+      auto fmasPerLoad = [](int64_t r, int64_t c) {
+        return static_cast<double>(r * c) / static_cast<double>(r + c);
+      };
       int64_t bestRows = rows, bestCols = cols;
       for (int64_t c = cols + 1; c <= std::min<int64_t>(8, colRange); ++c) {
         int64_t r = std::min(rows, accumulators / c);
@@ -921,6 +921,19 @@ static constexpr int64_t kFewRowsResultBytes = 16 * 1024;
 static constexpr int64_t kPageBytes = 4096;
 static constexpr int64_t kFewRowsReductionBlock = 8;
 
+/// Whether matmul `op` is such a product: float32 or float64, of static
+/// sizes, 1 to rows() - 1 rows, its right operand not compiled in (those are
+/// packed when compiling). matmulCacheTile blocks it so and parallelSplit
+/// splits it by that.
+static bool streamsFewRows(linalg::LinalgOp op, const RegisterFile &regs) {
+  if (!isa<linalg::MatmulOp>(op.getOperation()))
+    return false;
+  Type element = getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType());
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  return (element.isF32() || element.isF64()) && !llvm::any_of(ranges, ShapedType::isDynamic) &&
+         ranges[0] > 0 && ranges[0] < regs.rows() && !isCompiledIn(op.getDpsInputOperand(1)->get());
+}
+
 SmallVector<int64_t, 3> cpu::matmulCacheTile(linalg::LinalgOp op, const StrategyOptions &options) {
   SmallVector<int64_t, 3> block = options.cacheTile;
   if (options.cacheTileGiven)
@@ -946,8 +959,7 @@ SmallVector<int64_t, 3> cpu::matmulCacheTile(linalg::LinalgOp op, const Strategy
       ShapedType::isDynamic(reduction))
     return block;
   // (An empty batch, 0 rows, keeps the usual blocks.)
-  if (rows > 0 && rows < options.registers.rows() &&
-      !isCompiledIn(op.getDpsInputOperand(1)->get())) {
+  if (streamsFewRows(op, options.registers)) {
     int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
     int64_t fit = std::max<int64_t>(64, kFewRowsResultBytes / (rows * elementBytes));
     block[0] = rows;
@@ -1117,13 +1129,9 @@ cpu::parallelSplit(linalg::LinalgOp op, LoweringConfigAttr config, const Strateg
   // 2048 by 1024 0.17 -> 0.32 ms, 4 x 1024 by 1024 0.083 -> 0.138, 4 x 512 by
   // 512 0.022 -> 0.030; a page each, 2 x 1024 by 2048 0.124 -> 0.093, 1 x
   // 2048 by 2048 0.294 -> 0.232).
-  if (isa<linalg::MatmulOp>(op.getOperation()) && !ShapedType::isDynamic(ranges[0]) &&
-      ranges[0] > 0 && ranges[0] < options.registers.rows() &&
-      !isCompiledIn(op.getDpsInputOperand(1)->get())) {
+  if (streamsFewRows(op, options.registers)) {
     Type element = getElementTypeOrSelf(op.getDpsInputOperand(1)->get().getType());
-    int64_t rowBytesPerThread = ranges[1] / options.threads *
-                                (element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 32) / 8;
-    if (rowBytesPerThread < kPageBytes)
+    if (ranges[1] / options.threads * element.getIntOrFloatBitWidth() / 8 < kPageBytes)
       return std::nullopt;
   }
   bool tileProduct = isa<linalg::MatmulOp>(op.getOperation()) &&
