@@ -95,4 +95,27 @@ TEST(CpuTarget, NamedCpusHaveTheirL2) {
   EXPECT_EQ(cpuTarget("skylake-avx512")->l2Bytes, 1 << 20);
 }
 
+// And its L1 data cache, which bounds a matrix-vector product's parts.
+TEST(CpuTarget, NamedCpusHaveTheirL1) {
+  EXPECT_EQ(cpuTarget("znver4")->l1Bytes, 32 << 10);
+  EXPECT_EQ(cpuTarget("znver5")->l1Bytes, 48 << 10);
+  EXPECT_EQ(cpuTarget("skylake-avx512")->l1Bytes, 32 << 10);
+  EXPECT_EQ(cpuTarget("sapphirerapids")->l1Bytes, 48 << 10);
+}
+
+// The host's L1 data cache from sysfs (index0 is the data cache on x86
+// Linux; the instruction cache is skipped by its type).
+TEST(CpuTarget, HostL1IsReadFromSysfs) {
+  std::string dir = "/sys/devices/system/cpu/cpu0/cache/index0/";
+  std::ifstream level(dir + "level"), type(dir + "type"), size(dir + "size");
+  std::string levelText, typeText, sizeText;
+  if (!(level >> levelText) || levelText != "1" || !(type >> typeText) || typeText != "Data" ||
+      !(size >> sizeText) || sizeText.empty() || sizeText.back() != 'K')
+    GTEST_SKIP() << "no sysfs L1 data cache entry in kilobytes on this host";
+  int64_t expected = std::stoll(sizeText.substr(0, sizeText.size() - 1)) * 1024;
+  std::optional<CpuTarget> host = cpuTarget();
+  ASSERT_TRUE(host.has_value());
+  EXPECT_EQ(host->l1Bytes, expected);
+}
+
 } // namespace

@@ -13,6 +13,8 @@ on one and two threads, with the host's kernels and AVX2's (6-row tiles):
   them keeps 8 x 32 beside it; float64 products take 6 x 32 tiles the same way
   (8 x 16 elsewhere)."""
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -148,6 +150,41 @@ def test_linear_layers_of_odd_depth(rows, inputs, outputs, dtype, threads, targe
     """Linear layers whose inputs the lanes do not divide: the lanes over
     their whole steps, then a product of the inputs left, up to 8 rows (any
     number by fewer than 16 outputs); outputs and gradients."""
+    _check_linear(rows, inputs, outputs, dtype, threads, target)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("target", ["host", "haswell", "znver4"])
+@pytest.mark.parametrize("rows,inputs,outputs,dtype", [
+    (16, 784, 512, "float32"), (12, 2048, 64, "float32"),
+    (8, 1000, 64, "float32"),  # parts, then the 8 inputs left
+    (4, 784, 96, "float64"), (16, 512, 10, "float32")])
+def test_deep_linear_layers_in_parts(rows, inputs, outputs, dtype, threads, target):
+    """Matrix-vector products whose rows of A and a tile's weight rows
+    outgrow the L1 take their reduction in parts, each adding its lane sums
+    to the last one's result (znver4: 32 KiB, more parts than this host's
+    where it has 48); outputs and gradients."""
+    if target == "znver4" and not _runs_here("znver4"):
+        pytest.skip("this host cannot run code compiled for znver4")
+    _check_linear(rows, inputs, outputs, dtype, threads, target)
+
+
+@functools.lru_cache(maxsize=None)
+def _runs_here(cpu):
+    """Whether code compiled for `cpu` runs on this host (its features)."""
+    try:
+        model = Model()
+        model |= Linear(4)(input="x", output=ml.IOKey("y"))
+        ml.compile(model, ml.MlirBackend(), shapes={"x": [1, 4]}, inference=True,
+                   cpu_options={"target_cpu": cpu}).evaluate(
+                       {"weight": np.zeros((4, 4), np.float32), "bias": np.zeros(4, np.float32)},
+                       {"x": np.zeros((1, 4), np.float32)})
+        return True
+    except ml.MithrilError:
+        return False
+
+
+def _check_linear(rows, inputs, outputs, dtype, threads, target):
     rng = np.random.default_rng(rows * inputs + outputs)
     model = Model()
     model |= Linear(outputs)(input="x", output=ml.IOKey("y"))

@@ -123,8 +123,11 @@ func.func @crowded(%w: memref<512x49x16xf32>, %y: memref<512x16xf32>) {
 // -----
 
 // In the CPU pipeline, the MLP 784-512-512-10 at batch 16: each layer's
-// matrix-vector tiles prefetch their next weight rows.
+// matrix-vector tiles prefetch their next weight rows, in each part of the
+// reduction (Skylake-SP's 32 KiB L1: 784 = 17 + 16 + 16 steps, 512 = 16 + 16).
 // RUN: mithril-opt %S/Inputs/mlp-16.mlir --mithril-cpu-pipeline="target-cpu=skylake-avx512 stop-after=loops" | FileCheck %s --check-prefix=MLP
-// MLP: memref.prefetch {{.+}}, read, locality<3>, data : memref<512x49x16xf32>
-// MLP: memref.prefetch {{.+}}, read, locality<3>, data : memref<512x32x16xf32>
-// MLP: memref.prefetch {{.+}}, read, locality<3>, data : memref<10x32x16xf32>
+// MLP: memref.prefetch {{.+}}, read, locality<3>, data : memref<512x17x16xf32, strided<[784, 16, 1]>>
+// MLP: memref.prefetch {{.+}}, read, locality<3>, data : memref<512x16x16xf32, strided<[784, 16, 1], offset: 272>>
+// MLP: memref.prefetch {{.+}}, read, locality<3>, data : memref<512x16x16xf32, strided<[784, 16, 1], offset: 528>>
+// MLP: memref.prefetch {{.+}}, read, locality<3>, data : memref<512x16x16xf32, strided<[512, 16, 1]>>
+// MLP: memref.prefetch {{.+}}, read, locality<3>, data : memref<10x16x16xf32, strided<[512, 16, 1]>>

@@ -178,14 +178,18 @@ int64_t RegisterFile::matmulColumns(linalg::LinalgOp op) const {
   return wideDotProductTile(op, *this) ? kWideDotColumns : columns(op);
 }
 
-/// The host's L2 cache per core from sysfs ("1024K"), if it says.
-static std::optional<int64_t> hostL2Bytes() {
+/// The size of the host's cache of `level` per core from sysfs ("1024K"),
+/// if it says: the data cache at level 1, the unified one above.
+static std::optional<int64_t> hostCacheBytes(int level) {
   for (int index = 0; index < 8; ++index) {
     std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
-    auto level = llvm::MemoryBuffer::getFileAsStream(dir + "level");
-    if (!level)
+    auto levelFile = llvm::MemoryBuffer::getFileAsStream(dir + "level");
+    if (!levelFile)
       break;
-    if (StringRef((*level)->getBuffer()).trim() != "2")
+    if (StringRef((*levelFile)->getBuffer()).trim() != std::to_string(level))
+      continue;
+    if (auto type = llvm::MemoryBuffer::getFileAsStream(dir + "type");
+        type && StringRef((*type)->getBuffer()).trim() == "Instruction")
       continue;
     auto size = llvm::MemoryBuffer::getFileAsStream(dir + "size");
     if (!size)
@@ -202,6 +206,18 @@ static std::optional<int64_t> hostL2Bytes() {
     return value * scale;
   }
   return std::nullopt;
+}
+
+/// The L1 data cache per core of a CPU named by LLVM: 48 KiB on Intel's
+/// cores from Ice Lake on and on Zen 5, 32 KiB on the others.
+static int64_t namedL1Bytes(StringRef cpu) {
+  return llvm::StringSwitch<int64_t>(cpu)
+      .Cases({"icelake-client", "icelake-server", "tigerlake", "rocketlake", "alderlake",
+              "raptorlake", "meteorlake", "arrowlake", "arrowlake-s", "lunarlake", "pantherlake",
+              "sapphirerapids", "emeraldrapids", "graniterapids", "graniterapids-d",
+              "diamondrapids", "znver5"},
+             48 << 10)
+      .Default(32 << 10);
 }
 
 /// The L2 cache per core of a CPU named by LLVM, so that code compiled for a
@@ -274,6 +290,7 @@ bool mithril::pinHostCpu(StringRef spec) {
   }
   CpuTarget target = cpuTargetFromFeatures(features);
   target.l2Bytes = namedL2Bytes(cpu);
+  target.l1Bytes = namedL1Bytes(cpu);
   pinnedHost() = target;
   return true;
 }
@@ -288,8 +305,10 @@ std::optional<CpuTarget> mithril::cpuTarget(StringRef cpu) {
       CpuTarget target = cpuTargetFromFeatures(llvm::sys::getHostCPUFeatures());
       if ((target.bf16Tiles || target.int8Tiles) && !hostAllowsAmxTiles())
         target.bf16Tiles = target.int8Tiles = false;
-      if (std::optional<int64_t> l2 = hostL2Bytes())
+      if (std::optional<int64_t> l2 = hostCacheBytes(2))
         target.l2Bytes = *l2;
+      if (std::optional<int64_t> l1 = hostCacheBytes(1))
+        target.l1Bytes = *l1;
       return target;
     }();
     return host;
@@ -298,6 +317,7 @@ std::optional<CpuTarget> mithril::cpuTarget(StringRef cpu) {
     return std::nullopt;
   CpuTarget target = cpuTargetFromFeatures(namedCpuFeatures(cpu));
   target.l2Bytes = namedL2Bytes(cpu);
+  target.l1Bytes = namedL1Bytes(cpu);
   return target;
 }
 
@@ -360,6 +380,7 @@ FailureOr<StrategyOptions> cpu::strategyOptions(Operation *anchor, StringRef pas
   options.registers.wideFloatTiles =
       target->wideFloatTiles && vectorBits == 0 && options.registers.bits >= 512;
   options.l2Bytes = target->l2Bytes;
+  options.l1Bytes = target->l1Bytes;
   if (!cacheTile.empty()) {
     options.cacheTile.assign(cacheTile.begin(), cacheTile.end());
     options.cacheTileGiven = true;

@@ -148,6 +148,11 @@ public:
   /// contiguous rows of the weight and does full-width FMAs, and the lanes
   /// are summed once at the end. The transpose is no longer materialized.
   LogicalResult rewriteMatrixVectorProducts(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
+  /// The parts of its reduction a matrix-vector product of `rows` rows and
+  /// `steps` steps of `lanes` `element`s takes, one after the other, so that
+  /// A's part stays in L1 (MatrixVector.cpp).
+  int64_t matrixVectorReductionParts(int64_t rows, int64_t steps, int64_t lanes,
+                                     Type element) const;
 
   /// A reduction of a whole tensor to one value (a loss's mean, an int8
   /// activation's max|x|) accumulates in vector lanes: its input, viewed

@@ -89,6 +89,8 @@ struct StrategyOptions {
   bool cacheTileGiven = false;
   /// The target's L2 cache per core in bytes.
   int64_t l2Bytes = 1 << 20;
+  /// The target's L1 data cache per core in bytes.
+  int64_t l1Bytes = 32 << 10;
   unsigned threads = 1;
   int64_t minParallelWork = 1 << 19;
 };

@@ -54,6 +54,10 @@ struct CpuTarget {
   /// from a table (2 MiB for Sapphire Rapids and later Xeons, 512 KiB for
   /// Zen 1 to 3); else 1 MiB.
   int64_t l2Bytes = 1 << 20;
+  /// The L1 data cache per core in bytes: the host's from sysfs; a named
+  /// CPU's from a table (48 KiB on Intel's cores from Ice Lake on and on Zen
+  /// 5); else 32 KiB.
+  int64_t l1Bytes = 32 << 10;
 
   /// Whether bf16 matrix products (matmuls, convolutions) multiply bf16
   /// pairs, on vdpbf16ps or AMX tiles, rather than widen each element to
@@ -66,8 +70,8 @@ struct CpuTarget {
 };
 
 /// What code generation needs of a CPU with `features` (LLVM's names, as
-/// llvm::sys::getHostCPUFeatures gives them), without its caches: l2Bytes
-/// keeps its default.
+/// llvm::sys::getHostCPUFeatures gives them), without its caches: l1Bytes and
+/// l2Bytes keep their defaults.
 CpuTarget cpuTargetFromFeatures(const llvm::StringMap<bool> &features);
 /// The features of the x86-64 CPU named `cpu` by LLVM, from LLVM's table,
 /// with the features they imply; empty for a name LLVM does not know.
