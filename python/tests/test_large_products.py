@@ -169,6 +169,34 @@ def test_deep_linear_layers_in_parts(rows, inputs, outputs, dtype, threads, targ
     _check_linear(rows, inputs, outputs, dtype, threads, target)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("target", ["host", "haswell"])
+@pytest.mark.parametrize("rows,depth,columns,dtype", [
+    (256, 512, 17, "float32"),  # 16 + 1: the one column a view
+    (250, 300, 20, "float32"),  # 16 + 4 (AVX2: 16 + 4), rows 6 does not divide
+    (64, 200, 47, "float32"),  # 32 + 15 (AVX2: 32 + 8 + 7)
+    (96, 100, 33, "float32"),  # a depth the lanes do not divide
+    (40, 1000, 1000, "float32"),  # 992 + 8
+    (100, 64, 9, "float64"),  # 8 + 1 in float64's 8 lanes
+])
+def test_narrow_rests_of_columns(rows, depth, columns, dtype, threads, target):
+    """Columns past whole vectors that are fewer than a vector's lanes are a
+    matrix-vector product of their own (A's rows by those columns of B as
+    rows); outputs and gradients."""
+    _check_product_and_gradients(rows, depth, columns, dtype, threads, target)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("target", ["host", "haswell"])
+@pytest.mark.parametrize("rows,inputs,outputs,dtype", [
+    (256, 512, 20, "float32"), (64, 100, 28, "float32"), (128, 256, 41, "float64")])
+def test_linear_layers_with_narrow_rests(rows, inputs, outputs, dtype, threads, target):
+    """Linear layers whose outputs past whole vectors are fewer than a
+    vector's lanes: those read the weight's rows as stored, the bias added
+    to each part; outputs and gradients."""
+    _check_linear(rows, inputs, outputs, dtype, threads, target)
+
+
 @functools.lru_cache(maxsize=None)
 def _runs_here(cpu):
     """Whether code compiled for `cpu` runs on this host (its features)."""

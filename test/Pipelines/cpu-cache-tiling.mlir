@@ -28,25 +28,30 @@ mithril.model @Wide(data %a: tensor<512x64xf32>, data %b: tensor<64x784xf32>) ->
 // 1000 x 1000: the columns split at a multiple of the register tile (992)
 // and of the cache block (768 = 3 x 256, then 224), the rows into 8-row
 // register tiles in blocks of 40 (not 125, which left tiles of 5 x 31 and
-// ran at 5 GFLOP/s).
+// ran at 5 GFLOP/s). The last 8 columns, fewer than a vector's lanes, are a
+// matrix-vector product: A's rows by those columns of B copied to rows.
 mithril.model @Odd(data %a: tensor<1000x1000xf32>, data %b: tensor<1000x1000xf32>) -> (c: tensor<1000x1000xf32>) {
   %c = mithril.matmul %a, %b : (tensor<1000x1000xf32>, tensor<1000x1000xf32>) -> tensor<1000x1000xf32>
   mithril.output %c : tensor<1000x1000xf32>
 }
 
 // 28 columns, more than one vector and not whole vectors: 16 columns, then
-// 12 in one partial vector (in AVX2 code, 16 in two 8-lane vectors, then
-// 8 and 4). As one 28-lane row the tiles went to LLVM as vectors it could
-// only assemble element by element through the stack: 6 GFLOP/s.
+// the 12 left, fewer than a vector's lanes, as a matrix-vector product (in
+// AVX2 code, 16 in two 8-lane vectors, then 8, then 4 as a matrix-vector
+// product). As one 28-lane row the tiles went to LLVM as vectors it could
+// only assemble element by element through the stack: 6 GFLOP/s; the 12 in
+// one masked vector, A gathered down its columns, ran at half the speed of
+// the 16 (256 x 512 by 20 columns on one Zen 5 core: 0.037 -> 0.024 ms).
 mithril.model @Columns28(data %a: tensor<64x256xf32>, data %b: tensor<256x28xf32>) -> (c: tensor<64x28xf32>) {
   %c = mithril.matmul %a, %b : (tensor<64x256xf32>, tensor<256x28xf32>) -> tensor<64x28xf32>
   mithril.output %c : tensor<64x28xf32>
 }
 
-// 17 columns in AVX2 code: 16, then one column, which runs down the rows 8
-// at a time (a whole 8-lane vector; in 6-row tiles a masked one each step,
-// kept out of registers, or 4 rows in blocks of 128: 1.6 GFLOP/s). (Fewer
-// than 16 columns take the matrix-vector kernel: cpu-gemv.mlir.)
+// 17 columns in AVX2 code: 16, then one column, as a matrix-vector product
+// reading A's rows by the column as one row (a view). (Before, it ran down
+// the rows 8 at a time, A gathered down its columns; in 6-row tiles a
+// masked vector each step, kept out of registers: 1.6 GFLOP/s. Fewer than
+// 16 columns take the matrix-vector kernel: cpu-gemv.mlir.)
 mithril.model @Columns17(data %a: tensor<256x512xf32>, data %b: tensor<512x17xf32>) -> (c: tensor<256x17xf32>) {
   %c = mithril.matmul %a, %b : (tensor<256x512xf32>, tensor<512x17xf32>) -> tensor<256x17xf32>
   mithril.output %c : tensor<256x17xf32>
@@ -158,7 +163,9 @@ mithril.model @FewRowsHalfPage(data %x: tensor<4x1024xf32>, data %b: tensor<1024
 // CHECK-NEXT: scf.for {{.*}} to %c250 step %c1 {{.*}} -> (vector<8x32xf32>)
 // CHECK: tensor.extract_slice %[[COLS]][0, 768] [1000, 224] [1, 1]
 // CHECK: tensor.extract_slice %{{.+}}[0, 992] [1000, 8] [1, 1]
-// CHECK: vector.transfer_read %arg1[%{{.+}}, %c992]{{.*}} vector<8xf32>
+// CHECK: -> (tensor<8x1000xf32>)
+// CHECK: tensor.expand_shape %{{.+}} into tensor<8x62x16xf32>
+// CHECK: scf.for %{{.+}} = %c0 to %c62 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (vector<4x4x16xf32>)
 
 // A Linear layer's weight [out, in] (of a batch at least half its outputs:
 // smaller ones swap the product's operands, LinearBatch64) is packed
@@ -170,7 +177,8 @@ mithril.model @FewRowsHalfPage(data %x: tensor<4x1024xf32>, data %b: tensor<1024
 // CHECK-NOT: vector<8x28xf32>
 // CHECK: -> (vector<8x16xf32>)
 // CHECK-NOT: vector<8x28xf32>
-// CHECK: -> (vector<8x12xf32>)
+// CHECK: tensor.expand_shape %{{.+}} into tensor<12x16x16xf32>
+// CHECK: -> (vector<4x4x16xf32>)
 // CHECK-NOT: vector<8x28xf32>
 // CHECK-LABEL: func.func @Linear(
 // CHECK-NOT: tensor<784x512xf32>
@@ -266,12 +274,14 @@ mithril.model @FewRowsHalfPage(data %x: tensor<4x1024xf32>, data %b: tensor<1024
 // HSW-NOT: vector<6x28xf32>
 // HSW: -> (vector<6x16xf32>)
 // HSW: -> (vector<6x8xf32>)
-// HSW: -> (vector<6x4xf32>)
+// HSW: tensor.expand_shape %{{.+}} into tensor<4x32x8xf32>
+// HSW: -> (vector<3x4x8xf32>)
 // HSW-LABEL: func.func @Columns17(
 // HSW: -> (vector<6x16xf32>)
-// HSW: -> (tensor<256x1xf32>)
-// HSW-NOT: vector<4xf32>
-// HSW: -> (vector<8xf32>)
+// HSW: %[[COLUMN:.+]] = tensor.extract_slice %arg1[0, 16] [512, 1] [1, 1]
+// HSW: %[[FLAT:.+]] = tensor.collapse_shape %[[COLUMN]]
+// HSW: tensor.expand_shape %[[FLAT]] {{.*}} into tensor<1x64x8xf32>
+// HSW: -> (vector<3x1x8xf32>)
 // HSW-LABEL: func.func @Rows1056(
 // HSW: %[[PANELS:.+]] = scf.for {{.*}} -> (tensor<16x264x16xf32>)
 // HSW: scf.for {{.*}} to %c1056 step %c12

@@ -241,3 +241,31 @@ mithril.model @Linear16(data %x: tensor<16x784xf32>, param %w: tensor<512x784xf3
 // YMM: scf.for %{{.+}} = %c0 to %c33 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (vector<2x4x8xf32>)
 // YMM-NOT: vector.multi_reduction
 // YMM: vector.transfer_write %{{.+}} : vector<2x4xf32>, tensor<4x4xf32>
+
+// Columns past whole vectors of lanes that are fewer than a vector's lanes
+// (17 = 16 + 1) are split off the product as a matrix-vector product of
+// their own: A read by rows in lanes, as a product by so few columns is, not
+// gathered down its column for a masked vector of B. A rest of a transposed
+// weight's columns reads the weight's rows as stored.
+mithril.model @NarrowRest17(data %x: tensor<256x512xf32>, param %b: tensor<512x17xf32>) -> (y: tensor<256x17xf32>) {
+  %y = mithril.matmul %x, %b : (tensor<256x512xf32>, tensor<512x17xf32>) -> tensor<256x17xf32>
+  mithril.output %y : tensor<256x17xf32>
+}
+
+mithril.model @LinearRest20(data %x: tensor<256x512xf32>, param %w: tensor<20x512xf32>) -> (y: tensor<256x20xf32>) {
+  %wt = mithril.transpose %w : (tensor<20x512xf32>) -> tensor<512x20xf32>
+  %y = mithril.matmul %x, %wt : (tensor<256x512xf32>, tensor<512x20xf32>) -> tensor<256x20xf32>
+  mithril.output %y : tensor<256x20xf32>
+}
+
+// CHECK-LABEL: func.func @NarrowRest17(
+// CHECK: scf.for {{.*}} -> (vector<8x16xf32>)
+// CHECK: %[[COLUMN:.+]] = tensor.extract_slice %arg1[0, 16] [512, 1] [1, 1]
+// CHECK: %[[FLAT:.+]] = tensor.collapse_shape %[[COLUMN]] {{.*}} into tensor<512xf32>
+// CHECK: tensor.expand_shape %[[FLAT]] {{.*}} into tensor<1x32x16xf32>
+// CHECK: scf.for %{{.+}} = %c0 to %c32 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (vector<4x1x16xf32>)
+// CHECK-LABEL: func.func @LinearRest20(
+// CHECK: scf.for {{.*}} -> (vector<8x16xf32>)
+// CHECK: %[[ROWS:.+]] = tensor.extract_slice %arg1[16, 0] [4, 512] [1, 1]
+// CHECK: tensor.expand_shape %[[ROWS]] {{.*}} into tensor<4x32x16xf32>
+// CHECK: scf.for %{{.+}} = %c0 to %c32 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (vector<4x4x16xf32>)

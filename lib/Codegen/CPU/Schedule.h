@@ -257,6 +257,10 @@ public:
   /// 1000 x 992) a 512 x 64 x 784 matmul took 8 ms instead of 0.25, and a
   /// 1000^3 one ran at 5 GFLOP/s (partial vectors, and no packing).
   LogicalResult peelMatmulRemainders(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
+  /// The narrow rests of columns peelMatmulRemainders splits off as
+  /// matrix-vector products where they take one; the rests left matmuls.
+  FailureOr<SmallVector<Operation *>> narrowRestsAsMatrixVector(IRRewriter &rewriter,
+                                                                ArrayRef<Operation *> rests);
   /// The element-wise op that alone reads a float matmul's result, element
   /// for element (an SGD update, a bias and activation); null otherwise.
   linalg::GenericOp productEpilogue(linalg::LinalgOp op) const;
