@@ -188,6 +188,20 @@ def test_narrow_rests_of_columns(rows, depth, columns, dtype, threads, target):
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("target", ["host", "haswell"])
+@pytest.mark.parametrize("rows,depth,columns,dtype", [
+    (1030, 64, 256, "float32"),  # AVX2: 1026 in blocks of 114 + 4
+    (2050, 96, 128, "float32"),  # 2048 + 2 (AVX2: 2046 + 4)
+    (1100, 40, 64, "float64"),
+])
+def test_rows_split_before_their_blocks(rows, depth, columns, dtype, threads, target):
+    """Products of more than two blocks of rows that register tiles do not
+    divide: the rest of the rows split off once, before the blocks, and
+    stream B as stored; outputs and gradients."""
+    _check_product_and_gradients(rows, depth, columns, dtype, threads, target)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("target", ["host", "haswell"])
 @pytest.mark.parametrize("rows,inputs,outputs,dtype", [
     (256, 512, 20, "float32"), (64, 100, 28, "float32"), (128, 256, 41, "float64")])
 def test_linear_layers_with_narrow_rests(rows, inputs, outputs, dtype, threads, target):

@@ -67,6 +67,16 @@ mithril.model @Rows1056(data %a: tensor<1056x264xf32>, data %b: tensor<264x256xf
   mithril.output %c : tensor<1056x256xf32>
 }
 
+// 1030 rows in AVX2's 6-row tiles, more than two blocks of rows: the 4 rows
+// no tile divides split off once, before the blocks, rather than a 4-row
+// tile off each block; the rest, fewer rows than a tile, streams B as
+// stored. (sgemm 2048 in AVX2 code, one Zen 5 core, 16-row blocks: 131 ->
+// 127 ms, two cores 67 -> 63.)
+mithril.model @RowsOfBlocks(data %a: tensor<1030x64xf32>, data %b: tensor<64x256xf32>) -> (c: tensor<1030x256xf32>) {
+  %c = mithril.matmul %a, %b : (tensor<1030x64xf32>, tensor<64x256xf32>) -> tensor<1030x256xf32>
+  mithril.output %c : tensor<1030x256xf32>
+}
+
 mithril.model @LinearRows(data %x: tensor<256x784xf32>, param %w: tensor<256x784xf32>) -> (y: tensor<256x256xf32>) {
   %wt = mithril.transpose %w : (tensor<256x784xf32>) -> tensor<784x256xf32>
   %y = mithril.matmul %x, %wt : (tensor<256x784xf32>, tensor<784x256xf32>) -> tensor<256x256xf32>
@@ -287,6 +297,12 @@ mithril.model @FewRowsHalfPage(data %x: tensor<4x1024xf32>, data %b: tensor<1024
 // HSW: scf.for {{.*}} to %c1056 step %c12
 // HSW: scf.for {{.*}} -> (vector<6x16xf32>)
 // HSW: vector.transfer_read %[[PANELS]]
+// HSW-LABEL: func.func @RowsOfBlocks(
+// HSW: scf.for %{{.+}} = %c0 to %c1026 step %c114 {{.*}} -> (tensor<1026x256xf32>)
+// HSW: -> (vector<6x16xf32>)
+// HSW-NOT: vector<4x16xf32>
+// HSW: -> (tensor<4x256xf32>)
+// HSW: scf.for %{{.+}} = %c0 to %c8 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (vector<4x16xf32>)
 // HSW-LABEL: func.func @FewRows(
 // HSW: scf.for %{{.+}} = %c0 to %c1000 step %c8 iter_args(%{{.+}} = %{{.+}}) -> (tensor<1x992xf32>)
 // HSW: scf.for %{{.+}} = %c0 to %c992 step %c16

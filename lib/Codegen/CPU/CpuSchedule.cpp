@@ -803,6 +803,27 @@ bool Scheduler::packsRowsTogether(linalg::LinalgOp op) const {
                       [](auto pair) { return std::get<0>(pair) > std::get<1>(pair); });
 }
 
+/// Whether matmul `op`, whose rows packsRowsTogether keeps whole, would
+/// split the rest of its rows off each of more than two blocks of rows
+/// (tileForCache), when split once before they are blocked: each block of
+/// rows then takes whole register tiles (AVX2's 6-row tiles in 16-row
+/// blocks of 2048 rows left a 4-row tile in each), and the rest, fewer rows
+/// than a tile, streams B as stored (its own packing of B would cost more).
+/// Not where B is a transposed weight, which the rest would copy whole.
+/// (sgemm 2048 in AVX2 code on a Zen 5: 2046 rows ran at 137 GFLOP/s one
+/// core, 275 on two, against 2048 rows' 135 and 264.)
+bool Scheduler::splitsRowsOfEachBlock(linalg::LinalgOp op) const {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  Value b = op.getDpsInputOperand(1)->get();
+  Type et = getElementTypeOrSelf(b.getType());
+  if (ranges.size() != 3 || llvm::any_of(ranges, ShapedType::isDynamic) ||
+      !isa<Float32Type, Float64Type>(et) ||
+      getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType()) != et ||
+      b.getDefiningOp<linalg::TransposeOp>())
+    return false;
+  return ranges[0] > 2 * cacheBlockOf(op)[0];
+}
+
 // (Documented in Schedule.h.)
 linalg::FillOp mithril::cpu::detail::detachAccumulatorFill(linalg::LinalgOp op) {
   if (op.getNumDpsInits() != 1)
@@ -944,7 +965,8 @@ LogicalResult Scheduler::peelMatmulRemainders(IRRewriter &rewriter,
       // matmulCacheTile: split at 768 of 1000, one row took 0.064 ms, whole
       // 0.056.)
       dimension = 1, split = ranges[1] - ranges[1] % blockColumns;
-    } else if (ranges[0] > rows && ranges[0] % rows != 0 && !packsRowsTogether(op)) {
+    } else if (ranges[0] > rows && ranges[0] % rows != 0 &&
+               (!packsRowsTogether(op) || splitsRowsOfEachBlock(op))) {
       dimension = 0, split = ranges[0] - ranges[0] % rows;
     } else {
       continue;
