@@ -185,7 +185,8 @@ struct WriteThroughExtractedSlice : OpRewritePattern<tensor::InsertSliceOp> {
                return isEqualConstantIntOrValue(std::get<0>(pair), std::get<1>(pair));
              });
     };
-    if (!same(extract.getMixedOffsets(), insert.getMixedOffsets()) ||
+    SmallVector<OpFoldResult> offsets = insert.getMixedOffsets();
+    if (!same(extract.getMixedOffsets(), offsets) ||
         !same(extract.getMixedSizes(), insert.getMixedSizes()) ||
         !llvm::all_of(write.getIndices(), [](Value i) { return isZeroInteger(i); }))
       return failure();
@@ -194,7 +195,6 @@ struct WriteThroughExtractedSlice : OpRewritePattern<tensor::InsertSliceOp> {
     auto carried = dyn_cast<BlockArgument>(insert.getDest());
     if (!carried || !isa<scf::ForOp>(carried.getOwner()->getParentOp()))
       return failure();
-    SmallVector<OpFoldResult> offsets = insert.getMixedOffsets();
     bool readHere = llvm::any_of(carried.getUsers(), [&](Operation *user) {
       auto read = dyn_cast<vector::TransferReadOp>(user);
       return read && read.getVectorType() == write.getVectorType() &&
@@ -865,7 +865,7 @@ bool Scheduler::packsRowsTogether(linalg::LinalgOp op) const {
 /// Not where B is a transposed weight, which the rest would copy whole.
 /// (sgemm 2048 in AVX2 code on a Zen 5: 2046 rows ran at 137 GFLOP/s one
 /// core, 275 on two, against 2048 rows' 135 and 264.)
-bool Scheduler::splitsRowsOfEachBlock(linalg::LinalgOp op) const {
+bool Scheduler::splitsRowRestBeforeBlocks(linalg::LinalgOp op) const {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   Value b = op.getDpsInputOperand(1)->get();
   Type et = getElementTypeOrSelf(b.getType());
@@ -905,15 +905,6 @@ void mithril::cpu::detail::fillEachPart(RewriterBase &rewriter, linalg::FillOp f
     rewriter.eraseOp(fill);
 }
 
-/// Splits a matmul whose sizes the register tiles and cache blocks do not
-/// divide into the part they divide and the rest, until they do: columns
-/// at a multiple of the register tile's (784 = 24 x 32 + 16), then of the
-/// cache block's (992 = 3 x 256 + 224), and rows at a multiple of the
-/// register tile's. Tiles must divide their loop to keep static shapes,
-/// and with the largest divisor instead (28 columns for 784, 248 x 31 for
-/// 1000 x 992) a 512 x 64 x 784 matmul took 8 ms instead of 0.25, and a
-/// 1000^3 one ran at 5 GFLOP/s (partial vectors, and no packing). Products
-/// of fewer than 8 rows too: 1 x 1000 by 1000 columns took tiles of 25.
 namespace {
 /// The ops a rewrite erased (or replaced), by address: whether an op that
 /// was handed to it still exists.
@@ -937,29 +928,21 @@ Scheduler::narrowRestsAsMatrixVector(IRRewriter &rewriter, ArrayRef<Operation *>
   for (Operation *op : rests) {
     auto matmul = cast<linalg::MatmulOp>(op);
     OpOperand &right = *matmul.getDpsInputOperand(1);
+    Value slice = right.get();
+    rewriter.setInsertionPoint(matmul);
     // A slice of columns of a transposed matrix: the transpose of the slice
     // of its rows.
-    if (auto slice = right.get().getDefiningOp<tensor::ExtractSliceOp>())
-      if (auto transpose = slice.getSource().getDefiningOp<linalg::TransposeOp>();
-          transpose && transpose.getPermutation() == ArrayRef<int64_t>{1, 0} &&
-          slice.hasUnitStride() && slice.getSourceType().getRank() == 2 &&
-          slice.getType().getRank() == 2) {
-        rewriter.setInsertionPoint(matmul);
-        Location loc = slice.getLoc();
-        SmallVector<OpFoldResult> offsets = slice.getMixedOffsets(), sizes = slice.getMixedSizes();
-        std::swap(offsets[0], offsets[1]);
-        std::swap(sizes[0], sizes[1]);
-        Value rows = tensor::ExtractSliceOp::create(rewriter, loc, transpose.getInput(), offsets,
-                                                    sizes, slice.getMixedStrides());
-        Value empty = tensor::EmptyOp::create(rewriter, loc, slice.getType().getShape(),
-                                              slice.getType().getElementType());
-        Value columns =
-            linalg::TransposeOp::create(rewriter, loc, rows, empty, ArrayRef<int64_t>{1, 0})
-                .getResult()[0];
-        rewriter.modifyOpInPlace(matmul, [&] { right.set(columns); });
-        if (slice->use_empty())
-          rewriter.eraseOp(slice);
-      }
+    if (Value rows = transposedSource(rewriter, slice)) {
+      auto type = cast<RankedTensorType>(slice.getType());
+      Value empty = tensor::EmptyOp::create(rewriter, matmul.getLoc(), type.getShape(),
+                                            type.getElementType());
+      Value columns = linalg::TransposeOp::create(rewriter, matmul.getLoc(), rows, empty,
+                                                  ArrayRef<int64_t>{1, 0})
+                          .getResult()[0];
+      rewriter.modifyOpInPlace(matmul, [&] { right.set(columns); });
+      if (Operation *old = slice.getDefiningOp(); old && old->use_empty())
+        rewriter.eraseOp(old);
+    }
     products.push_back(matmul);
   }
   ErasedOps erased;
@@ -976,6 +959,15 @@ Scheduler::narrowRestsAsMatrixVector(IRRewriter &rewriter, ArrayRef<Operation *>
   return left;
 }
 
+/// Splits a matmul whose sizes the register tiles and cache blocks do not
+/// divide into the part they divide and the rest, until they do: columns
+/// at a multiple of the register tile's (784 = 24 x 32 + 16), then of the
+/// cache block's (992 = 3 x 256 + 224), and rows at a multiple of the
+/// register tile's. Tiles must divide their loop to keep static shapes,
+/// and with the largest divisor instead (28 columns for 784, 248 x 31 for
+/// 1000 x 992) a 512 x 64 x 784 matmul took 8 ms instead of 0.25, and a
+/// 1000^3 one ran at 5 GFLOP/s (partial vectors, and no packing). Products
+/// of fewer than 8 rows too: 1 x 1000 by 1000 columns took tiles of 25.
 LogicalResult Scheduler::peelMatmulRemainders(IRRewriter &rewriter,
                                               ArrayRef<linalg::LinalgOp> ops) {
   int64_t blockColumns = strategy.cacheTile[1];
@@ -1019,7 +1011,7 @@ LogicalResult Scheduler::peelMatmulRemainders(IRRewriter &rewriter,
       // 0.056.)
       dimension = 1, split = ranges[1] - ranges[1] % blockColumns;
     } else if (ranges[0] > rows && ranges[0] % rows != 0 &&
-               (!packsRowsTogether(op) || splitsRowsOfEachBlock(op))) {
+               (!packsRowsTogether(op) || splitsRowRestBeforeBlocks(op))) {
       dimension = 0, split = ranges[0] - ranges[0] % rows;
     } else {
       continue;

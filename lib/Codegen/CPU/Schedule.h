@@ -373,7 +373,7 @@ public:
   bool packsRowsTogether(linalg::LinalgOp op) const;
   /// Whether such a matmul's rows split once all the same, the rest fewer
   /// than a tile's rows, rather than off each of its many row blocks.
-  bool splitsRowsOfEachBlock(linalg::LinalgOp op) const;
+  bool splitsRowRestBeforeBlocks(linalg::LinalgOp op) const;
 
   /// Splits `op` (a matmul block, or the product packRightOperand builds)
   /// into the rows its register tiles divide and the rest, each configured
