@@ -461,8 +461,9 @@ def test_bfloat16_mlp_swapped_on_pair_products(threads, batch):
     # of more than 16 rows, a multiple of 32, by a weight passed each call
     # swaps: C^T = W x^T, the weight's rows broadcast as pairs in place, x^T
     # packed into pairs; the bias and ReLU between the two hidden layers
-    # write the second one's x^T, and the 10-output layer keeps its lane
-    # sums. 17 and 80 rows stay unswapped. Elsewhere the host's own kernels;
+    # write the second one's x^T, and the 10-output layer, whose x^T they
+    # then write too, swaps with its weight padded to whole register tiles.
+    # 17 and 80 rows stay unswapped. Elsewhere the host's own kernels;
     # every host checks the numbers against float64, each layer rounded to
     # bf16.
     model = Model()

@@ -118,21 +118,25 @@ bool Scheduler::packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block, b
   auto bt = dyn_cast<RankedTensorType>(b.getType());
   auto ct = dyn_cast<RankedTensorType>(c.getType());
   int64_t cols = strategy.registers.matmulColumns(cast<linalg::LinalgOp>(block.getOperation()));
+  if (!bt || !ct || !bt.hasStaticShape() || !ct.hasStaticShape() || bt.getDimSize(1) % cols != 0)
+    return false;
+  Type et = bt.getElementType();
+  Type at = getElementTypeOrSelf(a.getType()), accumulator = ct.getElementType();
+  bool bf16Dot =
+      strategy.registers.bf16DotProduct && et.isBF16() && at.isBF16() && accumulator.isF32();
   // Fewer than 16 rows read B fewer times than packing it would. What
   // counts is every row the packed block serves: a row block of 12 (1056
   // rows in 6-row AVX2 tiles) packed once for all 88 of them. (Unpacked,
   // the tiles read B's rows a matrix row apart, a page each: AVX2 sgemm
-  // 1056 ran at 0.75x of 1024's speed.)
-  if (!bt || !ct || !bt.hasStaticShape() || !ct.hasStaticShape() || bt.getDimSize(1) % cols != 0 ||
-      std::max(ct.getDimSize(0), rowsServed) < 16)
+  // 1056 ran at 0.75x of 1024's speed.) bf16 on pair products packs
+  // whatever its rows: unpacked, B is widened to float32 instead, twice
+  // the bytes written (a swapped last layer of 10 columns, Zen 5: 19 ->
+  // 13 us).
+  if (std::max(ct.getDimSize(0), rowsServed) < 16 && !bf16Dot)
     return false;
   Location loc = block.getLoc();
-  Type et = bt.getElementType();
   int64_t k = bt.getDimSize(0), n = bt.getDimSize(1), m = ct.getDimSize(0), panels = n / cols;
   rewriter.setInsertionPoint(block);
-  Type at = getElementTypeOrSelf(a.getType()), accumulator = ct.getElementType();
-  bool bf16Dot =
-      strategy.registers.bf16DotProduct && et.isBF16() && at.isBF16() && accumulator.isF32();
   bool int8Dot = strategy.registers.int8DotProduct && et.isInteger(8) && at.isInteger(8) &&
                  accumulator.isInteger(32);
   // Dot products read their groups packed even from a single panel (a

@@ -245,8 +245,9 @@ public:
   /// multiple of 32) on vdpbf16ps pair products without AMX tiles (Zen 4),
   /// which swaps where weightSwap's sizes allow: the weight's rows are then
   /// the register tiles' broadcast pairs, read in place, and A^T's pairs
-  /// are packed instead of the weight's.
-  bool swapsOnPairProducts(linalg::MatmulOp matmul) const;
+  /// are packed instead of the weight's. A layer of fewer columns than the
+  /// lane sums' (the MLP's last) swaps only where `aComesTransposed`.
+  bool swapsOnPairProducts(linalg::MatmulOp matmul, bool aComesTransposed = false) const;
 
   /// Splits a matmul whose sizes the register tiles and cache blocks do not
   /// divide into the part they divide and the rest, until they do: columns

@@ -181,7 +181,7 @@ bool Scheduler::swapsOntoTiles(linalg::MatmulOp matmul) const {
 /// -> 0.211 ms, 64 0.450 -> 0.410, 128 0.87 -> 0.816, 256 1.80-1.96 ->
 /// 1.82-1.84, the packing of the weight's pairs each call traded for
 /// x^T's; two threads level at 64 to 256, batch 32 0.131-0.155 -> 0.123-0.128.)
-bool Scheduler::swapsOnPairProducts(linalg::MatmulOp matmul) const {
+bool Scheduler::swapsOnPairProducts(linalg::MatmulOp matmul, bool aComesTransposed) const {
   SmallVector<int64_t> ranges = bf16ProductRanges(matmul);
   if (ranges.empty() || !strategy.registers.bf16DotProduct ||
       strategy.registers.tilesFor(BFloat16Type::get(matmul.getContext())))
@@ -189,10 +189,13 @@ bool Scheduler::swapsOnPairProducts(linalg::MatmulOp matmul) const {
   // Rows past the matrix-vector products', in whole panels of C^T's
   // register tile (32 columns; the sizes measured: 48 or 80 would leave a
   // panel's remainder); columns past the narrow layers' lane sums; whole
-  // pairs.
+  // pairs. Fewer columns where A comes transposed from a swapped product
+  // (the MLP's last layer, 10 columns): A's lane sums would otherwise read A
+  // from a transposition back, and the swapped product packs A^T as the
+  // layer before packed its own.
   int64_t panel = strategy.registers.columns(cast<linalg::LinalgOp>(matmul.getOperation()));
-  return ranges[0] > kGemvMaxRows && ranges[0] % panel == 0 && ranges[1] >= kGemvNarrowColumns &&
-         ranges[2] % 2 == 0;
+  return ranges[0] > kGemvMaxRows && ranges[0] % panel == 0 &&
+         (ranges[1] >= kGemvNarrowColumns || aComesTransposed) && ranges[2] % 2 == 0;
 }
 
 std::optional<Scheduler::WeightSwap> Scheduler::weightSwap(linalg::MatmulOp matmul,
@@ -218,7 +221,11 @@ std::optional<Scheduler::WeightSwap> Scheduler::weightSwap(linalg::MatmulOp matm
   if (llvm::any_of(ranges, ShapedType::isDynamic))
     return std::nullopt;
   int64_t rows = ranges[0], columns = ranges[1], depth = ranges[2];
-  bool bf16Swap = swapsOntoTiles(matmul) || swapsOnPairProducts(matmul);
+  // Where A is computed by an op that reads a swapped product transposed,
+  // A^T costs nothing (computeTransposed).
+  swap.aProducer = transposableProducer(a);
+  bool bf16Swap =
+      swapsOntoTiles(matmul) || swapsOnPairProducts(matmul, aComesTransposed || swap.aProducer);
   if (!bf16Swap && (!isa<Float32Type, Float64Type>(et) || getElementTypeOrSelf(a.getType()) != et ||
                     getElementTypeOrSelf(b.getType()) != et))
     return std::nullopt;
@@ -229,10 +236,8 @@ std::optional<Scheduler::WeightSwap> Scheduler::weightSwap(linalg::MatmulOp matm
     return std::nullopt;
   // The weight at least kSwapWeightRatio times A: packing it cost more
   // than packing A and transposing the (rows x columns) result back.
-  // Where A is computed by an op that reads a swapped product transposed,
-  // A^T costs nothing (computeTransposed), and only the (columns x rows)
+  // Where A comes transposed (swap.aProducer), only the (columns x rows)
   // result is transposed back: the MLP's last layer, 10 columns.
-  swap.aProducer = transposableProducer(a);
   if (columns < kSwapWeightRatio * rows && !swap.aProducer && !aComesTransposed)
     return std::nullopt;
   // While A^T, packed, stays within twice the L2: on one or two threads,
@@ -329,6 +334,35 @@ void Scheduler::swapWeightProducts(IRRewriter &rewriter, ArrayRef<linalg::Linalg
     }
     auto swapped = linalg::MatmulOp::create(rewriter, loc, TypeRange{cT.getType()},
                                             ValueRange{weight, aT}, ValueRange{cT});
+    // On pair products, a weight of fewer rows than the lane sums take (the
+    // MLP's last layer, 10 classes) padded with zero rows to whole register
+    // tiles: the rows the tiles leave would be a product of their own, which
+    // packs A^T's pairs a second time (on two threads, alone while the other
+    // waits: 10 rows as 8 + 2 took 31 us of the MLP at batch 256 on a Zen 5,
+    // padded to 12, 18 us).
+    int64_t swappedRows = columns;
+    int64_t tileRows =
+        strategy.registers.matmulRows(cast<linalg::LinalgOp>(swapped.getOperation()));
+    if (fill && columns < kGemvNarrowColumns && columns % tileRows != 0 &&
+        swapsOnPairProducts(matmul, /*aComesTransposed=*/true)) {
+      swappedRows = llvm::alignTo(columns, tileRows);
+      Type weightType = getElementTypeOrSelf(weight.getType());
+      Value zero = arith::ConstantOp::create(rewriter, loc,
+                                             cast<TypedAttr>(rewriter.getZeroAttr(weightType)));
+      Value padded =
+          tensor::createPadHighOp(RankedTensorType::get({swappedRows, depth}, weightType), weight,
+                                  zero, /*nofold=*/false, loc, rewriter);
+      Value dest = bufferization::AllocTensorOp::create(
+          rewriter, loc, RankedTensorType::get({swappedRows, swappedColumns}, et), ValueRange{});
+      Operation *unpaddedFill = cT.getDefiningOp();
+      Operation *unpaddedDest = unpaddedFill->getOperand(1).getDefiningOp();
+      cT = linalg::FillOp::create(rewriter, loc, fill.getInputs(), dest)->getResult(0);
+      rewriter.eraseOp(swapped);
+      rewriter.eraseOp(unpaddedFill);
+      rewriter.eraseOp(unpaddedDest);
+      swapped = linalg::MatmulOp::create(rewriter, loc, TypeRange{cT.getType()},
+                                         ValueRange{padded, aT}, ValueRange{cT});
+    }
     // One reduction block as deep as the reduction (up to
     // kDeepReductionBlock): the weight is read in place, so a deeper block
     // packs no more, and each accumulator tile of C^T is loaded and stored
@@ -342,7 +376,7 @@ void Scheduler::swapWeightProducts(IRRewriter &rewriter, ArrayRef<linalg::Linalg
       setLoweringConfig(swapped, config.withCacheTile(block));
     }
     Value result = swapped->getResult(0);
-    if (swappedColumns != rows)
+    if (swappedColumns != rows || swappedRows != columns)
       result = tensor::ExtractSliceOp::create(
           rewriter, loc, result, getAsIndexOpFoldResult(ctx, {0, 0}),
           getAsIndexOpFoldResult(ctx, {columns, rows}), getAsIndexOpFoldResult(ctx, {1, 1}));
