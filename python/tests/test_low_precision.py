@@ -489,6 +489,33 @@ def test_bfloat16_mlp_swapped_on_pair_products(threads, batch):
     assert np.max(np.abs(got - ref) - 2.0 ** -6 * np.abs(ref)) <= 2e-2 * rms
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("batch,outputs", [(32, 1), (64, 3), (96, 7), (256, 10), (256, 12),
+                                           (64, 15), (256, 16)])
+def test_bfloat16_narrow_last_layer_after_a_swapped_one(threads, batch, outputs):
+    # A last layer of fewer outputs than the lane sums take (1 to 15), after
+    # a swapped bf16 layer: its x^T comes from the layer before's bias and
+    # ReLU, its weight padded with zero rows to whole register tiles (none
+    # padded where the tiles divide the outputs: 12, 16). Every output row
+    # and column against float64, the hidden layer rounded to bf16.
+    model = Model()
+    model |= Linear(512)(input="x", output="h1")
+    model |= ml.models.Relu()(input="h1", output="a1")
+    model |= Linear(outputs)(input="a1", output=ml.IOKey("y"))
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.bfloat16, num_threads=threads),
+                    shapes={"x": [batch, 384]})
+    params = {k: bf16(v) for k, v in pm.randomize_params(seed=7).items()}
+    x = bf16(np.random.default_rng(3).standard_normal((batch, 384)))
+    got = np.asarray(pm.evaluate(params, {"x": x})["y"], np.float64)
+    w1, b1, w2, b2 = (params[f"linear_{i}.{k}"].astype(np.float64)
+                      for i in (0, 1) for k in ("weight", "bias"))
+    a1 = bf16(np.maximum(x.astype(np.float64) @ w1.T + b1, 0)).astype(np.float64)
+    ref = a1 @ w2.T + b2
+    assert got.shape == (batch, outputs)
+    rms = np.sqrt(np.mean(ref ** 2))
+    assert np.max(np.abs(got - ref) - 2.0 ** -6 * np.abs(ref)) <= 2e-2 * rms
+
+
 def small_gradient_regression(n=1024):
     """A linear regression whose float16 gradients underflow: targets of
     order 1e-5, a mean over 1024 samples."""
