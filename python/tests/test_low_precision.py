@@ -422,6 +422,30 @@ def test_bfloat16_matrix_vector_products_accumulate_in_float32(target_cpu, batch
     assert np.max(np.abs(got - ref) - 2.0 ** -8 * np.abs(ref)) <= 1e-5 * rms
 
 
+def bf16_two_linear_layers(threads, batch, inputs, outputs, relu_last, seeds):
+    """Linear(512), ReLU, Linear(outputs) (and a ReLU if `relu_last`) in bf16
+    on `threads`, evaluated on random bf16 data: our outputs, and float64's
+    with the hidden layer rounded to bf16 as ours is."""
+    model = Model()
+    model |= Linear(512)(input="x", output="h1")
+    model |= ml.models.Relu()(input="h1", output="a1")
+    if relu_last:
+        model |= Linear(outputs)(input="a1", output="h2")
+        model |= ml.models.Relu()(input="h2", output=ml.IOKey("y"))
+    else:
+        model |= Linear(outputs)(input="a1", output=ml.IOKey("y"))
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.bfloat16, num_threads=threads),
+                    shapes={"x": [batch, inputs]})
+    params = {k: bf16(v) for k, v in pm.randomize_params(seed=seeds[0]).items()}
+    x = bf16(np.random.default_rng(seeds[1]).standard_normal((batch, inputs)))
+    got = np.asarray(pm.evaluate(params, {"x": x})["y"], np.float64)
+    w1, b1, w2, b2 = (params[f"linear_{i}.{k}"].astype(np.float64)
+                      for i in (0, 1) for k in ("weight", "bias"))
+    a1 = bf16(np.maximum(x.astype(np.float64) @ w1.T + b1, 0)).astype(np.float64)
+    ref = a1 @ w2.T + b2
+    return got, np.maximum(ref, 0) if relu_last else ref
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("batch", [1, 2, 4, 12, 16, 20, 32, 48, 64, 128])
 def test_bfloat16_linear_layers_swapped_onto_tiles(threads, batch):
@@ -433,20 +457,7 @@ def test_bfloat16_linear_layers_swapped_onto_tiles(threads, batch):
     # second's A^T directly). Elsewhere, and at 1 or 128 rows, the blocked
     # or matrix-vector products. Each layer's sums in float32, rounded to
     # bf16 after the bias and ReLU, against float64.
-    model = Model()
-    model |= Linear(512)(input="x", output="h1")
-    model |= ml.models.Relu()(input="h1", output="a1")
-    model |= Linear(256)(input="a1", output="h2")
-    model |= ml.models.Relu()(input="h2", output=ml.IOKey("y"))
-    pm = ml.compile(model, ml.MlirBackend(dtype=ml.bfloat16, num_threads=threads),
-                    shapes={"x": [batch, 784]})
-    params = {k: bf16(v) for k, v in pm.randomize_params(seed=3).items()}
-    x = bf16(np.random.default_rng(1).standard_normal((batch, 784)))
-    got = np.asarray(pm.evaluate(params, {"x": x})["y"], np.float64)
-    w1, b1, w2, b2 = (params[f"linear_{i}.{k}"].astype(np.float64)
-                      for i in (0, 1) for k in ("weight", "bias"))
-    a1 = bf16(np.maximum(x.astype(np.float64) @ w1.T + b1, 0)).astype(np.float64)
-    ref = np.maximum(a1 @ w2.T + b2, 0)
+    got, ref = bf16_two_linear_layers(threads, batch, 784, 256, relu_last=True, seeds=(3, 1))
     assert np.linalg.norm(got - ref) <= 8e-3 * np.linalg.norm(ref)
     # Nothing lost or swapped: each output within a few bf16 ulps of its
     # reference.
@@ -498,19 +509,8 @@ def test_bfloat16_narrow_last_layer_after_a_swapped_one(threads, batch, outputs)
     # ReLU, its weight padded with zero rows to whole register tiles (none
     # padded where the tiles divide the outputs: 12, 16). Every output row
     # and column against float64, the hidden layer rounded to bf16.
-    model = Model()
-    model |= Linear(512)(input="x", output="h1")
-    model |= ml.models.Relu()(input="h1", output="a1")
-    model |= Linear(outputs)(input="a1", output=ml.IOKey("y"))
-    pm = ml.compile(model, ml.MlirBackend(dtype=ml.bfloat16, num_threads=threads),
-                    shapes={"x": [batch, 384]})
-    params = {k: bf16(v) for k, v in pm.randomize_params(seed=7).items()}
-    x = bf16(np.random.default_rng(3).standard_normal((batch, 384)))
-    got = np.asarray(pm.evaluate(params, {"x": x})["y"], np.float64)
-    w1, b1, w2, b2 = (params[f"linear_{i}.{k}"].astype(np.float64)
-                      for i in (0, 1) for k in ("weight", "bias"))
-    a1 = bf16(np.maximum(x.astype(np.float64) @ w1.T + b1, 0)).astype(np.float64)
-    ref = a1 @ w2.T + b2
+    got, ref = bf16_two_linear_layers(threads, batch, 384, outputs, relu_last=False,
+                                      seeds=(7, 3))
     assert got.shape == (batch, outputs)
     rms = np.sqrt(np.mean(ref ** 2))
     assert np.max(np.abs(got - ref) - 2.0 ** -6 * np.abs(ref)) <= 2e-2 * rms
