@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import mithril as ml
-from mithril.models import (Add, Convolution2D, Linear, Mean, Model, Multiply, SquaredError, Sum,
-                            Tanh, TrainModel)
+from mithril.models import (Add, Convolution2D, Linear, MaxPool2D, Mean, Model, Multiply, Relu,
+                            SquaredError, Sum, Tanh, TrainModel)
 from mithril.types import from_bfloat16_bits, to_bfloat16_bits
 from small_models import small_cnn
 
@@ -647,6 +647,46 @@ def test_bfloat16_cnn_against_rounded_reference(threads):
     # near a bfloat16 tie may round to the other side, one unit in 2^8.
     close(got, want, 2e-2)
     assert np.mean(np.abs(got - want)) / np.sqrt(np.mean(want**2)) < 2e-3
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("n,c,f,h", [
+    (16, 32, 64, 14),  # the bench CNN's second convolution: 784 tiles in blocks
+    (4, 8, 32, 16),    # one panel of output channels
+    (3, 16, 96, 10),   # 75 tiles: no whole blocks, the products whole
+])
+def test_bfloat16_pooled_winograd_channels_last(threads, n, c, f, h):
+    # A bf16 convolution whose 2x2 max pooling folds into Winograd's output
+    # transform, with whole panels of 32 output channels, runs channels-last:
+    # the transformed input's [tiles, c] rows are the products' rows, their
+    # channel pairs read in place, and only the filters are packed into
+    # pairs. Against float64 with the convolution's result rounded to bf16
+    # before its ReLU and pooling.
+    model = Model()
+    model |= Convolution2D(kernel_size=3, out_channels=f, padding=1)(input="input")
+    model += Relu()
+    model += MaxPool2D(kernel_size=2)(output=ml.IOKey("output"))
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.bfloat16, num_threads=threads),
+                    shapes={"input": [n, c, h, h]})
+    params = {k: bf16(v) for k, v in pm.randomize_params(seed=11).items()}
+    x = bf16(np.random.default_rng(12).standard_normal((n, c, h, h)))
+    with ml.profile() as prof:
+        got = np.asarray(pm.evaluate(params, {"input": x})["output"], np.float64)
+    assert any("winograd products" in kernel for _, kernel, _, _ in prof.records)
+    t = {k: torch.tensor(np.asarray(v, np.float64)) for k, v in params.items()}
+    (weight,) = [k for k in t if k.endswith("weight")]
+    (bias,) = [k for k in t if k.endswith("bias")]
+    y = torch.nn.functional.conv2d(torch.tensor(np.asarray(x, np.float64)), t[weight], t[bias],
+                                   padding=1)
+    want = torch.nn.functional.max_pool2d(
+        torch.relu(torch.tensor(bf16(y.numpy()), dtype=torch.float64)), 2).numpy()
+    # Each output within two bf16 ulps of its reference (a value near a tie
+    # rounds either way) and the transformed operands' roundings (absolute,
+    # from the inputs' scale: up to 1.5e-2 of the RMS), and a few thousandths
+    # of the RMS on average (as the planar form's, measured alike: 2.3e-3).
+    rms = np.sqrt(np.mean(want**2))
+    assert np.max(np.abs(got - want) - 2.0**-7 * np.abs(want)) <= 2e-2 * rms
+    assert np.mean(np.abs(got - want)) / rms < 4e-3
 
 
 @pytest.mark.parametrize("target_cpu", ["host", "skylake-avx512"])

@@ -263,16 +263,22 @@ Value collapse(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape,
   return tensor::CollapseShapeOp::create(b, loc, type, v, reassociation);
 }
 
-/// The pooled convolution channels-last, for float32 products: the input
-/// [n, h, w, c] (a transpose of planes that mithril-fuse-elementwise cancels
-/// where the input was channels-last before), each transform a generic over
-/// vectors of channels, the products one batch matmul of the 16 points
-/// [tiles, c] x [c, f], and the pooled [tiles, f] transposed to planes. In
-/// planes, the input transform read 7-column rows of parity planes split
-/// from the padded input by a transpose of their own.
+/// The pooled convolution channels-last: the input [n, h, w, c] (a
+/// transpose of planes that mithril-fuse-elementwise cancels where the input
+/// was channels-last before), each transform a generic over vectors of
+/// channels, the products one batch matmul of the 16 points [tiles, c] x [c,
+/// f], and the pooled [tiles, f] transposed to planes. In planes, the input
+/// transform read 7-column rows of parity planes split from the padded input
+/// by a transpose of their own. With `bf16Products` (f a multiple of the
+/// panel), the transformed operands are rounded to bf16 and the products run
+/// on the dot-product register tiles: the points [tiles, c] are their rows,
+/// pairs of channels read in place, and only the filters are packed into
+/// pairs (in planes, the 16 points of the input were stacked into a padded
+/// tensor by copies, then packed into pairs: the bf16 CNN's input transform
+/// took 82 us against float32's 19).
 Value pooledWinogradChannelsLast(OpBuilder &b, Location loc, Value input, Value weight,
                                  ArrayRef<int64_t> padding, int64_t th, int64_t tw,
-                                 const PooledBlocks &pooled, unsigned threads) {
+                                 const PooledBlocks &pooled, unsigned threads, bool bf16Products) {
   MLIRContext *ctx = b.getContext();
   RankedTensorType xt = tensorType(input), wt = tensorType(weight);
   Type et = xt.getElementType();
@@ -284,9 +290,34 @@ Value pooledWinogradChannelsLast(OpBuilder &b, Location loc, Value input, Value 
     loc = FusedLoc::get(ctx, {convLoc, NameLoc::get(StringAttr::get(ctx, name))});
   };
 
-  // U[p, c, f] = G g G^T, loops (c, f).
+  // The transformed operands' type: f32, or bf16 for bf16 products.
+  Type pointType = bf16Products ? Type(b.getBF16Type()) : et;
+  auto narrow = [&](Arith &a, SmallVector<Value> values) {
+    if (bf16Products)
+      for (Value &v : values)
+        v = arith::TruncFOp::create(a.b, a.loc, pointType, v);
+    return values;
+  };
+
+  // U[p, c, f] = G g G^T, loops (c, f); bf16: each panel of the register
+  // tiles' columns with its channel pairs interleaved, [p, f / panel, c /
+  // 2, panel, 2].
   stage("winograd filter transform");
-  Value filters = stackPoints(b, loc, filterPoints(b, loc, weight, /*channelsFirst=*/true, et));
+  Value filters =
+      stackPoints(b, loc, filterPoints(b, loc, weight, /*channelsFirst=*/true, pointType, narrow));
+  if (bf16Products) {
+    int64_t panels = f / kBF16Panel;
+    Value split = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get({kPoints * kPoints, c / 2, 2, panels, kBF16Panel}, pointType),
+        filters, SmallVector<ReassociationIndices>{{0}, {1, 2}, {3, 4}});
+    filters = linalg::TransposeOp::create(
+                  b, loc, split,
+                  tensor::EmptyOp::create(
+                      b, loc, ArrayRef<int64_t>{kPoints * kPoints, panels, c / 2, kBF16Panel, 2},
+                      pointType),
+                  ArrayRef<int64_t>{0, 3, 1, 4, 2})
+                  .getResult()[0];
+  }
 
   // V[p, tiles, c] = B^T d B. The input channels-last, padded to whole
   // tiles and one more row and column, [n, th + 1, 2, tw + 1, 2, c]: block
@@ -308,6 +339,7 @@ Value pooledWinogradChannelsLast(OpBuilder &b, Location loc, Value input, Value 
         b, loc, RankedTensorType::get({n, th + 1, 2, tw + 1, 2, c}, et), padded,
         SmallVector<ReassociationIndices>{{0}, {1, 2}, {3, 4}, {5}});
     auto blockType = RankedTensorType::get({n, th, tw, c}, et);
+    auto pointBlockType = RankedTensorType::get({n, th, tw, c}, pointType);
     SmallVector<Value> blocks;
     for (int64_t i = 0; i < kPoints; ++i)
       for (int64_t j = 0; j < kPoints; ++j)
@@ -316,11 +348,11 @@ Value pooledWinogradChannelsLast(OpBuilder &b, Location loc, Value input, Value 
             indexAttrs(b, {n, th, 1, tw, 1, c}), indexAttrs(b, {1, 1, 1, 1, 1, 1})));
     SmallVector<AffineMap> maps(kPoints * kPoints, b.getMultiDimIdentityMap(4));
     SmallVector<Value> parts;
-    for (Value v :
-         buildPointwise(b, loc, 4, blocks, maps, emptyTensors(b, loc, blockType, kPoints * kPoints),
-                        [&](Arith &a, ValueRange x) {
-                          return transform2D(a, llvm::to_vector(x), kPoints, inputTransform);
-                        }))
+    for (Value v : buildPointwise(
+             b, loc, 4, blocks, maps, emptyTensors(b, loc, pointBlockType, kPoints * kPoints),
+             [&](Arith &a, ValueRange x) {
+               return narrow(a, transform2D(a, llvm::to_vector(x), kPoints, inputTransform));
+             }))
       parts.push_back(collapse(b, loc, v, {tiles, c}, {{0, 1, 2}, {3}}));
     points = stackPoints(b, loc, parts);
   }
@@ -333,10 +365,40 @@ Value pooledWinogradChannelsLast(OpBuilder &b, Location loc, Value input, Value 
       ctx, {convLoc, NameLoc::get(StringAttr::get(ctx, "winograd output transform"))});
   auto productsAndPooling = [&](OpBuilder &nb, Value pointRows, int64_t rows) -> Value {
     auto productsType = RankedTensorType::get({kPoints * kPoints, rows, f}, et);
-    Value products = linalg::BatchMatmulOp::create(
-                         nb, productsLoc, TypeRange{productsType}, ValueRange{pointRows, filters},
-                         ValueRange{zeroFilled(nb, productsLoc, productsType)})
-                         .getResult(0);
+    Value products;
+    if (bf16Products) {
+      // Loops (p, row, panel, column, c / 2, pair): per point, the rows'
+      // channel pairs times the filters' panels, f32 sums: the packed
+      // matmul's dot-product register tiles (vdpbf16ps).
+      int64_t panels = f / kBF16Panel;
+      Value pairs = tensor::ExpandShapeOp::create(
+          nb, productsLoc, RankedTensorType::get({kPoints * kPoints, rows, c / 2, 2}, pointType),
+          pointRows, SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+      auto type = RankedTensorType::get({kPoints * kPoints, rows, panels, kBF16Panel}, et);
+      SmallVector<AffineMap> maps = {AffineMap::get(6, 0, {d(0), d(1), d(4), d(5)}, ctx),
+                                     AffineMap::get(6, 0, {d(0), d(2), d(4), d(3), d(5)}, ctx),
+                                     AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, ctx)};
+      SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
+      iterators.append(2, utils::IteratorType::reduction);
+      auto generic = linalg::GenericOp::create(
+          nb, productsLoc, TypeRange{type}, ValueRange{pairs, filters},
+          zeroFilled(nb, productsLoc, type), maps, iterators,
+          [&](OpBuilder &gb, Location gl, ValueRange args) {
+            Value v = arith::ExtFOp::create(gb, gl, et, args[0]);
+            Value u = arith::ExtFOp::create(gb, gl, et, args[1]);
+            Value product = arith::MulFOp::create(gb, gl, v, u);
+            linalg::YieldOp::create(gb, gl,
+                                    arith::AddFOp::create(gb, gl, args[2], product).getResult());
+          });
+      setCpuKernel(generic, CpuKernel::PackedMatmul);
+      products = collapse(nb, productsLoc, generic.getResult(0), {kPoints * kPoints, rows, f},
+                          {{0}, {1}, {2, 3}});
+    } else {
+      products = linalg::BatchMatmulOp::create(
+                     nb, productsLoc, TypeRange{productsType}, ValueRange{pointRows, filters},
+                     ValueRange{zeroFilled(nb, productsLoc, productsType)})
+                     .getResult(0);
+    }
     SmallVector<Value> inputs;
     for (int64_t p = 0; p < kPoints * kPoints; ++p)
       inputs.push_back(tensor::ExtractSliceOp::create(
@@ -384,8 +446,8 @@ Value pooledWinogradChannelsLast(OpBuilder &b, Location loc, Value input, Value 
         [&](OpBuilder &lb, Location, Value offset, ValueRange acc) {
           Value row = arith::AddIOp::create(lb, productsLoc, first, offset);
           Value pointRows = tensor::ExtractSliceOp::create(
-              lb, productsLoc, RankedTensorType::get({kPoints * kPoints, blockRows, c}, et), points,
-              ArrayRef<OpFoldResult>{lb.getIndexAttr(0), row, lb.getIndexAttr(0)},
+              lb, productsLoc, RankedTensorType::get({kPoints * kPoints, blockRows, c}, pointType),
+              points, ArrayRef<OpFoldResult>{lb.getIndexAttr(0), row, lb.getIndexAttr(0)},
               indexAttrs(lb, {kPoints * kPoints, blockRows, c}), indexAttrs(lb, {1, 1, 1}));
           Value block = productsAndPooling(lb, pointRows, blockRows);
           Value updated = tensor::InsertSliceOp::create(
@@ -432,8 +494,10 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
     return std::nullopt;
   int64_t th = llvm::divideCeil(oh, kOutputs), tw = llvm::divideCeil(ow, kOutputs);
   int64_t tiles = n * th * tw;
-  if (pooled && !bf16Products)
-    return pooledWinogradChannelsLast(b, loc, input, weight, padding, th, tw, *pooled, threads);
+  // (bf16 products channels-last take whole panels of output channels.)
+  if (pooled && (!bf16Products || f % kBF16Panel == 0))
+    return pooledWinogradChannelsLast(b, loc, input, weight, padding, th, tw, *pooled, threads,
+                                      bf16Products);
   // Tiles are the matmuls' columns: a whole number of register tiles, or
   // padded up to one (in bf16, of panels of the dot-product tiles' width).
   int64_t columns = llvm::alignTo(tiles, bf16Products ? kBF16Panel : kConvFlatLanes);
