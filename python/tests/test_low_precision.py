@@ -689,6 +689,49 @@ def test_bfloat16_pooled_winograd_channels_last(threads, n, c, f, h):
     assert np.mean(np.abs(got - want)) / rms < 4e-3
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("n,c,f,h,w,padding", [
+    (16, 32, 64, 14, 14, 1),  # the bench CNN's second convolution, unpooled
+    (3, 16, 96, 9, 11, 1),    # odd output: the last block row and column cut
+    (2, 12, 32, 7, 6, 0),     # no padding
+])
+def test_bfloat16_winograd_channels_last_unpooled(threads, n, c, f, h, w, padding):
+    # A bf16 Winograd convolution with output channels in whole panels of 32
+    # and no pooling runs channels-last too, its four outputs a tile
+    # interleaved channels-last and transposed to planes; and the gradients
+    # of a mixed-precision one (its input gradient a Winograd convolution as
+    # well) against float32's.
+    model = Model()
+    model |= Convolution2D(kernel_size=3, out_channels=f, padding=padding)(
+        input="input", output=ml.IOKey("output"))
+    pm = ml.compile(model, ml.MlirBackend(dtype=ml.bfloat16, num_threads=threads),
+                    shapes={"input": [n, c, h, w]})
+    params = {k: bf16(v) for k, v in pm.randomize_params(seed=11).items()}
+    x = bf16(np.random.default_rng(12).standard_normal((n, c, h, w)))
+    got = np.asarray(pm.evaluate(params, {"input": x})["output"], np.float64)
+    t = {k: torch.tensor(np.asarray(v, np.float64)) for k, v in params.items()}
+    (weight,) = [k for k in t if k.endswith("weight")]
+    (bias,) = [k for k in t if k.endswith("bias")]
+    y = torch.nn.functional.conv2d(torch.tensor(np.asarray(x, np.float64)), t[weight], t[bias],
+                                   padding=padding)
+    want = bf16(y.numpy()).astype(np.float64)
+    rms = np.sqrt(np.mean(want**2))
+    assert got.shape == want.shape
+    assert np.max(np.abs(got - want) - 2.0**-7 * np.abs(want)) <= 3e-2 * rms
+    assert np.mean(np.abs(got - want)) / rms < 5e-3
+    # Mixed precision: float32 terminals, bf16 between; its gradients within
+    # bf16's reach of float32's.
+    mixed = ml.compile(model, ml.MlirBackend(precision="bfloat16", num_threads=threads),
+                       shapes={"input": [n, c, h, w]}, mixed_precision=True)
+    full = ml.compile(model, ml.MlirBackend(num_threads=threads), shapes={"input": [n, c, h, w]})
+    seeds = {"output": np.ones(full.shapes["output"], np.float32)}
+    p32 = {k: np.asarray(v, np.float32) for k, v in params.items()}
+    _, grads = mixed.evaluate(p32, {"input": x}, output_gradients=seeds)
+    _, ref = full.evaluate(p32, {"input": x}, output_gradients=seeds)
+    for k in ref:
+        close(grads[k], np.asarray(ref[k], np.float64), 2e-2)
+
+
 @pytest.mark.parametrize("target_cpu", ["host", "skylake-avx512"])
 @pytest.mark.parametrize("batch, channels, size", [
     (4, 5, 12),   # input channels in tiles of 1

@@ -263,7 +263,7 @@ Value collapse(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape,
   return tensor::CollapseShapeOp::create(b, loc, type, v, reassociation);
 }
 
-/// The pooled convolution channels-last: the input [n, h, w, c] (a
+/// The convolution channels-last, pooled: the input [n, h, w, c] (a
 /// transpose of planes that mithril-fuse-elementwise cancels where the input
 /// was channels-last before), each transform a generic over vectors of
 /// channels, the products one batch matmul of the 16 points [tiles, c] x [c,
@@ -275,10 +275,14 @@ Value collapse(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape,
 /// pairs of channels read in place, and only the filters are packed into
 /// pairs (in planes, the 16 points of the input were stacked into a padded
 /// tensor by copies, then packed into pairs: the bf16 CNN's input transform
-/// took 82 us against float32's 19).
-Value pooledWinogradChannelsLast(OpBuilder &b, Location loc, Value input, Value weight,
-                                 ArrayRef<int64_t> padding, int64_t th, int64_t tw,
-                                 const PooledBlocks &pooled, unsigned threads, bool bf16Products) {
+/// took 82 us against float32's 19). Without `pooled` (bf16 products only),
+/// the [oh, ow] output of each tile's four values interleaved channels-last,
+/// then transposed to planes (the bench CNN's gradients in mixed bf16, on a
+/// Zen 5 core: 1.97 -> 1.64 ms).
+Value winogradChannelsLast(OpBuilder &b, Location loc, Value input, Value weight,
+                           ArrayRef<int64_t> padding, int64_t th, int64_t tw, int64_t oh,
+                           int64_t ow, const PooledBlocks *pooled, unsigned threads,
+                           bool bf16Products) {
   MLIRContext *ctx = b.getContext();
   RankedTensorType xt = tensorType(input), wt = tensorType(weight);
   Type et = xt.getElementType();
@@ -363,7 +367,7 @@ Value pooledWinogradChannelsLast(OpBuilder &b, Location loc, Value input, Value 
       FusedLoc::get(ctx, {convLoc, NameLoc::get(StringAttr::get(ctx, "winograd products"))});
   Location outputLoc = FusedLoc::get(
       ctx, {convLoc, NameLoc::get(StringAttr::get(ctx, "winograd output transform"))});
-  auto productsAndPooling = [&](OpBuilder &nb, Value pointRows, int64_t rows) -> Value {
+  auto productsOf = [&](OpBuilder &nb, Value pointRows, int64_t rows) -> Value {
     auto productsType = RankedTensorType::get({kPoints * kPoints, rows, f}, et);
     Value products;
     if (bf16Products) {
@@ -399,20 +403,70 @@ Value pooledWinogradChannelsLast(OpBuilder &b, Location loc, Value input, Value 
                      ValueRange{zeroFilled(nb, productsLoc, productsType)})
                      .getResult(0);
     }
-    SmallVector<Value> inputs;
+    return products;
+  };
+  // The 16 points' [rows, f] slices of the products.
+  auto pointSlices = [&](OpBuilder &nb, Value products, int64_t rows) {
+    SmallVector<Value> slices;
     for (int64_t p = 0; p < kPoints * kPoints; ++p)
-      inputs.push_back(tensor::ExtractSliceOp::create(
+      slices.push_back(tensor::ExtractSliceOp::create(
           nb, outputLoc, RankedTensorType::get({rows, f}, et), products, indexAttrs(nb, {p, 0, 0}),
           indexAttrs(nb, {1, rows, f}), indexAttrs(nb, {1, 1, 1})));
+    return slices;
+  };
+  if (!pooled) {
+    // Unpooled: the products whole (the schedule splits them by points), the
+    // four outputs of each tile interleaved channels-last, [n, th, 2, tw, 2,
+    // f], then transposed to planes and cut to the output's size.
+    SmallVector<Value> rows = pointSlices(b, productsOf(b, points, tiles), tiles);
+    SmallVector<AffineMap> maps(kPoints * kPoints, b.getMultiDimIdentityMap(2));
+    SmallVector<Value> outputs;
+    for (Value y : buildPointwise(
+             b, outputLoc, 2, rows, maps,
+             emptyTensors(b, outputLoc, RankedTensorType::get({tiles, f}, et), kOutputs * kOutputs),
+             [](Arith &a, ValueRange m) {
+               return transform2D(a, llvm::to_vector(m), kPoints, outputTransform);
+             }))
+      outputs.push_back(
+          tensor::ExpandShapeOp::create(b, outputLoc, RankedTensorType::get({n, th, tw, f}, et), y,
+                                        SmallVector<ReassociationIndices>{{0, 1, 2}, {3}}));
+    // Loops n, ty, i, tx, j, f; output (i, j) of tile (n, ty, tx).
+    SmallVector<AffineMap> gridMaps(kOutputs * kOutputs,
+                                    AffineMap::get(6, 0, {d(0), d(1), d(3), d(5)}, ctx));
+    auto gridType = RankedTensorType::get({n, th, kOutputs, tw, kOutputs, f}, et);
+    Value grid = buildPointwise(
+        b, outputLoc, 6, outputs, gridMaps, emptyTensors(b, outputLoc, gridType, 1),
+        [&](Arith &a, ValueRange y) -> SmallVector<Value> {
+          Value i = linalg::IndexOp::create(a.b, a.loc, 2),
+                j = linalg::IndexOp::create(a.b, a.loc, 4);
+          Value zeroIndex = arith::ConstantIndexOp::create(a.b, a.loc, 0);
+          Value top = arith::CmpIOp::create(a.b, a.loc, arith::CmpIPredicate::eq, i, zeroIndex);
+          Value left = arith::CmpIOp::create(a.b, a.loc, arith::CmpIPredicate::eq, j, zeroIndex);
+          Value upper = arith::SelectOp::create(a.b, a.loc, left, y[0], y[1]);
+          Value lower = arith::SelectOp::create(a.b, a.loc, left, y[2], y[3]);
+          return {arith::SelectOp::create(a.b, a.loc, top, upper, lower)};
+        })[0];
+    int64_t gh = th * kOutputs, gw = tw * kOutputs;
+    Value whole = channelsLastToPlanes(
+        b, outputLoc, collapse(b, outputLoc, grid, {n, gh * gw, f}, {{0}, {1, 2, 3, 4}, {5}}), gh,
+        gw);
+    if (gh == oh && gw == ow)
+      return whole;
+    return tensor::ExtractSliceOp::create(
+        b, outputLoc, RankedTensorType::get({n, f, oh, ow}, et), whole, indexAttrs(b, {0, 0, 0, 0}),
+        indexAttrs(b, {n, f, oh, ow}), indexAttrs(b, {1, 1, 1, 1}));
+  }
+  auto productsAndPooling = [&](OpBuilder &nb, Value pointRows, int64_t rows) -> Value {
+    SmallVector<Value> inputs = pointSlices(nb, productsOf(nb, pointRows, rows), rows);
     SmallVector<AffineMap> maps(kPoints * kPoints, nb.getMultiDimIdentityMap(2));
-    if (pooled.bias) {
-      inputs.push_back(pooled.bias);
+    if (pooled->bias) {
+      inputs.push_back(pooled->bias);
       maps.push_back(AffineMap::get(2, 0, {d(1)}, ctx));
     }
     return buildPointwise(nb, outputLoc, 2, inputs, maps,
                           emptyTensors(nb, outputLoc, RankedTensorType::get({rows, f}, et), 1),
                           [&](Arith &a, ValueRange m) -> SmallVector<Value> {
-                            return {pooledBlock(a, m, pooled)};
+                            return {pooledBlock(a, m, *pooled)};
                           })[0];
   };
   // P[tiles, f] as planes [n, f, th, tw].
@@ -494,10 +548,11 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
     return std::nullopt;
   int64_t th = llvm::divideCeil(oh, kOutputs), tw = llvm::divideCeil(ow, kOutputs);
   int64_t tiles = n * th * tw;
-  // (bf16 products channels-last take whole panels of output channels.)
-  if (pooled && (!bf16Products || f % kBF16Panel == 0))
-    return pooledWinogradChannelsLast(b, loc, input, weight, padding, th, tw, *pooled, threads,
-                                      bf16Products);
+  // (bf16 products channels-last take whole panels of output channels,
+  // pooled or not: unpooled, their four outputs then transpose to planes.)
+  if ((pooled && !bf16Products) || (bf16Products && f % kBF16Panel == 0))
+    return winogradChannelsLast(b, loc, input, weight, padding, th, tw, oh, ow, pooled, threads,
+                                bf16Products);
   // Tiles are the matmuls' columns: a whole number of register tiles, or
   // padded up to one (in bf16, of panels of the dot-product tiles' width).
   int64_t columns = llvm::alignTo(tiles, bf16Products ? kBF16Panel : kConvFlatLanes);

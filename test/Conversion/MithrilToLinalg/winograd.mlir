@@ -174,3 +174,22 @@ mithril.model @WinogradBF16(data %x: tensor<2x8x6x6xf32>, param %w: tensor<16x8x
   %c = mithril.conv2d %x, %w, %b {dilation = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x8x6x6xf32>, tensor<16x8x3x3xf32>, tensor<16xf32>) -> tensor<2x16x6x6xf32>
   mithril.output %c : tensor<2x16x6x6xf32>
 }
+
+// -----
+
+// With bf16-products and output channels in whole panels of 32, the
+// unpooled convolution runs channels-last: the points [16, tiles, C] are the
+// dot-product tiles' rows (channel pairs read in place, [16, tiles, C / 2,
+// 2]), only the filters are packed into pairs, and the four outputs of each
+// tile are interleaved channels-last, [N, TH, 2, TW, 2, F], then transposed
+// to planes.
+// BF16-LABEL: func.func @WinogradBF16ChannelsLast(
+// BF16: %[[U:.+]] = linalg.transpose ins(%{{.+}} : tensor<16x4x2x1x32xbf16>) outs(%{{.+}} : tensor<16x1x4x32x2xbf16>) permutation = [0, 3, 1, 4, 2]
+// BF16: %[[V:.+]] = tensor.expand_shape %{{.+}} {{\[}}[0], [1], [2, 3]] output_shape [16, 18, 4, 2] : tensor<16x18x8xbf16> into tensor<16x18x4x2xbf16>
+// BF16: linalg.generic {{.*}} ins(%[[V]], %[[U]] : tensor<16x18x4x2xbf16>, tensor<16x1x4x32x2xbf16>) outs(%{{.+}} : tensor<16x18x1x32xf32>) attrs = {mithril.lowering_config = #mithril.lowering_config<kernel = packed_matmul>}
+// BF16: } -> tensor<2x3x2x3x2x32xf32>
+// BF16: linalg.transpose ins(%{{.+}} : tensor<2x36x32xf32>) outs(%{{.+}} : tensor<2x32x36xf32>) permutation = [0, 2, 1]
+mithril.model @WinogradBF16ChannelsLast(data %x: tensor<2x8x6x6xf32>, param %w: tensor<32x8x3x3xf32>, param %b: tensor<32xf32>) -> (y: tensor<2x32x6x6xf32>) {
+  %c = mithril.conv2d %x, %w, %b {dilation = array<i64: 1, 1>, padding = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x8x6x6xf32>, tensor<32x8x3x3xf32>, tensor<32xf32>) -> tensor<2x32x6x6xf32>
+  mithril.output %c : tensor<2x32x6x6xf32>
+}
