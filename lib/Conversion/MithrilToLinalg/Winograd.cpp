@@ -158,6 +158,89 @@ SmallVector<Value> emptyTensors(OpBuilder &b, Location loc, RankedTensorType typ
   return empties;
 }
 
+/// Output (i, j) of a tile's four outputs `y` (row-major), i and j the
+/// indices of loops `iLoop` and `jLoop`: the value a grid of tiles
+/// interleaved with their outputs takes there.
+Value tileOutput(Arith &a, ValueRange y, unsigned iLoop, unsigned jLoop) {
+  Value i = linalg::IndexOp::create(a.b, a.loc, iLoop),
+        j = linalg::IndexOp::create(a.b, a.loc, jLoop);
+  Value zeroIndex = arith::ConstantIndexOp::create(a.b, a.loc, 0);
+  Value top = arith::CmpIOp::create(a.b, a.loc, arith::CmpIPredicate::eq, i, zeroIndex);
+  Value left = arith::CmpIOp::create(a.b, a.loc, arith::CmpIPredicate::eq, j, zeroIndex);
+  Value upper = arith::SelectOp::create(a.b, a.loc, left, y[0], y[1]);
+  Value lower = arith::SelectOp::create(a.b, a.loc, left, y[2], y[3]);
+  return arith::SelectOp::create(a.b, a.loc, top, upper, lower);
+}
+
+/// The stacked points `stack` [16, k, columns] (k even, columns whole
+/// panels) as the dot-product tiles' packed operand: each panel of columns
+/// with its pairs along k interleaved, [16, columns / panel, k / 2, panel,
+/// 2], so that a tile's step reads one contiguous row of pairs.
+Value pairPanels(OpBuilder &b, Location loc, Value stack) {
+  RankedTensorType type = tensorType(stack);
+  int64_t k = type.getDimSize(1), panels = type.getDimSize(2) / kBF16Panel;
+  Type et = type.getElementType();
+  Value split = tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get({kPoints * kPoints, k / 2, 2, panels, kBF16Panel}, et), stack,
+      SmallVector<ReassociationIndices>{{0}, {1, 2}, {3, 4}});
+  Value packed = tensor::EmptyOp::create(
+      b, loc, ArrayRef<int64_t>{kPoints * kPoints, panels, k / 2, kBF16Panel, 2}, et);
+  return linalg::TransposeOp::create(b, loc, split, packed, ArrayRef<int64_t>{0, 3, 1, 4, 2})
+      .getResult()[0];
+}
+
+/// The 16 points' products of `rows` [16, m, k / 2, 2] (pairs along k) by
+/// the packed `panels` [16, n / panel, k / 2, panel, 2] (pairPanels), in
+/// `accumulator` sums, [16, m, n / panel, panel]: loops (p, m, panel,
+/// column, k / 2, pair), the packed matmul's dot-product register tiles
+/// (vdpbf16ps, or AMX tiles) after their unit loops drop.
+Value pairProducts(OpBuilder &b, Location loc, Value rows, Value panels, Type accumulator) {
+  MLIRContext *ctx = b.getContext();
+  auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+  RankedTensorType rowsType = tensorType(rows), panelsType = tensorType(panels);
+  auto type = RankedTensorType::get(
+      {kPoints * kPoints, rowsType.getDimSize(1), panelsType.getDimSize(1), kBF16Panel},
+      accumulator);
+  SmallVector<AffineMap> maps = {AffineMap::get(6, 0, {d(0), d(1), d(4), d(5)}, ctx),
+                                 AffineMap::get(6, 0, {d(0), d(2), d(4), d(3), d(5)}, ctx),
+                                 AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, ctx)};
+  SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
+  iterators.append(2, utils::IteratorType::reduction);
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{type}, ValueRange{rows, panels}, zeroFilled(b, loc, type), maps, iterators,
+      [&](OpBuilder &nb, Location nl, ValueRange args) {
+        Value x = arith::ExtFOp::create(nb, nl, accumulator, args[0]);
+        Value y = arith::ExtFOp::create(nb, nl, accumulator, args[1]);
+        Value product = arith::MulFOp::create(nb, nl, x, y);
+        linalg::YieldOp::create(nb, nl,
+                                arith::AddFOp::create(nb, nl, args[2], product).getResult());
+      });
+  setCpuKernel(generic, CpuKernel::PackedMatmul);
+  return generic.getResult(0);
+}
+
+/// `values` rounded to `pointType` where it is not theirs (bf16 for bf16
+/// products).
+SmallVector<Value> roundPoints(Arith &a, Type pointType, SmallVector<Value> values) {
+  for (Value &v : values)
+    if (v.getType() != pointType)
+      v = arith::TruncFOp::create(a.b, a.loc, pointType, v);
+  return values;
+}
+
+/// The grid `shape` of 6 loops whose element at loops (iLoop, jLoop) = (i, j)
+/// of a tile is that tile's output (i, j), each of the four `outputs` read
+/// through `map`.
+Value interleaveOutputs(OpBuilder &b, Location loc, ValueRange outputs, ArrayRef<int64_t> shape,
+                        AffineMap map, unsigned iLoop, unsigned jLoop) {
+  auto gridType = RankedTensorType::get(shape, tensorType(outputs.front()).getElementType());
+  SmallVector<AffineMap> maps(outputs.size(), map);
+  return buildPointwise(b, loc, 6, outputs, maps, emptyTensors(b, loc, gridType, 1),
+                        [&](Arith &a, ValueRange y) -> SmallVector<Value> {
+                          return {tileOutput(a, y, iLoop, jLoop)};
+                        })[0];
+}
+
 /// G g G^T of each 3x3 kernel of `weight` [F, C, 3, 3]: the 16 points, each
 /// [F, C] (loops f, c), or [C, F] with `channelsFirst` (loops c, f), in
 /// `pointType`, each point through `round` where given (to bf16).
@@ -297,10 +380,7 @@ Value winogradChannelsLast(OpBuilder &b, Location loc, Value input, Value weight
   // The transformed operands' type: f32, or bf16 for bf16 products.
   Type pointType = bf16Products ? Type(b.getBF16Type()) : et;
   auto narrow = [&](Arith &a, SmallVector<Value> values) {
-    if (bf16Products)
-      for (Value &v : values)
-        v = arith::TruncFOp::create(a.b, a.loc, pointType, v);
-    return values;
+    return roundPoints(a, pointType, std::move(values));
   };
 
   // U[p, c, f] = G g G^T, loops (c, f); bf16: each panel of the register
@@ -309,19 +389,8 @@ Value winogradChannelsLast(OpBuilder &b, Location loc, Value input, Value weight
   stage("winograd filter transform");
   Value filters =
       stackPoints(b, loc, filterPoints(b, loc, weight, /*channelsFirst=*/true, pointType, narrow));
-  if (bf16Products) {
-    int64_t panels = f / kBF16Panel;
-    Value split = tensor::ExpandShapeOp::create(
-        b, loc, RankedTensorType::get({kPoints * kPoints, c / 2, 2, panels, kBF16Panel}, pointType),
-        filters, SmallVector<ReassociationIndices>{{0}, {1, 2}, {3, 4}});
-    filters = linalg::TransposeOp::create(
-                  b, loc, split,
-                  tensor::EmptyOp::create(
-                      b, loc, ArrayRef<int64_t>{kPoints * kPoints, panels, c / 2, kBF16Panel, 2},
-                      pointType),
-                  ArrayRef<int64_t>{0, 3, 1, 4, 2})
-                  .getResult()[0];
-  }
+  if (bf16Products)
+    filters = pairPanels(b, loc, filters);
 
   // V[p, tiles, c] = B^T d B. The input channels-last, padded to whole
   // tiles and one more row and column, [n, th + 1, 2, tw + 1, 2, c]: block
@@ -374,29 +443,11 @@ Value winogradChannelsLast(OpBuilder &b, Location loc, Value input, Value weight
       // Loops (p, row, panel, column, c / 2, pair): per point, the rows'
       // channel pairs times the filters' panels, f32 sums: the packed
       // matmul's dot-product register tiles (vdpbf16ps).
-      int64_t panels = f / kBF16Panel;
       Value pairs = tensor::ExpandShapeOp::create(
           nb, productsLoc, RankedTensorType::get({kPoints * kPoints, rows, c / 2, 2}, pointType),
           pointRows, SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
-      auto type = RankedTensorType::get({kPoints * kPoints, rows, panels, kBF16Panel}, et);
-      SmallVector<AffineMap> maps = {AffineMap::get(6, 0, {d(0), d(1), d(4), d(5)}, ctx),
-                                     AffineMap::get(6, 0, {d(0), d(2), d(4), d(3), d(5)}, ctx),
-                                     AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, ctx)};
-      SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
-      iterators.append(2, utils::IteratorType::reduction);
-      auto generic = linalg::GenericOp::create(
-          nb, productsLoc, TypeRange{type}, ValueRange{pairs, filters},
-          zeroFilled(nb, productsLoc, type), maps, iterators,
-          [&](OpBuilder &gb, Location gl, ValueRange args) {
-            Value v = arith::ExtFOp::create(gb, gl, et, args[0]);
-            Value u = arith::ExtFOp::create(gb, gl, et, args[1]);
-            Value product = arith::MulFOp::create(gb, gl, v, u);
-            linalg::YieldOp::create(gb, gl,
-                                    arith::AddFOp::create(gb, gl, args[2], product).getResult());
-          });
-      setCpuKernel(generic, CpuKernel::PackedMatmul);
-      products = collapse(nb, productsLoc, generic.getResult(0), {kPoints * kPoints, rows, f},
-                          {{0}, {1}, {2, 3}});
+      products = collapse(nb, productsLoc, pairProducts(nb, productsLoc, pairs, filters, et),
+                          {kPoints * kPoints, rows, f}, {{0}, {1}, {2, 3}});
     } else {
       products = linalg::BatchMatmulOp::create(
                      nb, productsLoc, TypeRange{productsType}, ValueRange{pointRows, filters},
@@ -431,21 +482,8 @@ Value winogradChannelsLast(OpBuilder &b, Location loc, Value input, Value weight
           tensor::ExpandShapeOp::create(b, outputLoc, RankedTensorType::get({n, th, tw, f}, et), y,
                                         SmallVector<ReassociationIndices>{{0, 1, 2}, {3}}));
     // Loops n, ty, i, tx, j, f; output (i, j) of tile (n, ty, tx).
-    SmallVector<AffineMap> gridMaps(kOutputs * kOutputs,
-                                    AffineMap::get(6, 0, {d(0), d(1), d(3), d(5)}, ctx));
-    auto gridType = RankedTensorType::get({n, th, kOutputs, tw, kOutputs, f}, et);
-    Value grid = buildPointwise(
-        b, outputLoc, 6, outputs, gridMaps, emptyTensors(b, outputLoc, gridType, 1),
-        [&](Arith &a, ValueRange y) -> SmallVector<Value> {
-          Value i = linalg::IndexOp::create(a.b, a.loc, 2),
-                j = linalg::IndexOp::create(a.b, a.loc, 4);
-          Value zeroIndex = arith::ConstantIndexOp::create(a.b, a.loc, 0);
-          Value top = arith::CmpIOp::create(a.b, a.loc, arith::CmpIPredicate::eq, i, zeroIndex);
-          Value left = arith::CmpIOp::create(a.b, a.loc, arith::CmpIPredicate::eq, j, zeroIndex);
-          Value upper = arith::SelectOp::create(a.b, a.loc, left, y[0], y[1]);
-          Value lower = arith::SelectOp::create(a.b, a.loc, left, y[2], y[3]);
-          return {arith::SelectOp::create(a.b, a.loc, top, upper, lower)};
-        })[0];
+    Value grid = interleaveOutputs(b, outputLoc, outputs, {n, th, kOutputs, tw, kOutputs, f},
+                                   AffineMap::get(6, 0, {d(0), d(1), d(3), d(5)}, ctx), 2, 4);
     int64_t gh = th * kOutputs, gw = tw * kOutputs;
     Value whole = channelsLastToPlanes(
         b, outputLoc, collapse(b, outputLoc, grid, {n, gh * gw, f}, {{0}, {1, 2, 3, 4}, {5}}), gh,
@@ -556,16 +594,12 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
   // Tiles are the matmuls' columns: a whole number of register tiles, or
   // padded up to one (in bf16, of panels of the dot-product tiles' width).
   int64_t columns = llvm::alignTo(tiles, bf16Products ? kBF16Panel : kConvFlatLanes);
-  int64_t panels = columns / kBF16Panel;
   MLIRContext *ctx = b.getContext();
   Type et = xt.getElementType();
   // The transformed operands' type: f32, or bf16 for bf16 products.
   Type pointType = bf16Products ? Type(b.getBF16Type()) : et;
   auto narrow = [&](Arith &a, SmallVector<Value> values) {
-    if (bf16Products)
-      for (Value &v : values)
-        v = arith::TruncFOp::create(a.b, a.loc, pointType, v);
-    return values;
+    return roundPoints(a, pointType, std::move(values));
   };
   auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
 
@@ -643,19 +677,8 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
     // bf16: panels of the register tiles' columns, each channel pair's
     // columns interleaved, [16, panels, c / 2, panel, 2]: a tile's step
     // reads one contiguous row of pairs.
-    if (bf16Products) {
-      Value split = tensor::ExpandShapeOp::create(
-          b, loc,
-          RankedTensorType::get({kPoints * kPoints, c / 2, 2, panels, kBF16Panel}, pointType),
-          points, SmallVector<ReassociationIndices>{{0}, {1, 2}, {3, 4}});
-      points = linalg::TransposeOp::create(
-                   b, loc, split,
-                   tensor::EmptyOp::create(
-                       b, loc, ArrayRef<int64_t>{kPoints * kPoints, panels, c / 2, kBF16Panel, 2},
-                       pointType),
-                   ArrayRef<int64_t>{0, 3, 1, 4, 2})
-                   .getResult()[0];
-    }
+    if (bf16Products)
+      points = pairPanels(b, loc, points);
   }
 
   // M[p, f, columns] = U[p] V[p], summed over c: the flat convolution's loops
@@ -667,24 +690,8 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
     // Loops (p, f, panel, column, c / 2, pair): per point, U [f, c / 2, 2]
     // times the panels of V, f32 sums: the packed matmul's dot-product
     // register tiles (vdpbf16ps) after its unit loops drop.
-    auto type = RankedTensorType::get({kPoints * kPoints, f, panels, kBF16Panel}, et);
-    SmallVector<AffineMap> maps = {AffineMap::get(6, 0, {d(0), d(1), d(4), d(5)}, ctx),
-                                   AffineMap::get(6, 0, {d(0), d(2), d(4), d(3), d(5)}, ctx),
-                                   AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, ctx)};
-    SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
-    iterators.append(2, utils::IteratorType::reduction);
-    auto generic = linalg::GenericOp::create(
-        b, loc, TypeRange{type}, ValueRange{filters, points}, zeroFilled(b, loc, type), maps,
-        iterators, [&](OpBuilder &nb, Location nl, ValueRange args) {
-          Value u = arith::ExtFOp::create(nb, nl, et, args[0]);
-          Value v = arith::ExtFOp::create(nb, nl, et, args[1]);
-          Value product = arith::MulFOp::create(nb, nl, u, v);
-          linalg::YieldOp::create(nb, nl,
-                                  arith::AddFOp::create(nb, nl, args[2], product).getResult());
-        });
-    setCpuKernel(generic, CpuKernel::PackedMatmul);
-    products =
-        collapse(b, loc, generic.getResult(0), {kPoints * kPoints, f, columns}, {{0}, {1}, {2, 3}});
+    products = collapse(b, loc, pairProducts(b, loc, filters, points, et),
+                        {kPoints * kPoints, f, columns}, {{0}, {1}, {2, 3}});
   } else {
     auto type = RankedTensorType::get({kPoints * kPoints, f, columns}, et);
     SmallVector<AffineMap> maps = {AffineMap::get(6, 0, {d(0), d(3), d(2) + d(4) + d(5)}, ctx),
@@ -750,21 +757,8 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
     }
   }
   // Loops n, f, ty, i, tx, j; output (i, j) of tile (n, ty, tx).
-  SmallVector<AffineMap> maps(kOutputs * kOutputs,
-                              AffineMap::get(6, 0, {d(1), d(0), d(2), d(4)}, ctx));
-  auto gridType = RankedTensorType::get({n, f, th, kOutputs, tw, kOutputs}, et);
-  Value grid = buildPointwise(
-      b, loc, 6, outputs, maps, emptyTensors(b, loc, gridType, 1),
-      [&](Arith &a, ValueRange y) -> SmallVector<Value> {
-        Value i = linalg::IndexOp::create(a.b, a.loc, 3),
-              j = linalg::IndexOp::create(a.b, a.loc, 5);
-        Value zeroIndex = arith::ConstantIndexOp::create(a.b, a.loc, 0);
-        Value top = arith::CmpIOp::create(a.b, a.loc, arith::CmpIPredicate::eq, i, zeroIndex);
-        Value left = arith::CmpIOp::create(a.b, a.loc, arith::CmpIPredicate::eq, j, zeroIndex);
-        Value upper = arith::SelectOp::create(a.b, a.loc, left, y[0], y[1]);
-        Value lower = arith::SelectOp::create(a.b, a.loc, left, y[2], y[3]);
-        return {arith::SelectOp::create(a.b, a.loc, top, upper, lower)};
-      })[0];
+  Value grid = interleaveOutputs(b, loc, outputs, {n, f, th, kOutputs, tw, kOutputs},
+                                 AffineMap::get(6, 0, {d(1), d(0), d(2), d(4)}, ctx), 3, 5);
   Value whole =
       collapse(b, loc, grid, {n, f, th * kOutputs, tw * kOutputs}, {{0}, {1}, {2, 3}, {4, 5}});
   if (th * kOutputs == oh && tw * kOutputs == ow)
