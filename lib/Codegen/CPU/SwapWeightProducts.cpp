@@ -319,50 +319,48 @@ void Scheduler::swapWeightProducts(IRRewriter &rewriter, ArrayRef<linalg::Linalg
       aT = tensor::createPadHighOp(RankedTensorType::get({depth, swappedColumns}, aType), aT, zero,
                                    /*nofold=*/false, loc, rewriter);
     }
+    auto fill = c.getDefiningOp<linalg::FillOp>();
+    // On pair products, a weight of fewer rows than the lane sums take (the
+    // MLP's last layer, 10 classes) padded with zero rows to whole register
+    // tiles: the rows the tiles leave would be a product of their own, which
+    // packs A^T's pairs a second time (on two threads, alone while the other
+    // waits: 10 rows as 8 + 2 took 31 us of the MLP at batch 256 on a Zen 5,
+    // padded to 12, 18 us). (The tile's rows are the strategy's for a probe
+    // of the product's shape.)
+    int64_t swappedRows = columns;
+    if (fill && columns < kGemvNarrowColumns &&
+        swapsOnPairProducts(matmul, /*aComesTransposed=*/true)) {
+      Value probeC =
+          tensor::EmptyOp::create(rewriter, loc, ArrayRef<int64_t>{columns, swappedColumns}, et);
+      auto probe = linalg::MatmulOp::create(rewriter, loc, TypeRange{probeC.getType()},
+                                            ValueRange{weight, aT}, ValueRange{probeC});
+      int64_t tileRows =
+          strategy.registers.matmulRows(cast<linalg::LinalgOp>(probe.getOperation()));
+      rewriter.eraseOp(probe);
+      rewriter.eraseOp(probeC.getDefiningOp());
+      if (columns % tileRows != 0) {
+        swappedRows = llvm::alignTo(columns, tileRows);
+        Type weightType = getElementTypeOrSelf(weight.getType());
+        Value zero = arith::ConstantOp::create(rewriter, loc,
+                                               cast<TypedAttr>(rewriter.getZeroAttr(weightType)));
+        weight = tensor::createPadHighOp(RankedTensorType::get({swappedRows, depth}, weightType),
+                                         weight, zero, /*nofold=*/false, loc, rewriter);
+      }
+    }
     // C^T starts from what C started from: zeros, or C transposed.
     // (A fill of its own, into an alloc_tensor as unshareFills makes them:
     // two equal fills of empty tensors would merge, and bufferization copy
     // the shared one.)
     Value cT;
-    auto fill = c.getDefiningOp<linalg::FillOp>();
     if (fill) {
       Value dest = bufferization::AllocTensorOp::create(
-          rewriter, loc, RankedTensorType::get({columns, swappedColumns}, et), ValueRange{});
+          rewriter, loc, RankedTensorType::get({swappedRows, swappedColumns}, et), ValueRange{});
       cT = linalg::FillOp::create(rewriter, loc, fill.getInputs(), dest)->getResult(0);
     } else {
       cT = transposed(rewriter, loc, c);
     }
     auto swapped = linalg::MatmulOp::create(rewriter, loc, TypeRange{cT.getType()},
                                             ValueRange{weight, aT}, ValueRange{cT});
-    // On pair products, a weight of fewer rows than the lane sums take (the
-    // MLP's last layer, 10 classes) padded with zero rows to whole register
-    // tiles: the rows the tiles leave would be a product of their own, which
-    // packs A^T's pairs a second time (on two threads, alone while the other
-    // waits: 10 rows as 8 + 2 took 31 us of the MLP at batch 256 on a Zen 5,
-    // padded to 12, 18 us).
-    int64_t swappedRows = columns;
-    int64_t tileRows =
-        strategy.registers.matmulRows(cast<linalg::LinalgOp>(swapped.getOperation()));
-    if (fill && columns < kGemvNarrowColumns && columns % tileRows != 0 &&
-        swapsOnPairProducts(matmul, /*aComesTransposed=*/true)) {
-      swappedRows = llvm::alignTo(columns, tileRows);
-      Type weightType = getElementTypeOrSelf(weight.getType());
-      Value zero = arith::ConstantOp::create(rewriter, loc,
-                                             cast<TypedAttr>(rewriter.getZeroAttr(weightType)));
-      Value padded =
-          tensor::createPadHighOp(RankedTensorType::get({swappedRows, depth}, weightType), weight,
-                                  zero, /*nofold=*/false, loc, rewriter);
-      Value dest = bufferization::AllocTensorOp::create(
-          rewriter, loc, RankedTensorType::get({swappedRows, swappedColumns}, et), ValueRange{});
-      Operation *unpaddedFill = cT.getDefiningOp();
-      Operation *unpaddedDest = unpaddedFill->getOperand(1).getDefiningOp();
-      cT = linalg::FillOp::create(rewriter, loc, fill.getInputs(), dest)->getResult(0);
-      rewriter.eraseOp(swapped);
-      rewriter.eraseOp(unpaddedFill);
-      rewriter.eraseOp(unpaddedDest);
-      swapped = linalg::MatmulOp::create(rewriter, loc, TypeRange{cT.getType()},
-                                         ValueRange{padded, aT}, ValueRange{cT});
-    }
     // One reduction block as deep as the reduction (up to
     // kDeepReductionBlock): the weight is read in place, so a deeper block
     // packs no more, and each accumulator tile of C^T is loaded and stored

@@ -437,8 +437,6 @@ Value winogradChannelsLast(OpBuilder &b, Location loc, Value input, Value weight
   Location outputLoc = FusedLoc::get(
       ctx, {convLoc, NameLoc::get(StringAttr::get(ctx, "winograd output transform"))});
   auto productsOf = [&](OpBuilder &nb, Value pointRows, int64_t rows) -> Value {
-    auto productsType = RankedTensorType::get({kPoints * kPoints, rows, f}, et);
-    Value products;
     if (bf16Products) {
       // Loops (p, row, panel, column, c / 2, pair): per point, the rows'
       // channel pairs times the filters' panels, f32 sums: the packed
@@ -446,15 +444,14 @@ Value winogradChannelsLast(OpBuilder &b, Location loc, Value input, Value weight
       Value pairs = tensor::ExpandShapeOp::create(
           nb, productsLoc, RankedTensorType::get({kPoints * kPoints, rows, c / 2, 2}, pointType),
           pointRows, SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
-      products = collapse(nb, productsLoc, pairProducts(nb, productsLoc, pairs, filters, et),
-                          {kPoints * kPoints, rows, f}, {{0}, {1}, {2, 3}});
-    } else {
-      products = linalg::BatchMatmulOp::create(
-                     nb, productsLoc, TypeRange{productsType}, ValueRange{pointRows, filters},
-                     ValueRange{zeroFilled(nb, productsLoc, productsType)})
-                     .getResult(0);
+      return collapse(nb, productsLoc, pairProducts(nb, productsLoc, pairs, filters, et),
+                      {kPoints * kPoints, rows, f}, {{0}, {1}, {2, 3}});
     }
-    return products;
+    auto productsType = RankedTensorType::get({kPoints * kPoints, rows, f}, et);
+    return linalg::BatchMatmulOp::create(nb, productsLoc, TypeRange{productsType},
+                                         ValueRange{pointRows, filters},
+                                         ValueRange{zeroFilled(nb, productsLoc, productsType)})
+        .getResult(0);
   };
   // The 16 points' [rows, f] slices of the products.
   auto pointSlices = [&](OpBuilder &nb, Value products, int64_t rows) {
