@@ -211,6 +211,62 @@ def test_linear_layers_with_narrow_rests(rows, inputs, outputs, dtype, threads, 
     _check_linear(rows, inputs, outputs, dtype, threads, target)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("target", ["host", "haswell"])
+@pytest.mark.parametrize("rows,depth,columns,dtype", [
+    (10, 512, 256, "float32"),  # AVX-512: one 10 x 32 tile; AVX2: 6 + 4 rows
+    (9, 300, 96, "float32"),
+    (10, 200, 64, "float64"),  # 10 x 16 in float64
+    (9, 37, 33, "float32"),  # a column rest beside the 9 rows
+    (11, 64, 64, "float32"),  # 11: 8 + 3, as before
+])
+def test_products_of_nine_or_ten_rows(rows, depth, columns, dtype, threads, target):
+    """Products of 9 or 10 rows take them in one AVX-512 register tile (20
+    accumulators) rather than 8 rows and a rest of 1 or 2 that read B again;
+    outputs and gradients."""
+    _check_product_and_gradients(rows, depth, columns, dtype, threads, target)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("target", ["host", "haswell"])
+@pytest.mark.parametrize("batch,outputs,dtype", [
+    (256, 10, "float32"), (256, 9, "float32"), (256, 10, "float64")])
+def test_narrow_last_layer_of_an_mlp(batch, outputs, dtype, threads, target):
+    """The last layer of a float32 MLP whose layers swap (W @ x^T): its 9 or
+    10 outputs are the rows of one AVX-512 register tile, on two threads
+    each thread's columns of x^T (float64's takes lane sums; its weight
+    gradient, g^T @ h, has the 10 rows); outputs and every gradient against
+    float64."""
+    rng = np.random.default_rng(batch + outputs)
+    model = Model()
+    model |= Linear(512)(input="x")
+    model += Linear(512)
+    model += Linear(outputs)(output=ml.IOKey("y"))
+    pm = ml.compile(model, ml.MlirBackend(num_threads=threads, dtype=getattr(ml, dtype)),
+                    shapes={"x": [batch, 512]},
+                    cpu_options=None if target == "host" else {"target_cpu": target})
+    params = pm.randomize_params(seed=outputs)
+    x = rng.standard_normal((batch, 512)).astype(dtype)
+    seed = rng.standard_normal((batch, outputs)).astype(dtype)
+    out, grads = pm.evaluate(params, {"x": x}, output_gradients={"y": seed})
+    p = {k: v.astype(np.float64) for k, v in params.items()}
+    names = sorted({k.split(".")[0] for k in p})
+    h = [x.astype(np.float64)]
+    for name in names:
+        h.append(h[-1] @ p[name + ".weight"].T + p[name + ".bias"])
+    eps = 1e-6 if dtype == "float32" else 1e-15
+    checks = [(out["y"], h[-1], 512)]
+    g = seed.astype(np.float64)
+    for i in reversed(range(len(names))):
+        checks.append((grads[names[i] + ".weight"], g.T @ h[i], batch))
+        checks.append((grads[names[i] + ".bias"], g.sum(0), batch))
+        g = g @ p[names[i] + ".weight"]
+    for got, ref, depth in checks:
+        assert got.shape == ref.shape and got.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(got, ref, rtol=0,
+                                   atol=eps * np.sqrt(depth) * np.abs(ref).max() * 64)
+
+
 @functools.lru_cache(maxsize=None)
 def _runs_here(cpu):
     """Whether code compiled for `cpu` runs on this host (its features)."""
