@@ -152,6 +152,13 @@ struct AllocationRecovery {
 /// out of memory and was cut short.
 bool callRecoverably(void (*function)(void **), void **args, AllocationRecovery &state);
 
+/// A block of `size` bytes from the buffer cache behind compiled code's
+/// allocations (64-byte aligned; null when out of memory), and its release
+/// back into the cache. A thread gets back the blocks it released before
+/// any other thread's of that size.
+void *cachedAllocate(size_t size);
+void cachedRelease(void *block);
+
 /// The first index out of range the code run on this thread reported since
 /// the last call, if any.
 std::optional<std::string> takeIndexError();

@@ -50,8 +50,18 @@ public:
       std::lock_guard<std::mutex> lock(mutex_);
       auto it = free_.find(size);
       if (it != free_.end() && !it->second.empty()) {
-        void *block = it->second.back();
-        it->second.pop_back();
+        // The last block this thread gave back, else any: a block stays
+        // with the thread (and the core) that wrote it last, where a split
+        // op's chunks allocating their packed panels at once took each
+        // other's, and every run moved them between the cores.
+        std::vector<CachedBlock> &blocks = it->second;
+        unsigned thread = threadTag();
+        auto own = llvm::find_if(llvm::reverse(blocks), [&](const CachedBlock &cached) {
+          return cached.thread == thread;
+        });
+        auto taken = own == blocks.rend() ? std::prev(blocks.end()) : std::prev(own.base());
+        void *block = taken->block;
+        blocks.erase(taken);
         cachedBytes_ -= size;
         sizes_[block] = size;
         noteLive(size);
@@ -111,18 +121,30 @@ public:
       if (other->first == size)
         continue;
       while (!other->second.empty() && cachedBytes_ + size > kMaxCachedBytes) {
-        std::free(other->second.back());
+        std::free(other->second.back().block);
         other->second.pop_back();
         cachedBytes_ -= other->first;
       }
     }
     if (cachedBytes_ + size > kMaxCachedBytes)
       return std::free(block);
-    free_[size].push_back(block);
+    free_[size].push_back({block, threadTag()});
     cachedBytes_ += size;
   }
 
 private:
+  /// A block given back, and the thread that gave it back.
+  struct CachedBlock {
+    void *block;
+    unsigned thread;
+  };
+  /// This thread's number, in the order threads first use the cache.
+  static unsigned threadTag() {
+    static std::atomic<unsigned> next{0};
+    thread_local unsigned tag = next++;
+    return tag;
+  }
+
   void noteLive(size_t size) {
     liveBytes_ += size;
     peakBytes_ = std::max(peakBytes_, liveBytes_);
@@ -132,7 +154,7 @@ private:
   size_t liveBytes_ = 0, peakBytes_ = 0;
   std::mutex mutex_;
   llvm::DenseMap<void *, size_t> sizes_; // open addressing: no node a block
-  std::map<size_t, std::vector<void *>> free_;
+  std::map<size_t, std::vector<CachedBlock>> free_;
   size_t cachedBytes_ = 0;
 };
 
@@ -187,6 +209,11 @@ extern "C" void mithrilCachedFree(void *block) {
 }
 
 } // namespace
+
+void *mithril::runtime::detail::cachedAllocate(size_t size) {
+  return BufferCache::get().allocate(size);
+}
+void mithril::runtime::detail::cachedRelease(void *block) { BufferCache::get().release(block); }
 
 /// Calls the compiled function; false, with `failedBytes` set, when it ran
 /// out of memory and was cut short. Nothing with a destructor lives in this
