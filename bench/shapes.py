@@ -57,9 +57,11 @@ SQUARES = [1000, 1100, 1500, 2112]
 COLUMNS = [1, 3, 7, 9, 12, 17, 20, 28, 33, 47, 65, 100, 129, 257]
 BATCHES = [(8, 128, 256, 28), (8, 128, 256, 12), (12, 77, 64, 77)]
 # Few columns and a reduction the vector lanes do not divide; fewer rows than
-# a register tile (a small batch's x @ w).
+# a register tile (a small batch's x @ w), and a few more (one AVX-512 tile
+# of 9 or 10 rows: a 10-class layer swapped, its weight gradient).
 ODD_DEPTHS = [(256, 500, 1), (256, 100, 7), (1024, 1000, 1)]
-FEW_ROWS = [(1, 1000, 1000), (1, 1024, 1024), (4, 1000, 1000), (7, 512, 784)]
+FEW_ROWS = [(1, 1000, 1000), (1, 1024, 1024), (4, 1000, 1000), (7, 512, 784),
+            (10, 1000, 1000), (9, 784, 512), (10, 512, 256)]
 
 
 def shapes(quick):
