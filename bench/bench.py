@@ -25,8 +25,8 @@ import tempfile
 import time
 
 from hostinfo import (AVX512_HWCAPS, LINK_FACTOR, TORCH_AVX2_ENV, LinkProbe, build_link_probe,
-                      host_description, link_limit, quiet_limit, speed_probe,
-                      within_limits)
+                      host_description, link_limit, quiet_limit, restart_without_blas_caps,
+                      speed_probe, within_limits)
 
 
 def parse_args():
@@ -48,6 +48,8 @@ AVX2_ENV = {"OPENBLAS_CORETYPE": "Haswell", **TORCH_AVX2_ENV, "GLIBC_TUNABLES": 
 if __name__ == "__main__" and parse_args().max_isa == "avx2" and \
         any(os.environ.get(k) != v for k, v in AVX2_ENV.items()):
     os.execve(sys.executable, [sys.executable] + sys.argv, {**os.environ, **AVX2_ENV})
+if __name__ == "__main__" and parse_args().max_isa is None:
+    restart_without_blas_caps()
 
 import numpy as np
 

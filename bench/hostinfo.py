@@ -3,6 +3,7 @@
 """The host CPU's name, as the benchmark tables state it."""
 
 import os
+import sys
 import platform
 import time
 
@@ -10,6 +11,22 @@ import time
 # avx2): glibc 2.36 picks its string functions' EVEX variants by CPUID unless
 # this tunable takes the AVX-512 features away (ld.so --list-diagnostics).
 AVX512_HWCAPS = "glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD"
+
+# Settings an environment may carry that cap numpy's OpenBLAS below the host
+# (a Haswell core type, a smaller L2): a run on the host's own ISA starts
+# over without them, as scripts/bench-peers.sh does.
+BLAS_CAPS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+def restart_without_blas_caps():
+    """Starts this script over without BLAS_CAPS in its environment, where
+    any is set (before numpy loads OpenBLAS, which reads them)."""
+    if any(k in os.environ for k in BLAS_CAPS):
+        print("bench: starting over without " +
+              ", ".join(f"{k}={os.environ[k]}" for k in BLAS_CAPS if k in os.environ),
+              file=sys.stderr, flush=True)
+        env = {k: v for k, v in os.environ.items() if k not in BLAS_CAPS}
+        os.execve(sys.executable, [sys.executable] + sys.argv, env)
 # torch's caps: ATen's kernels and inductor's vector ISA, oneDNN (its
 # convolutions) and MKL (Linear layers, packed by freezing).
 TORCH_AVX2_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",

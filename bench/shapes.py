@@ -33,13 +33,15 @@ def parse_args():
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from hostinfo import AVX512_HWCAPS, host_description  # noqa: E402
+from hostinfo import AVX512_HWCAPS, host_description, restart_without_blas_caps  # noqa: E402
 
 # OpenBLAS reads its cap when it loads: the run starts over with it set.
 AVX2_ENV = {"OPENBLAS_CORETYPE": "Haswell", "GLIBC_TUNABLES": AVX512_HWCAPS}
 if __name__ == "__main__" and parse_args().max_isa == "avx2" and \
         any(os.environ.get(k) != v for k, v in AVX2_ENV.items()):
     os.execve(sys.executable, [sys.executable] + sys.argv, {**os.environ, **AVX2_ENV})
+if __name__ == "__main__" and parse_args().max_isa is None:
+    restart_without_blas_caps()
 
 import numpy as np  # noqa: E402
 
