@@ -85,6 +85,17 @@ static int64_t wideFloatColumns(linalg::LinalgOp op) {
 /// products of a training step at batch 64 (64 deep) stay 8 x 32.
 static constexpr int64_t kWideFloatMinDepth = 256;
 
+/// Whether `op` multiplies two float32 (or two float64) operands into its
+/// one result of the same type.
+static bool sameTypeFloatProduct(linalg::LinalgOp op) {
+  if (op.getNumDpsInputs() != 2 || op->getNumResults() != 1)
+    return false;
+  Type element = getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType());
+  return (element.isF32() || element.isF64()) &&
+         getElementTypeOrSelf(op.getDpsInputOperand(1)->get().getType()) == element &&
+         getElementTypeOrSelf(op->getResult(0).getType()) == element;
+}
+
 /// Whether float32 or float64 matmul `op` (a linalg.matmul, a block of one,
 /// or packing's generic over (m, panel, column in panel, k)) takes 6 x 64
 /// (float64: 6 x 32) register tiles: on wideFloatTiles targets, with two or
@@ -112,13 +123,7 @@ static constexpr int64_t kWideFloatMinDepth = 256;
 /// 64-row blocks keep 6 x 64).
 static constexpr int64_t kNarrowTileRowsUpTo = 64;
 static bool wideFloatTile(linalg::LinalgOp op, const RegisterFile &regs) {
-  if (!regs.wideFloatTiles || regs.bits < 512 || op.getNumDpsInputs() != 2)
-    return false;
-  Type element = getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType());
-  if (!element.isF32() && !element.isF64())
-    return false;
-  if (getElementTypeOrSelf(op.getDpsInputOperand(1)->get().getType()) != element ||
-      getElementTypeOrSelf(op->getResult(0).getType()) != element)
+  if (!regs.wideFloatTiles || regs.bits < 512 || !sameTypeFloatProduct(op))
     return false;
   int64_t columns = wideFloatColumns(op);
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
@@ -157,13 +162,7 @@ static bool oneColumnMatmul(linalg::LinalgOp op) {
 /// (12 x 32, 24 accumulators, spilled in LLVM's code; see wideFloatTile.)
 static constexpr int64_t kWholeRowTileUpTo = 10;
 static bool wholeRowsTile(linalg::LinalgOp op, const RegisterFile &regs) {
-  if (regs.bits < 512 || op.getNumDpsInputs() != 2 || op->getNumResults() != 1)
-    return false;
-  Type element = getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType());
-  if (!element.isF32() && !element.isF64())
-    return false;
-  if (getElementTypeOrSelf(op.getDpsInputOperand(1)->get().getType()) != element ||
-      getElementTypeOrSelf(op->getResult(0).getType()) != element)
+  if (regs.bits < 512 || !sameTypeFloatProduct(op))
     return false;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   bool packed = kernelOf(op) == CpuKernel::PackedMatmul && op.getNumLoops() == 4;
