@@ -172,14 +172,20 @@ static bool wholeRowsTile(linalg::LinalgOp op, const RegisterFile &regs) {
          ranges[0] <= kWholeRowTileUpTo;
 }
 
-int64_t RegisterFile::matmulRows(linalg::LinalgOp op) const {
-  if (wideFloatTile(op, *this))
+/// Rows of the register tile of a float matmul `op` on vector registers (a
+/// linalg.matmul or packing's generic of one).
+static int64_t floatTileRows(linalg::LinalgOp op, const RegisterFile &regs) {
+  if (wideFloatTile(op, regs))
     return kWideFloatRows;
-  if (wholeRowsTile(op, *this))
+  if (wholeRowsTile(op, regs))
     return op.getStaticLoopRanges()[0];
-  if (wideDotProductTile(op, *this))
-    return 4;
-  return oneColumnMatmul(op) ? kOneColumnRows : rows();
+  return oneColumnMatmul(op) ? kOneColumnRows : regs.rows();
+}
+
+int64_t RegisterFile::matmulRows(linalg::LinalgOp op) const {
+  // (Wide bf16 dot-product tiles and the float tiles take different
+  // element types.)
+  return wideDotProductTile(op, *this) ? 4 : floatTileRows(op, *this);
 }
 
 /// Whether matmul `op` (as for wideDotProductTile) is one AMX tile of 16
@@ -890,12 +896,8 @@ SmallVector<int64_t> cpu::registerTile(linalg::LinalgOp op, const RegisterFile &
     // A register block of rows x two registers of columns (sixteen 512-bit
     // f32 accumulators with AVX-512), stepping the reduction one at a time.
     if (isa<linalg::MatmulOp>(op.getOperation())) {
-      if (wideFloatTile(op, regs))
-        return {kWideFloatRows, wideFloatColumns(op), 1};
-      int64_t rows = wholeRowsTile(op, regs) ? op.getStaticLoopRanges()[0]
-                     : oneColumnMatmul(op)   ? kOneColumnRows
-                                             : regs.rows();
-      return {rows, regs.columns(op), 1};
+      return {floatTileRows(op, regs),
+              wideFloatTile(op, regs) ? wideFloatColumns(op) : regs.columns(op), 1};
     }
     if (isa<linalg::BatchMatmulOp>(op.getOperation()))
       return {1, regs.rows(), regs.columns(op), 1};

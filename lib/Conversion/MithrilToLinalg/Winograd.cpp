@@ -346,6 +346,19 @@ Value collapse(OpBuilder &b, Location loc, Value v, ArrayRef<int64_t> shape,
   return tensor::CollapseShapeOp::create(b, loc, type, v, reassociation);
 }
 
+/// The whole tiles' output planes [n, f, gh, gw] cut to the convolution's
+/// [n, f, oh, ow] (as they are where the tiles cover it exactly).
+Value cropToOutput(OpBuilder &b, Location loc, Value whole, int64_t oh, int64_t ow) {
+  RankedTensorType type = tensorType(whole);
+  ArrayRef<int64_t> shape = type.getShape();
+  if (shape[2] == oh && shape[3] == ow)
+    return whole;
+  SmallVector<int64_t> sizes = {shape[0], shape[1], oh, ow};
+  return tensor::ExtractSliceOp::create(b, loc, RankedTensorType::get(sizes, type.getElementType()),
+                                        whole, indexAttrs(b, {0, 0, 0, 0}), indexAttrs(b, sizes),
+                                        indexAttrs(b, {1, 1, 1, 1}));
+}
+
 /// The convolution channels-last, pooled: the input [n, h, w, c] (a
 /// transpose of planes that mithril-fuse-elementwise cancels where the input
 /// was channels-last before), each transform a generic over vectors of
@@ -485,11 +498,7 @@ Value winogradChannelsLast(OpBuilder &b, Location loc, Value input, Value weight
     Value whole = channelsLastToPlanes(
         b, outputLoc, collapse(b, outputLoc, grid, {n, gh * gw, f}, {{0}, {1, 2, 3, 4}, {5}}), gh,
         gw);
-    if (gh == oh && gw == ow)
-      return whole;
-    return tensor::ExtractSliceOp::create(
-        b, outputLoc, RankedTensorType::get({n, f, oh, ow}, et), whole, indexAttrs(b, {0, 0, 0, 0}),
-        indexAttrs(b, {n, f, oh, ow}), indexAttrs(b, {1, 1, 1, 1}));
+    return cropToOutput(b, outputLoc, whole, oh, ow);
   }
   auto productsAndPooling = [&](OpBuilder &nb, Value pointRows, int64_t rows) -> Value {
     SmallVector<Value> inputs = pointSlices(nb, productsOf(nb, pointRows, rows), rows);
@@ -758,12 +767,5 @@ std::optional<Value> linalg_lowering::lowerWinogradConv(OpBuilder &b, Location l
                                  AffineMap::get(6, 0, {d(1), d(0), d(2), d(4)}, ctx), 3, 5);
   Value whole =
       collapse(b, loc, grid, {n, f, th * kOutputs, tw * kOutputs}, {{0}, {1}, {2, 3}, {4, 5}});
-  if (th * kOutputs == oh && tw * kOutputs == ow)
-    return whole;
-  SmallVector<OpFoldResult> zeros(4, b.getIndexAttr(0)), ones(4, b.getIndexAttr(1));
-  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(n), b.getIndexAttr(f), b.getIndexAttr(oh),
-                                     b.getIndexAttr(ow)};
-  return tensor::ExtractSliceOp::create(b, loc, RankedTensorType::get({n, f, oh, ow}, et), whole,
-                                        zeros, sizes, ones)
-      .getResult();
+  return cropToOutput(b, loc, whole, oh, ow);
 }
