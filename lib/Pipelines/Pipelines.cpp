@@ -395,9 +395,15 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
       pm.addPass(createConvertAsyncToLLVMPass());
     FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
     memrefToLLVM.useGenericFunctions = options.runtimeAllocator;
+    // The aligned pointer is the allocation's own (not an integer rounded
+    // up and cast back), so LLVM sees which allocation a pointer is from.
+    memrefToLLVM.useAlignedAlloc = true;
     pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
     pm.addPass(createConvertToLLVMPass());
     pm.addPass(createReconcileUnrealizedCastsPass());
+    // Fresh buffers alias nothing: LLVM keeps inputs' loads out of loops
+    // that store into temporaries.
+    pm.addPass(createMithrilNoAliasAllocations());
     // bf16 vectors of odd lengths that LLVM cannot load or store.
     pm.addPass(createMithrilLegalizeBF16Memory());
   }

@@ -318,4 +318,23 @@ def MithrilDispatchChunks : Pass<"mithril-dispatch-chunks", "mlir::ModuleOp"> {
                            "mlir::LLVM::LLVMDialect"];
 }
 
+def MithrilNoAliasAllocations : Pass<"mithril-noalias-allocations", "mlir::ModuleOp"> {
+  let summary = "Mark the allocation functions as returning memory nothing else points to";
+  let description = [{
+    The memref lowering declares the functions buffers come from (`malloc`,
+    `aligned_alloc`, or the host's `_mlir_memref_to_llvm_alloc` and
+    `_mlir_memref_to_llvm_aligned_alloc`, mithril's JIT buffer cache) with
+    no attributes, and the JIT's LLVM pipeline infers none for the host's:
+    LLVM then assumes a store into a temporary may change any input, and
+    reloads the input inside the loop (a matrix-vector product's
+    broadcasts of the vector, once a column tile). This pass, on the LLVM
+    dialect, gives each such declaration's pointer result `llvm.noalias`:
+    every block they return is fresh, unreachable through any other
+    pointer. Run it after the lowering to LLVM, with aligned allocations
+    (whose aligned pointer is the one returned, not an integer rounded and
+    cast back, which hides where it came from).
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
 #endif // MITHRIL_PIPELINES_PASSES_TD
