@@ -653,6 +653,85 @@ struct ReadWholeRowsOfExpandedTensor : OpRewritePattern<vector::TransferReadOp> 
 /// of one channel summed into its accumulator), flattened first: the
 /// default lowering added its 28 elements to the accumulator one after the
 /// other, a chain of dependent adds (6% of the bench CNN's training step).
+/// The neutral value of a reduction `kind` of `type`'s elements, for the
+/// kinds carryLanePartials takes.
+static std::optional<TypedAttr> neutralOf(vector::CombiningKind kind, Type type) {
+  using Kind = vector::CombiningKind;
+  if (auto floatType = dyn_cast<FloatType>(type)) {
+    const llvm::fltSemantics &semantics = floatType.getFloatSemantics();
+    switch (kind) {
+    case Kind::ADD:
+      return FloatAttr::get(type, llvm::APFloat::getZero(semantics));
+    case Kind::MAXIMUMF:
+    case Kind::MAXNUMF:
+      return FloatAttr::get(type, llvm::APFloat::getInf(semantics, /*Negative=*/true));
+    case Kind::MINIMUMF:
+    case Kind::MINNUMF:
+      return FloatAttr::get(type, llvm::APFloat::getInf(semantics, /*Negative=*/false));
+    default:
+      return std::nullopt;
+    }
+  }
+  if (auto intType = dyn_cast<IntegerType>(type); intType && kind == Kind::ADD)
+    return IntegerAttr::get(type, 0);
+  return std::nullopt;
+}
+
+/// A loop whose carried vector is each step's reduction of a tile into it
+/// (a row tile's maximum or sum: vector<8x32> reduced into vector<8> at
+/// every step, a tree of shuffles each time) carries the tile's lanes
+/// instead, each combined element-wise with the step's tile, and reduces
+/// them once after the loop. The sums are reassociated, as the LLVM lowering
+/// of vector reductions already does; maxima and minima are the same.
+/// Partial tiles of at most half the register file (`maxBits`).
+static void carryLanePartials(RewriterBase &rewriter, scf::ForOp loop, int64_t maxBits) {
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  for (unsigned i = 0, e = loop.getNumRegionIterArgs(); i < e; ++i) {
+    BlockArgument carried = loop.getRegionIterArg(i);
+    auto reduction = yield.getOperand(i).getDefiningOp<vector::MultiDimReductionOp>();
+    if (!reduction || reduction.getAcc() != carried || !carried.hasOneUse() ||
+        !reduction->hasOneUse() || reduction->getBlock() != loop.getBody())
+      continue;
+    VectorType tile = reduction.getSourceVectorType();
+    std::optional<TypedAttr> neutral = neutralOf(reduction.getKind(), tile.getElementType());
+    // Only across the lanes (the innermost dimension alone): a reduction of
+    // outer dimensions is already element-wise, register by register.
+    SmallVector<bool> reduced = reduction.getReductionMask();
+    if (!reduced.back() || llvm::count(reduced, true) != 1)
+      continue;
+    if (!neutral || tile.isScalable() ||
+        tile.getNumElements() * tile.getElementTypeBitWidth() > maxBits)
+      continue;
+    Location loc = reduction.getLoc();
+    rewriter.setInsertionPoint(loop);
+    Value start = arith::ConstantOp::create(rewriter, loc, tile,
+                                            SplatElementsAttr::get(tile, Attribute(*neutral)));
+    Value initial = loop.getInitArgs()[i];
+    // The loop with one more carried value: the lanes' partials.
+    FailureOr<LoopLikeOpInterface> widened = loop.replaceWithAdditionalYields(
+        rewriter, start, /*replaceInitOperandUsesInLoop=*/false,
+        [&](OpBuilder &b, Location, ArrayRef<BlockArgument> partials) -> SmallVector<Value> {
+          b.setInsertionPoint(yield);
+          return {vector::makeArithReduction(b, loc, reduction.getKind(), reduction.getSource(),
+                                             partials.front())};
+        });
+    if (failed(widened))
+      return;
+    auto next = cast<scf::ForOp>(widened->getOperation());
+    // The old carried value no longer depends on the steps: it is the
+    // initial one, reduced with the partials after the loop.
+    auto newYield = cast<scf::YieldOp>(next.getBody()->getTerminator());
+    rewriter.modifyOpInPlace(newYield, [&] { newYield.setOperand(i, next.getRegionIterArg(i)); });
+    rewriter.setInsertionPointAfter(next);
+    Value partials = next.getResults().back();
+    Value result = vector::MultiDimReductionOp::create(
+        rewriter, loc, partials, initial, reduction.getReductionMask(), reduction.getKind());
+    rewriter.replaceAllUsesWith(next.getResult(i), result);
+    rewriter.eraseOp(reduction);
+    return carryLanePartials(rewriter, next, maxBits);
+  }
+}
+
 struct WholeVectorReduction : OpRewritePattern<vector::MultiDimReductionOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(vector::MultiDimReductionOp op,
@@ -2240,6 +2319,46 @@ void Scheduler::unshareFills(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> op
   }
 }
 
+void Scheduler::splitColumnRemainders(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
+  int64_t lanes = strategy.registers.elementwiseColumns() / 2;
+  for (linalg::LinalgOp op : ops) {
+    auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+    if (!generic || !generic.hasPureTensorSemantics() || kernelOf(op) != CpuKernel::Default ||
+        touchesBooleans(op) || generic.getNumLoops() < 1)
+      continue;
+    LoweringConfigAttr config = getLoweringConfig(op);
+    if (config && config.getWhole())
+      continue;
+    SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
+    SmallVector<int64_t> tile = cpu::configuredRegisterTile(op, strategy.registers);
+    unsigned last = ranges.size() - 1;
+    if (ShapedType::isDynamicShape(ranges) || tile.size() != ranges.size() || tile[last] <= 0 ||
+        ranges[last] <= tile[last] || ranges[last] % lanes == 0)
+      continue;
+    // The last loop is the rows' contiguous one for every operand: each
+    // reads it last, or not at all (a row's value, broadcast).
+    AffineExpr column = getAffineDimExpr(last, ctx);
+    if (!llvm::all_of(generic.getIndexingMapsArray(), [&](AffineMap map) {
+          return map.isProjectedPermutation(/*allowZeroInResults=*/true) &&
+                 (map.getNumResults() == 0 || map.getResults().back() == column ||
+                  !map.isFunctionOfDim(last));
+        }))
+      continue;
+    rewriter.setInsertionPoint(generic);
+    auto [whole, rest] =
+        linalg::splitOp(rewriter, cast<TilingInterface>(op.getOperation()), last,
+                        rewriter.getIndexAttr(ranges[last] - ranges[last] % lanes));
+    // (Each part's tile is chosen again for its columns.)
+    for (TilingInterface part : {whole, rest})
+      if (part) {
+        auto linalgPart = cast<linalg::LinalgOp>(part.getOperation());
+        setLoweringConfig(linalgPart,
+                          LoweringConfigAttr::get(ctx, CpuKernel::Default)
+                              .withRegisterTile(registerTile(linalgPart, strategy.registers)));
+      }
+  }
+}
+
 void Scheduler::flattenElementwise(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops,
                                    int64_t columns) {
   for (linalg::LinalgOp op : ops) {
@@ -2326,6 +2445,9 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
       if (!config || config.getRegisterTile().size() != op.getNumLoops())
         setLoweringConfig(op, cpu::selectLoweringConfig(op, strategy));
     }
+    // Row reductions and the element-wise ops that read them, row block by
+    // row block (their own chunks across threads).
+    scheduler.fuseRowReductions(rewriter, scheduler.collectTensorOps(module));
     // Split large ops across threads: an scf.forall of `threads` chunks
     // around smaller ops, which the register tiling below then tiles.
     if (failed(scheduler.splitAcrossThreads(rewriter, scheduler.collectTensorOps(module))))
@@ -2350,6 +2472,7 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     // (After the empty slices fold: each part's fill writes a slice of the
     // op's output, in place.)
     scheduler.splitTileRemainders(rewriter, scheduler.collectTensorOps(module));
+    scheduler.splitColumnRemainders(rewriter, scheduler.collectTensorOps(module));
     if (failed(scheduler.tileForRegisters(rewriter, scheduler.collectTensorOps(module))))
       return signalPassFailure();
     scheduler.lowerBF16WeightGradTiles(rewriter, module);
@@ -2382,6 +2505,15 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
       return signalPassFailure();
     }
     hoistInvariantSubsets(module);
+    {
+      // Half the vector register file: 32 registers with AVX-512, 16 with
+      // AVX2.
+      int64_t registers = strategy.registers.bits >= 512 ? 32 : 16;
+      SmallVector<scf::ForOp> loops;
+      module.walk([&](scf::ForOp loop) { loops.push_back(loop); });
+      for (scf::ForOp loop : loops)
+        carryLanePartials(rewriter, loop, registers / 2 * strategy.registers.bits);
+    }
     // Writes that folded into a larger tensor with unit dimensions (a
     // convolution's accumulator) get the read's shape; hoistInvariantSubsets
     // then hoists the pair.

@@ -11,6 +11,7 @@
 #include "mithril/Codegen/CPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -430,6 +431,18 @@ FailureOr<StrategyOptions> cpu::strategyOptions(Operation *anchor, StringRef pas
   return options;
 }
 
+/// Whether `op`'s body calls a float math function that the CPU pipeline
+/// computes as a polynomial (mithril-approximate-math).
+static bool hasPolynomialMath(linalg::LinalgOp op) {
+  return op
+      ->walk([](Operation *inner) {
+        return isa<math::ExpOp, math::TanhOp, math::ErfOp, math::LogOp, math::Log1pOp>(inner)
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
 /// The most elements (outputs x window) of a small-window reduction's tile:
 /// eight 512-bit registers of f32.
 static constexpr int64_t kMaxWindowTileElements = 128;
@@ -562,8 +575,35 @@ static SmallVector<int64_t> defaultTile(linalg::LinalgOp op, const RegisterFile 
   }
   if (loops >= 1)
     sizes[loops - 1] = regs.elementwiseColumns();
+  // A row reduction of float32 into float64 (a softmax's or a layer norm's
+  // sums): half the columns, so that the tile's partial sums, carried in
+  // float64 lanes across the row (carryLanePartials), take half the
+  // registers rather than all of them.
+  // (AVX2's 16 registers: 4 rows of them too.)
+  bool reductionInDoubles = false;
+  SmallVector<int64_t> loopRanges = op.getStaticLoopRanges();
+  auto longerThan = [&](unsigned loop, int64_t size) {
+    return ShapedType::isDynamic(loopRanges[loop]) || loopRanges[loop] > size;
+  };
+  if (loops >= 1 && longerThan(loops - 1, sizes[loops - 1]) && op.getNumReductionLoops() == 1 &&
+      op->getNumResults() == 1 &&
+      op.getIteratorTypesArray().back() == utils::IteratorType::reduction &&
+      getElementTypeOrSelf(op->getResult(0).getType()).getIntOrFloatBitWidth() == 64 &&
+      llvm::all_of(op.getDpsInputOperands(), [](OpOperand *input) {
+        return getElementTypeOrSelf(input->get().getType()).getIntOrFloatBitWidth() < 64;
+      }))
+    sizes[loops - 1] /= 2, reductionInDoubles = true;
   if (loops >= 2)
-    sizes[loops - 2] = 8;
+    sizes[loops - 2] = reductionInDoubles && regs.bits < 512 ? 4 : 8;
+  // A body with a math function that becomes a polynomial (exp, tanh, erf,
+  // log: mithril-approximate-math) keeps its constants and every register's
+  // chain of steps live at once: 4 rows, 8 registers of chains. On 8 x 32
+  // tiles LLVM spilled a softmax's exp to the stack (a 256 x 1000 softmax on
+  // one Zen 5 core: 65 -> 59 us).
+  // (An op that one tile covers keeps it whole.)
+  if (loops >= 2 && hasPolynomialMath(op) &&
+      (longerThan(loops - 2, sizes[loops - 2]) || longerThan(loops - 1, sizes[loops - 1])))
+    sizes[loops - 2] = 4;
   // An op of many operands (a Winograd transform: 16 inputs or 16 outputs,
   // and some 40 additions per element) on one row of one vector: its body
   // is unrolled once per register of the tile, and on 8 x 32 tiles (16

@@ -389,6 +389,13 @@ public:
   /// the fills still fuse into the register tiles.
   void splitTileRemainders(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
 
+  /// Splits element-wise ops and row reductions whose rows are not whole
+  /// vectors (1000 float32) into the whole vectors of each row (992, on
+  /// tiles of 32) and the rest (8, one partial vector): the register tiles
+  /// would otherwise shrink to a divisor of the row (25 lanes, a full and a
+  /// masked register per row of the tile).
+  void splitColumnRemainders(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
+
   /// Matmuls that kept narrow operands (bf16 or f16 into f32) but were not
   /// packed (too few columns: a Linear layer of 10 outputs) read them
   /// widened: extending each element inside the register tile made a 256 x
@@ -440,6 +447,21 @@ public:
   /// a static slice of a constant).
   static std::pair<Value, Value> packedConstant(IRRewriter &rewriter, Location loc, Value block,
                                                 bool kByN, int64_t cols, int64_t group);
+
+  /// Fuses each row reduction (a softmax's maximum and sum, a layer norm's
+  /// moments, an int8 weight's row scales) into the row blocks of the
+  /// element-wise op that reads its result broadcast along the rows, with
+  /// the element-wise ops and fills between them: one loop over blocks of
+  /// rows (split across threads where the consumer's config splits its
+  /// rows), each block's rows read from memory once and reused from L1.
+  void fuseRowReductions(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
+  /// Tiles element-wise `root` by `sizes` (an scf.forall across threads, or
+  /// an scf.for), fusing the row reductions it reads and the ops between
+  /// them into each tile; the tiled root, or null where it has no such
+  /// chain or does not tile. The originals go into `erased`.
+  linalg::GenericOp fuseIntoRowTiles(IRRewriter &rewriter, linalg::GenericOp root,
+                                     ArrayRef<int64_t> sizes, bool acrossThreads,
+                                     llvm::DenseSet<Operation *> &erased);
 
   /// Splits each op with enough work, together with the elementwise chain
   /// that consumes it and the fill that initializes it, into `threads`

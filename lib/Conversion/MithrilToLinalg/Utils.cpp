@@ -194,9 +194,13 @@ static Value reduceInto(OpBuilder &b, Location loc, Value input, ArrayRef<int64_
   return generic.getResult(0);
 }
 
-/// Lanes of partial sums a long float sum keeps (kSumLanes apart), so that the
-/// vectorized loop adds whole vectors instead of folding each one into a
-/// single running scalar; from kSumLanesMinLength elements on.
+/// Lanes of partial sums a long float sum of every axis keeps (kSumLanes
+/// apart), so that the vectorized loop adds whole vectors instead of folding
+/// each one into a single running scalar; from kSumLanesMinLength elements
+/// on. (Sums along rows keep their form: the CPU schedule carries the lanes
+/// of each row tile across the row, carryLanePartials, and fuses the sum
+/// into the row blocks of the op that reads it, which a reshape between
+/// them would stop.)
 constexpr int64_t kSumLanes = 32;
 constexpr int64_t kSumLanesMinLength = 1024;
 
@@ -209,7 +213,8 @@ Value linalg_lowering::buildReduction(OpBuilder &b, Location loc, Value input,
   int64_t length = last >= 0 ? in.getDimSize(last) : 0;
   Value result;
   if (reducer.additive && isa<FloatType>(et) && llvm::is_contained(axes, last) &&
-      !ShapedType::isDynamic(length) && length >= kSumLanesMinLength && length % kSumLanes == 0) {
+      static_cast<int64_t>(axes.size()) == in.getRank() && !ShapedType::isDynamic(length) &&
+      length >= kSumLanesMinLength && length % kSumLanes == 0) {
     SmallVector<int64_t> shape(in.getShape());
     shape.back() = length / kSumLanes;
     shape.push_back(kSumLanes);

@@ -108,18 +108,29 @@ mithril.model @WindowPool(data %x: tensor<2x3x4x6xf32>, data %g: tensor<2x3x2x3x
 
 // -----
 
-// A float32 sum accumulates in f64 and rounds once; a long innermost sum keeps
-// 32 lanes of partial sums, then adds the lanes.
+// A float32 sum accumulates in f64 and rounds once; a long sum of every
+// axis keeps 32 lanes of partial sums, then adds the lanes.
 // CHECK-LABEL: func.func @long_sum
 // CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2]] output_shape [4, 64, 32] : tensor<4x2048xf32> into tensor<4x64x32xf32>
-// CHECK: linalg.fill ins(%{{.*}} : f64) outs(%{{.*}} : tensor<4x32xf64>)
-// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction", "parallel"]
+// CHECK: linalg.fill ins(%{{.*}} : f64) outs(%{{.*}} : tensor<32xf64>)
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "reduction", "parallel"]
 // CHECK:   arith.extf %{{.*}} : f32 to f64
 // CHECK:   arith.addf %{{.*}} : f64
-// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
-// CHECK-SAME: ins(%{{.*}} : tensor<4x32xf64>) outs(%{{.*}} : tensor<4xf64>)
+// CHECK: linalg.generic {{.*}}iterator_types = ["reduction"]
+// CHECK-SAME: ins(%{{.*}} : tensor<32xf64>) outs(%{{.*}} : tensor<f64>)
 // CHECK: arith.truncf %{{.*}} : f64 to f32
-mithril.model @long_sum(data %x: tensor<4x2048xf32>) -> (y: tensor<4xf32>) {
+mithril.model @long_sum(data %x: tensor<4x2048xf32>) -> (y: tensor<f32>) {
+  %y = mithril.sum %x {axes = array<i64: 0, 1>} : (tensor<4x2048xf32>) -> tensor<f32>
+  mithril.output %y : tensor<f32>
+}
+// A long sum along rows keeps its form (the CPU schedule carries each row
+// tile's lanes itself, and fuses the sum into the rows of its reader).
+// CHECK-LABEL: func.func @long_row_sum
+// CHECK-NOT: tensor.expand_shape
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK-SAME: ins(%{{.*}} : tensor<4x2048xf32>) outs(%{{.*}} : tensor<4xf64>)
+// CHECK: arith.truncf %{{.*}} : f64 to f32
+mithril.model @long_row_sum(data %x: tensor<4x2048xf32>) -> (y: tensor<4xf32>) {
   %y = mithril.sum %x {axes = array<i64: 1>} : (tensor<4x2048xf32>) -> tensor<4xf32>
   mithril.output %y : tensor<4xf32>
 }
