@@ -23,8 +23,10 @@ from mithril.models import (Divide, LayerNorm, Linear, LogSoftmax, Max, Model, S
                             Subtract, Sum)
 
 # (rows, width): whole vectors and rests, rows 8 divides and not, long rows
-# (blocks of fewer rows), a single row, and rows narrower than a vector.
-SHAPES = [(256, 1000), (64, 4096), (13, 1001), (24, 17), (1, 2048), (250, 784), (40, 10)]
+# (blocks of fewer rows), a single row, rows narrower than a vector, and
+# tensors that fit half the L1 (not blocked).
+SHAPES = [(256, 1000), (64, 4096), (13, 1001), (520, 17), (1, 8192), (250, 784), (24, 17),
+          (40, 10)]
 TARGETS = ["host", "haswell"]
 
 

@@ -49,16 +49,30 @@ mithril.model @Softmax(data %x: tensor<256x1000xf32>) -> (y: tensor<256x1000xf32
 // -----
 
 // A reduction that is also an output: the block loop yields it, in the same
-// pass as the difference that reads it back along the rows.
+// pass as the difference that reads it back along the rows. (Rows that fit
+// half the L1 whole are not blocked.)
 // CHECK-LABEL: func.func @ShiftByMaximum
-// CHECK: %[[LOOP:.+]]:2 = scf.for %{{.*}} = %c0 to %c64 step %c8 {{.*}} -> (tensor<64x48xf32>, tensor<64xf32>)
+// CHECK: %[[LOOP:.+]]:2 = scf.for %{{.*}} = %c0 to %c256 step %c8 {{.*}} -> (tensor<256x48xf32>, tensor<256xf32>)
 // CHECK: arith.maximumf %{{.*}} : vector<8x16xf32>
 // CHECK: arith.subf
 // CHECK-NOT: scf.for
 // CHECK: %[[M:.+]] = tensor.expand_shape %[[LOOP]]#1
 // CHECK: return %[[LOOP]]#0, %[[M]]
-mithril.model @ShiftByMaximum(data %x: tensor<64x48xf32>) -> (shifted: tensor<64x48xf32>, m: tensor<64x1xf32>) {
-  %m = mithril.max %x {axes = array<i64: 1>, keepdim = true} : (tensor<64x48xf32>) -> tensor<64x1xf32>
-  %s = mithril.subtract %x, %m : (tensor<64x48xf32>, tensor<64x1xf32>) -> tensor<64x48xf32>
-  mithril.output %s, %m : tensor<64x48xf32>, tensor<64x1xf32>
+mithril.model @ShiftByMaximum(data %x: tensor<256x48xf32>) -> (shifted: tensor<256x48xf32>, m: tensor<256x1xf32>) {
+  %m = mithril.max %x {axes = array<i64: 1>, keepdim = true} : (tensor<256x48xf32>) -> tensor<256x1xf32>
+  %s = mithril.subtract %x, %m : (tensor<256x48xf32>, tensor<256x1xf32>) -> tensor<256x48xf32>
+  mithril.output %s, %m : tensor<256x48xf32>, tensor<256x1xf32>
+}
+
+// -----
+
+// A softmax whose rows fit half the L1 stays a pass per op (rows of 10 in
+// tiles of 2 rows).
+// CHECK-LABEL: func.func @SmallSoftmax
+// CHECK-COUNT-4: scf.for %{{.*}} = %c0 to %c16 step %c2
+// CHECK-NOT: scf.for
+// CHECK: return
+mithril.model @SmallSoftmax(data %x: tensor<16x10xf32>) -> (y: tensor<16x10xf32>) {
+  %y = mithril.softmax %x {axis = -1 : i64} : (tensor<16x10xf32>) -> tensor<16x10xf32>
+  mithril.output %y : tensor<16x10xf32>
 }

@@ -293,6 +293,13 @@ void Scheduler::fuseRowReductions(IRRewriter &rewriter, ArrayRef<linalg::LinalgO
     unsigned loops = op.getNumLoops();
     if (!root || loops < 2 || !isElementwise(op, loops) || rowChain(root).empty())
       continue;
+    // Rows that fit the L1 whole stay there between the passes: the blocks
+    // only add loops (a 16 x 10 softmax 0.9 -> 1.1 us).
+    int64_t elements = 1;
+    for (int64_t range : op.getStaticLoopRanges())
+      elements *= range;
+    if (elements * kElementBytes <= strategy.l1Bytes / 2)
+      continue;
     // First the root's own split across threads, where it splits rows: the
     // chain in each chunk.
     if (LoweringConfigAttr config = getLoweringConfig(op);
