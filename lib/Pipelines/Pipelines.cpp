@@ -229,6 +229,8 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
     // Buffers copied whole into a new stack are computed in it instead.
     pm.addPass(createMithrilStackInPlace());
+    // A loop's temporaries allocated once for all its iterations.
+    pm.addPass(createMithrilHoistLoopBuffers());
     // Upstream's buffer-deallocation-pipeline, but for its canonicalizations
     // before the deallocation (the IR is canonical already, above, and no
     // realloc has been expanded: 8 ms of a CNN training step's compile) and

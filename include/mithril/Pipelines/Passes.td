@@ -337,4 +337,23 @@ def MithrilNoAliasAllocations : Pass<"mithril-noalias-allocations", "mlir::Modul
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }
 
+def MithrilHoistLoopBuffers : Pass<"mithril-hoist-loop-buffers", "mlir::ModuleOp"> {
+  let summary = "Allocate each iteration's temporary buffers once, before their scf.for";
+  let description = [{
+    After bufferization, a `memref.alloc` of static shape in the body of an
+    `scf.for` (a row block's maximum and values, a cache block's packed
+    panel) is allocated and freed at every iteration: through the host's
+    buffer cache, a lock taken by every thread of a split op, each time (a
+    1024 x 128 softmax on two threads, in blocks of 8 rows, ran at half the
+    speed of one thread). Each iteration writes such a buffer before it reads
+    it, so one buffer serves them all: the allocation moves before the loop,
+    and before the loops around it, up to the body of an `scf.forall` (whose
+    chunks each keep their own) or the function. Only buffers that no
+    iteration yields, returns, stores or passes to a call, through views of
+    them too. Run it after one-shot bufferization, before the deallocation
+    pipeline.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 #endif // MITHRIL_PIPELINES_PASSES_TD
