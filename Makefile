@@ -7,7 +7,7 @@ JOBS    ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
 .PHONY: all deps configure build demo check check-lit check-unit check-python docs \
-        check-conformance check-install check-isa bench bench-lowprecision bench-distributed bench-peers sanitize fuzz fuzz-diff clean help
+        check-conformance check-install check-isa bench bench-lowprecision bench-distributed bench-rows bench-peers sanitize fuzz fuzz-diff clean help
 
 all: build
 
@@ -19,6 +19,7 @@ help:
 	@echo "             (BENCH_ARGS=--max-isa=avx2: all on AVX2 code, into bench/results-avx2.md)"
 	@echo "make bench-lowprecision  bf16/f16/int8 against our f32 into bench/lowprecision.md"
 	@echo "make bench-distributed   MLP training step on 2 MPI ranks against one process"
+	@echo "make bench-rows  softmax, log-softmax, layer norm against torch into bench/rows.md"
 	@echo "make bench-peers  against ONNX Runtime, OpenVINO, JAX, IREE, torch inductor (a venv) into bench/peers.md"
 
 deps:
@@ -74,6 +75,11 @@ bench-lowprecision: build
 
 bench-distributed: build
 	@PYTHONPATH=$(abspath $(BUILD))/python_packages $(PYTHON) bench/distributed.py
+
+# Softmax, log-softmax and layer norm against torch's CPU kernels (bench/rows.md;
+# BENCH_ARGS="--threads 2" or "--max-isa avx2").
+bench-rows: build
+	@PYTHONPATH=$(abspath $(BUILD))/python_packages $(PYTHON) bench/rows.py $(BENCH_ARGS)
 
 docs: build
 	ninja -C $(BUILD) mithril-docs
