@@ -26,9 +26,9 @@ constexpr int64_t kMaxBlockRows = 8;
 /// computed from it, its result), of 4-byte elements.
 constexpr int64_t kLiveBlocks = 4, kElementBytes = 4;
 
-/// Loops all parallel, all operands and the result indexed by projections
-/// of the loops (no constants but the zeros of unit dimensions), of static
-/// sizes, on tensors: an op a row block of its result can be computed for.
+/// One result, all operands and the result indexed by projections of the
+/// loops (no constants but zeros), static sizes, on tensors: an op whose
+/// result a row block of it can be computed for.
 bool isRowwise(linalg::LinalgOp op) {
   if (!op.hasPureTensorSemantics() || op->getNumResults() != 1 || touchesBooleans(op) ||
       ShapedType::isDynamicShape(op.getStaticLoopRanges()))
