@@ -199,6 +199,8 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
       schedule.threads = options.threads;
       schedule.vectorBits = options.vectorBits;
       schedule.targetCpu = options.targetCpu;
+      // Operator fusion off: each row reduction a pass of its own too.
+      schedule.fuseRows = options.fusion;
       pm.addPass(createMithrilCpuSchedule(schedule));
       addGraphCleanups(pm, options);
     }

@@ -131,3 +131,22 @@ def test_int8_linear_with_weights_given_at_each_call(batch, target, threads):
     # products' scale.
     error = np.abs(y - reference).max() / np.abs(reference).max()
     assert error < 2e-2, error
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_operator_fusion_off_gives_the_same_rows(threads):
+    # optimizations={"fusion": False} also keeps each row reduction a pass of
+    # its own: the same softmax and layer norm, to rounding.
+    shape = (256, 1000)
+    x = _input(shape, seed=3)
+    for block in (Softmax, LayerNorm):
+        outputs = []
+        for fusion in (True, False):
+            model = Model()
+            model |= block().connect(input="x", output=ml.IOKey("y"))
+            pm = ml.compile(model, ml.MlirBackend(num_threads=threads), shapes={"x": list(shape)},
+                            inference=True, optimizations={"fusion": fusion})
+            params = {key: np.ones(value.shape, np.float32)
+                      for key, value in pm.randomize_params().items()}
+            outputs.append(pm.evaluate(params, {"x": x})["y"])
+        np.testing.assert_allclose(outputs[0], outputs[1], rtol=1e-5, atol=1e-6)

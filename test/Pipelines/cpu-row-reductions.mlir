@@ -5,6 +5,8 @@
 // RUN: mithril-opt %s -split-input-file --mithril-cpu-pipeline="target-cpu=znver4 stop-after=fusion" | FileCheck %s
 // RUN: mithril-opt %s -split-input-file --mithril-cpu-pipeline="target-cpu=znver4 threads=2 stop-after=fusion" | FileCheck %s --check-prefix=THREADS
 // RUN: mithril-opt %s -split-input-file --mithril-cpu-pipeline="target-cpu=haswell stop-after=fusion" | FileCheck %s --check-prefix=AVX2
+// Operator fusion off (`optimizations={"fusion": False}`): a pass per op.
+// RUN: mithril-opt %s -split-input-file --mithril-cpu-pipeline="target-cpu=znver4 fusion=false stop-after=fusion" | FileCheck %s --check-prefix=UNFUSED
 
 // A softmax is one loop over blocks of 8 rows: each block's maximum (its
 // 8 x 32 tile's lanes carried across the 992 columns of whole vectors, then
@@ -41,6 +43,8 @@
 // AVX2: arith.divf
 // AVX2-NOT: scf.for %{{.*}} = %c0 to %c256
 // AVX2: return
+// UNFUSED-LABEL: func.func @Softmax
+// UNFUSED-COUNT-4: scf.for %{{.*}} = %c0 to %c256 step %c8
 mithril.model @Softmax(data %x: tensor<256x1000xf32>) -> (y: tensor<256x1000xf32>) {
   %y = mithril.softmax %x {axis = -1 : i64} : (tensor<256x1000xf32>) -> tensor<256x1000xf32>
   mithril.output %y : tensor<256x1000xf32>

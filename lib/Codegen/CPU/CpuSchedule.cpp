@@ -2447,7 +2447,8 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     }
     // Row reductions and the element-wise ops that read them, row block by
     // row block (their own chunks across threads).
-    scheduler.fuseRowReductions(rewriter, scheduler.collectTensorOps(module));
+    if (fuseRows)
+      scheduler.fuseRowReductions(rewriter, scheduler.collectTensorOps(module));
     // Split large ops across threads: an scf.forall of `threads` chunks
     // around smaller ops, which the register tiling below then tiles.
     if (failed(scheduler.splitAcrossThreads(rewriter, scheduler.collectTensorOps(module))))

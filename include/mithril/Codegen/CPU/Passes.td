@@ -80,6 +80,9 @@ def MithrilCpuSchedule : Pass<"mithril-cpu-schedule", "mlir::ModuleOp"> {
            "Split large ops into this many parallel chunks">,
     Option<"minParallelWork", "min-parallel-work", "int64_t", /*default=*/"1 << 19",
            "The loop iterations an op needs before it is split across threads">,
+    Option<"fuseRows", "fuse-rows", "bool", /*default=*/"true",
+           "Fuse row reductions into the row blocks of the element-wise ops that read them "
+           "(softmax, layer norm: Scheduler::fuseRowReductions)">,
     ListOption<"cacheTile", "cache-tile", "int64_t",
                "Cache block of large matmuls: rows, columns, reduction (default 128,256,256)">,
     Option<"vectorBits", "vector-bits", "unsigned", /*default=*/"0",
