@@ -10,6 +10,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mithril {
@@ -21,27 +22,19 @@ using namespace mlir;
 
 namespace {
 /// Whether the buffer `value` (or a view of it) only serves reads and writes
-/// inside the iteration: no terminator yields it, no call takes it, no store
-/// keeps its address, and nothing frees it.
+/// inside the iteration: no terminator yields it, no call takes it, nothing
+/// frees it, and no op but a view makes another memref of it.
 bool staysInIteration(Value value) {
   for (OpOperand &use : value.getUses()) {
     Operation *user = use.getOwner();
-    if (user->hasTrait<OpTrait::IsTerminator>() || isa<CallOpInterface>(user) ||
-        isa<memref::DeallocOp>(user))
+    if (user->hasTrait<OpTrait::IsTerminator>() || isa<CallOpInterface, memref::DeallocOp>(user))
       return false;
-    // (Its address stored: memref.store of a memref, or any op that
-    // produces a value other than a view of it.)
     if (auto view = dyn_cast<ViewLikeOpInterface>(user); view && view.getViewSource() == value) {
       if (!staysInIteration(view->getResult(0)))
         return false;
       continue;
     }
-    if (isa<memref::CastOp, memref::ReinterpretCastOp, memref::ExtractStridedMetadataOp>(user))
-      return false;
-    for (Value result : user->getResults())
-      if (isa<BaseMemRefType>(result.getType()))
-        return false;
-    if (auto store = dyn_cast<memref::StoreOp>(user); store && store.getValue() == value)
+    if (llvm::any_of(user->getResultTypes(), llvm::IsaPred<BaseMemRefType>))
       return false;
   }
   return true;

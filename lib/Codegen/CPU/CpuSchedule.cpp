@@ -642,17 +642,6 @@ struct ReadWholeRowsOfExpandedTensor : OpRewritePattern<vector::TransferReadOp> 
   }
 };
 
-/// A whole 1-D vector reduced to a scalar (the last step of a reduction of
-/// a row or of everything: a min, max or sum over 32 lanes) as one
-/// horizontal `vector.reduction`: a tree of shuffles in LLVM. Left to
-/// `lower-vector-multi-reduction`, whose strategy suits the 2-D reductions,
-/// it became a chain of 32 one-lane steps through an array of 32
-/// `vector<1xf32>` (a fifth of an int8 MLP's LLVM dialect ops).
-/// So is every element of an n-D tile reduced into one (the dimensions
-/// that stay all of size 1: a convolution bias's gradient, a tile of rows
-/// of one channel summed into its accumulator), flattened first: the
-/// default lowering added its 28 elements to the accumulator one after the
-/// other, a chain of dependent adds (6% of the bench CNN's training step).
 /// The neutral value of a reduction `kind` of `type`'s elements, for the
 /// kinds carryLanePartials takes.
 static std::optional<TypedAttr> neutralOf(vector::CombiningKind kind, Type type) {
@@ -692,15 +681,15 @@ static void carryLanePartials(RewriterBase &rewriter, scf::ForOp loop, int64_t m
     if (!reduction || reduction.getAcc() != carried || !carried.hasOneUse() ||
         !reduction->hasOneUse() || reduction->getBlock() != loop.getBody())
       continue;
-    VectorType tile = reduction.getSourceVectorType();
-    std::optional<TypedAttr> neutral = neutralOf(reduction.getKind(), tile.getElementType());
     // Only across the lanes (the innermost dimension alone): a reduction of
     // outer dimensions is already element-wise, register by register.
     SmallVector<bool> reduced = reduction.getReductionMask();
-    if (!reduced.back() || llvm::count(reduced, true) != 1)
-      continue;
-    if (!neutral || tile.isScalable() ||
+    VectorType tile = reduction.getSourceVectorType();
+    if (!reduced.back() || llvm::count(reduced, true) != 1 || tile.isScalable() ||
         tile.getNumElements() * tile.getElementTypeBitWidth() > maxBits)
+      continue;
+    std::optional<TypedAttr> neutral = neutralOf(reduction.getKind(), tile.getElementType());
+    if (!neutral)
       continue;
     Location loc = reduction.getLoc();
     rewriter.setInsertionPoint(loop);
@@ -732,6 +721,17 @@ static void carryLanePartials(RewriterBase &rewriter, scf::ForOp loop, int64_t m
   }
 }
 
+/// A whole 1-D vector reduced to a scalar (the last step of a reduction of
+/// a row or of everything: a min, max or sum over 32 lanes) as one
+/// horizontal `vector.reduction`: a tree of shuffles in LLVM. Left to
+/// `lower-vector-multi-reduction`, whose strategy suits the 2-D reductions,
+/// it became a chain of 32 one-lane steps through an array of 32
+/// `vector<1xf32>` (a fifth of an int8 MLP's LLVM dialect ops).
+/// So is every element of an n-D tile reduced into one (the dimensions
+/// that stay all of size 1: a convolution bias's gradient, a tile of rows
+/// of one channel summed into its accumulator), flattened first: the
+/// default lowering added its 28 elements to the accumulator one after the
+/// other, a chain of dependent adds (6% of the bench CNN's training step).
 struct WholeVectorReduction : OpRewritePattern<vector::MultiDimReductionOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(vector::MultiDimReductionOp op,
