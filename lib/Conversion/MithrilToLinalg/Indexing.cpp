@@ -136,44 +136,56 @@ Value linalg_lowering::clampIndex(OpBuilder &b, Location loc, Value index, Value
 
 namespace {
 
-/// Embedding gradient over (v, d, idx...): row v sums the gradients of the
-/// lookups of v.
+/// Embedding gradient: a zero table to which each lookup adds its gradient
+/// row, lookup after lookup (a scatter-add: rows looked up more than once
+/// sum). O(lookups x width), where comparing every row of the table with
+/// every lookup cost O(vocabulary x lookups x width): a GPT-2 vocabulary
+/// of 50257 rows makes that 50257 times the work.
 struct EmbeddingGradPattern : OpRewritePattern<EmbeddingGradOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(EmbeddingGradOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
     RankedTensorType out = op.getType(), it = op.getIndices().getType();
     if (!out.hasStaticShape() || !it.hasStaticShape())
       return rewriter.notifyMatchFailure(op, "dynamic shapes");
-    Type et = out.getElementType();
-    Value init = zeroFilled(rewriter, loc, out);
-    int64_t r = it.getRank(), numLoops = 2 + r;
-    auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
-    SmallVector<AffineExpr> iE, gE;
-    for (int64_t i = 0; i < r; ++i) {
-      iE.push_back(d(2 + i));
-      gE.push_back(d(2 + i));
+    int64_t rank = it.getRank(), lookups = it.getNumElements(), width = out.getDimSize(1);
+    // Indices as one axis, gradients as [lookups, width] (free collapses).
+    Value indices = op.getIndices(), grad = op.getGrad();
+    if (rank == 0) {
+      indices = tensor::ExpandShapeOp::create(rewriter, loc,
+                                              RankedTensorType::get({1}, it.getElementType()),
+                                              indices, ArrayRef<ReassociationIndices>{});
+      grad = tensor::ExpandShapeOp::create(rewriter, loc,
+                                           RankedTensorType::get({1, width}, out.getElementType()),
+                                           grad, ArrayRef<ReassociationIndices>{{0, 1}});
+    } else if (rank > 1) {
+      SmallVector<ReassociationIndices> rows(1);
+      for (int64_t i = 0; i < rank; ++i)
+        rows[0].push_back(i);
+      indices = tensor::CollapseShapeOp::create(rewriter, loc, indices, rows);
+      rows.push_back({rank});
+      grad = tensor::CollapseShapeOp::create(rewriter, loc, grad, rows);
     }
-    gE.push_back(d(1));
-    SmallVector<AffineMap> maps = {AffineMap::get(numLoops, 0, iE, ctx),
-                                   AffineMap::get(numLoops, 0, gE, ctx),
-                                   AffineMap::get(numLoops, 0, {d(0), d(1)}, ctx)};
-    SmallVector<utils::IteratorType> iterators(2, utils::IteratorType::parallel);
-    iterators.append(r, utils::IteratorType::reduction);
-    Value result =
-        linalg::GenericOp::create(
-            rewriter, loc, TypeRange{out}, ValueRange{op.getIndices(), op.getGrad()}, init, maps,
-            iterators,
-            [&](OpBuilder &b, Location l, ValueRange a) {
-              Value row = arith::IndexCastOp::create(b, l, a[0].getType(),
-                                                     linalg::IndexOp::create(b, l, 0));
-              Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, row, a[0]);
-              Value contrib = arith::SelectOp::create(b, l, hit, a[1], floatConst(b, l, et, 0.0));
-              linalg::YieldOp::create(b, l, arith::AddFOp::create(b, l, a[2], contrib).getResult());
-            })
-            .getResult(0);
-    rewriter.replaceOp(op, result);
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value count = arith::ConstantIndexOp::create(rewriter, loc, lookups);
+    Value columns = arith::ConstantIndexOp::create(rewriter, loc, width);
+    Value tableRows = arith::ConstantIndexOp::create(rewriter, loc, out.getDimSize(0));
+    auto table = forLoop(
+        rewriter, loc, zero, count, zeroFilled(rewriter, loc, out),
+        [&](OpBuilder &b, Location l, Value n, ValueRange carried) -> SmallVector<Value> {
+          // The forward lookup reported indices out of range; clamped here
+          // so that no store can leave the table.
+          Value row = clampIndex(b, l, tensor::ExtractOp::create(b, l, indices, n), tableRows);
+          auto added = forLoop(
+              b, l, zero, columns, carried[0],
+              [&](OpBuilder &cb, Location cl, Value d, ValueRange acc) -> SmallVector<Value> {
+                Value sum = arith::AddFOp::create(cb, cl, extract(cb, cl, acc[0], row, d),
+                                                  extract(cb, cl, grad, n, d));
+                return {tensor::InsertOp::create(cb, cl, sum, acc[0], ValueRange{row, d})};
+              });
+          return {added.getResult(0)};
+        });
+    rewriter.replaceOp(op, table.getResult(0));
     return success();
   }
 };

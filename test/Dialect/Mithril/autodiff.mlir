@@ -17,6 +17,24 @@ mithril.model @Linear(data %input: tensor<4x2xf32>, param %weight: tensor<3x2xf3
   mithril.output %y : tensor<4x3xf32>
 }
 
+// A weight applied to every matrix of a batch (a Linear on a sequence):
+// its gradient is one product of the batch's stacked rows, 8 deep, not a
+// batch of 2-deep products summed after.
+// CHECK-LABEL: mithril.model @SequenceLinear(
+// CHECK-SAME: data "grad:output" %[[SEED:[^:]+]]: tensor<4x2x3xf32>)
+// CHECK-DAG: %[[SEEDROWS:.+]] = reshape %[[SEED]] {shape = array<i64: 8, 3>}
+// CHECK-DAG: %[[ROWS:.+]] = reshape %input {shape = array<i64: 8, 5>}
+// CHECK-DAG: %[[ROWST:.+]] = transpose %[[ROWS]] {permutation = array<i64: 1, 0>} : (tensor<8x5xf32>) -> tensor<5x8xf32>
+// CHECK-DAG: %[[DWT:.+]] = matmul %[[ROWST]], %[[SEEDROWS]] : (tensor<5x8xf32>, tensor<8x3xf32>) -> tensor<5x3xf32>
+// CHECK-DAG: %[[DW:.+]] = transpose %[[DWT]] {permutation = array<i64: 1, 0>}
+// CHECK-NOT: sum
+// CHECK: output %{{.+}}, %[[DW]]
+mithril.model @SequenceLinear(data %input: tensor<4x2x5xf32>, param %weight: tensor<3x5xf32>) -> (output: tensor<4x2x3xf32>) {
+  %wt = mithril.transpose %weight : (tensor<3x5xf32>) -> tensor<5x3xf32>
+  %y = mithril.matmul %input, %wt : (tensor<4x2x5xf32>, tensor<5x3xf32>) -> tensor<4x2x3xf32>
+  mithril.output %y : tensor<4x2x3xf32>
+}
+
 // A convolution with unit stride and dilation differentiates its input into
 // another convolution, which gets the forward schedule: of the output
 // gradient (padded by kernel - 1 - padding) with the kernel flipped and its

@@ -260,6 +260,20 @@ LogicalResult MatmulOp::buildGradient(GradientBuilder &g, Value grad) {
     g.accumulate(a, g.reshape(da, at.getShape()));
   }
   if (g.isActive(bv)) {
+    RankedTensorType a2t = typeOf(a2), b2t = typeOf(b2);
+    bool bHasBatch = llvm::any_of(b2t.getShape().drop_back(2), [](int64_t d) { return d != 1; });
+    if (a2t.getRank() > 2 && !bHasBatch) {
+      // A matrix (a Linear's weight) applied to every matrix of a batch:
+      // its gradient sums a^T g over the batch, which is one product of the
+      // batch's rows stacked, a^T [K, B*N] by g [B*N, M]: deep, where the
+      // batch's own products are each only N deep and their [B, K, M]
+      // results, summed after, are B times the weight's size.
+      int64_t k = a2t.getShape().back(), m = typeOf(g2).getShape().back();
+      int64_t rows = a2t.getNumElements() / k;
+      Value db = g.matmul(g.transposeLast2(g.reshape(a2, {rows, k})), g.reshape(g2, {rows, m}));
+      g.accumulate(bv, g.reshape(db, bt.getShape()));
+      return success();
+    }
     Value db = g.matmul(g.transposeLast2(a2), g2);
     db = g.unbroadcast(db, typeOf(b2));
     g.accumulate(bv, g.reshape(db, bt.getShape()));
