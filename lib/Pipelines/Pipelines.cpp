@@ -223,6 +223,9 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
     // caller's buffer below (no temporary and no copy of the output).
     pm.addPass(createCanonicalizerPass(withoutRegionSimplification()));
     pm.addPass(createCSEPass());
+    // A reshaped buffer returned (a product over a batch's stacked rows) is
+    // allocated in the result's shape, to become the caller's buffer too.
+    pm.addPass(createMithrilReshapedResults());
     // Outputs become caller-owned destination buffers: the runtime hands in
     // numpy arrays and nothing is returned by pointer.
     bufferization::BufferResultsToOutParamsPassOptions outParams;

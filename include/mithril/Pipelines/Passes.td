@@ -356,4 +356,22 @@ def MithrilHoistLoopBuffers : Pass<"mithril-hoist-loop-buffers", "mlir::ModuleOp
   let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 
+def MithrilReshapedResults : Pass<"mithril-reshaped-results", "mlir::ModuleOp"> {
+  let summary = "Return reshaped buffers as allocations of the result's shape";
+  let description = [{
+    After bufferization, a function that returns a reshape of a buffer it
+    allocated (`memref.expand_shape` or `memref.collapse_shape` of a
+    `memref.alloc`: a product of a batch by a matrix, computed on its
+    stacked rows and expanded back) returns a view, not an allocation, and
+    `buffer-results-to-out-params` copies it whole into the caller's
+    buffer. Here the allocation takes the result's shape and its users see
+    the inverse reshape of it (both views of one contiguous buffer), so the
+    function returns the allocation itself, which the caller's buffer
+    replaces: no copy. Static shapes of identity layout only. Run it after
+    one-shot bufferization, before `buffer-results-to-out-params` and the
+    deallocation pipeline.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 #endif // MITHRIL_PIPELINES_PASSES_TD

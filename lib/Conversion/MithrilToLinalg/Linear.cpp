@@ -43,7 +43,7 @@ static SmallVector<ReassociationIndices> mergeLeading(int64_t merged, int64_t ra
 /// vectors, a batched matrix multiplying from the right, or batches that
 /// broadcast.
 static Value collapsedProduct(PatternRewriter &rewriter, Location loc, Value lhs, Value rhs,
-                              RankedTensorType out, Value init) {
+                              RankedTensorType out, Value zero) {
   RankedTensorType lt = tensorType(lhs), rt = tensorType(rhs);
   int64_t lr = lt.getRank(), rr = rt.getRank(), outRank = out.getRank();
   if (lr < 2 || rr < 2 || !out.hasStaticShape())
@@ -56,6 +56,13 @@ static Value collapsedProduct(PatternRewriter &rewriter, Location loc, Value lhs
     auto groups = mergeLeading(merged, t.getRank());
     return tensor::CollapseShapeOp::create(
         rewriter, loc, tensor::CollapseShapeOp::inferCollapsedType(t, groups), v, groups);
+  };
+  // A zero-filled init of the product's own shape: the schedule fuses the
+  // fill into the product's tiles (a fill seen through a collapse is not,
+  // and CSE shares it between products, each then copying it whole).
+  auto zeros = [&](RankedTensorType t) -> Value {
+    Value empty = tensor::EmptyOp::create(rewriter, loc, t.getShape(), t.getElementType());
+    return linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
   };
   auto expand = [&](Value product, int64_t merged) -> Value {
     return tensor::ExpandShapeOp::create(rewriter, loc, out, product,
@@ -70,18 +77,21 @@ static Value collapsedProduct(PatternRewriter &rewriter, Location loc, Value lhs
     auto at = cast<RankedTensorType>(a.getType());
     auto pt =
         RankedTensorType::get({at.getDimSize(0), out.getShape().back()}, out.getElementType());
-    Value c = collapse(init, outRank - 1);
-    Value product =
-        linalg::MatmulOp::create(rewriter, loc, TypeRange{pt}, ValueRange{a, b}, ValueRange{c})
-            .getResult(0);
+    Value product = linalg::MatmulOp::create(rewriter, loc, TypeRange{pt}, ValueRange{a, b},
+                                             ValueRange{zeros(pt)})
+                        .getResult(0);
     return expand(product, outRank - 1);
   }
   if (lr > 3 && lr == rr && lt.getShape().drop_back(2) == rt.getShape().drop_back(2) &&
       lt.hasStaticShape() && rt.hasStaticShape()) {
     // [..., M, K] x [..., K, N] with equal batch axes: one batch axis.
-    Value a = collapse(lhs, lr - 2), b = collapse(rhs, rr - 2), c = collapse(init, outRank - 2);
-    Value product = linalg::BatchMatmulOp::create(rewriter, loc, TypeRange{c.getType()},
-                                                  ValueRange{a, b}, ValueRange{c})
+    Value a = collapse(lhs, lr - 2), b = collapse(rhs, rr - 2);
+    auto pt = RankedTensorType::get(
+        {out.getNumElements() / (out.getDimSize(outRank - 2) * out.getDimSize(outRank - 1)),
+         out.getDimSize(outRank - 2), out.getDimSize(outRank - 1)},
+        out.getElementType());
+    Value product = linalg::BatchMatmulOp::create(rewriter, loc, TypeRange{pt}, ValueRange{a, b},
+                                                  ValueRange{zeros(pt)})
                         .getResult(0);
     return expand(product, outRank - 2);
   }
@@ -123,6 +133,10 @@ struct MatmulPattern : OpRewritePattern<MatmulOp> {
     if (!rhsVec)
       sizes.push_back(dimOf(rewriter, loc, rhs, rt.getRank() - 1));
     Value zero = arith::ConstantOp::create(rewriter, loc, rewriter.getZeroAttr(et));
+    if (Value product = collapsedProduct(rewriter, loc, lhs, rhs, out, zero)) {
+      rewriter.replaceOp(op, product);
+      return success();
+    }
     Value init = linalg::FillOp::create(rewriter, loc, zero, emptyTensor(rewriter, loc, out, sizes))
                      .getResult(0);
     if (lt.getRank() == 2 && rt.getRank() == 2) {
@@ -136,10 +150,6 @@ struct MatmulPattern : OpRewritePattern<MatmulOp> {
       rewriter.replaceOp(op, linalg::BatchMatmulOp::create(rewriter, loc, TypeRange{out},
                                                            ValueRange{lhs, rhs}, ValueRange{init})
                                  .getResult(0));
-      return success();
-    }
-    if (Value product = collapsedProduct(rewriter, loc, lhs, rhs, out, init)) {
-      rewriter.replaceOp(op, product);
       return success();
     }
     // General case: loops (batch..., [m], [n], k).

@@ -1,14 +1,14 @@
 // RUN: mithril-opt %s -split-input-file --convert-mithril-to-linalg | FileCheck %s
 
 // A matrix applied to every matrix of a batch (a Linear on a sequence) is
-// one product of the batch's stacked rows: collapses on both sides, free on
-// tensors, around a linalg.matmul the CPU schedule tiles as any other.
+// one product of the batch's stacked rows: collapses, free on tensors, around
+// a linalg.matmul the CPU schedule tiles as any other, whose zero init has
+// the product's own shape (a fill the schedule fuses into its tiles).
 // CHECK-LABEL: func.func @SequenceLinear(
 // CHECK-SAME: %[[X:[^:]+]]: tensor<4x8x16xf32>
 // CHECK-SAME: %[[W:[^:]+]]: tensor<16x12xf32>
-// CHECK: %[[ZERO:.+]] = linalg.fill
 // CHECK: %[[ROWS:.+]] = tensor.collapse_shape %[[X]] {{\[}}[0, 1], [2]] : tensor<4x8x16xf32> into tensor<32x16xf32>
-// CHECK: %[[INIT:.+]] = tensor.collapse_shape %[[ZERO]] {{\[}}[0, 1], [2]]
+// CHECK: %[[INIT:.+]] = linalg.fill {{.*}} -> tensor<32x12xf32>
 // CHECK: %[[P:.+]] = linalg.matmul ins(%[[ROWS]], %[[W]] : tensor<32x16xf32>, tensor<16x12xf32>) outs(%[[INIT]] : tensor<32x12xf32>)
 // CHECK: %[[Y:.+]] = tensor.expand_shape %[[P]] {{\[}}[0, 1], [2]] output_shape [4, 8, 12]
 // CHECK: return %[[Y]]
@@ -37,7 +37,8 @@ mithril.model @UnitBatch(data %x: tensor<2x3x5x16xf32>, param %w: tensor<1x1x16x
 // CHECK-LABEL: func.func @Heads(
 // CHECK: %[[Q:.+]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1], [2], [3]] : tensor<2x3x5x16xf32> into tensor<6x5x16xf32>
 // CHECK: %[[K:.+]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1], [2], [3]] : tensor<2x3x16x7xf32> into tensor<6x16x7xf32>
-// CHECK: %[[P:.+]] = linalg.batch_matmul ins(%[[Q]], %[[K]] :
+// CHECK: %[[INIT:.+]] = linalg.fill {{.*}} -> tensor<6x5x7xf32>
+// CHECK: %[[P:.+]] = linalg.batch_matmul ins(%[[Q]], %[[K]] : {{.*}}) outs(%[[INIT]] :
 // CHECK: tensor.expand_shape %[[P]] {{\[}}[0, 1], [2], [3]] output_shape [2, 3, 5, 7]
 mithril.model @Heads(data %q: tensor<2x3x5x16xf32>, data %k: tensor<2x3x16x7xf32>) -> (y: tensor<2x3x5x7xf32>) {
   %y = mithril.matmul %q, %k : (tensor<2x3x5x16xf32>, tensor<2x3x16x7xf32>) -> tensor<2x3x5x7xf32>
