@@ -335,6 +335,61 @@ func.func @not_through_register_transpose(%x: tensor<2x36x8xf32>) -> tensor<2x8x
 
 // -----
 
+// Nor does a transpose of the last two dimensions take in a collapse of
+// either of them (a Linear's weight gradient transposing its [8, 4, 16]
+// input viewed as [32, 16]): expanded, it would swap 16 with 8 x 4, a
+// gather of single elements.
+// CHECK-LABEL: func.func @collapse_kept_before_register_transpose
+// CHECK: %[[C:.+]] = tensor.collapse_shape %{{.+}} {{\[}}[0, 1], [2]] : tensor<8x4x16xf32> into tensor<32x16xf32>
+// CHECK: linalg.transpose ins(%[[C]] : tensor<32x16xf32>) outs(%{{.+}} : tensor<16x32xf32>) permutation = [1, 0]
+func.func @collapse_kept_before_register_transpose(%x: tensor<8x4x16xf32>) -> tensor<16x32xf32> {
+  %c = tensor.collapse_shape %x [[0, 1], [2]] : tensor<8x4x16xf32> into tensor<32x16xf32>
+  %e = tensor.empty() : tensor<16x32xf32>
+  %t = linalg.transpose ins(%c : tensor<32x16xf32>) outs(%e : tensor<16x32xf32>) permutation = [1, 0]
+  return %t : tensor<16x32xf32>
+}
+
+// -----
+
+// Where the collapse is of an element-wise op's result that can fuse on (a
+// convolution's gradient copied channels-last: the CPU schedule then writes
+// it transposed in one pass), the collapse does fuse into the transpose.
+// CHECK-LABEL: func.func @collapse_of_elementwise_into_transpose
+// CHECK: %[[N:.+]] = linalg.generic
+// CHECK: arith.negf
+// CHECK: %[[T:.+]] = linalg.transpose ins(%[[N]] : tensor<8x4x16xf32>) outs(%{{.+}} : tensor<16x8x4xf32>) permutation = [2, 0, 1]
+// CHECK: tensor.collapse_shape %[[T]] {{\[}}[0], [1, 2]]
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @collapse_of_elementwise_into_transpose(%x: tensor<8x4x16xf32>) -> tensor<16x32xf32> {
+  %o = tensor.empty() : tensor<8x4x16xf32>
+  %n = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x : tensor<8x4x16xf32>) outs(%o : tensor<8x4x16xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %m = arith.negf %a : f32
+    linalg.yield %m : f32
+  } -> tensor<8x4x16xf32>
+  %c = tensor.collapse_shape %n [[0, 1], [2]] : tensor<8x4x16xf32> into tensor<32x16xf32>
+  %e = tensor.empty() : tensor<16x32xf32>
+  %t = linalg.transpose ins(%c : tensor<32x16xf32>) outs(%e : tensor<16x32xf32>) permutation = [1, 0]
+  return %t : tensor<16x32xf32>
+}
+
+// -----
+
+// A collapse of the batch before them still fuses: the transpose, expanded,
+// swaps the same last two.
+// CHECK-LABEL: func.func @batch_collapse_into_register_transpose
+// CHECK-NOT: tensor.collapse_shape %arg0
+// CHECK: linalg.transpose ins(%arg0 : tensor<2x3x5x7xf32>) outs(%{{.+}} : tensor<2x3x7x5xf32>) permutation = [0, 1, 3, 2]
+func.func @batch_collapse_into_register_transpose(%x: tensor<2x3x5x7xf32>) -> tensor<6x7x5xf32> {
+  %c = tensor.collapse_shape %x [[0, 1], [2], [3]] : tensor<2x3x5x7xf32> into tensor<6x5x7xf32>
+  %e = tensor.empty() : tensor<6x7x5xf32>
+  %t = linalg.transpose ins(%c : tensor<6x5x7xf32>) outs(%e : tensor<6x7x5xf32>) permutation = [0, 2, 1]
+  return %t : tensor<6x7x5xf32>
+}
+
+// -----
+
 // Transposed to planes and read back channels-last (a first convolution
 // pooled channels-last, rounded to bf16 for a second one's tiles), the two
 // transposes cancel: the consumer reads the channels-last tensor in its own
