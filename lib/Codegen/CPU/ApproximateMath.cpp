@@ -59,6 +59,55 @@ struct NormalizedLog : OpRewritePattern<math::LogOp> {
   }
 };
 
+/// float32 erf(x) as two polynomials, without a division: x P(x^2) where
+/// |x| < 1, and Q(|x| - 2.46) with the sign of x where |x| is in [1, 3.92]
+/// (beyond, erf rounds to +-1 in float32, and |x| is clamped to 3.92).
+/// Coefficients fitted here by least squares at Chebyshev nodes of each
+/// interval; at most 2.4 ulp from the exact erf over every float32.
+/// Upstream's approximation evaluates three rational functions, three
+/// divisions per vector: an exact GELU over a GPT's [1024, 1024] MLP
+/// activations took half the time of the product before it.
+struct ErfAsPolynomials : OpRewritePattern<math::ErfOp> {
+  ErfAsPolynomials(MLIRContext *ctx) : OpRewritePattern(ctx, /*benefit=*/2) {}
+  LogicalResult matchAndRewrite(math::ErfOp op, PatternRewriter &rewriter) const override {
+    Type type = op.getType();
+    if (!getElementTypeOrSelf(type).isF32())
+      return failure();
+    Location loc = op.getLoc();
+    auto constant = [&](float value) {
+      return createScalarOrSplatConstant(rewriter, loc, type, APFloat(value));
+    };
+    auto horner = [&](Value t, ArrayRef<float> coefficients) {
+      Value r = constant(coefficients.back());
+      for (float c : llvm::reverse(coefficients.drop_back()))
+        r = math::FmaOp::create(rewriter, loc, r, t, constant(c));
+      return r;
+    };
+    static constexpr float kNear[] = {1.1283791065216064f,    -0.37612611055374146f,
+                                      0.11283461004495621f,   -0.02684955671429634f,
+                                      0.0051812538877129555f, -0.0007953780586831272f,
+                                      7.680844282731414e-05f};
+    static constexpr float kFar[] = {
+        0.9994966983795166f,      0.0026562088169157505f,  -0.006535748485475779f,
+        0.009832828305661678f,    -0.009904964827001095f,  0.00679815374314785f,
+        -0.002963119884952903f,   0.0004615696961991489f,  0.0003906787314917892f,
+        -0.00030136696295812726f, 5.1896404329454526e-05f, 2.5363142412970774e-05f,
+        -9.166920790448785e-06f};
+    Value x = op.getOperand();
+    // NaN stays NaN through the clamp (minimumf) and both polynomials.
+    Value a = arith::MinimumFOp::create(rewriter, loc, math::AbsFOp::create(rewriter, loc, x),
+                                        constant(3.92f));
+    Value near = arith::MulFOp::create(
+        rewriter, loc, horner(arith::MulFOp::create(rewriter, loc, a, a), kNear), a);
+    Value far = horner(arith::SubFOp::create(rewriter, loc, a, constant(2.46f)), kFar);
+    Value isNear =
+        arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OLT, a, constant(1.0f));
+    Value magnitude = arith::SelectOp::create(rewriter, loc, isNear, near, far);
+    rewriter.replaceOpWithNewOp<math::CopySignOp>(op, magnitude, x);
+    return success();
+  }
+};
+
 struct ApproximateMathPass : public mithril::impl::MithrilApproximateMathBase<ApproximateMathPass> {
   using MithrilApproximateMathBase::MithrilApproximateMathBase;
   void runOnOperation() override {
@@ -84,6 +133,8 @@ struct ApproximateMathPass : public mithril::impl::MithrilApproximateMathBase<Ap
     // pattern then approximates the marked inner log.
     if (wanted("log"))
       patterns.add<NormalizedLog>(&getContext(), /*benefit=*/2);
+    if (wanted("erf"))
+      patterns.add<ErfAsPolynomials>(&getContext());
     auto selected = [&](Operation *op) {
       return op->getDialect() && op->getDialect()->getNamespace() == "math" &&
              wanted(op->getName().getStringRef());

@@ -56,3 +56,30 @@ func.func @log(%x: vector<16xf32>, %y: vector<8xf64>) -> (vector<16xf32>, vector
   %d = math.log %y : vector<8xf64>
   return %l, %d : vector<16xf32>, vector<8xf64>
 }
+
+// float32 erf: two polynomials without a division, x P(x^2) below |x| = 1
+// and Q(|x| - 2.46) beyond, |x| clamped to 3.92 (erf rounds to 1 there), the
+// sign of x copied back (erf(-0) is -0).
+// RUN: mithril-opt %s --mithril-approximate-math="functions=erf" | FileCheck %s --check-prefix=ERF
+// ERF-LABEL: func.func @erf(
+// ERF-SAME: %[[X:[^:]+]]: vector<16xf32>
+// ERF: %[[CLAMP:.+]] = arith.constant dense<3.920000e+00> : vector<16xf32>
+// ERF: %[[ABS:.+]] = math.absf %[[X]]
+// ERF: %[[A:.+]] = arith.minimumf %[[ABS]], %[[CLAMP]]
+// ERF: %[[SQ:.+]] = arith.mulf %[[A]], %[[A]]
+// ERF: math.fma %{{.+}}, %[[SQ]]
+// ERF: %[[CENTER:.+]] = arith.constant dense<2.460000e+00> : vector<16xf32>
+// ERF: %[[T:.+]] = arith.subf %[[A]], %[[CENTER]]
+// ERF: math.fma %{{.+}}, %[[T]]
+// ERF: %[[ONE:.+]] = arith.constant dense<1.000000e+00> : vector<16xf32>
+// ERF: %[[NEAR:.+]] = arith.cmpf olt, %[[A]], %[[ONE]]
+// ERF: %[[M:.+]] = arith.select %[[NEAR]]
+// ERF: %[[R:.+]] = math.copysign %[[M]], %[[X]]
+// ERF-NOT: arith.divf
+// ERF: return %[[R]], %{{.+}} : vector<16xf32>, vector<8xf64>
+// ERF-NOT: math.erf {{.*}}f32
+func.func @erf(%x: vector<16xf32>, %y: vector<8xf64>) -> (vector<16xf32>, vector<8xf64>) {
+  %e = math.erf %x : vector<16xf32>
+  %d = math.erf %y : vector<8xf64>
+  return %e, %d : vector<16xf32>, vector<8xf64>
+}
