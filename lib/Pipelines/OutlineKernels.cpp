@@ -18,6 +18,7 @@
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace mithril {
@@ -120,9 +121,17 @@ struct OutlineKernelsPass : public mithril::impl::MithrilOutlineKernelsBase<Outl
   /// they follow in the module in the order they run.
   Operation *lastFunction = nullptr;
 
+  /// The kernel functions made so far, by their type and number of ops:
+  /// where a new one computes what one of them does, op for op, it is
+  /// called instead (the same layer's kernels of a transformer's every
+  /// block, their shapes alike, generated and compiled once).
+  llvm::DenseMap<std::pair<Type, int64_t>, SmallVector<func::FuncOp>> kernelsByShape;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
+    // (A pass instance may run on one module after another.)
+    kernelsByShape.clear();
     // The model entries: the private functions are chunk functions or
     // declarations already.
     SmallVector<func::FuncOp> callers;
@@ -343,9 +352,28 @@ struct OutlineKernelsPass : public mithril::impl::MithrilOutlineKernelsBase<Outl
       vector::TransferWriteOp::create(builder, loc, value, stack, zeros, inBounds);
       operands.push_back(stack);
     }
-    func::CallOp::create(builder, loc, function, operands);
+    func::CallOp::create(builder, loc, sameKernel(function, symbols), operands);
     for (Operation *op : llvm::reverse(kernel))
       op->erase();
+  }
+
+  /// `function`, or an earlier kernel function whose body is the same up to
+  /// locations, in which case `function` is erased.
+  func::FuncOp sameKernel(func::FuncOp function, SymbolTable &symbols) {
+    int64_t ops = 0;
+    function.walk([&](Operation *) { ++ops; });
+    SmallVector<func::FuncOp> &alike = kernelsByShape[{function.getFunctionType(), ops}];
+    for (func::FuncOp earlier : alike) {
+      if (OperationEquivalence::isRegionEquivalentTo(&earlier.getBody(), &function.getBody(),
+                                                     OperationEquivalence::IgnoreLocations)) {
+        if (lastFunction == function.getOperation())
+          lastFunction = function->getPrevNode();
+        symbols.erase(function);
+        return earlier;
+      }
+    }
+    alike.push_back(function);
+    return function;
   }
 };
 

@@ -253,3 +253,53 @@ func.func private @helper(%a: memref<16x32xf32>) {
 // Their buffers cross as bare pointers.
 // PIPE:       llvm.func @MLP_kernel(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr)
 // PIPE-SAME:      passthrough = ["noinline"]
+
+// -----
+
+// Two layers alike (a transformer's blocks): their loop nests, the same op
+// for op but for their buffers and locations, become one function called
+// twice; a third that differs (it multiplies) gets its own.
+
+// CHECK-LABEL: func.func @layers(
+// CHECK-SAME:      %[[A:.*]]: memref<64x32xf32>, %[[B:.*]]: memref<64x32xf32>, %[[C:.*]]: memref<64x32xf32>, %[[D:.*]]: memref<64x32xf32>)
+// CHECK:         call @layers_kernel(%[[A]], %[[B]])
+// CHECK-NEXT:    call @layers_kernel(%[[B]], %[[C]])
+// CHECK-NEXT:    call @[[THIRD:layers_kernel_[0-9]+]](%[[C]], %[[D]])
+// CHECK-NEXT:    return
+// CHECK:       func.func private @layers_kernel(
+// CHECK:           arith.addf
+// CHECK-NOT:   func.func private
+// CHECK:       func.func private @[[THIRD]](
+// CHECK:           arith.mulf
+// CHECK-NOT:   func.func private
+// NONE-LABEL: func.func @layers(
+// NONE-NOT:     call
+
+func.func @layers(%a: memref<64x32xf32>, %b: memref<64x32xf32>, %c: memref<64x32xf32>, %d: memref<64x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %cst = arith.constant 0.0 : f32
+  scf.for %i = %c0 to %c64 step %c8 {
+    %v = vector.transfer_read %a[%i, %c0], %cst {in_bounds = [true, true]}
+        : memref<64x32xf32>, vector<8x32xf32>
+    %w = arith.addf %v, %v : vector<8x32xf32>
+    vector.transfer_write %w, %b[%i, %c0] {in_bounds = [true, true]}
+        : vector<8x32xf32>, memref<64x32xf32>
+  } loc("layer0")
+  scf.for %i = %c0 to %c64 step %c8 {
+    %v = vector.transfer_read %b[%i, %c0], %cst {in_bounds = [true, true]}
+        : memref<64x32xf32>, vector<8x32xf32>
+    %w = arith.addf %v, %v : vector<8x32xf32>
+    vector.transfer_write %w, %c[%i, %c0] {in_bounds = [true, true]}
+        : vector<8x32xf32>, memref<64x32xf32>
+  } loc("layer1")
+  scf.for %i = %c0 to %c64 step %c8 {
+    %v = vector.transfer_read %c[%i, %c0], %cst {in_bounds = [true, true]}
+        : memref<64x32xf32>, vector<8x32xf32>
+    %w = arith.mulf %v, %v : vector<8x32xf32>
+    vector.transfer_write %w, %d[%i, %c0] {in_bounds = [true, true]}
+        : vector<8x32xf32>, memref<64x32xf32>
+  }
+  return
+}

@@ -273,7 +273,9 @@ def MithrilOutlineKernels : Pass<"mithril-outline-kernels", "mlir::ModuleOp"> {
     reads back; a kernel that would take any other value stays), except
     constants, views and index arithmetic, which the function computes
     again (so that its shapes, offsets and loop bounds stay constant for
-    LLVM).
+    LLVM). A kernel whose function would be the same, op for op up to
+    locations, as an earlier one's (the same layer of a transformer's every
+    block) calls that function instead: generated and compiled once.
 
     The JIT compiles a model's LLVM code in as many pieces as it has threads
     for (one per CPU the process may run on): a model is one function per
