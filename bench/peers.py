@@ -6,7 +6,9 @@ inductor. Writes bench/peers.md.
 
 The orchestrator (this file, under Debian's python3) generates every case's
 inputs and parameters once (numpy, fixed seeds) into a temporary folder as
-.npy files, with a float64 reference result computed by numpy. Each
+.npy files, with a float64 reference result computed by numpy (for the GPT
+of examples/gpt, by Debian's torch in float64, which also exports its ONNX
+graph). Each
 candidate then runs in its own fresh process (this file's worker mode),
 pinned with taskset to the first N cores and with its own thread knob set to
 N: ours under Debian's python3 with the build's package, peers under the
@@ -141,7 +143,7 @@ def cap_option(cand):
 class Case:
     id: str
     title: str
-    kind: str               # "sgemm", "mlp" (784-512-512-10) or "cnn" (bench.cnn)
+    kind: str               # "sgemm", "mlp" (784-512-512-10), "cnn" (bench.cnn) or "gpt"
     size: int               # n of an n x n sgemm, else the batch
     train: bool = False     # one SGD step on the mean cross entropy, not a forward
     precision: str = "f32"  # "f32", "int8" (dynamic: Linear and Conv weights) or "bf16"
@@ -165,6 +167,9 @@ CASES = {c.id: c for c in (
     Case("mlptrain64", "MLP train step b64", "mlp", 64, train=True, skip=_TRAIN_SKIP),
     Case("cnn16", "CNN forward b16", "cnn", 16),
     Case("cnntrain16", "CNN train step b16", "cnn", 16, train=True, skip=_TRAIN_SKIP),
+    Case("gpt1", "GPT forward b1", "gpt", 1),
+    Case("gpt8", "GPT forward b8", "gpt", 8),
+    Case("gpttrain8", "GPT train step b8", "gpt", 8, train=True, skip=_TRAIN_SKIP),
     Case("int8mlp16", "int8 MLP b16", "mlp", 16, precision="int8", tol=0.2, skip=_INT8_SKIP),
     Case("int8mlp256", "int8 MLP b256", "mlp", 256, precision="int8", tol=0.2,
          skip=_INT8_SKIP),
@@ -189,7 +194,18 @@ CNN_PARAMS = {"convolution2d_0.weight": (32, 1, 3, 3), "convolution2d_0.bias": (
               "linear_0.weight": (10, 3136), "linear_0.bias": (10,)}
 
 
+# The GPT of examples/gpt (nanoGPT's pre-LayerNorm blocks: causal attention,
+# exact GELU) at a small transformer's size: 4 layers of 256 wide, 8 heads,
+# 128 tokens of context, 1000 token ids; 3.5 M parameters. Its sequences are
+# whole contexts of 128 token ids (a prompt's forward); training predicts
+# each next token (cross entropy over all 128 positions).
+GPT = dict(bias=True, block_size=128, dims=256, num_heads=8, num_layers=4, vocab_size=1000)
+GPT_DIR = os.path.join(ROOT, "examples", "gpt")
+
+
 def input_shape(case):
+    if case.kind == "gpt":
+        return [case.size, GPT["block_size"]]
     return [case.size, 784] if case.kind == "mlp" else [case.size, 1, 28, 28]
 
 
@@ -279,12 +295,50 @@ def cross_entropy64(z, y):
     return loss, g / len(y)
 
 
+def make_gpt_data(case, folder, rng, save):
+    """The GPT's parameters (torch's initialization of examples/gpt's
+    torch_model.py, under our names), token ids, its float64 reference
+    (torch, Debian's: the test oracle, in float64 from the float32
+    parameters), and its ONNX graph for ONNX Runtime and OpenVINO (torch's
+    exporter, opset 17, the weights as initializers, written here: their
+    compile time counts from reading it). Returns the parameter names."""
+    import torch
+    sys.path.insert(0, GPT_DIR)
+    from torch_model import TorchGPT
+    torch.manual_seed(zlib.crc32(case.id.encode()))
+    net = TorchGPT(**GPT)
+    params = net.mithril_params()
+    x = rng.integers(0, GPT["vocab_size"], input_shape(case))
+    for name, value in params.items():
+        save("p_" + name, value)
+    save("x", x)
+    tokens = torch.from_numpy(x)
+    if not case.train:
+        torch.onnx.export(net.eval(), (tokens,), os.path.join(folder, "model.onnx"),
+                          opset_version=17, input_names=["x"], output_names=["logits"])
+    net64 = TorchGPT(**GPT).double()
+    net64.load_mithril({k: v.astype(np.float64) for k, v in params.items()})
+    if case.train:
+        y = rng.integers(0, GPT["vocab_size"], case.size * GPT["block_size"])
+        save("y", y)
+        loss = net64.loss(tokens, torch.from_numpy(y))
+        loss.backward()
+        save("ref_loss", np.array(loss.item()))
+        for name, grad in net64.mithril_grads().items():
+            save("ref_p_" + name, params[name].astype(np.float64) - LR * grad)
+    else:
+        save("ref", net64(tokens).detach().numpy())
+    return list(params)
+
+
 def make_data(case, folder):
     """Writes the case's inputs, parameters and float64 reference as .npy."""
     os.makedirs(folder, exist_ok=True)
     rng = np.random.default_rng(zlib.crc32(case.id.encode()))
     save = lambda name, value: np.save(os.path.join(folder, name + ".npy"), value)
-    if case.kind == "sgemm":
+    if case.kind == "gpt":
+        names = make_gpt_data(case, folder, rng, save)
+    elif case.kind == "sgemm":
         a, b = (rng.standard_normal((case.size, case.size)).astype(np.float32) for _ in "ab")
         save("a", a)
         save("b", b)
@@ -321,7 +375,7 @@ def load_data(folder):
     load = lambda name: np.load(os.path.join(folder, name + ".npy"))
     with open(os.path.join(folder, "meta.json")) as f:
         names = json.load(f)["params"]
-    d = {"params": {k: load("p_" + k) for k in names}}
+    d = {"params": {k: load("p_" + k) for k in names}, "folder": folder}
     for name in ("a", "b", "x", "y", "ref", "ref_loss"):
         if os.path.exists(os.path.join(folder, name + ".npy")):
             d[name] = load(name)
@@ -379,8 +433,26 @@ def build_ours(lib, case, d, threads, scratch):
         pm = ours_compile(ml, model, backend, shapes={"a": [n, n], "b": [n, n]}, inference=True)
         data = {"a": d["a"], "b": d["b"]}
         return (lambda: pm.evaluate({}, data)["c"]), None
-    net = lib.bench.mlp() if case.kind == "mlp" else lib.bench.cnn()
+    if case.kind == "gpt":
+        sys.path.insert(0, GPT_DIR)
+        from model import create_gpt, create_gpt_train_model
+        net = create_gpt(**GPT)
+    else:
+        net = lib.bench.mlp() if case.kind == "mlp" else lib.bench.cnn()
     params = dict(d["params"])
+    if case.train and case.kind == "gpt":
+        params = {k: v.copy() for k, v in params.items()}
+        pm = ours_compile(ml, create_gpt_train_model(net, GPT["vocab_size"]), backend,
+                          shapes={"input": input_shape(case), "target": [len(d["y"])]})
+        data, opt = {"input": d["x"], "target": d["y"]}, ml.SGD(lr=LR)
+        return (lambda: pm.train_step(params, data, opt)["final_cost"]), (lambda: params)
+    if case.kind == "gpt":
+        if OURS_WEIGHTS["mode"] == "compiled":
+            pm = ours_compile(ml, net, backend, shapes={"input": input_shape(case)},
+                              inference=True, constant_keys=params)
+            return (lambda: pm.evaluate({}, {"input": d["x"]})["output"]), None
+        pm = ours_compile(ml, net, backend, shapes={"input": input_shape(case)}, inference=True)
+        return (lambda: pm.evaluate(params, {"input": d["x"]})["output"]), None
     if case.train:
         # train_step updates the parameters in place: the data's own arrays
         # stay the starting point the result is checked from.
@@ -417,6 +489,8 @@ def write_onnx(case, d, path):
     """The case's model as an ONNX graph (opset 17), weights as initializers.
     Linear layers are MatMul + Add, which quantize_dynamic turns to int8 (and
     Conv to ConvInteger)."""
+    if case.kind == "gpt":  # torch's export, written with the data (make_gpt_data)
+        return os.path.join(d["folder"], "model.onnx")
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     nodes, inits = [], []
@@ -537,6 +611,8 @@ def jax_forward(lib, kind):
     XLA and IREE compile best on CPUs (IREE's NCHW convolution is some 25x
     slower here); the result is back in NCHW before the flatten."""
     jnp, lax = lib.jnp, lib.lax
+    if kind == "gpt":
+        return jax_gpt(lib)
     relu = lambda h: jnp.maximum(h, 0)
     linear = lambda h, p, name: h @ p[name + ".weight"].T + p[name + ".bias"]
     if kind == "mlp":
@@ -557,6 +633,41 @@ def jax_forward(lib, kind):
     return forward
 
 
+def jax_gpt(lib):
+    """examples/gpt's GPT as a jnp function of (params, token ids)."""
+    jax, jnp = lib.jax, lib.jnp
+    heads, layers, t = GPT["num_heads"], GPT["num_layers"], GPT["block_size"]
+
+    def norm(h, p, name):
+        mean = h.mean(-1, keepdims=True)
+        var = ((h - mean) ** 2).mean(-1, keepdims=True)
+        return (h - mean) / jnp.sqrt(var + 1e-5) * p[name + ".weight"] + p[name + ".bias"]
+
+    linear = lambda h, p, name: h @ p[name + ".weight"].T + p[name + ".bias"]
+    above = jnp.triu(jnp.ones((t, t), bool), 1)
+
+    def forward(p, x):
+        b = x.shape[0]
+        h = p["transformer.wte_weight"][x] + p["transformer.wpe_weight"][jnp.arange(t)]
+        for i in range(layers):
+            pre = f"transformer.h.{i}."
+            q, k, v = jnp.split(linear(norm(h, p, pre + "ln_1"), p, pre + "attn.c_attn"), 3, -1)
+            q, k, v = (z.reshape(b, t, heads, -1).transpose(0, 2, 1, 3) for z in (q, k, v))
+            scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(q.shape[-1])
+            y = jax.nn.softmax(jnp.where(above, -jnp.inf, scores), -1) @ v
+            h = h + linear(y.transpose(0, 2, 1, 3).reshape(h.shape), p, pre + "attn.c_proj")
+            m = jax.nn.gelu(linear(norm(h, p, pre + "ln_2"), p, pre + "mlp.c_fc"),
+                            approximate=False)
+            h = h + linear(m, p, pre + "mlp.c_proj")
+        return norm(h, p, "transformer.ln_f") @ p["lm_head.weight"].T
+    return forward
+
+
+def jax_tokens(case, d):
+    """The token ids as int32 (JAX's default integers), other inputs as they are."""
+    return d["x"].astype(np.int32) if case.kind == "gpt" else d["x"]
+
+
 def jax_params(params, inverse=False):
     """Our parameters with convolution weights OIHW -> HWIO (or back)."""
     axes = (3, 2, 0, 1) if inverse else (2, 3, 1, 0)
@@ -574,7 +685,7 @@ def build_jax(lib, case, d, threads, scratch):
         return run, None
     forward = jax_forward(lib, case.kind)
     params = {k: jax.device_put(v) for k, v in jax_params(d["params"]).items()}
-    x = jax.device_put(d["x"])
+    x = jax.device_put(jax_tokens(case, d))
     if not case.train:
         f = jax.jit(forward)
         run = lambda: f(params, x).block_until_ready()
@@ -584,6 +695,7 @@ def build_jax(lib, case, d, threads, scratch):
 
     def loss_fn(p, x, y):
         z = forward(p, x)
+        z = z.reshape(-1, z.shape[-1])  # a GPT's [B, T, V] logits: one row per token
         return jnp.mean(jax.nn.logsumexp(z, axis=1) - jnp.take_along_axis(z, y[:, None], 1)[:, 0])
 
     def step(p, x, y):
@@ -620,7 +732,7 @@ def build_iree(lib, case, d, threads, scratch):
     else:
         params, forward = jax_params(d["params"]), jax_forward(lib, case.kind)
         fn = lambda x, *weights: forward(dict(zip(params, weights)), x)
-        args = [d["x"]] + list(params.values())
+        args = [jax_tokens(case, d)] + list(params.values())
     exported = jax.export.export(jax.jit(fn))(
         *[jax.ShapeDtypeStruct(a.shape, a.dtype) for a in args])
     flags = [f"--iree-llvmcpu-target-cpu={cap_option('iree') or 'host'}"]
@@ -683,7 +795,14 @@ def build_torch(lib, case, d, threads, scratch):
         matmul = torch.compile(lambda a, b: a @ b, backend="inductor")
         a, b = torch.from_numpy(d["a"]), torch.from_numpy(d["b"])
         return (lambda: matmul(a, b)), None
-    net, names = torch_net(torch, case.kind, d["params"])
+    if case.kind == "gpt":
+        sys.path.insert(0, GPT_DIR)
+        from torch_model import TorchGPT
+        net = TorchGPT(**GPT)
+        net.load_mithril(d["params"])
+        names = None
+    else:
+        net, names = torch_net(torch, case.kind, d["params"])
     x = torch.from_numpy(d["x"])
     if not case.train:
         net.eval()
@@ -696,8 +815,9 @@ def build_torch(lib, case, d, threads, scratch):
                 return f(x).float()
         return autocast_run, None
     y = torch.from_numpy(d["y"])
-    loss_fn = torch.compile(lambda x, y: torch.nn.functional.cross_entropy(net(x), y),
-                            backend="inductor")  # forward and backward graphs compiled
+    loss_fn = torch.compile(  # forward and backward graphs compiled
+        lambda x, y: torch.nn.functional.cross_entropy(net(x).reshape(len(y), -1), y),
+        backend="inductor")
     opt = torch.optim.SGD(net.parameters(), lr=LR)
 
     def run():
@@ -708,6 +828,8 @@ def build_torch(lib, case, d, threads, scratch):
         return loss.detach()
 
     def params():
+        if names is None:  # the GPT's, under our names
+            return net.mithril_params()
         return {f"{name}.{kind}": getattr(net[i], kind).detach().numpy().copy()
                 for i, name in names.items() for kind in ("weight", "bias")}
     return run, params

@@ -112,6 +112,11 @@ class TorchGPT(nn.Module):
         state = {torch_name(k): torch.from_numpy(np.array(v)) for k, v in params.items()}
         self.load_state_dict(state, strict=True)
 
+    def mithril_params(self) -> dict:
+        """The parameters (numpy copies), under our names."""
+        ours = {torch_name(k): k for k in ("transformer.wte_weight", "transformer.wpe_weight")}
+        return {ours.get(k, k): p.detach().numpy().copy() for k, p in self.named_parameters()}
+
     def mithril_grads(self) -> dict:
         """The gradients of the parameters, under our names."""
         ours = {torch_name(k): k for k in ("transformer.wte_weight", "transformer.wpe_weight")}
