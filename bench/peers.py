@@ -436,32 +436,22 @@ def build_ours(lib, case, d, threads, scratch):
     if case.kind == "gpt":
         sys.path.insert(0, GPT_DIR)
         from model import create_gpt, create_gpt_train_model
-        net = create_gpt(**GPT)
+        net, output = create_gpt(**GPT), "output"
     else:
-        net = lib.bench.mlp() if case.kind == "mlp" else lib.bench.cnn()
+        net, output = (lib.bench.mlp() if case.kind == "mlp" else lib.bench.cnn()), "logits"
     params = dict(d["params"])
-    if case.train and case.kind == "gpt":
-        params = {k: v.copy() for k, v in params.items()}
-        pm = ours_compile(ml, create_gpt_train_model(net, GPT["vocab_size"]), backend,
-                          shapes={"input": input_shape(case), "target": [len(d["y"])]})
-        data, opt = {"input": d["x"], "target": d["y"]}, ml.SGD(lr=LR)
-        return (lambda: pm.train_step(params, data, opt)["final_cost"]), (lambda: params)
-    if case.kind == "gpt":
-        if OURS_WEIGHTS["mode"] == "compiled":
-            pm = ours_compile(ml, net, backend, shapes={"input": input_shape(case)},
-                              inference=True, constant_keys=params)
-            return (lambda: pm.evaluate({}, {"input": d["x"]})["output"]), None
-        pm = ours_compile(ml, net, backend, shapes={"input": input_shape(case)}, inference=True)
-        return (lambda: pm.evaluate(params, {"input": d["x"]})["output"]), None
     if case.train:
         # train_step updates the parameters in place: the data's own arrays
         # stay the starting point the result is checked from.
         params = {k: v.copy() for k, v in params.items()}
-        train = models.TrainModel(net)
-        train.add_loss(models.CrossEntropy(), reduce_steps=[models.Mean()], input="logits",
-                       target="target")
+        if case.kind == "gpt":  # next-token cross entropy over [B*T, V]
+            train = create_gpt_train_model(net, GPT["vocab_size"])
+        else:
+            train = models.TrainModel(net)
+            train.add_loss(models.CrossEntropy(), reduce_steps=[models.Mean()], input="logits",
+                           target="target")
         pm = ours_compile(ml, train, backend, shapes={"input": input_shape(case),
-                                                      "target": [case.size]})
+                                                      "target": [len(d["y"])]})
         data, opt = {"input": d["x"], "target": d["y"]}, ml.SGD(lr=LR)
         # train_step updates `params` (in place, or replacing entries).
         return (lambda: pm.train_step(params, data, opt)["final_cost"]), (lambda: params)
@@ -470,7 +460,7 @@ def build_ours(lib, case, d, threads, scratch):
         # when compiling (per call, only the activations are).
         pm = ours_compile(ml, net, backend, shapes={"input": input_shape(case)}, inference=True,
                           constant_keys=params)
-        return (lambda: pm.evaluate({}, {"input": d["x"]})["logits"]), None
+        return (lambda: pm.evaluate({}, {"input": d["x"]})[output]), None
     x = d["x"]
     if case.precision == "bf16":  # bfloat16 bit patterns pass unconverted
         params = {k: lib.to_bf16(v) for k, v in params.items()}
@@ -480,9 +470,9 @@ def build_ours(lib, case, d, threads, scratch):
         # weights compiled in, packed when compiling.
         pm = ours_compile(ml, net, backend, shapes={"input": input_shape(case)}, inference=True,
                           constant_keys=params)
-        return (lambda: pm.evaluate({}, {"input": x})["logits"]), None
+        return (lambda: pm.evaluate({}, {"input": x})[output]), None
     pm = ours_compile(ml, net, backend, shapes={"input": input_shape(case)}, inference=True)
-    return (lambda: pm.evaluate(params, {"input": x})["logits"]), None
+    return (lambda: pm.evaluate(params, {"input": x})[output]), None
 
 
 def write_onnx(case, d, path):

@@ -38,6 +38,14 @@ static bool hasOneDynamicSizePerGroup(RankedTensorType expanded,
   });
 }
 
+/// Whether `transpose` swaps its last two dimensions: a transpose the CPU
+/// schedule moves in 16 x 16 register blocks.
+static bool swapsLastTwo(linalg::TransposeOp transpose) {
+  ArrayRef<int64_t> perm = transpose.getPermutation();
+  int64_t rank = perm.size();
+  return rank >= 2 && perm[rank - 1] == rank - 2 && perm[rank - 2] == rank - 1;
+}
+
 /// The fusion control: producers with one use, as upstream's pass, and
 /// reshapes folded by expansion only where they stay well-formed.
 static bool shouldFuse(OpOperand *fused) {
@@ -75,15 +83,14 @@ static bool shouldFuse(OpOperand *fused) {
     // [1024, 8, 128] gather of single floats, 3.7 ms against 0.2). A
     // convolution's channels-last copy of its element-wise gradient, fused
     // whole, still pays.
-    if (auto transpose = dyn_cast<linalg::TransposeOp>(fused->getOwner())) {
-      ArrayRef<int64_t> perm = transpose.getPermutation();
-      int64_t rank = perm.size();
+    if (auto transpose = dyn_cast<linalg::TransposeOp>(fused->getOwner());
+        transpose && swapsLastTwo(transpose)) {
+      int64_t rank = transpose.getPermutation().size();
       auto groups = collapse.getReassociationIndices();
       auto source = collapse.getSrc().getDefiningOp<linalg::LinalgOp>();
       bool fusesOn =
           source && source->hasOneUse() && source.getNumLoops() == source.getNumParallelLoops();
-      if (rank >= 2 && perm[rank - 1] == rank - 2 && perm[rank - 2] == rank - 1 &&
-          (groups[rank - 1].size() > 1 || groups[rank - 2].size() > 1) && !fusesOn)
+      if ((groups[rank - 1].size() > 1 || groups[rank - 2].size() > 1) && !fusesOn)
         return false;
     }
     return hasOneDynamicSizePerGroup(collapse.getSrcType(), collapse.getReassociationIndices());
@@ -111,12 +118,9 @@ static bool shouldFuse(OpOperand *fused) {
     // schedule moves in 16 x 16 register blocks: an int8 convolution's
     // [N, OH OW, F] -> [N, F, OH OW] viewed as [N, F, OH, OW] became a
     // gather of single floats (0.12 of 0.65 ms for the bench CNN).
-    if (auto transpose = dyn_cast<linalg::TransposeOp>(producer)) {
-      ArrayRef<int64_t> perm = transpose.getPermutation();
-      int64_t rank = perm.size();
-      if (rank >= 2 && perm[rank - 1] == rank - 2 && perm[rank - 2] == rank - 1)
-        return false;
-    }
+    if (auto transpose = dyn_cast<linalg::TransposeOp>(producer);
+        transpose && swapsLastTwo(transpose))
+      return false;
     return hasOneDynamicSizePerGroup(expand.getResultType(), expand.getReassociationIndices());
   }
   // Not a transpose into an op that reads windows of it (at sums of loops,

@@ -19,8 +19,8 @@ namespace mithril {
 using namespace mlir;
 
 namespace {
-/// A static allocation of identity layout, and a memref type of static shape
-/// and identity layout: what either reshape of the other views whole.
+/// A static shape of identity layout: a buffer that a reshape to another
+/// such shape views whole, and that can be allocated in its place.
 bool isPlain(MemRefType type) { return type.hasStaticShape() && type.getLayout().isIdentity(); }
 
 /// The allocation `reshape` views, when the function can allocate the

@@ -57,43 +57,37 @@ static Value collapsedProduct(PatternRewriter &rewriter, Location loc, Value lhs
     return tensor::CollapseShapeOp::create(
         rewriter, loc, tensor::CollapseShapeOp::inferCollapsedType(t, groups), v, groups);
   };
-  // A zero-filled init of the product's own shape: the schedule fuses the
-  // fill into the product's tiles (a fill seen through a collapse is not,
-  // and CSE shares it between products, each then copying it whole).
-  auto zeros = [&](RankedTensorType t) -> Value {
-    Value empty = tensor::EmptyOp::create(rewriter, loc, t.getShape(), t.getElementType());
-    return linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
-  };
-  auto expand = [&](Value product, int64_t merged) -> Value {
-    return tensor::ExpandShapeOp::create(rewriter, loc, out, product,
-                                         mergeLeading(merged, outRank));
+  // The product `build` makes into the result's first `merged` axes merged
+  // into one, expanded back. Its zero-filled init has the product's own
+  // shape: the schedule fuses that fill into the product's tiles (a fill
+  // seen through a collapse is not, and CSE shares it between products,
+  // each then copying it whole).
+  auto productInto = [&](int64_t merged,
+                         function_ref<Value(RankedTensorType, Value)> build) -> Value {
+    SmallVector<ReassociationIndices> groups = mergeLeading(merged, outRank);
+    RankedTensorType type = tensor::CollapseShapeOp::inferCollapsedType(out, groups);
+    Value empty = tensor::EmptyOp::create(rewriter, loc, type.getShape(), type.getElementType());
+    Value init = linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
+    return tensor::ExpandShapeOp::create(rewriter, loc, out, build(type, init), groups);
   };
   if (lr > 2 && unitBatch(rt) && lt.hasStaticShape()) {
     // [..., M, K] x [K, N]: the rows of every matrix of the batch stacked.
     // The result's leading axes are lhs's (and any unit axes of rhs): all
     // but its last merge into the rows.
-    Value a = collapse(lhs, lr - 1);
-    Value b = rr == 2 ? rhs : collapse(rhs, rr - 1);
-    auto at = cast<RankedTensorType>(a.getType());
-    auto pt =
-        RankedTensorType::get({at.getDimSize(0), out.getShape().back()}, out.getElementType());
-    Value product = linalg::MatmulOp::create(rewriter, loc, TypeRange{pt}, ValueRange{a, b},
-                                             ValueRange{zeros(pt)})
-                        .getResult(0);
-    return expand(product, outRank - 1);
+    Value a = collapse(lhs, lr - 1), b = rr == 2 ? rhs : collapse(rhs, rr - 1);
+    return productInto(outRank - 1, [&](RankedTensorType type, Value init) -> Value {
+      return linalg::MatmulOp::create(rewriter, loc, TypeRange{type}, ValueRange{a, b}, init)
+          .getResult(0);
+    });
   }
   if (lr > 3 && lr == rr && lt.getShape().drop_back(2) == rt.getShape().drop_back(2) &&
       lt.hasStaticShape() && rt.hasStaticShape()) {
     // [..., M, K] x [..., K, N] with equal batch axes: one batch axis.
     Value a = collapse(lhs, lr - 2), b = collapse(rhs, rr - 2);
-    auto pt = RankedTensorType::get(
-        {out.getNumElements() / (out.getDimSize(outRank - 2) * out.getDimSize(outRank - 1)),
-         out.getDimSize(outRank - 2), out.getDimSize(outRank - 1)},
-        out.getElementType());
-    Value product = linalg::BatchMatmulOp::create(rewriter, loc, TypeRange{pt}, ValueRange{a, b},
-                                                  ValueRange{zeros(pt)})
-                        .getResult(0);
-    return expand(product, outRank - 2);
+    return productInto(outRank - 2, [&](RankedTensorType type, Value init) -> Value {
+      return linalg::BatchMatmulOp::create(rewriter, loc, TypeRange{type}, ValueRange{a, b}, init)
+          .getResult(0);
+    });
   }
   return {};
 }
