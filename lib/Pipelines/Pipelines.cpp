@@ -315,8 +315,11 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
       pm.addPass(createAsyncRuntimeRefCountingOptPass());
     }
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
-    if (options.outlineKernels)
-      pm.addPass(createMithrilOutlineKernels());
+    if (options.outlineKernels) {
+      MithrilOutlineKernelsOptions outline;
+      outline.sharedOnly = options.outlineSharedOnly;
+      pm.addPass(createMithrilOutlineKernels(outline));
+    }
     // From here to the conversion to the LLVM dialect, what only rewrites
     // the inside of functions runs function by function, the kernels of a
     // model on the context's threads.

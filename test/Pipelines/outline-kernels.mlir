@@ -1,6 +1,8 @@
 // RUN: mithril-opt %s --mithril-outline-kernels --split-input-file | FileCheck %s
 // RUN: mithril-opt %s --mithril-outline-kernels=min-ops=1000 --split-input-file \
 // RUN:   | FileCheck %s --check-prefix=NONE
+// RUN: mithril-opt %s --mithril-outline-kernels=shared-only=true --split-input-file \
+// RUN:   | FileCheck %s --check-prefix=SHARED
 
 // A loop nest of 8 x 32 tiles moves into a function of its own: its bounds
 // and views are computed there again, the buffers it reads and writes are
@@ -14,8 +16,9 @@
 // CHECK-NEXT:    scf.for
 // CHECK:         memref.dealloc %[[BUF]]
 // CHECK-NEXT:    return
-// Buffers of static shapes cross as bare pointers (one argument each).
-// CHECK:       func.func private @model_kernel(%[[X:.*]]: memref<64x32xf32>, %[[Y:.*]]: memref<64x32xf32>)
+// Buffers of static shapes cross as bare pointers (one argument each). The
+// allocation is memory apart from the argument it reads: both noalias.
+// CHECK:       func.func private @model_kernel(%[[X:[^:]*]]: memref<64x32xf32> {llvm.noalias}, %[[Y:[^:]*]]: memref<64x32xf32> {llvm.noalias})
 // CHECK-SAME:      attributes {llvm.bareptr, passthrough = ["noinline"]}
 // CHECK-DAG:     %[[C64:.*]] = arith.constant 64 : index
 // CHECK-DAG:     %[[C8:.*]] = arith.constant 8 : index
@@ -66,7 +69,9 @@ func.func @model(%a: memref<64x32xf32>, %b: memref<64x32xf32>) {
 // CHECK:         vector.transfer_write %[[BIAS]], %[[STACK]][%{{.*}}, %{{.*}}] {in_bounds = [true, true]}
 // CHECK-NEXT:    call @vector_operand_kernel(%[[A]], %[[B]], %[[STACK]])
 // CHECK-NEXT:    return
-// CHECK:       func.func private @vector_operand_kernel(%{{.*}}: memref<64x32xf32>, %{{.*}}: memref<64x32xf32>, %[[IN:.*]]: memref<8x32xf32>)
+// Two arguments of the entry may be one array: only the stack buffer is
+// noalias.
+// CHECK:       func.func private @vector_operand_kernel(%{{[^:]*}}: memref<64x32xf32>, %{{[^:]*}}: memref<64x32xf32>, %[[IN:[^:]*]]: memref<8x32xf32> {llvm.noalias})
 // CHECK:         %[[READ:.*]] = vector.transfer_read %[[IN]][%{{.*}}, %{{.*}}], %{{.*}} {in_bounds = [true, true]} : memref<8x32xf32>, vector<8x32xf32>
 // CHECK:         scf.for
 // CHECK:           arith.addf %{{.*}}, %[[READ]] : vector<8x32xf32>
@@ -106,7 +111,7 @@ func.func @vector_operand(%a: memref<64x32xf32>, %b: memref<64x32xf32>) {
 // CHECK-NEXT:    memref.dealloc %[[D]]
 // CHECK-NEXT:    return
 // CHECK:       func.func private @small_loops_kernel(
-// CHECK-SAME:      memref<?xf32>)
+// CHECK-SAME:      memref<?xf32> {llvm.noalias})
 // CHECK-SAME:      attributes {passthrough = ["noinline"]}
 // CHECK-COUNT-3: scf.for
 // CHECK:         return
@@ -251,7 +256,7 @@ func.func private @helper(%a: memref<16x32xf32>) {
 // PIPE:         llvm.call @MLP_kernel(
 // PIPE:         llvm.call @MLP_kernel_0(
 // Their buffers cross as bare pointers.
-// PIPE:       llvm.func @MLP_kernel(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr)
+// PIPE:       llvm.func @MLP_kernel(%{{.*}}: !llvm.ptr {llvm.noalias}, %{{.*}}: !llvm.ptr {llvm.noalias})
 // PIPE-SAME:      passthrough = ["noinline"]
 
 // -----
@@ -274,6 +279,17 @@ func.func private @helper(%a: memref<16x32xf32>) {
 // CHECK-NOT:   func.func private
 // NONE-LABEL: func.func @layers(
 // NONE-NOT:     call
+
+// With shared-only, the two alike still share a function; the third stays
+// where it was.
+// SHARED-LABEL: func.func @layers(
+// SHARED:         call @layers_kernel(%{{.*}}, %{{.*}})
+// SHARED-NEXT:    call @layers_kernel(%{{.*}}, %{{.*}})
+// SHARED-NEXT:    scf.for
+// SHARED:           arith.mulf
+// SHARED:         return
+// SHARED:       func.func private @layers_kernel(
+// SHARED-NOT:   func.func private
 
 func.func @layers(%a: memref<64x32xf32>, %b: memref<64x32xf32>, %c: memref<64x32xf32>, %d: memref<64x32xf32>) {
   %c0 = arith.constant 0 : index
@@ -301,5 +317,66 @@ func.func @layers(%a: memref<64x32xf32>, %b: memref<64x32xf32>, %c: memref<64x32
     vector.transfer_write %w, %d[%i, %c0] {in_bounds = [true, true]}
         : vector<8x32xf32>, memref<64x32xf32>
   }
+  return
+}
+
+// -----
+
+// A function shared by two kernels takes noalias only where every call
+// passes memory apart: the first call reads the entry's argument and writes
+// an allocation, the second reads one argument of the entry and writes
+// another, which may be the same array. A kernel that writes the entry's
+// argument and reads a global may be handed that global too; its
+// allocation is apart from both.
+
+// CHECK-LABEL: func.func @apart(
+// CHECK-SAME:      %[[A:[^:]*]]: memref<64x32xf32>, %[[B:[^:]*]]: memref<64x32xf32>)
+// CHECK:         %[[Y:.*]] = memref.alloc()
+// CHECK-NEXT:    call @apart_kernel(%[[A]], %[[Y]]) :
+// CHECK-NEXT:    call @apart_kernel(%[[A]], %[[B]]) :
+// CHECK:         call @[[THIRD:apart_kernel_[0-9]+]](%[[A]], %[[Y]]) :
+// CHECK:       func.func private @apart_kernel(%{{[^:]*}}: memref<64x32xf32>, %{{[^:]*}}: memref<64x32xf32>) attributes
+// CHECK:       func.func private @[[THIRD]](%{{[^:]*}}: memref<64x32xf32>, %{{[^:]*}}: memref<64x32xf32> {llvm.noalias}) attributes
+// CHECK:         memref.get_global @table
+// SHARED-LABEL: func.func @apart(
+// SHARED:         call @apart_kernel(
+// SHARED-NEXT:    call @apart_kernel(
+// SHARED-NEXT:    memref.get_global
+// SHARED-NEXT:    scf.for
+// SHARED:       func.func private @apart_kernel(
+
+memref.global "private" constant @table : memref<64x32xf32> = dense<1.0>
+
+func.func @apart(%a: memref<64x32xf32>, %b: memref<64x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %cst = arith.constant 0.0 : f32
+  %y = memref.alloc() : memref<64x32xf32>
+  scf.for %i = %c0 to %c64 step %c8 {
+    %v = vector.transfer_read %a[%i, %c0], %cst {in_bounds = [true, true]}
+        : memref<64x32xf32>, vector<8x32xf32>
+    %w = arith.addf %v, %v : vector<8x32xf32>
+    vector.transfer_write %w, %y[%i, %c0] {in_bounds = [true, true]}
+        : vector<8x32xf32>, memref<64x32xf32>
+  }
+  scf.for %i = %c0 to %c64 step %c8 {
+    %v = vector.transfer_read %a[%i, %c0], %cst {in_bounds = [true, true]}
+        : memref<64x32xf32>, vector<8x32xf32>
+    %w = arith.addf %v, %v : vector<8x32xf32>
+    vector.transfer_write %w, %b[%i, %c0] {in_bounds = [true, true]}
+        : vector<8x32xf32>, memref<64x32xf32>
+  }
+  %t = memref.get_global @table : memref<64x32xf32>
+  scf.for %i = %c0 to %c64 step %c8 {
+    %v = vector.transfer_read %t[%i, %c0], %cst {in_bounds = [true, true]}
+        : memref<64x32xf32>, vector<8x32xf32>
+    %u = vector.transfer_read %y[%i, %c0], %cst {in_bounds = [true, true]}
+        : memref<64x32xf32>, vector<8x32xf32>
+    %w = arith.mulf %v, %u : vector<8x32xf32>
+    vector.transfer_write %w, %a[%i, %c0] {in_bounds = [true, true]}
+        : vector<8x32xf32>, memref<64x32xf32>
+  }
+  memref.dealloc %y : memref<64x32xf32>
   return
 }

@@ -275,7 +275,13 @@ def MithrilOutlineKernels : Pass<"mithril-outline-kernels", "mlir::ModuleOp"> {
     again (so that its shapes, offsets and loop bounds stay constant for
     LLVM). A kernel whose function would be the same, op for op up to
     locations, as an earlier one's (the same layer of a transformer's every
-    block) calls that function instead: generated and compiled once.
+    block) calls that function instead: generated and compiled once. A
+    buffer argument is `llvm.noalias` where every call passes it memory
+    apart from the function's other buffers and the globals it uses, unless
+    neither is written there (an allocation is apart from every other
+    buffer; two arguments of the entry may be one array): LLVM saw the
+    allocations themselves while the kernel was inline. With `shared-only`,
+    only kernels that share a function stay outlined.
 
     The JIT compiles a model's LLVM code in as many pieces as it has threads
     for (one per CPU the process may run on): a model is one function per
@@ -285,7 +291,10 @@ def MithrilOutlineKernels : Pass<"mithril-outline-kernels", "mlir::ModuleOp"> {
   let options = [
     Option<"minOps", "min-ops", "int64_t", /*default=*/"24",
            "The least code a kernel must hold to be moved: its ops through nested regions, "
-           "each counted once per row of its largest vector (a vector<8x32xf32> is 8 LLVM vectors)">
+           "each counted once per row of its largest vector (a vector<8x32xf32> is 8 LLVM vectors)">,
+    Option<"sharedOnly", "shared-only", "bool", /*default=*/"false",
+           "Move only the kernels whose function another kernel calls too (a transformer's "
+           "blocks): where LLVM compiles on one thread, a function of its own gains nothing else">
   ];
   // (ub: the poison padding of the reads of vectors passed in memory.)
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::func::FuncDialect",

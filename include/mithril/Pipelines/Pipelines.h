@@ -226,6 +226,11 @@ struct CpuPipelineOptions : public ModelPipelineOptions<CpuPipelineOptions> {
                      "compile the model's code in pieces on several threads "
                      "(mithril-outline-kernels)"),
       llvm::cl::init(false)};
+  Option<bool> outlineSharedOnly{
+      *this, "outline-shared-only",
+      llvm::cl::desc("With outline-kernels: move only the kernels that are the same as another's "
+                     "into a function, which they then share (compiled once)"),
+      llvm::cl::init(false)};
   Option<bool> profile{*this, "profile",
                        llvm::cl::desc("Time each kernel through mithrilProfileEnter/Exit, "
                                       "which the host provides (mithril-profile-kernels)"),
