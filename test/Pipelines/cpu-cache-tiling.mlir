@@ -11,6 +11,7 @@
 // RUN: mithril-opt %s --mithril-cpu-pipeline="target-cpu=znver2 stop-after=fusion" | FileCheck %s --check-prefix=AVX2
 // RUN: mithril-opt %s --mithril-cpu-pipeline="target-cpu=haswell stop-after=fusion" | FileCheck %s --check-prefix=HSW
 // RUN: mithril-opt %s --mithril-cpu-pipeline="target-cpu=skylake-avx512 stop-after=fusion threads=2" | FileCheck %s --check-prefix=THREADS
+// RUN: mithril-opt %s --mithril-cpu-pipeline="target-cpu=skylake-avx512 stop-after=bufferize" | FileCheck %s --check-prefix=PLACES
 
 mithril.model @Gemm(data %a: tensor<512x512xf32>, data %b: tensor<512x512xf32>) -> (c: tensor<512x512xf32>) {
   %c = mithril.matmul %a, %b : (tensor<512x512xf32>, tensor<512x512xf32>) -> tensor<512x512xf32>
@@ -30,6 +31,16 @@ mithril.model @Wide(data %a: tensor<512x64xf32>, data %b: tensor<64x784xf32>) ->
 // register tiles in blocks of 40 (not 125, which left tiles of 5 x 31 and
 // ran at 5 GFLOP/s). The last 8 columns, fewer than a vector's lanes, are a
 // matrix-vector product: A's rows by those columns of B copied to rows.
+// Each part computes into its slice of the caller's buffer: no buffer of
+// the first 992 columns (nor of the 768 in it) copied into the whole.
+// PLACES-LABEL: func.func @Odd(
+// PLACES-NOT:     memref.alloc() {{.*}} : memref<1000x
+// PLACES:         memref.subview %arg2[0, 0] [1000, 992] [1, 1]
+// PLACES-NOT:     memref.copy
+// PLACES-NOT:     memref.alloc() {{.*}} : memref<1000x
+// PLACES:         memref.subview %arg2[0, 992] [1000, 8] [1, 1]
+// PLACES-NOT:     memref.copy
+// PLACES:         return
 mithril.model @Odd(data %a: tensor<1000x1000xf32>, data %b: tensor<1000x1000xf32>) -> (c: tensor<1000x1000xf32>) {
   %c = mithril.matmul %a, %b : (tensor<1000x1000xf32>, tensor<1000x1000xf32>) -> tensor<1000x1000xf32>
   mithril.output %c : tensor<1000x1000xf32>
