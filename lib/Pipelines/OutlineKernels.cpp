@@ -143,6 +143,12 @@ Value bufferRoot(Value value) {
   return value;
 }
 
+/// Whether the root `root` (bufferRoot) is memory allocated in the function
+/// itself, which nothing else the function uses can point into.
+bool isAllocation(Value root) {
+  return root.getDefiningOp<memref::AllocOp>() || root.getDefiningOp<memref::AllocaOp>();
+}
+
 /// Whether the roots `a` and `b` (bufferRoot) are different memory, as far
 /// as the function they are used in shows: an allocation is fresh memory,
 /// apart from every other allocation, global and argument; two globals of
@@ -151,9 +157,6 @@ Value bufferRoot(Value value) {
 bool areApart(Value a, Value b) {
   if (a == b)
     return false;
-  auto isAllocation = [](Value root) {
-    return root.getDefiningOp<memref::AllocOp>() || root.getDefiningOp<memref::AllocaOp>();
-  };
   auto isKnown = [&](Value root) {
     return isAllocation(root) || root.getDefiningOp<memref::GetGlobalOp>() ||
            isa<BlockArgument>(root);
@@ -291,14 +294,11 @@ struct OutlineKernelsPass : public mithril::impl::MithrilOutlineKernelsBase<Outl
             for (unsigned j = 0; j < numArgs && apart[i]; ++j)
               if (j != i && roots[j] && (written[i] || written[j]) && !areApart(roots[i], roots[j]))
                 apart[i] = false;
-            for (auto [name, globalWritten] : globals) {
-              auto global = roots[i].getDefiningOp<memref::GetGlobalOp>();
-              bool isAllocation = roots[i].getDefiningOp<memref::AllocOp>() ||
-                                  roots[i].getDefiningOp<memref::AllocaOp>();
-              if ((written[i] || globalWritten) && !isAllocation &&
+            auto global = roots[i].getDefiningOp<memref::GetGlobalOp>();
+            for (auto [name, globalWritten] : globals)
+              if ((written[i] || globalWritten) && !isAllocation(roots[i]) &&
                   !(global && global.getName() != name))
                 apart[i] = false;
-            }
           }
         }
         if (!calledOnly)
