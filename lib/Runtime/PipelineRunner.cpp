@@ -145,10 +145,9 @@ llvm::Error mithril::runtime::detail::runPipeline(ModuleOp module, const Compile
     pipelineOpts.runtimeAllocator = forJit;
     pipelineOpts.taskPool = forJit;
     // The JIT compiles the LLVM code in pieces, one per compile thread; on
-    // one, only kernels alike share a function, compiled once (a 4-layer
-    // GPT's training step on one Zen 4 CPU: 6.5 -> 3.3 s), as a function of
-    // its own costs a kernel its caller's view of constant buffers (the
-    // bench CNN's forward 8% slower outlined).
+    // one, where pieces gain nothing, only kernels alike share a function,
+    // compiled once (a 4-layer GPT's training step on one Zen 4 CPU: 6.5 ->
+    // 3.3 s), and a model without them compiles as it did inline.
     pipelineOpts.outlineKernels = forJit;
     pipelineOpts.outlineSharedOnly = compileThreadsFor(options) <= 1;
     pipelineOpts.indexErrors = forJit;
@@ -202,9 +201,8 @@ llvm::Error mithril::runtime::detail::runPipeline(ModuleOp module, const Compile
       // From the source up to the stage that failed.
       std::string reproduce = pipelineOptions(options, *stage, "");
       if (forJit)
-        reproduce += " runtime-allocator=true index-errors=true task-pool=true";
-      if (forJit)
-        reproduce += " outline-kernels=true";
+        reproduce +=
+            " runtime-allocator=true index-errors=true task-pool=true outline-kernels=true";
       if (forJit && compileThreadsFor(options) <= 1)
         reproduce += " outline-shared-only=true";
       return makeError(diags.text + "reproduce with: mithril-opt --pass-pipeline='builtin.module(" +
