@@ -2456,6 +2456,9 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     if (failed(scheduler.splitFullReductions(rewriter, scheduler.collectTensorOps(module))))
       return signalPassFailure();
     scheduler.swapWeightProducts(rewriter, scheduler.collectTensorOps(module));
+    // (Before the products' remainders split off: whole rows of scores.)
+    if (fuseRows)
+      scheduler.fuseAttentionBlocks(rewriter, scheduler.collectTensorOps(module));
     if (failed(scheduler.peelMatmulRemainders(rewriter, scheduler.collectTensorOps(module))))
       return signalPassFailure();
     scheduler.splitReductionsForTiles(rewriter, scheduler.collectTensorOps(module));

@@ -9,6 +9,7 @@
 
 #include "mithril/Conversion/MithrilToLinalg/MithrilToLinalg.h"
 
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
@@ -22,6 +23,8 @@ using namespace mithril::cpu::detail;
 namespace {
 /// Rows of a block: those of the element-wise register tiles.
 constexpr int64_t kMaxBlockRows = 8;
+/// The fewest rows of an attention block (fuseAttentionBlocks).
+constexpr int64_t kMinBlockRows = 4;
 /// The row blocks a fused chain keeps live at once (its input, the values
 /// computed from it, its result), of 4-byte elements.
 constexpr int64_t kLiveBlocks = 4, kElementBytes = 4;
@@ -91,11 +94,20 @@ SmallVector<Operation *> readers(Operation *op) {
   return found;
 }
 
+/// The reassociation of a batched product's operands collapsed from 4-D
+/// ([batch, heads] merged): [[0, 1], [2], [3]].
+bool mergesLeadingPair(ArrayRef<ReassociationIndices> groups) {
+  return groups.size() == 3 && groups[0] == ReassociationIndices{0, 1} &&
+         groups[1] == ReassociationIndices{2} && groups[2] == ReassociationIndices{3};
+}
+
 /// The input of `op` read from a tensor.expand_shape that only adds unit
 /// dimensions, read from its source instead: the unit dimensions' indices
 /// dropped from the operand's map. A row reduction's result read as [R, 1]
 /// becomes [R], and the reduction a producer its reader's tiles can fuse.
-void foldUnitExpansions(RewriterBase &rewriter, linalg::GenericOp op) {
+/// With `keepHeads`, a [batch * heads] split into [1, heads] stays
+/// (fuseAttentionBlocks merges the two again).
+void foldUnitExpansions(RewriterBase &rewriter, linalg::GenericOp op, bool keepHeads = false) {
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   bool changed = false;
   SmallVector<Value> inputs = op.getDpsInputs();
@@ -106,7 +118,7 @@ void foldUnitExpansions(RewriterBase &rewriter, linalg::GenericOp op) {
       continue;
     }
     auto expand = input.getDefiningOp<tensor::ExpandShapeOp>();
-    if (!expand)
+    if (!expand || (keepHeads && mergesLeadingPair(expand.getReassociationIndices())))
       continue;
     ArrayRef<int64_t> shape = expand.getResultType().getShape();
     SmallVector<AffineExpr> kept;
@@ -282,6 +294,257 @@ linalg::GenericOp Scheduler::fuseIntoRowTiles(IRRewriter &rewriter, linalg::Gene
       }
   }
   return dyn_cast<linalg::GenericOp>(tiled->tiledAndFusedOps.front());
+}
+
+namespace {
+/// An unpacked batch_matmul on tensors of static shape.
+bool isPlainBatchProduct(Operation *op) {
+  auto product = dyn_cast_if_present<linalg::BatchMatmulOp>(op);
+  return product && product.hasPureTensorSemantics() && !product.hasUserDefinedMaps() &&
+         kernelOf(cast<linalg::LinalgOp>(op)) == CpuKernel::Matmul &&
+         !ShapedType::isDynamicShape(cast<linalg::LinalgOp>(op).getStaticLoopRanges());
+}
+
+/// `v` where it is the collapse of an expansion back to `v`'s own type (the
+/// views two collapsed ops leave between them).
+Value throughCollapsedExpansion(Value v) {
+  auto collapse = v.getDefiningOp<tensor::CollapseShapeOp>();
+  if (!collapse)
+    return v;
+  auto expand = collapse.getSrc().getDefiningOp<tensor::ExpandShapeOp>();
+  if (!expand || expand.getSrc().getType() != collapse.getType() ||
+      expand.getReassociationIndices() != collapse.getReassociationIndices())
+    return v;
+  return expand.getSrc();
+}
+
+/// An input of `op` of one element read through constant indices (a
+/// scale in a tensor<1xi64>, map (d0, ..) -> (0)) read as a rank-0 tensor:
+/// a map without results, which collapsing loops takes.
+void readUnitInputsAsScalars(RewriterBase &rewriter, linalg::GenericOp op) {
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  SmallVector<Value> inputs = op.getDpsInputs();
+  bool changed = false;
+  for (auto [i, input] : llvm::enumerate(inputs)) {
+    auto type = dyn_cast<RankedTensorType>(input.getType());
+    if (!type || type.getRank() == 0 || type.getNumElements() != 1 ||
+        !llvm::all_of(maps[i].getResults(), [](AffineExpr e) {
+          auto constant = dyn_cast<AffineConstantExpr>(e);
+          return constant && constant.getValue() == 0;
+        }))
+      continue;
+    rewriter.setInsertionPoint(op);
+    inputs[i] = tensor::CollapseShapeOp::create(rewriter, op.getLoc(),
+                                                RankedTensorType::get({}, type.getElementType()),
+                                                input, ArrayRef<ReassociationIndices>{});
+    maps[i] = AffineMap::get(maps[i].getNumDims(), 0, op.getContext());
+    changed = true;
+  }
+  if (!changed)
+    return;
+  rewriter.modifyOpInPlace(op, [&] {
+    op.getInputsMutable().assign(inputs);
+    op.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
+  });
+}
+
+/// The chain's ops and fills over [batch, heads, ...] with the two leading
+/// dimensions merged; null where one does not collapse. The results keep
+/// their types through expansions, which the next op's collapsed operands
+/// then read through (throughCollapsedExpansion).
+FailureOr<SmallVector<Operation *>> collapseLeadingPair(RewriterBase &rewriter,
+                                                        ArrayRef<Operation *> ops) {
+  for (Operation *op : ops) {
+    auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+    if (!linalgOp || linalgOp.getNumLoops() < 3)
+      return failure();
+    if (isa<linalg::GenericOp>(op) &&
+        !linalg::areDimSequencesPreserved(linalgOp.getIndexingMapsArray(), {{0, 1}}))
+      return failure();
+    if (!isa<linalg::GenericOp, linalg::FillOp>(op))
+      return failure();
+  }
+  SmallVector<Operation *> collapsed;
+  for (Operation *op : ops) {
+    rewriter.setInsertionPoint(op);
+    if (auto fill = dyn_cast<linalg::FillOp>(op)) {
+      auto type = cast<RankedTensorType>(fill.getResult(0).getType());
+      SmallVector<ReassociationIndices> groups = {{0, 1}};
+      SmallVector<int64_t> shape = {type.getDimSize(0) * type.getDimSize(1)};
+      for (int64_t d = 2; d < type.getRank(); ++d) {
+        groups.push_back({d});
+        shape.push_back(type.getDimSize(d));
+      }
+      Value empty = tensor::EmptyOp::create(rewriter, fill.getLoc(), shape, type.getElementType());
+      auto flat = linalg::FillOp::create(rewriter, fill.getLoc(), fill.getInputs(), empty);
+      Value back =
+          tensor::ExpandShapeOp::create(rewriter, fill.getLoc(), type, flat.getResult(0), groups);
+      rewriter.replaceOp(fill, back);
+      collapsed.push_back(flat);
+      continue;
+    }
+    FailureOr<linalg::CollapseResult> flat =
+        linalg::collapseOpIterationDims(cast<linalg::LinalgOp>(op), {{0, 1}}, rewriter);
+    if (failed(flat))
+      return failure();
+    rewriter.replaceOp(op, flat->results);
+    collapsed.push_back(flat->collapsedOp);
+  }
+  for (Operation *op : collapsed)
+    for (OpOperand &operand : op->getOpOperands())
+      if (Value source = throughCollapsedExpansion(operand.get()); source != operand.get())
+        rewriter.modifyOpInPlace(op, [&] { operand.set(source); });
+  return collapsed;
+}
+
+/// Q * K^T: the one batched product `chain` reads (through an expansion
+/// back to 4-D), which nothing else reads; null where there is none, or
+/// more than one.
+linalg::BatchMatmulOp scoresProduct(const llvm::SetVector<Operation *> &chain) {
+  linalg::BatchMatmulOp found;
+  for (Operation *member : chain)
+    for (Value operand : member->getOperands()) {
+      auto expand = operand.getDefiningOp<tensor::ExpandShapeOp>();
+      if (!expand || !isPlainBatchProduct(expand.getSrc().getDefiningOp()))
+        continue;
+      auto product = expand.getSrc().getDefiningOp<linalg::BatchMatmulOp>();
+      if (!mergesLeadingPair(expand.getReassociationIndices()) || !product->hasOneUse() ||
+          !expand->hasOneUse() || (found && found != product))
+        return nullptr;
+      found = product;
+    }
+  return found;
+}
+
+/// Tiles `product` by `sizes` (an scf.forall across threads, or an
+/// scf.for), the ops of `fusible` that it reads fused into each tile, and
+/// erases the originals (into `erased`); `fusible` then holds the fused
+/// tiles. The tiled product, or null where it does not tile.
+linalg::LinalgOp tileFusingProducers(RewriterBase &rewriter, linalg::LinalgOp product,
+                                     ArrayRef<int64_t> sizes, bool acrossThreads,
+                                     llvm::SetVector<Operation *> &fusible,
+                                     llvm::DenseSet<Operation *> &erased) {
+  scf::SCFTileAndFuseOptions options;
+  options.tilingOptions.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), sizes));
+  if (acrossThreads)
+    options.tilingOptions.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
+  options.setFusionControlFn(
+      [&](tensor::ExtractSliceOp, OpResult producer,
+          bool) -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
+        if (!fusible.contains(producer.getOwner()))
+          return std::nullopt;
+        return scf::SCFTileAndFuseOptions::ControlFnResult{};
+      });
+  rewriter.setInsertionPoint(product);
+  FailureOr<scf::SCFTileAndFuseResult> tiled = scf::tileConsumerAndFuseProducersUsingSCF(
+      rewriter, cast<TilingInterface>(product.getOperation()), options);
+  if (failed(tiled))
+    return nullptr;
+  for (auto [original, replacement] : tiled->replacements)
+    rewriter.replaceAllUsesWith(original, replacement);
+  erased.insert(product);
+  rewriter.eraseOp(product);
+  // The originals, consumers first.
+  SmallVector<Operation *> originals(fusible.begin(), fusible.end());
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (Operation *&original : originals)
+      if (original && original->use_empty()) {
+        erased.insert(original);
+        rewriter.eraseOp(original);
+        original = nullptr;
+        progress = true;
+      }
+  }
+  // (The tiled product comes first.)
+  fusible.clear();
+  fusible.insert(tiled->tiledAndFusedOps.begin() + 1, tiled->tiledAndFusedOps.end());
+  return cast<linalg::LinalgOp>(tiled->tiledAndFusedOps.front());
+}
+} // namespace
+
+void Scheduler::fuseAttentionBlocks(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
+  llvm::DenseSet<Operation *> erased;
+  for (linalg::LinalgOp op : ops) {
+    if (erased.contains(op.getOperation()) || !isPlainBatchProduct(op))
+      continue;
+    // P * V, P read through a collapse of the element-wise root of a row
+    // chain that only this product reads.
+    auto pv = cast<linalg::BatchMatmulOp>(op.getOperation());
+    // Blocks of the register tiles' rows, one head at a time; rows that
+    // only blocks of fewer than kMinBlockRows divide stay unfused (17 rows
+    // in blocks of one row were slower).
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    int64_t block = std::min<int64_t>(kMaxBlockRows, ranges[1]);
+    while (ranges[1] % block != 0)
+      --block;
+    if (block < std::min<int64_t>(kMinBlockRows, ranges[1]))
+      continue;
+    // Across threads by heads only (each thread's heads whole): a product
+    // the strategy splits along its rows (fewer heads than threads) stays.
+    LoweringConfigAttr config = getLoweringConfig(op);
+    bool split = config && config.getThreads().size() == 2;
+    if (split && config.getThreads()[0] != 0)
+      continue;
+    auto collapse = pv.getDpsInputOperand(0)->get().getDefiningOp<tensor::CollapseShapeOp>();
+    if (!collapse || !collapse->hasOneUse() ||
+        !mergesLeadingPair(collapse.getReassociationIndices()))
+      continue;
+    auto root = collapse.getSrc().getDefiningOp<linalg::GenericOp>();
+    if (!root || !root->hasOneUse() || !isElementwise(root, 4) ||
+        root->getBlock() != pv->getBlock())
+      continue;
+    llvm::SetVector<Operation *> chain = rowChain(root);
+    if (chain.empty() || llvm::any_of(chain, [&](Operation *producer) {
+          return producer->getBlock() != root->getBlock() ||
+                 llvm::any_of(readers(producer), [&](Operation *reader) {
+                   return reader != root.getOperation() && !chain.contains(reader);
+                 });
+        }))
+      continue;
+    chain.insert(root);
+    linalg::BatchMatmulOp qk = scoresProduct(chain);
+    if (!qk)
+      continue;
+    for (Operation *member : chain)
+      if (auto generic = dyn_cast<linalg::GenericOp>(member)) {
+        foldUnitExpansions(rewriter, generic, /*keepHeads=*/true);
+        readUnitInputsAsScalars(rewriter, generic);
+      }
+    SmallVector<Operation *> ordered(chain.begin(), chain.end());
+    llvm::sort(ordered, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+    FailureOr<SmallVector<Operation *>> collapsed = collapseLeadingPair(rewriter, ordered);
+    if (failed(collapsed))
+      continue;
+    for (OpOperand &operand : pv->getOpOperands())
+      if (Value source = throughCollapsedExpansion(operand.get()); source != operand.get())
+        rewriter.modifyOpInPlace(pv, [&] { operand.set(source); });
+    llvm::SetVector<Operation *> fusible(collapsed->begin(), collapsed->end());
+    fusible.insert(qk);
+    for (Value init : {qk.getDpsInitOperand(0)->get(), pv.getDpsInitOperand(0)->get()})
+      if (auto fill = init.getDefiningOp<linalg::FillOp>(); fill && fill->hasOneUse())
+        fusible.insert(fill);
+
+    linalg::LinalgOp current = cast<linalg::LinalgOp>(pv.getOperation());
+    // First the product's own split across threads.
+    if (split && config.getThreads()[1] < ranges[0]) {
+      current = tileFusingProducers(rewriter, current, {config.getThreads()[1], 0, 0, 0},
+                                    /*acrossThreads=*/true, fusible, erased);
+      if (!current)
+        continue;
+    }
+    current = tileFusingProducers(rewriter, current, {1, block, 0, 0}, /*acrossThreads=*/false,
+                                  fusible, erased);
+    if (!current)
+      continue;
+    fusible.insert(current);
+    for (Operation *tile : fusible)
+      if (auto linalgTile = dyn_cast<linalg::LinalgOp>(tile)) {
+        LoweringConfigAttr config = LoweringConfigAttr::get(ctx, kernelOf(linalgTile));
+        setLoweringConfig(linalgTile,
+                          config.withRegisterTile(registerTile(linalgTile, strategy.registers)));
+      }
+  }
 }
 
 void Scheduler::fuseRowReductions(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {

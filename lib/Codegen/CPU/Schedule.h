@@ -463,6 +463,14 @@ public:
                                      ArrayRef<int64_t> sizes, bool acrossThreads,
                                      llvm::DenseSet<Operation *> &erased);
 
+  /// Attention, row block by row block: a batched product of a softmax-like
+  /// row chain's result (P * V) tiled over blocks of P's rows, with the
+  /// chain and the batched product that computes its scores (Q * K^T) fused
+  /// into each block. A block's scores and P stay in the L1 cache, where
+  /// the whole [batch, rows, rows] scores went through memory twice. The
+  /// chain's ops lose the leading dimensions the products collapse first.
+  void fuseAttentionBlocks(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
+
   /// Splits each op with enough work, together with the elementwise chain
   /// that consumes it and the fill that initializes it, into `threads`
   /// chunks of one scf.forall: one parallel region per chain, and the chain
