@@ -5,7 +5,8 @@ torch in float64, on one and two threads, with the host's kernels and
 AVX2's: the product of the softmax with V is tiled over blocks of rows of
 each head, and the softmax's chain and the product of Q and K^T that it
 reads are fused into each block (Scheduler::fuseAttentionBlocks), so that a
-block's scores never leave the L1 cache. Rows that 8 does not divide take
+block's scores never leave the L1 cache (heads of [batch, heads, rows,
+size] attention, or the batch of [batch, rows, size]). Rows that 8 does not divide take
 blocks of a divisor; heads of a few rows, head sizes that are not whole
 vectors, and a causal mask; gradients, where the softmax is read again by the
 backward pass, keep the unfused form."""
@@ -18,8 +19,10 @@ import mithril as ml
 from mithril.models import Model, ScaledDotProduct
 
 TARGETS = ["host", "haswell"]
-# [batch, heads, rows, head size]
-SHAPES = [(2, 4, 128, 32), (1, 2, 100, 16), (2, 3, 17, 8), (1, 2, 64, 13), (1, 1, 520, 64)]
+# [batch, heads, rows, head size], and [batch, rows, size] (one head, no
+# reshapes between the products and the softmax)
+SHAPES = [(2, 4, 128, 32), (1, 2, 100, 16), (2, 3, 17, 8), (1, 2, 64, 13), (1, 1, 520, 64),
+          (4, 64, 32), (3, 100, 24)]
 
 
 def _compile(shape, causal, threads, target, dtype=ml.float32, **kwargs):

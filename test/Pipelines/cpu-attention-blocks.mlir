@@ -66,3 +66,21 @@ mithril.model @AttentionProbabilities(data %q: tensor<2x4x64x32xf32>, data %kt: 
   %y = mithril.matmul %p, %v : (tensor<2x4x64x64xf32>, tensor<2x4x64x32xf32>) -> tensor<2x4x64x32xf32>
   mithril.output %y, %p : tensor<2x4x64x32xf32>, tensor<2x4x64x64xf32>
 }
+
+// -----
+
+// One head per batch entry, [batch, T, d]: the chain over the products'
+// own [batch, T, T], no reshapes between them.
+// CHECK-LABEL: func.func @AttentionOneHead
+// CHECK: scf.for %{{.*}} = %c0 to %c4 step %c1 iter_args
+// CHECK-NEXT: scf.for %{{.*}} = %c0 to %c64 step %c8 iter_args
+// CHECK: math.exp
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args(%{{.*}}) -> (vector<8x32xf32>)
+// CHECK-NOT: scf.for
+// CHECK: return
+mithril.model @AttentionOneHead(data %q: tensor<4x64x32xf32>, data %kt: tensor<4x32x64xf32>, data %v: tensor<4x64x32xf32>) -> (y: tensor<4x64x32xf32>) {
+  %s = mithril.matmul %q, %kt : (tensor<4x64x32xf32>, tensor<4x32x64xf32>) -> tensor<4x64x64xf32>
+  %p = mithril.softmax %s {axis = -1 : i64} : (tensor<4x64x64xf32>) -> tensor<4x64x64xf32>
+  %y = mithril.matmul %p, %v : (tensor<4x64x64xf32>, tensor<4x64x32xf32>) -> tensor<4x64x32xf32>
+  mithril.output %y : tensor<4x64x32xf32>
+}

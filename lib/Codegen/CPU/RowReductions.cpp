@@ -397,19 +397,21 @@ FailureOr<SmallVector<Operation *>> collapseLeadingPair(RewriterBase &rewriter,
   return collapsed;
 }
 
-/// Q * K^T: the one batched product `chain` reads (through an expansion
-/// back to 4-D), which nothing else reads; null where there is none, or
-/// more than one.
-linalg::BatchMatmulOp scoresProduct(const llvm::SetVector<Operation *> &chain) {
+/// Q * K^T: the one batched product `chain` reads (with `heads`, through an
+/// expansion back to [batch, heads, ...]), which nothing else reads; null
+/// where there is none, or more than one.
+linalg::BatchMatmulOp scoresProduct(const llvm::SetVector<Operation *> &chain, bool heads) {
   linalg::BatchMatmulOp found;
   for (Operation *member : chain)
     for (Value operand : member->getOperands()) {
       auto expand = operand.getDefiningOp<tensor::ExpandShapeOp>();
-      if (!expand || !isPlainBatchProduct(expand.getSrc().getDefiningOp()))
+      Value read = heads && expand ? expand.getSrc() : operand;
+      if (!isPlainBatchProduct(read.getDefiningOp()))
         continue;
-      auto product = expand.getSrc().getDefiningOp<linalg::BatchMatmulOp>();
-      if (!mergesLeadingPair(expand.getReassociationIndices()) || !product->hasOneUse() ||
-          !expand->hasOneUse() || (found && found != product))
+      auto product = read.getDefiningOp<linalg::BatchMatmulOp>();
+      if ((heads && (!expand || !mergesLeadingPair(expand.getReassociationIndices()) ||
+                     !expand->hasOneUse())) ||
+          !product->hasOneUse() || (found && found != product))
         return nullptr;
       found = product;
     }
@@ -490,12 +492,14 @@ void Scheduler::fuseAttentionBlocks(IRRewriter &rewriter, ArrayRef<linalg::Linal
     bool split = config && config.getThreads().size() == 2;
     if (split && config.getThreads()[0] != 0)
       continue;
-    auto collapse = pv.getDpsInputOperand(0)->get().getDefiningOp<tensor::CollapseShapeOp>();
-    if (!collapse || !collapse->hasOneUse() ||
-        !mergesLeadingPair(collapse.getReassociationIndices()))
-      continue;
-    auto root = collapse.getSrc().getDefiningOp<linalg::GenericOp>();
-    if (!root || !root->hasOneUse() || !isElementwise(root, 4) ||
+    // P is [batch * heads, T, T] viewed from the chain's [batch, heads, T,
+    // T], or the chain's own [batch, T, T].
+    Value p = pv.getDpsInputOperand(0)->get();
+    auto collapse = p.getDefiningOp<tensor::CollapseShapeOp>();
+    bool heads =
+        collapse && collapse->hasOneUse() && mergesLeadingPair(collapse.getReassociationIndices());
+    auto root = (heads ? collapse.getSrc() : p).getDefiningOp<linalg::GenericOp>();
+    if (!root || !root->hasOneUse() || !isElementwise(root, heads ? 4 : 3) ||
         root->getBlock() != pv->getBlock())
       continue;
     llvm::SetVector<Operation *> chain = rowChain(root);
@@ -507,23 +511,27 @@ void Scheduler::fuseAttentionBlocks(IRRewriter &rewriter, ArrayRef<linalg::Linal
         }))
       continue;
     chain.insert(root);
-    linalg::BatchMatmulOp qk = scoresProduct(chain);
+    linalg::BatchMatmulOp qk = scoresProduct(chain, heads);
     if (!qk)
       continue;
     for (Operation *member : chain)
       if (auto generic = dyn_cast<linalg::GenericOp>(member)) {
         foldUnitExpansions(rewriter, generic, /*keepHeads=*/true);
-        readUnitInputsAsScalars(rewriter, generic);
+        if (heads)
+          readUnitInputsAsScalars(rewriter, generic);
       }
     SmallVector<Operation *> ordered(chain.begin(), chain.end());
-    llvm::sort(ordered, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
-    FailureOr<SmallVector<Operation *>> collapsed = collapseLeadingPair(rewriter, ordered);
-    if (failed(collapsed))
-      continue;
-    for (OpOperand &operand : pv->getOpOperands())
-      if (Value source = throughCollapsedExpansion(operand.get()); source != operand.get())
-        rewriter.modifyOpInPlace(pv, [&] { operand.set(source); });
-    llvm::SetVector<Operation *> fusible(collapsed->begin(), collapsed->end());
+    if (heads) {
+      llvm::sort(ordered, [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+      FailureOr<SmallVector<Operation *>> collapsed = collapseLeadingPair(rewriter, ordered);
+      if (failed(collapsed))
+        continue;
+      ordered = *collapsed;
+      for (OpOperand &operand : pv->getOpOperands())
+        if (Value source = throughCollapsedExpansion(operand.get()); source != operand.get())
+          rewriter.modifyOpInPlace(pv, [&] { operand.set(source); });
+    }
+    llvm::SetVector<Operation *> fusible(ordered.begin(), ordered.end());
     fusible.insert(qk);
     for (Value init : {qk.getDpsInitOperand(0)->get(), pv.getDpsInitOperand(0)->get()})
       if (auto fill = init.getDefiningOp<linalg::FillOp>(); fill && fill->hasOneUse())
