@@ -43,6 +43,12 @@ def _attention(q, k, v, causal):
     return torch.softmax(scores, -1) @ v
 
 
+def _check(pm, data, causal, rtol, atol):
+    y = pm.evaluate({}, data)["y"]
+    q, k, v = (torch.from_numpy(data[name].astype(np.float64)) for name in "qkv")
+    np.testing.assert_allclose(y, _attention(q, k, v, causal).numpy(), rtol=rtol, atol=atol)
+
+
 def _inputs(shape, seed=0):
     rng = np.random.default_rng(seed + sum(shape))
     # Scores of a few units: the softmax's maximum and sum both matter.
@@ -54,23 +60,16 @@ def _inputs(shape, seed=0):
 @pytest.mark.parametrize("causal", [True, False])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_attention_matches_torch(shape, causal, target, threads):
-    data = _inputs(shape)
-    pm = _compile(shape, causal, threads, target, inference=True)
-    y = pm.evaluate({}, data)["y"]
-    q, k, v = (torch.from_numpy(data[name].astype(np.float64)) for name in "qkv")
-    want = _attention(q, k, v, causal).numpy()
-    np.testing.assert_allclose(y, want, rtol=2e-5, atol=2e-6)
+    _check(_compile(shape, causal, threads, target, inference=True), _inputs(shape), causal,
+           rtol=2e-5, atol=2e-6)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_float64_attention(threads):
     shape = (2, 2, 48, 16)
     data = {k: v.astype(np.float64) for k, v in _inputs(shape, seed=3).items()}
-    pm = _compile(shape, True, threads, "host", dtype=ml.float64, inference=True)
-    y = pm.evaluate({}, data)["y"]
-    q, k, v = (torch.from_numpy(data[name]) for name in "qkv")
-    want = _attention(q, k, v, True).numpy()
-    np.testing.assert_allclose(y, want, rtol=1e-12, atol=1e-13)
+    _check(_compile(shape, True, threads, "host", dtype=ml.float64, inference=True), data, True,
+           rtol=1e-12, atol=1e-13)
 
 
 @pytest.mark.parametrize("threads", [1, 2])

@@ -101,6 +101,38 @@ bool mergesLeadingPair(ArrayRef<ReassociationIndices> groups) {
          groups[1] == ReassociationIndices{2} && groups[2] == ReassociationIndices{3};
 }
 
+/// `op` reading `inputs` through `maps` (its inits' maps last, unchanged).
+void setInputsAndMaps(RewriterBase &rewriter, linalg::GenericOp op, ValueRange inputs,
+                      ArrayRef<AffineMap> maps) {
+  rewriter.modifyOpInPlace(op, [&] {
+    op.getInputsMutable().assign(inputs);
+    op.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
+  });
+}
+
+/// Tiling by `sizes` (an scf.forall across threads, or an scf.for) that
+/// fuses the producers in `fusible`, yielding the results of those in
+/// `yielded` (read after the loop too). The options refer to both sets.
+scf::SCFTileAndFuseOptions
+tileAndFuseOptions(MLIRContext *ctx, ArrayRef<int64_t> sizes, bool acrossThreads,
+                   const llvm::SetVector<Operation *> &fusible,
+                   const llvm::DenseSet<Operation *> *yielded = nullptr) {
+  scf::SCFTileAndFuseOptions options;
+  options.tilingOptions.setTileSizes(getAsIndexOpFoldResult(ctx, sizes));
+  if (acrossThreads)
+    options.tilingOptions.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
+  options.setFusionControlFn(
+      [&fusible, yielded](tensor::ExtractSliceOp, OpResult producer,
+                          bool) -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
+        if (!fusible.contains(producer.getOwner()))
+          return std::nullopt;
+        scf::SCFTileAndFuseOptions::ControlFnResult result;
+        result.yieldProducerReplacement = yielded && yielded->contains(producer.getOwner());
+        return result;
+      });
+  return options;
+}
+
 /// The input of `op` read from a tensor.expand_shape that only adds unit
 /// dimensions, read from its source instead: the unit dimensions' indices
 /// dropped from the operand's map. A row reduction's result read as [R, 1]
@@ -140,12 +172,8 @@ void foldUnitExpansions(RewriterBase &rewriter, linalg::GenericOp op, bool keepH
     inputs[i] = expand.getSrc();
     changed = true;
   }
-  if (!changed)
-    return;
-  rewriter.modifyOpInPlace(op, [&] {
-    op.getInputsMutable().assign(inputs);
-    op.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
-  });
+  if (changed)
+    setInputsAndMaps(rewriter, op, inputs, maps);
 }
 } // namespace
 
@@ -234,19 +262,8 @@ linalg::GenericOp Scheduler::fuseIntoRowTiles(IRRewriter &rewriter, linalg::Gene
     for (Operation *user : readers(producer))
       if (user != root && !fusible.contains(user))
         readOutside.insert(producer);
-  scf::SCFTileAndFuseOptions options;
-  options.tilingOptions.setTileSizes(getAsIndexOpFoldResult(ctx, sizes));
-  if (acrossThreads)
-    options.tilingOptions.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
-  options.setFusionControlFn(
-      [&](tensor::ExtractSliceOp, OpResult producer,
-          bool) -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
-        if (!fusible.contains(producer.getOwner()))
-          return std::nullopt;
-        scf::SCFTileAndFuseOptions::ControlFnResult result;
-        result.yieldProducerReplacement = readOutside.contains(producer.getOwner());
-        return result;
-      });
+  scf::SCFTileAndFuseOptions options =
+      tileAndFuseOptions(ctx, sizes, acrossThreads, fusible, &readOutside);
   // The views of yielded results that come before the root (reshapes that
   // only later ops read) move after the loop, which takes the root's place.
   SmallVector<Operation *> views;
@@ -340,12 +357,8 @@ void readUnitInputsAsScalars(RewriterBase &rewriter, linalg::GenericOp op) {
     maps[i] = AffineMap::get(maps[i].getNumDims(), 0, op.getContext());
     changed = true;
   }
-  if (!changed)
-    return;
-  rewriter.modifyOpInPlace(op, [&] {
-    op.getInputsMutable().assign(inputs);
-    op.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
-  });
+  if (changed)
+    setInputsAndMaps(rewriter, op, inputs, maps);
 }
 
 /// The chain's ops and fills over [batch, heads, ...] with the two leading
@@ -426,17 +439,8 @@ linalg::LinalgOp tileFusingProducers(RewriterBase &rewriter, linalg::LinalgOp pr
                                      ArrayRef<int64_t> sizes, bool acrossThreads,
                                      llvm::SetVector<Operation *> &fusible,
                                      llvm::DenseSet<Operation *> &erased) {
-  scf::SCFTileAndFuseOptions options;
-  options.tilingOptions.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), sizes));
-  if (acrossThreads)
-    options.tilingOptions.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
-  options.setFusionControlFn(
-      [&](tensor::ExtractSliceOp, OpResult producer,
-          bool) -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
-        if (!fusible.contains(producer.getOwner()))
-          return std::nullopt;
-        return scf::SCFTileAndFuseOptions::ControlFnResult{};
-      });
+  scf::SCFTileAndFuseOptions options =
+      tileAndFuseOptions(rewriter.getContext(), sizes, acrossThreads, fusible);
   rewriter.setInsertionPoint(product);
   FailureOr<scf::SCFTileAndFuseResult> tiled = scf::tileConsumerAndFuseProducersUsingSCF(
       rewriter, cast<TilingInterface>(product.getOperation()), options);
