@@ -362,7 +362,7 @@ void readUnitInputsAsScalars(RewriterBase &rewriter, linalg::GenericOp op) {
 }
 
 /// The chain's ops and fills over [batch, heads, ...] with the two leading
-/// dimensions merged; null where one does not collapse. The results keep
+/// dimensions merged; failure where one does not collapse. The results keep
 /// their types through expansions, which the next op's collapsed operands
 /// then read through (throughCollapsedExpansion).
 FailureOr<SmallVector<Operation *>> collapseLeadingPair(RewriterBase &rewriter,
@@ -474,8 +474,6 @@ void Scheduler::fuseAttentionBlocks(IRRewriter &rewriter, ArrayRef<linalg::Linal
   for (linalg::LinalgOp op : ops) {
     if (erased.contains(op.getOperation()) || !isPlainBatchProduct(op))
       continue;
-    // P * V, P read through a collapse of the element-wise root of a row
-    // chain that only this product reads.
     auto pv = cast<linalg::BatchMatmulOp>(op.getOperation());
     // Blocks of whole register tiles of rows (or of fewer rows than one
     // tile), one head at a time; rows that only blocks of fewer than
@@ -496,7 +494,8 @@ void Scheduler::fuseAttentionBlocks(IRRewriter &rewriter, ArrayRef<linalg::Linal
     bool split = config && config.getThreads().size() == 2;
     if (split && config.getThreads()[0] != 0)
       continue;
-    // P is [batch * heads, T, T] viewed from the chain's [batch, heads, T,
+    // P * V, P the element-wise root of a row chain that only this product
+    // reads: [batch * heads, T, T] viewed from the chain's [batch, heads, T,
     // T], or the chain's own [batch, T, T].
     Value p = pv.getDpsInputOperand(0)->get();
     auto collapse = p.getDefiningOp<tensor::CollapseShapeOp>();
