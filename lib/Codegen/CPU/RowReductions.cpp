@@ -110,6 +110,21 @@ void setInputsAndMaps(RewriterBase &rewriter, linalg::GenericOp op, ValueRange i
   });
 }
 
+/// Erases the ops of `originals` left unread, consumers first, into
+/// `erased`: what tiling with fused producers leaves behind.
+void eraseUnread(RewriterBase &rewriter, ArrayRef<Operation *> originals,
+                 llvm::DenseSet<Operation *> &erased) {
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (Operation *original : originals)
+      if (!erased.contains(original) && original->use_empty()) {
+        erased.insert(original);
+        rewriter.eraseOp(original);
+        progress = true;
+      }
+  }
+}
+
 /// Tiling by `sizes` (an scf.forall across threads, or an scf.for) that
 /// fuses the producers in `fusible`, yielding the results of those in
 /// `yielded` (read after the loop too). The options refer to both sets.
@@ -291,25 +306,11 @@ linalg::GenericOp Scheduler::fuseIntoRowTiles(IRRewriter &rewriter, linalg::Gene
   }
   for (auto [original, replacement] : tiled->replacements)
     rewriter.replaceAllUsesWith(original, replacement);
-  // The tiles get configs for their own sizes, on their loop's thread.
-  for (Operation *tile : tiled->tiledAndFusedOps)
-    if (auto linalgTile = dyn_cast<linalg::LinalgOp>(tile)) {
-      LoweringConfigAttr config = LoweringConfigAttr::get(ctx, kernelOf(linalgTile));
-      setLoweringConfig(linalgTile,
-                        config.withRegisterTile(registerTile(linalgTile, strategy.registers)));
-    }
+  configureTiles(tiled->tiledAndFusedOps.getArrayRef());
   // The originals, consumers first.
   erased.insert(root);
   rewriter.eraseOp(root);
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (Operation *producer : fusible)
-      if (!erased.contains(producer) && producer->use_empty()) {
-        erased.insert(producer);
-        rewriter.eraseOp(producer);
-        progress = true;
-      }
-  }
+  eraseUnread(rewriter, fusible.getArrayRef(), erased);
   return dyn_cast<linalg::GenericOp>(tiled->tiledAndFusedOps.front());
 }
 
@@ -320,19 +321,6 @@ bool isPlainBatchProduct(Operation *op) {
   return product && product.hasPureTensorSemantics() && !product.hasUserDefinedMaps() &&
          kernelOf(cast<linalg::LinalgOp>(op)) == CpuKernel::Matmul &&
          !ShapedType::isDynamicShape(cast<linalg::LinalgOp>(op).getStaticLoopRanges());
-}
-
-/// `v` where it is the collapse of an expansion back to `v`'s own type (the
-/// views two collapsed ops leave between them).
-Value throughCollapsedExpansion(Value v) {
-  auto collapse = v.getDefiningOp<tensor::CollapseShapeOp>();
-  if (!collapse)
-    return v;
-  auto expand = collapse.getSrc().getDefiningOp<tensor::ExpandShapeOp>();
-  if (!expand || expand.getSrc().getType() != collapse.getType() ||
-      expand.getReassociationIndices() != collapse.getReassociationIndices())
-    return v;
-  return expand.getSrc();
 }
 
 /// An input of `op` of one element read through constant indices (a
@@ -364,7 +352,7 @@ void readUnitInputsAsScalars(RewriterBase &rewriter, linalg::GenericOp op) {
 /// The chain's ops and fills over [batch, heads, ...] with the two leading
 /// dimensions merged; failure where one does not collapse. The results keep
 /// their types through expansions, which the next op's collapsed operands
-/// then read through (throughCollapsedExpansion).
+/// then read through (throughRoundTrips).
 FailureOr<SmallVector<Operation *>> collapseLeadingPair(RewriterBase &rewriter,
                                                         ArrayRef<Operation *> ops) {
   for (Operation *op : ops) {
@@ -405,7 +393,7 @@ FailureOr<SmallVector<Operation *>> collapseLeadingPair(RewriterBase &rewriter,
   }
   for (Operation *op : collapsed)
     for (OpOperand &operand : op->getOpOperands())
-      if (Value source = throughCollapsedExpansion(operand.get()); source != operand.get())
+      if (Value source = throughRoundTrips(operand.get()); source != operand.get())
         rewriter.modifyOpInPlace(op, [&] { operand.set(source); });
   return collapsed;
 }
@@ -450,24 +438,22 @@ linalg::LinalgOp tileFusingProducers(RewriterBase &rewriter, linalg::LinalgOp pr
     rewriter.replaceAllUsesWith(original, replacement);
   erased.insert(product);
   rewriter.eraseOp(product);
-  // The originals, consumers first.
-  SmallVector<Operation *> originals(fusible.begin(), fusible.end());
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (Operation *&original : originals)
-      if (original && original->use_empty()) {
-        erased.insert(original);
-        rewriter.eraseOp(original);
-        original = nullptr;
-        progress = true;
-      }
-  }
+  eraseUnread(rewriter, fusible.getArrayRef(), erased);
   // (The tiled product comes first.)
   fusible.clear();
   fusible.insert(tiled->tiledAndFusedOps.begin() + 1, tiled->tiledAndFusedOps.end());
   return cast<linalg::LinalgOp>(tiled->tiledAndFusedOps.front());
 }
 } // namespace
+
+void Scheduler::configureTiles(ArrayRef<Operation *> tiles) {
+  for (Operation *tile : tiles)
+    if (auto linalgTile = dyn_cast<linalg::LinalgOp>(tile)) {
+      LoweringConfigAttr config = LoweringConfigAttr::get(ctx, kernelOf(linalgTile));
+      setLoweringConfig(linalgTile,
+                        config.withRegisterTile(registerTile(linalgTile, strategy.registers)));
+    }
+}
 
 void Scheduler::fuseAttentionBlocks(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
   llvm::DenseSet<Operation *> erased;
@@ -531,7 +517,7 @@ void Scheduler::fuseAttentionBlocks(IRRewriter &rewriter, ArrayRef<linalg::Linal
         continue;
       ordered = *collapsed;
       for (OpOperand &operand : pv->getOpOperands())
-        if (Value source = throughCollapsedExpansion(operand.get()); source != operand.get())
+        if (Value source = throughRoundTrips(operand.get()); source != operand.get())
           rewriter.modifyOpInPlace(pv, [&] { operand.set(source); });
     }
     llvm::SetVector<Operation *> fusible(ordered.begin(), ordered.end());
@@ -553,12 +539,7 @@ void Scheduler::fuseAttentionBlocks(IRRewriter &rewriter, ArrayRef<linalg::Linal
     if (!current)
       continue;
     fusible.insert(current);
-    for (Operation *tile : fusible)
-      if (auto linalgTile = dyn_cast<linalg::LinalgOp>(tile)) {
-        LoweringConfigAttr config = LoweringConfigAttr::get(ctx, kernelOf(linalgTile));
-        setLoweringConfig(linalgTile,
-                          config.withRegisterTile(registerTile(linalgTile, strategy.registers)));
-      }
+    configureTiles(fusible.getArrayRef());
   }
 }
 

@@ -463,6 +463,10 @@ public:
                                      ArrayRef<int64_t> sizes, bool acrossThreads,
                                      llvm::DenseSet<Operation *> &erased);
 
+  /// The tiles of a loop of row or attention blocks get configs for their
+  /// own sizes, on their loop's thread (none split across threads again).
+  void configureTiles(ArrayRef<Operation *> tiles);
+
   /// Attention, row block by row block: a batched product of a softmax-like
   /// row chain's result (P * V) tiled over blocks of P's rows, with the
   /// chain and the batched product that computes its scores (Q * K^T) fused
