@@ -91,3 +91,49 @@ def test_attention_gradients(threads):
     for name, tensor in zip("qkv", (tq, tk, tv)):
         np.testing.assert_allclose(grads[name], tensor.grad.numpy(), rtol=1e-10, atol=1e-12,
                                    err_msg=name)
+
+
+# Masks compiled in (an attn_mask in constant_keys) that hide the columns
+# after some in each row: the rows split into parts with only the columns
+# a row of each part sees (maskedRowParts). Rows that see no column keep
+# torch's NaN; masks that hide nothing at the end of a row split nothing.
+def _mask(kind, rows):
+    i, j = np.meshgrid(np.arange(rows), np.arange(rows), indexing="ij")
+    visible = {
+        "window": (j <= i) & (j > i - 24),  # sliding window of 24
+        "prefix": (j <= i) | (j < 40),  # prefix LM: 40 columns for all
+        "padding": j < rows - rows // 3,  # the last third of the keys
+        "anticausal": j >= i,  # the last columns always seen
+        "random": np.random.default_rng(rows).random((rows, rows)) < 0.3,
+        "blocks": (j // 32) <= (i // 32),  # causal by blocks of 32
+        "masked-row": j <= i,
+    }[kind]
+    if kind == "random":
+        visible[:, 0] = True
+    if kind == "masked-row":
+        visible[7] = False
+    return np.where(visible, 0.0, -np.inf).astype(np.float32)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("kind", ["window", "prefix", "padding", "anticausal", "random", "blocks",
+                                  "masked-row"])
+@pytest.mark.parametrize("shape", [(2, 2, 128, 32), (2, 96, 16)])
+def test_compiled_in_masks_match_torch(shape, kind, target, threads):
+    rows = shape[-2]
+    mask = _mask(kind, rows)
+    model = Model()
+    model |= ScaledDotProduct(is_causal=False, use_attn_mask=True)(
+        query="q", key="k", value="v", attn_mask="attn_mask", output=ml.IOKey("y"))
+    pm = ml.compile(model, ml.MlirBackend(num_threads=threads),
+                    shapes={name: list(shape) for name in "qkv"}, constant_keys={"attn_mask": mask},
+                    cpu_options=None if target == "host" else {"target_cpu": target}, inference=True)
+    data = _inputs(shape, seed=11)
+    y = pm.evaluate({}, data)["y"]
+    q, k, v = (torch.from_numpy(data[name].astype(np.float64)) for name in "qkv")
+    scores = q @ k.transpose(-2, -1) / np.sqrt(shape[-1]) + torch.from_numpy(mask.astype(np.float64))
+    want = (torch.softmax(scores, -1) @ v).numpy()
+    if kind == "masked-row":
+        assert np.isnan(y[..., 7, :]).all()
+    np.testing.assert_allclose(y, want, rtol=2e-5, atol=2e-6)

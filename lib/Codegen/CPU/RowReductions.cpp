@@ -110,21 +110,6 @@ void setInputsAndMaps(RewriterBase &rewriter, linalg::GenericOp op, ValueRange i
   });
 }
 
-/// Erases the ops of `originals` left unread, consumers first, into
-/// `erased`: what tiling with fused producers leaves behind.
-void eraseUnread(RewriterBase &rewriter, ArrayRef<Operation *> originals,
-                 llvm::DenseSet<Operation *> &erased) {
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (Operation *original : originals)
-      if (!erased.contains(original) && original->use_empty()) {
-        erased.insert(original);
-        rewriter.eraseOp(original);
-        progress = true;
-      }
-  }
-}
-
 /// Tiling by `sizes` (an scf.forall across threads, or an scf.for) that
 /// fuses the producers in `fusible`, yielding the results of those in
 /// `yielded` (read after the loop too). The options refer to both sets.
@@ -446,6 +431,19 @@ linalg::LinalgOp tileFusingProducers(RewriterBase &rewriter, linalg::LinalgOp pr
 }
 } // namespace
 
+void mithril::cpu::detail::eraseUnread(RewriterBase &rewriter, ArrayRef<Operation *> originals,
+                                       llvm::DenseSet<Operation *> &erased) {
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (Operation *original : originals)
+      if (!erased.contains(original) && original->use_empty()) {
+        erased.insert(original);
+        rewriter.eraseOp(original);
+        progress = true;
+      }
+  }
+}
+
 void Scheduler::configureTiles(ArrayRef<Operation *> tiles) {
   for (Operation *tile : tiles)
     if (auto linalgTile = dyn_cast<linalg::LinalgOp>(tile)) {
@@ -526,20 +524,36 @@ void Scheduler::fuseAttentionBlocks(IRRewriter &rewriter, ArrayRef<linalg::Linal
       if (auto fill = init.getDefiningOp<linalg::FillOp>(); fill && fill->hasOneUse())
         fusible.insert(fill);
 
-    linalg::LinalgOp current = cast<linalg::LinalgOp>(pv.getOperation());
-    // First the product's own split across threads.
-    if (split && config.getThreads()[1] < ranges[0]) {
-      current = tileFusingProducers(rewriter, current, {config.getThreads()[1], 0, 0, 0},
-                                    /*acrossThreads=*/true, fusible, erased);
+    // Where a constant mask hides the columns after some (causal
+    // attention), parts of the rows with only the columns they read.
+    SmallVector<AttentionPart> parts;
+    SmallVector<AttentionRows> rows =
+        maskedRowParts(fusible.getArrayRef(), qk, pv, block,
+                       strategy.registers.matmulColumns(cast<linalg::LinalgOp>(qk.getOperation())));
+    if (!rows.empty())
+      if (FailureOr<SmallVector<AttentionPart>> masked =
+              splitAttentionRows(rewriter, fusible.getArrayRef(), qk, pv, rows, erased);
+          succeeded(masked))
+        parts = std::move(*masked);
+    if (parts.empty())
+      parts.push_back({cast<linalg::LinalgOp>(pv.getOperation()), fusible});
+
+    for (AttentionPart &part : parts) {
+      linalg::LinalgOp current = part.product;
+      // First the product's own split across threads.
+      if (split && config.getThreads()[1] < ranges[0]) {
+        current = tileFusingProducers(rewriter, current, {config.getThreads()[1], 0, 0, 0},
+                                      /*acrossThreads=*/true, part.fusible, erased);
+        if (!current)
+          continue;
+      }
+      current = tileFusingProducers(rewriter, current, {1, block, 0, 0}, /*acrossThreads=*/false,
+                                    part.fusible, erased);
       if (!current)
         continue;
+      part.fusible.insert(current);
+      configureTiles(part.fusible.getArrayRef());
     }
-    current = tileFusingProducers(rewriter, current, {1, block, 0, 0}, /*acrossThreads=*/false,
-                                  fusible, erased);
-    if (!current)
-      continue;
-    fusible.insert(current);
-    configureTiles(fusible.getArrayRef());
   }
 }
 

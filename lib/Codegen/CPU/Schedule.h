@@ -21,6 +21,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mithril::cpu::detail {
 
@@ -578,6 +579,45 @@ linalg::FillOp detachAccumulatorFill(linalg::LinalgOp op);
 /// Gives each of `parts` (of an op whose fill detachAccumulatorFill took)
 /// `fill` over its own init, and erases the original fill.
 void fillEachPart(RewriterBase &rewriter, linalg::FillOp fill, ArrayRef<TilingInterface> parts);
+
+/// Erases the ops of `originals` left unread, consumers first, into
+/// `erased`: what tiling with fused producers leaves behind.
+void eraseUnread(RewriterBase &rewriter, ArrayRef<Operation *> originals,
+                 llvm::DenseSet<Operation *> &erased);
+
+/// Rows [offset, offset + rows) of an attention and the leading columns of
+/// scores they read.
+struct AttentionRows {
+  int64_t offset, rows, columns;
+};
+
+/// One part of an attention's rows: its product P * V and the ops that
+/// compute its P (the scores' product, the chain, their fills).
+struct AttentionPart {
+  linalg::LinalgOp product;
+  llvm::SetVector<Operation *> fusible;
+};
+
+/// The parts, of whole blocks of `block` rows, that attention P * V (`pv`,
+/// P computed by the softmax-like chain of `members` from the scores of
+/// `qk`, over [batch, rows, columns] loops) is cheaper computed in, each
+/// with only the leading columns (whole multiples of `quantum`) that a
+/// constant additive mask leaves some row of it: the columns after are -inf
+/// in every row of the part, which the chain makes zeros of P and ignores in
+/// its row reductions (checked on the ops' bodies, for finite data). Empty
+/// where no mask hides enough.
+SmallVector<AttentionRows> maskedRowParts(ArrayRef<Operation *> members, linalg::LinalgOp qk,
+                                          linalg::LinalgOp pv, int64_t block, int64_t quantum);
+
+/// Computes `pv` as `parts`: each a copy of the members and the product on
+/// its rows and columns, written into its rows of the result; erases the
+/// originals (into `erased`). Failure (and nothing changed) where an op
+/// does not take a part's rows.
+FailureOr<SmallVector<AttentionPart>> splitAttentionRows(RewriterBase &rewriter,
+                                                         ArrayRef<Operation *> members,
+                                                         linalg::LinalgOp qk, linalg::LinalgOp pv,
+                                                         ArrayRef<AttentionRows> parts,
+                                                         llvm::DenseSet<Operation *> &erased);
 
 } // namespace mithril::cpu::detail
 
