@@ -54,9 +54,14 @@ static Value scalarBody(Operation *op, OpBuilder &b, Location loc, ValueRange ar
         return f ? arith::MulFOp::create(b, loc, x, y).getResult()
                  : arith::MulIOp::create(b, loc, x, y).getResult();
       })
-      .Case([&](DivideOp) -> Value {
-        return f ? arith::DivFOp::create(b, loc, x, y).getResult()
-                 : arith::DivSIOp::create(b, loc, x, y).getResult();
+      .Case([&](DivideOp divide) -> Value {
+        if (!f)
+          return arith::DivSIOp::create(b, loc, x, y).getResult();
+        // arcp: LLVM then inverts a divisor repeated across a row once.
+        return arith::DivFOp::create(b, loc, x, y,
+                                     divide.getReciprocal() ? arith::FastMathFlags::arcp
+                                                            : arith::FastMathFlags::none)
+            .getResult();
       })
       .Case([&](FloorDivideOp) -> Value {
         if (!f)

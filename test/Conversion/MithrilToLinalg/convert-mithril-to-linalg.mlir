@@ -27,6 +27,20 @@ mithril.model @Dense(data %x: tensor<8x16xf32>, param %w: tensor<16x32xf32>, par
 
 // -----
 
+// A division marked `reciprocal` (a softmax's, a norm's) is an arith.divf
+// with `arcp`: LLVM may invert a divisor repeated along a row once. Others
+// divide exactly.
+// CHECK-LABEL: func.func @Divisions(
+// CHECK: arith.divf %{{.+}}, %{{.+}} : f32
+// CHECK: arith.divf %{{.+}}, %{{.+}} fastmath<arcp> : f32
+mithril.model @Divisions(data %x: tensor<4x6xf32>, data %s: tensor<4x1xf32>) -> (y: tensor<4x6xf32>) {
+  %a = mithril.divide %x, %s : (tensor<4x6xf32>, tensor<4x1xf32>) -> tensor<4x6xf32>
+  %y = mithril.divide %a, %s {reciprocal} : (tensor<4x6xf32>, tensor<4x1xf32>) -> tensor<4x6xf32>
+  mithril.output %y : tensor<4x6xf32>
+}
+
+// -----
+
 // Reductions are linalg.generic ops with reduction iterators into a filled init.
 // CHECK-LABEL: func.func @RowSum(
 // CHECK: linalg.fill

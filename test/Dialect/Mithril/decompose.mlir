@@ -6,7 +6,8 @@
 // CHECK: %[[SH:.+]] = subtract %x, %[[STOP]]
 // CHECK: %[[E:.+]] = exp %[[SH]]
 // CHECK: %[[S:.+]] = sum %[[E]] {axes = array<i64: 1>, keepdim = true}
-// CHECK: divide %[[E]], %[[S]]
+// The sum is at least 1: its reciprocal may stand for it.
+// CHECK: divide %[[E]], %[[S]] {reciprocal}
 // CHECK-NOT: softmax
 mithril.model @softmax(data %x: tensor<2x5xf32>) -> (y: tensor<2x5xf32>) {
   %0 = mithril.softmax %x {axis = 1 : i64} : (tensor<2x5xf32>) -> tensor<2x5xf32>
@@ -35,7 +36,7 @@ mithril.model @cross_entropy(data %p: tensor<4x3xf32>, data %t: tensor<4xi64>) -
 // CHECK: %[[VAR:.+]] = mean %[[SQ]]
 // CHECK: %[[VE:.+]] = add %[[VAR]], %[[EPS]]
 // CHECK: %[[D:.+]] = sqrt %[[VE]]
-// CHECK: divide %[[C]], %[[D]]
+// CHECK: divide %[[C]], %[[D]] {reciprocal}
 mithril.model @layer_norm(data %x: tensor<2x5xf32>) -> (y: tensor<2x5xf32>) {
   %0 = mithril.layer_norm %x : (tensor<2x5xf32>) -> tensor<2x5xf32>
   mithril.output %0 : tensor<2x5xf32>

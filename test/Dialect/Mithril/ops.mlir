@@ -8,7 +8,8 @@ mithril.model @elementwise(data %a: tensor<4x8xf32>, data %b: tensor<8xf32>, dat
   %1 = mithril.subtract %0, %c : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
   %2 = mithril.multiply %1, %a : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   %3 = mithril.divide %2, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
-  %4 = mithril.floor_divide %3, %c : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  %r = mithril.divide %3, %c {reciprocal} : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+  %4 = mithril.floor_divide %r, %c : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
   %5 = mithril.power %4, %a : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   %6 = mithril.minimum %5, %a : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   %7 = mithril.maximum %6, %a : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
@@ -110,6 +111,7 @@ mithril.model @losses(data %p: tensor<4x3xf32>, data %t: tensor<4x3xf32>, data %
 // CHECK-NEXT: %{{[0-9]+}} = subtract %{{[0-9]+}}, %c : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
 // CHECK-NEXT: %{{[0-9]+}} = multiply %{{[0-9]+}}, %a : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
 // CHECK-NEXT: %{{[0-9]+}} = divide %{{[0-9]+}}, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT: %{{[0-9]+}} = divide %{{[0-9]+}}, %c {reciprocal} : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
 // CHECK-NEXT: %{{[0-9]+}} = floor_divide %{{[0-9]+}}, %c : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
 // CHECK-NEXT: %{{[0-9]+}} = power %{{[0-9]+}}, %a : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
 // CHECK-NEXT: %{{[0-9]+}} = minimum %{{[0-9]+}}, %a : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>

@@ -42,7 +42,8 @@ struct DecomposeSoftmax : OpRewritePattern<SoftmaxOp> {
     Value e = ExpOp::create(rewriter, loc, shifted);
     Value sum = SumOp::create(rewriter, loc, e, rewriter.getDenseI64ArrayAttr(axes),
                               rewriter.getBoolAttr(true));
-    rewriter.replaceOpWithNewOp<DivideOp>(op, e, sum);
+    // (The sum is at least 1: its reciprocal stands for it.)
+    rewriter.replaceOpWithNewOp<DivideOp>(op, e, sum, /*reciprocal=*/true);
     return success();
   }
 };
@@ -84,7 +85,8 @@ struct DecomposeLayerNorm : OpRewritePattern<LayerNormOp> {
     Value denom = SqrtOp::create(
         rewriter, loc,
         AddOp::create(rewriter, loc, var, scalar(rewriter, loc, et, op.getEps().convertToDouble())));
-    Value result = DivideOp::create(rewriter, loc, centered, denom);
+    // (At least sqrt(eps): its reciprocal stands for it.)
+    Value result = DivideOp::create(rewriter, loc, centered, denom, /*reciprocal=*/true);
     ValueRange affine = op.getAffine();
     if (op.getScaled())
       result = MultiplyOp::create(rewriter, loc, result, affine.front());
@@ -115,7 +117,7 @@ struct DecomposeBatchNorm : OpRewritePattern<BatchNormOp> {
         rewriter, loc,
         AddOp::create(rewriter, loc, r(op.getVariance()),
                       scalar(rewriter, loc, et, op.getEps().convertToDouble())));
-    Value normed = DivideOp::create(rewriter, loc, centered, denom);
+    Value normed = DivideOp::create(rewriter, loc, centered, denom, /*reciprocal=*/true);
     Value scaled = MultiplyOp::create(rewriter, loc, normed, r(op.getWeight()));
     rewriter.replaceOpWithNewOp<AddOp>(op, scaled, r(op.getBias()));
     return success();

@@ -301,6 +301,18 @@ def Mithril_MultiplyOp : Mithril_BinaryOp<"multiply", "Elementwise multiplicatio
 }
 def Mithril_DivideOp : Mithril_BinaryOp<"divide", "Elementwise true division", "Arith",
     [Mithril_Differentiable, Mithril_BatchParallel]> {
+  let description = [{
+    Elementwise with numpy broadcasting: shapes are aligned on the right and a
+    dimension of size 1 stretches to the other operand's.
+
+    With `reciprocal`, lhs * (1 / rhs) may stand for lhs / rhs (within an ulp
+    or two): the divisor's reciprocal never overflows, as a softmax's sum (at
+    least 1) or a norm's sqrt(var + eps). A divisor broadcast along a row is
+    then inverted once per row instead of dividing every element (the
+    lowering's `arcp`). Without it, 1 / rhs of a divisor below 2^-126 would
+    be infinite where lhs / rhs is not.
+  }];
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs, UnitAttr:$reciprocal);
   let hasFolder = 1;
 }
 def Mithril_FloorDivideOp : Mithril_BinaryOp<"floor_divide", "Elementwise division rounded towards minus infinity",
