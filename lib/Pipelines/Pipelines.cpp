@@ -291,7 +291,8 @@ LogicalResult mithril::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOpti
       // from L2: that row, a few steps ahead, into L1.
       pm.addNestedPass<func::FuncOp>(createMithrilPrefetchPanels());
       // A matrix-vector product's next weight rows, while the batch's row
-      // groups pass over this group's.
+      // groups pass over this group's; a register tile's next broadcast
+      // rows, while it reads this tile's.
       pm.addNestedPass<func::FuncOp>(createMithrilPrefetchNextRows());
     }
     if (options.profile) {

@@ -122,6 +122,100 @@ func.func @crowded(%w: memref<512x49x16xf32>, %y: memref<512x16xf32>) {
 
 // -----
 
+// A register tile of 8 rows of a weight [1024, 256] read in place, one
+// column of them broadcast a step (a swapped product, C^T = W * A^T), over
+// 256 steps: each step prefetches one line of the next tile's rows, row
+// r + 8 + k mod 8 (at most the last row) at line (k / 8) mod 16. Tiles of a
+// reduction shorter than the row (a block of it) or of more rows than a
+// line has elements (16 rows of f64: 16 x 32 lines would outnumber the 256
+// steps) get none.
+// CHECK-LABEL: func.func @broadcast_rows
+// CHECK: scf.for %[[R:.+]] = %c0 to %c1024 step %c8
+// CHECK: scf.for %[[K:.+]] = %c0 to %c256 step %c1
+// CHECK-DAG: %[[WITHIN:.+]] = arith.remui %[[K]], %c8
+// CHECK-DAG: %[[NEXT:.+]] = arith.addi %[[WITHIN]], %c8
+// CHECK-DAG: %[[FROM:.+]] = arith.addi %[[R]], %[[NEXT]]
+// CHECK-DAG: %[[ROW:.+]] = arith.minui %[[FROM]], %c1023
+// CHECK-DAG: %[[STEP:.+]] = arith.divui %[[K]], %c8
+// CHECK-DAG: %[[LINE:.+]] = arith.remui %[[STEP]], %c16
+// CHECK-DAG: %[[COLUMN:.+]] = arith.muli %[[LINE]], %c16
+// CHECK: memref.prefetch %arg0[%[[ROW]], %[[COLUMN]]], read, locality<3>, data : memref<1024x256xf32>
+// CHECK-NOT: memref.prefetch
+// CHECK: vector.transfer_read %arg0[%[[R]], %[[K]]]
+// CHECK-LABEL: func.func @reduction_block
+// CHECK-NOT: memref.prefetch
+// CHECK-LABEL: func.func @many_rows
+// CHECK-NOT: memref.prefetch
+// CHECK: return
+func.func @broadcast_rows(%w: memref<1024x256xf32>, %p: memref<256x32xf32>, %y: memref<1024x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c256 = arith.constant 256 : index
+  %c1024 = arith.constant 1024 : index
+  %zero = arith.constant dense<0.0> : vector<8x32xf32>
+  %pad = ub.poison : f32
+  scf.for %r = %c0 to %c1024 step %c8 {
+    %sum = scf.for %k = %c0 to %c256 step %c1 iter_args(%acc = %zero) -> (vector<8x32xf32>) {
+      %column = vector.transfer_read %w[%r, %k], %pad {in_bounds = [true], permutation_map = affine_map<(d0, d1) -> (d0)>} : memref<1024x256xf32>, vector<8xf32>
+      %a = vector.shape_cast %column : vector<8xf32> to vector<8x1xf32>
+      %ab = vector.broadcast %a : vector<8x1xf32> to vector<8x32xf32>
+      %row = vector.transfer_read %p[%k, %c0], %pad {in_bounds = [true]} : memref<256x32xf32>, vector<32xf32>
+      %bb = vector.broadcast %row : vector<32xf32> to vector<8x32xf32>
+      %next = vector.fma %ab, %bb, %acc : vector<8x32xf32>
+      scf.yield %next : vector<8x32xf32>
+    }
+    vector.transfer_write %sum, %y[%r, %c0] {in_bounds = [true, true]} : vector<8x32xf32>, memref<1024x32xf32>
+  }
+  return
+}
+func.func @reduction_block(%w: memref<1024x256xf32>, %p: memref<256x32xf32>, %y: memref<1024x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c128 = arith.constant 128 : index
+  %c1024 = arith.constant 1024 : index
+  %zero = arith.constant dense<0.0> : vector<8x32xf32>
+  %pad = ub.poison : f32
+  scf.for %r = %c0 to %c1024 step %c8 {
+    %sum = scf.for %k = %c0 to %c128 step %c1 iter_args(%acc = %zero) -> (vector<8x32xf32>) {
+      %column = vector.transfer_read %w[%r, %k], %pad {in_bounds = [true], permutation_map = affine_map<(d0, d1) -> (d0)>} : memref<1024x256xf32>, vector<8xf32>
+      %a = vector.shape_cast %column : vector<8xf32> to vector<8x1xf32>
+      %ab = vector.broadcast %a : vector<8x1xf32> to vector<8x32xf32>
+      %row = vector.transfer_read %p[%k, %c0], %pad {in_bounds = [true]} : memref<256x32xf32>, vector<32xf32>
+      %bb = vector.broadcast %row : vector<32xf32> to vector<8x32xf32>
+      %next = vector.fma %ab, %bb, %acc : vector<8x32xf32>
+      scf.yield %next : vector<8x32xf32>
+    }
+    vector.transfer_write %sum, %y[%r, %c0] {in_bounds = [true, true]} : vector<8x32xf32>, memref<1024x32xf32>
+  }
+  return
+}
+func.func @many_rows(%w: memref<1024x256xf64>, %p: memref<256x16xf64>, %y: memref<1024x16xf64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c256 = arith.constant 256 : index
+  %c1024 = arith.constant 1024 : index
+  %zero = arith.constant dense<0.0> : vector<16x16xf64>
+  %pad = ub.poison : f64
+  scf.for %r = %c0 to %c1024 step %c16 {
+    %sum = scf.for %k = %c0 to %c256 step %c1 iter_args(%acc = %zero) -> (vector<16x16xf64>) {
+      %column = vector.transfer_read %w[%r, %k], %pad {in_bounds = [true], permutation_map = affine_map<(d0, d1) -> (d0)>} : memref<1024x256xf64>, vector<16xf64>
+      %a = vector.shape_cast %column : vector<16xf64> to vector<16x1xf64>
+      %ab = vector.broadcast %a : vector<16x1xf64> to vector<16x16xf64>
+      %row = vector.transfer_read %p[%k, %c0], %pad {in_bounds = [true]} : memref<256x16xf64>, vector<16xf64>
+      %bb = vector.broadcast %row : vector<16xf64> to vector<16x16xf64>
+      %next = vector.fma %ab, %bb, %acc : vector<16x16xf64>
+      scf.yield %next : vector<16x16xf64>
+    }
+    vector.transfer_write %sum, %y[%r, %c0] {in_bounds = [true, true]} : vector<16x16xf64>, memref<1024x16xf64>
+  }
+  return
+}
+
+// -----
+
 // In the CPU pipeline, the MLP 784-512-512-10 at batch 16: each layer's
 // matrix-vector tiles prefetch their next weight rows, in each part of the
 // reduction (Skylake-SP's 32 KiB L1: 784 = 17 + 16 + 16 steps, 512 = 16 + 16).

@@ -1,4 +1,4 @@
-//===- PrefetchNextRows.cpp - a matrix-vector product's next weight rows --===//
+//===- PrefetchNextRows.cpp - the next weight rows a product will read ---===//
 //
 // Part of the Mithril-MLIR project, under the Apache License v2.0 with LLVM
 // Exceptions. See LICENSE for license information.
@@ -25,6 +25,9 @@ namespace {
 
 /// More prefetches a step than this would crowd the loads of the step.
 constexpr int64_t kMaxPrefetchesPerStep = 2;
+/// A matrix of broadcast rows smaller than this stays in L1 or L2 between
+/// its tiles (twice an L1): its rows are not prefetched.
+constexpr int64_t kMinBroadcastMatrixBytes = 64 << 10;
 
 /// A loop's constant lower bound, step and trip count.
 struct Bounds {
@@ -74,8 +77,60 @@ struct PrefetchNextRowsPass
       if (llvm::any_of(loop.getInitArgs(), [](Value v) { return isa<VectorType>(v.getType()); }))
         reductions.push_back(loop);
     });
-    for (scf::ForOp reduction : reductions)
+    for (scf::ForOp reduction : reductions) {
       prefetchNextGroup(reduction);
+      prefetchNextBroadcastRows(reduction);
+    }
+  }
+
+  /// A register tile that broadcasts each step the elements of R rows of
+  /// a row-major matrix [M, K] read in place (a swapped product's weight,
+  /// `vector<R>` read down a column at [r, k]) streams R rows at once,
+  /// which the hardware prefetchers meet anew each tile. Prefetches the
+  /// next tile's rows [r + R, r + 2R) (the last row for rows past M), one
+  /// line a step: each of the R rows' K / L lines, where the K steps of the
+  /// tile cover them (R * K / L <= K: L >= R elements a line). Not for a
+  /// matrix that an L2 holds with room to spare.
+  void prefetchNextBroadcastRows(scf::ForOp reduction) {
+    std::optional<Bounds> steps = constantBounds(reduction);
+    if (!steps || steps->lower != 0 || steps->step != 1)
+      return;
+    for (Operation &op : reduction.getBody()->without_terminator()) {
+      auto read = dyn_cast<vector::TransferReadOp>(op);
+      if (!read || read.getMask() || read.getVectorType().getRank() != 1 ||
+          read.getIndices().size() != 2 || read.getIndices()[1] != reduction.getInductionVar() ||
+          read.getPermutationMap() != AffineMap::get(2, 0, getAffineDimExpr(0, read.getContext())))
+        continue;
+      auto buffer = dyn_cast<MemRefType>(read.getBase().getType());
+      if (!buffer || !buffer.hasStaticShape() || !buffer.getElementType().isIntOrFloat() ||
+          !buffer.getLayout().isIdentity())
+        continue;
+      int64_t rows = read.getVectorType().getDimSize(0), total = buffer.getDimSize(0);
+      int64_t depth = buffer.getDimSize(1);
+      int64_t elementBytes = llvm::divideCeil(buffer.getElementTypeBitWidth(), 8);
+      int64_t lineElements = mithril::kCacheLineBytes / elementBytes;
+      int64_t lines = llvm::divideCeil(depth, lineElements);
+      if (steps->trips != depth || rows * lines > depth ||
+          total * depth * elementBytes < kMinBroadcastMatrixBytes)
+        continue;
+      Location loc = read.getLoc();
+      OpBuilder builder(read);
+      auto constant = [&](int64_t v) { return arith::ConstantIndexOp::create(builder, loc, v); };
+      Value k = reduction.getInductionVar();
+      Value row = builder.createOrFold<arith::AddIOp>(
+          loc, read.getIndices()[0],
+          builder.createOrFold<arith::AddIOp>(
+              loc, constant(rows), builder.createOrFold<arith::RemUIOp>(loc, k, constant(rows))));
+      row = builder.createOrFold<arith::MinUIOp>(loc, row, constant(total - 1));
+      Value column = builder.createOrFold<arith::MulIOp>(
+          loc,
+          builder.createOrFold<arith::RemUIOp>(
+              loc, builder.createOrFold<arith::DivUIOp>(loc, k, constant(rows)), constant(lines)),
+          constant(lineElements));
+      memref::PrefetchOp::create(builder, loc, read.getBase(), ValueRange{row, column},
+                                 /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
+      return;
+    }
   }
 
   void prefetchNextGroup(scf::ForOp reduction) {
