@@ -137,3 +137,29 @@ def test_compiled_in_masks_match_torch(shape, kind, target, threads):
     if kind == "masked-row":
         assert np.isnan(y[..., 7, :]).all()
     np.testing.assert_allclose(y, want, rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("mask_shape", [(1, 1, 128, 128), (2, 1, 128, 128), (2, 4, 128, 128)])
+def test_broadcast_and_per_batch_masks(mask_shape, threads):
+    # A causal mask broadcast over the batch and heads (read with zeros for
+    # its unit dimensions, which the heads' merge once crashed on), or one
+    # of each entry: the parts take the columns some entry's row sees (the
+    # second batch entry also hides its last 28 keys, all but the first).
+    shape = (2, 4, 128, 32)
+    causal = np.where(np.triu(np.ones((128, 128), bool), 1), -np.inf, 0.0)
+    mask = np.broadcast_to(causal, mask_shape).astype(np.float32)
+    if mask_shape[0] == 2:
+        mask[1, ..., 100:] = -np.inf
+        mask[1, ..., :, 0] = 0.0
+    model = Model()
+    model |= ScaledDotProduct(is_causal=False, use_attn_mask=True)(
+        query="q", key="k", value="v", attn_mask="attn_mask", output=ml.IOKey("y"))
+    pm = ml.compile(model, ml.MlirBackend(num_threads=threads),
+                    shapes={name: list(shape) for name in "qkv"}, constant_keys={"attn_mask": mask},
+                    inference=True)
+    data = _inputs(shape, seed=13)
+    y = pm.evaluate({}, data)["y"]
+    q, k, v = (torch.from_numpy(data[name].astype(np.float64)) for name in "qkv")
+    scores = q @ k.transpose(-2, -1) / np.sqrt(shape[-1]) + torch.from_numpy(mask.astype(np.float64))
+    np.testing.assert_allclose(y, (torch.softmax(scores, -1) @ v).numpy(), rtol=2e-5, atol=2e-6)

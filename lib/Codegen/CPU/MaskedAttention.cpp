@@ -110,8 +110,14 @@ Hidden yieldedAtHidden(linalg::GenericOp op, ArrayRef<Hidden> arguments) {
 }
 
 /// The constant a generic reads along the scores' columns (the last of its
-/// three loops) with some -inf: the additive mask.
+/// three loops) with some -inf: the additive mask. Its values in the order
+/// of `input`'s elements, which may view it through a reshape (its unit
+/// dimensions dropped: dropUnitInputDims).
 DenseElementsAttr maskOf(Value input, AffineMap map) {
+  if (auto collapse = input.getDefiningOp<tensor::CollapseShapeOp>())
+    input = collapse.getSrc();
+  else if (auto expand = input.getDefiningOp<tensor::ExpandShapeOp>())
+    input = expand.getSrc();
   DenseElementsAttr attr;
   if (!matchPattern(input, m_Constant(&attr)) || !isa<FloatType>(attr.getElementType()) ||
       !map.isFunctionOfDim(map.getNumDims() - 1))
@@ -121,9 +127,11 @@ DenseElementsAttr maskOf(Value input, AffineMap map) {
 }
 
 /// Per row of the scores, the columns up to its last one the mask `attr`
-/// (read through `map` by the chain's loops [batch, row, column]) does not
-/// hide; empty where a row has none (its softmax is NaN: nothing to skip).
-SmallVector<int64_t> visibleColumns(DenseElementsAttr attr, AffineMap map, int64_t rows) {
+/// (read as `shape` through `map` by the chain's loops [batch, row,
+/// column]) does not hide; empty where a row has none (its softmax is NaN:
+/// nothing to skip).
+SmallVector<int64_t> visibleColumns(DenseElementsAttr attr, ArrayRef<int64_t> shape, AffineMap map,
+                                    int64_t rows) {
   std::optional<unsigned> rowAt, columnAt;
   for (auto [at, expr] : llvm::enumerate(map.getResults()))
     if (auto dim = dyn_cast<AffineDimExpr>(expr)) {
@@ -132,7 +140,6 @@ SmallVector<int64_t> visibleColumns(DenseElementsAttr attr, AffineMap map, int64
       if (dim.getPosition() == 2)
         columnAt = at;
     }
-  ArrayRef<int64_t> shape = attr.getType().getShape();
   SmallVector<int64_t> visible(rows, 0);
   int64_t index = 0;
   for (const APFloat &value : attr.getValues<APFloat>()) {
@@ -171,6 +178,7 @@ SmallVector<AttentionRows> mithril::cpu::detail::maskedRowParts(ArrayRef<Operati
   // The mask: one constant read along the columns with -inf in it.
   DenseElementsAttr mask;
   AffineMap maskMap;
+  ArrayRef<int64_t> maskShape;
   for (Operation *member : members) {
     auto generic = dyn_cast<linalg::GenericOp>(member);
     if (!generic || generic.getNumLoops() != 3)
@@ -181,6 +189,7 @@ SmallVector<AttentionRows> mithril::cpu::detail::maskedRowParts(ArrayRef<Operati
           return {};
         mask = found;
         maskMap = generic.getMatchingIndexingMap(input);
+        maskShape = cast<RankedTensorType>(input->get().getType()).getShape();
       }
   }
   if (!mask)
@@ -218,7 +227,7 @@ SmallVector<AttentionRows> mithril::cpu::detail::maskedRowParts(ArrayRef<Operati
   if (p == hidden.end() || p->second != Hidden::Zero)
     return {};
 
-  SmallVector<int64_t> visible = visibleColumns(mask, maskMap, rows);
+  SmallVector<int64_t> visible = visibleColumns(mask, maskShape, maskMap, rows);
   if (visible.empty())
     return {};
   // Per block of rows, the columns it reads: whole register tiles of them.

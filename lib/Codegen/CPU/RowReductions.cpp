@@ -308,26 +308,46 @@ bool isPlainBatchProduct(Operation *op) {
          !ShapedType::isDynamicShape(cast<linalg::LinalgOp>(op).getStaticLoopRanges());
 }
 
-/// An input of `op` of one element read through constant indices (a
-/// scale in a tensor<1xi64>, map (d0, ..) -> (0)) read as a rank-0 tensor:
-/// a map without results, which collapsing loops takes.
-void readUnitInputsAsScalars(RewriterBase &rewriter, linalg::GenericOp op) {
+/// Inputs of `op` read with zeros for unit dimensions (a mask [1, 1, T, T]
+/// broadcast over [batch, heads, T, T], a scale in a tensor<1xf32>) read
+/// without them: the unit dimensions collapsed away (all of them: a rank-0
+/// tensor) and their zeros dropped from the map, which collapsing loops
+/// then takes.
+void dropUnitInputDims(RewriterBase &rewriter, linalg::GenericOp op) {
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   SmallVector<Value> inputs = op.getDpsInputs();
   bool changed = false;
   for (auto [i, input] : llvm::enumerate(inputs)) {
     auto type = dyn_cast<RankedTensorType>(input.getType());
-    if (!type || type.getRank() == 0 || type.getNumElements() != 1 ||
-        !llvm::all_of(maps[i].getResults(), [](AffineExpr e) {
-          auto constant = dyn_cast<AffineConstantExpr>(e);
-          return constant && constant.getValue() == 0;
-        }))
+    if (!type || type.getRank() == 0)
       continue;
+    auto dropped = [&](int64_t d) {
+      auto constant = dyn_cast<AffineConstantExpr>(maps[i].getResult(d));
+      return constant && constant.getValue() == 0 && type.getDimSize(d) == 1;
+    };
+    if (llvm::none_of(llvm::seq<int64_t>(0, type.getRank()), dropped))
+      continue;
+    // Each dropped dimension joins the group of the next kept one (the
+    // last kept one's, for those after it).
+    SmallVector<ReassociationIndices> groups;
+    SmallVector<int64_t> shape;
+    SmallVector<AffineExpr> results;
+    ReassociationIndices pending;
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      pending.push_back(d);
+      if (dropped(d))
+        continue;
+      groups.push_back(pending);
+      pending.clear();
+      shape.push_back(type.getDimSize(d));
+      results.push_back(maps[i].getResult(d));
+    }
+    if (!groups.empty())
+      llvm::append_range(groups.back(), pending);
     rewriter.setInsertionPoint(op);
-    inputs[i] = tensor::CollapseShapeOp::create(rewriter, op.getLoc(),
-                                                RankedTensorType::get({}, type.getElementType()),
-                                                input, ArrayRef<ReassociationIndices>{});
-    maps[i] = AffineMap::get(maps[i].getNumDims(), 0, op.getContext());
+    inputs[i] = tensor::CollapseShapeOp::create(
+        rewriter, op.getLoc(), RankedTensorType::get(shape, type.getElementType()), input, groups);
+    maps[i] = AffineMap::get(maps[i].getNumDims(), 0, results, op.getContext());
     changed = true;
   }
   if (changed)
@@ -344,8 +364,13 @@ FailureOr<SmallVector<Operation *>> collapseLeadingPair(RewriterBase &rewriter,
     auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
     if (!linalgOp || linalgOp.getNumLoops() < 3)
       return failure();
+    // (Upstream's collapse takes maps of loops only: a constant index, a
+    // dimension not dropped by dropUnitInputDims, would crash it.)
     if (isa<linalg::GenericOp>(op) &&
-        !linalg::areDimSequencesPreserved(linalgOp.getIndexingMapsArray(), {{0, 1}}))
+        (!linalg::areDimSequencesPreserved(linalgOp.getIndexingMapsArray(), {{0, 1}}) ||
+         llvm::any_of(linalgOp.getIndexingMapsArray(), [](AffineMap map) {
+           return !llvm::all_of(map.getResults(), llvm::IsaPred<AffineDimExpr>);
+         })))
       return failure();
     if (!isa<linalg::GenericOp, linalg::FillOp>(op))
       return failure();
@@ -505,7 +530,7 @@ void Scheduler::fuseAttentionBlocks(IRRewriter &rewriter, ArrayRef<linalg::Linal
       if (auto generic = dyn_cast<linalg::GenericOp>(member)) {
         foldUnitExpansions(rewriter, generic, /*keepHeads=*/true);
         if (heads)
-          readUnitInputsAsScalars(rewriter, generic);
+          dropUnitInputDims(rewriter, generic);
       }
     SmallVector<Operation *> ordered(chain.begin(), chain.end());
     if (heads) {
