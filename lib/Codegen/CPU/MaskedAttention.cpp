@@ -177,8 +177,7 @@ SmallVector<AttentionRows> mithril::cpu::detail::maskedRowParts(ArrayRef<Operati
     return {};
   // The mask: one constant read along the columns with -inf in it.
   DenseElementsAttr mask;
-  AffineMap maskMap;
-  ArrayRef<int64_t> maskShape;
+  OpOperand *maskRead = nullptr;
   for (Operation *member : members) {
     auto generic = dyn_cast<linalg::GenericOp>(member);
     if (!generic || generic.getNumLoops() != 3)
@@ -188,8 +187,7 @@ SmallVector<AttentionRows> mithril::cpu::detail::maskedRowParts(ArrayRef<Operati
         if (mask)
           return {};
         mask = found;
-        maskMap = generic.getMatchingIndexingMap(input);
-        maskShape = cast<RankedTensorType>(input->get().getType()).getShape();
+        maskRead = input;
       }
   }
   if (!mask)
@@ -210,7 +208,7 @@ SmallVector<AttentionRows> mithril::cpu::detail::maskedRowParts(ArrayRef<Operati
       auto it = hidden.find(input->get());
       if (it != hidden.end())
         arguments.push_back(it->second);
-      else if (maskOf(input->get(), generic.getMatchingIndexingMap(input)) == mask)
+      else if (input == maskRead)
         arguments.push_back(Hidden::NegInf);
       else
         arguments.push_back(Hidden::Finite);
@@ -227,7 +225,9 @@ SmallVector<AttentionRows> mithril::cpu::detail::maskedRowParts(ArrayRef<Operati
   if (p == hidden.end() || p->second != Hidden::Zero)
     return {};
 
-  SmallVector<int64_t> visible = visibleColumns(mask, maskShape, maskMap, rows);
+  SmallVector<int64_t> visible = visibleColumns(
+      mask, cast<RankedTensorType>(maskRead->get().getType()).getShape(),
+      cast<linalg::LinalgOp>(maskRead->getOwner()).getMatchingIndexingMap(maskRead), rows);
   if (visible.empty())
     return {};
   // Per block of rows, the columns it reads: whole register tiles of them.
@@ -344,6 +344,14 @@ FailureOr<SmallVector<AttentionPart>> mithril::cpu::detail::splitAttentionRows(
     created.push_back(op);
     return op;
   };
+  auto slice = [&](Value source, const Span &region) {
+    MLIRContext *ctx = rewriter.getContext();
+    return track(tensor::ExtractSliceOp::create(
+                     rewriter, loc, source, getAsIndexOpFoldResult(ctx, region.offsets),
+                     getAsIndexOpFoldResult(ctx, region.sizes),
+                     SmallVector<OpFoldResult>(region.sizes.size(), rewriter.getIndexAttr(1))))
+        ->getResult(0);
+  };
   rewriter.setInsertionPoint(pv);
   // The result, part by part, into the destination of P * V's rows.
   Value pvInit = pv.getDpsInitOperand(0)->get();
@@ -383,18 +391,11 @@ FailureOr<SmallVector<AttentionPart>> mithril::cpu::detail::splitAttentionRows(
         }
         auto fill = value.getDefiningOp<linalg::FillOp>();
         if (fill && llvm::is_contained(members, fill.getOperation())) {
-          Value into =
-              op == pv.getOperation()
-                  ? track(tensor::ExtractSliceOp::create(
-                              rewriter, loc, dest,
-                              getAsIndexOpFoldResult(rewriter.getContext(), region.offsets),
-                              getAsIndexOpFoldResult(rewriter.getContext(), region.sizes),
-                              SmallVector<OpFoldResult>(region.sizes.size(),
-                                                        rewriter.getIndexAttr(1))))
-                        ->getResult(0)
-                  : track(
-                        tensor::EmptyOp::create(rewriter, loc, region.sizes, type.getElementType()))
-                        ->getResult(0);
+          Value into = op == pv.getOperation()
+                           ? slice(dest, region)
+                           : track(tensor::EmptyOp::create(rewriter, loc, region.sizes,
+                                                           type.getElementType()))
+                                 ->getResult(0);
           Operation *partFill =
               track(linalg::FillOp::create(rewriter, loc, fill.getInputs(), ValueRange(into)));
           result.fusible.insert(partFill);
@@ -406,13 +407,7 @@ FailureOr<SmallVector<AttentionPart>> mithril::cpu::detail::splitAttentionRows(
           operands.push_back(value);
           continue;
         }
-        operands.push_back(
-            track(tensor::ExtractSliceOp::create(
-                      rewriter, loc, value,
-                      getAsIndexOpFoldResult(rewriter.getContext(), region.offsets),
-                      getAsIndexOpFoldResult(rewriter.getContext(), region.sizes),
-                      SmallVector<OpFoldResult>(region.sizes.size(), rewriter.getIndexAttr(1))))
-                ->getResult(0));
+        operands.push_back(slice(value, region));
       }
       SmallVector<Type> types;
       for (OpOperand &init : linalgOp.getDpsInitsMutable())
