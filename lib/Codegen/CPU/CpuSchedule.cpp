@@ -2095,6 +2095,28 @@ void Scheduler::mergeSiblingPartials(IRRewriter &rewriter, ArrayRef<linalg::Gene
 /// that consumes it and the fill that initializes it, into `threads`
 /// chunks of one scf.forall: one parallel region per chain, and the chain
 /// stays fusible inside each chunk.
+/// The next part of a matrix-vector product split along its reduction
+/// (its MatrixVector product and its LaneSum) after `lanes`, the last
+/// part's lane sum: the part whose lane sums start from `lanes`' result,
+/// split across threads as `config` is.
+static std::optional<std::pair<linalg::LinalgOp, linalg::LinalgOp>>
+nextMatrixVectorPart(linalg::LinalgOp lanes, LoweringConfigAttr config) {
+  if (lanes->getNumResults() != 1 || !lanes->hasOneUse())
+    return std::nullopt;
+  OpOperand &use = *lanes->use_begin();
+  auto nextLanes = dyn_cast<linalg::LinalgOp>(use.getOwner());
+  if (!nextLanes || !hasKernel(nextLanes, CpuKernel::LaneSum) || !nextLanes.isDpsInit(&use) ||
+      nextLanes.getNumDpsInputs() != 1)
+    return std::nullopt;
+  auto product = nextLanes.getDpsInputOperand(0)->get().getDefiningOp<linalg::LinalgOp>();
+  if (!product || !hasKernel(product, CpuKernel::MatrixVector) || !product->hasOneUse())
+    return std::nullopt;
+  LoweringConfigAttr productConfig = getLoweringConfig(product);
+  if (!productConfig || productConfig.getThreads() != config.getThreads())
+    return std::nullopt;
+  return std::make_pair(product, nextLanes);
+}
+
 LogicalResult Scheduler::splitAcrossThreads(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
   llvm::DenseSet<Operation *> done;
   for (linalg::LinalgOp op : ops) {
@@ -2138,8 +2160,17 @@ LogicalResult Scheduler::splitAcrossThreads(IRRewriter &rewriter, ArrayRef<linal
     if (hasKernel(op, CpuKernel::MatrixVector) && op->hasOneUse())
       if (auto lanes = dyn_cast<linalg::LinalgOp>(*op->getUsers().begin()))
         if (hasKernel(lanes, CpuKernel::LaneSum)) {
-          chain = {op};
-          llvm::append_range(chain, elementwiseChain(lanes));
+          chain = {op, lanes};
+          // So do the later parts of its reduction (matrixVectorReductionParts),
+          // each adding its lane sums to the last's: one parallel region for
+          // the whole product, not one a part (the MLP at batch 16 on two
+          // threads: five regions, each with its hand-off and wait, for two
+          // layers).
+          while (auto next = nextMatrixVectorPart(chain.back(), config)) {
+            chain.push_back(next->first);
+            chain.push_back(next->second);
+          }
+          llvm::append_range(chain, ArrayRef(elementwiseChain(chain.back())).drop_front());
         }
     // The split loop in the chain's last op: the result dimension it maps to.
     std::optional<unsigned> dim = split.first;
