@@ -124,24 +124,43 @@ func.func @crowded(%w: memref<512x49x16xf32>, %y: memref<512x16xf32>) {
 
 // A register tile of 8 rows of a weight [1024, 256] read in place, one
 // column of them broadcast a step (a swapped product, C^T = W * A^T), over
-// 256 steps: each step prefetches one line of the next tile's rows, row
-// r + 8 + k mod 8 (at most the last row) at line (k / 8) mod 16. Tiles of a
-// reduction shorter than the row (a block of it) or of more rows than a
-// line has elements (16 rows of f64: 16 x 32 lines would outnumber the 256
-// steps) get none.
+// 256 steps: each step prefetches one line of the next tile's rows, in the
+// order that tile reads them, through the weight flattened: row k mod 8,
+// line min(k / 8, 15) from (r + 8) * 256, at most the last element. A tile
+// of 6 rows (AVX2's 6 x 16) prefetches the next 6 rows' elements in memory
+// order, one line a step from (r + 6) * K. Tiles of a reduction shorter
+// than the row (a block of it) or of more rows than a line has elements
+// (16 rows of f64: 16 x 32 lines would outnumber the 256 steps) get none.
 // CHECK-LABEL: func.func @broadcast_rows
 // CHECK: scf.for %[[R:.+]] = %c0 to %c1024 step %c8
+// CHECK: %[[FLAT:.+]] = memref.collapse_shape %arg0 {{\[\[}}0, 1]] : memref<1024x256xf32> into memref<262144xf32>
+// CHECK: %[[NEXT:.+]] = arith.addi %[[R]], %{{.+}} : index
+// CHECK: %[[START:.+]] = arith.muli %[[NEXT]], %{{.+}} : index
 // CHECK: scf.for %[[K:.+]] = %c0 to %c256 step %c1
-// CHECK-DAG: %[[WITHIN:.+]] = arith.remui %[[K]], %c8
-// CHECK-DAG: %[[NEXT:.+]] = arith.addi %[[WITHIN]], %c8
-// CHECK-DAG: %[[FROM:.+]] = arith.addi %[[R]], %[[NEXT]]
-// CHECK-DAG: %[[ROW:.+]] = arith.minui %[[FROM]], %c1023
-// CHECK-DAG: %[[STEP:.+]] = arith.divui %[[K]], %c8
-// CHECK-DAG: %[[LINE:.+]] = arith.remui %[[STEP]], %c16
-// CHECK-DAG: %[[COLUMN:.+]] = arith.muli %[[LINE]], %c16
-// CHECK: memref.prefetch %arg0[%[[ROW]], %[[COLUMN]]], read, locality<3>, data : memref<1024x256xf32>
+// CHECK: %[[ROW:.+]] = arith.andi %[[K]], %c7
+// CHECK: %[[STEP:.+]] = arith.shrui %[[K]], %c3
+// CHECK: %[[LINE:.+]] = arith.minui %[[STEP]], %c15
+// CHECK: %[[COLUMN:.+]] = arith.muli %[[LINE]], %c16
+// CHECK: %[[ROWS:.+]] = arith.muli %[[ROW]], %c256
+// CHECK: %[[OFFSET:.+]] = arith.addi %[[ROWS]], %[[COLUMN]]
+// CHECK: %[[AT:.+]] = arith.addi %[[START]], %[[OFFSET]]
+// CHECK: %[[INDEX:.+]] = arith.minui %[[AT]], %c262143
+// CHECK: memref.prefetch %[[FLAT]][%[[INDEX]]], read, locality<3>, data : memref<262144xf32>
 // CHECK-NOT: memref.prefetch
 // CHECK: vector.transfer_read %arg0[%[[R]], %[[K]]]
+// CHECK-LABEL: func.func @six_rows
+// CHECK: scf.for %[[R:.+]] = %c0 to %c510 step %c6
+// CHECK: %[[FIRST:.+]] = arith.addi %[[R]], %c0 : index
+// CHECK: %[[FLAT:.+]] = memref.collapse_shape %arg0 {{\[\[}}0, 1]] : memref<510x784xf32> into memref<399840xf32>
+// CHECK: %[[NEXT:.+]] = arith.addi %[[FIRST]], %{{.+}} : index
+// CHECK: %[[START:.+]] = arith.muli %[[NEXT]], %{{.+}} : index
+// CHECK: scf.for %[[K:.+]] = %c0 to %c784 step %c1
+// CHECK: %[[COLUMN:.+]] = arith.muli %[[K]], %c16
+// CHECK: %[[AT:.+]] = arith.addi %[[START]], %[[COLUMN]]
+// CHECK: %[[INDEX:.+]] = arith.minui %[[AT]], %c399839
+// CHECK: memref.prefetch %[[FLAT]][%[[INDEX]]], read, locality<3>, data : memref<399840xf32>
+// CHECK-NOT: memref.prefetch
+// CHECK: vector.transfer_read %arg0[%[[FIRST]], %[[K]]]
 // CHECK-LABEL: func.func @reduction_block
 // CHECK-NOT: memref.prefetch
 // CHECK-LABEL: func.func @many_rows
@@ -166,6 +185,31 @@ func.func @broadcast_rows(%w: memref<1024x256xf32>, %p: memref<256x32xf32>, %y: 
       scf.yield %next : vector<8x32xf32>
     }
     vector.transfer_write %sum, %y[%r, %c0] {in_bounds = [true, true]} : vector<8x32xf32>, memref<1024x32xf32>
+  }
+  return
+}
+// (The tile's first row, r + 0 of a block, computed in the reduction, as
+// the pipeline leaves it: moved out before the prefetch's index uses it.)
+func.func @six_rows(%w: memref<510x784xf32>, %p: memref<784x16xf32>, %y: memref<510x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c6 = arith.constant 6 : index
+  %c510 = arith.constant 510 : index
+  %c784 = arith.constant 784 : index
+  %zero = arith.constant dense<0.0> : vector<6x16xf32>
+  %pad = ub.poison : f32
+  scf.for %r = %c0 to %c510 step %c6 {
+    %sum = scf.for %k = %c0 to %c784 step %c1 iter_args(%acc = %zero) -> (vector<6x16xf32>) {
+      %first = arith.addi %r, %c0 : index
+      %column = vector.transfer_read %w[%first, %k], %pad {in_bounds = [true], permutation_map = affine_map<(d0, d1) -> (d0)>} : memref<510x784xf32>, vector<6xf32>
+      %a = vector.shape_cast %column : vector<6xf32> to vector<6x1xf32>
+      %ab = vector.broadcast %a : vector<6x1xf32> to vector<6x16xf32>
+      %row = vector.transfer_read %p[%k, %c0], %pad {in_bounds = [true]} : memref<784x16xf32>, vector<16xf32>
+      %bb = vector.broadcast %row : vector<16xf32> to vector<6x16xf32>
+      %next = vector.fma %ab, %bb, %acc : vector<6x16xf32>
+      scf.yield %next : vector<6x16xf32>
+    }
+    vector.transfer_write %sum, %y[%r, %c0] {in_bounds = [true, true]} : vector<6x16xf32>, memref<510x16xf32>
   }
   return
 }
@@ -225,3 +269,23 @@ func.func @many_rows(%w: memref<1024x256xf64>, %p: memref<256x16xf64>, %y: memre
 // MLP: memref.prefetch {{.+}}, read, locality<3>, data : memref<512x16x16xf32, strided<[784, 16, 1], offset: 528>>
 // MLP: memref.prefetch {{.+}}, read, locality<3>, data : memref<512x16x16xf32, strided<[512, 16, 1]>>
 // MLP: memref.prefetch {{.+}}, read, locality<3>, data : memref<10x16x16xf32, strided<[512, 16, 1]>>
+
+// -----
+
+// In the CPU pipeline, a Linear layer 784 -> 512 at batch 256, swapped (the
+// weight's rows broadcast in place): in AVX2 code (6 x 16 tiles) each step
+// prefetches the next rows in memory order, in AVX-512 code (8 x 32) in the
+// order the next tile reads them; neither divides by the tile's rows or the
+// lines of a row.
+// RUN: mithril-opt %S/Inputs/linear-256.mlir --mithril-cpu-pipeline="target-cpu=haswell threads=1 stop-after=loops" | FileCheck %s --check-prefix=AVX2ROWS --implicit-check-not=arith.remui --implicit-check-not=arith.divui
+// RUN: mithril-opt %S/Inputs/linear-256.mlir --mithril-cpu-pipeline="target-cpu=znver4 threads=1 stop-after=loops" | FileCheck %s --check-prefix=AVX512ROWS --implicit-check-not=arith.remui --implicit-check-not=arith.divui
+// AVX2ROWS: %[[FLAT:.+]] = memref.collapse_shape %arg1 {{\[\[}}0, 1]] : memref<512x784xf32> into memref<401408xf32>
+// AVX2ROWS-NOT: arith.andi
+// AVX2ROWS: %[[INDEX:.+]] = arith.minui %{{.+}}, %c401407 : index
+// AVX2ROWS: memref.prefetch %[[FLAT]][%[[INDEX]]], read, locality<3>, data : memref<401408xf32>
+// AVX512ROWS: %[[FLAT:.+]] = memref.collapse_shape %arg1 {{\[\[}}0, 1]] : memref<512x784xf32> into memref<401408xf32>
+// AVX512ROWS: arith.andi %{{.+}}, %c7 : index
+// AVX512ROWS: arith.shrui %{{.+}}, %c3 : index
+// AVX512ROWS: arith.minui %{{.+}}, %c48 : index
+// AVX512ROWS: %[[INDEX:.+]] = arith.minui %{{.+}}, %c401407 : index
+// AVX512ROWS: memref.prefetch %[[FLAT]][%[[INDEX]]], read, locality<3>, data : memref<401408xf32>

@@ -343,14 +343,17 @@ def MithrilPrefetchNextRows : Pass<"mithril-prefetch-next-rows"> {
     down a column at [r, k], the reduction's K steps from 0: the weight of
     a product swapped to C^T = W * A^T, or an A not packed) starts R new
     row streams each tile, from L3 where the matrix is larger than the L2;
-    each step prefetches one line of the next tile's rows [r + R, r + 2R)
-    (row r + R + k mod R, line (k / R) mod (K / line), clamped to the last
-    row), all of them over the tile's steps where R lines a row fit, for a
-    matrix of 64 KiB or more (a smaller one stays in L1 or L2). The
-    GPT forward at batch 1 with its weights passed (four layers of 128
-    tokens, swapped products of 768 and 1024 weight rows), one Zen 4 core:
-    10.0-10.1 -> 9.2-9.4 ms. Run it after bufferization, before the loops
-    are lowered.
+    each step prefetches one line of the next tile's rows [r + R, r + 2R),
+    all of them over the tile's steps, for a matrix of 64 KiB or more (a
+    smaller one stays in L1 or L2), through the matrix flattened and
+    clamped to its last element: a tile of 8 rows or more in the order the
+    next tile reads them (row k mod P, P the power of 2 from R, line
+    min(k / P, K / line - 1)), a smaller one (AVX2's 6 x 16, whose 12 FMAs a
+    step leave no room for that index arithmetic) in memory order, line k
+    of the rows' R * K contiguous elements. The GPT forward at batch 1 with
+    its weights passed (four layers of 128 tokens, swapped products of 768
+    and 1024 weight rows), one Zen 4 core: 10.0-10.1 -> 9.2-9.4 ms. Run it
+    after bufferization, before the loops are lowered.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
 }
