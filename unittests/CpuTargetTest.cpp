@@ -55,6 +55,20 @@ TEST(CpuTarget, NamedCpusFollowLLVMsFeatureTable) {
   EXPECT_FALSE(cpuTarget("pentium9").has_value());
 }
 
+// Zen 4 runs its 512-bit instructions in two 256-bit halves: its datapaths
+// are 256 bits wide, as are an AVX2 CPU's; Zen 5's and Intel's AVX-512
+// cores compute whole 512-bit vectors.
+TEST(CpuTarget, DatapathWidth) {
+  std::optional<CpuTarget> zen4 = cpuTarget("znver4"), zen5 = cpuTarget("znver5"),
+                           skx = cpuTarget("skylake-avx512"), zen2 = cpuTarget("znver2");
+  ASSERT_TRUE(zen4 && zen5 && skx && zen2);
+  EXPECT_EQ(zen4->vectorBits, 512u);
+  EXPECT_EQ(zen4->datapathBits, 256u);
+  EXPECT_EQ(zen5->datapathBits, 512u);
+  EXPECT_EQ(skx->datapathBits, 512u);
+  EXPECT_EQ(zen2->datapathBits, 256u);
+}
+
 // The 6 x 64 float tiles follow the core, not the tiles: a Sapphire Rapids
 // whose hypervisor hides AMX (CPUID without amx_tile, as the Emerald Rapids
 // VMs of our build machines show it) keeps them by AVX512-FP16 and loses

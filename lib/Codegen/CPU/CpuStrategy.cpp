@@ -266,10 +266,18 @@ static int64_t namedL2Bytes(StringRef cpu) {
       .Default(1 << 20);
 }
 
+/// The width of the vector datapaths of a CPU named by LLVM that has
+/// `vectorBits`-bit registers: 256 on Zen 4 (512-bit instructions in two
+/// halves), the registers' width on the others.
+static unsigned namedDatapathBits(StringRef cpu, unsigned vectorBits) {
+  return cpu == "znver4" ? std::min(256u, vectorBits) : vectorBits;
+}
+
 CpuTarget mithril::cpuTargetFromFeatures(const llvm::StringMap<bool> &features) {
   CpuTarget target;
   bool avx512 = features.lookup("avx512f");
   target.vectorBits = avx512 ? 512 : features.lookup("avx") ? 256 : 128;
+  target.datapathBits = target.vectorBits;
   target.bf16DotProduct = avx512 && features.lookup("avx512bf16");
   target.int8DotProduct = avx512 && features.lookup("avx512vnni");
   bool tiles = avx512 && features.lookup("amx-tile");
@@ -323,6 +331,7 @@ bool mithril::pinHostCpu(StringRef spec) {
   CpuTarget target = cpuTargetFromFeatures(features);
   target.l2Bytes = namedL2Bytes(cpu);
   target.l1Bytes = namedL1Bytes(cpu);
+  target.datapathBits = namedDatapathBits(cpu, target.vectorBits);
   pinnedHost() = target;
   return true;
 }
@@ -341,6 +350,7 @@ std::optional<CpuTarget> mithril::cpuTarget(StringRef cpu) {
         target.l2Bytes = *l2;
       if (std::optional<int64_t> l1 = hostCacheBytes(1))
         target.l1Bytes = *l1;
+      target.datapathBits = namedDatapathBits(llvm::sys::getHostCPUName(), target.vectorBits);
       return target;
     }();
     return host;
@@ -350,6 +360,7 @@ std::optional<CpuTarget> mithril::cpuTarget(StringRef cpu) {
   CpuTarget target = cpuTargetFromFeatures(namedCpuFeatures(cpu));
   target.l2Bytes = namedL2Bytes(cpu);
   target.l1Bytes = namedL1Bytes(cpu);
+  target.datapathBits = namedDatapathBits(cpu, target.vectorBits);
   return target;
 }
 
@@ -413,6 +424,7 @@ FailureOr<StrategyOptions> cpu::strategyOptions(Operation *anchor, StringRef pas
       target->wideFloatTiles && vectorBits == 0 && options.registers.bits >= 512;
   options.l2Bytes = target->l2Bytes;
   options.l1Bytes = target->l1Bytes;
+  options.datapathBits = std::min(target->datapathBits, options.registers.bits);
   if (!cacheTile.empty()) {
     options.cacheTile.assign(cacheTile.begin(), cacheTile.end());
     options.cacheTileGiven = true;

@@ -144,8 +144,20 @@ static constexpr int64_t kGemvTileWeightRows = 4;
 /// One Zen 5 core (48 KiB L1), a Linear layer's product x @ W^T at batch 16,
 /// 512 columns: 784 deep 203 GFLOP/s whole (A 50 KiB), as 400 + 384 246-249;
 /// 1024 deep 186, 512 240, 256 231; 8 rows 784 deep 218, in two 236-238.
+///
+/// Only where the core computes 512 bits a cycle and pipe: a tile of r rows
+/// of A by 4 weight rows reads r vectors of A per 4r FMAs, at two FMAs a
+/// cycle datapath / 16 bytes of A a cycle whatever r, 32 on 512-bit
+/// datapaths, which the L2 does not sustain beside the weight's stream, 16
+/// on 256-bit ones (Zen 4's AVX-512, AVX2 code anywhere), which it does:
+/// the parts' lane sums and shorter loops then only cost. (One Zen 4 core,
+/// the MLP at batch 16, alternated: AVX-512 code 0.200 -> 0.192 ms whole,
+/// its 784 in 17 + 16 + 16 steps before; AVX2 code 0.234 -> 0.216, 784 in
+/// 33 + 33 + 32 steps of 8 lanes.)
 int64_t Scheduler::matrixVectorReductionParts(int64_t rows, int64_t steps, int64_t lanes,
                                               Type element) const {
+  if (strategy.datapathBits < 512)
+    return 1;
   int64_t bytes = std::max<int64_t>(1, element.getIntOrFloatBitWidth() / 8);
   int64_t stepBytes = (rows + kGemvTileWeightRows) * lanes * bytes;
   int64_t budget = strategy.l1Bytes * 7 / 8;

@@ -91,6 +91,10 @@ struct StrategyOptions {
   int64_t l2Bytes = 1 << 20;
   /// The target's L1 data cache per core in bytes.
   int64_t l1Bytes = 32 << 10;
+  /// The bits of a vector the target's core computes a cycle per pipe: its
+  /// datapaths' width (CpuTarget::datapathBits) or the registers', if
+  /// narrower.
+  unsigned datapathBits = 512;
   unsigned threads = 1;
   int64_t minParallelWork = 1 << 19;
 };

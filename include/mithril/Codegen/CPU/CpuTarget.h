@@ -50,6 +50,12 @@ struct CpuTarget {
   /// hides AMX, by AVX512-FP16. Whether the process may use the AMX tiles
   /// does not matter here.
   bool wideFloatTiles = false;
+  /// The width in bits of the core's vector datapaths: 256 on AMD Zen 4,
+  /// which runs each 512-bit instruction as two 256-bit halves (its FMAs on
+  /// zmm registers issue at half the rate of those on ymm ones, the same
+  /// flops a cycle), else the registers' width. What the core consumes a
+  /// cycle, not what a register holds (Scheduler::matrixVectorReductionParts).
+  unsigned datapathBits = 512;
   /// The L2 cache per core in bytes: the host's from sysfs; a named CPU's
   /// from a table (2 MiB for Sapphire Rapids and later Xeons, 512 KiB for
   /// Zen 1 to 3); else 1 MiB.
