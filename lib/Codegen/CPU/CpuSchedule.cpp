@@ -2091,10 +2091,6 @@ void Scheduler::mergeSiblingPartials(IRRewriter &rewriter, ArrayRef<linalg::Gene
   }
 }
 
-/// Splits each op with enough work, together with the elementwise chain
-/// that consumes it and the fill that initializes it, into `threads`
-/// chunks of one scf.forall: one parallel region per chain, and the chain
-/// stays fusible inside each chunk.
 /// The next part of a matrix-vector product split along its reduction
 /// (its MatrixVector product and its LaneSum) after `lanes`, the last
 /// part's lane sum: the part whose lane sums start from `lanes`' result,
@@ -2117,6 +2113,10 @@ nextMatrixVectorPart(linalg::LinalgOp lanes, LoweringConfigAttr config) {
   return std::make_pair(product, nextLanes);
 }
 
+/// Splits each op with enough work, together with the elementwise chain
+/// that consumes it and the fill that initializes it, into `threads`
+/// chunks of one scf.forall: one parallel region per chain, and the chain
+/// stays fusible inside each chunk.
 LogicalResult Scheduler::splitAcrossThreads(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops) {
   llvm::DenseSet<Operation *> done;
   for (linalg::LinalgOp op : ops) {

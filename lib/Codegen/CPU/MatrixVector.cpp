@@ -151,8 +151,8 @@ static constexpr int64_t kGemvTileWeightRows = 4;
 /// datapaths, which the L2 does not sustain beside the weight's stream, 16
 /// on 256-bit ones (Zen 4's AVX-512, AVX2 code anywhere), which it does:
 /// the parts' lane sums and shorter loops then only cost. (One Zen 4 core,
-/// the MLP at batch 16, alternated: AVX-512 code 0.200 -> 0.192 ms whole,
-/// its 784 in 17 + 16 + 16 steps before; AVX2 code 0.234 -> 0.216, 784 in
+/// the MLP at batch 16, alternated: AVX-512 code 0.196 -> 0.189 ms whole,
+/// its 784 in 17 + 16 + 16 steps before; AVX2 code 0.234 -> 0.214, 784 in
 /// 33 + 33 + 32 steps of 8 lanes.)
 int64_t Scheduler::matrixVectorReductionParts(int64_t rows, int64_t steps, int64_t lanes,
                                               Type element) const {

@@ -130,12 +130,13 @@ struct PrefetchNextRowsPass
       int64_t elementBytes = llvm::divideCeil(buffer.getElementTypeBitWidth(), 8);
       int64_t lineElements = mithril::kCacheLineBytes / elementBytes;
       int64_t lines = llvm::divideCeil(depth, lineElements);
-      int64_t span = rows >= kInterleaveMinRows ? llvm::PowerOf2Ceil(rows) : rows;
+      bool interleaved = rows >= kInterleaveMinRows;
+      int64_t span = interleaved ? llvm::PowerOf2Ceil(rows) : rows;
       if (steps->trips != depth || span * lines > depth ||
           total * depth * elementBytes < kMinBroadcastMatrixBytes)
         continue;
       Value first = read.getIndices()[0];
-      if (!hoistOutOf(reduction, first) || !reduction.isDefinedOutsideOfLoop(read.getBase()))
+      if (!reduction.isDefinedOutsideOfLoop(read.getBase()) || !hoistOutOf(reduction, first))
         continue;
       // Through the matrix flattened, from the next tile's first element,
       // (r + R) * K, clamped to the matrix's last one. A tile of
@@ -162,8 +163,7 @@ struct PrefetchNextRowsPass
       builder.setInsertionPoint(read);
       Value k = reduction.getInductionVar();
       Value offset;
-      if (rows >= kInterleaveMinRows) {
-        int64_t span = llvm::PowerOf2Ceil(rows);
+      if (interleaved) {
         Value row = builder.createOrFold<arith::AndIOp>(loc, k, constant(span - 1));
         Value line = builder.createOrFold<arith::MinUIOp>(
             loc, builder.createOrFold<arith::ShRUIOp>(loc, k, constant(llvm::Log2_64(span))),
