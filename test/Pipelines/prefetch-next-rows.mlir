@@ -124,9 +124,11 @@ func.func @crowded(%w: memref<512x49x16xf32>, %y: memref<512x16xf32>) {
 
 // A register tile of 8 rows of a weight [1024, 256] read in place, one
 // column of them broadcast a step (a swapped product, C^T = W * A^T), over
-// 256 steps: each step prefetches one line of the next tile's rows, in the
-// order that tile reads them, through the weight flattened: row k mod 8,
-// line min(k / 8, 15) from (r + 8) * 256, at most the last element. A tile
+// 256 steps: each step prefetches one line of the next tile's rows, a line
+// of every row at a time, last line first, through the weight flattened: row
+// k mod 8, line 15 - min(k / 8, 15) from (r + 8) * 256, at most the last
+// element (first line first, rows 4 KiB apart, the prefetched lines went
+// into the L1 set the tile was reading). A tile
 // of 6 rows (AVX2's 6 x 16) prefetches the next 6 rows' elements in memory
 // order, one line a step from (r + 6) * K. Tiles of a reduction shorter
 // than the row (a block of it) or of more rows than a line has elements
@@ -139,7 +141,8 @@ func.func @crowded(%w: memref<512x49x16xf32>, %y: memref<512x16xf32>) {
 // CHECK: scf.for %[[K:.+]] = %c0 to %c256 step %c1
 // CHECK: %[[ROW:.+]] = arith.andi %[[K]], %c7
 // CHECK: %[[STEP:.+]] = arith.shrui %[[K]], %c3
-// CHECK: %[[LINE:.+]] = arith.minui %[[STEP]], %c15
+// CHECK: %[[CLAMPED:.+]] = arith.minui %[[STEP]], %c15
+// CHECK: %[[LINE:.+]] = arith.subi %c15{{.*}}, %[[CLAMPED]]
 // CHECK: %[[COLUMN:.+]] = arith.muli %[[LINE]], %c16
 // CHECK: %[[ROWS:.+]] = arith.muli %[[ROW]], %c256
 // CHECK: %[[OFFSET:.+]] = arith.addi %[[ROWS]], %[[COLUMN]]
@@ -286,6 +289,7 @@ func.func @many_rows(%w: memref<1024x256xf64>, %p: memref<256x16xf64>, %y: memre
 // AVX512ROWS: %[[FLAT:.+]] = memref.collapse_shape %arg1 {{\[\[}}0, 1]] : memref<512x784xf32> into memref<401408xf32>
 // AVX512ROWS: arith.andi %{{.+}}, %c7 : index
 // AVX512ROWS: arith.shrui %{{.+}}, %c3 : index
-// AVX512ROWS: arith.minui %{{.+}}, %c48 : index
+// AVX512ROWS: %[[CLAMPED:.+]] = arith.minui %{{.+}}, %c48 : index
+// AVX512ROWS: arith.subi %c48{{.*}}, %[[CLAMPED]] : index
 // AVX512ROWS: %[[INDEX:.+]] = arith.minui %{{.+}}, %c401407 : index
 // AVX512ROWS: memref.prefetch %[[FLAT]][%[[INDEX]]], read, locality<3>, data : memref<401408xf32>
