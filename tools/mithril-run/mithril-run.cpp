@@ -410,6 +410,9 @@ int main(int argc, char **argv) {
     return fail("--gpu-tiles-on-host runs the GPU schedule on --target=cpu");
   if (train && target != "cpu")
     return fail("--train runs on --target=cpu");
+  if (!targetCpu.empty() && target != "cpu" && emitFormat.empty())
+    return fail("--target-cpu names the x86-64 CPU of --target=cpu code; with --target=" + target +
+                " it applies only to --emit");
   if (gradients && train)
     return fail("--gradients and --train: --train already computes the gradients it needs");
   if (train && !quantize.empty())
