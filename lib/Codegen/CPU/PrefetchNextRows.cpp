@@ -145,14 +145,15 @@ struct PrefetchNextRowsPass
       // step k line lines - 1 - min(k / P, lines - 1) of row k mod P (P: R
       // up to a power of 2), a mask, a shift, a multiply, two minima and a
       // subtraction a step, which its 16 FMAs a step hide. Last line first,
+      // so that the next tile reads first the lines prefetched last, and
       // because rows a multiple of 4 KiB apart share their L1 sets column by
       // column: first line first, 8 x 16 float64 tiles (a line every 8
       // steps, one a step prefetched) prefetched into the very set they were
       // reading, 16 lines for its 8 ways (Zen 4, one core, alternated: dgemm
       // 512 5.49 ms, 4.79 last line first, 4.76 without the prefetch; two
       // threads 2.77 -> 2.41; sgemm 1024 19.10 -> 19.02; the MLP at batch
-      // 256, the GPT forward at batches 1 and 8 and the CNN level). The
-      // next tile reads the lines prefetched last first. A smaller one (AVX2's
+      // 256, the GPT forward at batches 1 and 8 and the CNN level). A
+      // smaller one (AVX2's
       // 6 x 16, 12 FMAs a step) runs frontend-bound with those, and takes
       // the rows' R * K contiguous elements in memory order instead, line k
       // at step k: an add and a minimum. (Zen 4, one core, alternated: the
