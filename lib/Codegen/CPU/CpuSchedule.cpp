@@ -1104,8 +1104,14 @@ LogicalResult Scheduler::peelMatmulRemainders(IRRewriter &rewriter,
     // epilogue too where the columns split: a data-parallel step's first
     // weight gradient, 512 x 784 into its window, was otherwise zeroed by
     // a pass of its own, 1.6 MiB, before its parts accumulated into it.
-    // (Rows keep theirs: 65 rows then take 5-row tiles, not 64 + 1.)
-    linalg::FillOp fill = epilogue || dimension == 1 ? detachAccumulatorFill(op) : nullptr;
+    // (Rows keep theirs: 65 rows then take 5-row tiles, not 64 + 1.) So do
+    // float rows whose reduction is deeper than a block: each part's first
+    // block then starts from zero (splitFirstTileBlock).
+    Type inputType = getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType());
+    bool blockedReduction = isa<Float32Type, Float64Type>(inputType) &&
+                            !ShapedType::isDynamic(ranges[2]) && ranges[2] > strategy.cacheTile[2];
+    linalg::FillOp fill =
+        epilogue || dimension == 1 || blockedReduction ? detachAccumulatorFill(op) : nullptr;
     rewriter.setInsertionPoint(op);
     // The parts write their slices of one buffer, which the fold of empty
     // slices would otherwise give each part apart, copied into the whole
@@ -1733,6 +1739,21 @@ bool Scheduler::tileWithEpilogue(IRRewriter &rewriter, linalg::LinalgOp op,
   return true;
 }
 
+/// The reduction block of a matmul blocked by `block` steps over `range`
+/// (static): a divisor of the range (fitTilesToLoops), of whole 16-element
+/// rows where one of at least 64 divides it (784 -> 112 rather than 196:
+/// packing a transposed operand then moves 16 x 16 register blocks); 0 where
+/// one block holds the whole range.
+static int64_t fitReductionBlock(int64_t block, int64_t range) {
+  SmallVector<int64_t, 1> size = {block};
+  fitTilesToLoops(size, {range}, /*tileDynamic=*/false);
+  if (size[0] % 16 != 0)
+    for (int64_t k = block / 16 * 16; k >= 64; k -= 16)
+      if (range % k == 0)
+        return k;
+  return size[0];
+}
+
 /// Whether `fill` writes zeros (+0.0 for floats) into a tensor that only
 /// one op reads.
 static bool isZeroFillOfOne(linalg::FillOp fill) {
@@ -1741,24 +1762,41 @@ static bool isZeroFillOfOne(linalg::FillOp fill) {
           matchPattern(fill.getInputs()[0], m_PosZeroFloat()));
 }
 
-/// Splits a bf16 matmul on AMX tiles into a zero fill whose reduction is
-/// deeper than its block (tileReductionBlock) into the first block and the
-/// rest, the rest accumulating into the first's result; null where it does
-/// not apply. The first block, whole, starts its accumulator tiles at zero
-/// (tilezero), where as one loop of blocks the fill was a pass of its own
-/// over C (0.023 ms in the bf16 MLP at batch 256). Done per thread's share,
-/// so that both parts run in one parallel region.
+/// Splits a matmul into a zero fill whose reduction is deeper than its
+/// block into the first block and the rest, the rest accumulating into the
+/// first's result; null where it does not apply. The first block, whole,
+/// starts its accumulators at zero, where as one loop of blocks the fill
+/// was a pass of its own over C, which the first block then read back. A
+/// bf16 matmul on AMX tiles (tileReductionBlock) starts them with tilezero
+/// (0.023 ms in the bf16 MLP at batch 256). A float32 or float64 one on
+/// vector registers starts its register tiles from zero constants
+/// (tileWithEpilogue): one Zen 4 core, paired in one process, AVX2 code:
+/// sgemm 1024 1.7% faster, sgemm 512 2.2%, dgemm 512 2.5%, dgemm 1024 1.3%,
+/// sgemm 1024 on two threads 1.2%; AVX-512 code: dgemm 1024 2.7%, sgemm 1024
+/// level. Done per thread's share, so that both parts run in one parallel
+/// region.
 linalg::MatmulOp Scheduler::splitFirstTileBlock(IRRewriter &rewriter, linalg::LinalgOp op) {
   auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation());
   Type et = getElementTypeOrSelf(op.getDpsInputOperand(0)->get().getType());
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  if (!matmul || !matmul.hasPureTensorSemantics() || !et.isBF16() ||
-      !strategy.registers.tilesFor(et) || ranges.size() != 3 ||
+  if (!matmul || !matmul.hasPureTensorSemantics() || ranges.size() != 3 ||
       llvm::any_of(ranges, ShapedType::isDynamic))
     return nullptr;
-  int64_t block = tileReductionBlock(op), k = ranges[2];
+  bool onTiles = et.isBF16() && strategy.registers.tilesFor(et);
+  // (Not fewer rows than a register tile's: their few accumulators stay in
+  // L1, blocks of 8 steps, matmulCacheTile.)
+  bool onVectors = isa<Float32Type, Float64Type>(et) &&
+                   ranges[0] >= strategy.registers.matmulRows(op) &&
+                   getElementTypeOrSelf(op.getDpsInputOperand(1)->get().getType()) == et &&
+                   getElementTypeOrSelf(op->getResult(0).getType()) == et;
+  if (!onTiles && !onVectors)
+    return nullptr;
+  int64_t k = ranges[2];
+  // (On vectors, the block tileForCache takes: the rest's are whole blocks.)
+  int64_t block = onTiles ? tileReductionBlock(op) : fitReductionBlock(cacheBlockOf(op)[2], k);
   auto fill = op.getDpsInitOperand(0)->get().getDefiningOp<linalg::FillOp>();
-  if (block >= k || block % amxStepElements(et) != 0 || !isZeroFillOfOne(fill))
+  if (block <= 0 || block >= k || (onTiles && block % amxStepElements(et) != 0) ||
+      !isZeroFillOfOne(fill))
     return nullptr;
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
@@ -1778,7 +1816,16 @@ linalg::MatmulOp Scheduler::splitFirstTileBlock(IRRewriter &rewriter, linalg::Li
       rewriter, loc, TypeRange{resultType},
       ValueRange{slice(a, {0, block}, {m, k - block}), slice(b, {block, 0}, {k - block, n})},
       ValueRange{first.getResult(0)});
-  if (LoweringConfigAttr config = getLoweringConfig(op)) {
+  LoweringConfigAttr config = getLoweringConfig(op);
+  if (onVectors) {
+    // The rest keeps the block: its own would fit its shorter reduction
+    // (672 of 784 steps in blocks of 224 rather than 112).
+    SmallVector<int64_t> cacheBlock(cacheBlockOf(op));
+    cacheBlock[2] = block;
+    config =
+        (config ? config : LoweringConfigAttr::get(ctx, kernelOf(op))).withCacheTile(cacheBlock);
+  }
+  if (config) {
     setLoweringConfig(first, config);
     setLoweringConfig(rest, config);
   }
@@ -1798,9 +1845,13 @@ LogicalResult Scheduler::tileForCache(IRRewriter &rewriter, ArrayRef<linalg::Lin
     if (erased.contains(op.getOperation()) || !isa<linalg::MatmulOp>(op.getOperation()))
       continue;
     if (linalg::MatmulOp first = splitFirstTileBlock(rewriter, op)) {
-      // (The rest is the first's only user.)
-      work.push_back(cast<linalg::LinalgOp>(*first->getUsers().begin()));
-      work.push_back(cast<linalg::LinalgOp>(first.getOperation()));
+      // (The rest is the first's only user.) New ops may take the address
+      // of one erased before: not erased.
+      Operation *rest = *first->getUsers().begin();
+      for (Operation *part : {rest, first.getOperation()}) {
+        erased.erase(part);
+        work.push_back(cast<linalg::LinalgOp>(part));
+      }
       continue;
     }
     SmallVector<int64_t> block(cacheBlockOf(op));
@@ -1834,15 +1885,8 @@ LogicalResult Scheduler::tileForCache(IRRewriter &rewriter, ArrayRef<linalg::Lin
     // one remainder is left rather than one per block.
     if (!ShapedType::isDynamic(ranges[0]) && ranges[0] % rows != 0 && ranges[0] <= 2 * block[0])
       sizes[0] = 0;
-    // Reduction blocks of whole 16-element rows when the reduction allows
-    // one of at least 64 (784 -> 112 rather than 196): packing a
-    // transposed operand then moves 16 x 16 register blocks.
-    if (sizes[2] % 16 != 0 && !ShapedType::isDynamic(ranges[2]))
-      for (int64_t k = block[2] / 16 * 16; k >= 64; k -= 16)
-        if (ranges[2] % k == 0) {
-          sizes[2] = k;
-          break;
-        }
+    if (!ShapedType::isDynamic(ranges[2]))
+      sizes[2] = fitReductionBlock(block[2], ranges[2]);
     // An 8-bit product whose reduction stays whole, into a zero fill that
     // nothing else reads, writes its first values instead of adding them to
     // zeros: the fill goes (on two threads it was a straight run of a
@@ -1864,18 +1908,31 @@ LogicalResult Scheduler::tileForCache(IRRewriter &rewriter, ArrayRef<linalg::Lin
       rewriter.eraseOp(fill);
     };
     if (llvm::all_of(sizes, [](int64_t size) { return size == 0; })) {
-      // One block: only a product on dot products or tiles is still packed,
-      // as those kernels read packed pairs and quads (a float one reads B as
-      // it is).
+      // One block: a product on dot products or tiles is still packed, as
+      // those kernels read packed pairs and quads. So is a float one on
+      // registers narrower than 512 bits, whose B is not a transposed
+      // weight: AVX2's 6 x 8 float64 tiles read a line of B a step, rows 2
+      // KiB apart at 256 columns, 8 of L1's 64 sets for all of them. One Zen
+      // 4 core, alternated launches, AVX2 code: dgemm 256 0.688 -> 0.611 ms
+      // (two threads 0.357 -> 0.298), sgemm 256 0.308 -> 0.298, dgemm 200
+      // 0.296 -> 0.293; AVX-512 code level or 1% slower (dgemm 128), and the
+      // bench GPT's transposed weights 1-3% slower on AVX2, so those read B
+      // as it is.
       bool dotProducts = int8 || (inputType.isBF16() && strategy.registers.bf16DotProduct);
-      if (dotProducts &&
-          packRightOperand(rewriter, cast<linalg::MatmulOp>(op.getOperation()), startsAtZero,
-                           &fillUnneeded) &&
-          fillUnneeded)
-        dropFill();
-      else if (!dotProducts)
+      bool narrowFloat = strategy.registers.bits < 512 &&
+                         isa<Float32Type, Float64Type>(inputType) &&
+                         !op.getDpsInputOperand(1)->get().getDefiningOp<linalg::TransposeOp>();
+      if (dotProducts || narrowFloat) {
+        bool packed = packRightOperand(rewriter, cast<linalg::MatmulOp>(op.getOperation()),
+                                       startsAtZero, &fillUnneeded);
+        if (packed && fillUnneeded)
+          dropFill();
+        if (!packed && !dotProducts)
+          splitRowRemainder(rewriter, op);
+      } else {
         // Rows kept whole for packing (packsRowsTogether) that fit one block.
         splitRowRemainder(rewriter, op);
+      }
       continue;
     }
     if (sizes[2] == 0 && isa<Float32Type, Float64Type>(inputType) &&
