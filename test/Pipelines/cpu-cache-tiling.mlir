@@ -82,7 +82,9 @@ mithril.model @Rows1056(data %a: tensor<1056x264xf32>, data %b: tensor<264x256xf
 // no tile divides split off once, before the blocks, rather than a 4-row
 // tile off each block; the rest, fewer rows than a tile, streams B as
 // stored. (sgemm 2048 in AVX2 code, one Zen 5 core, 16-row blocks: 131 ->
-// 127 ms, two cores 67 -> 63.)
+// 127 ms, two cores 67 -> 63.) Its result and packed block outgrow the L2:
+// the 6 x 16 tiles take their rows outermost, each sweeping all 16 panels
+// (mithril.row_tiles_outer), so that it writes its C rows line after line.
 mithril.model @RowsOfBlocks(data %a: tensor<1030x64xf32>, data %b: tensor<64x256xf32>) -> (c: tensor<1030x256xf32>) {
   %c = mithril.matmul %a, %b : (tensor<1030x64xf32>, tensor<64x256xf32>) -> tensor<1030x256xf32>
   mithril.output %c : tensor<1030x256xf32>
@@ -344,6 +346,8 @@ mithril.model @FewRowsHalfPage(data %x: tensor<4x1024xf32>, data %b: tensor<1024
 // HSW: vector.transfer_read %[[PANELS]]
 // HSW-LABEL: func.func @RowsOfBlocks(
 // HSW: scf.for %{{.+}} = %c0 to %c1026 step %c114 {{.*}} -> (tensor<1026x256xf32>)
+// HSW: scf.for {{.*}} to %c114 step %c6 {{.*}} -> (tensor<114x16x16xf32>)
+// HSW-NEXT: scf.for {{.*}} to %c16 step %c1 {{.*}} -> (tensor<114x16x16xf32>)
 // HSW: -> (vector<6x16xf32>)
 // HSW-NOT: vector<4x16xf32>
 // HSW: -> (tensor<4x256xf32>)

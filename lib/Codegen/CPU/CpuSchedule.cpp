@@ -1526,11 +1526,12 @@ LogicalResult Scheduler::tileForRegisters(IRRewriter &rewriter, ArrayRef<linalg:
       if (hasKernel(current, CpuKernel::MatrixVector))
         options.setInterchange(gemvInterchange(cast<linalg::LinalgOp>(current)));
       // Panels outermost (after a batch): one packed panel serves every row
-      // tile in turn.
+      // tile in turn. (Rows outermost where the packing says so.)
       if (hasKernel(current, CpuKernel::PackedMatmul))
-        options.setInterchange(cast<linalg::LinalgOp>(current).getNumLoops() == 6
-                                   ? SmallVector<int64_t>{0, 2, 1, 3}
-                                   : SmallVector<int64_t>{1, 0, 2, 3});
+        options.setInterchange(
+            cast<linalg::LinalgOp>(current).getNumLoops() == 6 ? SmallVector<int64_t>{0, 2, 1, 3}
+            : current->hasAttr(kRowTilesOuterAttr)             ? SmallVector<int64_t>{0, 1, 2, 3}
+                                                               : SmallVector<int64_t>{1, 0, 2, 3});
       if (linalg::FillOp fill = fillOf.lookup(op); fill && index == 0) {
         scf::SCFTileAndFuseOptions fuseOptions;
         fuseOptions.tilingOptions = options;

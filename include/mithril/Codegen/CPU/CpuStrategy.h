@@ -209,6 +209,12 @@ bool onAmxTiles(mlir::linalg::LinalgOp op, const RegisterFile &regs);
 /// of loading them.
 inline constexpr llvm::StringLiteral kZeroAccumulatorAttr = "mithril.zero_accumulator";
 
+/// A unit attribute on a packed product (kernel packed_matmul) whose register
+/// tiles take its rows outermost, each row tile sweeping every panel (its
+/// rows of A stay in L1, the panels stream from L2), rather than the panels
+/// outermost (each panel stays in L1 while the row tiles pass).
+inline constexpr llvm::StringLiteral kRowTilesOuterAttr = "mithril.row_tiles_outer";
+
 /// Gives a product marked kZeroAccumulatorAttr that will not run on tiles
 /// its zeros back: a zero fill of its accumulator (tensor or buffer) before
 /// it, and the mark removed.

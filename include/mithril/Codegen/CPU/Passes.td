@@ -65,7 +65,12 @@ def MithrilCpuSchedule : Pass<"mithril-cpu-schedule", "mlir::ModuleOp"> {
     reduction, 128 x 256 x 256 by default) are first tiled into such blocks,
     columns outermost and rows innermost, and each block of the right operand
     is packed into 32-column panels that the register tiles read
-    contiguously (straight from a transposed weight's own layout).
+    contiguously (straight from a transposed weight's own layout). Into a
+    zero fill, a float product deeper than its reduction block computes its
+    first block as a product of its own whose register tiles start from
+    zeros. With AVX2, products of one block pack too (not a transposed
+    weight), and float32 products whose result and packed block outgrow the
+    L2 take their row tiles outermost (`mithril.row_tiles_outer`).
 
     With `threads` above 1, an op with enough work to pay for a thread
     handoff (`min-parallel-work` loop iterations; an eighth of that for a
