@@ -85,6 +85,8 @@ mithril.model @Rows1056(data %a: tensor<1056x264xf32>, data %b: tensor<264x256xf
 // 127 ms, two cores 67 -> 63.) Its result and packed block outgrow the L2:
 // the 6 x 16 tiles take their rows outermost, each sweeping all 16 panels
 // (mithril.row_tiles_outer), so that it writes its C rows line after line.
+// Each part starts from a zero fill of its own, fused into its register tiles:
+// no fill of all 1030 rows written first and read back.
 mithril.model @RowsOfBlocks(data %a: tensor<1030x64xf32>, data %b: tensor<64x256xf32>) -> (c: tensor<1030x256xf32>) {
   %c = mithril.matmul %a, %b : (tensor<1030x64xf32>, tensor<64x256xf32>) -> tensor<1030x256xf32>
   mithril.output %c : tensor<1030x256xf32>
@@ -345,6 +347,7 @@ mithril.model @FewRowsHalfPage(data %x: tensor<4x1024xf32>, data %b: tensor<1024
 // HSW: scf.for {{.*}} -> (vector<6x16xf32>)
 // HSW: vector.transfer_read %[[PANELS]]
 // HSW-LABEL: func.func @RowsOfBlocks(
+// HSW-NOT: to %c1030
 // HSW: scf.for %{{.+}} = %c0 to %c1026 step %c114 {{.*}} -> (tensor<1026x256xf32>)
 // HSW: scf.for {{.*}} to %c114 step %c6 {{.*}} -> (tensor<114x16x16xf32>)
 // HSW-NEXT: scf.for {{.*}} to %c16 step %c1 {{.*}} -> (tensor<114x16x16xf32>)

@@ -14,8 +14,9 @@ mithril.model @Linear1(data %x: tensor<1x784xf32>, param %w: tensor<512x784xf32>
   mithril.output %y : tensor<1x512xf32>
 }
 
-// Rows that do not divide the register tile get the largest tile that does
-// (5 of 65), so every tile keeps a static shape and is vectorized.
+// Rows that do not divide the register tile split into whole tiles and the
+// rest (64 + 1 of 65), each part from a zero fill of its own, so every tile
+// keeps a static shape and is vectorized.
 mithril.model @Rows65(data %x: tensor<65x64xf32>, param %w: tensor<64x64xf32>) -> (y: tensor<65x64xf32>) {
   %y = mithril.matmul %x, %w : (tensor<65x64xf32>, tensor<64x64xf32>) -> tensor<65x64xf32>
   mithril.output %y : tensor<65x64xf32>
@@ -41,8 +42,11 @@ mithril.model @Rows65(data %x: tensor<65x64xf32>, param %w: tensor<64x64xf32>) -
 // CHECK: vector.transfer_write %[[TOTAL]], {{.*}} : vector<8xf32>, tensor<1x512xf32>
 
 // CHECK-LABEL: func.func @Rows65(
-// CHECK: scf.for %{{.+}} = %c0 to %c65 step %c5
-// CHECK: vector<5x32xf32>
+// CHECK-NOT: to %c65
+// CHECK: scf.for %{{.+}} = %c0 to %c64 step %c8
+// CHECK: scf.for {{.*}} -> (vector<8x32xf32>)
+// CHECK: tensor.extract_slice %{{.+}}[64, 0] [1, 64] [1, 1]
+// CHECK: scf.for {{.*}} -> (vector<32xf32>)
 
 // A weight of fewer than 16 columns (a classifier's 10 outputs) takes the
 // matrix-vector kernel for any number of rows: tiles of 2 rows x 5 columns x
