@@ -337,9 +337,11 @@ public:
   bool tileWithEpilogue(IRRewriter &rewriter, linalg::LinalgOp op, linalg::GenericOp epilogue,
                         ArrayRef<int64_t> block, llvm::DenseSet<Operation *> &erased);
 
-  /// A bf16 matmul on AMX tiles into a zero fill, deeper than its reduction
-  /// block, split into that first block and the rest (which accumulates into
-  /// the first's result); the first, or null where it does not apply.
+  /// A matmul into a zero fill, deeper than its reduction block (bf16 on AMX
+  /// tiles, float32 or float64 on vector registers), split into that first
+  /// block and the rest (which accumulates into the first's result): the
+  /// first, whose accumulators start at zero, or null where it does not
+  /// apply.
   linalg::MatmulOp splitFirstTileBlock(IRRewriter &rewriter, linalg::LinalgOp op);
 
   /// When `b` is a unit-stride block of a 2-D linalg.transpose's result, the
