@@ -153,8 +153,8 @@ struct PrefetchNextRowsPass
       // 512 5.49 ms, 4.79 last line first, 4.76 without the prefetch; two
       // threads 2.77 -> 2.41; sgemm 1024 19.10 -> 19.02; the MLP at batch
       // 256, the GPT forward at batches 1 and 8 and the CNN level). A
-      // smaller one (AVX2's
-      // 6 x 16, 12 FMAs a step) runs frontend-bound with those, and takes
+      // smaller one (AVX2's 6 x 16, 12 FMAs a step) runs frontend-bound with
+      // those, and takes
       // the rows' R * K contiguous elements in memory order instead, line k
       // at step k: an add and a minimum. (Zen 4, one core, alternated: the
       // MLP at batch 256 in AVX2 code 3.11 ms without the prefetch, 3.72
