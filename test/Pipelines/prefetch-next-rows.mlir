@@ -131,8 +131,9 @@ func.func @crowded(%w: memref<512x49x16xf32>, %y: memref<512x16xf32>) {
 // into the L1 set the tile was reading). A tile
 // of 6 rows (AVX2's 6 x 16) prefetches the next 6 rows' elements in memory
 // order, one line a step from (r + 6) * K. Tiles of a reduction shorter
-// than the row (a block of it) or of more rows than a line has elements
-// (16 rows of f64: 16 x 32 lines would outnumber the 256 steps) get none.
+// than the row (a block of it, with the rows loop right around: below for
+// a loop of panels around) or of more rows than a line has elements (16
+// rows of f64: 16 x 32 lines would outnumber the 256 steps) get none.
 // CHECK-LABEL: func.func @broadcast_rows
 // CHECK: scf.for %[[R:.+]] = %c0 to %c1024 step %c8
 // CHECK: %[[FLAT:.+]] = memref.collapse_shape %arg0 {{\[\[}}0, 1]] : memref<1024x256xf32> into memref<262144xf32>
@@ -257,6 +258,141 @@ func.func @many_rows(%w: memref<1024x256xf64>, %p: memref<256x16xf64>, %y: memre
       scf.yield %next : vector<16x16xf64>
     }
     vector.transfer_write %sum, %y[%r, %c0] {in_bounds = [true, true]} : vector<16x16xf64>, memref<1024x16xf64>
+  }
+  return
+}
+
+// -----
+
+// A 6 x 16 tile over a block of 256 of A's 1024 steps (columns 256 to 511),
+// once for each of 16 panels, its rows the same for all of them (AVX2's
+// float32 row tiles outermost): before each panel's reduction, 6 of the next
+// tile's 6 x 16 lines, slot s = 6 * panel + i at row r + 6 + min(s / 16, 5)
+// and column 256 + (s mod 16) * 16, clamped to the matrix. A tile whose rows
+// the loop around changes (panels outermost: @rows_around) or whose rows are
+// constant (a last tile of the remaining rows: @last_rows) gets none, and
+// neither does a tile of a matrix smaller than 64 KiB (@small).
+// CHECK-LABEL: func.func @tile_block
+// CHECK: scf.for %[[R:.+]] = %c0 to %c1020 step %c6
+// CHECK: %[[START:.+]] = arith.addi %c0{{.*}}, %c256
+// CHECK: scf.for %[[J:.+]] = %c0 to %c16 step %c1
+// CHECK: %[[NEXT:.+]] = arith.addi %[[R]], %c6
+// CHECK: %[[SLOT:.+]] = arith.muli %[[J]], %c6
+// CHECK: %[[ROW:.+]] = arith.divui %[[SLOT]], %c16
+// CHECK: %[[ROWC:.+]] = arith.minui %[[ROW]], %c5
+// CHECK: %[[AT:.+]] = arith.addi %[[NEXT]], %[[ROWC]]
+// CHECK: %[[ROWI:.+]] = arith.minui %[[AT]], %c1023
+// CHECK: %[[LINE:.+]] = arith.remui %[[SLOT]], %c16
+// CHECK: %[[OFFSET:.+]] = arith.muli %[[LINE]], %c16
+// CHECK: %[[COLUMN:.+]] = arith.addi %[[START]], %[[OFFSET]]
+// CHECK: %[[COLUMNI:.+]] = arith.minui %[[COLUMN]], %c1023
+// CHECK: memref.prefetch %arg0[%[[ROWI]], %[[COLUMNI]]], read, locality<3>, data : memref<1024x1024xf32>
+// CHECK-COUNT-5: memref.prefetch %arg0
+// CHECK-NOT: memref.prefetch
+// CHECK: scf.for %{{.+}} = %c0 to %c256 step %c1
+// CHECK-NOT: memref.prefetch
+// CHECK-LABEL: func.func @rows_around
+// CHECK-NOT: memref.prefetch
+// CHECK-LABEL: func.func @last_rows
+// CHECK-NOT: memref.prefetch
+// CHECK-LABEL: func.func @small
+// CHECK-NOT: memref.prefetch
+func.func @tile_block(%a: memref<1024x1024xf32>, %p: memref<16x256x16xf32>, %y: memref<1020x16x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c6 = arith.constant 6 : index
+  %c16 = arith.constant 16 : index
+  %c256 = arith.constant 256 : index
+  %c1020 = arith.constant 1020 : index
+  %zero = arith.constant dense<0.0> : vector<6x16xf32>
+  %pad = ub.poison : f32
+  scf.for %r = %c0 to %c1020 step %c6 {
+    scf.for %j = %c0 to %c16 step %c1 {
+      %sum = scf.for %k = %c0 to %c256 step %c1 iter_args(%acc = %zero) -> (vector<6x16xf32>) {
+        %kk = arith.addi %k, %c256 : index
+        %column = vector.transfer_read %a[%r, %kk], %pad {in_bounds = [true], permutation_map = affine_map<(d0, d1) -> (d0)>} : memref<1024x1024xf32>, vector<6xf32>
+        %a6 = vector.shape_cast %column : vector<6xf32> to vector<6x1xf32>
+        %ab = vector.broadcast %a6 : vector<6x1xf32> to vector<6x16xf32>
+        %row = vector.transfer_read %p[%j, %k, %c0], %pad {in_bounds = [true]} : memref<16x256x16xf32>, vector<16xf32>
+        %bb = vector.broadcast %row : vector<16xf32> to vector<6x16xf32>
+        %next = vector.fma %ab, %bb, %acc : vector<6x16xf32>
+        scf.yield %next : vector<6x16xf32>
+      }
+      vector.transfer_write %sum, %y[%r, %j, %c0] {in_bounds = [true, true], permutation_map = affine_map<(d0, d1, d2) -> (d0, d2)>} : vector<6x16xf32>, memref<1020x16x16xf32>
+    }
+  }
+  return
+}
+func.func @rows_around(%a: memref<1024x1024xf32>, %p: memref<16x256x16xf32>, %y: memref<1020x16x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c6 = arith.constant 6 : index
+  %c16 = arith.constant 16 : index
+  %c256 = arith.constant 256 : index
+  %c1020 = arith.constant 1020 : index
+  %zero = arith.constant dense<0.0> : vector<6x16xf32>
+  %pad = ub.poison : f32
+  scf.for %j = %c0 to %c16 step %c1 {
+    scf.for %r = %c0 to %c1020 step %c6 {
+      %sum = scf.for %k = %c0 to %c256 step %c1 iter_args(%acc = %zero) -> (vector<6x16xf32>) {
+        %kk = arith.addi %k, %c256 : index
+        %column = vector.transfer_read %a[%r, %kk], %pad {in_bounds = [true], permutation_map = affine_map<(d0, d1) -> (d0)>} : memref<1024x1024xf32>, vector<6xf32>
+        %a6 = vector.shape_cast %column : vector<6xf32> to vector<6x1xf32>
+        %ab = vector.broadcast %a6 : vector<6x1xf32> to vector<6x16xf32>
+        %row = vector.transfer_read %p[%j, %k, %c0], %pad {in_bounds = [true]} : memref<16x256x16xf32>, vector<16xf32>
+        %bb = vector.broadcast %row : vector<16xf32> to vector<6x16xf32>
+        %next = vector.fma %ab, %bb, %acc : vector<6x16xf32>
+        scf.yield %next : vector<6x16xf32>
+      }
+      vector.transfer_write %sum, %y[%r, %j, %c0] {in_bounds = [true, true], permutation_map = affine_map<(d0, d1, d2) -> (d0, d2)>} : vector<6x16xf32>, memref<1020x16x16xf32>
+    }
+  }
+  return
+}
+func.func @last_rows(%a: memref<1024x1024xf32>, %p: memref<16x256x16xf32>, %y: memref<4x16x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %c256 = arith.constant 256 : index
+  %c1020 = arith.constant 1020 : index
+  %zero = arith.constant dense<0.0> : vector<4x16xf32>
+  %pad = ub.poison : f32
+  scf.for %j = %c0 to %c16 step %c1 {
+    %sum = scf.for %k = %c0 to %c256 step %c1 iter_args(%acc = %zero) -> (vector<4x16xf32>) {
+      %column = vector.transfer_read %a[%c1020, %k], %pad {in_bounds = [true], permutation_map = affine_map<(d0, d1) -> (d0)>} : memref<1024x1024xf32>, vector<4xf32>
+      %a4 = vector.shape_cast %column : vector<4xf32> to vector<4x1xf32>
+      %ab = vector.broadcast %a4 : vector<4x1xf32> to vector<4x16xf32>
+      %row = vector.transfer_read %p[%j, %k, %c0], %pad {in_bounds = [true]} : memref<16x256x16xf32>, vector<16xf32>
+      %bb = vector.broadcast %row : vector<16xf32> to vector<4x16xf32>
+      %next = vector.fma %ab, %bb, %acc : vector<4x16xf32>
+      scf.yield %next : vector<4x16xf32>
+    }
+    vector.transfer_write %sum, %y[%c0, %j, %c0] {in_bounds = [true, true], permutation_map = affine_map<(d0, d1, d2) -> (d0, d2)>} : vector<4x16xf32>, memref<4x16x16xf32>
+  }
+  return
+}
+func.func @small(%a: memref<60x256xf32>, %p: memref<16x128x16xf32>, %y: memref<60x16x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c6 = arith.constant 6 : index
+  %c16 = arith.constant 16 : index
+  %c60 = arith.constant 60 : index
+  %c128 = arith.constant 128 : index
+  %zero = arith.constant dense<0.0> : vector<6x16xf32>
+  %pad = ub.poison : f32
+  scf.for %r = %c0 to %c60 step %c6 {
+    scf.for %j = %c0 to %c16 step %c1 {
+      %sum = scf.for %k = %c0 to %c128 step %c1 iter_args(%acc = %zero) -> (vector<6x16xf32>) {
+        %column = vector.transfer_read %a[%r, %k], %pad {in_bounds = [true], permutation_map = affine_map<(d0, d1) -> (d0)>} : memref<60x256xf32>, vector<6xf32>
+        %a6 = vector.shape_cast %column : vector<6xf32> to vector<6x1xf32>
+        %ab = vector.broadcast %a6 : vector<6x1xf32> to vector<6x16xf32>
+        %row = vector.transfer_read %p[%j, %k, %c0], %pad {in_bounds = [true]} : memref<16x128x16xf32>, vector<16xf32>
+        %bb = vector.broadcast %row : vector<16xf32> to vector<6x16xf32>
+        %next = vector.fma %ab, %bb, %acc : vector<6x16xf32>
+        scf.yield %next : vector<6x16xf32>
+      }
+      vector.transfer_write %sum, %y[%r, %j, %c0] {in_bounds = [true, true], permutation_map = affine_map<(d0, d1, d2) -> (d0, d2)>} : vector<6x16xf32>, memref<60x16x16xf32>
+    }
   }
   return
 }
