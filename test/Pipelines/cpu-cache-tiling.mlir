@@ -92,6 +92,15 @@ mithril.model @RowsOfBlocks(data %a: tensor<1030x64xf32>, data %b: tensor<64x256
   mithril.output %c : tensor<1030x256xf32>
 }
 
+// The same 1030 rows by two 256-column blocks: row tiles outermost in
+// blocks of columns take the rows whole, so that in each block the 4 rows
+// no tile divides read the packed panels (and run in each thread's share)
+// rather than B as stored, after the blocks, on one thread.
+mithril.model @RowsWholeInBlocks(data %a: tensor<1030x256xf32>, data %b: tensor<256x512xf32>) -> (c: tensor<1030x512xf32>) {
+  %c = mithril.matmul %a, %b : (tensor<1030x256xf32>, tensor<256x512xf32>) -> tensor<1030x512xf32>
+  mithril.output %c : tensor<1030x512xf32>
+}
+
 mithril.model @LinearRows(data %x: tensor<256x784xf32>, param %w: tensor<256x784xf32>) -> (y: tensor<256x256xf32>) {
   %wt = mithril.transpose %w : (tensor<256x784xf32>) -> tensor<784x256xf32>
   %y = mithril.matmul %x, %wt : (tensor<256x784xf32>, tensor<784x256xf32>) -> tensor<256x256xf32>
@@ -355,6 +364,18 @@ mithril.model @FewRowsHalfPage(data %x: tensor<4x1024xf32>, data %b: tensor<1024
 // HSW-NOT: vector<4x16xf32>
 // HSW: -> (tensor<4x256xf32>)
 // HSW: scf.for %{{.+}} = %c0 to %c8 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (vector<4x16xf32>)
+// HSW-LABEL: func.func @RowsWholeInBlocks(
+// HSW-NOT: to %c1026 step %c114
+// HSW: scf.for %{{.+}} = %c0 to %c512 step %c256
+// HSW: %[[PANELS:.+]] = scf.for {{.*}} -> (tensor<16x256x16xf32>)
+// HSW: scf.for %{{.+}} = %c0 to %c1026 step %c6 {{.*}} -> (tensor<1026x16x16xf32>)
+// HSW-NEXT: scf.for {{.*}} to %c16 step %c1
+// HSW: -> (vector<6x16xf32>)
+// HSW: vector.transfer_read %[[PANELS]]
+// HSW: scf.for {{.*}} -> (vector<4x16xf32>)
+// HSW: vector.transfer_read %arg0[%c1026
+// HSW: vector.transfer_read %[[PANELS]]
+// HSW: scf.yield
 // HSW-LABEL: func.func @FewRows(
 // HSW: scf.for %{{.+}} = %c0 to %c1000 step %c8 iter_args(%{{.+}} = %{{.+}}) -> (tensor<1x992xf32>)
 // HSW: scf.for %{{.+}} = %c0 to %c992 step %c16

@@ -216,12 +216,8 @@ bool Scheduler::packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block, b
   // 4 core: sgemm 1024 +3.4-4.9%, 2048 +2.3%, two threads 1024 +6.6%; 512
   // (C in L2) +0.4%; float64's 6 x 8 tiles lost 2-8% (dgemm 512, 1024),
   // AVX-512's 8 x 32 float32 gained 0.7%.
-  if (et.isF32() && accumulator.isF32() && strategy.registers.bits < 512) {
-    int64_t elementBytes = et.getIntOrFloatBitWidth() / 8;
-    int64_t resultBytes = std::max(m, rowsServed) * n * elementBytes;
-    if (resultBytes + k * n * elementBytes > strategy.l2Bytes)
-      product->setAttr(kRowTilesOuterAttr, rewriter.getUnitAttr());
-  }
+  if (takesRowTilesOuter(et, accumulator, std::max(m, rowsServed), n, k, strategy))
+    product->setAttr(kRowTilesOuterAttr, rewriter.getUnitAttr());
   rewriter.replaceOp(
       block,
       tensor::CollapseShapeOp::create(rewriter, loc, ct, product.getResult(0), split).getResult());

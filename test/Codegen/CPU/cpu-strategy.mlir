@@ -40,8 +40,9 @@ func.func @matmul(%a: tensor<256x512xf32>, %b: tensor<512x512xf32>) -> tensor<25
 // f64 too, to as many bytes of a row (512), bf16 not. AVX2's narrower tiles
 // take 16 rows (three tiles a panel) where the packed block of the right
 // operand (1 MiB) fits the L2; Zen 2's 512 KiB L2 does not hold it, so it
-// keeps 64 rows, and there a block of 512 rows (512 KiB) fills the L2 and
-// deepens too. Not at 512 rows on Zen 4.
+// keeps 64 rows. Not at 512 rows on Zen 4. AVX2's float32 tiles, which take
+// their rows outermost, deepen only past the L2: not at 1024 rows by a 1 MiB L2,
+// nor at 512 on Zen 2 (a column block the L2's size).
 // ZEN4-LABEL: func.func @deep_reduction
 // ZEN4: linalg.matmul {{.*}}cache_tile = [64, 256, 1024]>} ins({{.*}} : tensor<1024x2048xf32>
 // ZEN4: linalg.matmul {{.*}}cache_tile = [64, 256, 512]>} ins({{.*}} : tensor<1024x2048xf64>
@@ -51,9 +52,9 @@ func.func @matmul(%a: tensor<256x512xf32>, %b: tensor<512x512xf32>) -> tensor<25
 // ZEN2: linalg.matmul {{.*}}cache_tile = [64, 256, 1024]>} ins({{.*}} : tensor<1024x2048xf32>
 // ZEN2: linalg.matmul {{.*}}cache_tile = [64, 256, 512]>} ins({{.*}} : tensor<1024x2048xf64>
 // ZEN2: linalg.matmul {{.*}}cache_tile = [128, 256, 256]>} ins({{.*}} : tensor<1024x2048xbf16>
-// ZEN2: linalg.matmul {{.*}}cache_tile = [64, 256, 1024]>} ins({{.*}} : tensor<512x2048xf32>
+// ZEN2: linalg.matmul {{.*}}cache_tile = [128, 256, 256]>} ins({{.*}} : tensor<512x2048xf32>
 // AVX2-1MIB-LABEL: func.func @deep_reduction
-// AVX2-1MIB: linalg.matmul {{.*}}register_tile = [6, 16, 1], cache_tile = [16, 256, 1024]>} ins({{.*}} : tensor<1024x2048xf32>
+// AVX2-1MIB: linalg.matmul {{.*}}register_tile = [6, 16, 1], cache_tile = [128, 256, 256]>} ins({{.*}} : tensor<1024x2048xf32>
 // AVX2-1MIB: linalg.matmul {{.*}}cache_tile = [16, 256, 512]>} ins({{.*}} : tensor<1024x2048xf64>
 // AVX2-1MIB: linalg.matmul {{.*}}cache_tile = [128, 256, 256]>} ins({{.*}} : tensor<1024x2048xbf16>
 // AVX2-1MIB: linalg.matmul {{.*}}cache_tile = [128, 256, 256]>} ins({{.*}} : tensor<512x2048xf32>

@@ -117,10 +117,19 @@ inline constexpr int64_t kDeepRowBlock = 64;
 /// float64 and 6 x 16 float32: one cache line of a panel a step).
 inline constexpr int64_t kDeepRowBlockNarrow = 16;
 
+/// Whether a float product packed in blocks of `columns` x `depth` of its
+/// right operand, serving `rows` rows (all those the packed block serves),
+/// takes its register tiles rows outermost (kRowTilesOuterAttr): AVX2's 6 x 16
+/// float32 tiles, where the result (rows x columns) and the packed block do
+/// not fit the L2 together.
+bool takesRowTilesOuter(mlir::Type element, mlir::Type accumulator, int64_t rows, int64_t columns,
+                        int64_t depth, const StrategyOptions &options);
+
 /// The cache block (rows, columns, reduction) of `op`, a matmul: the
 /// options' target default, with a deeper reduction block for f32 and f64
 /// products whose rows make a column block of the result (rows x block
-/// columns) at least as large as the L2.
+/// columns) at least as large as the L2 (larger, for products whose register
+/// tiles take their rows outermost).
 llvm::SmallVector<int64_t, 3> matmulCacheTile(mlir::linalg::LinalgOp op,
                                               const StrategyOptions &options);
 
