@@ -92,6 +92,51 @@ bool hoistOutOf(scf::ForOp loop, Value value, int depth = 0) {
   return true;
 }
 
+/// The number of `loop`'s current iteration, (i - lower) / step, built at
+/// `builder`'s point.
+Value iterationNumber(OpBuilder &builder, Location loc, scf::ForOp loop, const Bounds &bounds) {
+  auto constant = [&](int64_t v) { return arith::ConstantIndexOp::create(builder, loc, v); };
+  return builder.createOrFold<arith::DivUIOp>(
+      loc, builder.createOrFold<arith::SubIOp>(loc, loop.getInductionVar(), constant(bounds.lower)),
+      constant(bounds.step));
+}
+
+/// Slot `p` of the `perIteration` slots of iteration `iteration`:
+/// iteration * perIteration + p.
+Value slotOf(OpBuilder &builder, Location loc, Value iteration, int64_t perIteration, int64_t p) {
+  auto constant = [&](int64_t v) { return arith::ConstantIndexOp::create(builder, loc, v); };
+  return builder.createOrFold<arith::AddIOp>(
+      loc, builder.createOrFold<arith::MulIOp>(loc, iteration, constant(perIteration)),
+      constant(p));
+}
+
+/// A register tile's read of R rows of a row-major [M, K] matrix each step:
+/// a `vector<R>` read down a column at [r, k] of a static buffer of identity
+/// layout, broadcast to the tile's rows.
+struct BroadcastRowsRead {
+  vector::TransferReadOp read;
+  int64_t rows, total, depth, elementBytes, lineElements;
+};
+
+std::optional<BroadcastRowsRead> broadcastRowsRead(Operation &op) {
+  auto read = dyn_cast<vector::TransferReadOp>(op);
+  if (!read || read.getMask() || read.getVectorType().getRank() != 1 ||
+      read.getIndices().size() != 2 ||
+      read.getPermutationMap() != AffineMap::get(2, 0, getAffineDimExpr(0, read.getContext())))
+    return std::nullopt;
+  auto buffer = dyn_cast<MemRefType>(read.getBase().getType());
+  if (!buffer || !buffer.hasStaticShape() || !buffer.getElementType().isIntOrFloat() ||
+      !buffer.getLayout().isIdentity())
+    return std::nullopt;
+  int64_t elementBytes = llvm::divideCeil(buffer.getElementTypeBitWidth(), 8);
+  return BroadcastRowsRead{read,
+                           read.getVectorType().getDimSize(0),
+                           buffer.getDimSize(0),
+                           buffer.getDimSize(1),
+                           elementBytes,
+                           mithril::kCacheLineBytes / elementBytes};
+}
+
 struct PrefetchNextRowsPass
     : public mithril::impl::MithrilPrefetchNextRowsBase<PrefetchNextRowsPass> {
   void runOnOperation() override {
@@ -152,19 +197,10 @@ struct PrefetchNextRowsPass
     if (!steps || steps->lower != 0 || steps->step != 1 || !iterations || iterations->trips < 2)
       return;
     for (Operation &op : reduction.getBody()->without_terminator()) {
-      auto read = dyn_cast<vector::TransferReadOp>(op);
-      if (!read || read.getMask() || read.getVectorType().getRank() != 1 ||
-          read.getIndices().size() != 2 ||
-          read.getPermutationMap() != AffineMap::get(2, 0, getAffineDimExpr(0, read.getContext())))
+      std::optional<BroadcastRowsRead> found = broadcastRowsRead(op);
+      if (!found)
         continue;
-      auto buffer = dyn_cast<MemRefType>(read.getBase().getType());
-      if (!buffer || !buffer.hasStaticShape() || !buffer.getElementType().isIntOrFloat() ||
-          !buffer.getLayout().isIdentity())
-        continue;
-      int64_t rows = read.getVectorType().getDimSize(0), total = buffer.getDimSize(0);
-      int64_t depth = buffer.getDimSize(1);
-      int64_t elementBytes = llvm::divideCeil(buffer.getElementTypeBitWidth(), 8);
-      int64_t lineElements = mithril::kCacheLineBytes / elementBytes;
+      auto [read, rows, total, depth, elementBytes, lineElements] = *found;
       if (steps->trips >= depth || total * depth * elementBytes < kMinBroadcastMatrixBytes)
         continue;
       int64_t linesPerRow = llvm::divideCeil(steps->trips, lineElements);
@@ -183,18 +219,12 @@ struct PrefetchNextRowsPass
         return;
       Location loc = read.getLoc();
       auto constant = [&](int64_t v) { return arith::ConstantIndexOp::create(builder, loc, v); };
-      Value iteration = builder.createOrFold<arith::DivUIOp>(
-          loc,
-          builder.createOrFold<arith::SubIOp>(loc, around.getInductionVar(),
-                                              constant(iterations->lower)),
-          constant(iterations->step));
+      Value iteration = iterationNumber(builder, loc, around, *iterations);
       Value nextRow = builder.createOrFold<arith::AddIOp>(loc, first, constant(rows));
       for (int64_t p = 0; p < perIteration; ++p) {
         // Slot s of the iteration: line s % lines of the next tile's row
         // s / lines.
-        Value slot = builder.createOrFold<arith::AddIOp>(
-            loc, builder.createOrFold<arith::MulIOp>(loc, iteration, constant(perIteration)),
-            constant(p));
+        Value slot = slotOf(builder, loc, iteration, perIteration, p);
         Value row = builder.createOrFold<arith::MinUIOp>(
             loc, builder.createOrFold<arith::DivUIOp>(loc, slot, constant(linesPerRow)),
             constant(rows - 1));
@@ -226,19 +256,10 @@ struct PrefetchNextRowsPass
     if (!steps || steps->lower != 0 || steps->step != 1)
       return;
     for (Operation &op : reduction.getBody()->without_terminator()) {
-      auto read = dyn_cast<vector::TransferReadOp>(op);
-      if (!read || read.getMask() || read.getVectorType().getRank() != 1 ||
-          read.getIndices().size() != 2 || read.getIndices()[1] != reduction.getInductionVar() ||
-          read.getPermutationMap() != AffineMap::get(2, 0, getAffineDimExpr(0, read.getContext())))
+      std::optional<BroadcastRowsRead> found = broadcastRowsRead(op);
+      if (!found || found->read.getIndices()[1] != reduction.getInductionVar())
         continue;
-      auto buffer = dyn_cast<MemRefType>(read.getBase().getType());
-      if (!buffer || !buffer.hasStaticShape() || !buffer.getElementType().isIntOrFloat() ||
-          !buffer.getLayout().isIdentity())
-        continue;
-      int64_t rows = read.getVectorType().getDimSize(0), total = buffer.getDimSize(0);
-      int64_t depth = buffer.getDimSize(1);
-      int64_t elementBytes = llvm::divideCeil(buffer.getElementTypeBitWidth(), 8);
-      int64_t lineElements = mithril::kCacheLineBytes / elementBytes;
+      auto [read, rows, total, depth, elementBytes, lineElements] = *found;
       int64_t lines = llvm::divideCeil(depth, lineElements);
       bool interleaved = rows >= kInterleaveMinRows;
       int64_t span = interleaved ? llvm::PowerOf2Ceil(rows) : rows;
@@ -328,19 +349,13 @@ struct PrefetchNextRowsPass
       OpBuilder builder(read);
       auto constant = [&](int64_t v) { return arith::ConstantIndexOp::create(builder, loc, v); };
       // This row group's number (loop-invariant in the reduction: hoisted).
-      Value batchIndex = builder.createOrFold<arith::DivUIOp>(
-          loc,
-          builder.createOrFold<arith::SubIOp>(loc, rowGroups.getInductionVar(),
-                                              constant(batch->lower)),
-          constant(batch->step));
+      Value batchIndex = iterationNumber(builder, loc, rowGroups, *batch);
       int64_t elementBytes =
           llvm::divideCeil(cast<MemRefType>(read.getBase().getType()).getElementTypeBitWidth(), 8);
       for (int64_t p = 0; p < perStep; ++p) {
         // Slot g of the step: line g % linesPerStep of row g / linesPerStep
         // of the next group (rows past it, from a last uneven share, wrap).
-        Value slot = builder.createOrFold<arith::AddIOp>(
-            loc, builder.createOrFold<arith::MulIOp>(loc, batchIndex, constant(perStep)),
-            constant(p));
+        Value slot = slotOf(builder, loc, batchIndex, perStep, p);
         Value row = builder.createOrFold<arith::RemUIOp>(
             loc, builder.createOrFold<arith::DivUIOp>(loc, slot, constant(linesPerStep)),
             constant(count));
