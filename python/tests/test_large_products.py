@@ -24,6 +24,7 @@ from mithril.models import Linear, MatrixMultiply, Model
 
 SHAPES = [
     (1000, 1536, 640),  # 2.4 MiB result (above a 2 MiB L2), 1536 deep
+    (1100, 1024, 1024),  # AVX2: blocks of 512 columns, rows 1098 + 2 in each
     (250, 512, 384),  # 250 = 41 x 6 + 4 rows
     (130, 300, 192),  # three 64-column panels, 300 deep
     (256, 64, 512),  # 64 deep: 8 x 32 tiles

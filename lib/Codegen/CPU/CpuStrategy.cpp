@@ -1127,6 +1127,16 @@ SmallVector<int64_t, 3> cpu::matmulCacheTile(linalg::LinalgOp op, const Strategy
     int64_t packedBytes = block[1] * block[2] * element.getIntOrFloatBitWidth() / 8;
     bool narrow = options.registers.bits < 512 && packedBytes <= options.l2Bytes;
     block[0] = std::min(block[0], narrow ? kDeepRowBlockNarrow : kDeepRowBlock);
+    // Row tiles outermost load their rows' block of A (6 x 1024 float32,
+    // 24 KiB, from L3) into L1 once per column block: blocks of twice the
+    // columns halve those loads. One Zen 4 core, AVX2 code, paired in one
+    // process (best call of each round): sgemm 2048 +1.2-3.9% in five
+    // pairs, 2112 +1.4%, 4096 x 1024 by 1024 x 1024 +3.7% and +7.4% (-5.5%
+    // in a noisy stretch), 1536 and 2048 x 1024 by 1024 x 4096 level; two
+    // threads, sgemm 2048 +0.8-1.1%. Four times the columns gained no more.
+    // (Zen 2's 512 KiB L2 takes them too: unmeasured there.)
+    if (rowTilesOuter)
+      block[1] = std::min(columns, 2 * block[1]);
   }
   return block;
 }

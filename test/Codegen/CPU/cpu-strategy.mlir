@@ -73,6 +73,31 @@ func.func @deep_reduction(%a: tensor<1024x2048xf32>, %b: tensor<2048x256xf32>,
   return %c, %d, %h, %half : tensor<1024x256xf32>, tensor<1024x256xf64>, tensor<1024x256xf32>, tensor<512x256xf32>
 }
 
+
+// -----
+
+// AVX2's float32 tiles, rows outermost, in deep blocks: each row tile loads
+// its 6 x 1024 block of the left operand once per column block, so their
+// column blocks are twice as wide (512) where the result has the columns.
+// AVX-512's tiles keep 256.
+// ZEN4-LABEL: func.func @wide_column_blocks
+// ZEN4: linalg.matmul {{.*}}cache_tile = [64, 256, 1024]>} ins({{.*}} : tensor<2048x2048xf32>, tensor<2048x2048xf32>)
+// ZEN4: linalg.matmul {{.*}}cache_tile = [64, 256, 1024]>} ins({{.*}} : tensor<2048x2048xf32>, tensor<2048x256xf32>)
+// ZEN2-LABEL: func.func @wide_column_blocks
+// ZEN2: linalg.matmul {{.*}}cache_tile = [64, 512, 1024]>} ins({{.*}} : tensor<2048x2048xf32>, tensor<2048x2048xf32>)
+// ZEN2: linalg.matmul {{.*}}cache_tile = [64, 256, 1024]>} ins({{.*}} : tensor<2048x2048xf32>, tensor<2048x256xf32>)
+// AVX2-1MIB-LABEL: func.func @wide_column_blocks
+// AVX2-1MIB: linalg.matmul {{.*}}register_tile = [6, 16, 1], cache_tile = [16, 512, 1024]>} ins({{.*}} : tensor<2048x2048xf32>, tensor<2048x2048xf32>)
+// AVX2-1MIB: linalg.matmul {{.*}}cache_tile = [16, 256, 1024]>} ins({{.*}} : tensor<2048x2048xf32>, tensor<2048x256xf32>)
+func.func @wide_column_blocks(%a: tensor<2048x2048xf32>, %b: tensor<2048x2048xf32>,
+                              %bn: tensor<2048x256xf32>)
+    -> (tensor<2048x2048xf32>, tensor<2048x256xf32>) {
+  %empty = tensor.empty() : tensor<2048x2048xf32>
+  %emptyn = tensor.empty() : tensor<2048x256xf32>
+  %c = linalg.matmul ins(%a, %b : tensor<2048x2048xf32>, tensor<2048x2048xf32>) outs(%empty : tensor<2048x2048xf32>) -> tensor<2048x2048xf32>
+  %n = linalg.matmul ins(%a, %bn : tensor<2048x2048xf32>, tensor<2048x256xf32>) outs(%emptyn : tensor<2048x256xf32>) -> tensor<2048x256xf32>
+  return %c, %n : tensor<2048x2048xf32>, tensor<2048x256xf32>
+}
 // -----
 
 // Elementwise ops: the last two loops to 8 x two registers of f32 (4 rows
