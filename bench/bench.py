@@ -99,7 +99,8 @@ def median_times(funcs, repeats):
     own speed. At least three quiet rounds (the host's speed probe before and
     after within quiet_limit: this VM has seconds-long slow periods), and
     `repeats` samples per callable; after MAX_ROUNDS, the slow rounds count
-    too for a callable with no quiet sample."""
+    too for a callable with no quiet sample. (A Timings: `judged()` judges
+    its rounds again against the run's limits later on.)"""
     if _fastest_probe[0] == float("inf"):
         _fastest_probe[0] = min(speed_probe() for _ in range(10))
     link = _link["probe"]
@@ -107,6 +108,7 @@ def median_times(funcs, repeats):
         _link["seen"] += [t for t in (link() for _ in range(10)) if t]
     times = [[] for _ in funcs]
     slow = [[] for _ in funcs]
+    log = []
     for f in funcs:  # warm up
         f()
     rounds = quiet_rounds = 0
@@ -133,9 +135,33 @@ def median_times(funcs, repeats):
                               link_limit(_link["seen"]))
         for i, sample in enumerate(samples):
             (times if quiet else slow)[i].extend(sample)
+        log.append(((before, after), links, samples))
         rounds += 1
         quiet_rounds += quiet
-    return [statistics.median(t or s) for t, s in zip(times, slow)]
+    return Timings([statistics.median(t or s) for t, s in zip(times, slow)], log)
+
+
+class Timings(list):
+    """median_times' medians, with the rounds they came from. Each round was
+    judged quiet against the fastest speed probe seen until then: a run that
+    starts in one of the host's slow periods takes that period's probes for
+    quiet ones until it sees a faster one. `judged()` judges the rounds again
+    against the limits as they stand later in the run (peers.py judges every
+    block at the end of its run)."""
+
+    def __init__(self, medians, rounds):
+        super().__init__(medians)
+        self.rounds = rounds
+
+    def judged(self) -> list:
+        quiet = [[] for _ in self]
+        slow = [[] for _ in self]
+        limit, round_trip_limit = quiet_limit(_fastest_probe), link_limit(_link["seen"])
+        for probes, links, samples in self.rounds:
+            target = quiet if within_limits(probes, limit, links, round_trip_limit) else slow
+            for i, sample in enumerate(samples):
+                target[i].extend(sample)
+        return [statistics.median(q or s) for q, s in zip(quiet, slow)]
 
 
 def measure_peak(threads: int) -> dict:
@@ -217,8 +243,9 @@ def run(quick: bool, threads_list):
     repeats = 5 if quick else 30
     rows = []
 
-    def add(case, ours, peers, flops=None, note="", peak=None):
-        rows.append((case, ours, peers, flops, note, peak))
+    def add(case, times, no_numpy=False, flops=None, note="", peak=None):
+        # Timed now, judged at the end of the thread count's cases (Timings).
+        rows.append((case, times, no_numpy, flops, note, peak))
 
     link_path = build_link_probe(tempfile.mkdtemp())
     for threads in threads_list:
@@ -251,7 +278,7 @@ def run(quick: bool, threads_list):
                     ta, tb = torch.tensor(a), torch.tensor(b)
                     funcs.append(lambda: ta @ tb)
                 t = median_times(funcs, max(3, repeats // (n // 256)))
-                add(f"{prefix}gemm {n} ({threads}t)", t[0], t[1:], 2 * n ** 3,
+                add(f"{prefix}gemm {n} ({threads}t)", t, False, 2 * n ** 3,
                     note=f"compile {compile_s * 1e3:.0f} ms", peak=peak)
         # MLP inference.
         for batch in ([1, 16, 64] if quick else [1, 16, 64, 256]):
@@ -279,7 +306,7 @@ def run(quick: bool, threads_list):
             funcs.insert(1, numpy_mlp)
             with (torch.no_grad() if torch is not None else _null()):
                 t = median_times(funcs, repeats)
-            add(f"MLP inference b{batch} ({threads}t)", t[0], t[1:],
+            add(f"MLP inference b{batch} ({threads}t)", t,
                 note=f"compile {compile_s * 1e3:.0f} ms")
         # MLP training step.
         for batch in ([64] if quick else [64, 256]):
@@ -308,7 +335,7 @@ def run(quick: bool, threads_list):
                     topt.step()
                 funcs.append(torch_step)
             t = median_times(funcs, repeats)
-            add(f"MLP train step b{batch} ({threads}t)", t[0], [None] + t[1:],
+            add(f"MLP train step b{batch} ({threads}t)", t, True,
                 note=f"compile {compile_s * 1e3:.0f} ms")
         # CNN forward.
         start = time.perf_counter()
@@ -338,7 +365,7 @@ def run(quick: bool, threads_list):
                 t = median_times(funcs, max(3, repeats // 5))
         else:
             t = median_times(funcs, max(3, repeats // 5))
-        add(f"CNN forward b16 ({threads}t)", t[0], [None] + t[1:],
+        add(f"CNN forward b16 ({threads}t)", t, True,
             note=f"compile {cnn_compile_s * 1e3:.0f} ms")
         # CNN training step (cross entropy, backward, SGD), checked against
         # torch on one step from the same parameters.
@@ -378,14 +405,17 @@ def run(quick: bool, threads_list):
             np.testing.assert_allclose(ours_loss, torch_loss, rtol=1e-3)
             funcs.append(torch_cnn_step)
         t = median_times(funcs, max(3, repeats // 5))
-        add(f"CNN train step b16 ({threads}t)", t[0], [None] + t[1:],
+        add(f"CNN train step b16 ({threads}t)", t, True,
             note=f"compile {cnn_train_compile_s * 1e3:.0f} ms")
         # The peak again after the cases: a VM lends its second core unevenly,
         # and the better of the two measurements is the machine's.
         for key, value in measure_peak(threads).items():
             peaks[key] = max(peaks.get(key, 0.0), value)
-        rows[first_row:] = [row[:5] + (peaks.get(row[5]) if row[5] else None,)
-                            for row in rows[first_row:]]
+        for i in range(first_row, len(rows)):
+            case, times, no_numpy, flops, note, peak = rows[i]
+            times = times.judged()
+            rows[i] = (case, times[0], [None] * no_numpy + times[1:], flops, note,
+                       peaks.get(peak) if peak else None)
         if limit is not None:
             limit.unregister() if hasattr(limit, "unregister") else None
     return rows
