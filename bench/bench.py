@@ -106,13 +106,12 @@ def median_times(funcs, repeats):
     link = _link["probe"]
     if link and not _link["seen"]:
         _link["seen"] += [t for t in (link() for _ in range(10)) if t]
-    times = [[] for _ in funcs]
-    slow = [[] for _ in funcs]
+    quiet_samples = [0] * len(funcs)
     log = []
     for f in funcs:  # warm up
         f()
     rounds = quiet_rounds = 0
-    while (quiet_rounds < 3 or min(len(t) for t in times) < repeats) and rounds < MAX_ROUNDS:
+    while (quiet_rounds < 3 or min(quiet_samples) < repeats) and rounds < MAX_ROUNDS:
         link_before = link() if link else None
         before = speed_probe()
         samples = [[] for _ in funcs]
@@ -133,29 +132,30 @@ def median_times(funcs, repeats):
         _link["seen"] += links
         quiet = within_limits((before, after), quiet_limit(_fastest_probe), links,
                               link_limit(_link["seen"]))
-        for i, sample in enumerate(samples):
-            (times if quiet else slow)[i].extend(sample)
+        if quiet:
+            quiet_samples = [n + len(sample) for n, sample in zip(quiet_samples, samples)]
         log.append(((before, after), links, samples))
         rounds += 1
         quiet_rounds += quiet
-    return Timings([statistics.median(t or s) for t, s in zip(times, slow)], log)
+    return Timings(log)
 
 
 class Timings(list):
-    """median_times' medians, with the rounds they came from. Each round was
-    judged quiet against the fastest speed probe seen until then: a run that
-    starts in one of the host's slow periods takes that period's probes for
-    quiet ones until it sees a faster one. `judged()` judges the rounds again
-    against the limits as they stand later in the run (peers.py judges every
-    block at the end of its run)."""
+    """median_times' medians, with the rounds they came from, judged quiet
+    against the fastest speed probe seen by the end of those rounds. A run
+    that starts in one of the host's slow periods takes that period's probes
+    for quiet ones until it sees a faster one: `judged()` judges the rounds
+    again against the limits as they stand later in the run (peers.py judges
+    every block at the end of its run)."""
 
-    def __init__(self, medians, rounds):
-        super().__init__(medians)
+    def __init__(self, rounds):
         self.rounds = rounds
+        super().__init__(self.judged())
 
     def judged(self) -> list:
-        quiet = [[] for _ in self]
-        slow = [[] for _ in self]
+        count = len(self.rounds[0][2])
+        quiet = [[] for _ in range(count)]
+        slow = [[] for _ in range(count)]
         limit, round_trip_limit = quiet_limit(_fastest_probe), link_limit(_link["seen"])
         for probes, links, samples in self.rounds:
             target = quiet if within_limits(probes, limit, links, round_trip_limit) else slow
