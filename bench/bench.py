@@ -177,15 +177,19 @@ def measure_peak(threads: int) -> dict:
         return {}
     out = os.path.join(tempfile.mkdtemp(), "peak.so")
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peak.c")
-    # Under --max-isa avx2, 256-bit registers (AVX-512 hosts that split
-    # 512-bit FMAs, as Zen 4 does, reach the same peak both ways).
-    march = ["-march=haswell", "-DVECTOR_BYTES=32"] if TARGET["cpu"] else ["-march=native"]
+    # Under --max-isa avx2, or on a host without AVX-512, 256-bit registers
+    # (AVX-512 hosts that split 512-bit FMAs, as Zen 4 does, reach the same
+    # peak both ways); 64-byte vectors do not fit an AVX2 host's registers.
+    with open("/proc/cpuinfo") as f:
+        flags = next((line.split() for line in f if line.startswith("flags")), [])
+    vector_bytes = 32 if TARGET["cpu"] or "avx512f" not in flags else 64
+    march = ["-march=haswell"] if TARGET["cpu"] else ["-march=native"]
+    march.append(f"-DVECTOR_BYTES={vector_bytes}")
     if subprocess.run([cc, "-O2", *march, "-ffp-contract=fast", "-shared", "-fPIC",
                        src, "-o", out], capture_output=True).returncode != 0:
         return {}
     lib = ctypes.CDLL(out)
     peaks = {}
-    vector_bytes = 32 if TARGET["cpu"] else 64
     for name, lanes in (("f32", vector_bytes // 4), ("f64", vector_bytes // 8)):
         fn = getattr(lib, f"peak_{name}")
         fn.argtypes, fn.restype = [ctypes.c_int64], ctypes.c_double
