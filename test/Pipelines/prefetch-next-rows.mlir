@@ -297,6 +297,9 @@ func.func @many_rows(%w: memref<1024x256xf64>, %p: memref<256x16xf64>, %y: memre
 // CHECK-NOT: memref.prefetch
 // CHECK-LABEL: func.func @small
 // CHECK-NOT: memref.prefetch
+// CHECK-LABEL: func.func @whole_reduction
+// CHECK-NOT: memref.prefetch
+// CHECK: return
 func.func @tile_block(%a: memref<1024x1024xf32>, %p: memref<16x256x16xf32>, %y: memref<1020x16x16xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -392,6 +395,36 @@ func.func @small(%a: memref<60x256xf32>, %p: memref<16x128x16xf32>, %y: memref<6
         scf.yield %next : vector<6x16xf32>
       }
       vector.transfer_write %sum, %y[%r, %j, %c0] {in_bounds = [true, true], permutation_map = affine_map<(d0, d1, d2) -> (d0, d2)>} : vector<6x16xf32>, memref<60x16x16xf32>
+    }
+  }
+  return
+}
+// The same tile over the whole reduction of A (1024 steps), once for each of
+// 32 panels: too many lines of the next tile for the panels to spread
+// (12 an iteration), and its rows are read again by the next panel, not the
+// next tile's rows, which the tile's reduction would otherwise prefetch
+// each panel (prefetchNextBroadcastRows), 16 rows' lines into L1 32 times.
+func.func @whole_reduction(%a: memref<1024x1024xf32>, %p: memref<32x1024x16xf32>, %y: memref<1020x32x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c6 = arith.constant 6 : index
+  %c32 = arith.constant 32 : index
+  %c1024 = arith.constant 1024 : index
+  %c1020 = arith.constant 1020 : index
+  %zero = arith.constant dense<0.0> : vector<6x16xf32>
+  %pad = ub.poison : f32
+  scf.for %r = %c0 to %c1020 step %c6 {
+    scf.for %j = %c0 to %c32 step %c1 {
+      %sum = scf.for %k = %c0 to %c1024 step %c1 iter_args(%acc = %zero) -> (vector<6x16xf32>) {
+        %column = vector.transfer_read %a[%r, %k], %pad {in_bounds = [true], permutation_map = affine_map<(d0, d1) -> (d0)>} : memref<1024x1024xf32>, vector<6xf32>
+        %a6 = vector.shape_cast %column : vector<6xf32> to vector<6x1xf32>
+        %ab = vector.broadcast %a6 : vector<6x1xf32> to vector<6x16xf32>
+        %row = vector.transfer_read %p[%j, %k, %c0], %pad {in_bounds = [true]} : memref<32x1024x16xf32>, vector<16xf32>
+        %bb = vector.broadcast %row : vector<16xf32> to vector<6x16xf32>
+        %next = vector.fma %ab, %bb, %acc : vector<6x16xf32>
+        scf.yield %next : vector<6x16xf32>
+      }
+      vector.transfer_write %sum, %y[%r, %j, %c0] {in_bounds = [true, true], permutation_map = affine_map<(d0, d1, d2) -> (d0, d2)>} : vector<6x16xf32>, memref<1020x32x16xf32>
     }
   }
   return
