@@ -444,12 +444,16 @@ func.func @whole_reduction(%a: memref<1024x1024xf32>, %p: memref<32x1024x16xf32>
 
 // -----
 
-// In the CPU pipeline, a Linear layer 784 -> 512 at batch 256, swapped (the
-// weight's rows broadcast in place): in AVX2 code (6 x 16 tiles) each step
-// prefetches the next rows in memory order, in AVX-512 code (8 x 32) in the
-// order the next tile reads them; neither divides by the tile's rows or the
-// lines of a row.
-// RUN: mithril-opt %S/Inputs/linear-256.mlir --mithril-cpu-pipeline="target-cpu=haswell threads=1 stop-after=loops" | FileCheck %s --check-prefix=AVX2ROWS --implicit-check-not=arith.remui --implicit-check-not=arith.divui
+// In the CPU pipeline, a Linear layer 784 -> 512, swapped (the weight's rows
+// broadcast in place): in AVX2 code (6 x 16 tiles, batch 32) each step
+// prefetches the next rows in memory order, in AVX-512 code (8 x 32, batch
+// 256) in the order the next tile reads them; neither divides by the tile's
+// rows or the lines of a row. AVX2's tiles at batch 256 sweep the batch's 16
+// panels with the same 6 weight rows: none (@whole_reduction above).
+// RUN: mithril-opt %S/Inputs/linear-32.mlir --mithril-cpu-pipeline="target-cpu=haswell threads=1 stop-after=loops" | FileCheck %s --check-prefix=AVX2ROWS --implicit-check-not=arith.remui --implicit-check-not=arith.divui
+// RUN: mithril-opt %S/Inputs/linear-256.mlir --mithril-cpu-pipeline="target-cpu=haswell threads=1 stop-after=loops" | FileCheck %s --check-prefix=AVX2KEPT
+// AVX2KEPT-NOT: memref.collapse_shape %arg1
+// AVX2KEPT: return
 // RUN: mithril-opt %S/Inputs/linear-256.mlir --mithril-cpu-pipeline="target-cpu=znver4 threads=1 stop-after=loops" | FileCheck %s --check-prefix=AVX512ROWS --implicit-check-not=arith.remui --implicit-check-not=arith.divui
 // AVX2ROWS: %[[FLAT:.+]] = memref.collapse_shape %arg1 {{\[\[}}0, 1]] : memref<512x784xf32> into memref<401408xf32>
 // AVX2ROWS-NOT: arith.andi
