@@ -37,7 +37,7 @@ BLOCK_S = 0.2
 SLOW_FACTOR = 1.3
 
 
-def compile_variant(setting: str, shape, target_cpu: str):
+def compile_variant(setting: str, shape, target_cpu: str, threads: int, dtype: str):
     """Our product compiled with `setting`'s environment (restored after)."""
     rows, depth, columns = shape
     saved = dict(os.environ)
@@ -48,7 +48,8 @@ def compile_variant(setting: str, shape, target_cpu: str):
                 os.environ[name] = value
         model = Model()
         model |= MatrixMultiply().connect(left="a", right="b", output=ml.IOKey("c"))
-        return ml.compile(model, ml.MlirBackend(num_threads=1),
+        backend = ml.MlirBackend(num_threads=threads, dtype=getattr(ml, dtype))
+        return ml.compile(model, backend,
                           shapes={"a": [rows, depth], "b": [depth, columns]}, inference=True,
                           cpu_options=None if target_cpu == "host" else {"target_cpu": target_cpu})
     finally:
@@ -71,18 +72,22 @@ def main() -> None:
     parser.add_argument("--shape", default="1024x1024x1024", help="rows x depth x columns")
     parser.add_argument("--target-cpu", default="haswell", help="ours' target CPU, or host")
     parser.add_argument("--seconds", type=float, default=120)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="ours' threads (set numpy's with OPENBLAS_NUM_THREADS and pin both "
+                             "with taskset)")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     parser.add_argument("variants", nargs="*", default=["X=0"])
     args = parser.parse_args()
     shape = [int(x) for x in args.shape.split("x")]
     if len(shape) != 3 or min(shape) <= 0:
         raise SystemExit(f"--shape: three positive sizes as RxDxC, not {args.shape!r}")
     rng = np.random.default_rng(0)
-    a = rng.standard_normal(shape[:2]).astype(np.float32)
-    b = rng.standard_normal(shape[1:]).astype(np.float32)
+    a = rng.standard_normal(shape[:2]).astype(args.dtype)
+    b = rng.standard_normal(shape[1:]).astype(args.dtype)
     reference = a.astype(np.float64) @ b.astype(np.float64)
     calls = []
     for setting in args.variants:
-        pm = compile_variant(setting, shape, args.target_cpu)
+        pm = compile_variant(setting, shape, args.target_cpu, args.threads, args.dtype)
         call = (lambda pm: lambda: pm.evaluate({}, {"a": a, "b": b})["c"])(pm)
         error = np.linalg.norm(call() - reference) / np.linalg.norm(reference)
         if not error < 1e-5:
@@ -101,7 +106,8 @@ def main() -> None:
     slow = SLOW_FACTOR * min(probes)
     quiet_rounds = [m for p, m in rounds if p <= quiet]
     slow_rounds = [m for p, m in rounds if p > slow]
-    print(f"{args.shape}, ours for {args.target_cpu}: {len(rounds)} rounds, "
+    print(f"{args.dtype} {args.shape}, ours for {args.target_cpu} on {args.threads} "
+          f"thread(s): {len(rounds)} rounds, "
           f"{len(quiet_rounds)} quiet, {len(slow_rounds)} slow")
 
     def ratio(selected, i):
