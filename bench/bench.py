@@ -25,7 +25,7 @@ import tempfile
 import time
 
 from hostinfo import (AVX512_HWCAPS, LINK_FACTOR, TORCH_AVX2_ENV, LinkProbe, build_link_probe,
-                      host_description, link_limit, quiet_limit, restart_without_blas_caps,
+                      cpu_isa, host_description, link_limit, quiet_limit, restart_without_blas_caps,
                       speed_probe, within_limits)
 
 
@@ -180,9 +180,7 @@ def measure_peak(threads: int) -> dict:
     # Under --max-isa avx2, or on a host without AVX-512, 256-bit registers
     # (AVX-512 hosts that split 512-bit FMAs, as Zen 4 does, reach the same
     # peak both ways); 64-byte vectors do not fit an AVX2 host's registers.
-    with open("/proc/cpuinfo") as f:
-        flags = next((line.split() for line in f if line.startswith("flags")), [])
-    vector_bytes = 32 if TARGET["cpu"] or "avx512f" not in flags else 64
+    vector_bytes = 32 if TARGET["cpu"] or "avx512f" not in cpu_isa() else 64
     march = ["-march=haswell"] if TARGET["cpu"] else ["-march=native"]
     march.append(f"-DVECTOR_BYTES={vector_bytes}")
     if subprocess.run([cc, "-O2", *march, "-ffp-contract=fast", "-shared", "-fPIC",
