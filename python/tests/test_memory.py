@@ -127,7 +127,12 @@ def test_checkpointed_gradients_of_layer_norm_and_softmax():
         results.append(pm.evaluate(pm.randomize_params(seed=4), {"input": x},
                                    output_gradients={"output": seed}))
     (want_out, want), (out, grads) = results
-    np.testing.assert_array_equal(out["output"], want_out["output"])
+    # Equal up to rounding: the segments are compiled apart, so ops fused
+    # across a segment's boundary without checkpointing are not fused with
+    # it, and where the code contracts or orders the sums differently the
+    # float64 output differs in its last bit (AVX2 code on a Zen 3: 4 of 24
+    # elements, 1.1e-16).
+    np.testing.assert_allclose(out["output"], want_out["output"], rtol=1e-14, atol=1e-15)
     assert sorted(grads) == sorted(want)
     for key in want:
         np.testing.assert_allclose(grads[key], want[key], rtol=1e-12, atol=1e-14, err_msg=key)
