@@ -14,8 +14,10 @@
 #include "mlir/Dialect/Bufferization/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
 
 namespace mithril {
 #define GEN_PASS_DEF_MITHRILCOLLECTIVESINWINDOW
@@ -59,6 +61,27 @@ bool hasSliceInWindowPlace(ModuleOp module) {
       .wasInterrupted();
 }
 
+/// Whether two ops write into `tensor` (take it as the tensor they update):
+/// each would then write into the one buffer a window place gives it.
+bool writtenTwice(Value tensor) {
+  int writers = 0;
+  for (OpOperand &use : tensor.getUses()) {
+    Operation *owner = use.getOwner();
+    bool writes = false;
+    if (auto write = dyn_cast<vector::TransferWriteOp>(owner))
+      writes = write.getBase() == tensor;
+    else if (auto insert = dyn_cast<tensor::InsertSliceOp>(owner))
+      writes = insert.getDest() == tensor;
+    else if (auto dps = dyn_cast<DestinationStyleOpInterface>(owner))
+      writes = dps.isDpsInit(&use);
+    else if (auto loop = dyn_cast<LoopLikeOpInterface>(owner))
+      writes = llvm::any_of(loop.getInitsMutable(), [&](OpOperand &init) { return &init == &use; });
+    if (writes && ++writers > 1)
+      return true;
+  }
+  return false;
+}
+
 struct CollectivesInWindowPass
     : public mithril::impl::MithrilCollectivesInWindowBase<CollectivesInWindowPass> {
   void runOnOperation() override {
@@ -89,7 +112,13 @@ struct CollectivesInWindowPass
             parts ? isa<tensor::InsertSliceOp>(op.getOperation()) && isInWindowPlace(dest)
                   : isa<bufferization::MaterializeInDestinationOp>(op.getOperation()) &&
                         isWindowPlace(dest);
-        if (!intoWindow)
+        // Not where the empty tensor's first user's result is written by two
+        // ops: a zero fill that CSE shared between the operand's product and
+        // another product of its shape, put in the window, had the other
+        // product's accumulators written there after the operand's sum was
+        // started (tensor-parallel gradients on a Zen 3, where a float64 8 x
+        // 8 product's 6-row tiles matched a 6 x 8 operand).
+        if (!intoWindow || llvm::any_of(user->getResults(), writtenTwice))
           return Value();
         return bufferization::buildSubsetExtraction(rewriter, op, empty, user);
       };

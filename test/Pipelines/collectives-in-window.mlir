@@ -109,3 +109,32 @@ func.func @Parts(%a: tensor<16x8xf32>, %b: tensor<8x48xf32>) {
   func.call @sum48(%buffer) : (memref<16x48xf32>) -> ()
   return
 }
+
+// -----
+
+// A zero fill that two products of one shape share (CSE merges their fills):
+// the operand's product is not computed in the window from it, which would
+// put the other product's accumulators in the window too, written after the
+// operand's sum started (MPI may read the window until it waits).
+// CHECK-LABEL: func.func @SharedFill(
+// CHECK: %[[EMPTY:.+]] = tensor.empty() : tensor<6x8xf32>
+// CHECK: %[[ZERO:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%[[EMPTY]] :
+// CHECK: linalg.matmul ins(%{{.+}}, %{{.+}} : tensor<6x4xf32>, tensor<4x8xf32>) outs(%[[ZERO]] :
+// CHECK: bufferization.materialize_in_destination
+// CHECK: linalg.matmul ins(%{{.+}}, %{{.+}} : tensor<6x4xf32>, tensor<4x8xf32>) outs(%[[ZERO]] :
+func.func private @sum68(memref<6x8xf32>)
+func.func @SharedFill(%a: tensor<6x4xf32>, %b: tensor<4x8xf32>, %c: tensor<6x4xf32>) -> tensor<6x8xf32> {
+  %window = mithril.collective_window : memref<4096xi8>
+  %c0 = arith.constant 0 : index
+  %view = memref.view %window[%c0][] : memref<4096xi8> to memref<6x8xf32>
+  %place = bufferization.to_tensor %view restrict writable : memref<6x8xf32> to tensor<6x8xf32>
+  %zero = arith.constant 0.0 : f32
+  %empty = tensor.empty() : tensor<6x8xf32>
+  %filled = linalg.fill ins(%zero : f32) outs(%empty : tensor<6x8xf32>) -> tensor<6x8xf32>
+  %p = linalg.matmul ins(%a, %b : tensor<6x4xf32>, tensor<4x8xf32>) outs(%filled : tensor<6x8xf32>) -> tensor<6x8xf32>
+  %staged = bufferization.materialize_in_destination %p in %place : (tensor<6x8xf32>, tensor<6x8xf32>) -> tensor<6x8xf32>
+  %buffer = bufferization.to_buffer %staged read_only : tensor<6x8xf32> to memref<6x8xf32>
+  func.call @sum68(%buffer) : (memref<6x8xf32>) -> ()
+  %q = linalg.matmul ins(%c, %b : tensor<6x4xf32>, tensor<4x8xf32>) outs(%filled : tensor<6x8xf32>) -> tensor<6x8xf32>
+  return %q : tensor<6x8xf32>
+}
