@@ -1,4 +1,5 @@
 // RUN: mithril-opt %s --mithril-cpu-schedule=vector-bits=512 | FileCheck %s
+// RUN: mithril-opt %s --mithril-cpu-schedule=vector-bits=256 | FileCheck %s --check-prefix=AVX2
 
 // An elementwise op is tiled into 8 x 32 register tiles and vectorized.
 // CHECK-LABEL: func.func @relu
@@ -192,4 +193,50 @@ func.func @transpose_3x16(%x: tensor<3x16xf32>) -> tensor<16x3xf32> {
   %e = tensor.empty() : tensor<16x3xf32>
   %t = linalg.transpose ins(%x : tensor<3x16xf32>) outs(%e : tensor<16x3xf32>) permutation = [1, 0]
   return %t : tensor<16x3xf32>
+}
+
+// With 256-bit registers a transpose is tiled 8 x 8 and each tile is 24
+// shuffles of 8-lane rows (unpack, in-lane and lane-crossing rounds), not
+// the 16 x 16 network on 16-lane rows that LLVM split into halves.
+// AVX2-LABEL: func.func @transpose_tiles_8x8
+// AVX2-NOT: vector<16xf32>
+// AVX2: scf.for
+// AVX2: scf.for
+// AVX2: vector.transfer_read {{.*}} vector<8x8xf32>
+// AVX2: vector.shuffle %{{.*}}, %{{.*}} [0, 8, 1, 9, 4, 12, 5, 13] : vector<8xf32>, vector<8xf32>
+// AVX2: vector.shuffle %{{.*}}, %{{.*}} [2, 3, 10, 11, 6, 7, 14, 15] : vector<8xf32>, vector<8xf32>
+// AVX2: vector.shuffle %{{.*}}, %{{.*}} [4, 5, 6, 7, 12, 13, 14, 15] : vector<8xf32>, vector<8xf32>
+// AVX2-NOT: vector<16xf32>
+// AVX2: vector.transfer_write {{.*}} vector<8x8xf32>
+// AVX2-NOT: vector<16xf32>
+// AVX2: return
+func.func @transpose_tiles_8x8(%x: tensor<32x64xf32>) -> tensor<64x32xf32> {
+  %e = tensor.empty() : tensor<64x32xf32>
+  %t = linalg.transpose ins(%x : tensor<32x64xf32>) outs(%e : tensor<64x32xf32>) permutation = [1, 0]
+  return %t : tensor<64x32xf32>
+}
+
+// With 256-bit registers a 6 x 8 transpose is padded to 8 x 8, and a 16 x
+// 10 one takes 8 x 5 tiles, each padded to 8 x 8.
+// AVX2-LABEL: func.func @transpose_6x8
+// AVX2: vector.shuffle %{{.*}}, %{{.*}} [0, 8, 1, 9, 4, 12, 5, 13] : vector<8xf32>, vector<8xf32>
+// AVX2: vector.transfer_write %{{.*}} : vector<8x6xf32>, tensor<8x6xf32>
+// AVX2-LABEL: func.func @transpose_16x10_avx2
+// AVX2-NOT: vector<16xf32>
+// AVX2: vector.transfer_read {{.*}} vector<8x5xf32>
+// AVX2: vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 3, 4, -1, -1, -1] : vector<5xf32>, vector<5xf32>
+// AVX2: vector.shuffle %{{.*}}, %{{.*}} [0, 8, 1, 9, 4, 12, 5, 13] : vector<8xf32>, vector<8xf32>
+// AVX2-NOT: vector<16xf32>
+// AVX2: vector.transfer_write {{.*}} vector<5x8xf32>
+// AVX2-NOT: vector<16xf32>
+// AVX2: return
+func.func @transpose_6x8(%x: tensor<6x8xf32>) -> tensor<8x6xf32> {
+  %e = tensor.empty() : tensor<8x6xf32>
+  %t = linalg.transpose ins(%x : tensor<6x8xf32>) outs(%e : tensor<8x6xf32>) permutation = [1, 0]
+  return %t : tensor<8x6xf32>
+}
+func.func @transpose_16x10_avx2(%x: tensor<16x10xf32>) -> tensor<10x16xf32> {
+  %e = tensor.empty() : tensor<10x16xf32>
+  %t = linalg.transpose ins(%x : tensor<16x10xf32>) outs(%e : tensor<10x16xf32>) permutation = [1, 0]
+  return %t : tensor<10x16xf32>
 }

@@ -461,12 +461,20 @@ struct TransposedBroadcastAsStretch : OpRewritePattern<vector::TransposeOp> {
 /// lowering and cut back. The 1-D lowering made it one shuffle of 160 lanes
 /// out of sixteen 10-lane rows, which LLVM's instruction selection took
 /// about 10 ms to legalize; padded, 185 -> 131 instructions in about half
-/// the code generation time.
-struct PadTransposeTo16x16 : OpRewritePattern<vector::TransposeOp> {
+/// the code generation time. With 256-bit registers, one of at most 8 x 8
+/// and more than 32 elements is padded to 8 x 8 instead
+/// (TransposeEightByEight).
+struct PadTransposeToSquare : OpRewritePattern<vector::TransposeOp> {
   static constexpr int64_t kSide = 16;
   static constexpr int64_t kMinElements = 64;
+  static constexpr int64_t kSmallSide = 8;
+  static constexpr int64_t kSmallMinElements = 32;
 
-  PadTransposeTo16x16(MLIRContext *context) : OpRewritePattern(context, /*benefit=*/2) {}
+  PadTransposeToSquare(MLIRContext *context, bool eightByEight)
+      : OpRewritePattern(context, /*benefit=*/2), eightByEight(eightByEight) {}
+
+  /// Whether 8 x 8 transposes are lowered as such (256-bit registers).
+  bool eightByEight;
 
   /// `vector[i]` for each of `count` rows, each cut or widened to `lanes`
   /// lanes (widened with poison), inserted into a poison vector of `type`.
@@ -491,15 +499,75 @@ struct PadTransposeTo16x16 : OpRewritePattern<vector::TransposeOp> {
         source.getElementTypeBitWidth() != 32)
       return failure();
     int64_t rows = source.getDimSize(0), columns = source.getDimSize(1);
-    if (rows > kSide || columns > kSide || (rows == kSide && columns == kSide) ||
-        rows * columns <= kMinElements)
+    int64_t side = kSide, minElements = kMinElements;
+    if (eightByEight && rows <= kSmallSide && columns <= kSmallSide)
+      side = kSmallSide, minElements = kSmallMinElements;
+    if (rows > side || columns > side || (rows == side && columns == side) ||
+        rows * columns <= minElements)
       return failure();
     Location loc = op.getLoc();
-    auto square = VectorType::get({kSide, kSide}, source.getElementType());
-    Value padded = copyRows(rewriter, loc, op.getVector(), rows, kSide, square);
+    auto square = VectorType::get({side, side}, source.getElementType());
+    Value padded = copyRows(rewriter, loc, op.getVector(), rows, side, square);
     Value transposed = vector::TransposeOp::create(rewriter, loc, padded, ArrayRef<int64_t>{1, 0});
     rewriter.replaceOp(
         op, copyRows(rewriter, loc, transposed, columns, rows, op.getResultVectorType()));
+    return success();
+  }
+};
+
+/// An 8 x 8 transpose of 32-bit elements as 24 shuffles of whole 8-lane
+/// rows, in three rounds: pairs of rows interleaved (AVX2's unpack low and
+/// high), pairs of those merged by 64-bit halves within each 128-bit lane
+/// (an in-lane shuffle), and the 128-bit lanes of rows four apart exchanged
+/// (a lane permute). The vector dialect lowers it element by element (64
+/// extracts and inserts) or as one 64-lane shuffle; its shuffle_16x16 is for
+/// AVX-512's 16 lanes.
+struct TransposeEightByEight : OpRewritePattern<vector::TransposeOp> {
+  static constexpr int64_t kSide = 8;
+
+  TransposeEightByEight(MLIRContext *context) : OpRewritePattern(context, /*benefit=*/3) {}
+
+  LogicalResult matchAndRewrite(vector::TransposeOp op, PatternRewriter &rewriter) const override {
+    VectorType source = op.getSourceVectorType();
+    if (source.getRank() != 2 || source.isScalable() || source.getDimSize(0) != kSide ||
+        source.getDimSize(1) != kSide || !source.getElementType().isIntOrFloat() ||
+        source.getElementTypeBitWidth() != 32 || op.getPermutation() != ArrayRef<int64_t>{1, 0})
+      return failure();
+    Location loc = op.getLoc();
+    auto shuffle = [&](Value a, Value b, ArrayRef<int64_t> mask) -> Value {
+      return vector::ShuffleOp::create(rewriter, loc, a, b, mask);
+    };
+    SmallVector<Value> rows;
+    for (int64_t i = 0; i < kSide; ++i)
+      rows.push_back(vector::ExtractOp::create(rewriter, loc, op.getVector(), i));
+    // Round 1: t[2i], t[2i+1] interleave rows 2i and 2i+1 (columns 0, 1, 4,
+    // 5 and 2, 3, 6, 7 of each).
+    SmallVector<Value> t;
+    for (int64_t i = 0; i < kSide; i += 2) {
+      t.push_back(shuffle(rows[i], rows[i + 1], {0, 8, 1, 9, 4, 12, 5, 13}));
+      t.push_back(shuffle(rows[i], rows[i + 1], {2, 10, 3, 11, 6, 14, 7, 15}));
+    }
+    // Round 2: u[4q + c] holds column c (low lane) and c + 4 (high lane) of
+    // rows 4q to 4q + 3.
+    SmallVector<Value> u;
+    for (int64_t q = 0; q < 2; ++q) {
+      Value *group = &t[4 * q];
+      u.push_back(shuffle(group[0], group[2], {0, 1, 8, 9, 4, 5, 12, 13}));
+      u.push_back(shuffle(group[0], group[2], {2, 3, 10, 11, 6, 7, 14, 15}));
+      u.push_back(shuffle(group[1], group[3], {0, 1, 8, 9, 4, 5, 12, 13}));
+      u.push_back(shuffle(group[1], group[3], {2, 3, 10, 11, 6, 7, 14, 15}));
+    }
+    // Round 3: column c from the low lanes of u[c] and u[c + 4], column
+    // c + 4 from their high lanes.
+    SmallVector<Value> columns(kSide);
+    for (int64_t c = 0; c < 4; ++c) {
+      columns[c] = shuffle(u[c], u[c + 4], {0, 1, 2, 3, 8, 9, 10, 11});
+      columns[c + 4] = shuffle(u[c], u[c + 4], {4, 5, 6, 7, 12, 13, 14, 15});
+    }
+    Value result = ub::PoisonOp::create(rewriter, loc, op.getResultVectorType());
+    for (int64_t c = 0; c < kSide; ++c)
+      result = vector::InsertOp::create(rewriter, loc, columns[c], result, c);
+    rewriter.replaceOp(op, result);
     return success();
   }
 };
@@ -2675,7 +2743,11 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     // and what they become are rewritten (a greedy rewrite of the whole
     // module took 3.6 ms of the bench CNN training step's compile).
     RewritePatternSet shuffles(&getContext());
-    shuffles.add<PadTransposeTo16x16>(&getContext());
+    // (With 256-bit registers, 8 x 8 transposes in 8-lane shuffles.)
+    bool eightByEight = strategy.registers.bits < 512;
+    shuffles.add<PadTransposeToSquare>(&getContext(), eightByEight);
+    if (eightByEight)
+      shuffles.add<TransposeEightByEight>(&getContext());
     vector::populateVectorTransposeLoweringPatterns(shuffles,
                                                     vector::VectorTransposeLowering::Shuffle16x16);
     if (failed(mithril::rewriteSelected(module, std::move(shuffles), [](Operation *op) {

@@ -79,6 +79,12 @@ struct RegisterFile {
   int64_t matrixVectorLanes(mlir::Type element) const;
 };
 
+/// The side of a 32-bit transpose done in registers: one register's lanes,
+/// 16 with AVX-512 and 8 below (AVX2's 8 x 8 takes 24 single-register
+/// shuffles, where a 16 x 16 in halves took LLVM's legalizer twice the
+/// registers and many more shuffles).
+inline int64_t registerTransposeSide(const RegisterFile &regs) { return regs.bits >= 512 ? 16 : 8; }
+
 /// What the strategy chooses for: the target and the schedule's knobs.
 struct StrategyOptions {
   RegisterFile registers;
