@@ -4,6 +4,7 @@
 one process. The multi-rank runs go through mpirun (Open MPI or MPICH) and are
 skipped, saying why, where MPI or the runtime's MPI library is missing."""
 
+import json
 import os
 import re
 import shutil
@@ -56,6 +57,21 @@ def test_parallel_equals_one_process(mesh, dtype, batch):
     for rank in range(ranks):
         assert f"rank {rank}/{ranks}: mesh {mesh} {dtype} batch {batch} equals one " \
                "process" in result.stdout
+
+
+@needs_mpi
+@pytest.mark.parametrize("options", [{"optimizations": {"fusion": False}},
+                                     {"cpu_options": {"target_cpu": "x86-64"}}],
+                         ids=["no-fusion", "x86-64"])
+def test_tensor_parallel_without_the_schedule(options):
+    # The all-reduce windows' operands computed in place without the
+    # schedule's tiles (fusion off), and with SSE2's (the x86-64 baseline),
+    # both in the parallel run and in the one-process reference.
+    result = _mpirun(2, str(CHECK), "float64", "12", "1x2",
+                     DP_CHECK_COMPILE=json.dumps(options))
+    assert result.returncode == 0, result.stdout + result.stderr
+    for rank in range(2):
+        assert f"rank {rank}/2: mesh (1, 2) float64 batch 12 equals one process" in result.stdout
 
 
 @needs_mpi

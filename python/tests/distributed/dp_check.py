@@ -4,8 +4,11 @@
 D*T = N) against the same model in one process (no mesh), on every rank.
 Checks outputs, seeded gradients and 5 SGD-with-momentum / Adam training
 steps; exits 1 on a mismatch, printing it.
-Usage: dp_check.py float64|float32 [batch] [mesh: N or DxT]."""
+Usage: dp_check.py float64|float32 [batch] [mesh: N or DxT].
+DP_CHECK_COMPILE: JSON of ml.compile keywords for every model (optimizations
+off, a target CPU), the same for the parallel run and the reference."""
 
+import json
 import os
 import sys
 
@@ -62,9 +65,10 @@ mesh = tuple(int(d) for d in mesh_arg.split("x")) if mesh_arg else (ranks,)
 dp_backend = ml.MlirBackend(dtype=dtype, num_threads=1, device_mesh=mesh)
 assert dp_backend.world_size == ranks
 
+compile_kw = json.loads(os.environ.get("DP_CHECK_COMPILE") or "{}")
 shapes = {"input": [batch, 6], "target": [batch]}
-ref = ml.compile(train_model(), one, shapes=shapes)
-dp = ml.compile(train_model(), dp_backend, shapes=shapes)
+ref = ml.compile(train_model(), one, shapes=shapes, **compile_kw)
+dp = ml.compile(train_model(), dp_backend, shapes=shapes, **compile_kw)
 params = ref.randomize_params(seed=3)
 data = {"input": x, "target": y}
 
@@ -104,8 +108,9 @@ for make in (lambda: ml.SGD(lr=0.1, momentum=0.9), lambda: ml.Adam(lr=0.01)):
             failures.append(f"{type(o_ref).__name__} parameter {k}: the ranks' bits differ")
 
 # Inference models split their batch too.
-infer_ref = ml.compile(mlp(), one, shapes={"input": [batch, 6]}, inference=True)
-infer_dp = ml.compile(mlp(), dp_backend, shapes={"input": [batch, 6]}, inference=True)
+infer_ref = ml.compile(mlp(), one, shapes={"input": [batch, 6]}, inference=True, **compile_kw)
+infer_dp = ml.compile(mlp(), dp_backend, shapes={"input": [batch, 6]}, inference=True,
+                      **compile_kw)
 p = infer_ref.randomize_params(seed=5)
 check("inference logits", infer_dp.evaluate(p, {"input": x})["logits"],
       infer_ref.evaluate(p, {"input": x})["logits"])
@@ -134,7 +139,7 @@ for k in trained[0]:
 # Each rank passing its own rows (local_shards=True): its rows of the
 # logits, the global loss and gradients.
 local_backend = ml.MlirBackend(dtype=dtype, num_threads=1, device_mesh=mesh, local_shards=True)
-local_pm = ml.compile(train_model(), local_backend, shapes=shapes)
+local_pm = ml.compile(train_model(), local_backend, shapes=shapes, **compile_kw)
 data_rank, data_size = local_backend._ranks.rank, local_backend._ranks.size
 rows = np.array_split(np.arange(batch), data_size)[data_rank]
 mine = {"input": x[rows], "target": y[rows]}
