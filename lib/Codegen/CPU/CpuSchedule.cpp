@@ -461,20 +461,19 @@ struct TransposedBroadcastAsStretch : OpRewritePattern<vector::TransposeOp> {
 /// lowering and cut back. The 1-D lowering made it one shuffle of 160 lanes
 /// out of sixteen 10-lane rows, which LLVM's instruction selection took
 /// about 10 ms to legalize; padded, 185 -> 131 instructions in about half
-/// the code generation time. With 256-bit registers, one of at most 8 x 8
-/// and more than 32 elements is padded to 8 x 8 instead
-/// (TransposeEightByEight).
+/// the code generation time. Where registers hold 8 lanes
+/// (registerTransposeSide), one of at most 8 x 8 and more than 32 elements
+/// is padded to 8 x 8 instead (TransposeEightByEight).
 struct PadTransposeToSquare : OpRewritePattern<vector::TransposeOp> {
   static constexpr int64_t kSide = 16;
   static constexpr int64_t kMinElements = 64;
-  static constexpr int64_t kSmallSide = 8;
   static constexpr int64_t kSmallMinElements = 32;
 
-  PadTransposeToSquare(MLIRContext *context, bool eightByEight)
-      : OpRewritePattern(context, /*benefit=*/2), eightByEight(eightByEight) {}
+  PadTransposeToSquare(MLIRContext *context, int64_t registerSide)
+      : OpRewritePattern(context, /*benefit=*/2), registerSide(registerSide) {}
 
-  /// Whether 8 x 8 transposes are lowered as such (256-bit registers).
-  bool eightByEight;
+  /// The side of the register transposes (registerTransposeSide).
+  int64_t registerSide;
 
   /// `vector[i]` for each of `count` rows, each cut or widened to `lanes`
   /// lanes (widened with poison), inserted into a poison vector of `type`.
@@ -500,8 +499,8 @@ struct PadTransposeToSquare : OpRewritePattern<vector::TransposeOp> {
       return failure();
     int64_t rows = source.getDimSize(0), columns = source.getDimSize(1);
     int64_t side = kSide, minElements = kMinElements;
-    if (eightByEight && rows <= kSmallSide && columns <= kSmallSide)
-      side = kSmallSide, minElements = kSmallMinElements;
+    if (registerSide < kSide && rows <= registerSide && columns <= registerSide)
+      side = registerSide, minElements = kSmallMinElements;
     if (rows > side || columns > side || (rows == side && columns == side) ||
         rows * columns <= minElements)
       return failure();
@@ -2743,10 +2742,10 @@ struct CpuSchedulePass : public mithril::impl::MithrilCpuScheduleBase<CpuSchedul
     // and what they become are rewritten (a greedy rewrite of the whole
     // module took 3.6 ms of the bench CNN training step's compile).
     RewritePatternSet shuffles(&getContext());
-    // (With 256-bit registers, 8 x 8 transposes in 8-lane shuffles.)
-    bool eightByEight = strategy.registers.bits < 512;
-    shuffles.add<PadTransposeToSquare>(&getContext(), eightByEight);
-    if (eightByEight)
+    // (8 x 8 transposes in 8-lane shuffles where registers hold 8 lanes.)
+    int64_t registerSide = registerTransposeSide(strategy.registers);
+    shuffles.add<PadTransposeToSquare>(&getContext(), registerSide);
+    if (registerSide == TransposeEightByEight::kSide)
       shuffles.add<TransposeEightByEight>(&getContext());
     vector::populateVectorTransposeLoweringPatterns(shuffles,
                                                     vector::VectorTransposeLowering::Shuffle16x16);
