@@ -211,6 +211,14 @@ mithril.model @Linear16(data %x: tensor<16x784xf32>, param %w: tensor<512x784xf3
   mithril.output %y : tensor<16x512xf32>
 }
 
+mithril.model @Linear16Relu(data %x: tensor<16x784xf32>, param %w: tensor<512x784xf32>, param %b: tensor<512xf32>) -> (y: tensor<16x512xf32>) {
+  %wt = mithril.transpose %w : (tensor<512x784xf32>) -> tensor<784x512xf32>
+  %mm = mithril.matmul %x, %wt : (tensor<16x784xf32>, tensor<784x512xf32>) -> tensor<16x512xf32>
+  %a = mithril.add %mm, %b : (tensor<16x512xf32>, tensor<512xf32>) -> tensor<16x512xf32>
+  %y = mithril.relu %a : (tensor<16x512xf32>) -> tensor<16x512xf32>
+  mithril.output %y : tensor<16x512xf32>
+}
+
 // Each weight-row group's tiles read all rows of A over the reduction: on a
 // core with 512-bit datapaths (Skylake-SP), where those and the group's
 // weight rows outgrow the L1 (7/8 of its 32 KiB), the reduction is taken in
@@ -255,6 +263,24 @@ mithril.model @Linear16(data %x: tensor<16x784xf32>, param %w: tensor<512x784xf3
 // YMM: scf.for %{{.+}} = %c0 to %c98 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (vector<2x4x8xf32>)
 // YMM-NOT: vector.multi_reduction
 // YMM: vector.transfer_write %{{.+}} : vector<2x4xf32>, tensor<4x4xf32>
+// A bias and activation after the product are the root of its tiles: each
+// tile adds the bias to its sums and takes the relu in registers, and writes
+// the layer's result once. No fill of the product, and no pass of the bias
+// and relu over it after.
+// YMM-LABEL: func.func @Linear16Relu(
+// YMM-NOT: linalg.fill
+// YMM: scf.for %{{.+}} = %c0 to %c12 step %c3 iter_args(%{{.+}} = %{{.+}}) -> (tensor<12x4xf32>)
+// YMM: scf.for %{{.+}} = %c0 to %c98 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (vector<3x4x8xf32>)
+// YMM: %[[B3:.+]] = vector.broadcast %{{.+}} : vector<4xf32> to vector<3x4xf32>
+// YMM: %[[S3:.+]] = arith.addf %{{.+}}, %[[B3]] : vector<3x4xf32>
+// YMM: %[[R3:.+]] = arith.maximumf %[[S3]], %{{.+}} : vector<3x4xf32>
+// YMM: vector.transfer_write %[[R3]], %{{.+}} : vector<3x4xf32>, tensor<12x4xf32>
+// YMM: scf.for %{{.+}} = %c0 to %c98 step %c1 iter_args(%{{.+}} = %{{.+}}) -> (vector<2x4x8xf32>)
+// YMM: %[[R2:.+]] = arith.maximumf %{{.+}} : vector<2x4xf32>
+// YMM: vector.transfer_write %[[R2]], %{{.+}} : vector<2x4xf32>, tensor<4x4xf32>
+// YMM-NOT: arith.maximumf
+// YMM-NOT: linalg.fill
+// YMM: return
 
 // Columns past whole vectors of lanes that are fewer than a vector's lanes
 // (17 = 16 + 1) are split off the product as a matrix-vector product of

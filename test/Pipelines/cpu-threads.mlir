@@ -68,12 +68,13 @@ mithril.model @Gemv(data %x: tensor<16x784xf32>, param %w: tensor<512x784xf32>, 
 // FUSION-LABEL: func.func @Small(
 // FUSION-NOT: scf.forall
 
-// Each chunk also sums its own lanes, from zeros it writes itself, and
+// Each chunk also sums its own lanes, from zeros in registers, and
 // applies the bias and relu: one forall, no fill or epilogue outside it
 // (the zeros outside were a kernel of their own, copied for each chunk).
 // The reduction's two parts (400 + 384, for the 48 KiB L1) run in the same
 // chunks, the second adding its lane sums to the first's: one forall for
-// the whole layer, not one a part.
+// the whole layer, not one a part. The bias and relu are in the second
+// part's tiles, on their sums in registers: no pass of their own.
 // FUSION-LABEL: func.func @Gemv(
 // FUSION-NOT: linalg.fill
 // FUSION: tensor.extract_slice %arg1[0, 0] [512, 400] [1, 1]
@@ -84,7 +85,9 @@ mithril.model @Gemv(data %x: tensor<16x784xf32>, param %w: tensor<512x784xf32>, 
 // FUSION: arith.addf {{.*}} : vector<16xf32>
 // FUSION: vector.extract %{{.+}}[3, 3] : vector<16xf32> from vector<4x4x16xf32>
 // FUSION: arith.addf {{.*}} : vector<16xf32>
-// FUSION: arith.maximumf {{.*}} : vector<8x32xf32>
+// FUSION: arith.maximumf {{.*}} : vector<4x4xf32>
+// FUSION-NEXT: vector.transfer_write
+// FUSION-NOT: vector<8x32xf32>
 // FUSION: scf.forall.in_parallel
 // FUSION-NOT: arith.maximumf
 // FUSION-NOT: scf.forall
