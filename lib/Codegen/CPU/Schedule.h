@@ -320,10 +320,14 @@ public:
   /// from a zero-filled accumulator: the lanes of a tile are summed while
   /// still in registers, and the [rows, columns, lanes] partial sums never
   /// go to memory (at batch 16 they were a third of the weight's size).
+  /// Where an element-wise op reads the sums (productEpilogue: a bias and
+  /// activation), it is the tiles' root, so each tile applies it to its sums
+  /// in registers and writes the result once.
   LogicalResult fuseMatrixVectorLanes(IRRewriter &rewriter, ArrayRef<linalg::LinalgOp> ops);
-  /// Splits the rows of `tile` (a lane sum, its partial sums and their fill,
-  /// fused over some weight rows) at `at`: rows before it in tiles of
-  /// `rowTileSize`'s, the rest in tiles of matrixVectorRowSplitRest's.
+  /// Splits the rows of `tile` (its root, a lane sum or the epilogue after
+  /// one, with the lane sum, partial sums and fills fused into it over some
+  /// weight rows) at `at`: rows before it in tiles of `rowTileSize`'s, the
+  /// rest in tiles of matrixVectorRowSplitRest's.
   LogicalResult splitMatrixVectorRows(IRRewriter &rewriter, ArrayRef<Operation *> tile,
                                       unsigned rowLoop, int64_t at, ArrayRef<int64_t> rowTileSize);
 
