@@ -663,7 +663,7 @@ LogicalResult Scheduler::fuseMatrixVectorLanes(IRRewriter &rewriter,
     // a call on one Zen 3 core).
     linalg::GenericOp epilogue = productEpilogue(lanes);
     AffineMap lanesOut = lanes.getIndexingMapMatchingResult(lanes->getResult(0));
-    if (epilogue && (lanesOut.getNumResults() != 2 || !lanesOut.isProjectedPermutation()))
+    if (epilogue && !lanesOut.isProjectedPermutation())
       epilogue = nullptr;
     Operation *root = epilogue ? epilogue.getOperation() : lanes.getOperation();
     // The partial sums' register tile on the rows and columns of the result.
@@ -720,9 +720,7 @@ LogicalResult Scheduler::fuseMatrixVectorLanes(IRRewriter &rewriter,
     if (epilogue)
       fusible.insert(lanes);
     SmallVector<Operation *> tiledOps = {root};
-    for (Operation *op : fusible)
-      if (op != root)
-        tiledOps.push_back(op);
+    tiledOps.append(fusible.begin(), fusible.end());
     if (llvm::any_of(sizes, [](int64_t size) { return size != 0; })) {
       scf::SCFTileAndFuseOptions options;
       options.tilingOptions.setTileSizes(getAsIndexOpFoldResult(ctx, sizes));
