@@ -49,12 +49,22 @@ std::optional<Bounds> constantBounds(scf::ForOp loop) {
   return Bounds{*lower, *step, (*upper - *lower + *step - 1) / *step};
 }
 
+/// The weight rows a matrix-vector product's reduction reads each step.
+struct WeightRows {
+  /// S, the groups' step.
+  int64_t count;
+  /// The lines of a row's step (1 where a step reads part of a line).
+  int64_t linesPerStep;
+  /// The steps of a row's line: 1, or more where a step reads part of one
+  /// (AVX2's 8 float lanes: half a line, 2 steps a line).
+  int64_t stepsPerLine;
+};
+
 /// The slice of S weight rows `read` takes a step of `reduction`, as
-/// `[rows, chunks, lanes]` at [groups' index, reduction's index, 0]: S (the
-/// groups' step) and the lines of a row's step; nothing for other reads.
-std::optional<std::pair<int64_t, int64_t>> weightRows(vector::TransferReadOp read,
-                                                      scf::ForOp groups, int64_t groupStep,
-                                                      scf::ForOp reduction) {
+/// `[rows, chunks, lanes]` at [groups' index, reduction's index, 0];
+/// nothing for other reads.
+std::optional<WeightRows> weightRows(vector::TransferReadOp read, scf::ForOp groups,
+                                     int64_t groupStep, scf::ForOp reduction) {
   auto buffer = dyn_cast<MemRefType>(read.getBase().getType());
   VectorType vector = read.getVectorType();
   SmallVector<int64_t> strides;
@@ -70,9 +80,13 @@ std::optional<std::pair<int64_t, int64_t>> weightRows(vector::TransferReadOp rea
     return std::nullopt;
   int64_t elementBytes = llvm::divideCeil(buffer.getElementTypeBitWidth(), 8);
   int64_t stepBytes = vector.getDimSize(2) * elementBytes;
-  if (mithril::kCacheLineBytes % elementBytes != 0 || stepBytes % mithril::kCacheLineBytes != 0)
+  if (mithril::kCacheLineBytes % elementBytes != 0)
     return std::nullopt;
-  return std::make_pair(groupStep, stepBytes / mithril::kCacheLineBytes);
+  if (stepBytes < mithril::kCacheLineBytes && mithril::kCacheLineBytes % stepBytes == 0)
+    return WeightRows{groupStep, 1, mithril::kCacheLineBytes / stepBytes};
+  if (stepBytes % mithril::kCacheLineBytes != 0)
+    return std::nullopt;
+  return WeightRows{groupStep, stepBytes / mithril::kCacheLineBytes, 1};
 }
 
 /// Whether `value` is defined outside `loop`, after moving the pure ops
@@ -349,11 +363,25 @@ struct PrefetchNextRowsPass
       auto rows = weightRows(read, groups, group->step, reduction);
       if (!rows)
         continue;
-      auto [count, linesPerStep] = *rows;
+      auto [count, linesPerStep, stepsPerLine] = *rows;
       // The next group's lines of one step: count x linesPerStep, spread
       // over the batch's row groups.
       int64_t perStep = llvm::divideCeil(count * linesPerStep, batch->trips);
       if (perStep > kMaxPrefetchesPerStep)
+        return;
+      // Steps of part of a line prefetch their chunk's line, row group r
+      // row r of the next group, which its later steps over the line fetch
+      // again (cheaper than an index that skips them), and only where a
+      // prefetch a step covers the group: with fewer row groups, the steps
+      // are too short for more. One Zen 3 core, AVX2 (8 float lanes, 2
+      // steps a line), groups of 4 rows by 784, paired in one process (10th
+      // percentiles): batch 16 (4 row groups of 3) 0.1572 -> 0.1533 ms, 12
+      // 0.1217 -> 0.1184, the MLP 784-512-512-10 at batch 16 0.2609 ->
+      // 0.2526; batch 8 (2 row groups of 3) 0.0835 -> 0.0882 with two a
+      // step, batch 4 0.0507 -> 0.0534. A row group's prefetches of two
+      // rows' lines, each line once (rows 2r and 2r + 1 at steps k of each
+      // parity), ran no faster than none.
+      if (stepsPerLine > 1 && perStep > 1)
         return;
       Location loc = read.getLoc();
       OpBuilder builder(read);
