@@ -125,7 +125,8 @@ func.func @crowded(%w: memref<512x49x16xf32>, %y: memref<512x16xf32>) {
 // AVX2's float lanes: a step reads 8 floats, half a line. Batch 16's 4 row
 // groups of 3 each prefetch their row of the next group, at the step's
 // chunk (each line twice); a loop of 2 row groups (the last 4 rows, or batch
-// 8), which would take two a step, gets none.
+// 8), which would take two a step, gets none, and so does a weight 1024
+// deep, whose group and the next (2 x 16 KiB) would fill an L1.
 // CHECK-LABEL: func.func @half_lines
 // CHECK: scf.for %[[J:.+]] = %c0 to %c512 step %c4
 // CHECK: scf.for %[[R:.+]] = %c0 to %c12 step %c3
@@ -137,6 +138,8 @@ func.func @crowded(%w: memref<512x49x16xf32>, %y: memref<512x16xf32>) {
 // CHECK: memref.prefetch %arg1[%[[ROW]], %[[K]], %c0{{.*}}], read, locality<3>, data : memref<512x98x8xf32>
 // CHECK-NOT: memref.prefetch
 // CHECK: scf.for %{{.+}} = %c12 to %c16 step %c2
+// CHECK-NOT: memref.prefetch
+// CHECK-LABEL: func.func @half_lines_deep
 // CHECK-NOT: memref.prefetch
 // CHECK: return
 func.func @half_lines(%x: memref<16x98x8xf32>, %w: memref<512x98x8xf32>, %y: memref<16x512x8xf32>) {
@@ -164,6 +167,29 @@ func.func @half_lines(%x: memref<16x98x8xf32>, %w: memref<512x98x8xf32>, %y: mem
     scf.for %r = %c12 to %c16 step %c2 {
       %sum = scf.for %k = %c0 to %c98 step %c1 iter_args(%acc = %zero) -> (vector<4x8xf32>) {
         %wv = vector.transfer_read %w[%j, %k, %c0], %pad {in_bounds = [true, true, true]} : memref<512x98x8xf32>, vector<4x1x8xf32>
+        %ws = vector.shape_cast %wv : vector<4x1x8xf32> to vector<4x8xf32>
+        %next = arith.addf %ws, %acc : vector<4x8xf32>
+        scf.yield %next : vector<4x8xf32>
+      }
+      vector.transfer_write %sum, %y[%r, %j, %c0] {in_bounds = [true, true]} : vector<4x8xf32>, memref<16x512x8xf32>
+    }
+  }
+  return
+}
+func.func @half_lines_deep(%x: memref<16x128x8xf32>, %w: memref<512x128x8xf32>, %y: memref<16x512x8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c12 = arith.constant 12 : index
+  %c128 = arith.constant 128 : index
+  %c512 = arith.constant 512 : index
+  %zero = arith.constant dense<0.0> : vector<4x8xf32>
+  %pad = ub.poison : f32
+  scf.for %j = %c0 to %c512 step %c4 {
+    scf.for %r = %c0 to %c12 step %c3 {
+      %sum = scf.for %k = %c0 to %c128 step %c1 iter_args(%acc = %zero) -> (vector<4x8xf32>) {
+        %wv = vector.transfer_read %w[%j, %k, %c0], %pad {in_bounds = [true, true, true]} : memref<512x128x8xf32>, vector<4x1x8xf32>
         %ws = vector.shape_cast %wv : vector<4x1x8xf32> to vector<4x8xf32>
         %next = arith.addf %ws, %acc : vector<4x8xf32>
         scf.yield %next : vector<4x8xf32>

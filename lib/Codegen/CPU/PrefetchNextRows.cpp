@@ -31,6 +31,10 @@ constexpr int64_t kMaxPrefetchesPerIteration = 8;
 /// A matrix of broadcast rows smaller than this stays in L1 or L2 between
 /// its tiles (twice an L1): its rows are not prefetched.
 constexpr int64_t kMinBroadcastMatrixBytes = 64 << 10;
+/// Where a matrix-vector step reads part of a line, the most bytes of a
+/// weight group and the next one prefetched beside it: 80% of the smallest
+/// L1d of the targets (32 KiB), the rest for the batch's rows.
+constexpr int64_t kPartLineGroupsL1Bytes = (32 << 10) * 4 / 5;
 /// Broadcast rows of a tile from which its next rows are prefetched in the
 /// order it reads them (prefetchNextBroadcastRows).
 constexpr int64_t kInterleaveMinRows = 8;
@@ -53,6 +57,8 @@ std::optional<Bounds> constantBounds(scf::ForOp loop) {
 struct WeightRows {
   /// S, the groups' step.
   int64_t count;
+  /// The bytes of a group's S rows over the whole reduction.
+  int64_t groupBytes;
   /// The lines of a row's step (1 where a step reads part of a line).
   int64_t linesPerStep;
   /// The steps of a row's line: 1, or more where a step reads part of one
@@ -82,11 +88,12 @@ std::optional<WeightRows> weightRows(vector::TransferReadOp read, scf::ForOp gro
   int64_t stepBytes = vector.getDimSize(2) * elementBytes;
   if (mithril::kCacheLineBytes % elementBytes != 0)
     return std::nullopt;
+  int64_t groupBytes = groupStep * buffer.getDimSize(1) * stepBytes;
   if (stepBytes < mithril::kCacheLineBytes && mithril::kCacheLineBytes % stepBytes == 0)
-    return WeightRows{groupStep, 1, mithril::kCacheLineBytes / stepBytes};
+    return WeightRows{groupStep, groupBytes, 1, mithril::kCacheLineBytes / stepBytes};
   if (stepBytes % mithril::kCacheLineBytes != 0)
     return std::nullopt;
-  return WeightRows{groupStep, stepBytes / mithril::kCacheLineBytes, 1};
+  return WeightRows{groupStep, groupBytes, stepBytes / mithril::kCacheLineBytes, 1};
 }
 
 /// Whether `value` is defined outside `loop`, after moving the pure ops
@@ -363,7 +370,7 @@ struct PrefetchNextRowsPass
       auto rows = weightRows(read, groups, group->step, reduction);
       if (!rows)
         continue;
-      auto [count, linesPerStep, stepsPerLine] = *rows;
+      auto [count, groupBytes, linesPerStep, stepsPerLine] = *rows;
       // The next group's lines of one step: count x linesPerStep, spread
       // over the batch's row groups.
       int64_t perStep = llvm::divideCeil(count * linesPerStep, batch->trips);
@@ -371,17 +378,21 @@ struct PrefetchNextRowsPass
         return;
       // Steps of part of a line prefetch their chunk's line, row group r
       // row r of the next group, which its later steps over the line fetch
-      // again (cheaper than an index that skips them), and only where a
-      // prefetch a step covers the group: with fewer row groups, the steps
-      // are too short for more. One Zen 3 core, AVX2 (8 float lanes, 2
-      // steps a line), groups of 4 rows by 784, paired in one process (10th
-      // percentiles): batch 16 (4 row groups of 3) 0.1572 -> 0.1533 ms, 12
-      // 0.1217 -> 0.1184, the MLP 784-512-512-10 at batch 16 0.2609 ->
-      // 0.2526; batch 8 (2 row groups of 3) 0.0835 -> 0.0882 with two a
-      // step, batch 4 0.0507 -> 0.0534. A row group's prefetches of two
-      // rows' lines, each line once (rows 2r and 2r + 1 at steps k of each
+      // again (cheaper than an index that skips them), only where a
+      // prefetch a step covers the group (with fewer row groups, the steps
+      // are too short for more), and where this group and the next fit an
+      // L1 with room for the batch's rows. One Zen 3 core (32 KiB L1d),
+      // AVX2 (8 float lanes, 2 steps a line), groups of 4 rows, paired in
+      // one process (10th percentiles): 784 deep (2 x 12.25 KiB), batch 16
+      // (4 row groups of 3) 0.1572 -> 0.1533 ms, 12 0.1217 -> 0.1184, the
+      // MLP 784-512-512-10 at batch 16 0.2609 -> 0.2526 (bfloat16 level,
+      // float64, 2 x 24.5 KiB, 0.579 -> 0.603); 512 deep 0.1124 -> 0.1071;
+      // 1024 deep (2 x 16 KiB) 0.2013 -> 0.2114, 1536 deep 0.341 -> 0.376;
+      // batch 8 (2 row groups of 3) 0.0835 -> 0.0882 with two a step,
+      // batch 4 0.0507 -> 0.0534. A row group's prefetches of two rows'
+      // lines, each line once (rows 2r and 2r + 1 at steps k of each
       // parity), ran no faster than none.
-      if (stepsPerLine > 1 && perStep > 1)
+      if (stepsPerLine > 1 && (perStep > 1 || 2 * groupBytes > kPartLineGroupsL1Bytes))
         return;
       Location loc = read.getLoc();
       OpBuilder builder(read);
