@@ -61,9 +61,8 @@ struct WeightRows {
   int64_t groupBytes;
   /// The lines of a row's step (1 where a step reads part of a line).
   int64_t linesPerStep;
-  /// The steps of a row's line: 1, or more where a step reads part of one
-  /// (AVX2's 8 float lanes: half a line, 2 steps a line).
-  int64_t stepsPerLine;
+  /// Whether a step reads part of a line (AVX2's 8 float lanes: half).
+  bool partOfLine;
 };
 
 /// The slice of S weight rows `read` takes a step of `reduction`, as
@@ -90,10 +89,11 @@ std::optional<WeightRows> weightRows(vector::TransferReadOp read, scf::ForOp gro
     return std::nullopt;
   int64_t groupBytes = groupStep * buffer.getDimSize(1) * stepBytes;
   if (stepBytes < mithril::kCacheLineBytes && mithril::kCacheLineBytes % stepBytes == 0)
-    return WeightRows{groupStep, groupBytes, 1, mithril::kCacheLineBytes / stepBytes};
+    return WeightRows{groupStep, groupBytes, 1, /*partOfLine=*/true};
   if (stepBytes % mithril::kCacheLineBytes != 0)
     return std::nullopt;
-  return WeightRows{groupStep, groupBytes, stepBytes / mithril::kCacheLineBytes, 1};
+  return WeightRows{groupStep, groupBytes, stepBytes / mithril::kCacheLineBytes,
+                    /*partOfLine=*/false};
 }
 
 /// Whether `value` is defined outside `loop`, after moving the pure ops
@@ -370,7 +370,7 @@ struct PrefetchNextRowsPass
       auto rows = weightRows(read, groups, group->step, reduction);
       if (!rows)
         continue;
-      auto [count, groupBytes, linesPerStep, stepsPerLine] = *rows;
+      auto [count, groupBytes, linesPerStep, partOfLine] = *rows;
       // The next group's lines of one step: count x linesPerStep, spread
       // over the batch's row groups.
       int64_t perStep = llvm::divideCeil(count * linesPerStep, batch->trips);
@@ -392,7 +392,7 @@ struct PrefetchNextRowsPass
       // batch 4 0.0507 -> 0.0534. A row group's prefetches of two rows'
       // lines, each line once (rows 2r and 2r + 1 at steps k of each
       // parity), ran no faster than none.
-      if (stepsPerLine > 1 && (perStep > 1 || 2 * groupBytes > kPartLineGroupsL1Bytes))
+      if (partOfLine && (perStep > 1 || 2 * groupBytes > kPartLineGroupsL1Bytes))
         return;
       Location loc = read.getLoc();
       OpBuilder builder(read);
