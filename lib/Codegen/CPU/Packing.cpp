@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Utils/Utils.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
@@ -102,6 +103,24 @@ static Value copyWithPaddedRows(IRRewriter &rewriter, Location loc, Value a) {
       ArrayRef<OpFoldResult>{one, one});
 }
 
+/// The matrix the block `a` is a slice of (through slices of slices), if
+/// the block takes whole rows of it (its reduction not split into blocks).
+static std::optional<RankedTensorType> wholeRowsSource(Value a) {
+  auto type = cast<RankedTensorType>(a.getType());
+  int64_t k = type.getDimSize(1);
+  while (auto slice = a.getDefiningOp<tensor::ExtractSliceOp>()) {
+    if (slice.getSourceType().getRank() != 2 || slice.getSourceType().getDimSize(1) != k)
+      return std::nullopt;
+    type = slice.getSourceType();
+    a = slice.getSource();
+  }
+  return type;
+}
+
+/// The smallest left operand whose blocks a thread's chunk copies with
+/// padded rows (packRightOperand): smaller ones lost or stayed level.
+constexpr int64_t kMinPaddedOperandBytes = 2 << 20;
+
 /// Rewrites a matmul block C += A * B so that B is first copied into
 /// panels of one register tile's columns, [columns / cols][k][cols]: the
 /// register tiles then read a panel contiguously (32 KiB that stay in L1
@@ -185,6 +204,29 @@ bool Scheduler::packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block, b
   // (reused by every panel), rather than each element in the kernel.
   packed = widenElements(rewriter, loc, packed, accumulator);
   a = widenElements(rewriter, loc, a, accumulator);
+  // AVX2's 6-row tiles, rows outermost, keep their rows of A in L1 while
+  // they sweep the panels; rows a multiple of 2 KiB apart (512 or 1024
+  // float32 deep) fall into the same L1 sets and evict each other. In a
+  // thread's chunk of a split product whose left operand is at least 2 MiB,
+  // a block of whole rows (its reduction not split) is copied with 64 more
+  // bytes a row first, as for AMX tiles. Zen 3, two threads, paired in one
+  // process against OpenBLAS on a contended host: sgemm 1024 18.5-21.2 ->
+  // 14.8-18.7 ms (OpenBLAS 14.5-16.8), 1024 x 512 by 512 x 1024 9.9-10.3
+  // -> 8.2-8.9 (8.4-9.7), 1024 x 1024 by 1024 x 2048 41.1 -> 32.9 (33.6),
+  // dgemm 1024 22.3 -> 19.1. Left alone: deeper reductions, split in
+  // blocks (sgemm 1536 and 2048 level), smaller operands (sgemm 512: 13%
+  // slower to 5% faster; the MLP 784-512-512-10 at batch 256 level), one
+  // thread (sgemm 1024 level to 4% slower), and AVX-512's wider tiles
+  // (slower on one core: the twenty-fourth session in docs/performance.md).
+  if (strategy.registers.bits < 512 && (accumulator.isF32() || accumulator.isF64()) &&
+      getElementTypeOrSelf(a.getType()) == accumulator && block->getParentOfType<scf::ForallOp>() &&
+      rowsShareL1Sets(a)) {
+    std::optional<RankedTensorType> source = wholeRowsSource(a);
+    if (source && source->hasStaticShape() &&
+        source->getNumElements() * (accumulator.getIntOrFloatBitWidth() / 8) >=
+            kMinPaddedOperandBytes)
+      a = copyWithPaddedRows(rewriter, loc, a);
+  }
   auto panelsType = RankedTensorType::get({m, panels, cols}, accumulator);
   Value cPanels;
   auto fill = c.getDefiningOp<linalg::FillOp>();
