@@ -212,9 +212,9 @@ bool Scheduler::packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block, b
   // bytes a row first, as for AMX tiles. Zen 3, two threads, paired in one
   // process against OpenBLAS on a contended host: sgemm 1024 18.5-21.2 ->
   // 14.8-18.7 ms (OpenBLAS 14.5-16.8), 1024 x 512 by 512 x 1024 9.9-10.3
-  // -> 8.2-8.9 (8.4-9.7), 1024 x 1024 by 1024 x 2048 41.1 -> 32.9 (33.6),
-  // dgemm 1024 22.3 -> 19.1. Left alone: deeper reductions, split in
-  // blocks (sgemm 1536 and 2048 level), smaller operands (sgemm 512: 13%
+  // -> 8.2-8.9 (8.4-9.7), 1024 x 1024 by 1024 x 2048 41.1 -> 32.9 (33.6).
+  // Left alone: reductions split in blocks (sgemm 1536 and 2048 level;
+  // dgemm 1024, 512-step blocks, 22.3 -> 19.1 in one run), smaller operands (sgemm 512: 13%
   // slower to 5% faster; the MLP 784-512-512-10 at batch 256 level), one
   // thread (sgemm 1024 level to 4% slower), and AVX-512's wider tiles
   // (slower on one core: the twenty-fourth session in docs/performance.md).
