@@ -214,19 +214,18 @@ bool Scheduler::packRightOperand(IRRewriter &rewriter, linalg::MatmulOp block, b
   // 14.8-18.7 ms (OpenBLAS 14.5-16.8), 1024 x 512 by 512 x 1024 9.9-10.3
   // -> 8.2-8.9 (8.4-9.7), 1024 x 1024 by 1024 x 2048 41.1 -> 32.9 (33.6).
   // Left alone: reductions split in blocks (sgemm 1536 and 2048 level;
-  // dgemm 1024, 512-step blocks, 22.3 -> 19.1 in one run), smaller operands (sgemm 512: 13%
-  // slower to 5% faster; the MLP 784-512-512-10 at batch 256 level), one
-  // thread (sgemm 1024 level to 4% slower), and AVX-512's wider tiles
-  // (slower on one core: the twenty-fourth session in docs/performance.md).
-  if (strategy.registers.bits < 512 && (accumulator.isF32() || accumulator.isF64()) &&
-      getElementTypeOrSelf(a.getType()) == accumulator && block->getParentOfType<scf::ForallOp>() &&
-      rowsShareL1Sets(a)) {
-    std::optional<RankedTensorType> source = wholeRowsSource(a);
-    if (source && source->hasStaticShape() &&
+  // dgemm 1024, 512-step blocks, 22.3 -> 19.1 in one run), smaller
+  // operands (sgemm 512: 13% slower to 5% faster; the MLP 784-512-512-10
+  // at batch 256 level), one thread (sgemm 1024 level to 4% slower), and
+  // AVX-512's wider tiles (slower on one core: the twenty-fourth session in
+  // docs/performance.md).
+  if (strategy.registers.bits < 512 && at == accumulator &&
+      (accumulator.isF32() || accumulator.isF64()) && block->getParentOfType<scf::ForallOp>())
+    if (std::optional<RankedTensorType> source = wholeRowsSource(a);
+        source && source->hasStaticShape() && rowsShareL1Sets(a) &&
         source->getNumElements() * (accumulator.getIntOrFloatBitWidth() / 8) >=
             kMinPaddedOperandBytes)
       a = copyWithPaddedRows(rewriter, loc, a);
-  }
   auto panelsType = RankedTensorType::get({m, panels, cols}, accumulator);
   Value cPanels;
   auto fill = c.getDefiningOp<linalg::FillOp>();
