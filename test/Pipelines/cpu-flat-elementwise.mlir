@@ -6,6 +6,8 @@
 // function returns: bufferization writes that one into the caller's buffer,
 // where a flat one was copied there (an SGD update of a 512 x 784 weight,
 // 1.6 MB a step); their tiles are 8 x 16 (whole vectors: 784 = 49 x 16).
+// An op that reads its indices (a gather: a flipped convolution kernel)
+// keeps its shape too: flat, its indices came back by divisions.
 // RUN: mithril-opt %s --mithril-cpu-pipeline="target-cpu=znver4 threads=1 stop-after=fusion" | FileCheck %s
 // RUN: mithril-opt %s --mithril-cpu-pipeline="target-cpu=znver4 threads=1 stop-after=bufferize" | FileCheck %s --check-prefix=BUF
 
@@ -39,6 +41,14 @@ mithril.model @Returned(data %x: tensor<256x784xf32>) -> (y: tensor<256x784xf32>
   mithril.output %y : tensor<256x784xf32>
 }
 
+mithril.model @Flipped(data %w: tensor<32x64x3x3xf32>, data %x: tensor<64x32x3x3xf32>) -> (y: tensor<64x32x3x3xf32>) {
+  %r = mithril.reverse %w {axes = array<i64: 2, 3>} : (tensor<32x64x3x3xf32>) -> tensor<32x64x3x3xf32>
+  %t = mithril.transpose %r {permutation = array<i64: 1, 0, 2, 3>} : (tensor<32x64x3x3xf32>) -> tensor<64x32x3x3xf32>
+  %y = mithril.multiply %t, %x : (tensor<64x32x3x3xf32>, tensor<64x32x3x3xf32>) -> tensor<64x32x3x3xf32>
+  %z = mithril.exp %y : (tensor<64x32x3x3xf32>) -> tensor<64x32x3x3xf32>
+  mithril.output %z : tensor<64x32x3x3xf32>
+}
+
 // CHECK-LABEL: func.func @Rows784(
 // CHECK: tensor.collapse_shape %{{.+}} {{\[\[}}0, 1]] : tensor<256x784xf32> into tensor<200704xf32>
 // CHECK: arith.divf %{{.+}}, %{{.+}} : vector<32xf32>
@@ -56,6 +66,14 @@ mithril.model @Returned(data %x: tensor<256x784xf32>) -> (y: tensor<256x784xf32>
 // CHECK-LABEL: func.func @Returned(
 // CHECK-NOT: tensor<200704xf32>
 // CHECK: vector<8x16xf32>
+// CHECK-LABEL: func.func @Flipped(
+// CHECK-NOT: arith.remsi
+// CHECK: linalg.generic
+// CHECK-SAME: outs(%{{.+}} : tensor<1x{{[0-9]+}}x3x3xf32>)
+// CHECK: %[[ROW:.+]] = linalg.index 2 : index
+// CHECK: arith.subi %{{.+}}, %[[ROW]] : index
+// CHECK-NOT: arith.remsi
+// CHECK: return
 
 // BUF-LABEL: func.func @Returned(
 // BUF-NOT: memref.copy
