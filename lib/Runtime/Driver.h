@@ -114,6 +114,12 @@ void constantsAsBytes(llvm::Module &module);
 /// part of them.
 unsigned mergeKernelsModuloConstants(llvm::Module &module, unsigned minInstructions = 64);
 
+/// Drops from the model's function (the one its C interface `entryPoint`,
+/// `_mlir_ciface_<model>`, calls) the arguments it never reads, and makes it
+/// local: only the C interface may call it, or it stays as it is. The
+/// descriptors' fields the body extracts are read from the arguments first.
+void dropUnreadEntryArguments(llvm::Module &module, llvm::StringRef entryPoint);
+
 /// How many threads compile a model's LLVM code: options.compileThreads, or
 /// one per CPU of the process's affinity mask (at most 8).
 unsigned compileThreadsFor(const CompileOptions &options);
