@@ -748,11 +748,21 @@ static void carryLanePartials(RewriterBase &rewriter, scf::ForOp loop, int64_t m
     if (!reduction || reduction.getAcc() != carried || !carried.hasOneUse() ||
         !reduction->hasOneUse() || reduction->getBlock() != loop.getBody())
       continue;
-    // Only across the lanes (the innermost dimension alone): a reduction of
-    // outer dimensions is already element-wise, register by register.
+    // Only across the lanes: the innermost dimension, and others only where
+    // the tile has one element along them (a convolution bias's gradient,
+    // each step a row of one channel: 14 rows of 14 doubles were 14 trees of
+    // shuffles). A reduction of outer dimensions of more than one element is
+    // already element-wise, register by register.
     SmallVector<bool> reduced = reduction.getReductionMask();
     VectorType tile = reduction.getSourceVectorType();
-    if (!reduced.back() || llvm::count(reduced, true) != 1 || tile.isScalable() ||
+    auto acrossLanesOnly = [&] {
+      for (auto [size, isReduced] :
+           llvm::zip(tile.getShape().drop_back(), ArrayRef<bool>(reduced).drop_back()))
+        if (isReduced && size != 1)
+          return false;
+      return true;
+    };
+    if (!reduced.back() || !acrossLanesOnly() || tile.isScalable() ||
         tile.getNumElements() * tile.getElementTypeBitWidth() > maxBits)
       continue;
     std::optional<TypedAttr> neutral = neutralOf(reduction.getKind(), tile.getElementType());
