@@ -33,6 +33,7 @@
 #include "llvm/Support/Threading.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Transforms/IPO/DeadArgumentElimination.h"
+#include "llvm/Transforms/Utils/Local.h"
 
 #include <atomic>
 #include <numeric>
@@ -138,24 +139,21 @@ void mithril::runtime::detail::dropUnreadEntryArguments(llvm::Module &module,
   // The body rebuilds each descriptor from the arguments and extracts the
   // fields it reads: those extracts read the arguments directly first (as
   // InstCombine does later), or every argument would count as read.
+  // (A struct no extract reads any more goes, with the inserts that built
+  // it; they all come before the extract.)
   llvm::SimplifyQuery query(module.getDataLayout());
-  llvm::SmallVector<llvm::Instruction *> structs;
   for (llvm::Instruction &instruction : llvm::make_early_inc_range(llvm::instructions(*model))) {
-    if (llvm::isa<llvm::InsertValueInst>(instruction))
-      structs.push_back(&instruction);
     auto *extract = llvm::dyn_cast<llvm::ExtractValueInst>(&instruction);
     if (!extract)
       continue;
-    if (llvm::Value *field = llvm::simplifyExtractValueInst(extract->getAggregateOperand(),
-                                                            extract->getIndices(), query)) {
+    llvm::Value *aggregate = extract->getAggregateOperand();
+    if (llvm::Value *field =
+            llvm::simplifyExtractValueInst(aggregate, extract->getIndices(), query)) {
       extract->replaceAllUsesWith(field);
       extract->eraseFromParent();
+      llvm::RecursivelyDeleteTriviallyDeadInstructions(aggregate);
     }
   }
-  // Last built first: each struct feeds the next insert of its chain.
-  for (llvm::Instruction *insert : llvm::reverse(structs))
-    if (insert->use_empty())
-      insert->eraseFromParent();
   model->setLinkage(llvm::GlobalValue::InternalLinkage);
   llvm::ModuleAnalysisManager analyses;
   llvm::DeadArgumentEliminationPass().run(module, analyses);
