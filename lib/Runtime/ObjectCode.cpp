@@ -159,27 +159,40 @@ void mithril::runtime::detail::dropUnreadEntryArguments(llvm::Module &module,
   llvm::DeadArgumentEliminationPass().run(module, analyses);
 }
 
-/// The code of `function` LLVM compiles: its instructions but the memref
-/// descriptors' plumbing (insertvalue, extractvalue), which InstCombine
-/// folds away. Most of a kernel's instructions from MLIR are, and fewer of
-/// some kernels' than of others': counted in, one of the MLP training
-/// step's two pieces took 1.35x as long as the other (1.05x without).
-static uint64_t compiledCode(llvm::Function &function) {
-  uint64_t count = 0;
-  for (llvm::BasicBlock &block : function)
-    for (llvm::Instruction &instruction : block)
-      count += !llvm::isa<llvm::InsertValueInst, llvm::ExtractValueInst>(instruction);
-  return count;
+/// What compiling `function` costs LLVM, in instructions' worth: a part
+/// per function, its instructions but the memref descriptors' plumbing
+/// (insertvalue, extractvalue), which InstCombine folds away, and more for
+/// each block and call. Each function of four training steps (the bench
+/// CNN's and MLP's, SGD and Adam: 164 functions) compiled alone cost LLVM
+/// about 8 M instructions and 0.13 M an instruction, 0.9 M a block and
+/// 0.5 M a call (callgrind): instructions alone explained 88% of the
+/// variation, with blocks and calls 96%. Dealt by instructions alone, the
+/// four steps' pieces took 2,798 M instructions on the busier of two
+/// threads; by this estimate, 2,717 M (the CNN's Adam step 878 -> 790 M).
+/// (Descriptor plumbing counted in, one of the MLP training step's two
+/// pieces took 1.35x as long as the other.)
+static uint64_t codegenCost(llvm::Function &function) {
+  constexpr uint64_t kFunctionCost = 50, kBlockCost = 8, kCallCost = 4;
+  uint64_t cost = kFunctionCost;
+  for (llvm::BasicBlock &block : function) {
+    cost += kBlockCost;
+    for (llvm::Instruction &instruction : block) {
+      if (llvm::isa<llvm::InsertValueInst, llvm::ExtractValueInst>(instruction))
+        continue;
+      cost += llvm::isa<llvm::CallBase>(instruction) ? 1 + kCallCost : 1;
+    }
+  }
+  return cost;
 }
 
-/// The piece each function goes to: largest first, each to the piece with
-/// the least code so far. `load` receives each piece's code.
+/// The piece each function goes to: dearest first, each to the piece with
+/// the least cost so far. `load` receives each piece's estimated cost.
 static llvm::StringMap<unsigned> dealFunctions(llvm::Module &module, unsigned pieces,
                                                std::vector<uint64_t> &load) {
   llvm::SmallVector<std::pair<uint64_t, llvm::Function *>> functions;
   for (llvm::Function &function : module)
     if (!function.isDeclaration())
-      functions.push_back({compiledCode(function), &function});
+      functions.push_back({codegenCost(function), &function});
   llvm::stable_sort(functions, [](auto &a, auto &b) { return a.first > b.first; });
   load.assign(pieces, 0);
   llvm::StringMap<unsigned> pieceOf;
@@ -199,10 +212,11 @@ mithril::runtime::detail::compileObjects(llvm::Module &module, const CompileOpti
   // A piece costs a target machine's passes over a module of its own and a
   // read of the bitcode: a small model compiles faster whole.
   constexpr uint64_t kMinPieceInstructions = 2000;
-  // Pieces per thread. Code size predicts a piece's compile time only
-  // roughly (a CNN training step's two pieces of equal code took 200 and
-  // 250 ms), so the threads take more, smaller pieces, largest first, each
-  // the next one left when it is done.
+  // Pieces per thread. The estimate predicts a function's compile time only
+  // roughly (a median function's is 17% off) and the host's cores slow
+  // down each on its own, so the threads take more, smaller pieces, dearest
+  // first, each the next one left when it is done. (One piece a thread:
+  // 2,690 M instructions on the busier thread for the four steps above.)
   constexpr unsigned kPiecesPerThread = 2;
   // Before the pieces are counted: merging leaves less code to deal.
   mergeKernelsModuloConstants(module);
