@@ -329,6 +329,28 @@ def MithrilDispatchChunks : Pass<"mithril-dispatch-chunks", "mlir::ModuleOp"> {
                            "mlir::LLVM::LLVMDialect"];
 }
 
+def MithrilConvertBodiesToLLVM : Pass<"mithril-convert-bodies-to-llvm", "mlir::ModuleOp"> {
+  let summary = "Lower the functions' bodies to the LLVM dialect, function by function on the context's threads";
+  let description = [{
+    The memref, arith, control flow, index and ub ops inside each `func.func`
+    become LLVM dialect ops, one function a task on the context's threads;
+    `finalize-memref-to-llvm` and `convert-to-llvm`, module passes on one
+    thread, then have only the functions' signatures, calls and returns and
+    the module's globals left. The allocation functions the memref lowering
+    calls are declared first, so that no task adds to the module; a module
+    with ops whose lowering declares other functions (`memref.copy` of
+    strided buffers, `memref.realloc`) is lowered one function after the
+    other. Options as `finalize-memref-to-llvm`'s.
+  }];
+  let options = [
+    Option<"useAlignedAlloc", "use-aligned-alloc", "bool", "false",
+           "Allocate buffers through aligned_alloc">,
+    Option<"useGenericFunctions", "use-generic-functions", "bool", "false",
+           "Allocate and free through _mlir_memref_to_llvm_alloc/_free, which the host provides">,
+  ];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
 def MithrilNoAliasAllocations : Pass<"mithril-noalias-allocations", "mlir::ModuleOp"> {
   let summary = "Mark the allocation functions as returning memory nothing else points to";
   let description = [{
